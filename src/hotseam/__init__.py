@@ -1,0 +1,86 @@
+"""hotseam: seams served by one provider at a time, effects owned by scopes, hot reload.
+
+The core lives here; the user-interaction seam is :mod:`hotseam.interaction`, the hot
+reloader :mod:`hotseam.reload`, and the UI surfaces :mod:`hotseam.providers`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from ._abort import AbortController, AbortSignal
+from ._agent import Agent
+from ._context import (
+    Context,
+    Lease,
+    Registration,
+    RegistrationState,
+    Swap,
+    current_context,
+    use_context,
+)
+from ._errors import (
+    AbortError,
+    DisposalError,
+    DisposerTimeoutError,
+    HarnessError,
+    NoProviderError,
+    ProviderConflictError,
+    ScopeClosedError,
+    ScopeError,
+    ToolError,
+)
+from ._scope import CloseReason, Effect, EnteredEffect, Scope, ScopeExit, ScopeState, TaskEffect
+from ._seam import Seam
+from ._tools import Tool, ToolCall, ToolFormat, ToolRegistration, ToolRegistry, ToolResult, tool
+
+__all__ = [
+    "AbortController",
+    "AbortError",
+    "AbortSignal",
+    "Agent",
+    "CloseReason",
+    "Context",
+    "DisposalError",
+    "DisposerTimeoutError",
+    "Effect",
+    "EnteredEffect",
+    "HarnessError",
+    "Lease",
+    "NoProviderError",
+    "ProviderConflictError",
+    "Registration",
+    "RegistrationState",
+    "Scope",
+    "ScopeClosedError",
+    "ScopeError",
+    "ScopeExit",
+    "ScopeState",
+    "Seam",
+    "Swap",
+    "TaskEffect",
+    "Tool",
+    "ToolCall",
+    "ToolError",
+    "ToolFormat",
+    "ToolRegistration",
+    "ToolRegistry",
+    "ToolResult",
+    "current_context",
+    "tool",
+    "use_context",
+]
+
+__version__ = "0.1.0.dev0"
+
+
+def _fix_module_names() -> None:
+    """Show ``hotseam.Scope`` in reprs and tracebacks, not ``hotseam._scope.Scope``."""
+    for name in __all__:
+        value = globals()[name]
+        if getattr(value, "__module__", "").startswith("hotseam._"):
+            with contextlib.suppress(AttributeError, TypeError):  # type aliases refuse it
+                value.__module__ = __name__
+
+
+_fix_module_names()

@@ -1,0 +1,213 @@
+"""AbortController and AbortSignal: the web platform's cancellation tokens, for anyio.
+
+A signal is a value that can be passed around (to ``ask()``, to tools) and observed in three
+ways: polled (``signal.aborted``), awaited (``await signal.wait()``) or bound to a block of
+code (``with signal.cancel_scope():``), which is cancelled promptly when the signal fires.
+
+Timeouts are deadlines, not timers: ``AbortSignal.timeout(5)`` needs no background task, and
+works on any anyio backend. Its deadline is applied by ``wait()`` and ``cancel_scope()`` and
+checked by ``aborted``; callbacks added with :meth:`AbortSignal.add_callback` run when
+``abort()`` is called, or when an observer notices that the deadline passed.
+
+Signals are not thread-safe: use them from the event loop's thread.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import anyio
+
+from ._errors import AbortError
+
+__all__ = ["AbortController", "AbortSignal"]
+
+_callback_keys = itertools.count()
+
+
+class AbortSignal:
+    """Tells whether an operation should stop, and why.
+
+    Create one with :class:`AbortController`, :meth:`timeout`, :meth:`any` or :meth:`abort`.
+    """
+
+    __slots__ = ("__weakref__", "_aborted", "_callbacks", "_deadline", "_event", "_reason")
+
+    def __init__(self) -> None:
+        self._aborted = False
+        self._reason: BaseException | None = None
+        self._deadline = math.inf  # time.monotonic() based
+        self._callbacks: dict[int, Callable[[BaseException], object]] = {}
+        self._event: anyio.Event | None = None
+
+    def __repr__(self) -> str:
+        state = f"aborted reason={self._reason!r}" if self.aborted else "pending"
+        return f"<AbortSignal {state}>"
+
+    # -- constructors -----------------------------------------------------------------------
+
+    @classmethod
+    def abort(cls, reason: BaseException | None = None) -> AbortSignal:
+        """Return a signal that is already aborted."""
+        signal = cls()
+        signal._fire(reason if reason is not None else _default_reason())
+        return signal
+
+    @classmethod
+    def timeout(cls, seconds: float) -> AbortSignal:
+        """Return a signal that aborts ``seconds`` from now with an ``AbortError`` (``TIMEOUT``)."""
+        if seconds < 0 or math.isnan(seconds):
+            raise ValueError(f"timeout seconds must be >= 0, got {seconds!r}")
+        signal = cls()
+        signal._deadline = time.monotonic() + seconds
+        return signal
+
+    @classmethod
+    def any(cls, signals: Iterable[AbortSignal]) -> AbortSignal:
+        """Return a signal that aborts when the first of ``signals`` does, with its reason."""
+        sources = list(signals)
+        combined = cls()
+        for source in sources:
+            if source.aborted:
+                assert source._reason is not None
+                combined._fire(source._reason)
+                return combined
+        combined._deadline = min((s._deadline for s in sources), default=math.inf)
+        removers: list[Callable[[], None]] = []
+
+        def on_source_abort(reason: BaseException) -> None:
+            for remove in removers:
+                remove()
+            combined._fire(reason)
+
+        removers.extend(source.add_callback(on_source_abort) for source in sources)
+        return combined
+
+    # -- observing --------------------------------------------------------------------------
+
+    @property
+    def aborted(self) -> bool:
+        """True once the signal fired (or its deadline passed)."""
+        if not self._aborted and self._deadline != math.inf and time.monotonic() >= self._deadline:
+            self._fire(AbortError("The operation timed out", "TIMEOUT"))
+        return self._aborted
+
+    @property
+    def reason(self) -> BaseException | None:
+        """Why the signal fired; ``None`` while it has not."""
+        return self._reason if self.aborted else None
+
+    @property
+    def deadline(self) -> float:
+        """The ``time.monotonic()`` deadline of this signal, ``inf`` when it has none."""
+        return self._deadline
+
+    def raise_if_aborted(self) -> None:
+        """Raise the signal's reason if it fired."""
+        if self.aborted:
+            assert self._reason is not None
+            raise self._reason
+
+    def add_callback(self, callback: Callable[[BaseException], object]) -> Callable[[], None]:
+        """Call ``callback(reason)`` once when the signal fires; return a function that removes it.
+
+        If the signal already fired, the callback runs at once.
+        """
+        if self.aborted:
+            assert self._reason is not None
+            callback(self._reason)
+            return _noop
+        key = next(_callback_keys)
+        self._callbacks[key] = callback
+        return lambda: self._callbacks.pop(key, None) and None
+
+    async def wait(self) -> BaseException:
+        """Wait until the signal fires and return its reason."""
+        if not self.aborted:
+            if self._event is None:
+                self._event = anyio.Event()
+            with anyio.CancelScope(deadline=_loop_deadline(self._deadline)):
+                await self._event.wait()
+            self.aborted  # noqa: B018 - notices a passed deadline
+        assert self._reason is not None
+        return self._reason
+
+    @contextmanager
+    def cancel_scope(self, *, raise_reason: bool = True) -> Iterator[anyio.CancelScope]:
+        """Run a block that is cancelled promptly when this signal fires.
+
+        When the block was cut short by the signal, the signal's reason is raised after it
+        (unless ``raise_reason`` is false; then check ``scope.cancelled_caught``).
+        """
+        scope = anyio.CancelScope(deadline=_loop_deadline(self._deadline))
+        if self.aborted:
+            scope.cancel()
+        remove = self.add_callback(lambda _reason: scope.cancel())
+        try:
+            with scope:
+                yield scope
+        finally:
+            remove()
+        if scope.cancelled_caught and raise_reason and self.aborted:
+            assert self._reason is not None
+            raise self._reason
+
+    # -- firing -----------------------------------------------------------------------------
+
+    def _fire(self, reason: BaseException) -> None:
+        if self._aborted:
+            return
+        self._aborted = True
+        self._reason = reason
+        self._deadline = math.inf
+        if self._event is not None:
+            self._event.set()
+        callbacks, self._callbacks = self._callbacks, {}
+        errors: list[Exception] = []
+        for callback in callbacks.values():
+            try:
+                callback(reason)
+            except Exception as exc:  # a listener's bug must not stop the others
+                errors.append(exc)
+        if errors:
+            raise ExceptionGroup("AbortSignal callbacks failed", errors)
+
+
+class AbortController:
+    """Owns an :class:`AbortSignal` and fires it with :meth:`abort`."""
+
+    __slots__ = ("_signal",)
+
+    def __init__(self) -> None:
+        self._signal = AbortSignal()
+
+    def __repr__(self) -> str:
+        return f"<AbortController signal={self._signal!r}>"
+
+    @property
+    def signal(self) -> AbortSignal:
+        """The signal this controller fires."""
+        return self._signal
+
+    def abort(self, reason: BaseException | None = None) -> None:
+        """Fire the signal (once; later calls do nothing). The default reason is an AbortError."""
+        self._signal._fire(reason if reason is not None else _default_reason())
+
+
+def _default_reason() -> AbortError:
+    return AbortError("This operation was aborted")
+
+
+def _loop_deadline(monotonic_deadline: float) -> float:
+    if monotonic_deadline == math.inf:
+        return math.inf
+    return anyio.current_time() + (monotonic_deadline - time.monotonic())
+
+
+def _noop(*_args: Any) -> None:
+    return None

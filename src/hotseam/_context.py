@@ -1,0 +1,499 @@
+"""Context: at most one active provider per seam, found through a context variable.
+
+A provider is registered with :meth:`Context.provide` (or ``scope.provide``) and removed by
+disposing the returned :class:`Registration`. A second provider for a seam that already has
+one is a :class:`~hotseam.ProviderConflictError`, never a silent replacement.
+
+Two primitives exist for code that must survive a provider being replaced while it uses it
+(the hot reloader and ``ask()``):
+
+* :meth:`Context.swap` marks seams as being swapped. While a swap runs, callers that find no
+  provider (``wait_for``, ``lease``) wait for the swap to end instead of failing.
+* :meth:`Context.lease` borrows the active provider for the duration of a block. When the
+  registration is disposed, the block is cancelled (so the provider sees cancellation) and
+  the disposal waits for it to unwind; ``lease.revoked`` then tells the caller to try again
+  on whatever replaced it.
+"""
+
+from __future__ import annotations
+
+import enum
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import anyio
+
+from . import _tracking
+from ._errors import HarnessError, ProviderConflictError
+from ._log import get_logger
+from ._scope import Effect, Scope, ScopeExit
+from ._seam import Seam
+
+if TYPE_CHECKING:
+    from ._tools import ToolRegistry
+
+__all__ = [
+    "Context",
+    "Lease",
+    "Registration",
+    "RegistrationState",
+    "Swap",
+    "current_context",
+    "lookup_current_context",
+    "use_context",
+]
+
+T = TypeVar("T")
+_log = get_logger("hotseam.context")
+_current: ContextVar[Context | None] = ContextVar("hotseam_context", default=None)
+
+DEFAULT_SWAP_WAIT = 10.0
+
+
+class RegistrationState(enum.Enum):
+    """``staged`` (recorded, not live) → ``active`` → ``removed``."""
+
+    STAGED = "staged"
+    ACTIVE = "active"
+    REMOVED = "removed"
+
+
+class Registration(Effect, Generic[T]):
+    """The handle of one provider registration; disposing it removes the provider.
+
+    ``location`` is the ``file:line`` that registered it, shown in conflict errors.
+    """
+
+    __slots__ = ("_leases", "context", "location", "provider", "seam", "state")
+
+    def __init__(
+        self,
+        context: Context,
+        seam: Seam[T],
+        provider: T,
+        owner: Scope | None,
+        location: str,
+    ) -> None:
+        super().__init__(owner)
+        self.context = context
+        self.seam = seam
+        self.provider = provider
+        self.location = location
+        self.state = RegistrationState.STAGED
+        self._leases: set[Lease[T]] = set()
+
+    @property
+    def label(self) -> str:
+        return f"provider {_describe(self.provider)} for seam {self.seam.name!r}"
+
+    @property
+    def active(self) -> bool:
+        """True while this is the seam's provider in its context."""
+        return self.state is RegistrationState.ACTIVE
+
+    def conflict(
+        self, ignoring: frozenset[Registration[Any]] = frozenset()
+    ) -> Registration[Any] | None:
+        """Return the active registration this one would collide with, if any."""
+        current = self.context._active.get(self.seam)
+        if current is None or current is self or current in ignoring:
+            return None
+        return current
+
+    def _start(self) -> None:
+        if self.state is not RegistrationState.STAGED or self._done:
+            return
+        current = self.conflict()
+        if current is not None:
+            raise _conflict_error(self.seam, self.provider, current, self.location)
+        self.context._active[self.seam] = self
+        self.state = RegistrationState.ACTIVE
+        if _log.enabled("info"):
+            _log.info(
+                "provider.installed",
+                seam=self.seam.name,
+                provider=_describe(self.provider),
+                context=self.context.name,
+                location=self.location,
+            )
+
+    def _rollback_start(self) -> None:
+        if self.state is RegistrationState.ACTIVE:
+            del self.context._active[self.seam]
+            self.state = RegistrationState.STAGED
+
+    def _undo(self, exit_: ScopeExit) -> object:
+        was_active = self.state is RegistrationState.ACTIVE
+        self.state = RegistrationState.REMOVED
+        if not was_active:
+            return None
+        active = self.context._active
+        if active.get(self.seam) is self:
+            del active[self.seam]
+        swapping = self.context._swap_covering(self.seam) is not None
+        if _log.enabled("info"):
+            _log.info(
+                "provider.removed",
+                seam=self.seam.name,
+                provider=_describe(self.provider),
+                context=self.context.name,
+                reason=exit_.reason.value,
+                swap=swapping,
+            )
+        if not self._leases:
+            return None
+        for lease in list(self._leases):
+            lease._revoke(swapping)
+        return self._wait_leases()
+
+    async def _wait_leases(self) -> None:
+        for lease in list(self._leases):
+            if lease._released is not None:
+                await lease._released.wait()
+
+
+class Lease(Generic[T]):
+    """A provider borrowed for one block: ``async with ctx.lease(seam) as lease:``.
+
+    If the registration is disposed while the block runs, the block is cancelled (the
+    provider's coroutine sees cancellation) and exits quietly; ``revoked`` is then true and
+    ``replaced`` tells whether a swap was under way, so a replacement is coming.
+    """
+
+    __slots__ = (
+        "_cancel_scope",
+        "_context",
+        "_registration",
+        "_released",
+        "_seam",
+        "_timeout",
+        "replaced",
+        "revoked",
+    )
+
+    def __init__(self, context: Context, seam: Seam[T], timeout: float) -> None:
+        self._context = context
+        self._seam = seam
+        self._timeout = timeout
+        self._registration: Registration[T] | None = None
+        self._cancel_scope = anyio.CancelScope()
+        self._released: anyio.Event | None = None
+        self.revoked = False
+        self.replaced = False
+
+    @property
+    def provider(self) -> T:
+        """The borrowed provider."""
+        if self._registration is None:
+            raise RuntimeError("lease.provider is only available inside 'async with'")
+        return self._registration.provider
+
+    @property
+    def registration(self) -> Registration[T]:
+        """The registration the provider came from."""
+        if self._registration is None:
+            raise RuntimeError("lease.registration is only available inside 'async with'")
+        return self._registration
+
+    async def __aenter__(self) -> Lease[T]:
+        registration = await self._context._wait_registration(self._seam, self._timeout)
+        self._registration = registration
+        self._released = anyio.Event()
+        registration._leases.add(self)
+        self._cancel_scope.__enter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        try:
+            suppressed = self._cancel_scope.__exit__(exc_type, exc, tb)
+        finally:
+            assert self._registration is not None
+            assert self._released is not None
+            self._registration._leases.discard(self)
+            self._released.set()
+        return bool(suppressed) and self.revoked
+
+    def _revoke(self, replaced: bool) -> None:
+        self.revoked = True
+        self.replaced = replaced
+        self._cancel_scope.cancel()
+
+
+class Swap:
+    """A provider swap in progress; see :meth:`Context.swap`."""
+
+    __slots__ = ("_finished", "context", "error", "seams")
+
+    def __init__(self, context: Context, seams: frozenset[Seam[Any]] | None) -> None:
+        self.context = context
+        self.seams = seams
+        self.error: BaseException | None = None
+        self._finished = anyio.Event()
+
+    def __repr__(self) -> str:
+        names = "all seams" if self.seams is None else sorted(s.name for s in self.seams)
+        return f"<Swap {self.context.name!r} {names}>"
+
+    def covers(self, seam: Seam[Any]) -> bool:
+        """True if callers looking for ``seam`` should wait for this swap."""
+        return self.seams is None or seam in self.seams
+
+    @property
+    def finished(self) -> bool:
+        """True once the swap ended (with or without a new provider)."""
+        return self._finished.is_set()
+
+    def fail(self, error: BaseException) -> None:
+        """Record why the swap could not install a replacement (waiters get it as cause)."""
+        self.error = error
+
+
+class Context:
+    """Holds at most one active provider per seam, and the tools offered to models.
+
+    A child context (:meth:`child`) sees its parent's providers and tools and may shadow
+    them with its own.
+    """
+
+    def __init__(self, name: str = "context", *, parent: Context | None = None) -> None:
+        from ._tools import ToolRegistry
+
+        self.name = name
+        self.parent = parent
+        self._active: dict[Seam[Any], Registration[Any]] = {}
+        self._swaps: list[Swap] = []
+        self._swap_lock: anyio.Lock | None = None
+        self.tools: ToolRegistry = ToolRegistry(self)
+
+    def __repr__(self) -> str:
+        seams = ", ".join(sorted(seam.name for seam in self._active))
+        return f"<Context {self.name!r} providers=[{seams}]>"
+
+    # -- providers ------------------------------------------------------------------------------
+
+    def provide(self, seam: Seam[T], provider: T) -> Registration[T]:
+        """Make ``provider`` the active provider of ``seam`` until the handle is disposed.
+
+        Raises:
+            ProviderConflictError: ``seam`` already has an active provider in this context.
+            TypeError: ``provider`` does not satisfy the seam's runtime-checkable protocol.
+        """
+        return self._register_provider(seam, provider, owner=None, stacklevel=2)
+
+    def _register_provider(
+        self, seam: Seam[T], provider: T, *, owner: Scope | None, stacklevel: int
+    ) -> Registration[T]:
+        seam.check(provider)
+        location = _caller_location(stacklevel + 1)
+        registration = Registration(self, seam, provider, owner, location)
+        staged = owner is not None and owner.staged
+        if not staged:
+            registration._start()
+        if owner is not None:
+            owner._adopt(registration)
+        else:
+            tracker = _tracking._tracker
+            if tracker is not None:
+                tracker.track(registration, None)
+        return registration
+
+    def registration(self, seam: Seam[T]) -> Registration[T] | None:
+        """Return the active registration for ``seam`` here or in a parent, or ``None``."""
+        context: Context | None = self
+        while context is not None:
+            registration = context._active.get(seam)
+            if registration is not None:
+                return registration
+            context = context.parent
+        return None
+
+    def lookup(self, seam: Seam[T]) -> T | None:
+        """Return the active provider of ``seam`` (here or inherited), or ``None``."""
+        registration = self.registration(seam)
+        return None if registration is None else registration.provider
+
+    def get(self, seam: Seam[T]) -> T:
+        """Return the active provider of ``seam``, or raise the seam's "no provider" error."""
+        registration = self.registration(seam)
+        if registration is None:
+            raise seam.missing_error(self._missing_message(seam))
+        return registration.provider
+
+    async def wait_for(self, seam: Seam[T], *, timeout: float = DEFAULT_SWAP_WAIT) -> T:
+        """Return the active provider; if a swap of ``seam`` is under way, wait for it first.
+
+        Fails with the seam's "no provider" error when there is none and no swap is running,
+        or when the swap ends (or ``timeout`` passes) without one; the swap's error, if any,
+        is the cause.
+        """
+        return (await self._wait_registration(seam, timeout)).provider
+
+    def lease(self, seam: Seam[T], *, timeout: float = DEFAULT_SWAP_WAIT) -> Lease[T]:
+        """Borrow the active provider of ``seam`` for one ``async with`` block.
+
+        Entering waits for a running swap like :meth:`wait_for`.
+        """
+        return Lease(self, seam, timeout)
+
+    async def _wait_registration(self, seam: Seam[T], timeout: float) -> Registration[T]:
+        registration = self.registration(seam)
+        if registration is not None:
+            return registration
+        deadline = time.monotonic() + timeout
+        last_swap: Swap | None = None
+        while True:
+            swap = self._swap_covering(seam)
+            if swap is None:
+                break
+            last_swap = swap
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            with anyio.move_on_after(remaining):
+                await swap._finished.wait()
+            registration = self.registration(seam)
+            if registration is not None:
+                return registration
+        message = self._missing_message(seam)
+        cause: BaseException | None = None
+        if last_swap is not None:
+            if last_swap.finished:
+                message += f" (a provider swap of {self.name!r} ended without one)"
+            else:
+                message += f" (a provider swap did not finish within {timeout} s)"
+            cause = last_swap.error
+        error = seam.missing_error(message)
+        if cause is not None:
+            error.__cause__ = cause
+        raise error
+
+    def _missing_message(self, seam: Seam[Any]) -> str:
+        return f"no provider is active for seam {seam.name!r} in context {self.name!r}"
+
+    # -- swaps ----------------------------------------------------------------------------------
+
+    def _swap_covering(self, seam: Seam[Any]) -> Swap | None:
+        context: Context | None = self
+        while context is not None:
+            for swap in context._swaps:
+                if swap.covers(seam):
+                    return swap
+            context = context.parent
+        return None
+
+    @asynccontextmanager
+    async def swap(self, *seams: Seam[Any]) -> AsyncIterator[Swap]:
+        """Replace providers as one step: ``async with ctx.swap(seam): dispose old; add new``.
+
+        While the block runs, callers that find no provider for the given seams (all seams
+        when none are given) wait for the block to end instead of failing, and a lease
+        revoked inside it is marked ``replaced``. Swaps of one context are serialized. An
+        error raised by the block is recorded as the swap's error and re-raised.
+        """
+        if self._swap_lock is None:
+            self._swap_lock = anyio.Lock()
+        async with self._swap_lock:
+            swap = Swap(self, frozenset(seams) if seams else None)
+            self._swaps.append(swap)
+            started = time.perf_counter()
+            try:
+                yield swap
+            except BaseException as error:
+                if swap.error is None:
+                    swap.error = error
+                raise
+            finally:
+                self._swaps.remove(swap)
+                swap._finished.set()
+                if _log.enabled("debug"):
+                    _log.debug(
+                        "provider.swapped",
+                        context=self.name,
+                        seams=None if swap.seams is None else sorted(s.name for s in swap.seams),
+                        failed=swap.error is not None,
+                        duration_ms=round((time.perf_counter() - started) * 1000, 3),
+                    )
+
+    # -- structure ------------------------------------------------------------------------------
+
+    def child(self, name: str | None = None) -> Context:
+        """Return a child context that inherits this one's providers and tools."""
+        return Context(name or f"{self.name}.child", parent=self)
+
+    def scope(self, name: str = "scope", **options: Any) -> Scope:
+        """Return a new root :class:`~hotseam.Scope` bound to this context."""
+        return Scope(name, context=self, **options)
+
+    def providers(self) -> dict[Seam[Any], Registration[Any]]:
+        """The registrations active in this context itself (not inherited ones)."""
+        return dict(self._active)
+
+
+def current_context() -> Context:
+    """Return the context set by :func:`use_context`.
+
+    Raises:
+        HarnessError: (code ``NO_CONTEXT``) when no context is set.
+    """
+    context = _current.get()
+    if context is None:
+        raise HarnessError(
+            "no hotseam context is active: pass context= or run the code inside "
+            "'with hotseam.use_context(ctx):'",
+            "NO_CONTEXT",
+        )
+    return context
+
+
+def lookup_current_context() -> Context | None:
+    """Return the context set by :func:`use_context`, or ``None``."""
+    return _current.get()
+
+
+@contextmanager
+def use_context(context: Context) -> Iterator[Context]:
+    """Make ``context`` the current context for the block (and tasks started in it)."""
+    token = _current.set(context)
+    try:
+        yield context
+    finally:
+        _current.reset(token)
+
+
+def _conflict_error(
+    seam: Seam[Any], provider: object, current: Registration[Any], location: str
+) -> ProviderConflictError:
+    return ProviderConflictError(
+        f"seam {seam.name!r} already has an active provider in context "
+        f"{current.context.name!r}: {_describe(current.provider)} registered at "
+        f"{current.location}; {_describe(provider)} from {location} was refused "
+        "(dispose the active registration first, or use a child context to shadow it)",
+        details={
+            "seam": seam.name,
+            "active_provider": _describe(current.provider),
+            "active_location": current.location,
+            "refused_location": location,
+        },
+    )
+
+
+def _describe(provider: object) -> str:
+    return f"{type(provider).__module__}.{type(provider).__qualname__}"
+
+
+def _caller_location(stacklevel: int) -> str:
+    """Return ``file:line`` of the nearest caller outside hotseam's own modules."""
+    frame = sys._getframe(stacklevel)
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith("hotseam."):
+        frame = frame.f_back
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"

@@ -1,0 +1,709 @@
+"""Scope: owns effects and undoes each exactly once, last-in-first-out, when it closes.
+
+The model is Effect-TS's ``Scope`` run on anyio:
+
+* every effect (a deferred callback, an entered context manager, a background task, a child
+  scope, a provider or tool registration) is a handle that can be disposed on its own;
+* closing marks the scope ``closing`` first (so nothing can be added), closes child scopes
+  (last first), then undoes the scope's own effects last-in-first-out;
+* every effect is undone even when some fail; the failures are raised together as one
+  :class:`~hotseam.DisposalError` after the last one ran;
+* undoing is shielded from cancellation, and each async undo has a time bound;
+* every undo can learn why the scope closed (:class:`ScopeExit`);
+* a child scope that closes removes itself from its parent, so a long-lived parent does
+  not accumulate dead children.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import math
+import time
+import warnings
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+
+import anyio
+import anyio.abc
+
+from . import _tracking
+from ._errors import DisposalError, DisposerTimeoutError, ScopeClosedError, ScopeError
+from ._log import get_logger
+
+if TYPE_CHECKING:
+    from ._context import Context, Registration
+    from ._seam import Seam
+    from ._tools import Tool, ToolRegistration
+
+__all__ = [
+    "CloseReason",
+    "Effect",
+    "EnteredEffect",
+    "Scope",
+    "ScopeExit",
+    "ScopeState",
+    "TaskEffect",
+]
+
+T = TypeVar("T")
+_log = get_logger("hotseam.scope")
+
+DEFAULT_DISPOSE_TIMEOUT = 5.0
+
+
+class CloseReason(enum.Enum):
+    """Why a scope closed; every disposer can read it from :class:`ScopeExit`."""
+
+    EXIT = "exit"
+    """The owner finished normally (the ``async with`` body returned, or ``aclose()``)."""
+    ERROR = "error"
+    """The owner's body raised."""
+    CANCELLED = "cancelled"
+    """The owner's body was cancelled."""
+    RELOAD = "reload"
+    """A hot reload replaced the generation that owns the scope."""
+    SHUTDOWN = "shutdown"
+    """The process is shutting down (SIGTERM, Ctrl-C, the end of ``hotseam run``)."""
+
+
+class ScopeState(enum.Enum):
+    """The life of a scope: ``open`` → ``closing`` → ``closed``."""
+
+    OPEN = "open"
+    CLOSING = "closing"
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeExit:
+    """How a scope ended: the reason, and the error that ended it (if any)."""
+
+    reason: CloseReason
+    error: BaseException | None = None
+
+
+class Effect:
+    """A handle to one thing a scope owns; ``await effect.dispose()`` undoes it early.
+
+    Disposing an effect runs its undo exactly once (whether through the handle or through
+    its scope closing) and removes it from its scope.
+    """
+
+    __slots__ = ("__weakref__", "_done", "_scope")
+
+    def __init__(self, scope: Scope | None) -> None:
+        self._scope = scope
+        self._done = False
+
+    def __repr__(self) -> str:
+        state = "disposed" if self._done else "live"
+        owner = f" scope={self._scope.name!r}" if self._scope is not None else ""
+        return f"<{type(self).__name__} {self.label}{owner} {state}>"
+
+    @property
+    def label(self) -> str:
+        """What this effect is, for logs and leak reports."""
+        return type(self).__name__
+
+    @property
+    def scope(self) -> Scope | None:
+        """The scope that owns this effect (``None`` for an unowned registration)."""
+        return self._scope
+
+    @property
+    def disposed(self) -> bool:
+        """True once the effect was undone (or is being undone)."""
+        return self._done
+
+    async def dispose(self) -> None:
+        """Undo the effect now, once; later calls (and the scope's close) do nothing.
+
+        A failure of the undo is raised as is.
+        """
+        if self._done:
+            return
+        self._done = True
+        if self._scope is not None:
+            self._scope._effects.pop(self, None)
+        exit_ = ScopeExit(CloseReason.EXIT)
+        timeout = (
+            self._scope.dispose_timeout if self._scope is not None else DEFAULT_DISPOSE_TIMEOUT
+        )
+        error = await _run_undo(self, exit_, timeout)
+        tracker = _tracking._tracker
+        if tracker is not None:
+            tracker.disposed(self)
+        if error is not None:
+            raise error
+
+    def _undo(self, exit_: ScopeExit) -> object:
+        """Undo the effect; may return an awaitable, which the caller awaits (bounded)."""
+        raise NotImplementedError  # pragma: no cover - every subclass overrides it
+
+    def _start(self) -> None:
+        """Make a staged effect live (registrations activate)."""
+
+    def _rollback_start(self) -> None:
+        """Undo a ``_start`` whose batch failed, before the effect is disposed."""
+
+
+class _Deferred(Effect):
+    __slots__ = ("_callback", "_pass_exit")
+
+    def __init__(self, scope: Scope, callback: Callable[..., object], pass_exit: bool) -> None:
+        self._scope = scope
+        self._done = False
+        self._callback = callback
+        self._pass_exit = pass_exit
+
+    @property
+    def label(self) -> str:
+        return _callable_label(self._callback)
+
+    def _undo(self, exit_: ScopeExit) -> object:
+        if self._pass_exit:
+            return self._callback(exit_)
+        return self._callback()
+
+
+class EnteredEffect(Effect, Generic[T]):
+    """An entered context manager; ``value`` is what its ``__enter__`` returned."""
+
+    __slots__ = ("_exit", "_label", "value")
+
+    def __init__(
+        self,
+        scope: Scope,
+        exit_method: Callable[
+            [type[BaseException] | None, BaseException | None, TracebackType | None], object
+        ],
+        value: T,
+        label: str,
+    ) -> None:
+        super().__init__(scope)
+        self._label = label
+        self._exit = exit_method
+        self.value = value
+
+    @property
+    def label(self) -> str:
+        return self._label
+
+    def _undo(self, exit_: ScopeExit) -> object:
+        error = exit_.error
+        if error is None:
+            return self._exit(None, None, None)
+        return self._exit(type(error), error, error.__traceback__)
+
+
+class TaskEffect(Effect):
+    """A background task; disposing it cancels the task and waits for it to finish."""
+
+    __slots__ = ("_args", "_cancel_scope", "_finished", "_func", "_label", "_started")
+
+    def __init__(
+        self,
+        scope: Scope,
+        func: Callable[..., Awaitable[object]],
+        args: tuple[Any, ...],
+        label: str,
+    ) -> None:
+        super().__init__(scope)
+        self._label = label
+        self._func = func
+        self._args = args
+        self._cancel_scope = anyio.CancelScope()
+        self._finished = anyio.Event()
+        self._started = False
+
+    @property
+    def label(self) -> str:
+        return self._label
+
+    @property
+    def running(self) -> bool:
+        """True while the task runs."""
+        return self._started and not self._finished.is_set()
+
+    def _launch(self) -> None:
+        if self._started or self._done:
+            return
+        assert self._scope is not None
+        self._started = True
+        self._scope._task_host().start_soon(self._run, name=self._label)
+
+    async def _run(self) -> None:
+        try:
+            with self._cancel_scope:
+                await self._func(*self._args)
+        finally:
+            self._finished.set()
+            # A task that ended on its own is no longer an effect of its scope.
+            if not self._done and self._scope is not None:
+                self._done = True
+                self._scope._effects.pop(self, None)
+
+    def _undo(self, exit_: ScopeExit) -> object:
+        self._cancel_scope.cancel()
+        if not self._started or self._finished.is_set():
+            return None
+        return self._finished.wait()
+
+
+class Scope:
+    """Owns effects; closing it undoes them all, last-in-first-out, each exactly once.
+
+    Use it as ``async with Scope("name", context=ctx) as scope:`` or close it with
+    ``await scope.aclose()``. ``scope.spawn`` needs a task host: the scope (or an ancestor)
+    entered with ``async with``, or an explicit ``task_group=``.
+
+    Args:
+        name: Shown in logs, warnings and leak reports.
+        context: The :class:`~hotseam.Context` that ``provide`` and ``register_tool`` act
+            on; defaults to the current context, if any.
+        dispose_timeout: Time bound, in seconds, of each async undo (default 5 s).
+        task_group: A task group that runs this scope's background tasks.
+        staged: Record registrations and tasks without making them live until
+            :meth:`activate` (used by the hot reloader to prepare a generation).
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_children",
+        "_closed_event",
+        "_context",
+        "_effects",
+        "_exit",
+        "_own_task_group",
+        "_parent",
+        "_staged",
+        "_state",
+        "_task_group",
+        "dispose_timeout",
+        "name",
+    )
+
+    def __init__(
+        self,
+        name: str = "scope",
+        *,
+        context: Context | None = None,
+        dispose_timeout: float = DEFAULT_DISPOSE_TIMEOUT,
+        task_group: anyio.abc.TaskGroup | None = None,
+        staged: bool = False,
+        _parent: Scope | None = None,
+    ) -> None:
+        if context is None:
+            from ._context import lookup_current_context
+
+            context = lookup_current_context()
+        if dispose_timeout <= 0 or math.isnan(dispose_timeout):
+            raise ValueError(f"dispose_timeout must be > 0 seconds, got {dispose_timeout!r}")
+        self.name = name
+        self.dispose_timeout = dispose_timeout
+        self._context = context
+        self._parent = _parent
+        self._staged = staged
+        self._state = ScopeState.OPEN
+        self._exit: ScopeExit | None = None
+        # dicts keep insertion order and pop by key in O(1): LIFO close plus early dispose.
+        self._effects: dict[Effect, None] = {}
+        self._children: dict[Scope, None] = {}
+        self._task_group = task_group
+        self._own_task_group: anyio.abc.TaskGroup | None = None
+        self._closed_event: anyio.Event | None = None
+        tracker = _tracking._tracker
+        if tracker is not None:
+            tracker.track(self, _parent)
+
+    def __repr__(self) -> str:
+        return (
+            f"<Scope {self.name!r} {self._state.value} effects={len(self._effects)}"
+            f" children={len(self._children)}>"
+        )
+
+    def __del__(self) -> None:
+        if getattr(self, "_state", ScopeState.CLOSED) is ScopeState.OPEN:
+            warnings.warn(
+                f"hotseam scope {self.name!r} was garbage-collected while still open "
+                f"({len(self._effects)} effects, {len(self._children)} child scopes never "
+                "undone); close it with 'async with' or 'await scope.aclose()'",
+                ResourceWarning,
+                stacklevel=1,
+            )
+
+    # -- state --------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> ScopeState:
+        """``open``, ``closing`` or ``closed``."""
+        return self._state
+
+    @property
+    def closed(self) -> bool:
+        """True once the scope started closing (nothing can be added any more)."""
+        return self._state is not ScopeState.OPEN
+
+    @property
+    def exit(self) -> ScopeExit | None:
+        """Why the scope closed; ``None`` while it is open."""
+        return self._exit
+
+    @property
+    def context(self) -> Context | None:
+        """The context this scope registers providers and tools on."""
+        return self._context
+
+    @property
+    def parent(self) -> Scope | None:
+        """The scope this one is a child of, ``None`` for a root."""
+        return self._parent
+
+    @property
+    def staged(self) -> bool:
+        """True while registrations are recorded but not live (see :meth:`activate`)."""
+        return self._staged
+
+    def effects(self) -> list[Effect]:
+        """The live effects of this scope (not of its children), oldest first."""
+        return list(self._effects)
+
+    def children(self) -> list[Scope]:
+        """The open child scopes, oldest first."""
+        return list(self._children)
+
+    def walk(self) -> Iterator[Scope]:
+        """This scope and every open descendant, parents before children."""
+        yield self
+        for child in list(self._children):
+            yield from child.walk()
+
+    def registrations(self) -> list[Registration[Any] | ToolRegistration]:
+        """Every provider and tool registration in this scope's tree, oldest first per scope."""
+        from ._context import Registration
+        from ._tools import ToolRegistration
+
+        return [
+            effect
+            for scope in self.walk()
+            for effect in scope._effects
+            if isinstance(effect, Registration | ToolRegistration)
+        ]
+
+    # -- adding effects -----------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._state is not ScopeState.OPEN:
+            raise ScopeClosedError(
+                f"scope {self.name!r} is {self._state.value}: no effect can be added to it"
+            )
+
+    def _adopt(self, effect: Effect) -> None:
+        self._effects[effect] = None
+        tracker = _tracking._tracker
+        if tracker is not None:
+            tracker.track(effect, self)
+
+    def defer(self, callback: Callable[[], object]) -> Effect:
+        """Run ``callback()`` (sync or async) when the scope closes; return its handle."""
+        self._check_open()
+        effect = _Deferred(self, callback, False)
+        self._adopt(effect)
+        return effect
+
+    def defer_exit(self, callback: Callable[[ScopeExit], object]) -> Effect:
+        """Like :meth:`defer`, but ``callback(exit)`` learns why the scope closed."""
+        self._check_open()
+        effect = _Deferred(self, callback, True)
+        self._adopt(effect)
+        return effect
+
+    async def enter(self, cm: AbstractAsyncContextManager[T] | AbstractContextManager[T]) -> T:
+        """Enter a sync or async context manager now and exit it when the scope closes.
+
+        Returns what the context manager's enter returned (like ``ExitStack.enter_context``);
+        use :meth:`enter_effect` to also get a handle.
+        """
+        return (await self.enter_effect(cm)).value
+
+    async def enter_effect(
+        self, cm: AbstractAsyncContextManager[T] | AbstractContextManager[T]
+    ) -> EnteredEffect[T]:
+        """Enter a context manager and return the handle (``.value`` holds the entered value)."""
+        self._check_open()
+        label = type(cm).__qualname__
+        if hasattr(cm, "__aenter__") and hasattr(cm, "__aexit__"):
+            acm = cast("AbstractAsyncContextManager[T]", cm)
+            value = await acm.__aenter__()
+            exit_method: Callable[..., object] = acm.__aexit__
+        elif hasattr(cm, "__enter__") and hasattr(cm, "__exit__"):
+            scm = cm
+            value = scm.__enter__()
+            exit_method = scm.__exit__
+        else:
+            raise TypeError(f"scope.enter() needs a context manager, got {type(cm).__name__}")
+        effect = EnteredEffect(self, exit_method, value, label)
+        if self._state is not ScopeState.OPEN:
+            # The scope began closing while __aenter__ ran: exit at once, never leak it.
+            effect._done = True
+            error = await _run_undo(effect, self._exit or ScopeExit(CloseReason.EXIT), None)
+            raise ScopeClosedError(
+                f"scope {self.name!r} closed while {label} was being entered; it was exited"
+            ) from error
+        self._adopt(effect)
+        return effect
+
+    def spawn(
+        self, func: Callable[..., Awaitable[object]], *args: object, name: str | None = None
+    ) -> TaskEffect:
+        """Run ``await func(*args)`` in the background until it ends or the scope closes."""
+        self._check_open()
+        effect = TaskEffect(self, func, args, name or _callable_label(func))
+        if not self._staged:
+            self._task_host()  # fail before adopting when nothing can run the task
+        self._adopt(effect)
+        if not self._staged:
+            effect._launch()
+        return effect
+
+    def child(self, name: str | None = None) -> Scope:
+        """Open a nested scope; it is closed before this scope's own effects."""
+        self._check_open()
+        scope = Scope(
+            name or f"{self.name}.child",
+            context=self._context,
+            dispose_timeout=self.dispose_timeout,
+            staged=self._staged,
+            _parent=self,
+        )
+        self._children[scope] = None
+        return scope
+
+    def provide(self, seam: Seam[T], provider: T) -> Registration[T]:
+        """Make ``provider`` the provider of ``seam`` in this scope's context until it closes."""
+        self._check_open()
+        context = self._require_context("provide")
+        return context._register_provider(seam, provider, owner=self, stacklevel=2)
+
+    def register_tool(self, tool: Tool[Any]) -> ToolRegistration:
+        """Offer ``tool`` through this scope's context until the scope closes."""
+        self._check_open()
+        context = self._require_context("register_tool")
+        return context.tools._register(tool, owner=self)
+
+    def _require_context(self, what: str) -> Context:
+        if self._context is None:
+            raise ScopeError(
+                f"scope {self.name!r} has no context, so scope.{what}() has nowhere to "
+                "register: pass context= or open the scope inside 'with hotseam.use_context(ctx)'"
+            )
+        return self._context
+
+    def _task_host(self) -> anyio.abc.TaskGroup:
+        scope: Scope | None = self
+        while scope is not None:
+            host = scope._task_group or scope._own_task_group
+            if host is not None:
+                return host
+            scope = scope._parent
+        raise ScopeError(
+            f"scope {self.name!r} cannot spawn tasks: neither it nor a parent scope was "
+            "entered with 'async with' or given task_group="
+        )
+
+    # -- staging ------------------------------------------------------------------------------
+
+    def activate(self) -> None:
+        """Make the recorded registrations and tasks of a staged scope tree live.
+
+        All or nothing: registrations activate first, in the order they were made; when one
+        cannot (a provider conflict), those activated so far are deactivated again, the scope
+        stays staged, and the error is raised. Background tasks start once every
+        registration is live.
+        """
+        if not self._staged:
+            return
+        self._check_open()
+        effects = [effect for scope in self.walk() for effect in scope._effects]
+        tasks = [effect for effect in effects if isinstance(effect, TaskEffect)]
+        for task in tasks:
+            assert task._scope is not None
+            task._scope._task_host()  # fail before anything goes live
+        activated: list[Effect] = []
+        try:
+            for effect in effects:
+                if not isinstance(effect, TaskEffect):
+                    effect._start()
+                    activated.append(effect)
+        except BaseException:
+            for effect in reversed(activated):
+                effect._rollback_start()
+            raise
+        for scope in self.walk():
+            scope._staged = False
+        for task in tasks:
+            task._launch()
+
+    # -- closing ------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Scope:
+        self._check_open()
+        if self._task_group is None and self._own_task_group is None:
+            task_group = anyio.create_task_group()
+            await task_group.__aenter__()
+            self._own_task_group = task_group
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        cancelled = exc is not None and isinstance(exc, anyio.get_cancelled_exc_class())
+        if exc is None:
+            exit_ = ScopeExit(CloseReason.EXIT)
+        elif cancelled:
+            exit_ = ScopeExit(CloseReason.CANCELLED, exc)
+        else:
+            exit_ = ScopeExit(CloseReason.ERROR, exc)
+        try:
+            await self.aclose(exit_.reason, exit_.error)
+        except DisposalError as failure:
+            if not cancelled:
+                raise
+            # Swallowing a cancellation would break the caller's structured concurrency;
+            # the failures are logged instead (aclose() raises them when called directly).
+            _log.error(
+                "scope.disposal_failed_during_cancellation",
+                scope=self.name,
+                failures=[repr(error) for error in failure.exceptions],
+            )
+        finally:
+            task_group, self._own_task_group = self._own_task_group, None
+            if task_group is not None:
+                # Every spawned task was cancelled and awaited by aclose(). Hand the task group
+                # only a cancellation (its own business); a plain body error must reach the
+                # caller as is, not wrapped in an ExceptionGroup.
+                if cancelled:
+                    await task_group.__aexit__(exc_type, exc, tb)
+                else:
+                    await task_group.__aexit__(None, None, None)
+
+    async def aclose(
+        self, reason: CloseReason = CloseReason.EXIT, error: BaseException | None = None
+    ) -> None:
+        """Close the scope: undo child scopes, then own effects, last-in-first-out.
+
+        Idempotent: a second call returns once the first close finished. Cleanup is shielded
+        from cancellation; every async undo is bounded by ``dispose_timeout``.
+
+        Raises:
+            DisposalError: after every effect was undone, if any undo failed or overran.
+        """
+        if self._state is not ScopeState.OPEN:
+            if self._state is ScopeState.CLOSING:
+                if self._closed_event is None:
+                    self._closed_event = anyio.Event()
+                with anyio.CancelScope(shield=True):
+                    await self._closed_event.wait()
+            return
+        self._state = ScopeState.CLOSING
+        exit_ = self._exit = ScopeExit(reason, error)
+        started = time.perf_counter()
+        failures: list[Exception] = []
+        fatal: BaseException | None = None
+        undone = 0
+        while self._children:
+            child = next(reversed(self._children))
+            try:
+                await child.aclose(reason, error)
+            except Exception as failure:
+                failures.append(failure)
+            except BaseException as failure:  # KeyboardInterrupt and friends: re-raised last
+                fatal = fatal or failure
+            self._children.pop(child, None)
+            undone += 1
+        effects = self._effects
+        while effects:
+            effect, _ = effects.popitem()  # dicts pop their newest item: LIFO
+            if effect._done:
+                continue
+            effect._done = True
+            undone += 1
+            try:
+                outcome = await _run_undo(effect, exit_, self.dispose_timeout)
+            except BaseException as failure:
+                fatal = fatal or failure
+                continue
+            if outcome is not None:
+                failures.append(outcome)
+        self._state = ScopeState.CLOSED
+        if self._parent is not None:
+            self._parent._children.pop(self, None)
+        if self._closed_event is not None:
+            self._closed_event.set()
+        tracker = _tracking._tracker
+        if tracker is not None:
+            tracker.disposed(self)
+        if _log.enabled("debug"):
+            _log.debug(
+                "scope.closed",
+                scope=self.name,
+                reason=reason.value,
+                effects=undone,
+                failures=len(failures),
+                duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            )
+        if fatal is not None:
+            raise fatal
+        if failures:
+            raise DisposalError(
+                f"{len(failures)} effect(s) of scope {self.name!r} failed to dispose",
+                failures,
+                scope_name=self.name,
+            )
+
+
+async def _run_undo(effect: Effect, exit_: ScopeExit, timeout: float | None) -> Exception | None:
+    """Run one undo; return its failure (an overrun is a DisposerTimeoutError) or None.
+
+    Sync undos run as they are. An awaitable undo is awaited shielded from outside
+    cancellation and bounded by ``timeout``.
+    """
+    try:
+        outcome = effect._undo(exit_)
+        if outcome is None or not inspect.isawaitable(outcome):
+            return None
+        with anyio.CancelScope(shield=True) as shield:
+            if timeout is not None:
+                shield.deadline = anyio.current_time() + timeout
+            await outcome
+        if shield.cancelled_caught:
+            return DisposerTimeoutError(
+                f"disposing {effect.label} took longer than {timeout} s and was cancelled",
+                details={"effect": effect.label, "timeout": timeout},
+            )
+    except Exception as failure:
+        _add_note(failure, f"while disposing {effect.label}")
+        return failure
+    return None
+
+
+def _add_note(error: BaseException, note: str) -> None:
+    if note not in getattr(error, "__notes__", ()):
+        error.add_note(note)
+
+
+def _callable_label(func: Callable[..., object]) -> str:
+    name = getattr(func, "__qualname__", None) or getattr(func, "__name__", None)
+    if name is None:
+        return type(func).__qualname__
+    module = getattr(func, "__module__", None)
+    if module and module not in ("builtins", "__main__") and not module.startswith("hotseam."):
+        return f"{module}.{name}"
+    return str(name)

@@ -1,0 +1,38 @@
+"""The hook a leak tracker uses to see every scope and registration come and go.
+
+The core calls the installed tracker (if any) when a trackable object is created and when it
+is disposed; with no tracker installed it costs one global read. ``hotseam.pytest_plugin``
+installs a tracker that records creation stacks and parents, in the manner of VS Code's
+``DisposableTracker``.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+__all__ = ["Tracker", "get_tracker", "set_tracker"]
+
+
+class Tracker(Protocol):
+    """Receives the life events of scopes and registrations."""
+
+    def track(self, obj: object, parent: object | None) -> None:
+        """``obj`` was created, owned by ``parent`` (``None`` for a root)."""
+
+    def disposed(self, obj: object) -> None:
+        """``obj`` was disposed."""
+
+
+_tracker: Tracker | None = None
+
+
+def get_tracker() -> Tracker | None:
+    """Return the installed tracker, or ``None``."""
+    return _tracker
+
+
+def set_tracker(tracker: Tracker | None) -> Tracker | None:
+    """Install ``tracker`` (or remove it with ``None``); return the previous one."""
+    global _tracker
+    previous, _tracker = _tracker, tracker
+    return previous

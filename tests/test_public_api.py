@@ -1,0 +1,107 @@
+"""The public surface: sorted __all__, public module names, errors with stable codes."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import logging
+import subprocess
+import sys
+
+import pytest
+import structlog
+
+import hotseam
+from hotseam import Context, HarnessError, Scope, Seam
+
+PUBLIC_MODULES = ["hotseam"]
+
+
+@pytest.mark.parametrize("module_name", PUBLIC_MODULES)
+def test_all_is_sorted_and_complete(module_name: str) -> None:
+    """__all__ is sorted and every name in it exists."""
+    module = importlib.import_module(module_name)
+    assert list(module.__all__) == sorted(module.__all__)
+    for name in module.__all__:
+        assert hasattr(module, name), name
+
+
+def test_public_classes_show_their_public_module() -> None:
+    """Tracebacks say hotseam.Scope, not hotseam._scope.Scope."""
+    assert hotseam.Scope.__module__ == "hotseam"
+    assert hotseam.DisposalError.__module__ == "hotseam"
+
+
+def test_harness_error_name_code_and_dict() -> None:
+    """Subclasses take their class name; to_dict keeps name, code and message."""
+
+    class MyError(HarnessError):
+        pass
+
+    error = MyError("went wrong", "WENT_WRONG", details={"field": "x"})
+    assert error.name == "MyError" and error.code == "WENT_WRONG"
+    assert error.to_dict() == {
+        "name": "MyError",
+        "code": "WENT_WRONG",
+        "message": "went wrong",
+        "details": {"field": "x"},
+    }
+    cause = KeyError("k")
+    assert HarnessError("x", "X", cause=cause).__cause__ is cause
+
+
+def test_errors_module_draws_the_tree() -> None:
+    """The error tree is documented in one docstring naming every error."""
+    from hotseam import _errors
+
+    doc = _errors.__doc__ or ""
+    for name in _errors.__all__:
+        assert name in doc, name
+
+
+def test_importing_hotseam_writes_nothing_to_stdout() -> None:
+    """Lifecycle events never reach stdout when the application configured nothing."""
+    code = (
+        "import anyio, hotseam\n"
+        "async def main():\n"
+        "    ctx = hotseam.Context('c')\n"
+        "    async with hotseam.Scope('s', context=ctx) as scope:\n"
+        "        scope.provide(hotseam.Seam('x'), object())\n"
+        "anyio.run(main)\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert completed.stdout == ""
+
+
+@pytest.mark.anyio
+async def test_lifecycle_events_are_structlog_events() -> None:
+    """With structlog configured (here by capture_logs) scope and provider events appear."""
+    with structlog.testing.capture_logs() as events:
+        context = Context("logged")
+        async with Scope("logged-scope", context=context) as scope:
+            scope.provide(Seam("x"), object())
+    names = [event["event"] for event in events]
+    assert "provider.installed" in names and "provider.removed" in names
+    closed = next(event for event in events if event["event"] == "scope.closed")
+    assert closed["scope"] == "logged-scope" and closed["effects"] == 1
+    assert {"failures", "duration_ms", "reason"} <= closed.keys()
+
+
+@pytest.mark.anyio
+async def test_unconfigured_events_go_to_stdlib_logging() -> None:
+    """Without structlog configuration, events reach the hotseam.* stdlib loggers."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    logger = logging.getLogger("hotseam.context")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    try:
+        context = Context("stdlib")
+        registration = context.provide(Seam("x"), object())
+        await registration.dispose()
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(logging.NOTSET)
+    assert "provider.installed" in stream.getvalue()
