@@ -1,0 +1,65 @@
+"""The user-interaction seam: let an agent ask the human a question and wait for the answer.
+
+``USER_INTERACTION`` is the seam a UI provides; :func:`ask` asks through whichever provider
+is active (waiting out a hot-reload swap, and re-asking on the new provider if the old one
+is replaced mid-question); :func:`ask_user_question_tool` is the model-facing tool.
+"""
+
+from __future__ import annotations
+
+from .._agent import Agent
+from ._ask import ask
+from ._errors import (
+    ASK_ABORTED,
+    ASK_CANCELLED,
+    ASK_DECLINED,
+    ASK_TIMEOUT,
+    INVALID_ANSWER,
+    INVALID_REQUEST,
+    NO_PROVIDER,
+    PROVIDER_FAILED,
+    ErrorCode,
+    UserInteractionError,
+)
+from ._model import (
+    AskUserQuestionAnswer,
+    AskUserQuestionInput,
+    AskUserQuestionOption,
+    AskUserQuestionOptionInput,
+    AskUserQuestionRequest,
+)
+from ._provider import USER_INTERACTION, UserInteractionProvider
+from ._tool import ASK_USER_QUESTION_DESCRIPTION, ask_user_question_tool
+from ._validate import check_answer, validate_request
+
+__all__ = [
+    "ASK_ABORTED",
+    "ASK_CANCELLED",
+    "ASK_DECLINED",
+    "ASK_TIMEOUT",
+    "ASK_USER_QUESTION_DESCRIPTION",
+    "Agent",
+    "AskUserQuestionAnswer",
+    "AskUserQuestionInput",
+    "AskUserQuestionOption",
+    "AskUserQuestionOptionInput",
+    "AskUserQuestionRequest",
+    "ErrorCode",
+    "INVALID_ANSWER",
+    "INVALID_REQUEST",
+    "NO_PROVIDER",
+    "PROVIDER_FAILED",
+    "USER_INTERACTION",
+    "UserInteractionError",
+    "UserInteractionProvider",
+    "ask",
+    "ask_user_question_tool",
+    "check_answer",
+    "validate_request",
+]
+
+for _name in __all__:
+    _value = globals()[_name]
+    if getattr(_value, "__module__", "").startswith(__name__ + "._"):
+        _value.__module__ = __name__
+del _name, _value

@@ -1,0 +1,164 @@
+"""ask(): put a question to whichever provider is active, and survive provider swaps."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from contextlib import ExitStack
+
+import anyio
+
+from .._context import DEFAULT_SWAP_WAIT, Context, current_context
+from .._errors import HarnessError
+from .._log import get_logger
+from ._errors import (
+    ASK_ABORTED,
+    ASK_TIMEOUT,
+    PROVIDER_FAILED,
+    UserInteractionError,
+)
+from ._model import AskUserQuestionAnswer, AskUserQuestionRequest
+from ._provider import USER_INTERACTION
+from ._validate import check_answer, validate_request
+
+__all__ = ["ask"]
+
+_log = get_logger("hotseam.interaction")
+
+
+async def ask(
+    request: AskUserQuestionRequest,
+    *,
+    context: Context | None = None,
+    timeout: float | None = None,
+    swap_timeout: float = DEFAULT_SWAP_WAIT,
+) -> AskUserQuestionAnswer:
+    """Ask the human through the active user-interaction provider and return the answer.
+
+    Args:
+        request: The question; validated before any provider sees it.
+        context: Where to find the provider (default: the current context).
+        timeout: An optional time limit for the human; when it passes the ask fails with
+            ``ASK_TIMEOUT``. No option is ever picked on the human's behalf.
+        swap_timeout: How long to wait for a provider swap in progress (default 10 s).
+
+    If the provider serving the question is replaced by a swap (a hot reload), the question
+    is withdrawn from it and asked again on its replacement; the caller just gets the answer.
+
+    Raises:
+        UserInteractionError: ``NO_PROVIDER``, ``ASK_ABORTED`` (the request's signal fired,
+            or the provider was disposed with nothing to take over), ``ASK_CANCELLED`` and
+            ``ASK_DECLINED`` (from the UI), ``ASK_TIMEOUT``, ``INVALID_REQUEST``,
+            ``INVALID_ANSWER`` or ``PROVIDER_FAILED``. Cancellation of the calling task
+            propagates as cancellation.
+    """
+    request = validate_request(request)
+    ctx = context if context is not None else current_context()
+    question_id = uuid.uuid4().hex[:12]
+    agent = request.agent.id if request.agent is not None else None
+    started = time.perf_counter()
+    _log.info(
+        "ask.started",
+        question_id=question_id,
+        agent=agent,
+        header=request.header,
+        options=len(request.choices),
+    )
+    signal = request.signal
+    served_by: list[str] = []
+    # Filled only when the provider answered: a cancel scope may swallow the block.
+    answered: list[AskUserQuestionAnswer] = []
+    try:
+        if signal is not None and signal.aborted:
+            raise _aborted(signal.reason)
+        with ExitStack() as stack:
+            deadline: anyio.CancelScope | None = None
+            if timeout is not None:
+                deadline = stack.enter_context(anyio.move_on_after(timeout))
+            abort_scope: anyio.CancelScope | None = None
+            if signal is not None:
+                abort_scope = stack.enter_context(signal.cancel_scope(raise_reason=False))
+            answered.append(
+                await _ask_until_answered(ctx, request, question_id, swap_timeout, served_by)
+            )
+        if not answered:
+            if abort_scope is not None and abort_scope.cancelled_caught:
+                assert signal is not None
+                raise _aborted(signal.reason)
+            assert deadline is not None
+            raise UserInteractionError(
+                f"no answer within the time limit of {timeout} s (nothing was chosen for the "
+                "human)",
+                ASK_TIMEOUT,
+            )
+    except HarnessError as error:
+        _log.info(
+            "ask.failed",
+            question_id=question_id,
+            agent=agent,
+            provider=served_by[-1] if served_by else None,
+            code=error.code,
+            duration_ms=_since(started),
+        )
+        raise
+    answer = answered[0]
+    _log.info(
+        "ask.answered",
+        question_id=question_id,
+        agent=agent,
+        provider=served_by[-1] if served_by else None,
+        option=answer.option is not None,
+        attempts=len(served_by),
+        duration_ms=_since(started),
+    )
+    _log.debug("ask.answer_text", question_id=question_id, answer=answer.answer)
+    return answer
+
+
+async def _ask_until_answered(
+    ctx: Context,
+    request: AskUserQuestionRequest,
+    question_id: str,
+    swap_timeout: float,
+    served_by: list[str],
+) -> AskUserQuestionAnswer:
+    """Ask the active provider; on a swap, ask its replacement. Returns once answered."""
+    while True:
+        lease = ctx.lease(USER_INTERACTION, timeout=swap_timeout)
+        answer: object = None
+        try:
+            async with lease:
+                provider = lease.provider
+                served_by.append(f"{type(provider).__module__}.{type(provider).__qualname__}")
+                answer = await provider.ask(request)
+        except HarnessError:
+            if not lease.revoked:
+                raise
+        except Exception as failure:
+            if not lease.revoked:
+                raise UserInteractionError(
+                    f"the user-interaction provider {served_by[-1]} failed: "
+                    f"{type(failure).__name__}: {failure}",
+                    PROVIDER_FAILED,
+                    cause=failure,
+                ) from failure
+        if not lease.revoked:
+            return check_answer(request, answer)
+        if not lease.replaced:
+            raise UserInteractionError(
+                f"the user-interaction provider {served_by[-1]} was disposed while the "
+                "question was open, and nothing replaced it",
+                ASK_ABORTED,
+            )
+        _log.info("ask.migrated", question_id=question_id, from_provider=served_by[-1])
+
+
+def _aborted(reason: BaseException | None) -> UserInteractionError:
+    detail = f": {reason}" if reason is not None and str(reason) else ""
+    return UserInteractionError(
+        f"the question was aborted by the caller's signal{detail}", ASK_ABORTED, cause=reason
+    )
+
+
+def _since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)

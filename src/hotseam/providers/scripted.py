@@ -1,0 +1,374 @@
+"""ScriptedProvider: answers questions from a script, for tests and automation.
+
+It answers from a list (in order), from a mapping keyed by question text, or from a callable;
+records every request; can hold questions until released, fail with a given code, or never
+answer. ``ScriptedProvider.from_file("answers.json")`` loads a script for CI (the CLI's
+``--answers FILE``). The file is JSON, either a list or ``{"answers": ...}``::
+
+    {"answers": [
+        "Postgres",                          # an option's label or value, else custom text
+        {"text": "blue"},                    # this exact text
+        {"option": 2},                       # the 2nd option (or a label: {"option": "SQLite"})
+        {"recommended": true},               # the recommended option
+        {"error": "ASK_DECLINED", "message": "not today"},
+        {"never": true}                      # never answer (until cancelled)
+    ]}
+
+or ``{"answers": {"Which database?": "Postgres", "Colour?": ["blue", "red"]}}`` keyed by
+question text (a list answers repeated asks of the same question in turn).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from os import PathLike
+from pathlib import Path
+from typing import Any, Literal, TypeAlias, cast
+
+import anyio
+
+from .._errors import HarnessError
+from ..interaction import (
+    PROVIDER_FAILED,
+    AskUserQuestionAnswer,
+    AskUserQuestionRequest,
+    ErrorCode,
+    UserInteractionError,
+)
+
+__all__ = ["Reply", "ScriptError", "ScriptedProvider", "ScriptedReply"]
+
+
+class ScriptError(HarnessError):
+    """A script (usually an answers file) is malformed; the message names file and entry."""
+
+    default_code = "INVALID_SCRIPT"
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One scripted reaction to a question. Build it with the class methods."""
+
+    kind: Literal["match", "text", "option", "recommended", "error", "never"]
+    text: str | None = None
+    option: int | str | None = None
+    code: str | None = None
+    message: str | None = None
+
+    @classmethod
+    def match(cls, text: str) -> Reply:
+        """An option whose value or label (case-insensitive) is ``text``; else custom text."""
+        return cls("match", text=text)
+
+    @classmethod
+    def exactly(cls, text: str) -> Reply:
+        """Answer with exactly this text (the option is filled in if a value matches)."""
+        return cls("text", text=text)
+
+    @classmethod
+    def choose(cls, which: int | str) -> Reply:
+        """Choose an option by 1-based position, label or value."""
+        return cls("option", option=which)
+
+    @classmethod
+    def recommended(cls) -> Reply:
+        """Choose the recommended option."""
+        return cls("recommended")
+
+    @classmethod
+    def fail(cls, code: str | ErrorCode, message: str | None = None) -> Reply:
+        """Raise ``UserInteractionError(message, code)``, as a UI would (``ASK_DECLINED``...)."""
+        return cls("error", code=str(code), message=message)
+
+    @classmethod
+    def never(cls) -> Reply:
+        """Never answer; the ask waits until it is cancelled."""
+        return cls("never")
+
+    async def resolve(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        """Turn this reply into an answer to ``request`` (or raise, or wait forever)."""
+        if self.kind == "never":
+            await anyio.sleep_forever()
+        if self.kind == "error":
+            assert self.code is not None
+            raise UserInteractionError(
+                self.message or f"scripted failure {self.code} for {request.question!r}",
+                self.code,
+            )
+        if self.kind == "recommended":
+            option = request.recommended
+            if option is None:
+                raise _script_failure(request, "chooses the recommended option, but none is")
+            return AskUserQuestionAnswer(option.model_value, option)
+        if self.kind == "option":
+            return _choose(request, self.option)
+        assert self.text is not None
+        if self.kind == "match":
+            folded = self.text.strip().casefold()
+            for option in request.choices:
+                if folded in (option.model_value.casefold(), option.label.strip().casefold()):
+                    return AskUserQuestionAnswer(option.model_value, option)
+        return AskUserQuestionAnswer(self.text)
+
+
+ReplyResult: TypeAlias = "str | AskUserQuestionAnswer | Reply"
+ScriptedReply: TypeAlias = (
+    "str | AskUserQuestionAnswer | Reply"
+    " | Callable[[AskUserQuestionRequest], ReplyResult | Awaitable[ReplyResult]]"
+)
+
+
+class ScriptedProvider:
+    """A user-interaction provider that answers from a script.
+
+    Args:
+        script: A list of replies (used in order), a mapping from question text to a reply
+            or a list of replies, or a callable ``request -> reply`` (sync or async). A reply
+            is a string (an option's label or value, else custom text), an
+            :class:`~hotseam.interaction.AskUserQuestionAnswer` or a :class:`Reply`.
+        default: What to do when the script has nothing for a question; by default the ask
+            fails with ``PROVIDER_FAILED`` saying the script ran out.
+        name: Shown in logs.
+    """
+
+    def __init__(
+        self,
+        script: Sequence[ScriptedReply]
+        | Mapping[str, ScriptedReply | Sequence[ScriptedReply]]
+        | Callable[[AskUserQuestionRequest], Any]
+        | None = None,
+        *,
+        default: ScriptedReply | None = None,
+        name: str = "scripted",
+    ) -> None:
+        self.name = name
+        self.requests: list[AskUserQuestionRequest] = []
+        self.answers: list[AskUserQuestionAnswer] = []
+        self.cancelled: list[AskUserQuestionRequest] = []
+        self._default = default
+        self._queue: deque[ScriptedReply] = deque()
+        self._by_question: dict[str, deque[ScriptedReply]] = {}
+        self._callable: Callable[[AskUserQuestionRequest], Any] | None = None
+        self._scripted = 0
+        self._released: anyio.Event | None = None
+        self._held = False
+        self._waiters: list[tuple[int, anyio.Event]] = []
+        if script is None:
+            pass
+        elif isinstance(script, Mapping):
+            for question, replies in script.items():
+                if isinstance(replies, list | tuple):
+                    self._by_question[question] = deque(replies)
+                else:
+                    self._by_question[question] = deque([cast("ScriptedReply", replies)])
+                self._scripted += len(self._by_question[question])
+        elif callable(script):
+            self._callable = script
+        else:
+            self._queue.extend(script)
+            self._scripted = len(self._queue)
+
+    def __repr__(self) -> str:
+        return f"<ScriptedProvider {self.name!r} asked={len(self.requests)}>"
+
+    # -- the provider ---------------------------------------------------------------------------
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        """Record the request, then answer it from the script."""
+        self.requests.append(request)
+        self._notify()
+        try:
+            while self._held:
+                if self._released is None:
+                    self._released = anyio.Event()
+                await self._released.wait()
+            reply = self._next_reply(request)
+            answer = await _resolve(reply, request)
+        except anyio.get_cancelled_exc_class():
+            self.cancelled.append(request)
+            raise
+        self.answers.append(answer)
+        return answer
+
+    def _next_reply(self, request: AskUserQuestionRequest) -> ScriptedReply:
+        if self._callable is not None:
+            return self._callable
+        queue = self._by_question.get(request.question) if self._by_question else self._queue
+        if queue:
+            return queue.popleft()
+        if self._default is not None:
+            return self._default
+        raise _script_failure(
+            request,
+            f"has no scripted answer left ({self._scripted} were scripted, "
+            f"{len(self.requests)} questions asked)",
+        )
+
+    # -- controls for tests ---------------------------------------------------------------------
+
+    def hold(self) -> None:
+        """Make asks wait (after being recorded) until :meth:`release`."""
+        self._held = True
+
+    def release(self) -> None:
+        """Let held asks go on to their scripted replies."""
+        self._held = False
+        if self._released is not None:
+            self._released.set()
+            self._released = None
+
+    def push(self, *replies: ScriptedReply) -> None:
+        """Append replies to a list script."""
+        self._queue.extend(replies)
+        self._scripted += len(replies)
+
+    async def wait_for_requests(self, count: int = 1) -> AskUserQuestionRequest:
+        """Wait until ``count`` questions were asked in all; return the latest one."""
+        if len(self.requests) < count:
+            event = anyio.Event()
+            self._waiters.append((count, event))
+            await event.wait()
+        return self.requests[-1]
+
+    def _notify(self) -> None:
+        asked = len(self.requests)
+        still: list[tuple[int, anyio.Event]] = []
+        for count, event in self._waiters:
+            if asked >= count:
+                event.set()
+            else:
+                still.append((count, event))
+        self._waiters = still
+
+    # -- loading --------------------------------------------------------------------------------
+
+    @classmethod
+    def from_file(cls, path: str | PathLike[str], *, name: str | None = None) -> ScriptedProvider:
+        """Load a script from a JSON file (see the module docstring for the format).
+
+        Raises:
+            ScriptError: the file is missing, not JSON, or an entry is malformed; the
+                message names the file, and the line or the entry.
+        """
+        file = Path(path)
+        try:
+            text = file.read_text(encoding="utf-8")
+        except OSError as error:
+            raise ScriptError(f"{file}: cannot read the answers file: {error.strerror}") from None
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ScriptError(
+                f"{file}:{error.lineno}:{error.colno}: not valid JSON: {error.msg}"
+            ) from None
+        return cls.from_data(data, source=str(file), name=name or file.name)
+
+    @classmethod
+    def from_data(
+        cls, data: Any, *, source: str = "<script>", name: str = "scripted"
+    ) -> ScriptedProvider:
+        """Build a provider from already-parsed JSON data (see :meth:`from_file`)."""
+        if isinstance(data, Mapping) and set(data) == {"answers"}:
+            data = data["answers"]
+        if isinstance(data, list):
+            return cls(
+                [_parse_entry(entry, f"{source}: answers[{i}]") for i, entry in enumerate(data)],
+                name=name,
+            )
+        if isinstance(data, Mapping):
+            script: dict[str, list[ScriptedReply]] = {}
+            for question, entry in data.items():
+                where = f"{source}: answers[{json.dumps(question)}]"
+                entries = entry if isinstance(entry, list) else [entry]
+                script[question] = [
+                    _parse_entry(item, f"{where}[{i}]" if isinstance(entry, list) else where)
+                    for i, item in enumerate(entries)
+                ]
+            return cls(script, name=name)
+        raise ScriptError(
+            f"{source}: expected a list of answers or an object keyed by question text, "
+            f"got {type(data).__name__}"
+        )
+
+
+_ENTRY_KEYS = ("text", "option", "recommended", "error", "never")
+
+
+def _parse_entry(entry: Any, where: str) -> Reply:
+    if isinstance(entry, str):
+        return Reply.match(entry)
+    if not isinstance(entry, Mapping):
+        raise ScriptError(f"{where}: expected a string or an object, got {type(entry).__name__}")
+    keys = [key for key in entry if key in _ENTRY_KEYS]
+    unknown = sorted(set(entry) - set(_ENTRY_KEYS) - {"message"})
+    if unknown or len(keys) != 1:
+        found = ", ".join(sorted(map(str, entry))) or "nothing"
+        raise ScriptError(
+            f"{where}: an answer object needs exactly one of {', '.join(_ENTRY_KEYS)} "
+            f"(plus 'message' with 'error'); found {found}"
+        )
+    key = keys[0]
+    value = entry[key]
+    if key == "text" and isinstance(value, str):
+        return Reply.exactly(value)
+    if key == "option" and isinstance(value, int | str) and not isinstance(value, bool):
+        return Reply.choose(value)
+    if key == "recommended" and value is True:
+        return Reply.recommended()
+    if key == "never" and value is True:
+        return Reply.never()
+    if key == "error" and isinstance(value, str):
+        if value not in ErrorCode.__members__:
+            raise ScriptError(
+                f"{where}: unknown error code {value!r}; use one of {', '.join(ErrorCode)}"
+            )
+        message = entry.get("message")
+        if message is not None and not isinstance(message, str):
+            raise ScriptError(f"{where}: 'message' must be a string")
+        return Reply.fail(value, message)
+    expected = {
+        "text": "a string",
+        "option": "a 1-based number or a label",
+        "recommended": "true",
+        "never": "true",
+        "error": "an error code string",
+    }[key]
+    raise ScriptError(f"{where}: '{key}' must be {expected}, got {json.dumps(value)}")
+
+
+async def _resolve(reply: Any, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+    if callable(reply) and not isinstance(reply, Reply):
+        reply = reply(request)
+        if inspect.isawaitable(reply):
+            reply = await reply
+    if isinstance(reply, AskUserQuestionAnswer):
+        return reply
+    if isinstance(reply, str):
+        return await Reply.match(reply).resolve(request)
+    if isinstance(reply, Reply):
+        return await reply.resolve(request)
+    raise _script_failure(request, f"produced {type(reply).__name__}, which is not a reply")
+
+
+def _choose(request: AskUserQuestionRequest, which: int | str | None) -> AskUserQuestionAnswer:
+    choices = request.choices
+    if isinstance(which, int):
+        if 1 <= which <= len(choices):
+            option = choices[which - 1]
+            return AskUserQuestionAnswer(option.model_value, option)
+        raise _script_failure(request, f"chooses option {which}, but there are {len(choices)}")
+    folded = str(which).strip().casefold()
+    for option in choices:
+        if folded in (option.label.strip().casefold(), option.model_value.casefold()):
+            return AskUserQuestionAnswer(option.model_value, option)
+    raise _script_failure(request, f"chooses option {which!r}, which is not among the options")
+
+
+def _script_failure(request: AskUserQuestionRequest, problem: str) -> UserInteractionError:
+    return UserInteractionError(
+        f"the scripted provider {problem} (question: {request.question!r})", PROVIDER_FAILED
+    )

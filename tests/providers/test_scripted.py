@@ -1,0 +1,210 @@
+"""ScriptedProvider: every situation a test (or CI) needs to script."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+
+from hotseam import Context
+from hotseam.interaction import (
+    ASK_CANCELLED,
+    ASK_DECLINED,
+    PROVIDER_FAILED,
+    USER_INTERACTION,
+    AskUserQuestionAnswer,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    UserInteractionError,
+    UserInteractionProvider,
+    ask,
+)
+from hotseam.providers.scripted import Reply, ScriptedProvider, ScriptError
+
+pytestmark = pytest.mark.anyio
+
+DB = AskUserQuestionRequest(
+    "Which database?",
+    options=(
+        AskUserQuestionOption("Postgres", "pg", recommended=True),
+        AskUserQuestionOption("SQLite"),
+    ),
+)
+NAME = AskUserQuestionRequest("What is your name?")
+
+
+async def _ask(provider: ScriptedProvider, request: AskUserQuestionRequest) -> str:
+    context = Context("scripted")
+    context.provide(USER_INTERACTION, provider)
+    return (await ask(request, context=context)).answer
+
+
+async def test_it_is_a_user_interaction_provider() -> None:
+    """It satisfies the seam's protocol."""
+    assert isinstance(ScriptedProvider(), UserInteractionProvider)
+
+
+async def test_a_list_answers_in_order_matching_labels_and_values() -> None:
+    """Strings pick an option by label or value (case-insensitive), else are custom text."""
+    provider = ScriptedProvider(["sqlite", "PG", "MySQL", "Ada"])
+    assert [await _ask(provider, DB) for _ in range(3)] == ["SQLite", "pg", "MySQL"]
+    assert await _ask(provider, NAME) == "Ada"
+    assert provider.requests == [DB, DB, DB, NAME]
+
+
+async def test_a_mapping_answers_by_question_text() -> None:
+    """Keyed by question; a list answers repeated asks in turn."""
+    provider = ScriptedProvider({"Which database?": ["Postgres", "SQLite"], NAME.question: "Ada"})
+    assert await _ask(provider, NAME) == "Ada"
+    assert await _ask(provider, DB) == "pg"
+    assert await _ask(provider, DB) == "SQLite"
+
+
+async def test_a_callable_answers_sync_or_async() -> None:
+    """The script can be computed from the request."""
+
+    async def answer(request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        await anyio.sleep(0)
+        return AskUserQuestionAnswer(request.question[::-1])
+
+    assert await _ask(ScriptedProvider(lambda r: r.question.upper()), NAME) == NAME.question.upper()
+    assert await _ask(ScriptedProvider(answer), NAME) == NAME.question[::-1]
+
+
+async def test_replies_choose_by_position_label_and_recommendation() -> None:
+    """Reply.choose and Reply.recommended resolve against the request's options."""
+    provider = ScriptedProvider([Reply.choose(2), Reply.choose("postgres"), Reply.recommended()])
+    assert [await _ask(provider, DB) for _ in range(3)] == ["SQLite", "pg", "pg"]
+
+
+async def test_replies_that_do_not_fit_fail_clearly() -> None:
+    """A scripted reply that cannot apply is PROVIDER_FAILED naming the question."""
+    for reply in (Reply.choose(5), Reply.choose("MySQL")):
+        with pytest.raises(UserInteractionError) as caught:
+            await _ask(ScriptedProvider([reply]), DB)
+        assert caught.value.code == PROVIDER_FAILED
+        assert "Which database?" in str(caught.value)
+    with pytest.raises(UserInteractionError, match="none is"):
+        await _ask(ScriptedProvider([Reply.recommended()]), NAME)
+
+
+async def test_failures_with_a_given_code() -> None:
+    """Reply.fail raises the code a UI would."""
+    provider = ScriptedProvider([Reply.fail(ASK_DECLINED), Reply.fail(ASK_CANCELLED, "closed")])
+    for code in (ASK_DECLINED, ASK_CANCELLED):
+        with pytest.raises(UserInteractionError) as caught:
+            await _ask(provider, NAME)
+        assert caught.value.code == code
+
+
+async def test_an_exhausted_script_says_so() -> None:
+    """Running out of answers is a clear failure, not a hang."""
+    provider = ScriptedProvider(["one"])
+    await _ask(provider, NAME)
+    with pytest.raises(UserInteractionError, match=r"no scripted answer left \(1 were scripted"):
+        await _ask(provider, NAME)
+
+
+async def test_a_default_reply_covers_the_rest() -> None:
+    """default= answers whatever the script does not."""
+    provider = ScriptedProvider(["first"], default="later")
+    assert [await _ask(provider, NAME) for _ in range(3)] == ["first", "later", "later"]
+
+
+async def test_hold_until_released() -> None:
+    """A held question is recorded at once and answered after release()."""
+    provider = ScriptedProvider(["Ada"])
+    provider.hold()
+    answers: list[str] = []
+    async with anyio.create_task_group() as tg:
+
+        async def asker() -> None:
+            answers.append(await _ask(provider, NAME))
+
+        tg.start_soon(asker)
+        assert await provider.wait_for_requests(1) == NAME
+        await anyio.sleep(0.01)
+        assert answers == []
+        provider.release()
+    assert answers == ["Ada"]
+
+
+async def test_never_answers_until_cancelled_and_records_the_cancellation() -> None:
+    """Reply.never waits; cancellation is recorded in provider.cancelled."""
+    provider = ScriptedProvider([Reply.never()])
+    with anyio.move_on_after(0.02) as scope:
+        await _ask(provider, NAME)
+    assert scope.cancelled_caught
+    assert provider.cancelled == [NAME]
+
+
+async def test_push_appends_replies() -> None:
+    """Scripts can grow while a test runs."""
+    provider = ScriptedProvider()
+    provider.push("late")
+    assert await _ask(provider, NAME) == "late"
+
+
+class TestAnswersFile:
+    async def test_a_list_file(self, tmp_path: Path) -> None:
+        """Every entry form loads from JSON."""
+        path = tmp_path / "answers.json"
+        path.write_text(
+            json.dumps(
+                {
+                    "answers": [
+                        "SQLite",
+                        {"text": "pg"},
+                        {"option": 1},
+                        {"recommended": True},
+                        {"error": "ASK_DECLINED", "message": "not today"},
+                    ]
+                }
+            )
+        )
+        provider = ScriptedProvider.from_file(path)
+        assert provider.name == "answers.json"
+        assert [await _ask(provider, DB) for _ in range(4)] == ["SQLite", "pg", "pg", "pg"]
+        with pytest.raises(UserInteractionError, match="not today") as caught:
+            await _ask(provider, DB)
+        assert caught.value.code == ASK_DECLINED
+
+    async def test_a_mapping_file(self, tmp_path: Path) -> None:
+        """An object keyed by question text."""
+        path = tmp_path / "answers.json"
+        path.write_text(json.dumps({"What is your name?": "Ada", "Which database?": ["SQLite"]}))
+        provider = ScriptedProvider.from_file(path)
+        assert await _ask(provider, DB) == "SQLite"
+        assert await _ask(provider, NAME) == "Ada"
+
+    @pytest.mark.parametrize(
+        ("content", "message"),
+        [
+            ('{"answers": [\n  "a",\n  oops\n]}', "answers.json:3:3: not valid JSON"),
+            ('"just a string"', "expected a list of answers"),
+            ('["a", 7]', "answers[1]: expected a string or an object, got int"),
+            ('[{"opton": 2}]', "answers[0]: an answer object needs exactly one of"),
+            ('[{"text": "a", "option": 1}]', "found option, text"),
+            ('[{"option": true}]', "'option' must be a 1-based number or a label, got true"),
+            ('[{"error": "NOPE"}]', "unknown error code 'NOPE'"),
+            ('{"Q?": [1]}', 'answers["Q?"][0]: expected a string'),
+        ],
+    )
+    async def test_bad_files_name_the_file_and_entry(
+        self, tmp_path: Path, content: str, message: str
+    ) -> None:
+        """A malformed answers file is a ScriptError naming file, line or entry."""
+        path = tmp_path / "answers.json"
+        path.write_text(content)
+        with pytest.raises(ScriptError) as caught:
+            ScriptedProvider.from_file(path)
+        assert message in str(caught.value)
+        assert str(path) in str(caught.value)
+        assert caught.value.code == "INVALID_SCRIPT"
+
+    async def test_a_missing_file(self, tmp_path: Path) -> None:
+        """A missing file names itself."""
+        with pytest.raises(ScriptError, match="cannot read the answers file"):
+            ScriptedProvider.from_file(tmp_path / "missing.json")
