@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 import structlog
 
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture(
     params=[

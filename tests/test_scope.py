@@ -423,6 +423,7 @@ class TestTasks:
 
 
 class TestGarbageCollection:
+    @pytest.mark.hotseam_leak_check(False)  # leaking a scope is the point of this test
     def test_an_open_scope_collected_warns_with_its_name(self) -> None:
         """A scope dropped while open emits a ResourceWarning naming it."""
         scope = Scope("forgotten-scope")

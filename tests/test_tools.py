@@ -151,9 +151,10 @@ class TestExecute:
     ) -> None:
         """The class name with code INTERNAL, and a log record with the traceback."""
         context = Context("tools")
-        context.tools.register(Tool("crash", "crash", Polygon, _crash))
+        registration = context.tools.register(Tool("crash", "crash", Polygon, _crash))
         with caplog.at_level(logging.ERROR, logger="hotseam.tools"):
             result = await context.tools.execute("crash", {"name": "x", "points": []})
+        await registration.dispose()  # caplog keeps the traceback, and with it the context
         assert result.error == {"name": "ZeroDivisionError", "code": "INTERNAL", "message": "boom"}
         (record,) = [r for r in caplog.records if r.name == "hotseam.tools"]
         assert record.exc_info is not None and record.exc_info[0] is ZeroDivisionError

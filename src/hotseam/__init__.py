@@ -33,6 +33,7 @@ from ._errors import (
 from ._scope import CloseReason, Effect, EnteredEffect, Scope, ScopeExit, ScopeState, TaskEffect
 from ._seam import Seam
 from ._tools import Tool, ToolCall, ToolFormat, ToolRegistration, ToolRegistry, ToolResult, tool
+from ._tracking import mark_long_lived
 
 __all__ = [
     "AbortController",
@@ -67,6 +68,7 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "current_context",
+    "mark_long_lived",
     "tool",
     "use_context",
 ]

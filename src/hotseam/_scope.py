@@ -246,6 +246,9 @@ class TaskEffect(Effect):
             if not self._done and self._scope is not None:
                 self._done = True
                 self._scope._effects.pop(self, None)
+                tracker = _tracking._tracker
+                if tracker is not None:
+                    tracker.disposed(self)
 
     def _undo(self, exit_: ScopeExit) -> object:
         self._cancel_scope.cancel()
@@ -640,6 +643,10 @@ class Scope:
             except BaseException as failure:
                 fatal = fatal or failure
                 continue
+            finally:
+                tracker = _tracking._tracker
+                if tracker is not None:
+                    tracker.disposed(effect)
             if outcome is not None:
                 failures.append(outcome)
         self._state = ScopeState.CLOSED

@@ -8,9 +8,10 @@ installs a tracker that records creation stacks and parents, in the manner of VS
 
 from __future__ import annotations
 
+import weakref
 from typing import Protocol
 
-__all__ = ["Tracker", "get_tracker", "set_tracker"]
+__all__ = ["Tracker", "get_tracker", "is_long_lived", "mark_long_lived", "set_tracker"]
 
 
 class Tracker(Protocol):
@@ -24,6 +25,7 @@ class Tracker(Protocol):
 
 
 _tracker: Tracker | None = None
+_long_lived: weakref.WeakSet[object] = weakref.WeakSet()
 
 
 def get_tracker() -> Tracker | None:
@@ -36,3 +38,20 @@ def set_tracker(tracker: Tracker | None) -> Tracker | None:
     global _tracker
     previous, _tracker = _tracker, tracker
     return previous
+
+
+def mark_long_lived(obj: object) -> object:
+    """Declare that ``obj`` (a scope or registration) deliberately outlives a test.
+
+    Leak checks skip it (its children are still checked). Returns ``obj`` for chaining.
+    """
+    _long_lived.add(obj)
+    return obj
+
+
+def is_long_lived(obj: object) -> bool:
+    """True if ``obj`` was marked with :func:`mark_long_lived`."""
+    try:
+        return obj in _long_lived
+    except TypeError:
+        return False

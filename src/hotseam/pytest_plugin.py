@@ -1,3 +1,193 @@
-"""hotseam's pytest plugin (registered through the ``pytest11`` entry point)."""
+"""hotseam's pytest plugin: disposal-lifecycle testing (registered via ``pytest11``).
+
+Fixtures (all prefixed ``hotseam_``):
+
+* ``hotseam_context`` — a fresh :class:`~hotseam.Context`;
+* ``hotseam_scope`` — an open root scope on that context, closed after the test;
+* ``hotseam_provider`` — a :class:`~hotseam.providers.scripted.ScriptedProvider` installed as
+  the context's user-interaction provider (script it with ``push``);
+* ``hotseam_setup`` — ``await hotseam_setup(setup, probe=...)`` sets a component up in a
+  child of ``hotseam_scope``; in strict mode, set up, dispose and set up again;
+* ``hotseam_leaks`` — the test's :class:`~hotseam.testing.LeakTracker`.
+
+Leak check: ``--hotseam-leak-check``, the ini option ``hotseam_leak_check = true``, or
+``@pytest.mark.hotseam_leak_check`` on one test (``hotseam_leak_check(False)`` turns it off
+for one test). A test that passed but left scopes or registrations open fails at teardown
+with each root leak, where it was created and its parent scope. Strict mode:
+``--hotseam-strict``, ``hotseam_strict = true``, or ``@pytest.mark.hotseam_strict``.
+"""
 
 from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
+from typing import Any
+
+import pytest
+
+from . import _tracking
+from ._context import Context
+from ._scope import Scope
+from .interaction import USER_INTERACTION
+from .providers.scripted import ScriptedProvider
+from .testing import LeakTracker, format_leaks, strict_setup
+
+__all__ = [
+    "hotseam_context",
+    "hotseam_leaks",
+    "hotseam_provider",
+    "hotseam_scope",
+    "hotseam_setup",
+]
+
+_TRACKER = pytest.StashKey[LeakTracker]()
+_PREVIOUS = pytest.StashKey["_tracking.Tracker | None"]()
+_CALL_PASSED = pytest.StashKey[bool]()
+_LEAK_CHECK = pytest.StashKey[bool]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("hotseam", "hotseam disposal-lifecycle testing")
+    group.addoption(
+        "--hotseam-leak-check",
+        action="store_true",
+        default=None,
+        help="fail tests that pass but leave hotseam scopes or registrations open",
+    )
+    group.addoption(
+        "--hotseam-strict",
+        action="store_true",
+        default=None,
+        help="set components up, dispose and set up again (React StrictMode style)",
+    )
+    parser.addini(
+        "hotseam_leak_check",
+        type="bool",
+        default=False,
+        help="fail tests that pass but leave hotseam scopes or registrations open",
+    )
+    parser.addini(
+        "hotseam_strict",
+        type="bool",
+        default=False,
+        help="set components up twice with a dispose between (strict mode)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "hotseam_leak_check(enabled=True): check this test for leaked hotseam scopes and "
+        "registrations (or, with False, don't)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "hotseam_strict(enabled=True): set components up, dispose and set up again in this "
+        "test (or, with False, don't)",
+    )
+
+
+def _enabled(item: pytest.Item, name: str) -> bool:
+    marker = item.get_closest_marker(name)
+    if marker is not None:
+        return bool(marker.args[0]) if marker.args else bool(marker.kwargs.get("enabled", True))
+    if item.config.getoption(name, default=None):
+        return True
+    return bool(item.config.getini(name))
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
+    """Install the test's leak tracker before its fixtures run, so they are tracked too."""
+    tracker = LeakTracker()
+    item.stash[_TRACKER] = tracker
+    item.stash[_LEAK_CHECK] = _enabled(item, "hotseam_leak_check")
+    item.stash[_PREVIOUS] = _tracking.set_tracker(tracker)
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if report.when == "call":
+        item.stash[_CALL_PASSED] = report.passed
+    return report
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
+    """After every fixture was torn down, uninstall the tracker and report leaks."""
+    try:
+        result = yield
+    finally:
+        tracker = item.stash.get(_TRACKER, None)
+        if tracker is not None:
+            _tracking.set_tracker(item.stash.get(_PREVIOUS, None))
+    # Only a test that passed is checked: a failing test's leaks are noise (VS Code does
+    # the same); its own failure is what the user needs to see.
+    if (
+        tracker is not None
+        and item.stash.get(_LEAK_CHECK, False)
+        and item.stash.get(_CALL_PASSED, False)
+    ):
+        leaks = tracker.leaks()
+        if leaks:
+            pytest.fail(format_leaks(leaks), pytrace=False)
+    return result
+
+
+# -- fixtures -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def hotseam_context(request: pytest.FixtureRequest) -> Context:
+    """A fresh context named after the test."""
+    return Context(f"test:{request.node.name}")
+
+
+@pytest.fixture
+async def hotseam_scope(hotseam_context: Context) -> AsyncIterator[Scope]:
+    """An open root scope on ``hotseam_context``; closed (and its failures raised) after."""
+    async with Scope("hotseam_scope", context=hotseam_context) as scope:
+        yield scope
+
+
+@pytest.fixture
+async def hotseam_provider(hotseam_scope: Scope) -> ScriptedProvider:
+    """A scripted user-interaction provider installed in ``hotseam_context``."""
+    provider = ScriptedProvider(name="hotseam_provider")
+    hotseam_scope.provide(USER_INTERACTION, provider)
+    return provider
+
+
+SetupHarness = Callable[..., Awaitable[Scope]]
+
+
+@pytest.fixture
+def hotseam_setup(request: pytest.FixtureRequest, hotseam_scope: Scope) -> SetupHarness:
+    """``await hotseam_setup(setup, name=..., probe=...)``: set a component up in a child scope.
+
+    In strict mode (option, ini or marker) it sets up, disposes and sets up again, failing
+    with :class:`~hotseam.testing.StrictModeError` when the second setup finds leftovers.
+    """
+    strict = _enabled(request.node, "hotseam_strict")
+
+    async def setup(
+        component: Callable[[Scope], Any],
+        *,
+        name: str = "component",
+        probe: Callable[[], object] | None = None,
+    ) -> Scope:
+        return await strict_setup(
+            component, parent=hotseam_scope, name=name, probe=probe, strict=strict
+        )
+
+    return setup
+
+
+@pytest.fixture
+def hotseam_leaks(request: pytest.FixtureRequest) -> LeakTracker:
+    """The leak tracker of this test (installed even when the leak check is off)."""
+    tracker: LeakTracker = request.node.stash[_TRACKER]
+    return tracker

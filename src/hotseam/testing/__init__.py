@@ -1,0 +1,25 @@
+"""Disposal-lifecycle testing: leak tracking, strict mode and assertion helpers.
+
+The pytest plugin (:mod:`hotseam.pytest_plugin`, loaded automatically) wires these into
+fixtures and options; they work without pytest too.
+"""
+
+from __future__ import annotations
+
+from .._tracking import mark_long_lived
+from ._asserts import DisposalRecorder, assert_no_provider
+from ._leaks import Leak, LeakError, LeakTracker, format_leaks, track_leaks
+from ._strict import StrictModeError, strict_setup
+
+__all__ = [
+    "DisposalRecorder",
+    "Leak",
+    "LeakError",
+    "LeakTracker",
+    "StrictModeError",
+    "assert_no_provider",
+    "format_leaks",
+    "mark_long_lived",
+    "strict_setup",
+    "track_leaks",
+]

@@ -1,0 +1,139 @@
+"""Strict mode, as in React StrictMode: set up, dispose, set up again, and look for leftovers.
+
+A component whose disposal forgets something (a registration made around its scope, a task
+it started itself, a global it did not restore) works the first time and breaks the second.
+:func:`strict_setup` runs the setup twice with a disposal in between and fails with a
+:class:`StrictModeError` naming the leftovers.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from .._context import Context
+from .._errors import HarnessError
+from .._scope import Scope
+
+__all__ = ["StrictModeError", "strict_setup"]
+
+Setup = Callable[[Scope], object]
+
+
+class StrictModeError(HarnessError, AssertionError):
+    """The second setup found leftovers of the first (or could not run because of them)."""
+
+    default_code = "STRICT_MODE"
+
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    providers: frozenset[tuple[str, str]]
+    tools: frozenset[tuple[str, str]]
+    tasks: frozenset[int]
+    task_names: dict[int, str]
+    probe: Any
+
+
+def _snapshot(context: Context, probe: Callable[[], object] | None) -> _Snapshot:
+    providers: set[tuple[str, str]] = set()
+    tools: set[tuple[str, str]] = set()
+    ctx: Context | None = context
+    while ctx is not None:
+        providers.update((ctx.name, seam.name) for seam in ctx.providers())
+        tools.update((ctx.name, name) for name in ctx.tools._own)
+        ctx = ctx.parent
+    running = anyio.get_running_tasks()
+    return _Snapshot(
+        providers=frozenset(providers),
+        tools=frozenset(tools),
+        tasks=frozenset(task.id for task in running),
+        task_names={task.id: task.name or f"task {task.id}" for task in running},
+        probe=probe() if probe is not None else None,
+    )
+
+
+async def _run_setup(setup: Setup, scope: Scope) -> None:
+    outcome = setup(scope)
+    if inspect.isawaitable(outcome):
+        await outcome
+
+
+async def strict_setup(
+    setup: Setup,
+    *,
+    parent: Scope,
+    name: str = "component",
+    probe: Callable[[], object] | None = None,
+    strict: bool = True,
+) -> Scope:
+    """Run ``setup(scope)`` in a child of ``parent``; in strict mode, twice with a dispose between.
+
+    Args:
+        setup: The component's setup, sync or async, registering everything on the scope.
+        parent: The scope that owns the result (and hosts its background tasks).
+        name: Names the child scopes in errors and logs.
+        probe: Returns a picture of state outside hotseam (a registry, a global); it must be
+            equal before the first setup and after its disposal.
+        strict: When false, set up once (what the ``hotseam_setup`` fixture does outside
+            strict mode).
+
+    Returns:
+        The scope of the (last) setup, still open; it closes with ``parent``.
+
+    Raises:
+        StrictModeError: after the first disposal a provider or tool registered during the
+            first setup is still active, a task it started still runs, or ``probe`` differs;
+            or the second setup failed.
+    """
+    context = parent.context
+    if context is None:
+        raise StrictModeError(f"strict setup of {name!r} needs a parent scope with a context")
+    if not strict:
+        scope = parent.child(name)
+        await _run_setup(setup, scope)
+        return scope
+    before = _snapshot(context, probe)
+    first = parent.child(f"{name} (strict mode: first setup)")
+    await _run_setup(setup, first)
+    await first.aclose()
+    await anyio.lowlevel.checkpoint()  # let cancelled tasks that were never awaited finish
+    after = _snapshot(context, probe)
+    leftovers: list[str] = []
+    leftovers.extend(
+        f"provider for seam {seam!r} still active in context {ctx!r}"
+        for ctx, seam in sorted(after.providers - before.providers)
+    )
+    leftovers.extend(
+        f"tool {tool!r} still registered in context {ctx!r}"
+        for ctx, tool in sorted(after.tools - before.tools)
+    )
+    leftovers.extend(
+        f"task {after.task_names[task]!r} started by the first setup is still running"
+        for task in sorted(after.tasks - before.tasks)
+    )
+    if probe is not None and after.probe != before.probe:
+        leftovers.append(
+            f"probed state changed: before setup {before.probe!r}, after disposal {after.probe!r}"
+        )
+    if leftovers:
+        raise StrictModeError(
+            f"strict mode: disposing {name!r} did not undo everything its setup did: "
+            + "; ".join(leftovers),
+            details={"leftovers": leftovers},
+        )
+    second = parent.child(name)
+    try:
+        await _run_setup(setup, second)
+    except Exception as error:
+        await second.aclose()
+        raise StrictModeError(
+            f"strict mode: the second setup of {name!r} failed after the first was disposed "
+            f"(leftovers of the first?): {type(error).__name__}: {error}",
+            cause=error,
+        ) from error
+    return second
