@@ -117,3 +117,14 @@ async def test_callbacks_run_once_and_can_be_removed() -> None:
 async def _abort_soon(controller: AbortController) -> None:
     await anyio.sleep(0.01)
     controller.abort()
+
+
+async def test_any_does_not_pile_up_callbacks_on_a_long_lived_source() -> None:
+    """Combined signals that are dropped remove their callbacks from the sources."""
+    import gc
+
+    long_lived = AbortController()
+    for _ in range(100):
+        AbortSignal.any([long_lived.signal, AbortController().signal])
+    gc.collect()
+    assert long_lived.signal._callbacks == {}

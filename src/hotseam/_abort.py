@@ -17,6 +17,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -79,13 +80,23 @@ class AbortSignal:
                 return combined
         combined._deadline = min((s._deadline for s in sources), default=math.inf)
         removers: list[Callable[[], None]] = []
+        # The sources must not keep the combined signal (or their callbacks) alive: a
+        # long-lived source combined many times would otherwise pile up dead callbacks.
+        target = weakref.ref(combined)
 
-        def on_source_abort(reason: BaseException) -> None:
+        def remove_all() -> None:
             for remove in removers:
                 remove()
-            combined._fire(reason)
+            removers.clear()
+
+        def on_source_abort(reason: BaseException) -> None:
+            remove_all()
+            signal = target()
+            if signal is not None:
+                signal._fire(reason)
 
         removers.extend(source.add_callback(on_source_abort) for source in sources)
+        weakref.finalize(combined, remove_all)
         return combined
 
     # -- observing --------------------------------------------------------------------------
