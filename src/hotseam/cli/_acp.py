@@ -1,18 +1,221 @@
-"""`hotseam acp`: not built yet."""
+"""Serve an agent over the Agent Client Protocol: JSON-RPC 2.0 on stdio, one message a line.
+
+An ACP client (an editor such as Zed) launches ``hotseam acp`` and talks to it over its
+stdin and stdout. For each prompt the agent (``--agent MODULE:FUNCTION``, default: a demo
+that asks one or two questions) runs once, and its questions reach the human as ACP form
+elicitations. With ``--watch``, provider modules are loaded and hot-reloaded into the
+agent's context, where they may shadow the ACP provider. stdout carries protocol messages
+only: everything else the process writes to it goes to stderr, with the JSON log lines.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import stat
 import sys
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, contextmanager, nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
+
+from .._log import get_logger
+from ._agent import AgentLoadError, load_agent
+
+if TYPE_CHECKING:
+    import asyncio
+
+    import anyio
+
+    from .._context import Context
+    from ..providers.acp import AgentFunction
 
 __all__ = ["add_arguments", "run"]
 
+# The SDK, the provider and the reloader are imported when the command runs, not when the
+# ``hotseam`` parser is built for another subcommand: ``acp`` alone costs ~0.3 s to import.
+
+_log = get_logger("hotseam.cli")
+_STDIO_LIMIT = 50 * 1024 * 1024  # the SDK's default: prompts can carry images
+
+
+class _UsageError(Exception):
+    """Bad command-line input: reported as one line on stderr, exit code 2."""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    """``--agent``, ``--watch`` and ``--log-level``."""
+    parser.add_argument(
+        "--agent",
+        metavar="MODULE:FUNCTION",
+        help="the agent run for each prompt turn, 'async def agent(context)' "
+        "(default: the built-in ACP demo agent)",
+    )
+    parser.add_argument(
+        "--watch",
+        metavar="PATH",
+        nargs="+",
+        action="extend",
+        default=[],
+        help="provider modules to load and hot-reload (.py files, folders, packages)",
+    )
+    parser.add_argument(
+        "--log-level",
+        choices=["debug", "info", "warning", "error"],
+        default="info",
+        help="the lowest level of the JSON log lines written to stderr (default: info)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    """Say plainly that this command is not built yet."""
-    print("hotseam acp is not built yet; see the project's open issues.", file=sys.stderr)
-    return 2
+    """Serve until the client closes stdin, SIGTERM or Ctrl-C (exit 0).
+
+    Bad input exits 2 with one line on stderr; a fatal error is logged and exits 1.
+    """
+    import anyio
+
+    from ._logging import configure_logging
+
+    try:
+        _check_stdio()
+        paths = _watch_paths(args.watch)
+        with _stdout_reserved() as protocol_out:
+            if args.agent:
+                agent = load_agent(args.agent)
+            else:
+                from ._acp_agent import acp_demo_agent
+
+                agent = acp_demo_agent
+            configure_logging("json", level=args.log_level)
+            return anyio.run(_main, agent, paths, protocol_out, backend="asyncio")
+    except (_UsageError, AgentLoadError) as error:
+        print(f"hotseam acp: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # before the signal handlers were installed
+        return 0
+
+
+async def _main(agent: AgentFunction, paths: Sequence[Path], protocol_out: BinaryIO) -> int:
+    import anyio
+
+    from .._context import Context
+    from .._scope import Scope
+    from ..interaction import USER_INTERACTION, ask_user_question_tool
+    from ..providers.acp import AcpProvider, serve
+
+    base = Context("acp")
+    agent_context = base.child("acp.agent")
+    provider = AcpProvider()
+    try:
+        watching = _reloader(agent_context, paths)
+    except _UsageError as error:
+        print(f"hotseam acp: {error}", file=sys.stderr)
+        return 2
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_stop_on_signals, group.cancel_scope)
+            async with Scope("hotseam.acp", context=base) as scope:
+                scope.provide(USER_INTERACTION, provider)
+                scope.register_tool(ask_user_question_tool())
+                reader, writer = await _stdio_streams(protocol_out)
+                _log.info(
+                    "acp.serving",
+                    agent=f"{agent.__module__}:{agent.__qualname__}",
+                    watch=[str(path) for path in paths],
+                )
+                async with watching:
+                    await serve(
+                        agent, agent_context, provider=provider, reader=reader, writer=writer
+                    )
+            group.cancel_scope.cancel()
+    except Exception as error:
+        _log.error("acp.failed", exc_info=True, error=f"{type(error).__name__}: {error}")
+        return 1
+    _log.info("acp.stopped")
+    return 0
+
+
+async def _stop_on_signals(scope: anyio.CancelScope) -> None:
+    import anyio
+
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            _log.info("acp.signal", signal=signal.Signals(signum).name)
+            scope.cancel()
+            return
+
+
+def _reloader(context: Context, paths: Sequence[Path]) -> AbstractAsyncContextManager[object]:
+    """Load and hot-reload the provider modules under ``paths`` into ``context``."""
+    if not paths:
+        return nullcontext()
+    from ..reload import Reloader, ReloadPathError
+
+    try:
+        return Reloader(context, paths)
+    except ReloadPathError as error:
+        raise _UsageError(f"--watch: {error}") from None
+
+
+def _watch_paths(raw: Sequence[str]) -> list[Path]:
+    paths = []
+    for item in raw:
+        path = Path(item)
+        if not path.exists():
+            raise _UsageError(f"--watch {item}: no such file or directory")
+        paths.append(path.resolve())
+    return paths
+
+
+def _check_stdio() -> None:
+    """The SDK reads and writes pipes (or terminals); a regular file is a usage error."""
+    for name, fd in (("stdin", 0), ("stdout", 1)):
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            raise _UsageError(
+                f"{name} is closed; an ACP client talks over stdin and stdout"
+            ) from None
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            raise _UsageError(
+                f"{name} is a file; an ACP client launches 'hotseam acp' with pipes "
+                "(or try it in a terminal)"
+            )
+
+
+@contextmanager
+def _stdout_reserved() -> Iterator[BinaryIO]:
+    """Keep stdout for protocol messages only.
+
+    The protocol gets a private copy of the stdout file descriptor; fd 1 and ``sys.stdout``
+    then point at stderr, so a stray ``print`` (in an agent, a provider module, a library)
+    lands on stderr instead of corrupting the JSON-RPC stream.
+    """
+    sys.stdout.flush()
+    saved_fd = os.dup(1)
+    protocol_out = os.fdopen(os.dup(1), "wb", buffering=0)
+    saved_stdout = sys.stdout
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    try:
+        yield protocol_out
+    finally:
+        sys.stdout = saved_stdout
+        os.dup2(saved_fd, 1)
+        os.close(saved_fd)
+        protocol_out.close()
+
+
+async def _stdio_streams(
+    protocol_out: BinaryIO,
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=_STDIO_LIMIT)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    transport, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, protocol_out
+    )
+    return reader, asyncio.StreamWriter(transport, protocol, None, loop)

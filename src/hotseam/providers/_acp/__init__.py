@@ -1,0 +1,14 @@
+"""The parts of :mod:`hotseam.providers.acp`, one concept per module.
+
+* ``_form``: a question as an ``elicitation/create`` form, and the client's result read back;
+* ``_permission``: the same for the ``session/request_permission`` fallback;
+* ``_wire``: what the ``agent-client-protocol`` 0.12.1 SDK lacks on the agent side
+  (raw requests that keep ``"type": "object"``, ``$/cancel_request`` out and in, late
+  answers ignored);
+* ``_scope``: which ACP session (and tool call) an ask belongs to, as a context variable;
+* ``_provider``: the user-interaction provider;
+* ``_agent``: the ACP agent that runs a hotseam agent function for each prompt turn;
+* ``_serve``: running that agent over stdio or an in-process transport.
+"""
+
+from __future__ import annotations

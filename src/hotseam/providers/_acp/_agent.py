@@ -1,0 +1,420 @@
+"""AcpAgent: an ACP agent that runs a hotseam agent function for each prompt turn.
+
+The agent function is the one ``hotseam dev`` and ``hotseam run`` call,
+``async def agent(context) -> object``; here it is called once per ``session/prompt``:
+
+* :func:`current_turn` gives it the prompt and :meth:`PromptTurn.say` streams agent
+  message chunks back; a string it returns is sent as a last chunk;
+* it runs in a child context of the served one, in which every visible tool is wrapped so
+  that executing it is reported to the client as an ACP tool call (``tool_call`` then
+  ``tool_call_update``), its ``toolCallId`` being the hotseam ``ToolCall.call_id``;
+* asks made in the turn are scoped (:func:`~._scope.ask_scope`) to the session, and to the
+  tool call when they come from one, so ``elicitation/create`` names both.
+
+``session/cancel`` (or ``$/cancel_request`` for the prompt request) fires
+:attr:`PromptTurn.signal`, ends the session's pending questions with ``ASK_CANCELLED``,
+then cancels the agent function; the prompt answers with stop reason ``cancelled``. An
+agent function that raises gets a JSON-RPC internal error for that prompt only: the
+connection keeps serving.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any, Literal, TypeAlias
+
+import anyio
+from acp.agent.connection import AgentSideConnection
+from acp.exceptions import RequestError
+from acp.helpers import (
+    SessionUpdate,
+    start_tool_call,
+    update_agent_message_text,
+    update_tool_call,
+)
+from acp.meta import PROTOCOL_VERSION
+from acp.schema import (
+    AgentCapabilities,
+    AudioContentBlock,
+    ClientCapabilities,
+    EmbeddedResourceContentBlock,
+    ImageContentBlock,
+    Implementation,
+    InitializeResponse,
+    NewSessionResponse,
+    PromptResponse,
+    ResourceContentBlock,
+    TextContentBlock,
+)
+from pydantic import BaseModel
+
+from ... import __version__
+from ..._abort import AbortController, AbortSignal
+from ..._context import Context
+from ..._errors import AbortError, DisposalError, HarnessError, ToolError
+from ..._log import get_logger
+from ..._scope import Scope
+from ..._tools import Tool, ToolCall
+from ...interaction import AskUserQuestionInput
+from ._provider import AcpProvider
+from ._scope import ask_scope
+
+__all__ = ["AcpAgent", "AgentFunction", "ContentBlock", "PromptTurn", "current_turn"]
+
+AgentFunction: TypeAlias = Callable[[Context], Awaitable[object]]
+ContentBlock: TypeAlias = (
+    TextContentBlock
+    | ImageContentBlock
+    | AudioContentBlock
+    | ResourceContentBlock
+    | EmbeddedResourceContentBlock
+)
+StopReason: TypeAlias = Literal["end_turn", "cancelled"]
+
+_log = get_logger("hotseam.providers.acp")
+_current_turn: ContextVar[PromptTurn | None] = ContextVar("hotseam_acp_turn", default=None)
+_UPDATE_TIMEOUT = 2.0
+
+
+class PromptTurn:
+    """One ``session/prompt``: what the client said, and the way to answer it."""
+
+    def __init__(
+        self,
+        session_id: str,
+        cwd: str,
+        prompt: Sequence[ContentBlock],
+        connection: AgentSideConnection,
+    ) -> None:
+        self.session_id = session_id
+        self.cwd = cwd
+        self.prompt: tuple[ContentBlock, ...] = tuple(prompt)
+        self._connection = connection
+        self._controller = AbortController()
+        self._cancel_scope = anyio.CancelScope()
+
+    def __repr__(self) -> str:
+        state = " cancelled" if self.cancelled else ""
+        return f"<PromptTurn session={self.session_id!r}{state}>"
+
+    @property
+    def text(self) -> str:
+        """The prompt's text blocks, joined by newlines (other blocks are left out)."""
+        return "\n".join(block.text for block in self.prompt if isinstance(block, TextContentBlock))
+
+    @property
+    def signal(self) -> AbortSignal:
+        """Fires when the client cancels the turn (``session/cancel``)."""
+        return self._controller.signal
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the client cancelled the turn."""
+        return self._controller.signal.aborted
+
+    async def say(self, text: str) -> None:
+        """Send an agent message chunk to the client."""
+        await self.send(update_agent_message_text(text))
+
+    async def send(self, update: SessionUpdate) -> None:
+        """Send any session update (a thought, a plan, a tool call...) to the client."""
+        await self._connection.session_update(session_id=self.session_id, update=update)
+
+    async def _send_shielded(self, update: SessionUpdate) -> None:
+        """Send an update that must go out even while the turn is being cancelled."""
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_UPDATE_TIMEOUT):
+            try:
+                await self.send(update)
+            except Exception as error:  # the client is gone; nothing to tell it
+                _log.info(
+                    "acp.update_not_sent",
+                    session_id=self.session_id,
+                    error=f"{type(error).__name__}: {error}",
+                )
+
+    async def _cancel(self, provider: AcpProvider) -> None:
+        """End pending questions as ``ASK_CANCELLED`` first, then the agent function."""
+        if self.cancelled:
+            return
+        _log.info("acp.turn_cancel_requested", session_id=self.session_id)
+        reason = AbortError(
+            f"the ACP client cancelled the prompt turn of session {self.session_id!r}",
+            "CANCELLED",
+        )
+        try:
+            self._controller.abort(reason)
+        except Exception:  # an agent's callback failed; the turn is cancelled all the same
+            _log.error("acp.cancel_callback_failed", exc_info=True, session_id=self.session_id)
+        try:
+            await provider.cancel_session(self.session_id)
+        finally:
+            self._cancel_scope.cancel()
+
+    async def _run_tool(self, call: ToolCall, tool: Tool[Any], input: BaseModel) -> object:
+        """Run a tool as an ACP tool call; asks inside it name the tool call."""
+        tool_call_id = call.call_id
+        await self.send(
+            start_tool_call(
+                tool_call_id,
+                _tool_title(tool, input),
+                kind="other",
+                status="in_progress",
+                raw_input=input.model_dump(mode="json"),
+            )
+        )
+        status: Literal["completed", "failed"] = "failed"
+        raw_output: object = None
+        try:
+            with ask_scope(self.session_id, tool_call_id=tool_call_id, cancelled=self.signal):
+                output = await tool.handler(input, call)
+            status, raw_output = "completed", _jsonable(output)
+            return output
+        except Exception as failure:
+            raw_output = {"error": _error_dict(failure)}
+            raise
+        finally:
+            await self._send_shielded(
+                update_tool_call(tool_call_id, status=status, raw_output=raw_output)
+            )
+
+
+def current_turn() -> PromptTurn:
+    """The ACP prompt turn the calling agent function is serving.
+
+    Raises:
+        HarnessError: (code ``NO_PROMPT_TURN``) outside a prompt turn.
+    """
+    turn = _current_turn.get()
+    if turn is None:
+        raise HarnessError(
+            "no ACP prompt turn is active: current_turn() works inside an agent function "
+            "served by 'hotseam acp' (hotseam.providers.acp.serve)",
+            "NO_PROMPT_TURN",
+        )
+    return turn
+
+
+@contextmanager
+def _serving(turn: PromptTurn) -> Iterator[None]:
+    token = _current_turn.set(turn)
+    try:
+        with ask_scope(turn.session_id, cancelled=turn.signal):
+            yield
+    finally:
+        _current_turn.reset(token)
+
+
+@dataclass(slots=True)
+class _Session:
+    id: str
+    cwd: str
+    turn: PromptTurn | None = None
+
+
+class AcpAgent:
+    """The ``acp.interfaces.Agent`` that serves a hotseam agent function.
+
+    Args:
+        agent: ``async def agent(context) -> object``, called once per prompt turn.
+        context: The context the agent runs in (each turn in a child of it); it must see
+            ``provider`` as its user-interaction provider, or one that shadows it.
+        provider: Attached to the connection when it is made; told the client's
+            capabilities at ``initialize`` and the sessions cancelled by the client.
+        name: The agent's name in ``initialize``'s ``agentInfo``.
+        title: Its display title there.
+    """
+
+    def __init__(
+        self,
+        agent: AgentFunction,
+        context: Context,
+        *,
+        provider: AcpProvider,
+        name: str = "hotseam",
+        title: str | None = "hotseam",
+    ) -> None:
+        self._agent = agent
+        self._context = context
+        self._provider = provider
+        self._info = Implementation(name=name, title=title, version=__version__)
+        self._connection: AgentSideConnection | None = None
+        self._sessions: dict[str, _Session] = {}
+
+    def __repr__(self) -> str:
+        return f"<AcpAgent {self._info.name!r} sessions={len(self._sessions)}>"
+
+    @property
+    def connection(self) -> AgentSideConnection:
+        """The client connection (set when the SDK connects the agent)."""
+        if self._connection is None:
+            raise RuntimeError("the ACP agent is not connected yet")
+        return self._connection
+
+    def on_connect(self, conn: AgentSideConnection) -> None:
+        """Called by the SDK with the connection: attach the provider to it."""
+        self._connection = conn
+        wire = self._provider.attach(conn)
+        wire.on_prompt_cancel = self._cancel_session
+
+    # -- ACP agent methods ----------------------------------------------------------------------
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        """Record the client's capabilities; answer with protocol version 1."""
+        self._provider.set_client_capabilities(client_capabilities)
+        _log.info(
+            "acp.initialized",
+            protocol_version=protocol_version,
+            client=None if client_info is None else f"{client_info.name} {client_info.version}",
+            form_elicitation=self._provider.supports_form,
+        )
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(),
+            agent_info=self._info,
+        )
+
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[Any] | None = None,
+        **kwargs: Any,
+    ) -> NewSessionResponse:
+        """Open a session; prompts name it."""
+        session_id = f"sess_{uuid.uuid4().hex[:16]}"
+        self._sessions[session_id] = _Session(session_id, cwd)
+        _log.info("acp.session_created", session_id=session_id, cwd=cwd)
+        return NewSessionResponse(session_id=session_id)
+
+    async def prompt(
+        self, session_id: str, prompt: list[ContentBlock], **kwargs: Any
+    ) -> PromptResponse:
+        """Run the agent function for one turn; stop reason ``end_turn`` or ``cancelled``."""
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise RequestError.invalid_params(
+                {"sessionId": session_id, "details": "unknown session; create one with session/new"}
+            )
+        if session.turn is not None:
+            raise RequestError.invalid_request(
+                {
+                    "sessionId": session_id,
+                    "details": "a prompt turn is already running in this session; wait for "
+                    "its response or send session/cancel",
+                }
+            )
+        turn = PromptTurn(session_id, session.cwd, prompt, self.connection)
+        session.turn = turn
+        started = time.perf_counter()
+        _log.info("acp.turn_started", session_id=session_id)
+        try:
+            stop_reason = await self._run(turn)
+        finally:
+            session.turn = None
+        _log.info(
+            "acp.turn_ended",
+            session_id=session_id,
+            stop_reason=stop_reason,
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+        )
+        return PromptResponse(stop_reason=stop_reason)
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        """``session/cancel``: end the session's questions and its prompt turn."""
+        await self._cancel_session(session_id)
+
+    # -- turns ----------------------------------------------------------------------------------
+
+    async def _cancel_session(self, session_id: str) -> None:
+        session = self._sessions.get(session_id)
+        if session is None:
+            _log.warning("acp.cancel_ignored", session_id=session_id, reason="unknown session")
+            return
+        if session.turn is None:
+            _log.info("acp.cancel_ignored", session_id=session_id, reason="no prompt turn running")
+            return
+        await session.turn._cancel(self._provider)
+
+    async def _run(self, turn: PromptTurn) -> StopReason:
+        failed = False
+        with turn._cancel_scope:
+            try:
+                await self._call_agent(turn)
+            except Exception as failure:
+                failed = True
+                if not turn.cancelled:
+                    _log.error(
+                        "acp.turn_failed",
+                        exc_info=True,
+                        session_id=turn.session_id,
+                        error=f"{type(failure).__name__}: {failure}",
+                    )
+                    raise RequestError.internal_error(
+                        {"details": f"the agent failed: {type(failure).__name__}: {failure}"}
+                    ) from failure
+        if turn.cancelled:
+            if failed:
+                _log.info("acp.turn_failed_after_cancel", session_id=turn.session_id)
+            return "cancelled"
+        return "end_turn"
+
+    async def _call_agent(self, turn: PromptTurn) -> None:
+        context = self._context.child(f"{self._context.name}.turn")
+        result: object = None
+        async with Scope("acp.turn", context=context) as scope:
+            for tool in list(self._context.tools):
+                scope.register_tool(_reported(tool, turn, self._context))
+            with _serving(turn):
+                result = await self._agent(context)
+        if isinstance(result, str) and result:
+            await turn.say(result)
+
+
+def _reported(tool: Tool[Any], turn: PromptTurn, source: Context) -> Tool[Any]:
+    """Wrap ``tool`` so that a call to it is an ACP tool call of ``turn``.
+
+    The tool is looked up again in ``source`` at each call, so a tool replaced by a hot
+    reload during the turn is the new one, never the disposed one.
+    """
+    name = tool.name
+
+    async def handler(input: BaseModel, call: ToolCall) -> object:
+        current = source.tools.get(name)
+        if current is None:
+            raise ToolError(f"the tool {name!r} is no longer registered", "TOOL_NOT_FOUND")
+        if not isinstance(input, current.input_model):
+            input = current.input_model.model_validate(input.model_dump())
+        return await turn._run_tool(call, current, input)
+
+    return Tool(name, tool.description, tool.input_model, handler)
+
+
+def _tool_title(tool: Tool[Any], input: BaseModel) -> str:
+    if isinstance(input, AskUserQuestionInput):
+        return input.question
+    return tool.name
+
+
+def _jsonable(value: object) -> object:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    result: object = json.loads(json.dumps(value, default=str))
+    return result
+
+
+def _error_dict(error: BaseException) -> dict[str, Any]:
+    if isinstance(error, HarnessError | DisposalError):
+        return error.to_dict()
+    return {"name": type(error).__name__, "code": "INTERNAL", "message": str(error)}

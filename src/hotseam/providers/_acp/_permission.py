@@ -1,0 +1,133 @@
+"""The fallback for clients without form elicitation: a question as ``session/request_permission``.
+
+Every ACP client can answer a permission request, but only by picking one of the offered
+options, so this carries exactly the questions that have options and allow no custom
+answer. Each option becomes a permission option whose id is the option's model-facing
+value; the recommended one is marked in its name::
+
+    {"sessionId": "sess_1",
+     "toolCall": {"toolCallId": "tc_1", "title": "Deploy the service now?"},
+     "options": [{"optionId": "yes", "name": "Yes (Recommended)", "kind": "allow_once"},
+                 {"optionId": "no", "name": "No", "kind": "allow_once"}]}
+
+The outcome ``cancelled`` is the human (or ``session/cancel``) dismissing the question.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from acp.helpers import text_block, tool_content
+from acp.schema import (
+    AllowedOutcome,
+    PermissionOption,
+    RequestPermissionRequest,
+    RequestPermissionResponse,
+    ToolCallUpdate,
+)
+from pydantic import ValidationError
+
+from ..._tools import format_validation_error
+from ...interaction import (
+    ASK_CANCELLED,
+    INVALID_ANSWER,
+    AskUserQuestionAnswer,
+    AskUserQuestionRequest,
+    UserInteractionError,
+)
+from ._form import RECOMMENDED_SUFFIX, type_name
+
+__all__ = ["REQUEST_PERMISSION", "PermissionForm", "build_permission_form", "fits_permission"]
+
+REQUEST_PERMISSION = "session/request_permission"
+
+
+def fits_permission(request: AskUserQuestionRequest) -> bool:
+    """True when a permission request can carry the question: options, no custom answers."""
+    return not request.is_free_form and not request.allow_custom
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionForm:
+    """One question as a permission request, and how to read the outcome back."""
+
+    request: AskUserQuestionRequest
+
+    def params(self, session_id: str, tool_call_id: str | None = None) -> dict[str, Any]:
+        """The ``session/request_permission`` params.
+
+        A permission request always names a tool call; a question asked outside one gets a
+        fresh id of its own.
+        """
+        request = self.request
+        options = [
+            PermissionOption(
+                option_id=option.model_value,
+                name=option.label + (RECOMMENDED_SUFFIX if option.recommended else ""),
+                kind="allow_once",
+            )
+            for option in request.choices
+        ]
+        lines = [
+            f"{option.label}: {option.description}"
+            for option in request.choices
+            if option.description is not None
+        ]
+        title = (
+            request.question if request.header is None else f"{request.header}: {request.question}"
+        )
+        tool_call = ToolCallUpdate(
+            tool_call_id=tool_call_id or f"ask_{uuid.uuid4().hex[:12]}",
+            title=title,
+            content=[tool_content(text_block("\n".join(lines)))] if lines else None,
+        )
+        params = RequestPermissionRequest(
+            session_id=session_id, tool_call=tool_call, options=options
+        )
+        return params.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    def read(self, result: object) -> AskUserQuestionAnswer:
+        """Turn the client's ``session/request_permission`` result into an answer.
+
+        Raises:
+            UserInteractionError: ``ASK_CANCELLED`` (outcome ``cancelled``) or
+                ``INVALID_ANSWER`` naming what does not fit.
+        """
+        if not isinstance(result, dict):
+            raise _invalid(f"the result must be an object, got {type_name(result)}")
+        try:
+            response = RequestPermissionResponse.model_validate(result)
+        except ValidationError as invalid:
+            raise _invalid(format_validation_error(invalid)) from None
+        outcome = response.outcome
+        if not isinstance(outcome, AllowedOutcome):
+            raise UserInteractionError(
+                "the human dismissed the question (the ACP client answered the permission "
+                "request with outcome 'cancelled')",
+                ASK_CANCELLED,
+            )
+        option = self.request.option_for(outcome.option_id)
+        if option is None:
+            offered = ", ".join(repr(o.model_value) for o in self.request.choices)
+            raise _invalid(
+                f"outcome.optionId {outcome.option_id!r} is none of the offered options ({offered})"
+            )
+        return AskUserQuestionAnswer(option.model_value, option)
+
+
+def build_permission_form(request: AskUserQuestionRequest) -> PermissionForm:
+    """Map a question with options and no custom answers onto a permission request."""
+    if not fits_permission(request):
+        raise ValueError(
+            "only a question with options and no custom answers fits a permission request"
+        )
+    return PermissionForm(request)
+
+
+def _invalid(problem: str) -> UserInteractionError:
+    return UserInteractionError(
+        f"the ACP client's answer to the permission request does not fit the question: {problem}",
+        INVALID_ANSWER,
+    )

@@ -1,0 +1,228 @@
+"""What hotseam needs from an agent-side ACP connection that the SDK 0.12.1 lacks.
+
+The connection, the framing and the schema types are the SDK's (``agent-client-protocol``
+0.12.1); this module wraps three of its defects, and is the only one that touches the
+SDK's private attributes (:class:`AcpWire` checks them when it attaches, and says clearly
+when another SDK version lacks them):
+
+1. ``AgentSideConnection.create_elicitation`` serializes with ``exclude_defaults``, which
+   drops ``"type": "object"`` from ``requestedSchema``. :meth:`AcpWire.request` sends the
+   params exactly as given, through the SDK's own ``Connection.send_request``.
+2. Nothing sends ``$/cancel_request``. When the task awaiting :meth:`AcpWire.request` is
+   cancelled, the wire sends ``$/cancel_request`` with the request's id (the id the SDK
+   is about to assign, ``Connection._next_request_id``, read just before sending). A late
+   answer to it, which the SDK drops silently, is logged as ignored (at info level when it
+   is the expected -32800 acknowledgment, as a warning when it is a human's answer).
+3. An incoming ``$/cancel_request`` hits the SDK router's "method not found" and is logged
+   as an unhandled error. The wire adds a route for it: a ``session/prompt`` in progress is
+   cancelled as ``session/cancel`` would (it ends with stop reason ``cancelled``, a valid
+   response); other client requests are short and are answered normally.
+
+The fourth defect, no capability check on the agent side, is the provider's to handle.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from importlib import metadata
+from typing import Any, TypeAlias, TypeGuard
+
+import anyio
+from acp.agent.connection import AgentSideConnection
+from acp.connection import Connection, StreamDirection, StreamEvent
+from acp.router import MessageRouter, Route
+
+from ..._log import get_logger
+
+__all__ = ["CANCEL_REQUEST", "REQUEST_CANCELLED", "AcpWire", "RequestId"]
+
+RequestId: TypeAlias = int | str
+CANCEL_REQUEST = "$/cancel_request"
+REQUEST_CANCELLED = -32800
+"""The JSON-RPC error code of a request answered after ``$/cancel_request``."""
+_PROMPT = "session/prompt"
+_WITHDRAWN_KEPT = 256
+_CANCEL_SEND_TIMEOUT = 2.0
+
+_log = get_logger("hotseam.providers.acp")
+
+
+class AcpWire:
+    """Raw requests that can be withdrawn, and ``$/cancel_request`` in both directions.
+
+    Args:
+        connection: The SDK's agent-side connection. The wire observes every message on
+            it and adds a ``$/cancel_request`` route to its router.
+    """
+
+    def __init__(self, connection: AgentSideConnection) -> None:
+        rpc, router = _internals(connection)
+        self.connection = connection
+        self.on_prompt_cancel: Callable[[str], Awaitable[None]] | None = None
+        """Called with the session id when the client cancels a prompt request by id."""
+        self._rpc = rpc
+        self._sent: dict[RequestId, str] = {}
+        self._withdrawn: OrderedDict[RequestId, str] = OrderedDict()
+        self._incoming: dict[RequestId, tuple[str, str | None]] = {}
+        router.add_route(
+            Route(method=CANCEL_REQUEST, func=self._on_cancel_request, kind="notification")
+        )
+        rpc.add_observer(self._observe)
+
+    async def request(self, method: str, params: Mapping[str, Any]) -> Any:
+        """Send a request with these exact params and return the raw result.
+
+        If the calling task is cancelled while waiting, ``$/cancel_request`` is sent for the
+        request (shielded, bounded) before the cancellation goes on, and a late answer is
+        ignored.
+
+        Raises:
+            acp.RequestError: the client answered with a JSON-RPC error.
+            ConnectionError: the connection is closed (or closed while waiting).
+        """
+        request_id = self._rpc._next_request_id
+        try:
+            return await self._rpc.send_request(method, dict(params))
+        except anyio.get_cancelled_exc_class():
+            await self._withdraw(request_id, method)
+            raise
+
+    async def _withdraw(self, request_id: RequestId, method: str) -> None:
+        self._sent.pop(request_id, None)
+        self._withdrawn[request_id] = method
+        while len(self._withdrawn) > _WITHDRAWN_KEPT:
+            self._withdrawn.popitem(last=False)
+        _log.info("acp.request_withdrawn", request_id=request_id, method=method)
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_SEND_TIMEOUT):
+            try:
+                await self._rpc.send_notification(CANCEL_REQUEST, {"requestId": request_id})
+            except Exception as error:  # the client is gone: there is nothing left to cancel
+                _log.info(
+                    "acp.cancel_request_not_sent",
+                    request_id=request_id,
+                    method=method,
+                    error=f"{type(error).__name__}: {error}",
+                )
+
+    def _observe(self, event: StreamEvent) -> None:
+        message = event.message
+        method = message.get("method")
+        request_id = message.get("id")
+        if not _is_id(request_id):
+            return  # a notification (or an id no request of ours could have)
+        if event.direction is StreamDirection.OUTGOING:
+            if method is not None:
+                self._sent[request_id] = str(method)
+            else:
+                self._incoming.pop(request_id, None)  # our answer to a client request
+            return
+        if method is not None:
+            params = message.get("params")
+            session = params.get("sessionId") if isinstance(params, Mapping) else None
+            self._incoming[request_id] = (
+                str(method),
+                session if isinstance(session, str) else None,
+            )
+            return
+        if request_id in self._withdrawn:
+            # The receiver of $/cancel_request must still answer: -32800 is the expected
+            # acknowledgment; any other answer is the human's, arriving too late to count.
+            log = _log.info if _is_cancel_ack(message) else _log.warning
+            log(
+                "acp.late_response_ignored",
+                request_id=request_id,
+                method=self._withdrawn.pop(request_id),
+                response=_summary(message),
+                reason="the request was cancelled ($/cancel_request sent) before this answer",
+            )
+        elif self._sent.pop(request_id, None) is None:
+            _log.warning(
+                "acp.unknown_response_ignored",
+                request_id=request_id,
+                response=_summary(message),
+                reason="no request with this id is waiting for an answer",
+            )
+
+    async def _on_cancel_request(self, params: Any) -> None:
+        request_id = params.get("requestId") if isinstance(params, Mapping) else None
+        if not _is_id(request_id):
+            _log.warning(
+                "acp.cancel_request_invalid",
+                params=repr(params)[:200],
+                reason="params.requestId must be a number or a string",
+            )
+            return
+        entry = self._incoming.get(request_id)
+        if entry is None:
+            _log.info(
+                "acp.cancel_request_ignored",
+                request_id=request_id,
+                reason="no request with this id is in progress (already answered, or unknown)",
+            )
+            return
+        method, session_id = entry
+        if method != _PROMPT or session_id is None or self.on_prompt_cancel is None:
+            _log.info(
+                "acp.cancel_request_ignored",
+                request_id=request_id,
+                method=method,
+                reason=f"{method} is short and is answered normally",
+            )
+            return
+        _log.info(
+            "acp.cancel_request_received",
+            request_id=request_id,
+            method=method,
+            session_id=session_id,
+        )
+        await self.on_prompt_cancel(session_id)
+
+
+def _internals(connection: AgentSideConnection) -> tuple[Connection, MessageRouter]:
+    """The SDK objects the workarounds hook into, or a clear error on another SDK version."""
+    rpc = getattr(connection, "_conn", None)
+    router = getattr(rpc, "_handler", None)
+    if (
+        isinstance(rpc, Connection)
+        and isinstance(router, MessageRouter)
+        and isinstance(getattr(rpc, "_next_request_id", None), int)
+    ):
+        return rpc, router
+    raise RuntimeError(
+        "hotseam's ACP provider wraps internals of agent-client-protocol 0.12 "
+        "(AgentSideConnection._conn, Connection._handler, Connection._next_request_id) "
+        f"that version {_sdk_version()} does not have; install "
+        "'agent-client-protocol>=0.12.1,<0.13'"
+    )
+
+
+def _is_id(value: object) -> TypeGuard[RequestId]:
+    return isinstance(value, int | str) and not isinstance(value, bool)
+
+
+def _is_cancel_ack(message: Mapping[str, Any]) -> bool:
+    error = message.get("error")
+    return isinstance(error, Mapping) and error.get("code") == REQUEST_CANCELLED
+
+
+def _summary(message: Mapping[str, Any]) -> dict[str, Any]:
+    """What a log line may say about an answer: its action or error, never its content."""
+    if "error" in message:
+        error = message["error"]
+        if isinstance(error, Mapping):
+            return {"error": {"code": error.get("code"), "message": error.get("message")}}
+        return {"error": repr(error)[:100]}
+    result = message.get("result")
+    if isinstance(result, Mapping):
+        if "action" in result:
+            return {"action": result["action"]}
+        return {"result_keys": sorted(str(key) for key in result)}
+    return {"result": type(result).__name__}
+
+
+def _sdk_version() -> str:
+    try:
+        return metadata.version("agent-client-protocol")
+    except metadata.PackageNotFoundError:  # pragma: no cover - the provider imports acp
+        return "unknown"

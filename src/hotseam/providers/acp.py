@@ -1,0 +1,37 @@
+"""The ACP provider: questions reach the human as Agent Client Protocol form elicitations.
+
+An agent served over ACP (``hotseam acp``, or :func:`serve`) asks through
+:class:`AcpProvider`: each question becomes an ``elicitation/create`` request in form mode,
+scoped to the session of the prompt turn that asks and to its tool call, with the options
+as a titled ``oneOf``, the recommended one as the ``default``, and custom answers as an
+extra free-text field. See ``docs/acp.md`` for the mapping, the capability rules,
+cancellation, and the defects of the ``agent-client-protocol`` SDK 0.12.1 wrapped here.
+
+Needs the asyncio backend: the SDK is asyncio-based.
+"""
+
+from __future__ import annotations
+
+from ._acp._agent import AcpAgent, AgentFunction, ContentBlock, PromptTurn, current_turn
+from ._acp._provider import AcpProvider
+from ._acp._scope import AskScope, ask_scope, current_ask_scope
+from ._acp._serve import serve
+
+__all__ = [
+    "AcpAgent",
+    "AcpProvider",
+    "AgentFunction",
+    "AskScope",
+    "ContentBlock",
+    "PromptTurn",
+    "ask_scope",
+    "current_ask_scope",
+    "current_turn",
+    "serve",
+]
+
+for _name in __all__:
+    _value = globals()[_name]
+    if getattr(_value, "__module__", "").startswith("hotseam.providers._acp."):
+        _value.__module__ = __name__
+del _name, _value

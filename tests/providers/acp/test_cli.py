@@ -1,0 +1,310 @@
+"""``hotseam acp`` as a subprocess, driven by the SDK's own client over its stdio."""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from ._harness import WAIT, Connected, rpc_error, spawned
+
+AGENTS = Path(__file__).with_name("acp_test_agents.py")
+
+
+def _accept(**content: Any) -> dict[str, Any]:
+    return {"action": "accept", "content": content}
+
+
+async def _turn(acp: Connected, replies: list[Any], text: str = "go") -> tuple[str, str]:
+    """One prompt whose questions get ``replies`` in turn; its stop reason and what was said."""
+    before = len(acp.client.said())
+    pending = acp.start_prompt(text)
+    for reply in replies:
+        request = await acp.next_request()
+        if isinstance(reply, BaseException):
+            request.fail(reply)
+        else:
+            request.answer(reply)
+    response = await pending.result()
+    return response.stop_reason, acp.client.said()[before:]
+
+
+def _log_lines(path: Path) -> list[dict[str, Any]]:
+    """stderr, every line of which must be a JSON log object."""
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.mark.anyio
+async def test_a_session_with_the_demo_agent(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Accept, custom text, decline, cancel, malformed answers, a JSON-RPC error,
+    session/cancel with a late answer, an incoming $/cancel_request: each turn as it should,
+    one process throughout."""
+    stderr_path = tmp_path / "stderr.log"
+    with stderr_path.open("wb") as stderr, caplog.at_level(logging.WARNING):
+        async with spawned(stderr=stderr) as acp:
+            assert await _turn(
+                acp, [_accept(answer="balanced"), _accept(answer="keep it small")], "fix the bug"
+            ) == ("end_turn", "You asked: fix the bug\nApproach: balanced\nNotes: keep it small\n")
+
+            first = acp.elicitations()[0]
+            start = acp.client.tool_calls()[0]
+            assert first["params"]["sessionId"] == acp.session_id
+            assert first["params"]["toolCallId"] == start.tool_call_id
+            schema = first["params"]["requestedSchema"]
+            assert schema["type"] == "object"
+            assert schema["title"] == "Approach"
+            assert schema["properties"]["answer"]["default"] == "balanced"
+            assert [o["title"] for o in schema["properties"]["answer"]["oneOf"]] == [
+                "Quick fix",
+                "Balanced (Recommended)",
+                "Thorough",
+            ]
+            assert set(schema["properties"]) == {"answer", "custom"}
+            assert '"requestedSchema":{"type":"object"' in "\n".join(acp.client_wire.raw_lines())
+
+            stop, said = await _turn(
+                acp,
+                [_accept(answer="quick", custom="Rewrite it in Rust"), {"action": "decline"}],
+            )
+            assert said.startswith("You asked: go\nApproach: Rewrite it in Rust\n")
+            assert "Notes: no answer (ASK_DECLINED: the human declined to answer" in said
+
+            stop, said = await _turn(acp, [{"action": "cancel"}])
+            assert "Approach: no answer (ASK_CANCELLED: the human dismissed the question" in said
+
+            for reply, problem in [
+                (_accept(answer=5), "content.answer must be a string, got number"),
+                ({"action": "maybe"}, "action unknown action 'maybe' is not understood"),
+                (_accept(answer="balanced", colour="red"), "content.colour was not asked for"),
+            ]:
+                stop, said = await _turn(acp, [reply])
+                assert stop == "end_turn"
+                assert "Approach: no answer (INVALID_ANSWER: " in said
+                assert problem in said
+
+            stop, said = await _turn(acp, [rpc_error(-32603, "Internal error", {"x": 1})])
+            assert (
+                "Approach: no answer (PROVIDER_FAILED: the ACP client answered "
+                "elicitation/create with JSON-RPC error -32603: Internal error)" in said
+            )
+
+            pending = acp.start_prompt()
+            open_question = await acp.next_request()
+            open_id = acp.elicitations()[-1]["id"]
+            await acp.conn.cancel(session_id=acp.session_id)
+            assert (await pending.result()).stop_reason == "cancelled"
+            await acp.client_wire.wait_for(
+                "incoming",
+                lambda m: (
+                    m.get("method") == "$/cancel_request" and m["params"] == {"requestId": open_id}
+                ),
+            )
+            open_question.answer(_accept(answer="balanced"))  # late: ignored by the agent
+
+            await acp.cancel_request(12345)  # names nothing in progress
+            assert await _turn(acp, [_accept(answer="thorough"), _accept(answer="none")]) == (
+                "end_turn",
+                "You asked: go\nApproach: thorough\nNotes: none\n",
+            )
+            process = acp.process
+        assert process is not None
+        assert process.returncode == 0
+    logs = _log_lines(stderr_path)
+    events = [line["event"] for line in logs]
+    late = [line for line in logs if line["event"] == "acp.late_response_ignored"]
+    assert [(line["request_id"], line["response"]) for line in late] == [
+        (open_id, {"action": "accept"})
+    ]
+    ignored = [line for line in logs if line["event"] == "acp.cancel_request_ignored"]
+    assert [line["request_id"] for line in ignored] == [12345]
+    assert "acp.request_withdrawn" in events
+    assert [line["code"] for line in logs if line["event"] == "ask.failed"].count(
+        "ASK_CANCELLED"
+    ) == 2  # the dismissed form, and the question open at session/cancel
+    assert not [line for line in logs if line["level"] == "error"]
+    assert "Method not found" not in stderr_path.read_text()
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
+
+
+@pytest.mark.anyio
+async def test_a_client_without_form_elicitation(tmp_path: Path) -> None:
+    """The demo agent reports NO_PROVIDER; no elicitation/create is ever sent."""
+    with (tmp_path / "stderr.log").open("wb") as stderr:
+        async with spawned(stderr=stderr, capabilities=None) as acp:
+            stop, said = await _turn(acp, [])
+            assert stop == "end_turn"
+            assert said.startswith(
+                "You asked: go\nApproach: no answer (NO_PROVIDER: the ACP client does not "
+                "support form elicitation (it did not advertise "
+                "clientCapabilities.elicitation.form at initialize)"
+            )
+            assert acp.elicitations() == []
+
+
+@pytest.mark.anyio
+async def test_an_agent_side_abort_and_a_stray_print(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """--agent: the agent aborts an open question ($/cancel_request, late answer ignored);
+    its print() goes to stderr, never onto the protocol stream."""
+    stderr_path = tmp_path / "stderr.log"
+    with stderr_path.open("wb") as stderr, caplog.at_level(logging.WARNING):
+        async with spawned("--agent", f"{AGENTS}:abort_agent", stderr=stderr) as acp:
+            pending = acp.start_prompt()
+            requests = [await acp.next_request(), await acp.next_request()]
+            first, second = sorted(requests, key=lambda r: r.arguments["message"])
+            assert first.arguments["message"] == "First?"
+            (first_id,) = [
+                m["id"] for m in acp.elicitations() if m["params"]["message"] == "First?"
+            ]
+            second.answer(_accept(answer="go"))
+            await acp.client_wire.wait_for(
+                "incoming",
+                lambda m: (
+                    m.get("method") == "$/cancel_request" and m["params"] == {"requestId": first_id}
+                ),
+            )
+            first.answer(_accept(answer="too late"))
+            assert (await pending.result()).stop_reason == "end_turn"
+            assert acp.client.said() == "first: ASK_ABORTED; second: go"
+            process = acp.process
+        assert process is not None
+        assert process.returncode == 0
+    text = stderr_path.read_text()
+    assert "stray print from the agent\n" in text
+    late = [
+        json.loads(line)
+        for line in text.splitlines()
+        if line.startswith("{") and "acp.late_response_ignored" in line
+    ]
+    assert [line["request_id"] for line in late] == [first_id]
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
+
+
+CANNED = """\
+from hotseam.interaction import USER_INTERACTION
+from hotseam.providers.scripted import ScriptedProvider
+
+
+def setup(scope):
+    scope.provide(USER_INTERACTION, ScriptedProvider(default="canned v{version}"))
+"""
+
+
+@pytest.mark.anyio
+async def test_watched_providers_shadow_the_acp_provider_and_hot_reload(tmp_path: Path) -> None:
+    """--watch: a watched provider module answers instead of the client; editing it serves
+    the new generation; deleting it hands the questions back to the ACP client."""
+    providers = tmp_path / "providers"
+    providers.mkdir()
+    module = providers / "canned.py"
+    module.write_text(CANNED.format(version=1))
+    async with spawned("--watch", str(providers), stderr=None) as acp:
+        assert await _turn(acp, []) == (
+            "end_turn",
+            "You asked: go\nApproach: canned v1\nNotes: canned v1\n",
+        )
+        module.write_text(CANNED.format(version=2))
+        await acp.wait_for_log(lambda e: e["event"] == "reload.committed" and e["generation"] == 2)
+        assert (await _turn(acp, []))[1] == "You asked: go\nApproach: canned v2\nNotes: canned v2\n"
+        module.unlink()
+        await acp.wait_for_log(lambda e: e["event"] == "reload.unloaded")
+        assert await _turn(acp, [_accept(answer="quick"), _accept(answer="ok")]) == (
+            "end_turn",
+            "You asked: go\nApproach: quick\nNotes: ok\n",
+        )
+        assert len(acp.elicitations()) == 2  # only after the watched provider was unloaded
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--agent", "nocolon"], "--agent 'nocolon': expected MODULE:FUNCTION"),
+        (
+            ["--agent", "no_such_module_hotseam:agent"],
+            "importing no_such_module_hotseam failed: ModuleNotFoundError",
+        ),
+        (["--agent", "json:dumps"], "dumps must be 'async def dumps(context)'"),
+        (["--watch", "/no/such/path"], "--watch /no/such/path: no such file or directory"),
+        (["--watch", "/etc/hostname"], "--watch: "),
+    ],
+)
+def test_bad_arguments_one_line_and_exit_2(args: list[str], message: str) -> None:
+    """One clear line on stderr, nothing on stdout, exit code 2; never a traceback."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "hotseam", "acp", *args],
+        stdin=subprocess.PIPE,
+        capture_output=True,
+        text=True,
+        timeout=WAIT * 2,
+        check=False,
+    )
+    assert completed.returncode == 2
+    assert completed.stdout == ""
+    lines = completed.stderr.splitlines()
+    assert len(lines) == 1, completed.stderr
+    assert lines[0].startswith("hotseam acp: ")
+    assert message in lines[0]
+
+
+def test_stdin_from_a_file_is_a_usage_error(tmp_path: Path) -> None:
+    """ACP runs over pipes; a regular file on stdin is said plainly."""
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text("{}\n")
+    with requests.open("rb") as stdin:
+        completed = subprocess.run(
+            [sys.executable, "-m", "hotseam", "acp"],
+            stdin=stdin,
+            capture_output=True,
+            text=True,
+            timeout=WAIT * 2,
+            check=False,
+        )
+    assert completed.returncode == 2
+    assert completed.stderr == (
+        "hotseam acp: stdin is a file; an ACP client launches 'hotseam acp' with pipes "
+        "(or try it in a terminal)\n"
+    )
+
+
+@pytest.mark.anyio
+async def test_sigterm_exits_0_and_stdout_is_protocol_only(tmp_path: Path) -> None:
+    """Raw stdio: every stdout line is a JSON-RPC message; SIGTERM ends the process with 0."""
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": 1, "clientCapabilities": {"elicitation": {"form": {}}}},
+    }
+    with (tmp_path / "stderr.log").open("wb") as stderr:
+        async with await anyio.open_process(
+            [sys.executable, "-m", "hotseam", "acp", "--log-level", "debug"], stderr=stderr
+        ) as process:
+            assert process.stdin is not None
+            assert process.stdout is not None
+            await process.stdin.send((json.dumps(initialize) + "\n").encode())
+            received = b""
+            with anyio.fail_after(WAIT):
+                while not received.endswith(b"\n"):
+                    received += await process.stdout.receive()
+            process.send_signal(signal.SIGTERM)
+            with anyio.fail_after(WAIT):
+                assert await process.wait() == 0
+            async for chunk in process.stdout:
+                received += chunk
+    lines = received.decode().splitlines()
+    assert [json.loads(line)["id"] for line in lines] == [1]
+    response = json.loads(lines[0])
+    assert response["result"]["protocolVersion"] == 1
+    assert response["result"]["agentInfo"]["name"] == "hotseam"
+    logs = _log_lines(tmp_path / "stderr.log")
+    assert {"acp.initialized", "acp.signal", "acp.stopped"} <= {line["event"] for line in logs}
