@@ -1,18 +1,115 @@
-"""`hotseam demo`: not built yet."""
+"""`hotseam demo`: a demo agent asks a short series of questions in this terminal.
+
+On a terminal each question is a prompt (number, label, Enter for the recommended option,
+or your own answer; Tab completes; Ctrl-C dismisses). With answers piped in it reads plain
+lines, so ``printf '2\\n\\nblue\\n1\\n' | hotseam demo`` prints the same answers as typing
+them. Log lines go to stderr (warnings and above unless ``--log-level`` says otherwise);
+stdout carries the questions and the answers only.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+from typing import Any, Literal, TextIO, cast
+
+import anyio
+
+from .._context import Context
+from .._scope import Scope
+from ..interaction import USER_INTERACTION, ask_user_question_tool
+from ..providers.terminal import TerminalProvider
+from ._demo_agent import demo_agent
+from ._logging import configure_logging
 
 __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    """``--mode``, ``--timeout``, ``--backend`` and ``--log-level``."""
+    parser.add_argument(
+        "--mode",
+        choices=("auto", "tty", "lines"),
+        default="auto",
+        help="a prompt on a terminal, plain lines otherwise (auto); or force one",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="give up on a question after this long (ASK_TIMEOUT; nothing is picked)",
+    )
+    parser.add_argument(
+        "--backend",
+        choices=("asyncio", "trio"),
+        default="asyncio",
+        help="the event loop; under trio questions are always plain lines",
+    )
+    parser.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default="warning",
+        help="console log level on stderr (default: warning)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    """Say plainly that this command is not built yet."""
-    print("hotseam demo is not built yet; see the project's open issues.", file=sys.stderr)
-    return 2
+    """Ask the demo questions; exit 0 when all were answered, 1 otherwise."""
+    configure_logging("console", level=args.log_level, stream=cast(TextIO, _CurrentStderr()))
+    provider = TerminalProvider(mode=args.mode, timeout=args.timeout)
+    try:
+        answered: bool = anyio.run(_ask_all, provider, backend=args.backend)
+    except KeyboardInterrupt:
+        print("hotseam demo: interrupted", file=sys.stderr)
+        return 130
+    return 0 if answered else 1
+
+
+async def _ask_all(provider: TerminalProvider) -> bool:
+    context = Context("demo")
+    async with Scope("demo", context=context) as scope:
+        scope.register_tool(ask_user_question_tool())
+        scope.provide(USER_INTERACTION, provider)
+        results: list[Any] = await demo_agent(context, out=_print_answer)
+    return all(isinstance(result, dict) and "answer" in result for result in results)
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (seconds > 0 and math.isfinite(seconds)):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return seconds
+
+
+def _print_answer(line: str) -> None:
+    print(line, flush=True)
+
+
+class _CurrentStderr:
+    """Writes to whatever ``sys.stderr`` is at the time of the write.
+
+    structlog keeps the stream it was configured with; resolving it per write lets the
+    prompt's stdout patch carry log lines above an open question instead of through it.
+    """
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+    @property
+    def encoding(self) -> str:
+        return sys.stderr.encoding
+
+    @property
+    def errors(self) -> Literal["strict"]:
+        return "strict"

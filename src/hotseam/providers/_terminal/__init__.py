@@ -1,0 +1,17 @@
+"""The parts of :class:`~hotseam.providers.terminal.TerminalProvider`, one concept a module.
+
+* ``_protocol``: the text protocol shared by both paths (a reply line → an answer, or the
+  one-line reason to ask again), and the hint and outcome wording;
+* ``_render``: the question block as styled fragments (plain text for line mode);
+* ``_outcome``: how a question ended without an answer (markers and messages);
+* ``_queue``: one question on screen at a time, the others waiting in arrival order;
+* ``_reader``: a cancellable line reader on a file descriptor that never reads past the line;
+* ``_lines``: the plain-line path (pipes, CI, trio);
+* ``_tty``: the prompt_toolkit path (a real terminal, asyncio only);
+* ``_wrap``: wrapping the prompt's question block to the terminal's width;
+* ``_provider``: the provider that picks a path per question and owns the outcome markers.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,252 @@
+"""TerminalProvider: asks the human in this terminal, with a prompt or with plain lines."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import math
+import os
+import sys
+from typing import IO, Any, Literal, Protocol, TextIO
+
+import anyio
+from prompt_toolkit.formatted_text import StyleAndTextTuples
+from prompt_toolkit.input import Input, create_input
+from prompt_toolkit.output import Output, create_output
+
+from ...interaction import (
+    ASK_CANCELLED,
+    ASK_TIMEOUT,
+    PROVIDER_FAILED,
+    AskUserQuestionAnswer,
+    AskUserQuestionRequest,
+    UserInteractionError,
+)
+from ._lines import LinesSurface
+from ._outcome import WITHDRAWN, DismissedError, timeout_marker
+from ._protocol import answer_line
+from ._queue import AskQueue
+from ._reader import LineReader, fileno_of
+from ._render import outcome
+from ._tty import TtySurface
+
+__all__ = ["Mode", "TerminalProvider"]
+
+Mode = Literal["auto", "tty", "lines"]
+_MODES = ("auto", "tty", "lines")
+
+
+class _Surface(Protocol):
+    async def run(
+        self, request: AskUserQuestionRequest, *, banner: str | None, queue: AskQueue
+    ) -> AskUserQuestionAnswer: ...
+
+    def mark(self, fragments: StyleAndTextTuples) -> None: ...
+
+
+class TerminalProvider:
+    """A user-interaction provider that asks the human in the terminal.
+
+    With a terminal on both stdin and stdout (and asyncio), each question is a prompt_toolkit
+    prompt; otherwise (pipes, CI, a supervisor, or trio) it is plain text lines. Both speak
+    the same protocol: a number or a label picks an option, an empty line the recommended
+    one, anything else is the human's own answer when the question allows it (else the
+    reason is shown and the question asked again). See ``docs/terminal.md``.
+
+    One question is on screen at a time; concurrent asks wait in arrival order. The
+    provider holds nothing between questions (no reader, no raw mode, no patched stdout),
+    so an instance can be dropped at any time and a new one started on the same terminal,
+    as a hot reload does.
+
+    Args:
+        banner: A line shown above each question (for example which generation of a
+            hot-reloaded provider is asking). Can be changed later through ``banner``.
+        timeout: Seconds the human has once a question is shown; then the ask fails with
+            ``ASK_TIMEOUT``. No option is ever picked on the human's behalf. Default: none.
+        mode: ``"auto"`` (a prompt on a terminal and asyncio, else plain lines), ``"tty"``
+            (always the prompt; fails on a pipe or under trio) or ``"lines"``.
+        input: Where replies come from: a prompt_toolkit ``Input`` (the prompt), a file
+            object or descriptor (read as lines, or by the prompt when it is a terminal), or
+            an in-memory text stream (lines). Default: ``sys.stdin`` at the time of the ask.
+        output: Where the UI is drawn: a prompt_toolkit ``Output``, or a text stream.
+            Default: ``sys.stdout`` at the time of the ask; nothing else is ever written
+            to stdout.
+        patch_stdout: While a prompt is open, route ``sys.stdout`` and ``sys.stderr`` above
+            it so that log lines and prints do not corrupt it (default true).
+    """
+
+    __slots__ = (
+        "_input",
+        "_mode",
+        "_output",
+        "_patch_stdout",
+        "_queue",
+        "_showing",
+        "_timeout",
+        "banner",
+    )
+
+    def __init__(
+        self,
+        *,
+        banner: str | None = None,
+        timeout: float | None = None,
+        mode: Mode = "auto",
+        input: Input | IO[Any] | int | None = None,
+        output: Output | TextIO | None = None,
+        patch_stdout: bool = True,
+    ) -> None:
+        if mode not in _MODES:
+            raise ValueError(f"mode must be one of {', '.join(map(repr, _MODES))}, got {mode!r}")
+        if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if mode == "lines" and (isinstance(input, Input) or isinstance(output, Output)):
+            raise ValueError(
+                "mode='lines' reads and writes plain text: pass a file, a descriptor or a text "
+                "stream, not a prompt_toolkit Input or Output"
+            )
+        self.banner = banner
+        self._timeout = timeout
+        self._mode: Mode = mode
+        self._input = input
+        self._output = output
+        self._patch_stdout = patch_stdout
+        self._queue = AskQueue()
+        self._showing: AskUserQuestionRequest | None = None
+
+    def __repr__(self) -> str:
+        return f"<TerminalProvider mode={self._mode!r} waiting={self.waiting}>"
+
+    @property
+    def mode(self) -> Mode:
+        """The mode asked for (``"auto"`` decides per question)."""
+        return self._mode
+
+    @property
+    def timeout(self) -> float | None:
+        """The optional time limit of each question, in seconds."""
+        return self._timeout
+
+    @property
+    def showing(self) -> AskUserQuestionRequest | None:
+        """The question on screen now, if any."""
+        return self._showing
+
+    @property
+    def waiting(self) -> int:
+        """How many questions wait behind the one on screen."""
+        return self._queue.waiting
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        """Show the question when its turn comes, and return the human's answer.
+
+        Raises:
+            UserInteractionError: ``ASK_CANCELLED`` when the human dismissed it (Ctrl-C,
+                Ctrl-D, or the input ended), ``ASK_TIMEOUT`` when the optional time limit
+                passed, ``PROVIDER_FAILED`` when ``mode="tty"`` cannot run here.
+                Cancellation (the caller's signal, a reload) leaves a "withdrawn" marker
+                and propagates.
+        """
+        surface = self._surface()
+        async with self._queue.turn():
+            self._showing = request
+            try:
+                return await self._run(surface, request)
+            finally:
+                self._showing = None
+
+    async def _run(
+        self, surface: _Surface, request: AskUserQuestionRequest
+    ) -> AskUserQuestionAnswer:
+        with anyio.CancelScope() as limit:
+            if self._timeout is not None:
+                limit.deadline = anyio.current_time() + self._timeout
+            try:
+                answer = await surface.run(request, banner=self.banner, queue=self._queue)
+            except DismissedError as dismissed:
+                _mark(surface, "dismissed", dismissed.marker)
+                raise UserInteractionError(dismissed.message, ASK_CANCELLED) from None
+            except (anyio.get_cancelled_exc_class(), KeyboardInterrupt):
+                # Cancelled by the asking side (its signal, a reload), or the program is
+                # being interrupted (trio delivers SIGINT as KeyboardInterrupt).
+                if not limit.cancel_called:
+                    _mark(surface, "withdrawn", WITHDRAWN)
+                raise
+            _mark(surface, "answer", answer_line(answer))
+            return answer
+        assert self._timeout is not None
+        _mark(surface, "timeout", timeout_marker(self._timeout))
+        raise UserInteractionError(
+            f"no answer within the terminal provider's time limit of {self._timeout:g} s "
+            "(nothing was chosen for the human)",
+            ASK_TIMEOUT,
+        )
+
+    # -- choosing the path ---------------------------------------------------------------------
+
+    def _surface(self) -> _Surface:
+        injected_toolkit = isinstance(self._input, Input) or isinstance(self._output, Output)
+        if self._mode == "tty" or (self._mode == "auto" and injected_toolkit):
+            return self._tty_surface()
+        source = self._input if self._input is not None else sys.stdin
+        out = self._output if self._output is not None else sys.stdout
+        assert not isinstance(source, Input)
+        assert not isinstance(out, Output)
+        if self._mode == "auto" and _on_asyncio() and _isatty(source) and _isatty(out):
+            return self._tty_surface()
+        reader = LineReader(source if source is not None else io.StringIO())
+        return LinesSurface(reader, out if out is not None else io.StringIO())
+
+    def _tty_surface(self) -> TtySurface:
+        if not _on_asyncio():
+            raise UserInteractionError(
+                "the terminal provider's prompt (mode='tty') needs asyncio: prompt_toolkit "
+                "cannot run under trio; use mode='auto' or mode='lines', which read plain "
+                "lines",
+                PROVIDER_FAILED,
+            )
+        source = self._input if self._input is not None else sys.stdin
+        if isinstance(source, Input):
+            toolkit_input = source
+        else:
+            if source is None or not _isatty(source):
+                raise UserInteractionError(
+                    "the terminal provider's prompt (mode='tty') needs a terminal to read, "
+                    "and its input is not one (a pipe or a file?); a prompt must never read a "
+                    "pipe: use mode='auto' or mode='lines'",
+                    PROVIDER_FAILED,
+                )
+            toolkit_input = create_input(_text_file(source))
+        out = self._output if self._output is not None else sys.stdout
+        toolkit_output = out if isinstance(out, Output) else create_output(out)
+        return TtySurface(toolkit_input, toolkit_output, patch_stdout=self._patch_stdout)
+
+
+def _mark(surface: _Surface, kind: str, text: str) -> None:
+    """Leave the outcome in the scrollback; a closed output must not hide the outcome."""
+    with contextlib.suppress(OSError, ValueError):
+        surface.mark(outcome(kind, text))
+
+
+def _on_asyncio() -> bool:
+    """True inside a running asyncio loop (prompt_toolkit's requirement); false under trio."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _isatty(stream: object) -> bool:
+    fd = fileno_of(stream)
+    if fd is not None:
+        return os.isatty(fd)
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty()) if callable(isatty) else False
+
+
+def _text_file(source: IO[Any] | int) -> TextIO:
+    if isinstance(source, int):
+        return open(source, closefd=False)  # closefd=False: the descriptor is not ours
+    return source  # type: ignore[return-value]
