@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from typing import Any, Literal, TextIO, cast
+from typing import Any
 
 import anyio
 
@@ -57,7 +57,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Ask the demo questions; exit 0 when all were answered, 1 otherwise."""
-    configure_logging("console", level=args.log_level, stream=cast(TextIO, _CurrentStderr()))
+    configure_logging("console", level=args.log_level)
     provider = TerminalProvider(mode=args.mode, timeout=args.timeout)
     try:
         answered: bool = anyio.run(_ask_all, provider, backend=args.backend)
@@ -88,28 +88,3 @@ def _seconds(text: str) -> float:
 
 def _print_answer(line: str) -> None:
     print(line, flush=True)
-
-
-class _CurrentStderr:
-    """Writes to whatever ``sys.stderr`` is at the time of the write.
-
-    structlog keeps the stream it was configured with; resolving it per write lets the
-    prompt's stdout patch carry log lines above an open question instead of through it.
-    """
-
-    def write(self, text: str) -> int:
-        return sys.stderr.write(text)
-
-    def flush(self) -> None:
-        sys.stderr.flush()
-
-    def isatty(self) -> bool:
-        return sys.stderr.isatty()
-
-    @property
-    def encoding(self) -> str:
-        return sys.stderr.encoding
-
-    @property
-    def errors(self) -> Literal["strict"]:
-        return "strict"

@@ -12,7 +12,7 @@ from typing import Literal, TextIO
 
 import structlog
 
-__all__ = ["LogStyle", "configure_logging"]
+__all__ = ["CurrentStderr", "LogStyle", "configure_logging"]
 
 LogStyle = Literal["console", "json"]
 
@@ -23,9 +23,11 @@ def configure_logging(
     """Send structlog events (and stdlib ``logging``) to ``stream`` (default stderr).
 
     ``console`` is human-readable (colours only on a terminal); ``json`` is one JSON object
-    per line with no colours, for daemons and log collectors.
+    per line with no colours, for daemons and log collectors. The default stream resolves
+    ``sys.stderr`` at each write, so that while a terminal prompt is open (and has patched
+    the standard streams) log lines print above it instead of through it.
     """
-    out = stream if stream is not None else sys.stderr
+    out: TextIO = stream if stream is not None else CurrentStderr()  # type: ignore[assignment]
     numeric = logging.getLevelNamesMapping()[level.upper()]
     shared: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
@@ -58,3 +60,24 @@ def configure_logging(
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(max(numeric, logging.INFO) if style == "console" else numeric)
+
+
+class CurrentStderr:
+    """A text stream that writes to whatever ``sys.stderr`` is at the time of the write."""
+
+    def write(self, text: str) -> int:
+        """Write to the current ``sys.stderr``."""
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        """Flush the current ``sys.stderr``."""
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        """Whether the current ``sys.stderr`` is a terminal (decides on colours)."""
+        return sys.stderr.isatty()
+
+    @property
+    def encoding(self) -> str:
+        """The current ``sys.stderr``'s encoding."""
+        return sys.stderr.encoding

@@ -11,7 +11,6 @@ import signal
 import sys
 import termios
 import time
-from typing import Any, cast
 
 import anyio
 
@@ -135,9 +134,9 @@ async def logs() -> None:
     configured as ``hotseam demo`` configures it."""
     import structlog
 
-    from hotseam.cli import _demo, _logging
+    from hotseam.cli import _logging
 
-    _logging.configure_logging("console", level="info", stream=cast(Any, _demo._CurrentStderr()))
+    _logging.configure_logging("console", level="info")  # as every hotseam command does
     log = structlog.get_logger("pty.child")
 
     async def log_on_signal() -> None:
