@@ -91,15 +91,19 @@ async def measure(n: int, repeat: int) -> dict[str, list[float]]:
 def report(backend: str, runs: dict[str, list[float]]) -> None:
     baseline = statistics.median(runs[CASES[0][0]])
     print(f"\n{backend}:\n")
-    print(f"| {'path':<40} | {'median asks/s':>13} | {'p95-slow asks/s':>15} | {'µs/ask':>7} "
-          f"| {'vs direct':>9} |")
+    print(
+        f"| {'path':<40} | {'median asks/s':>13} | {'p95-slow asks/s':>15} | {'µs/ask':>7} "
+        f"| {'vs direct':>9} |"
+    )
     print(f"|{'-' * 42}|{'-' * 15}|{'-' * 17}|{'-' * 9}|{'-' * 11}|")
     for name, _ in CASES:
         rates = sorted(runs[name])
         median = statistics.median(rates)
         slow = rates[max(0, round(0.05 * (len(rates) - 1)))]
-        print(f"| {name:<40} | {median:>13,.0f} | {slow:>15,.0f} | {1e6 / median:>7.2f} "
-              f"| {baseline / median:>8.1f}x |")
+        print(
+            f"| {name:<40} | {median:>13,.0f} | {slow:>15,.0f} | {1e6 / median:>7.2f} "
+            f"| {baseline / median:>8.1f}x |"
+        )
 
 
 def main() -> None:
@@ -107,10 +111,14 @@ def main() -> None:
     parser.add_argument("--asks", type=int, default=20_000)
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
-    print(f"machine: {platform.machine()}, {platform.python_implementation()} "
-          f"{platform.python_version()}, {platform.system()} {platform.release()}")
-    print(f"{args.asks:,} asks per run, {args.repeat} runs; an instant scripted provider; "
-          "'p95-slow' is the rate of the slowest 5% run")
+    print(
+        f"machine: {platform.machine()}, {platform.python_implementation()} "
+        f"{platform.python_version()}, {platform.system()} {platform.release()}"
+    )
+    print(
+        f"{args.asks:,} asks per run, {args.repeat} runs; an instant scripted provider; "
+        "'p95-slow' is the rate of the slowest 5% run"
+    )
     for backend in ("asyncio", "trio"):
         report(backend, anyio.run(measure, args.asks, args.repeat, backend=backend))
 

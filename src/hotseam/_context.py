@@ -347,7 +347,7 @@ class Context:
 
     async def _wait_registration(self, seam: Seam[T], timeout: float) -> Registration[T]:
         registration = self.registration(seam)
-        if registration is not None:
+        if registration is not None and not self._shadow_swap(seam, registration):
             return registration
         deadline = time.monotonic() + timeout
         last_swap: Swap | None = None
@@ -362,8 +362,11 @@ class Context:
             with anyio.move_on_after(remaining):
                 await swap._finished.wait()
             registration = self.registration(seam)
-            if registration is not None:
+            if registration is not None and not self._shadow_swap(seam, registration):
                 return registration
+        registration = self.registration(seam)
+        if registration is not None and not self._shadow_swap(seam, registration):
+            return registration
         message = self._missing_message(seam)
         cause: BaseException | None = None
         if last_swap is not None:
@@ -376,6 +379,16 @@ class Context:
         if cause is not None:
             error.__cause__ = cause
         raise error
+
+    def _shadow_swap(self, seam: Seam[Any], registration: Registration[Any]) -> bool:
+        """True while a swap below ``registration``'s context may install a provider that
+        shadows it: callers must wait for that one, not fall through to the inherited one."""
+        context: Context | None = self
+        while context is not None and context is not registration.context:
+            if any(swap.covers(seam) for swap in context._swaps):
+                return True
+            context = context.parent
+        return False
 
     def _missing_message(self, seam: Seam[Any]) -> str:
         return f"no provider is active for seam {seam.name!r} in context {self.name!r}"

@@ -1,18 +1,235 @@
-"""`hotseam dev`: not built yet."""
+"""`hotseam dev PATH...`: run an agent while its providers are hot-reloaded from disk.
+
+The agent (default: the built-in demo agent) runs in a context whose providers come from
+the provider modules under PATH. Saving a module reloads it: the old generation is disposed
+(a question it is showing is withdrawn and asked again by the new one), then the new one
+is activated. Each reload is reported on stderr in one line, for example
+``reloaded providers/my_ui.py (generation 4) in 12 ms``; a failed one names file:line and
+says ``keeping generation 3``.
+
+``--answers FILE`` installs a scripted provider (see ``hotseam.providers.scripted``) in the
+*parent* context: it answers only while no watched module provides the user-interaction
+seam (a watched provider shadows it), which makes it a fallback for CI runs and for the
+moments when the watched UI fails to load.
+
+Ctrl-C or SIGTERM disposes every generation, then exits 0. A fatal error (the agent
+raised, the watcher failed, a disposer failed at shutdown) exits 1 with the reason logged;
+bad input (a missing path, a bad --agent, a bad answers file) exits 2 with one line saying
+what is wrong.
+"""
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+from collections.abc import MutableMapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-__all__ = ["add_arguments", "run"]
+import anyio
+import structlog
+
+from .._context import Context, use_context
+from .._errors import DisposalError, HarnessError
+from .._scope import CloseReason, Scope
+from ..interaction import USER_INTERACTION, ask_user_question_tool
+from ..providers.scripted import ScriptedProvider
+from ..reload import Reloader
+from ._agent import AgentFunction, load_agent
+from ._demo_agent import demo_agent
+from ._logging import LogStyle, configure_logging
+
+__all__ = ["add_arguments", "add_session_arguments", "run", "run_session"]
+
+EXIT_OK = 0
+EXIT_FATAL = 1
+EXIT_BAD_INPUT = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    """``PATH... [--agent MODULE:FUNCTION] [--answers FILE] [--polling] [--verbose]``."""
+    add_session_arguments(parser)
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="log every lifecycle event (providers installed and removed, asks...), "
+        "not only reloads and problems",
+    )
+
+
+def add_session_arguments(parser: argparse.ArgumentParser) -> None:
+    """The arguments ``dev`` and ``run`` share."""
+    parser.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="provider modules: a .py file, a folder of them, or a package",
+    )
+    parser.add_argument(
+        "--agent",
+        metavar="MODULE:FUNCTION",
+        help="the agent to run, 'async def main(context)' (default: the built-in demo agent); "
+        "MODULE may also be a path such as examples/agent.py",
+    )
+    parser.add_argument(
+        "--answers",
+        metavar="FILE",
+        help="answer questions from this JSON script while no watched provider does",
+    )
+    parser.add_argument(
+        "--polling",
+        action="store_true",
+        help="scan for changes instead of using file-system notifications "
+        "(network mounts, some containers)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    """Say plainly that this command is not built yet."""
-    print("hotseam dev is not built yet; see the project's open issues.", file=sys.stderr)
-    return 2
+    """Run ``hotseam dev``; return the exit code."""
+    return run_session(args, style="console", verbose=args.verbose)
+
+
+@dataclass(frozen=True, slots=True)
+class _Session:
+    command: str
+    reloader: Reloader
+    agent: AgentFunction
+    answers: ScriptedProvider | None
+
+
+def run_session(args: argparse.Namespace, *, style: LogStyle, verbose: bool = True) -> int:
+    """Check the input, configure logging, and run the agent under the reloader."""
+    command = f"hotseam {args.command}"
+    session = _prepare(args, command)
+    if isinstance(session, int):
+        return session
+    configure_logging(style)
+    _add_processors(quiet=not verbose, one_line=style == "console")
+    log = structlog.get_logger("hotseam.cli").bind(logger="hotseam.cli")
+    try:
+        return anyio.run(_serve, session)
+    except KeyboardInterrupt:
+        # Ctrl-C before the signal handler was installed (or after it was removed): the
+        # reloader's 'async with' still disposed every generation on the way out.
+        log.info("interrupted; every generation was disposed")
+        return EXIT_OK
+    except Exception as error:
+        log.error(f"{command} stopped: {_reason(error)}", exc_info=True)
+        return EXIT_FATAL
+
+
+def _prepare(args: argparse.Namespace, command: str) -> _Session | int:
+    """Everything that can be wrong with the input, found before anything starts."""
+    providers = Context("providers", parent=Context("hotseam"))
+    try:
+        reloader = Reloader(providers, args.paths, polling=args.polling)
+        agent: AgentFunction = load_agent(args.agent) if args.agent else demo_agent
+        answers = ScriptedProvider.from_file(args.answers) if args.answers else None
+    except HarnessError as error:
+        print(f"{command}: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return _Session(command, reloader, agent, answers)
+
+
+async def _serve(session: _Session) -> int:
+    log = structlog.get_logger("hotseam.cli").bind(logger="hotseam.cli")
+    reloader = session.reloader
+    providers = reloader.context
+    assert providers.parent is not None
+    outcome = EXIT_OK
+    async with Scope("hotseam-cli", context=providers.parent) as cli_scope:
+        cli_scope.register_tool(ask_user_question_tool())
+        if session.answers is not None:
+            cli_scope.provide(USER_INTERACTION, session.answers)
+        async with reloader:
+            watched = ", ".join(_shown(path) for path in reloader.paths)
+            async with anyio.create_task_group() as tg:
+
+                async def run_agent() -> None:
+                    nonlocal outcome
+                    try:
+                        with use_context(providers):
+                            await session.agent(providers)
+                    except Exception as error:
+                        outcome = EXIT_FATAL
+                        log.error(f"the agent failed: {_reason(error)}", exc_info=True)
+                    else:
+                        log.info("the agent finished")
+                    finally:
+                        tg.cancel_scope.cancel()
+
+                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+                    stop = "Ctrl-C" if session.command == "hotseam dev" else "SIGTERM"
+                    log.info(f"{session.command}: watching {watched} ({stop} to stop)")
+                    tg.start_soon(run_agent)
+                    async for signum in signals:
+                        log.info(f"{signal.Signals(signum).name}: shutting down")
+                        tg.cancel_scope.cancel()
+                        break
+            try:
+                await reloader.aclose(CloseReason.SHUTDOWN)
+            except DisposalError as failure:
+                outcome = EXIT_FATAL
+                log.error(  # noqa: TRY400 - each failure was logged as reload.dispose_failed
+                    f"{len(failure.exceptions)} disposer(s) failed at shutdown",
+                    failures=[_reason(error) for error in failure.exceptions],
+                )
+            else:
+                log.info("every generation was disposed")
+    return outcome
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the working directory when below it (as the reload reports)."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        return _reason(error.exceptions[0])
+    return f"{type(error).__name__}: {error}"
+
+
+def _add_processors(*, quiet: bool, one_line: bool) -> None:
+    """Put the CLI's own processors in front of the renderer configure_logging() chose."""
+    processors = list(structlog.get_config()["processors"])
+    renderer = processors.pop()
+    if quiet:
+        processors.append(_drop_lifecycle_chatter)
+    if one_line:
+        processors.append(_reload_report)
+    structlog.configure(processors=[*processors, renderer])
+
+
+def _drop_lifecycle_chatter(
+    logger: object, method_name: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """Keep reload reports, the CLI's own lines, and every warning and error."""
+    if method_name in ("debug", "info"):
+        source = str(event_dict.get("logger", ""))
+        if not source.startswith(("hotseam.reload", "hotseam.cli")):
+            raise structlog.DropEvent
+    return event_dict
+
+
+def _reload_report(
+    logger: object, method_name: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """Show a reload event as its one-line summary (its traceback, if any, below it)."""
+    summary = event_dict.get("summary")
+    if not isinstance(summary, str) or not str(event_dict.get("event", "")).startswith("reload."):
+        return event_dict
+    report: dict[str, Any] = {"event": summary}
+    for key in ("timestamp", "level"):
+        if key in event_dict:
+            report[key] = event_dict[key]
+    traceback = event_dict.get("traceback")
+    if traceback and method_name in ("error", "warning"):
+        report["exception"] = str(traceback).rstrip("\n")
+    return report

@@ -1,18 +1,27 @@
-"""`hotseam run`: not built yet."""
+"""`hotseam run PATH...`: ``hotseam dev`` for long-running daemons.
+
+The same agent, providers and hot reload as ``hotseam dev``, but every log line on stderr is
+one JSON object (no colours; reload events keep their fields, plus a one-line ``summary``),
+every lifecycle event is logged, and the command never prompts on its own behalf.
+
+SIGTERM (or SIGINT) disposes every generation — every disposer runs — and exits 0. A fatal
+error exits 1 with the reason logged; bad input exits 2 with one line on stderr.
+"""
 
 from __future__ import annotations
 
 import argparse
-import sys
+
+from ._dev import add_session_arguments, run_session
 
 __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """No options yet."""
+    """``PATH... [--agent MODULE:FUNCTION] [--answers FILE] [--polling]``."""
+    add_session_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
-    """Say plainly that this command is not built yet."""
-    print("hotseam run is not built yet; see the project's open issues.", file=sys.stderr)
-    return 2
+    """Run ``hotseam run``; return the exit code."""
+    return run_session(args, style="json")

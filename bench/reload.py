@@ -1,0 +1,380 @@
+"""Hot-reload latency and safety, side by side with a process restart and importlib.reload.
+
+    .venv/bin/python bench/reload.py [--saves 60] [--restarts 50] [--reloads 500]
+
+Prints markdown tables. Measures, on asyncio:
+
+1. **Save → new generation serving an ask**: the time from starting to write a provider
+   file to an ask answered by the new generation, median and p95 over ``--saves`` saves
+   (spaced past the reloader's coalescing window so each save is its own reload). Side by
+   side, in the same run and with the same watcher settings:
+
+   * ``hotseam`` — a :class:`hotseam.reload.Reloader` watching the folder (watchfiles);
+   * ``process restart`` — what ``watchfiles.run_process`` / ``uvicorn --reload`` users get:
+     on the same watcher's batch, start a new Python process that imports hotseam and the
+     provider module, sets it up and serves one ask (the old process has already exited,
+     which favours this row);
+   * ``importlib.reload`` — on the same watcher's batch, ``importlib.reload`` the module and
+     ask its provider object directly (no seam, no disposal: what it cannot do is the point
+     of ``hot-reload-anchors.md`` §3.1).
+
+   Two more rows take the watcher out: ``reloader.reload(path)`` by hand and a bare
+   ``importlib.reload``, write → answer.
+
+2. **Asks through reloads**: four tasks ask continuously (each answer takes ~1 ms, so asks
+   are in flight when a reload withdraws them) while the provider is reloaded ``--reloads``
+   times by hand. Counts asks that failed or hung (no answer within 2 s), and the time no
+   provider was active for the seam inside each swap: from the old registration's removal
+   (``Registration._undo``) to the new one's activation (``Registration._start``), found by
+   wrapping those two methods in this script only.
+
+Goals (2 cores): median ≤ 20 ms, p95 ≤ 35 ms, ≥ 10x faster than the restart; 0 failed or
+hung asks; the no-provider gap ≤ 1 ms at p99.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+import hotseam._context as core_context
+from hotseam import Context
+from hotseam.interaction import AskUserQuestionRequest, ask
+from hotseam.reload import ReloadCommitted, Reloader, WatchfilesWatcher
+
+QUESTION = AskUserQuestionRequest("Which version is serving?")
+SETTLE = 0.15  # seconds between saves: past the reloader's 0.1 s coalescing window
+
+PROVIDER = """\
+import anyio
+from hotseam.interaction import USER_INTERACTION, AskUserQuestionAnswer
+
+VERSION = {version}
+DELAY = {delay}
+
+
+class Provider:
+    async def ask(self, request):
+        if DELAY:
+            await anyio.sleep(DELAY)
+        return AskUserQuestionAnswer(f"v{{VERSION}}")
+
+
+provider = Provider()
+
+
+def setup(scope):
+    scope.provide(USER_INTERACTION, provider)
+"""
+
+RESTART_CHILD = """\
+import sys, anyio
+sys.path.insert(0, sys.argv[1])
+from hotseam import Context, Scope
+from hotseam.interaction import AskUserQuestionRequest, ask
+import bench_provider
+
+async def main():
+    context = Context("restart")
+    async with Scope("generation", context=context) as scope:
+        bench_provider.setup(scope)
+        answer = await ask(AskUserQuestionRequest("Which version is serving?"), context=context)
+    print(answer.answer, flush=True)
+
+anyio.run(main)
+"""
+
+
+def write_provider(path: Path, version: int, delay: float = 0.0) -> None:
+    path.write_text(PROVIDER.format(version=version, delay=delay), encoding="utf-8")
+
+
+def summary(samples: list[float]) -> tuple[float, float, float]:
+    """Median, p95 and p99 in milliseconds."""
+    ordered = sorted(samples)
+    quantiles = statistics.quantiles(ordered, n=100, method="inclusive")
+    return statistics.median(ordered) * 1000, quantiles[94] * 1000, quantiles[98] * 1000
+
+
+# -- 1. save → serving -------------------------------------------------------------------------
+
+
+async def hotseam_watched(folder: Path, saves: int, watcher: WatchfilesWatcher) -> list[float]:
+    file = folder / "bench_provider.py"
+    write_provider(file, 0)
+    context = Context("bench")
+    samples = []
+    async with (
+        Reloader(context, [folder], watcher=watcher) as reloader,
+        reloader.events() as events,
+    ):
+        for version in range(1, saves + 1):
+            await anyio.sleep(SETTLE)
+            started = time.perf_counter()
+            write_provider(file, version)
+            await events.next(ReloadCommitted, path=file)
+            answer = await ask(QUESTION, context=context)
+            samples.append(time.perf_counter() - started)
+            assert answer.answer == f"v{version}", answer
+    return samples
+
+
+async def hotseam_by_hand(folder: Path, saves: int) -> list[float]:
+    file = folder / "bench_provider.py"
+    write_provider(file, 0)
+    context = Context("bench")
+    samples = []
+    async with Reloader(context, [folder], watch=False) as reloader:
+        for version in range(1, saves + 1):
+            started = time.perf_counter()
+            write_provider(file, version)
+            (await reloader.reload(file)).raise_for_errors()
+            answer = await ask(QUESTION, context=context)
+            samples.append(time.perf_counter() - started)
+            assert answer.answer == f"v{version}", answer
+    return samples
+
+
+@contextmanager
+def importable(folder: Path) -> Iterator[None]:
+    sys.path.insert(0, str(folder))
+    # importlib.reload trusts __pycache__ by mtime and size: two saves of the same size in
+    # the same second would load the stale bytecode. Compile from source every time.
+    dont_write = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True
+    try:
+        yield
+    finally:
+        sys.dont_write_bytecode = dont_write
+        sys.path.remove(str(folder))
+        sys.modules.pop("bench_provider", None)
+
+
+async def importlib_watched(folder: Path, saves: int, watcher: WatchfilesWatcher) -> list[float]:
+    file = folder / "bench_provider.py"
+    write_provider(file, 0)
+    samples = []
+    with importable(folder):
+        module = importlib.import_module("bench_provider")
+        async with watcher.open([_root(folder)]) as batches:
+            for version in range(1, saves + 1):
+                await anyio.sleep(SETTLE)
+                started = time.perf_counter()
+                write_provider(file, version)
+                await _next_batch(batches)
+                module = importlib.reload(module)
+                answer = await module.provider.ask(QUESTION)
+                samples.append(time.perf_counter() - started)
+                assert answer.answer == f"v{version}", answer
+    return samples
+
+
+async def importlib_by_hand(folder: Path, saves: int) -> list[float]:
+    file = folder / "bench_provider.py"
+    write_provider(file, 0)
+    samples = []
+    with importable(folder):
+        module = importlib.import_module("bench_provider")
+        for version in range(1, saves + 1):
+            started = time.perf_counter()
+            write_provider(file, version)
+            module = importlib.reload(module)
+            answer = await module.provider.ask(QUESTION)
+            samples.append(time.perf_counter() - started)
+            assert answer.answer == f"v{version}", answer
+    return samples
+
+
+async def process_restart(folder: Path, saves: int, watcher: WatchfilesWatcher) -> list[float]:
+    file = folder / "bench_provider.py"
+    write_provider(file, 0)
+    samples = []
+    async with watcher.open([_root(folder)]) as batches:
+        for version in range(1, saves + 1):
+            await anyio.sleep(SETTLE)
+            started = time.perf_counter()
+            write_provider(file, version)
+            await _next_batch(batches)
+            done = await anyio.run_process(
+                [sys.executable, "-c", RESTART_CHILD, str(folder)],
+                env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+            )
+            samples.append(time.perf_counter() - started)
+            assert done.stdout.decode().strip() == f"v{version}", done.stdout
+    return samples
+
+
+def _root(folder: Path) -> Any:
+    from hotseam.reload import WatchRoot
+
+    return WatchRoot(folder)
+
+
+async def _next_batch(batches: Any) -> None:
+    async for batch in batches:
+        if any(change.path.name == "bench_provider.py" for change in batch):
+            return
+    raise AssertionError("the watcher stopped")
+
+
+# -- 2. asks through reloads ---------------------------------------------------------------------
+
+
+@contextmanager
+def swap_gaps() -> Iterator[list[float]]:
+    """Time from a registration's removal to the next activation, for every swap."""
+    gaps: list[float] = []
+    removed: list[float] = []
+    original_undo = core_context.Registration._undo
+    original_start = core_context.Registration._start
+
+    def undo(self: Any, exit_: Any) -> object:
+        if self.state is core_context.RegistrationState.ACTIVE:
+            removed.append(time.perf_counter())
+        return original_undo(self, exit_)
+
+    def start(self: Any) -> None:
+        original_start(self)
+        if removed:
+            gaps.append(time.perf_counter() - removed.pop())
+
+    core_context.Registration._undo = undo  # type: ignore[method-assign]
+    core_context.Registration._start = start  # type: ignore[method-assign]
+    try:
+        yield gaps
+    finally:
+        core_context.Registration._undo = original_undo  # type: ignore[method-assign]
+        core_context.Registration._start = original_start  # type: ignore[method-assign]
+
+
+async def asks_through_reloads(folder: Path, reloads: int) -> dict[str, Any]:
+    file = folder / "bench_provider.py"
+    write_provider(file, 0, delay=0.001)
+    context = Context("bench")
+    answered = 0
+    failed: list[str] = []
+    hung = 0
+    stop = anyio.Event()
+
+    async def asker() -> None:
+        nonlocal answered, hung
+        while not stop.is_set():
+            try:
+                with anyio.fail_after(2):
+                    await ask(QUESTION, context=context)
+                answered += 1
+            except TimeoutError:
+                hung += 1
+            except Exception as error:
+                failed.append(f"{type(error).__name__}: {error}")
+
+    with swap_gaps() as gaps:
+        async with (
+            Reloader(context, [folder], watch=False) as reloader,
+            anyio.create_task_group() as tg,
+        ):
+            for _ in range(4):
+                tg.start_soon(asker)
+            started = time.perf_counter()
+            for version in range(1, reloads + 1):
+                write_provider(file, version, delay=0.001)
+                (await reloader.reload(file)).raise_for_errors()
+                await anyio.sleep(0.002)
+            elapsed = time.perf_counter() - started
+            stop.set()
+    return {
+        "reloads": reloads,
+        "answered": answered,
+        "failed": failed,
+        "hung": hung,
+        "gaps": gaps,
+        "elapsed": elapsed,
+    }
+
+
+# -- report -------------------------------------------------------------------------------------
+
+
+def machine() -> str:
+    try:
+        uname = subprocess.run(
+            ["uname", "-a"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        uname = " ".join(platform.uname())
+    return f"`{uname}`, {os.cpu_count()} CPUs (nproc), Python {platform.python_version()}"
+
+
+async def main(saves: int, restarts: int, reloads: int) -> None:
+    watcher = WatchfilesWatcher()
+    results: dict[str, list[float]] = {}
+    runs: list[tuple[str, Callable[[Path], Any]]] = [
+        ("hotseam Reloader (watchfiles)", lambda f: hotseam_watched(f, saves, watcher)),
+        ("process restart (watchfiles)", lambda f: process_restart(f, restarts, watcher)),
+        ("importlib.reload (watchfiles)", lambda f: importlib_watched(f, saves, watcher)),
+        ("hotseam reload() by hand", lambda f: hotseam_by_hand(f, saves)),
+        ("importlib.reload by hand", lambda f: importlib_by_hand(f, saves)),
+    ]
+    for name, run in runs:
+        with tempfile.TemporaryDirectory() as tmp:
+            folder = Path(tmp) / "providers"
+            folder.mkdir()
+            gc.collect()
+            results[name] = await run(folder)
+            print(f"  measured: {name}", file=sys.stderr)
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "providers"
+        folder.mkdir()
+        through = await asks_through_reloads(folder, reloads)
+
+    hotseam_median = summary(results["hotseam Reloader (watchfiles)"])[0]
+    restart_median = summary(results["process restart (watchfiles)"])[0]
+    print(f"Machine: {machine()}; watcher: {watcher!r}.\n")
+    print("Save → new generation serving an ask (ms):\n")
+    print("| method | saves | median | p95 | x hotseam median |")
+    print("|---|---:|---:|---:|---:|")
+    for name, samples in results.items():
+        median = summary(samples)[0]
+        ratio = median / hotseam_median
+        print(
+            f"| {name} | {len(samples)} | {median:.1f} | {summary(samples)[1]:.1f} | {ratio:.2f}x |"
+        )
+    print(
+        f"\nThe process restart is {restart_median / hotseam_median:.0f}x slower than the "
+        "hot reload (median).\n"
+    )
+    gaps = through["gaps"]
+    gap_median, gap_p95, gap_p99 = summary(gaps)
+    print(f"Asks running continuously (4 askers) through {through['reloads']} reloads:\n")
+    print("| reloads | asks answered | failed | hung | no-provider gap median | p95 | p99 | max |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print(
+        f"| {through['reloads']} | {through['answered']} | {len(through['failed'])} | "
+        f"{through['hung']} | {gap_median:.3f} ms | {gap_p95:.3f} ms | {gap_p99:.3f} ms | "
+        f"{max(gaps) * 1000:.3f} ms |"
+    )
+    if through["failed"]:
+        print("\nFailures:", *sorted(set(through["failed"])), sep="\n- ")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--saves", type=int, default=60)
+    parser.add_argument("--restarts", type=int, default=50)
+    parser.add_argument("--reloads", type=int, default=500)
+    options = parser.parse_args()
+    anyio.run(main, options.saves, options.restarts, options.reloads)

@@ -1,0 +1,102 @@
+"""Hot reload of provider modules: watch → plan → prepare → commit.
+
+A provider module is a Python file with a ``setup(scope)`` function (sync or async); all it
+registers goes through the scope it is given. A module without ``setup`` is a helper: it is
+watched and tracked as a dependency, never set up on its own. Modules import their sibling
+helpers by plain name (``import helpers``) and a watched package's modules by the package's
+name, as if the watched folder were on the import path::
+
+    async with Reloader(ctx, ["providers/"]) as reloader:
+        ...  # providers/*.py are loaded and set up; saving one reloads it
+
+On each change the reloader executes the new code in a fresh module object and runs
+``setup`` against a staged scope. Only if that worked does it dispose the old generation
+(inside ``ctx.swap``, so an ask in flight is withdrawn from the old UI and re-asked on the new
+one, and asks arriving meanwhile wait) and activate the new one. A failure leaves the running
+generation untouched and is reported (status, events, a ``reload.aborted`` log event).
+
+**Driving reloads by hand** (tests, and the pytest plugin's reload driver)::
+
+    async with Reloader(ctx, [tmp_path], watch=False) as reloader:
+        (tmp_path / "my_ui.py").write_text(new_source)
+        result = await reloader.reload(tmp_path / "my_ui.py")
+        result.raise_for_errors()          # or inspect result.committed / result.aborted
+        reloader.status_of(tmp_path / "my_ui.py").generation
+
+With ``watch=False`` nothing runs in the background: ``reload(path)`` plans, executes, sets
+up and commits before it returns, so the new provider serves the very next ask. ``reload()``
+with no argument rescans every watched path (new, changed and deleted files); ``force=True``
+reloads even files whose content hash did not change.
+
+**Events** — :meth:`Reloader.events` is an async iterator (create it before causing the
+change); ``on_event=`` is a callback; every event is also a structlog event
+(``reload.committed``...) carrying a one-line ``summary``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from ._errors import (
+    LoadError,
+    LoadPhase,
+    ModuleNameClashError,
+    ReloaderClosedError,
+    ReloadError,
+    ReloadPathError,
+)
+from ._events import (
+    DisposeFailed,
+    EventStream,
+    ModuleUnloaded,
+    ReloadAborted,
+    ReloadCommitted,
+    ReloadEvent,
+    ReloadPlanned,
+    TaskFailed,
+)
+from ._reloader import Reloader, ReloadResult
+from ._status import ModuleKind, ModuleState, ModuleStatus
+from ._watcher import (
+    ChangeKind,
+    FileChange,
+    PollingWatcher,
+    Watcher,
+    WatchfilesWatcher,
+    WatchRoot,
+)
+
+__all__ = [
+    "ChangeKind",
+    "DisposeFailed",
+    "EventStream",
+    "FileChange",
+    "LoadError",
+    "LoadPhase",
+    "ModuleKind",
+    "ModuleNameClashError",
+    "ModuleState",
+    "ModuleStatus",
+    "ModuleUnloaded",
+    "PollingWatcher",
+    "ReloadAborted",
+    "ReloadCommitted",
+    "ReloadError",
+    "ReloadEvent",
+    "ReloadPathError",
+    "ReloadPlanned",
+    "ReloadResult",
+    "Reloader",
+    "ReloaderClosedError",
+    "TaskFailed",
+    "WatchRoot",
+    "Watcher",
+    "WatchfilesWatcher",
+]
+
+for _name in __all__:
+    _value = globals()[_name]
+    if getattr(_value, "__module__", "").startswith(__name__ + "._"):
+        with contextlib.suppress(AttributeError, TypeError):  # type aliases refuse it
+            _value.__module__ = __name__
+del _name, _value

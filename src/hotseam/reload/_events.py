@@ -1,0 +1,402 @@
+"""Reload events: one record per thing that happened, delivered three ways.
+
+Every event is logged as a structlog event on ``hotseam.reload`` (``reload.planned``,
+``reload.committed``, ``reload.aborted``, ``reload.unloaded``, ``reload.dispose_failed``,
+``reload.task_failed``) with a one-line ``summary`` field, passed to the ``on_event``
+callback, and sent to every open :meth:`Reloader.events` stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, ClassVar, TypeVar
+
+import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from .._log import get_logger
+from ._errors import LoadError
+from ._status import ModuleKind
+
+__all__ = [
+    "DisposeFailed",
+    "EventStream",
+    "ModuleUnloaded",
+    "ReloadAborted",
+    "ReloadCommitted",
+    "ReloadEvent",
+    "ReloadPlanned",
+    "TaskFailed",
+    "display_path",
+]
+
+_log = get_logger("hotseam.reload")
+EventT = TypeVar("EventT", bound="ReloadEvent")
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the working directory when it is below it, else absolute."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+    except OSError:  # the working directory was deleted
+        return str(path)
+
+
+def describe(error: LoadError) -> str:
+    """``Type: message at file:line``, the file shown as :func:`display_path` shows it."""
+    text = f"{error.type}: {error.message}"
+    if error.location:
+        file, colon, line = error.location.rpartition(":")
+        if colon and line.isdigit():
+            text += f" at {display_path(Path(file))}:{line}"
+        else:
+            text += f" at {display_path(Path(error.location))}"
+    return text
+
+
+@dataclass(frozen=True, slots=True)
+class ReloadEvent:
+    """Base of every reload event; ``kind`` names it and ``summary`` says it in one line.
+
+    ``batch`` numbers the reload the event belongs to (reloads that changed something are
+    counted from 1, normally the initial load; ``None`` for a task crash, which belongs to
+    no reload). Events of one batch all come before the next batch's ``planned`` event.
+    """
+
+    kind: ClassVar[str] = "event"
+    level: ClassVar[str] = "info"
+
+    batch: int | None
+
+    @property
+    def summary(self) -> str:
+        """One line for a human."""
+        raise NotImplementedError  # pragma: no cover - every event class overrides it
+
+    def log_fields(self) -> dict[str, Any]:
+        """The structured fields of the ``reload.<kind>`` log event."""
+        return {"batch": self.batch}
+
+
+@dataclass(frozen=True, slots=True)
+class ReloadPlanned(ReloadEvent):
+    """A reload is about to run: what changed, and which modules it executes or unloads.
+
+    ``modules`` lists the files to execute in dependency order: the changed ones and every
+    loaded module that imports them, directly or transitively.
+    """
+
+    kind: ClassVar[str] = "planned"
+    level: ClassVar[str] = "debug"
+
+    changed: tuple[Path, ...]
+    modules: tuple[Path, ...]
+    unloading: tuple[Path, ...]
+
+    @property
+    def summary(self) -> str:
+        parts = []
+        if self.modules:
+            parts.append("loading " + ", ".join(display_path(p) for p in self.modules))
+        if self.unloading:
+            parts.append("unloading " + ", ".join(display_path(p) for p in self.unloading))
+        return "; ".join(parts) or "nothing to do"
+
+    def log_fields(self) -> dict[str, Any]:
+        return {
+            "batch": self.batch,
+            "changed": [str(p) for p in self.changed],
+            "modules": [str(p) for p in self.modules],
+            "unloading": [str(p) for p in self.unloading],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ReloadCommitted(ReloadEvent):
+    """A module's new generation is active (for a provider: set up, its registrations live).
+
+    ``duration_ms`` runs from the start of the reload to this commit; ``load_ms`` is this
+    module's own read + execute + setup time; ``swap_ms`` is how long the provider swap
+    (dispose old, activate new) took, during which asks wait.
+    """
+
+    kind: ClassVar[str] = "committed"
+
+    path: Path
+    module: str
+    module_kind: ModuleKind
+    generation: int
+    duration_ms: float
+    load_ms: float
+    swap_ms: float
+
+    @property
+    def summary(self) -> str:
+        verb = "loaded" if self.generation == 1 else "reloaded"
+        return (
+            f"{verb} {display_path(self.path)} (generation {self.generation}) in "
+            f"{_ms(self.duration_ms)} ms"
+        )
+
+    def log_fields(self) -> dict[str, Any]:
+        return {
+            "batch": self.batch,
+            "path": str(self.path),
+            "module": self.module,
+            "module_kind": self.module_kind,
+            "generation": self.generation,
+            "duration_ms": round(self.duration_ms, 3),
+            "load_ms": round(self.load_ms, 3),
+            "swap_ms": round(self.swap_ms, 3),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ReloadAborted(ReloadEvent):
+    """A module's new content failed to load; ``kept_generation`` (if any) keeps serving."""
+
+    kind: ClassVar[str] = "aborted"
+    level: ClassVar[str] = "error"
+
+    path: Path
+    module: str
+    error: LoadError
+    kept_generation: int | None
+
+    @property
+    def summary(self) -> str:
+        kept = (
+            f"keeping generation {self.kept_generation}"
+            if self.kept_generation is not None
+            else "no generation of it is active"
+        )
+        return f"failed to load {display_path(self.path)}: {describe(self.error)}; {kept}"
+
+    def log_fields(self) -> dict[str, Any]:
+        return {
+            "batch": self.batch,
+            "path": str(self.path),
+            "module": self.module,
+            "phase": self.error.phase,
+            "error_type": self.error.type,
+            "error": self.error.message,
+            "location": self.error.location,
+            "kept_generation": self.kept_generation,
+            "traceback": self.error.traceback,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleUnloaded(ReloadEvent):
+    """A module's file is gone: its generation was disposed and nothing replaces it."""
+
+    kind: ClassVar[str] = "unloaded"
+
+    path: Path
+    module: str
+    generation: int | None
+
+    @property
+    def summary(self) -> str:
+        disposed = f" (generation {self.generation} disposed)" if self.generation else ""
+        return f"unloaded {display_path(self.path)}{disposed}"
+
+    def log_fields(self) -> dict[str, Any]:
+        return {
+            "batch": self.batch,
+            "path": str(self.path),
+            "module": self.module,
+            "generation": self.generation,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class DisposeFailed(ReloadEvent):
+    """Disposers of a generation raised or overran their time bound; it was disposed anyway."""
+
+    kind: ClassVar[str] = "dispose_failed"
+    level: ClassVar[str] = "warning"
+
+    path: Path
+    module: str
+    generation: int
+    errors: tuple[LoadError, ...] = field(default=())
+
+    @property
+    def summary(self) -> str:
+        listed = "; ".join(describe(error) for error in self.errors)
+        return (
+            f"disposing {display_path(self.path)} generation {self.generation}: "
+            f"{len(self.errors)} disposer(s) failed ({listed}); it was disposed anyway"
+        )
+
+    def log_fields(self) -> dict[str, Any]:
+        return {
+            "batch": self.batch,
+            "path": str(self.path),
+            "module": self.module,
+            "generation": self.generation,
+            "errors": [str(error) for error in self.errors],
+            "traceback": "\n".join(error.traceback for error in self.errors),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFailed(ReloadEvent):
+    """A background task spawned by a provider's setup crashed.
+
+    The crash is reported and the generation stays active (its provider keeps serving);
+    saving the module again starts a fresh generation with fresh tasks.
+    """
+
+    kind: ClassVar[str] = "task_failed"
+    level: ClassVar[str] = "error"
+
+    path: Path
+    module: str
+    generation: int
+    task: str
+    error: LoadError
+
+    @property
+    def summary(self) -> str:
+        return (
+            f"background task {self.task} of {display_path(self.path)} (generation "
+            f"{self.generation}) crashed: {describe(self.error)}; the generation stays active"
+        )
+
+    def log_fields(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "module": self.module,
+            "generation": self.generation,
+            "task": self.task,
+            "error_type": self.error.type,
+            "error": self.error.message,
+            "location": self.error.location,
+            "traceback": self.error.traceback,
+        }
+
+
+def _ms(value: float) -> str:
+    return str(round(value)) if value >= 10 else f"{value:.1f}"
+
+
+class EventStream:
+    """An async iterator of reload events, open from creation until closed.
+
+    Events are buffered from the moment the stream is created (so create it *before*
+    causing a change, then iterate). Use it as ``async with reloader.events() as events:``
+    or close it with :meth:`aclose`; the stream also ends when the reloader closes. A stream
+    that falls ``max_buffer`` events behind loses the newest ones and :attr:`dropped` counts
+    them.
+    """
+
+    def __init__(self, emitter: Emitter, max_buffer: int) -> None:
+        self._emitter = emitter
+        self._send: MemoryObjectSendStream[ReloadEvent]
+        self._receive: MemoryObjectReceiveStream[ReloadEvent]
+        self._send, self._receive = anyio.create_memory_object_stream[ReloadEvent](max_buffer)
+        self.dropped = 0
+
+    def __aiter__(self) -> EventStream:
+        return self
+
+    async def __anext__(self) -> ReloadEvent:
+        try:
+            return await self._receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            self._receive.close()
+            raise StopAsyncIteration from None
+
+    async def next(self, kind: type[EventT], /, **fields: object) -> EventT:
+        """Return the next event of class ``kind`` whose attributes equal ``fields``.
+
+        For example ``await events.next(ReloadCommitted, path=file)``. Raises
+        :class:`anyio.EndOfStream` if the stream ends first.
+        """
+        while True:
+            try:
+                event = await self._receive.receive()
+            except anyio.EndOfStream:
+                self._receive.close()
+                raise
+            if isinstance(event, kind) and all(
+                getattr(event, name, _MISSING) == value for name, value in fields.items()
+            ):
+                return event
+
+    def _deliver(self, event: ReloadEvent) -> None:
+        try:
+            self._send.send_nowait(event)
+        except anyio.WouldBlock:
+            self.dropped += 1
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            self._emitter._streams.discard(self)
+
+    def _end(self) -> None:
+        self._send.close()
+
+    async def aclose(self) -> None:
+        """Stop receiving events."""
+        self._emitter._streams.discard(self)
+        self._send.close()
+        self._receive.close()
+
+    async def __aenter__(self) -> EventStream:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+_MISSING = object()
+
+
+class Emitter:
+    """Sends each event to the log, the callback and the open streams, in that order."""
+
+    def __init__(self, on_event: Callable[[ReloadEvent], object] | None) -> None:
+        self._on_event = on_event
+        self._streams: set[EventStream] = set()
+
+    def stream(self, max_buffer: int = 1000) -> EventStream:
+        if max_buffer < 1:
+            raise ValueError(f"max_buffer must be a positive int, got {max_buffer!r}")
+        stream = EventStream(self, max_buffer)
+        self._streams.add(stream)
+        return stream
+
+    def emit(self, event: ReloadEvent) -> None:
+        level = event.level
+        if _log.enabled(level):
+            fields = event.log_fields()
+            fields["summary"] = event.summary
+            getattr(_log, level)(f"reload.{event.kind}", **fields)
+        if self._on_event is not None:
+            try:
+                self._on_event(event)
+            except Exception as error:
+                _log.error(
+                    "reload.callback_failed",
+                    callback=repr(self._on_event),
+                    error=f"{type(error).__name__}: {error}",
+                    traceback=LoadError.from_exception("exec", error).traceback,
+                )
+        for stream in list(self._streams):
+            stream._deliver(event)
+
+    def close(self) -> None:
+        for stream in list(self._streams):
+            stream._end()
+        self._streams.clear()

@@ -1,0 +1,458 @@
+"""Executing watched modules: a fresh module object per generation, with its imports recorded.
+
+``importlib.reload`` re-executes a module in its *existing* namespace, so an exception half
+way leaves it torn (new names next to old ones), and nothing tells you which modules used
+it. Here each execution gets a new module object; only a successful one ever replaces the
+serving one (in the loader's table and in ``sys.modules``), so a failed reload leaves the
+old namespace exactly as it was.
+
+Imports are seen through a per-module ``__import__`` (the module's own ``__builtins__``),
+which:
+
+* resolves watched names (``import helpers``, ``from pkg import ui``, ``from . import x``)
+  to the loader's modules, as if the watched folder were on the import path;
+* records each watched module imported, which is the dependency graph the planner uses;
+* during a reload, gives a module being executed the *new* version of every module in the
+  same reload (executing it first if needed), so dependents see a consistent generation;
+* hands every other import to the normal import system.
+
+Modules are also placed in ``sys.modules`` under their names while they serve (pickle,
+``typing.get_type_hints``, pydantic and dataclasses look there). A name that would shadow an
+installed module, or that another live reloader already loaded, is refused with an error
+naming both files.
+"""
+
+from __future__ import annotations
+
+import builtins
+import importlib.machinery
+import importlib.util
+import sys
+import time
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from ._errors import LoadError, LoadPhase, ModuleNameClashError
+from ._planner import ModuleIndex, Source, digest
+from ._status import ModuleKind, ModuleState, ModuleStatus
+
+if TYPE_CHECKING:
+    from .._scope import Scope
+
+__all__ = ["Batch", "Loader", "ModuleRecord"]
+
+_real_import = builtins.__import__
+_OWNED: weakref.WeakSet[ModuleType] = weakref.WeakSet()
+_CLAIMS: dict[str, weakref.ref[Loader]] = {}
+
+
+class _DependencyFailedError(ImportError):
+    """Raised at an import of a watched module that failed earlier in the same reload."""
+
+    def __init__(self, name: str, error: LoadError) -> None:
+        super().__init__(f"{name} failed to load: {error}", name=name)
+        self.load_error = error
+
+
+@dataclass(eq=False, slots=True)
+class ModuleRecord:
+    """Everything the reloader knows about one watched module, across its generations."""
+
+    name: str
+    path: Path
+    sequence: int
+    module: ModuleType | None = None
+    kind: ModuleKind | None = None
+    generation: int | None = None
+    last_generation: int = 0
+    digest: str | None = None
+    imports: frozenset[str] = frozenset()
+    attempt_imports: frozenset[str] = frozenset()
+    missing: frozenset[str] = frozenset()
+    scope: Scope | None = None
+    state: ModuleState = ModuleState.FAILED
+    error: LoadError | None = None
+    load_ms: float | None = None
+
+    def status(self) -> ModuleStatus:
+        """The public, frozen view of this record."""
+        return ModuleStatus(
+            path=self.path,
+            module=self.name,
+            kind=self.kind,
+            state=self.state,
+            generation=self.generation,
+            error=self.error,
+            load_ms=self.load_ms,
+            imports=tuple(sorted(self.imports)),
+        )
+
+
+class _Attempt:
+    """One execution of one module; what its code imported."""
+
+    __slots__ = ("batch", "imports", "missing", "name")
+
+    def __init__(self, name: str, batch: int) -> None:
+        self.name = name
+        self.batch = batch
+        self.imports: set[str] = set()
+        self.missing: set[str] = set()
+
+
+@dataclass(eq=False, slots=True)
+class Batch:
+    """The modules executed by one reload, not yet committed."""
+
+    id: int
+    sources: dict[str, Source]
+    staged: dict[str, ModuleType] = field(default_factory=dict)
+    failed: dict[str, LoadError] = field(default_factory=dict)
+    attempts: dict[str, _Attempt] = field(default_factory=dict)
+    load_ms: dict[str, float] = field(default_factory=dict)
+
+    def imports_of(self, name: str) -> frozenset[str]:
+        attempt = self.attempts.get(name)
+        return frozenset(attempt.imports) if attempt is not None else frozenset()
+
+
+class Loader:
+    """Owns the module records, executes modules, and keeps ``sys.modules`` in step."""
+
+    def __init__(self, index: ModuleIndex) -> None:
+        self.index = index
+        self.records: dict[str, ModuleRecord] = {}
+        self._batch: Batch | None = None
+        self._claimed: set[str] = set()
+        self._sequence = 0
+        self._base_builtins = dict(builtins.__dict__)
+
+    # -- the table ----------------------------------------------------------------------------
+
+    def record(self, name: str, path: Path) -> ModuleRecord:
+        """The record of ``name``, created on first use (a file can move; the name stays)."""
+        record = self.records.get(name)
+        if record is None:
+            self._sequence += 1
+            record = self.records[name] = ModuleRecord(name, path, self._sequence)
+        record.path = path
+        return record
+
+    def watched_files(self) -> set[str]:
+        """Paths of all watched module files, as strings (for locating errors)."""
+        return {str(path) for path in self.index.names}
+
+    # -- executing ----------------------------------------------------------------------------
+
+    def begin(self, batch_id: int, sources: Mapping[str, Source]) -> Batch:
+        """Open a reload of ``sources``; modules they import on demand join it."""
+        assert self._batch is None, "reloads are serialized"
+        self._batch = Batch(batch_id, dict(sources))
+        return self._batch
+
+    def execute(self, batch: Batch, names: Sequence[str]) -> None:
+        """Execute every module of ``names`` not executed yet; failures go to ``batch.failed``."""
+        for name in names:
+            if name in batch.staged or name in batch.failed:
+                continue
+            try:
+                self._execute(batch, name)
+            except Exception:
+                assert name in batch.failed
+            except SystemExit:  # a module calling sys.exit() at import is a failed load
+                assert name in batch.failed
+
+    def end(self, batch: Batch, committed: set[str], unloaded: set[str]) -> None:
+        """Settle the reload: committed modules serve, the rest revert, unloaded ones go.
+
+        ``sys.modules`` and the submodule attributes of packages are brought in line with
+        what now serves.
+        """
+        assert self._batch is batch
+        self._batch = None
+        for name in committed:
+            record = self.records[name]
+            record.module = batch.staged[name]
+            record.imports = batch.imports_of(name)
+            record.attempt_imports = frozenset()
+            _OWNED.add(record.module)
+        for name in unloaded:
+            record = self.records[name]
+            record.module = None
+            record.imports = frozenset()
+        touched = set(batch.sources) | set(batch.staged) | set(batch.failed) | unloaded
+        for name in sorted(touched):
+            self._settle(name)
+        for name in unloaded:
+            self._release(name)
+        for name in set(batch.sources) - committed - unloaded:
+            kept = self.records.get(name)
+            if kept is not None and kept.module is None:
+                self._release(name)
+
+    def close(self) -> None:
+        """Forget every module (after their generations were disposed)."""
+        for record in self.records.values():
+            record.module = None
+        for name in sorted(self.records, reverse=True):
+            self._settle(name)
+            self._release(name)
+
+    def kind_of(self, module: ModuleType) -> tuple[ModuleKind, Callable[..., Any] | None]:
+        """``provider`` and its ``setup``, or ``helper`` and ``None``.
+
+        Raises:
+            TypeError: ``setup`` exists but is not callable.
+        """
+        setup = module.__dict__.get("setup")
+        if setup is None:
+            return "helper", None
+        if not callable(setup):
+            raise TypeError(
+                f"{module.__file__}: 'setup' must be a function 'def setup(scope)' "
+                f"(sync or async), got {type(setup).__name__}"
+            )
+        return "provider", setup
+
+    def _execute(self, batch: Batch, name: str) -> ModuleType:
+        source = batch.sources[name]
+        started = time.perf_counter()
+        attempt = batch.attempts[name] = _Attempt(name, batch.id)
+        phase: LoadPhase = "compile"
+        try:
+            code = compile(source.data, str(source.path), "exec", dont_inherit=True)
+            phase = "exec"
+            self._claim(name, source.path)
+            parent_name, _, child = name.rpartition(".")
+            parent = self._require(parent_name, attempt, record=False) if parent_name else None
+            module = self._new_module(name, source.path, attempt)
+            batch.staged[name] = module
+            sys.modules[name] = module
+            try:
+                exec(code, module.__dict__)
+            except BaseException:
+                del batch.staged[name]
+                raise
+            if parent is not None:
+                setattr(parent, child, module)
+        except (Exception, SystemExit) as error:
+            if isinstance(error, _DependencyFailedError):
+                root = error.load_error
+                batch.failed[name] = LoadError(
+                    "dependency",
+                    root.type,
+                    f"{root.message} (while importing {error.name}, which failed to load)",
+                    root.location,
+                    root.traceback,
+                )
+            else:
+                batch.failed[name] = LoadError.from_exception(
+                    phase, error, self.watched_files(), str(source.path)
+                )
+            batch.load_ms[name] = (time.perf_counter() - started) * 1000
+            raise
+        batch.load_ms[name] = (time.perf_counter() - started) * 1000
+        return module
+
+    def _new_module(self, name: str, path: Path, attempt: _Attempt) -> ModuleType:
+        is_package = path.name == "__init__.py"
+        module = ModuleType(name)
+        spec = importlib.machinery.ModuleSpec(name, None, origin=str(path), is_package=is_package)
+        spec.has_location = True
+        module.__spec__ = spec
+        module.__file__ = str(path)
+        module.__cached__ = None  # type: ignore[attr-defined]
+        module.__package__ = name if is_package else name.rpartition(".")[0]
+        if is_package:
+            module.__path__ = [str(path.parent)]
+            spec.submodule_search_locations = [str(path.parent)]
+        namespace = dict(self._base_builtins)
+        namespace["__import__"] = self._import_function(attempt)
+        module.__dict__["__builtins__"] = namespace
+        return module
+
+    def _import_function(self, attempt: _Attempt) -> Callable[..., ModuleType]:
+        def __import__(  # noqa: N807 - it replaces builtins.__import__ for one module
+            name: str,
+            globals: Mapping[str, object] | None = None,
+            locals: Mapping[str, object] | None = None,
+            fromlist: Sequence[str] | None = (),
+            level: int = 0,
+        ) -> ModuleType:
+            return self._import(attempt, name, globals, locals, fromlist or (), level)
+
+        return __import__
+
+    def _import(
+        self,
+        attempt: _Attempt,
+        name: str,
+        globals_: Mapping[str, object] | None,
+        locals_: Mapping[str, object] | None,
+        fromlist: Sequence[str],
+        level: int,
+    ) -> ModuleType:
+        if level:
+            package = globals_.get("__package__") if globals_ is not None else None
+            if not isinstance(package, str) or not package:
+                raise ImportError("attempted relative import with no known parent package")
+            absolute = importlib.util.resolve_name("." * level + name, package)
+        else:
+            absolute = name
+        top_level = absolute.partition(".")[0]
+        if not self.index.owns(top_level):
+            if top_level in self.records:
+                # A watched module whose file is gone: ``sys.modules`` still holds it until
+                # the reload commits, but the import must fail as it would from disk.
+                attempt.missing.add(absolute)
+                raise ModuleNotFoundError(f"No module named {absolute!r}", name=absolute)
+            try:
+                return _real_import(name, globals_, locals_, fromlist, level)
+            except ModuleNotFoundError:
+                attempt.missing.add(absolute)
+                raise
+        parts = absolute.split(".")
+        module = top = self._require(parts[0], attempt)
+        for depth in range(2, len(parts) + 1):
+            module = self._require(".".join(parts[:depth]), attempt)
+        if not fromlist:
+            return top
+        wanted = list(fromlist)
+        if "*" in wanted:
+            wanted = [item for item in getattr(module, "__all__", ()) if isinstance(item, str)]
+        for item in wanted:
+            submodule = f"{absolute}.{item}"
+            if not hasattr(module, item) and self.index.path_of(submodule) is not None:
+                self._require(submodule, attempt)
+        return module
+
+    def _require(self, name: str, attempt: _Attempt, *, record: bool = True) -> ModuleType:
+        """The module ``name`` as ``attempt`` should see it, executing it if needed."""
+        if record and name != attempt.name:
+            attempt.imports.add(name)
+        batch = self._batch
+        if batch is None or batch.id != attempt.batch:
+            return self._serving(name, attempt)
+        staged = batch.staged.get(name)
+        if staged is not None:
+            return staged  # also a module still executing: an import cycle, as in Python
+        failed = batch.failed.get(name)
+        if failed is not None:
+            raise _DependencyFailedError(name, failed)
+        if name not in batch.sources:
+            record_ = self.records.get(name)
+            if record_ is not None and record_.module is not None:
+                return record_.module
+            path = self.index.path_of(name)
+            if path is None:
+                attempt.missing.add(name)
+                raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+            try:
+                data = path.read_bytes()
+            except OSError as error:
+                raise ModuleNotFoundError(f"cannot read {path}: {error}", name=name) from error
+            batch.sources[name] = Source(path, data, digest(data))
+        try:
+            return self._execute(batch, name)
+        except _DependencyFailedError:
+            raise
+        except (Exception, SystemExit) as error:
+            raise _DependencyFailedError(name, batch.failed[name]) from error
+
+    def _serving(self, name: str, attempt: _Attempt) -> ModuleType:
+        """An import made by live code, outside a reload: the serving generation."""
+        record = self.records.get(name)
+        if record is not None and record.module is not None:
+            return record.module
+        path = self.index.path_of(name)
+        if path is None:
+            attempt.missing.add(name)
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        why = record.error if record is not None else None
+        raise ImportError(
+            f"the watched module {name!r} ({path}) is not loaded"
+            + (f": its last load failed ({why})" if why is not None else "")
+            + "; a watched module can only be imported while a module that needs it executes",
+            name=name,
+        )
+
+    # -- names ----------------------------------------------------------------------------------
+
+    def _claim(self, name: str, path: Path) -> None:
+        if name in self._claimed:
+            return
+        owner_ref = _CLAIMS.get(name)
+        owner = owner_ref() if owner_ref is not None else None
+        if owner is not None and owner is not self:
+            other = owner.index.path_of(name)
+            raise ModuleNameClashError(
+                f"module name {name!r} is already loaded by another hotseam reloader "
+                f"(from {other}); rename one of the files"
+            )
+        existing = sys.modules.get(name)
+        if existing is not None and existing not in _OWNED:
+            origin = getattr(existing, "__file__", None) or "a built-in module"
+            raise ModuleNameClashError(
+                f"module name {name!r} is already imported in this process (from "
+                f"{origin}); rename the file so it does not shadow that module"
+            )
+        if "." not in name and existing is None:
+            origin = _installed_origin(name)
+            if origin is not None and origin != path:
+                raise ModuleNameClashError(
+                    f"module name {name!r} would shadow the installed module {origin}; "
+                    "rename the file"
+                )
+        _CLAIMS[name] = weakref.ref(self)
+        self._claimed.add(name)
+
+    def _release(self, name: str) -> None:
+        if name in self._claimed:
+            self._claimed.discard(name)
+            owner_ref = _CLAIMS.get(name)
+            if owner_ref is not None and owner_ref() in (self, None):
+                del _CLAIMS[name]
+
+    def _settle(self, name: str) -> None:
+        """Make ``sys.modules`` and the parent package agree with what serves ``name``."""
+        record = self.records.get(name)
+        serving = record.module if record is not None else None
+        if name in self._claimed or serving is not None:
+            current = sys.modules.get(name)
+            if serving is not None:
+                sys.modules[name] = serving
+            elif (current is not None and current in _OWNED) or name in self._claimed:
+                sys.modules.pop(name, None)
+        parent_name, _, child = name.rpartition(".")
+        if not parent_name:
+            return
+        parent_record = self.records.get(parent_name)
+        parent = parent_record.module if parent_record is not None else None
+        if parent is None:
+            return
+        if serving is not None:
+            setattr(parent, child, serving)
+        elif isinstance(parent.__dict__.get(child), ModuleType):
+            delattr(parent, child)
+
+
+def _installed_origin(name: str) -> Path | None:
+    """Where ``import name`` would come from without the reloader, if anywhere."""
+    if name in sys.builtin_module_names:
+        return Path(f"<built-in module {name}>")
+    try:
+        spec = importlib.machinery.PathFinder.find_spec(name)
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if spec.origin and spec.origin not in ("namespace", "built-in", "frozen"):
+        return Path(spec.origin).resolve()
+    locations = spec.submodule_search_locations
+    if locations:
+        return Path(next(iter(locations))).resolve()
+    return None

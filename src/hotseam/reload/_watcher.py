@@ -1,0 +1,355 @@
+"""Watchers: turn file-system activity under the watched folders into batches of changes.
+
+A watcher only *hints*: the reloader re-reads every path it reports and compares content
+hashes, so a spurious or duplicated report costs one file read, never a reload. That is what
+makes two facts measured in ``hot-reload-anchors.md`` harmless:
+
+* an atomic save (write a temporary file, rename it over the module) arrives as ``added``
+  with no ``modified``; any report of the module's path is enough;
+* watchfiles' polling compares mtimes at one-second precision and misses a second edit in
+  the same second; :class:`PollingWatcher` re-reports recently written files ("racy" ones, as
+  git calls them) until their mtime is safely in the past, so the content hash decides.
+
+Directories are watched, never single files (an editor's rename-on-save ends a watch on the
+file itself, watchfiles #215). The :class:`Watcher` protocol is the seam tests use to script
+changes: ``open(roots)`` must be watching by the time it has been entered.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import os
+import re
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NamedTuple, Protocol
+
+import anyio
+from anyio.streams.memory import MemoryObjectSendStream
+
+__all__ = [
+    "ChangeKind",
+    "FileChange",
+    "PollingWatcher",
+    "WatchRoot",
+    "Watcher",
+    "WatchfilesWatcher",
+    "is_ignored",
+    "is_module_file_name",
+]
+
+_MODULE_FILE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.py$")
+_BUFFERED_BATCHES = 256
+
+
+class ChangeKind(enum.Enum):
+    """What happened to a path (watchfiles' ``Change``, named)."""
+
+    ADDED = "added"
+    MODIFIED = "modified"
+    DELETED = "deleted"
+
+
+class FileChange(NamedTuple):
+    """One reported change: its kind and the absolute path."""
+
+    kind: ChangeKind
+    path: Path
+
+
+@dataclass(frozen=True, slots=True)
+class WatchRoot:
+    """A directory to watch; ``recursive=False`` watches only its direct entries."""
+
+    directory: Path
+    recursive: bool = True
+
+
+class Watcher(Protocol):
+    """Reports batches of changes under some directories.
+
+    ``open(roots)`` is an async context manager that is watching once it has been entered
+    and yields an async iterator of batches; leaving it stops watching.
+    """
+
+    def open(
+        self, roots: Sequence[WatchRoot]
+    ) -> AbstractAsyncContextManager[AsyncIterator[Collection[FileChange]]]:
+        """Start watching ``roots``."""
+        ...
+
+
+def is_module_file_name(name: str) -> bool:
+    """True for ``name.py`` where ``name`` is an identifier: the only files that can be imported.
+
+    Every editor temporary is excluded by this alone: ``.#x.py``, ``#x.py#``, ``x.py~``,
+    ``.x.py.swp``, ``x.py.tmp``, ``x.py___jb_tmp___``, ``4913``...
+    """
+    return _MODULE_FILE.match(name) is not None
+
+
+def is_ignored(path: Path, base: Path) -> bool:
+    """True for paths below ``base`` that never hold watched code (caches, hidden folders)."""
+    try:
+        parts = path.relative_to(base).parts
+    except ValueError:
+        return True
+    return any(part == "__pycache__" or part.startswith(".") for part in parts[:-1])
+
+
+def _may_matter(path: Path) -> bool:
+    """Cheap pre-filter: module files, and directories (whose removal hides modules)."""
+    name = path.name
+    if name == "__pycache__" or name.startswith("."):
+        return False
+    return is_module_file_name(name) or "." not in name
+
+
+def _minimal_roots(roots: Sequence[WatchRoot]) -> list[WatchRoot]:
+    """Drop roots already covered by a recursive root, so no event is reported twice."""
+    result: list[WatchRoot] = []
+    for root in sorted(roots, key=lambda r: (not r.recursive, len(r.directory.parts))):
+        covered = any(
+            other.recursive and root.directory.is_relative_to(other.directory) for other in result
+        ) or any(other.directory == root.directory for other in result)
+        if not covered:
+            result.append(root)
+    return result
+
+
+class WatchfilesWatcher:
+    """Native file-system notifications (inotify, FSEvents, ...) through watchfiles.
+
+    watchfiles yields a batch once the set of changed paths did not grow during one
+    ``step_ms``, or at the latest ``debounce_ms`` after the first change: latency is about one
+    to two steps, and ``debounce_ms`` is only a cap (``hot-reload-anchors.md`` §1.2).
+
+    Args:
+        debounce_ms: The longest a batch is held open while changes keep arriving.
+        step_ms: How long the set of changes must stay unchanged before it is reported.
+    """
+
+    def __init__(self, *, debounce_ms: int = 50, step_ms: int = 10) -> None:
+        if step_ms <= 0 or debounce_ms < step_ms:
+            raise ValueError(
+                f"need 0 < step_ms <= debounce_ms, got step_ms={step_ms}, debounce_ms={debounce_ms}"
+            )
+        self.debounce_ms = debounce_ms
+        self.step_ms = step_ms
+
+    def __repr__(self) -> str:
+        return f"WatchfilesWatcher(debounce_ms={self.debounce_ms}, step_ms={self.step_ms})"
+
+    def open(
+        self, roots: Sequence[WatchRoot]
+    ) -> AbstractAsyncContextManager[AsyncIterator[Collection[FileChange]]]:
+        """Start native watches on ``roots`` (recursive and flat ones separately)."""
+        return self._open(roots)
+
+    @asynccontextmanager
+    async def _open(
+        self, roots: Sequence[WatchRoot]
+    ) -> AsyncIterator[AsyncIterator[Collection[FileChange]]]:
+        # RustNotify is what watchfiles.awatch drives; using it directly tells us the moment
+        # the watches exist, which awatch never reports.
+        from watchfiles._rust_notify import RustNotify
+
+        minimal = _minimal_roots(roots)
+        groups = [
+            [str(root.directory) for root in minimal if root.recursive == recursive]
+            for recursive in (True, False)
+        ]
+        send, receive = anyio.create_memory_object_stream[Collection[FileChange]](_BUFFERED_BATCHES)
+        notifiers = []
+        try:
+            for recursive, directories in zip((True, False), groups, strict=True):
+                if directories:
+                    notifiers.append(RustNotify(directories, False, False, 0, recursive, False))
+            async with anyio.create_task_group() as tg, send, receive:
+                for notifier in notifiers:
+                    tg.start_soon(self._pump, notifier, send.clone())
+                yield receive
+                tg.cancel_scope.cancel()
+        finally:
+            for notifier in notifiers:
+                notifier.close()
+
+    async def _pump(self, notifier: object, send: MemoryObjectSendStream[set[FileChange]]) -> None:
+        watch: Callable[..., object] = notifier.watch  # type: ignore[attr-defined]
+        kinds = {1: ChangeKind.ADDED, 2: ChangeKind.MODIFIED, 3: ChangeKind.DELETED}
+        async with send:
+            while True:
+                raw = await _watch_in_thread(watch, self.debounce_ms, self.step_ms)
+                if raw == "timeout":
+                    continue
+                if raw == "stop":
+                    return
+                if raw == "signal":
+                    raise RuntimeError("the watch thread unexpectedly received a signal")
+                assert isinstance(raw, set)
+                batch = {
+                    FileChange(kinds[change], Path(path))
+                    for change, path in raw
+                    if _may_matter(Path(path))
+                }
+                if batch:
+                    await send.send(batch)
+
+
+async def _watch_in_thread(watch: Callable[..., object], debounce_ms: int, step_ms: int) -> object:
+    """Run one blocking ``RustNotify.watch`` call; cancellation stops it within one step."""
+    stop = threading.Event()
+
+    async def stop_when_cancelled() -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            stop.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(stop_when_cancelled)
+        try:
+            outcome = await anyio.to_thread.run_sync(watch, debounce_ms, step_ms, 5_000, stop)
+        finally:
+            tg.cancel_scope.cancel()
+    return outcome
+
+
+class _StatLike(Protocol):
+    @property
+    def st_mtime_ns(self) -> int: ...
+    @property
+    def st_ctime_ns(self) -> int: ...
+    @property
+    def st_size(self) -> int: ...
+    @property
+    def st_ino(self) -> int: ...
+
+
+class _Seen(NamedTuple):
+    key: tuple[int, int, int, int]
+    mtime: float
+
+
+class PollingWatcher:
+    """Scans the watched folders every ``interval`` seconds, for file systems without
+    notifications (network mounts, some container volumes, WSL).
+
+    A file is reported when its stat (mtime, ctime, size, inode) changed, and also on every
+    scan while its mtime is within ``racy_window`` seconds of the previous scan: on a file
+    system with coarse timestamps a second save in the same second leaves the stat
+    unchanged, so the reloader's content hash has to decide. Creation and deletion are found
+    by listing the folders.
+
+    Args:
+        interval: Seconds between scans.
+        racy_window: How long (seconds) after its last write a file keeps being re-checked;
+            2 s covers the coarsest common timestamps (FAT).
+        stat: ``os.stat`` by default; injectable to simulate coarse file systems in tests.
+    """
+
+    def __init__(
+        self,
+        *,
+        interval: float = 0.3,
+        racy_window: float = 2.0,
+        stat: Callable[[Path], _StatLike] = os.stat,
+    ) -> None:
+        if not interval > 0 or math.isinf(interval):
+            raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
+        if racy_window < 0:
+            raise ValueError(f"racy_window must be >= 0 seconds, got {racy_window!r}")
+        self.interval = interval
+        self.racy_window = racy_window
+        self._stat = stat
+
+    def __repr__(self) -> str:
+        return f"PollingWatcher(interval={self.interval}, racy_window={self.racy_window})"
+
+    def open(
+        self, roots: Sequence[WatchRoot]
+    ) -> AbstractAsyncContextManager[AsyncIterator[Collection[FileChange]]]:
+        """Take a first snapshot of ``roots`` (so later changes are seen), then poll."""
+        return self._open(roots)
+
+    @asynccontextmanager
+    async def _open(
+        self, roots: Sequence[WatchRoot]
+    ) -> AsyncIterator[AsyncIterator[Collection[FileChange]]]:
+        minimal = _minimal_roots(roots)
+        scanned_at = time.time()
+        seen = await anyio.to_thread.run_sync(self._snapshot, minimal)
+        send, receive = anyio.create_memory_object_stream[Collection[FileChange]](_BUFFERED_BATCHES)
+        async with anyio.create_task_group() as tg, receive:
+            tg.start_soon(self._poll, minimal, seen, scanned_at, send)
+            yield receive
+            tg.cancel_scope.cancel()
+
+    async def _poll(
+        self,
+        roots: list[WatchRoot],
+        seen: dict[Path, _Seen],
+        scanned_at: float,
+        send: MemoryObjectSendStream[Collection[FileChange]],
+    ) -> None:
+        async with send:
+            while True:
+                await anyio.sleep(self.interval)
+                now = time.time()
+                current = await anyio.to_thread.run_sync(self._snapshot, roots)
+                batch = self.compare(seen, current, scanned_at)
+                seen, scanned_at = current, now
+                if batch:
+                    await send.send(batch)
+
+    def compare(
+        self, before: dict[Path, _Seen], after: dict[Path, _Seen], scanned_at: float
+    ) -> set[FileChange]:
+        """The changes between two snapshots; ``scanned_at`` is when ``before`` was taken."""
+        changes: set[FileChange] = set()
+        for path, now in after.items():
+            then = before.get(path)
+            if then is None:
+                changes.add(FileChange(ChangeKind.ADDED, path))
+            elif then.key != now.key or now.mtime >= scanned_at - self.racy_window:
+                changes.add(FileChange(ChangeKind.MODIFIED, path))
+        for path in before.keys() - after.keys():
+            changes.add(FileChange(ChangeKind.DELETED, path))
+        return changes
+
+    def _snapshot(self, roots: list[WatchRoot]) -> dict[Path, _Seen]:
+        snapshot: dict[Path, _Seen] = {}
+        for root in roots:
+            for path in _module_files(root.directory, root.recursive):
+                try:
+                    st = self._stat(path)
+                except OSError:
+                    continue  # vanished between listing and stat: the next scan says deleted
+                snapshot[path] = _Seen(
+                    (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino), st.st_mtime_ns / 1e9
+                )
+        return snapshot
+
+
+def _module_files(directory: Path, recursive: bool) -> Iterator[Path]:
+    """Every importable-looking ``.py`` file below ``directory`` (hidden folders skipped)."""
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.startswith(".") or entry.name == "__pycache__":
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                if recursive:
+                    yield from _module_files(Path(entry.path), recursive)
+            elif is_module_file_name(entry.name):
+                yield Path(entry.path)
+        except OSError:
+            continue

@@ -1,0 +1,314 @@
+"""Behaviours 5, 6, 8 and 9: what the watcher sees, and what it makes the reloader do.
+
+Each test that proves something was *ignored* ends with a "barrier": a real change to
+another module, saved after the ignored files. Events come in order, so once the barrier's
+commit arrives, anything the ignored files could have caused would have arrived before it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import NamedTuple
+
+import anyio
+import pytest
+
+from hotseam import Context
+from hotseam.interaction import USER_INTERACTION, ask
+from hotseam.reload import (
+    ChangeKind,
+    FileChange,
+    ModuleState,
+    ModuleUnloaded,
+    PollingWatcher,
+    ReloadCommitted,
+    Reloader,
+    ReloadEvent,
+    ReloadPlanned,
+)
+
+from ._support import Probe, ScriptedWatcher, provider_source
+from .conftest import QUESTION, write
+
+pytestmark = pytest.mark.anyio
+
+
+def _paths_in(events: list[ReloadEvent]) -> set[Path]:
+    found: set[Path] = set()
+    for event in events:
+        if isinstance(event, ReloadPlanned):
+            found.update(event.changed + event.modules + event.unloading)
+        found.add(getattr(event, "path", Path("/")))
+    return found - {Path("/")}
+
+
+async def _until(events: object, kind: type[ReloadEvent], path: Path) -> list[ReloadEvent]:
+    """Collect events until one of ``kind`` for ``path`` arrived; return them all."""
+    seen: list[ReloadEvent] = []
+    async for event in events:  # type: ignore[attr-defined]
+        seen.append(event)
+        if isinstance(event, kind) and getattr(event, "path", None) == path:
+            return seen
+    raise AssertionError("the event stream ended")
+
+
+class TestSaves:
+    async def test_an_atomic_save_counts_and_its_temporary_file_is_ignored(
+        self, context: Context, folder: Path, probe: Probe
+    ) -> None:
+        """Write a temporary file, rename it over the module: one change, the temp unseen."""
+        ui = write(folder / "my_ui.py", provider_source(1))
+        with anyio.fail_after(10):
+            async with Reloader(context, [folder]) as reloader, reloader.events() as events:
+                for version, temporary in ((2, "my_ui.py.tmp"), (3, ".#my_ui.py")):
+                    staging = folder / temporary
+                    staging.write_text(provider_source(version))
+                    os.replace(staging, ui)
+                    seen = await _until(events, ReloadCommitted, ui)
+                    assert _paths_in(seen) == {ui}
+                    assert (await ask(QUESTION, context=context)).answer == f"answer v{version}"
+                assert {s.path for s in reloader.status()} == {ui}
+
+    async def test_editor_droppings_and_pycache_are_ignored(
+        self, context: Context, folder: Path, probe: Probe
+    ) -> None:
+        """Swap, backup, lock and cache files never plan a reload (barrier: a real edit)."""
+        ui = write(folder / "my_ui.py", provider_source(1))
+        barrier = write(folder / "barrier.py", "X = 1\n")
+        droppings = [
+            ".my_ui.py.swp",
+            ".my_ui.py.swx",
+            "my_ui.py~",
+            "#my_ui.py#",
+            "4913",
+            "my_ui.py___jb_tmp___",
+            "my_ui.py.bak",
+            "my-ui.py",
+            "__pycache__/my_ui.cpython-311.pyc",
+            "__pycache__/stray.py",
+            ".hidden/ghost.py",
+        ]
+        with anyio.fail_after(10):
+            async with Reloader(context, [folder]) as reloader, reloader.events() as events:
+                for name in droppings:
+                    write(folder / name, provider_source(9))
+                (folder / ".my_ui.py.swp").unlink()
+                write(barrier, "X = 2\n")
+                seen = await _until(events, ReloadCommitted, barrier)
+                assert _paths_in(seen) == {barrier}
+                assert reloader.status_of(ui).generation == 1
+        assert 9 not in probe.entries("exec")
+
+    async def test_deleting_a_provider_unloads_it_and_recreating_it_loads_it(
+        self, context: Context, folder: Path, probe: Probe
+    ) -> None:
+        """Deletion disposes the generation (provider removed); the file coming back loads."""
+        ui = write(folder / "my_ui.py", provider_source(1))
+        with anyio.fail_after(10):
+            async with Reloader(context, [folder]) as reloader, reloader.events() as events:
+                ui.unlink()
+                unloaded = await events.next(ModuleUnloaded, path=ui)
+                assert unloaded.generation == 1
+                assert context.lookup(USER_INTERACTION) is None
+                assert probe.entries("dispose") == [1]
+                status = reloader.status_of(ui)
+                assert status.state is ModuleState.UNLOADED and status.generation is None
+                write(ui, provider_source(2))
+                committed = await events.next(ReloadCommitted, path=ui)
+                assert committed.generation == 2
+                assert (await ask(QUESTION, context=context)).answer == "answer v2"
+
+    async def test_a_single_watched_file_survives_rename_on_save(
+        self, context: Context, folder: Path, probe: Probe
+    ) -> None:
+        """Watching one file means watching its folder: repeated renames keep being seen."""
+        ui = write(folder / "my_ui.py", provider_source(1))
+        with anyio.fail_after(10):
+            async with Reloader(context, [ui]) as reloader, reloader.events() as events:
+                for version in (2, 3, 4):
+                    staging = folder / "4913"
+                    staging.write_text(provider_source(version))
+                    os.replace(staging, ui)
+                    committed = await events.next(ReloadCommitted, path=ui)
+                    assert committed.generation == version
+                assert reloader.watcher is not None
+
+
+class TestBursts:
+    async def test_a_burst_of_saves_gives_a_few_serialized_reloads_ending_on_the_last(
+        self, context: Context, folder: Path, probe: Probe
+    ) -> None:
+        """50 saves within a second: no overlap, few reloads, the last content active.
+
+        Each setup yields to the event loop and counts how many setups are in progress at
+        once; the reloads never overlap if that count never exceeds one.
+        """
+        probe.values["running"] = 0
+        probe.values["most"] = 0
+        ui = write(folder / "my_ui.py", _counting_provider(0))
+        with anyio.fail_after(15):
+            async with Reloader(context, [folder]) as reloader, reloader.events() as events:
+                started = time.monotonic()
+                for version in range(1, 51):
+                    write(ui, _counting_provider(version))
+                    await anyio.sleep(0.01)  # pacing the saves, not waiting for anything
+                assert time.monotonic() - started < 1.5
+                committed: list[ReloadCommitted] = []
+                while (
+                    reloader.status_of(ui).generation is None
+                    or not committed
+                    or (probe.entries("setup")[-1] != 50)
+                ):
+                    event = await events.next(ReloadCommitted, path=ui)
+                    assert isinstance(event, ReloadCommitted)
+                    committed.append(event)
+                provider = context.get(USER_INTERACTION)
+                assert getattr(provider, "name", None) == "v50"
+                assert probe.values["most"] == 1
+                assert 1 <= len(committed) <= 12, len(committed)
+                assert [c.generation for c in committed] == sorted(c.generation for c in committed)
+
+
+def _counting_provider(version: int) -> str:
+    return provider_source(
+        version,
+        setup_lines=[],
+        module_lines=[
+            "import anyio",
+            "async def _setup(scope, inner):",
+            "    probe = reload_probe.probe",
+            "    probe.values['running'] += 1",
+            "    probe.values['most'] = max(probe.values['most'], probe.values['running'])",
+            "    await anyio.sleep(0)",
+            "    inner(scope)",
+            "    probe.values['running'] -= 1",
+        ],
+    ).replace("def setup(scope):", "def _sync_setup(scope):") + (
+        "\n\nasync def setup(scope):\n    await _setup(scope, _sync_setup)\n"
+    )
+
+
+class _CoarseStat(NamedTuple):
+    st_mtime_ns: int
+    st_ctime_ns: int
+    st_size: int
+    st_ino: int
+
+
+class TestPolling:
+    async def test_polling_sees_edits_creations_and_deletions(
+        self, context: Context, folder: Path, probe: Probe
+    ) -> None:
+        """Forced polling: two edits in quick succession are both applied; add/delete too."""
+        ui = write(folder / "my_ui.py", provider_source(1))
+        extra = folder / "extra.py"
+        with anyio.fail_after(10):
+            async with (
+                Reloader(context, [folder], polling=True, poll_interval=0.02) as reloader,
+                reloader.events() as events,
+            ):
+                assert isinstance(reloader.watcher, PollingWatcher)
+                for version in (2, 3):
+                    write(ui, provider_source(version))
+                    await events.next(ReloadCommitted, path=ui)
+                    assert (await ask(QUESTION, context=context)).answer == f"answer v{version}"
+                write(extra, "X = 1\n")
+                await events.next(ReloadCommitted, path=extra)
+                extra.unlink()
+                await events.next(ModuleUnloaded, path=extra)
+
+    async def test_polling_compares_content_when_the_stat_cannot_tell(
+        self, context: Context, folder: Path, probe: Probe
+    ) -> None:
+        """A file system whose timestamps stay put (second precision, same size, same
+        second): every edit leaves the stat unchanged, and the content hash still finds it."""
+        frozen = time.time_ns()
+
+        def coarse_stat(path: Path) -> _CoarseStat:
+            real = os.stat(path)
+            return _CoarseStat(frozen, frozen, 4096, real.st_ino)
+
+        ui = write(folder / "my_ui.py", provider_source(1))
+        watcher = PollingWatcher(interval=0.02, stat=coarse_stat)
+        with anyio.fail_after(10):
+            async with (
+                Reloader(context, [folder], watcher=watcher) as reloader,
+                reloader.events() as events,
+            ):
+                for version in (2, 3):
+                    write(ui, provider_source(version))
+                    committed = await events.next(ReloadCommitted, path=ui)
+                    assert committed.generation == version
+                    assert (await ask(QUESTION, context=context)).answer == f"answer v{version}"
+
+    def test_compare_reports_racy_files_until_their_mtime_is_old(self) -> None:
+        """Unchanged stat: reported while within racy_window of the previous scan, not after."""
+        from hotseam.reload._watcher import _Seen
+
+        watcher = PollingWatcher(interval=1, racy_window=2.0)
+        path = Path("/x/my_ui.py")
+        seen = {path: _Seen((1, 1, 10, 7), 100.0)}
+        assert watcher.compare(seen, seen, scanned_at=101.0) == {
+            FileChange(ChangeKind.MODIFIED, path)
+        }
+        assert watcher.compare(seen, seen, scanned_at=103.0) == set()
+        moved = {path: _Seen((2, 2, 10, 7), 100.0)}
+        assert watcher.compare(seen, moved, scanned_at=200.0) == {
+            FileChange(ChangeKind.MODIFIED, path)
+        }
+        assert watcher.compare({}, seen, scanned_at=200.0) == {FileChange(ChangeKind.ADDED, path)}
+        assert watcher.compare(seen, {}, scanned_at=200.0) == {FileChange(ChangeKind.DELETED, path)}
+
+
+class TestUnchangedContent:
+    async def test_a_save_with_the_same_content_does_not_reload(
+        self, context: Context, folder: Path, probe: Probe
+    ) -> None:
+        """Real watcher: rewriting identical bytes and touching are skipped by hash."""
+        ui = write(folder / "my_ui.py", provider_source(1))
+        barrier = write(folder / "barrier.py", "X = 1\n")
+        with anyio.fail_after(10):
+            async with Reloader(context, [folder]) as reloader, reloader.events() as events:
+                ui.write_text(ui.read_text())
+                os.utime(ui)
+                write(barrier, "X = 2\n")
+                seen = await _until(events, ReloadCommitted, barrier)
+                assert _paths_in(seen) == {barrier}
+                assert probe.entries("exec") == [1]
+                assert reloader.status_of(ui).generation == 1
+
+    async def test_reload_by_hand_skips_unchanged_files_unless_forced(
+        self, context: Context, folder: Path, probe: Probe
+    ) -> None:
+        """Same hash → nothing happens (batch None); force=True executes and sets up again."""
+        ui = write(folder / "my_ui.py", provider_source(1))
+        async with Reloader(context, [folder], watch=False) as reloader:
+            result = await reloader.reload(ui)
+            assert result.batch is None and result.events == ()
+            assert (await reloader.reload()).batch is None
+            assert probe.entries("exec") == [1]
+            forced = await reloader.reload(ui, force=True)
+            assert [c.generation for c in forced.committed] == [2]
+            assert probe.entries("exec") == [1, 1]
+
+    async def test_scripted_watcher_reports_are_only_hints(
+        self, context: Context, folder: Path, probe: Probe
+    ) -> None:
+        """The injectable watcher seam: reported paths are re-read and hashed, so a spurious
+        report costs a read, and a real change is applied."""
+        ui = write(folder / "my_ui.py", provider_source(1))
+        watcher = ScriptedWatcher()
+        with anyio.fail_after(5):
+            async with (
+                Reloader(context, [folder], watcher=watcher, coalesce=0) as reloader,
+                reloader.events() as events,
+            ):
+                assert [root.directory for root in watcher.roots] == [folder]
+                await watcher.push(ui)
+                write(ui, provider_source(2))
+                await watcher.push(ui)
+                seen = await _until(events, ReloadCommitted, ui)
+                assert [type(e) for e in seen] == [ReloadPlanned, ReloadCommitted]
+                assert probe.entries("exec") == [1, 2]
