@@ -323,3 +323,77 @@ class TestAssertionHelpers:
                 assert_no_provider(context)
         assert_no_provider(context)
         await anyio.lowlevel.checkpoint()
+
+
+RELOADING = '''
+import pytest
+from hotseam.interaction import USER_INTERACTION, AskUserQuestionRequest, ask
+from hotseam.testing import assert_generation_active, assert_no_provider
+
+UI = """
+from hotseam.interaction import USER_INTERACTION
+from hotseam.providers.scripted import ScriptedProvider
+
+def setup(scope):
+    scope.provide(USER_INTERACTION, ScriptedProvider(lambda request: "{answer}"))
+"""
+
+LEAKY_UI = """
+from hotseam.interaction import USER_INTERACTION
+from hotseam.providers.scripted import ScriptedProvider
+
+def setup(scope):
+    scope.context.provide(USER_INTERACTION, ScriptedProvider(["x"]))  # bypasses the scope
+"""
+
+
+@pytest.mark.anyio
+async def test_reload_driver(hotseam_reloader, hotseam_context):
+    status = await hotseam_reloader.load("my_ui.py", UI.format(answer="one"))
+    first = status.generation  # 1, or 2 in strict mode (set up, unloaded, set up again)
+    assert_generation_active(hotseam_reloader, "my_ui.py", first)
+    question = AskUserQuestionRequest("Which?")
+    assert (await ask(question, context=hotseam_context)).answer == "one"
+
+    hotseam_reloader.write("my_ui.py", UI.format(answer="two"))
+    (await hotseam_reloader.reload("my_ui.py")).raise_for_errors()
+    assert_generation_active(hotseam_reloader, "my_ui.py", first + 1)
+    assert (await ask(question, context=hotseam_context)).answer == "two"
+
+    hotseam_reloader.write("my_ui.py", "def setup(scope):\\n    raise RuntimeError('broken')\\n")
+    result = await hotseam_reloader.reload("my_ui.py")
+    assert result.aborted and not result.committed
+    assert (await ask(question, context=hotseam_context)).answer == "two"
+    with pytest.raises(AssertionError, match=f"failed with generation {first + 1}"):
+        assert_generation_active(hotseam_reloader, "my_ui.py", first + 1)
+
+    hotseam_reloader.delete("my_ui.py")
+    await hotseam_reloader.reload()
+    assert_no_provider(hotseam_context, USER_INTERACTION)
+
+
+@pytest.mark.anyio
+async def test_leaky_module(hotseam_reloader):
+    await hotseam_reloader.load("leaky_ui.py", LEAKY_UI)
+'''
+
+
+class TestReloadDriver:
+    def test_driving_reloads_in_a_test(self, pytester: pytest.Pytester) -> None:
+        """Write, reload, assert the generation; a failed reload keeps the old one serving."""
+        pytester.makepyfile(test_reloading=RELOADING)
+        result = pytester.runpytest_subprocess(
+            "--hotseam-leak-check", "-p", "no:cacheprovider", "-k", "driver"
+        )
+        result.assert_outcomes(passed=2)
+
+    def test_strict_mode_unloads_and_reloads_each_module(self, pytester: pytest.Pytester) -> None:
+        """A module whose provider outlives its generation fails in strict mode only."""
+        pytester.makepyfile(test_reloading=RELOADING)
+        strict = pytester.runpytest_subprocess("--hotseam-strict", "-p", "no:cacheprovider")
+        strict.assert_outcomes(passed=2, failed=2)
+        strict.stdout.fnmatch_lines(
+            ["*StrictModeError*unloading 'leaky_ui.py'*seam 'user-interaction' still active*"]
+        )
+        lenient = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+        lenient.assert_outcomes(passed=4)

@@ -39,3 +39,22 @@ def test_readme_example_prints_what_the_readme_says(
     assert completed.returncode == 0, completed.stderr
     assert completed.stdout == expected
     assert completed.stderr == ""
+
+
+def _testing_example() -> str:
+    text = README.read_text(encoding="utf-8")
+    start = text.index("```python\n# test_my_ui.py")
+    return text[start + len("```python\n") : text.index("```\n", start + 10)]
+
+
+@pytest.mark.parametrize("strict", [False, True], ids=["lenient", "strict"])
+def test_the_testing_example_passes_with_the_leak_check(
+    pytester: pytest.Pytester, strict: bool
+) -> None:
+    """The "Testing your provider" file runs as a user would run it, and passes."""
+    pytester.makepyfile(test_my_ui=_testing_example())
+    options = ["--hotseam-leak-check", "-p", "no:cacheprovider", "-W", "error"]
+    if strict:
+        options.append("--hotseam-strict")
+    result = pytester.runpytest_subprocess(*options)
+    result.assert_outcomes(passed=6)

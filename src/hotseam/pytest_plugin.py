@@ -8,6 +8,9 @@ Fixtures (all prefixed ``hotseam_``):
   the context's user-interaction provider (script it with ``push``);
 * ``hotseam_setup`` — ``await hotseam_setup(setup, probe=...)`` sets a component up in a
   child of ``hotseam_scope``; in strict mode, set up, dispose and set up again;
+* ``hotseam_reloader`` — a :class:`~hotseam.testing.ReloadDriver` on ``tmp_path``: write
+  module source, ``await hotseam_reloader.reload("my_ui.py")``, no watcher, no sleeps (in
+  strict mode ``load()`` sets each module up, unloads it and loads it again);
 * ``hotseam_leaks`` — the test's :class:`~hotseam.testing.LeakTracker`.
 
 Leak check: ``--hotseam-leak-check``, the ini option ``hotseam_leak_check = true``, or
@@ -20,6 +23,7 @@ with each root leak, where it was created and its parent scope. Strict mode:
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,12 +33,13 @@ from ._context import Context
 from ._scope import Scope
 from .interaction import USER_INTERACTION
 from .providers.scripted import ScriptedProvider
-from .testing import LeakTracker, format_leaks, strict_setup
+from .testing import LeakTracker, ReloadDriver, format_leaks, strict_setup
 
 __all__ = [
     "hotseam_context",
     "hotseam_leaks",
     "hotseam_provider",
+    "hotseam_reloader",
     "hotseam_scope",
     "hotseam_setup",
 ]
@@ -184,6 +189,16 @@ def hotseam_setup(request: pytest.FixtureRequest, hotseam_scope: Scope) -> Setup
         )
 
     return setup
+
+
+@pytest.fixture
+async def hotseam_reloader(
+    request: pytest.FixtureRequest, hotseam_context: Context, tmp_path: Path
+) -> AsyncIterator[ReloadDriver]:
+    """A reload driver on ``tmp_path / "providers"``; every generation is disposed after."""
+    strict = _enabled(request.node, "hotseam_strict")
+    async with ReloadDriver(hotseam_context, tmp_path / "providers", strict=strict) as driver:
+        yield driver
 
 
 @pytest.fixture

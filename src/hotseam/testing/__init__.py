@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from .._tracking import mark_long_lived
 from ._asserts import DisposalRecorder, assert_no_provider
+from ._driver import ReloadDriver, assert_generation_active
 from ._leaks import Leak, LeakError, LeakTracker, format_leaks, track_leaks
 from ._strict import StrictModeError, strict_setup
 
@@ -16,7 +17,9 @@ __all__ = [
     "Leak",
     "LeakError",
     "LeakTracker",
+    "ReloadDriver",
     "StrictModeError",
+    "assert_generation_active",
     "assert_no_provider",
     "format_leaks",
     "mark_long_lived",

@@ -19,7 +19,7 @@ from .._context import Context
 from .._errors import HarnessError
 from .._scope import Scope
 
-__all__ = ["StrictModeError", "strict_setup"]
+__all__ = ["StrictModeError", "leftovers", "snapshot", "strict_setup"]
 
 Setup = Callable[[Scope], object]
 
@@ -39,7 +39,8 @@ class _Snapshot:
     probe: Any
 
 
-def _snapshot(context: Context, probe: Callable[[], object] | None) -> _Snapshot:
+def snapshot(context: Context, probe: Callable[[], object] | None) -> _Snapshot:
+    """Picture what is live: providers and tools (here and inherited), tasks, probed state."""
     providers: set[tuple[str, str]] = set()
     tools: set[tuple[str, str]] = set()
     ctx: Context | None = context
@@ -55,6 +56,28 @@ def _snapshot(context: Context, probe: Callable[[], object] | None) -> _Snapshot
         task_names={task.id: task.name or f"task {task.id}" for task in running},
         probe=probe() if probe is not None else None,
     )
+
+
+def leftovers(before: _Snapshot, after: _Snapshot) -> list[str]:
+    """Describe what ``after`` has that ``before`` had not (a setup that was not undone)."""
+    found: list[str] = []
+    found.extend(
+        f"provider for seam {seam!r} still active in context {ctx!r}"
+        for ctx, seam in sorted(after.providers - before.providers)
+    )
+    found.extend(
+        f"tool {tool!r} still registered in context {ctx!r}"
+        for ctx, tool in sorted(after.tools - before.tools)
+    )
+    found.extend(
+        f"task {after.task_names[task]!r} started by the first setup is still running"
+        for task in sorted(after.tasks - before.tasks)
+    )
+    if after.probe != before.probe:
+        found.append(
+            f"probed state changed: before setup {before.probe!r}, after disposal {after.probe!r}"
+        )
+    return found
 
 
 async def _run_setup(setup: Setup, scope: Scope) -> None:
@@ -97,34 +120,17 @@ async def strict_setup(
         scope = parent.child(name)
         await _run_setup(setup, scope)
         return scope
-    before = _snapshot(context, probe)
+    before = snapshot(context, probe)
     first = parent.child(f"{name} (strict mode: first setup)")
     await _run_setup(setup, first)
     await first.aclose()
     await anyio.lowlevel.checkpoint()  # let cancelled tasks that were never awaited finish
-    after = _snapshot(context, probe)
-    leftovers: list[str] = []
-    leftovers.extend(
-        f"provider for seam {seam!r} still active in context {ctx!r}"
-        for ctx, seam in sorted(after.providers - before.providers)
-    )
-    leftovers.extend(
-        f"tool {tool!r} still registered in context {ctx!r}"
-        for ctx, tool in sorted(after.tools - before.tools)
-    )
-    leftovers.extend(
-        f"task {after.task_names[task]!r} started by the first setup is still running"
-        for task in sorted(after.tasks - before.tasks)
-    )
-    if probe is not None and after.probe != before.probe:
-        leftovers.append(
-            f"probed state changed: before setup {before.probe!r}, after disposal {after.probe!r}"
-        )
-    if leftovers:
+    found = leftovers(before, snapshot(context, probe))
+    if found:
         raise StrictModeError(
             f"strict mode: disposing {name!r} did not undo everything its setup did: "
-            + "; ".join(leftovers),
-            details={"leftovers": leftovers},
+            + "; ".join(found),
+            details={"leftovers": found},
         )
     second = parent.child(name)
     try:

@@ -1,0 +1,138 @@
+"""ReloadDriver: hot reload in a test, with no watcher and no sleeps.
+
+A test writes provider-module source into a directory and asks for a reload; the reload has
+fully happened (new generation set up and serving, or aborted with the old one untouched)
+by the time the call returns::
+
+    driver.write("my_ui.py", SOURCE_V1)
+    await driver.reload("my_ui.py")
+    driver.write("my_ui.py", SOURCE_V2)
+    await driver.reload("my_ui.py")
+    assert_generation_active(driver, "my_ui.py", 2)
+
+In strict mode, :meth:`ReloadDriver.load` sets a module up, unloads it (its generation is
+disposed), checks that nothing of it is left, and loads it again.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+
+from .._context import Context
+from ..reload import ModuleState, ModuleStatus, Reloader, ReloadResult
+from ._strict import StrictModeError, leftovers, snapshot
+
+__all__ = ["ReloadDriver", "assert_generation_active"]
+
+
+class ReloadDriver:
+    """Writes modules into ``directory`` and reloads them through a watcher-less Reloader.
+
+    Use it as ``async with ReloadDriver(context, tmp_path) as driver:`` (the
+    ``hotseam_reloader`` fixture does this for you); leaving the block disposes every
+    generation.
+    """
+
+    def __init__(self, context: Context, directory: Path, *, strict: bool = False) -> None:
+        self.context = context
+        self.directory = Path(directory)
+        self.strict = strict
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.reloader = Reloader(context, [self.directory], watch=False)
+
+    async def __aenter__(self) -> ReloadDriver:
+        await self.reloader.__aenter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.reloader.__aexit__(exc_type, exc, tb)
+
+    def path(self, name: str) -> Path:
+        """The file of module ``name`` (``"my_ui.py"`` or ``"pkg/helpers.py"``)."""
+        return self.directory / name
+
+    def write(self, name: str, source: str) -> Path:
+        """Write ``source`` (dedented) to module ``name``; nothing is reloaded yet."""
+        path = self.path(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(source), encoding="utf-8")
+        return path
+
+    def delete(self, name: str) -> None:
+        """Delete module ``name``'s file; the next :meth:`reload` unloads it."""
+        self.path(name).unlink()
+
+    async def reload(self, name: str | None = None, *, force: bool = False) -> ReloadResult:
+        """Reload module ``name`` (or rescan everything) and return what happened.
+
+        A failed reload is not raised: inspect ``result.aborted`` or call
+        ``result.raise_for_errors()``.
+        """
+        target = None if name is None else self.path(name)
+        return await self.reloader.reload(target, force=force)
+
+    async def load(
+        self, name: str, source: str, *, probe: Callable[[], object] | None = None
+    ) -> ModuleStatus:
+        """Write and load a module, raising if it fails; in strict mode, load it twice.
+
+        Strict mode sets the module up, unloads it (its generation is disposed), checks that
+        no provider, tool or task of it is left and that ``probe()`` is back to what it was,
+        then loads it again — so a strict load counts two generations; compare generations
+        with the returned status's ``generation`` rather than with constants.
+
+        Raises:
+            ReloadError: the module failed to load (its error and traceback attached).
+            StrictModeError: strict mode found leftovers of the first setup.
+        """
+        before = snapshot(self.context, probe) if self.strict else None
+        self.write(name, source)
+        (await self.reload(name)).raise_for_errors()
+        if before is not None:
+            self.delete(name)
+            (await self.reload(name)).raise_for_errors()
+            found = leftovers(before, snapshot(self.context, probe))
+            if found:
+                raise StrictModeError(
+                    f"strict mode: unloading {name!r} did not undo everything its setup "
+                    "did: " + "; ".join(found),
+                    details={"leftovers": found},
+                )
+            self.write(name, source)
+            (await self.reload(name)).raise_for_errors()
+        return self.status(name)
+
+    def status(self, name: str) -> ModuleStatus:
+        """The status of module ``name``."""
+        return self.reloader.status_of(self.path(name))
+
+    def generation(self, name: str) -> int | None:
+        """The generation of module ``name`` now serving (``None`` when none is)."""
+        return self.status(name).generation
+
+
+def assert_generation_active(
+    reloader: Reloader | ReloadDriver, path: str | Path, generation: int
+) -> None:
+    """Module ``path`` is active and its generation ``generation`` is the one serving.
+
+    ``path`` is a module name relative to a driver's directory, or a file path.
+    """
+    if isinstance(reloader, ReloadDriver):
+        status = reloader.status(str(path))
+    else:
+        status = reloader.status_of(path)
+    if status.state is not ModuleState.ACTIVE or status.generation != generation:
+        error = f"; last error: {status.error}" if status.error is not None else ""
+        raise AssertionError(
+            f"expected generation {generation} of {status.module} to be active, but it is "
+            f"{status.state.value} with generation {status.generation}{error}"
+        )
