@@ -14,7 +14,15 @@ import structlog
 import hotseam
 from hotseam import Context, HarnessError, Scope, Seam
 
-PUBLIC_MODULES = ["hotseam"]
+PUBLIC_MODULES = [
+    "hotseam",
+    "hotseam.interaction",
+    "hotseam.reload",
+    "hotseam.providers.scripted",
+    "hotseam.providers.terminal",
+    "hotseam.providers.acp",
+    "hotseam.testing",
+]
 
 
 @pytest.mark.parametrize("module_name", PUBLIC_MODULES)
