@@ -85,6 +85,20 @@ class ScopeExit:
     reason: CloseReason
     error: BaseException | None = None
 
+    @classmethod
+    def from_exception(cls, error: BaseException | None) -> ScopeExit:
+        """The exit of a block that ended with ``error``: exit, cancelled or error."""
+        if error is None:
+            return cls(CloseReason.EXIT)
+        if isinstance(error, anyio.get_cancelled_exc_class()):
+            return cls(CloseReason.CANCELLED, error)
+        return cls(CloseReason.ERROR, error)
+
+    @property
+    def cancelled(self) -> bool:
+        """True when the block was cancelled."""
+        return self.reason is CloseReason.CANCELLED
+
 
 class Effect:
     """A handle to one thing a scope owns; ``await effect.dispose()`` undoes it early.
@@ -567,13 +581,8 @@ class Scope:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        cancelled = exc is not None and isinstance(exc, anyio.get_cancelled_exc_class())
-        if exc is None:
-            exit_ = ScopeExit(CloseReason.EXIT)
-        elif cancelled:
-            exit_ = ScopeExit(CloseReason.CANCELLED, exc)
-        else:
-            exit_ = ScopeExit(CloseReason.ERROR, exc)
+        exit_ = ScopeExit.from_exception(exc)
+        cancelled = exit_.cancelled
         try:
             await self.aclose(exit_.reason, exit_.error)
         except DisposalError as failure:

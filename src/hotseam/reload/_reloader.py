@@ -44,7 +44,7 @@ import anyio.abc
 from .._context import Context, Registration, use_context
 from .._errors import DisposalError
 from .._log import get_logger
-from .._scope import CloseReason, Scope
+from .._scope import CloseReason, Scope, ScopeExit
 from .._seam import Seam
 from .._tools import ToolRegistration
 from ._errors import LoadError, ReloaderClosedError, ReloadError, ReloadPathError
@@ -275,16 +275,11 @@ class Reloader:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        cancelled = exc is not None and isinstance(exc, anyio.get_cancelled_exc_class())
-        if exc is None:
-            reason = CloseReason.EXIT
-        elif cancelled:
-            reason = CloseReason.CANCELLED
-        else:
-            reason = CloseReason.ERROR
+        exit_ = ScopeExit.from_exception(exc)
+        cancelled = exit_.cancelled
         task_group, self._task_group = self._task_group, None
         try:
-            await self.aclose(reason, exc)
+            await self.aclose(exit_.reason, exc)
         except DisposalError as failure:
             if not cancelled:
                 raise
