@@ -34,10 +34,15 @@ def test_all_is_sorted_and_complete(module_name: str) -> None:
         assert hasattr(module, name), name
 
 
-def test_public_classes_show_their_public_module() -> None:
-    """Tracebacks say hotseam.Scope, not hotseam._scope.Scope."""
+@pytest.mark.parametrize("module_name", PUBLIC_MODULES)
+def test_public_names_show_a_public_module(module_name: str) -> None:
+    """Tracebacks say hotseam.Scope, not hotseam._scope.Scope, for every public package."""
+    module = importlib.import_module(module_name)
+    for name in module.__all__:
+        owner = getattr(getattr(module, name), "__module__", None)
+        if isinstance(owner, str) and owner.startswith("hotseam"):
+            assert "._" not in owner, f"{module_name}.{name} shows {owner}"
     assert hotseam.Scope.__module__ == "hotseam"
-    assert hotseam.DisposalError.__module__ == "hotseam"
 
 
 def test_harness_error_name_code_and_dict() -> None:

@@ -6,8 +6,6 @@ reloader :mod:`hotseam.reload`, and the UI surfaces :mod:`hotseam.providers`.
 
 from __future__ import annotations
 
-import contextlib
-
 from ._abort import AbortController, AbortSignal
 from ._agent import Agent
 from ._context import (
@@ -30,6 +28,7 @@ from ._errors import (
     ScopeError,
     ToolError,
 )
+from ._public import present_as
 from ._scope import CloseReason, Effect, EnteredEffect, Scope, ScopeExit, ScopeState, TaskEffect
 from ._seam import Seam
 from ._tools import Tool, ToolCall, ToolFormat, ToolRegistration, ToolRegistry, ToolResult, tool
@@ -75,14 +74,4 @@ __all__ = [
 
 __version__ = "0.1.0.dev0"
 
-
-def _fix_module_names() -> None:
-    """Show ``hotseam.Scope`` in reprs and tracebacks, not ``hotseam._scope.Scope``."""
-    for name in __all__:
-        value = globals()[name]
-        if getattr(value, "__module__", "").startswith("hotseam._"):
-            with contextlib.suppress(AttributeError, TypeError):  # type aliases refuse it
-                value.__module__ = __name__
-
-
-_fix_module_names()
+present_as(__name__, globals(), __all__)

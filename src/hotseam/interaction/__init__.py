@@ -8,6 +8,7 @@ is replaced mid-question); :func:`ask_user_question_tool` is the model-facing to
 from __future__ import annotations
 
 from .._agent import Agent
+from .._public import present_as
 from ._ask import ask
 from ._errors import (
     ASK_ABORTED,
@@ -58,8 +59,4 @@ __all__ = [
     "validate_request",
 ]
 
-for _name in __all__:
-    _value = globals()[_name]
-    if getattr(_value, "__module__", "").startswith(__name__ + "._"):
-        _value.__module__ = __name__
-del _name, _value
+present_as(__name__, globals(), __all__)

@@ -12,6 +12,7 @@ Needs the asyncio backend: the SDK is asyncio-based.
 
 from __future__ import annotations
 
+from .._public import present_as
 from ._acp._agent import AcpAgent, AgentFunction, ContentBlock, PromptTurn, current_turn
 from ._acp._provider import AcpProvider
 from ._acp._scope import AskScope, ask_scope, current_ask_scope
@@ -30,8 +31,4 @@ __all__ = [
     "serve",
 ]
 
-for _name in __all__:
-    _value = globals()[_name]
-    if getattr(_value, "__module__", "").startswith("hotseam.providers._acp."):
-        _value.__module__ = __name__
-del _name, _value
+present_as(__name__, globals(), __all__)

@@ -12,8 +12,9 @@ the same protocol as a readable transcript. Under trio the plain-line mode is us
 
 from __future__ import annotations
 
+from .._public import present_as
 from ._terminal._provider import Mode, TerminalProvider
 
 __all__ = ["Mode", "TerminalProvider"]
 
-TerminalProvider.__module__ = __name__
+present_as(__name__, globals(), __all__)

@@ -35,8 +35,7 @@ change); ``on_event=`` is a callback; every event is also a structlog event
 
 from __future__ import annotations
 
-import contextlib
-
+from .._public import present_as
 from ._errors import (
     LoadError,
     LoadPhase,
@@ -94,9 +93,4 @@ __all__ = [
     "WatchfilesWatcher",
 ]
 
-for _name in __all__:
-    _value = globals()[_name]
-    if getattr(_value, "__module__", "").startswith(__name__ + "._"):
-        with contextlib.suppress(AttributeError, TypeError):  # type aliases refuse it
-            _value.__module__ = __name__
-del _name, _value
+present_as(__name__, globals(), __all__)

@@ -6,6 +6,7 @@ fixtures and options; they work without pytest too.
 
 from __future__ import annotations
 
+from .._public import present_as
 from .._tracking import mark_long_lived
 from ._asserts import DisposalRecorder, assert_no_provider
 from ._driver import ReloadDriver, assert_generation_active
@@ -26,3 +27,5 @@ __all__ = [
     "strict_setup",
     "track_leaks",
 ]
+
+present_as(__name__, globals(), __all__)
