@@ -19,6 +19,7 @@ from hotseam import (
     current_context,
     use_context,
 )
+from hotseam.interaction import USER_INTERACTION
 
 pytestmark = pytest.mark.anyio
 
@@ -317,3 +318,15 @@ class TestStaging:
 def _line_of(text: str) -> int:
     source = Path(__file__).read_text(encoding="utf-8").splitlines()
     return next(n for n, line in enumerate(source, 1) if text in line and "_line_of" not in line)
+
+
+async def test_a_registration_made_by_hotseam_itself_names_hotseam_code() -> None:
+    """The location skips only the registration machinery, never into the event loop."""
+    from hotseam.pytest_plugin import hotseam_provider
+
+    context = Context("locations")
+    async with Scope("fixture-like", context=context) as scope:
+        await hotseam_provider.__wrapped__(scope)  # type: ignore[attr-defined]
+        registration = context.registration(USER_INTERACTION)
+        assert registration is not None
+        assert "hotseam/pytest_plugin.py:" in registration.location

@@ -504,9 +504,14 @@ def _describe(provider: object) -> str:
     return f"{type(provider).__module__}.{type(provider).__qualname__}"
 
 
+# The registration machinery itself; the caller of these is where a provider was registered
+# (a provider module, a test, or hotseam's own CLI).
+_REGISTRATION_MODULES = frozenset({"hotseam._context", "hotseam._scope", "hotseam._tools"})
+
+
 def _caller_location(stacklevel: int) -> str:
-    """Return ``file:line`` of the nearest caller outside hotseam's own modules."""
+    """Return ``file:line`` of the nearest caller outside the registration machinery."""
     frame = sys._getframe(stacklevel)
-    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith("hotseam."):
+    while frame.f_back is not None and frame.f_globals.get("__name__") in _REGISTRATION_MODULES:
         frame = frame.f_back
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
