@@ -16,6 +16,7 @@ The model is Effect-TS's ``Scope`` run on anyio:
 
 from __future__ import annotations
 
+import abc
 import enum
 import inspect
 import math
@@ -100,7 +101,7 @@ class ScopeExit:
         return self.reason is CloseReason.CANCELLED
 
 
-class Effect:
+class Effect(abc.ABC):
     """A handle to one thing a scope owns; ``await effect.dispose()`` undoes it early.
 
     Disposing an effect runs its undo exactly once (whether through the handle or through
@@ -154,14 +155,14 @@ class Effect:
         if error is not None:
             raise error
 
+    @abc.abstractmethod
     def _undo(self, exit_: ScopeExit) -> object:
         """Undo the effect; may return an awaitable, which the caller awaits (bounded)."""
-        raise NotImplementedError  # pragma: no cover - every subclass overrides it
 
-    def _start(self) -> None:
+    def _start(self) -> None:  # noqa: B027 - a hook: most effects are live from the start
         """Make a staged effect live (registrations activate)."""
 
-    def _rollback_start(self) -> None:
+    def _rollback_start(self) -> None:  # noqa: B027 - a hook, like _start
         """Undo a ``_start`` whose batch failed, before the effect is disposed."""
 
 

@@ -23,7 +23,6 @@ class UserInteractionProvider(Protocol):
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Ask the human and return their answer."""
-        ...
 
 
 def _no_provider(message: str) -> UserInteractionError:

@@ -81,7 +81,6 @@ class Watcher(Protocol):
         self, roots: Sequence[WatchRoot]
     ) -> AbstractAsyncContextManager[AsyncIterator[Collection[FileChange]]]:
         """Start watching ``roots``."""
-        ...
 
 
 def is_module_file_name(name: str) -> bool:
