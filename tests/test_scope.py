@@ -77,6 +77,23 @@ class TestOrder:
         await scope.aclose()
         assert calls == ["early", "kept"]
 
+    async def test_an_entered_context_manager_can_be_exited_early_by_its_handle(self) -> None:
+        """enter_effect's handle exits the context manager now, and the scope not again."""
+        exits: list[str] = []
+
+        @asynccontextmanager
+        async def resource() -> AsyncIterator[str]:
+            yield "connection"
+            exits.append("exited")
+
+        async with Scope("early-exit") as scope:
+            handle = await scope.enter_effect(resource())
+            assert handle.value == "connection"
+            await handle.dispose()
+            assert exits == ["exited"]
+            assert scope.effects() == []
+        assert exits == ["exited"]
+
     async def test_child_scopes_close_before_the_parent_own_effects(self) -> None:
         """Children (newest first) close before any of the parent's own effects."""
         order: list[str] = []

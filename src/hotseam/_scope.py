@@ -48,6 +48,7 @@ __all__ = [
     "ScopeExit",
     "ScopeState",
     "TaskEffect",
+    "exit_task_group",
 ]
 
 T = TypeVar("T")
@@ -599,13 +600,7 @@ class Scope:
         finally:
             task_group, self._own_task_group = self._own_task_group, None
             if task_group is not None:
-                # Every spawned task was cancelled and awaited by aclose(). Hand the task group
-                # only a cancellation (its own business); a plain body error must reach the
-                # caller as is, not wrapped in an ExceptionGroup.
-                if cancelled:
-                    await task_group.__aexit__(exc_type, exc, tb)
-                else:
-                    await task_group.__aexit__(None, None, None)
+                await exit_task_group(task_group, exc)
 
     async def aclose(
         self, reason: CloseReason = CloseReason.EXIT, error: BaseException | None = None
@@ -684,6 +679,19 @@ class Scope:
                 failures,
                 scope_name=self.name,
             )
+
+
+async def exit_task_group(task_group: anyio.abc.TaskGroup, error: BaseException | None) -> None:
+    """Exit a task group entered by hand, once the block it guarded ended with ``error``.
+
+    Its tasks must already be finished (or cancelled and awaited). The task group is handed
+    only a cancellation, which is its own business; a plain error of the block must reach the
+    caller as is, not wrapped in an ExceptionGroup.
+    """
+    if error is not None and isinstance(error, anyio.get_cancelled_exc_class()):
+        await task_group.__aexit__(type(error), error, error.__traceback__)
+    else:
+        await task_group.__aexit__(None, None, None)
 
 
 async def _run_undo(effect: Effect, exit_: ScopeExit, timeout: float | None) -> Exception | None:

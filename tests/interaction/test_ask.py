@@ -38,6 +38,16 @@ DB = AskUserQuestionRequest(
 )
 
 
+async def _ask_keeping_error(
+    request: AskUserQuestionRequest, context: Context, errors: list[UserInteractionError]
+) -> None:
+    """Ask, and keep the UserInteractionError it ends with (for tasks that must not crash)."""
+    try:
+        await ask(request, context=context)
+    except UserInteractionError as error:
+        errors.append(error)
+
+
 def _context_with(provider: object) -> Context:
     context = Context("ask")
     context.provide(USER_INTERACTION, provider)
@@ -141,15 +151,9 @@ class TestAbort:
         context = _context_with(provider)
         errors: list[UserInteractionError] = []
 
-        async def asker() -> None:
-            try:
-                await ask(request, context=context)
-            except UserInteractionError as error:
-                errors.append(error)
-
         with anyio.fail_after(2):
             async with anyio.create_task_group() as tg:
-                tg.start_soon(asker)
+                tg.start_soon(_ask_keeping_error, request, context, errors)
                 await provider.wait_for_requests(1)
                 controller.abort(KeyError("user pressed stop"))
         (error,) = errors
@@ -247,15 +251,9 @@ class TestSwaps:
         registration = context.provide(USER_INTERACTION, ScriptedProvider([Reply.never()]))
         errors: list[UserInteractionError] = []
 
-        async def asker() -> None:
-            try:
-                await ask(DB, context=context)
-            except UserInteractionError as error:
-                errors.append(error)
-
         with anyio.fail_after(2):
             async with anyio.create_task_group() as tg:
-                tg.start_soon(asker)
+                tg.start_soon(_ask_keeping_error, DB, context, errors)
                 await registration.provider.wait_for_requests(1)  # type: ignore[attr-defined]
                 with pytest.raises(SyntaxError):
                     async with context.swap(USER_INTERACTION):
@@ -272,15 +270,9 @@ class TestSwaps:
         registration = context.provide(USER_INTERACTION, provider)
         errors: list[UserInteractionError] = []
 
-        async def asker() -> None:
-            try:
-                await ask(DB, context=context)
-            except UserInteractionError as error:
-                errors.append(error)
-
         with anyio.fail_after(2):
             async with anyio.create_task_group() as tg:
-                tg.start_soon(asker)
+                tg.start_soon(_ask_keeping_error, DB, context, errors)
                 await provider.wait_for_requests(1)
                 await registration.dispose()
         (error,) = errors

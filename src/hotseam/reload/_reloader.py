@@ -44,7 +44,7 @@ import anyio.abc
 from .._context import Context, Registration, use_context
 from .._errors import DisposalError
 from .._log import get_logger
-from .._scope import CloseReason, Scope, ScopeExit
+from .._scope import CloseReason, Scope, ScopeExit, exit_task_group
 from .._seam import Seam
 from .._tools import ToolRegistration
 from ._errors import LoadError, ReloaderClosedError, ReloadError, ReloadPathError
@@ -251,7 +251,6 @@ class Reloader:
                 await task_group.start(self._run_services)
             await self._apply(None, force=False)
         except BaseException as error:
-            cancelled = isinstance(error, anyio.get_cancelled_exc_class())
             with anyio.CancelScope(shield=True):
                 try:
                     await self.aclose(CloseReason.ERROR, error)
@@ -262,10 +261,7 @@ class Reloader:
                     )
                 finally:
                     self._task_group = None
-                    if cancelled:
-                        await task_group.__aexit__(type(error), error, error.__traceback__)
-                    else:
-                        await task_group.__aexit__(None, None, None)
+                    await exit_task_group(task_group, error)
             raise
         return self
 
@@ -289,10 +285,7 @@ class Reloader:
             )
         finally:
             if task_group is not None:
-                if cancelled:
-                    await task_group.__aexit__(exc_type, exc, tb)
-                else:
-                    await task_group.__aexit__(None, None, None)
+                await exit_task_group(task_group, exc)
 
     @property
     def closed(self) -> bool:
