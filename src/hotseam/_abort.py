@@ -9,6 +9,11 @@ works on any anyio backend. Its deadline is applied by ``wait()`` and ``cancel_s
 checked by ``aborted``; callbacks added with :meth:`AbortSignal.add_callback` run when
 ``abort()`` is called, or when an observer notices that the deadline passed.
 
+A reason is any value, as on the web platform: ``controller.abort("user closed the tab")``,
+``abort(0)`` and ``abort(False)`` keep their value as ``signal.reason``; ``abort()`` and
+``abort(None)`` use an :class:`~hotseam.AbortError`. Where the abort must be raised, a reason
+that is not an exception is carried by an ``AbortError`` whose ``reason`` is the value.
+
 Signals are not thread-safe: use them from the event loop's thread.
 """
 
@@ -26,7 +31,7 @@ import anyio
 
 from ._errors import AbortError
 
-__all__ = ["AbortController", "AbortSignal"]
+__all__ = ["AbortController", "AbortSignal", "abort_exception"]
 
 _callback_keys = itertools.count()
 
@@ -41,9 +46,9 @@ class AbortSignal:
 
     def __init__(self) -> None:
         self._aborted = False
-        self._reason: BaseException | None = None
+        self._reason: object = None
         self._deadline = math.inf  # time.monotonic() based
-        self._callbacks: dict[int, Callable[[BaseException], object]] = {}
+        self._callbacks: dict[int, Callable[[Any], object]] = {}
         self._event: anyio.Event | None = None
 
     def __repr__(self) -> str:
@@ -53,8 +58,8 @@ class AbortSignal:
     # -- constructors -----------------------------------------------------------------------
 
     @classmethod
-    def abort(cls, reason: BaseException | None = None) -> AbortSignal:
-        """Return a signal that is already aborted."""
+    def abort(cls, reason: object = None) -> AbortSignal:
+        """Return a signal that is already aborted (``reason``: any value; see the module)."""
         signal = cls()
         signal._fire(reason if reason is not None else _default_reason())
         return signal
@@ -75,7 +80,6 @@ class AbortSignal:
         combined = cls()
         for source in sources:
             if source.aborted:
-                assert source._reason is not None
                 combined._fire(source._reason)
                 return combined
         combined._deadline = min((s._deadline for s in sources), default=math.inf)
@@ -89,7 +93,7 @@ class AbortSignal:
                 remove()
             removers.clear()
 
-        def on_source_abort(reason: BaseException) -> None:
+        def on_source_abort(reason: object) -> None:
             remove_all()
             signal = target()
             if signal is not None:
@@ -109,8 +113,8 @@ class AbortSignal:
         return self._aborted
 
     @property
-    def reason(self) -> BaseException | None:
-        """Why the signal fired; ``None`` while it has not."""
+    def reason(self) -> object:
+        """Why the signal fired (any value given to ``abort``); ``None`` while it has not."""
         return self._reason if self.aborted else None
 
     @property
@@ -119,25 +123,23 @@ class AbortSignal:
         return self._deadline
 
     def raise_if_aborted(self) -> None:
-        """Raise the signal's reason if it fired."""
+        """Raise the abort if the signal fired: its reason, or an AbortError carrying it."""
         if self.aborted:
-            assert self._reason is not None
-            raise self._reason
+            raise abort_exception(self._reason)
 
-    def add_callback(self, callback: Callable[[BaseException], object]) -> Callable[[], None]:
+    def add_callback(self, callback: Callable[[Any], object]) -> Callable[[], None]:
         """Call ``callback(reason)`` once when the signal fires; return a function that removes it.
 
         If the signal already fired, the callback runs at once.
         """
         if self.aborted:
-            assert self._reason is not None
             callback(self._reason)
             return _noop
         key = next(_callback_keys)
         self._callbacks[key] = callback
         return lambda: self._callbacks.pop(key, None) and None
 
-    async def wait(self) -> BaseException:
+    async def wait(self) -> object:
         """Wait until the signal fires and return its reason."""
         if not self.aborted:
             if self._event is None:
@@ -145,15 +147,15 @@ class AbortSignal:
             with anyio.CancelScope(deadline=_loop_deadline(self._deadline)):
                 await self._event.wait()
             self.aborted  # noqa: B018 - notices a passed deadline
-        assert self._reason is not None
         return self._reason
 
     @contextmanager
     def cancel_scope(self, *, raise_reason: bool = True) -> Iterator[anyio.CancelScope]:
         """Run a block that is cancelled promptly when this signal fires.
 
-        When the block was cut short by the signal, the signal's reason is raised after it
-        (unless ``raise_reason`` is false; then check ``scope.cancelled_caught``).
+        When the block was cut short by the signal, the abort is raised after it (as by
+        :meth:`raise_if_aborted`), unless ``raise_reason`` is false; then check
+        ``scope.cancelled_caught``.
         """
         scope = anyio.CancelScope(deadline=_loop_deadline(self._deadline))
         if self.aborted:
@@ -165,12 +167,11 @@ class AbortSignal:
         finally:
             remove()
         if scope.cancelled_caught and raise_reason and self.aborted:
-            assert self._reason is not None
-            raise self._reason
+            raise abort_exception(self._reason)
 
     # -- firing -----------------------------------------------------------------------------
 
-    def _fire(self, reason: BaseException) -> None:
+    def _fire(self, reason: object) -> None:
         if self._aborted:
             return
         self._aborted = True
@@ -205,13 +206,27 @@ class AbortController:
         """The signal this controller fires."""
         return self._signal
 
-    def abort(self, reason: BaseException | None = None) -> None:
-        """Fire the signal (once; later calls do nothing). The default reason is an AbortError."""
+    def abort(self, reason: object = None) -> None:
+        """Fire the signal (once; later calls do nothing) with any ``reason`` value.
+
+        ``abort()`` and ``abort(None)`` use an :class:`~hotseam.AbortError`.
+        """
         self._signal._fire(reason if reason is not None else _default_reason())
 
 
 def _default_reason() -> AbortError:
     return AbortError("This operation was aborted")
+
+
+def abort_exception(reason: object) -> BaseException:
+    """The exception that stands for an abort: the reason itself, or an AbortError carrying it."""
+    if isinstance(reason, BaseException):
+        return reason
+    if reason is None:
+        return _default_reason()
+    error = AbortError(f"This operation was aborted: {reason!r}", details={"reason": repr(reason)})
+    error.reason = reason
+    return error
 
 
 def _loop_deadline(monotonic_deadline: float) -> float:

@@ -10,17 +10,22 @@ Two primitives exist for code that must survive a provider being replaced while 
 * :meth:`Context.swap` marks seams as being swapped. While a swap runs, callers that find no
   provider (``wait_for``, ``lease``) wait for the swap to end instead of failing.
 * :meth:`Context.lease` borrows the active provider for the duration of a block. When the
-  registration is disposed, the block is cancelled (so the provider sees cancellation) and
-  the disposal waits for it to unwind; ``lease.revoked`` then tells the caller to try again
-  on whatever replaced it.
+  registration's scope starts closing, the block is cancelled (so the provider sees
+  cancellation) and the disposal waits for it to unwind; ``lease.revoked`` then tells the
+  caller to try again on whatever replaced it.
+
+A registration is withdrawn at the first instant of its scope's close, not when its own
+undo comes round in last-in-first-out order: from then on no caller is handed it, even while
+disposers registered after it (and so run before it) are still running.
 """
 
 from __future__ import annotations
 
 import enum
+import itertools
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from types import TracebackType
@@ -54,12 +59,20 @@ _current: ContextVar[Context | None] = ContextVar("hotseam_context", default=Non
 
 DEFAULT_SWAP_WAIT = 10.0
 
+# Lease order: the arrival order of callers, kept by leases that rejoin after a swap.
+_lease_order = itertools.count()
+
 
 class RegistrationState(enum.Enum):
-    """``staged`` (recorded, not live) → ``active`` → ``removed``."""
+    """``staged`` (recorded, not live) → ``active`` → ``withdrawn`` → ``removed``.
+
+    ``withdrawn``: its scope began closing, so it is no longer handed to anyone, but its
+    own undo has not run yet.
+    """
 
     STAGED = "staged"
     ACTIVE = "active"
+    WITHDRAWN = "withdrawn"
     REMOVED = "removed"
 
 
@@ -85,7 +98,8 @@ class Registration(Effect, Generic[T]):
         self.provider = provider
         self.location = location
         self.state = RegistrationState.STAGED
-        self._leases: set[Lease[T]] = set()
+        # Insertion-ordered: leases are revoked in the order they were taken.
+        self._leases: dict[Lease[T], None] = {}
 
     @property
     def label(self) -> str:
@@ -127,14 +141,24 @@ class Registration(Effect, Generic[T]):
             del self.context._active[self.seam]
             self.state = RegistrationState.STAGED
 
-    def _undo(self, exit_: ScopeExit) -> object:
-        was_active = self.state is RegistrationState.ACTIVE
-        self.state = RegistrationState.REMOVED
-        if not was_active:
-            return None
+    def _withdraw(self) -> None:
+        """Stop serving now: leave the context and revoke the leases, oldest first."""
+        if self.state is not RegistrationState.ACTIVE:
+            return
+        self.state = RegistrationState.WITHDRAWN
         active = self.context._active
         if active.get(self.seam) is self:
             del active[self.seam]
+        swapping = self.context._swap_covering(self.seam) is not None
+        for lease in list(self._leases):
+            lease._revoke(swapping)
+
+    def _undo(self, exit_: ScopeExit) -> object:
+        was_live = self.state in (RegistrationState.ACTIVE, RegistrationState.WITHDRAWN)
+        self._withdraw()
+        self.state = RegistrationState.REMOVED
+        if not was_live:
+            return None
         swapping = self.context._swap_covering(self.seam) is not None
         if _log.enabled("info"):
             _log.info(
@@ -147,8 +171,6 @@ class Registration(Effect, Generic[T]):
             )
         if not self._leases:
             return None
-        for lease in list(self._leases):
-            lease._revoke(swapping)
         return self._wait_leases()
 
     async def _wait_leases(self) -> None:
@@ -160,26 +182,37 @@ class Registration(Effect, Generic[T]):
 class Lease(Generic[T]):
     """A provider borrowed for one block: ``async with ctx.lease(seam) as lease:``.
 
-    If the registration is disposed while the block runs, the block is cancelled (the
-    provider's coroutine sees cancellation) and exits quietly; ``revoked`` is then true and
-    ``replaced`` tells whether a swap was under way, so a replacement is coming.
+    If the registration's scope starts closing while the block runs, the block is cancelled
+    (the provider's coroutine sees cancellation) and exits quietly; ``revoked`` is then true
+    and ``replaced`` tells whether a swap was under way, so a replacement is coming.
+
+    A lease taken with ``rejoin=True`` may be entered again after a revocation, and keeps
+    its holder's place in line: callers that rejoin after a swap reach the replacement in
+    the order they first arrived, ahead of callers that came later. Its holder must call
+    :meth:`close` once it will not enter it again, or later callers wait for its turn.
     """
 
     __slots__ = (
         "_cancel_scope",
         "_context",
         "_registration",
+        "_rejoin",
         "_released",
         "_seam",
         "_timeout",
+        "order",
         "replaced",
         "revoked",
     )
 
-    def __init__(self, context: Context, seam: Seam[T], timeout: float) -> None:
+    def __init__(
+        self, context: Context, seam: Seam[T], timeout: float, *, rejoin: bool = False
+    ) -> None:
         self._context = context
         self._seam = seam
         self._timeout = timeout
+        self._rejoin = rejoin
+        self.order = next(_lease_order)
         self._registration: Registration[T] | None = None
         self._cancel_scope = anyio.CancelScope()
         self._released: anyio.Event | None = None
@@ -201,10 +234,23 @@ class Lease(Generic[T]):
         return self._registration
 
     async def __aenter__(self) -> Lease[T]:
-        registration = await self._context._wait_registration(self._seam, self._timeout)
+        if self._released is not None and not self._released.is_set():
+            raise RuntimeError("this lease is already entered")
+        if self._released is not None and not self._rejoin:
+            raise RuntimeError("a lease is entered once; take it with rejoin=True to re-enter")
+        context = self._context
+        try:
+            await context._rejoin_turn(self._seam, self.order)
+            registration = await context._wait_registration(self._seam, self._timeout)
+        finally:
+            # Leaving the line before the caller reaches the provider: the next one in line
+            # runs only once this task suspends, inside the provider.
+            context._rejoin_leave(self._seam, self.order)
         self._registration = registration
         self._released = anyio.Event()
-        registration._leases.add(self)
+        self.revoked = self.replaced = False
+        self._cancel_scope = anyio.CancelScope()
+        registration._leases[self] = None
         self._cancel_scope.__enter__()
         return self
 
@@ -219,24 +265,36 @@ class Lease(Generic[T]):
         finally:
             assert self._registration is not None
             assert self._released is not None
-            self._registration._leases.discard(self)
+            self._registration._leases.pop(self, None)
             self._released.set()
         return bool(suppressed) and self.revoked
+
+    def close(self) -> None:
+        """Give up this lease's place in line (a rejoining lease that will not re-enter)."""
+        self._context._rejoin_leave(self._seam, self.order)
 
     def _revoke(self, replaced: bool) -> None:
         self.revoked = True
         self.replaced = replaced
+        if replaced and self._rejoin:
+            self._context._rejoin_hold(self._seam, self.order)
         self._cancel_scope.cancel()
 
 
 class Swap:
     """A provider swap in progress; see :meth:`Context.swap`."""
 
-    __slots__ = ("_finished", "context", "error", "seams")
+    __slots__ = ("_finished", "context", "error", "seams", "tools")
 
-    def __init__(self, context: Context, seams: frozenset[Seam[Any]] | None) -> None:
+    def __init__(
+        self,
+        context: Context,
+        seams: frozenset[Seam[Any]] | None,
+        tools: frozenset[str] = frozenset(),
+    ) -> None:
         self.context = context
         self.seams = seams
+        self.tools = tools
         self.error: BaseException | None = None
         self._finished = anyio.Event()
 
@@ -247,6 +305,10 @@ class Swap:
     def covers(self, seam: Seam[Any]) -> bool:
         """True if callers looking for ``seam`` should wait for this swap."""
         return self.seams is None or seam in self.seams
+
+    def covers_tool(self, name: str) -> bool:
+        """True if callers of the tool ``name`` should wait for this swap."""
+        return self.seams is None or name in self.tools
 
     @property
     def finished(self) -> bool:
@@ -273,6 +335,9 @@ class Context:
         self._active: dict[Seam[Any], Registration[Any]] = {}
         self._swaps: list[Swap] = []
         self._swap_lock: anyio.Lock | None = None
+        # Places in line held by revoked leases that will rejoin after a swap, by seam.
+        self._rejoining: dict[Seam[Any], set[int]] = {}
+        self._rejoin_changed: anyio.Event | None = None
         self.tools: ToolRegistry = ToolRegistry(self)
 
     def __repr__(self) -> str:
@@ -338,12 +403,40 @@ class Context:
         """
         return (await self._wait_registration(seam, timeout)).provider
 
-    def lease(self, seam: Seam[T], *, timeout: float = DEFAULT_SWAP_WAIT) -> Lease[T]:
+    def lease(
+        self, seam: Seam[T], *, timeout: float = DEFAULT_SWAP_WAIT, rejoin: bool = False
+    ) -> Lease[T]:
         """Borrow the active provider of ``seam`` for one ``async with`` block.
 
-        Entering waits for a running swap like :meth:`wait_for`.
+        Entering waits for a running swap like :meth:`wait_for`, and behind callers that
+        arrived earlier and are rejoining after a swap. ``rejoin=True``: the lease can be
+        entered again after a revocation and keeps its place in line (see :class:`Lease`).
         """
-        return Lease(self, seam, timeout)
+        return Lease(self, seam, timeout, rejoin=rejoin)
+
+    async def _rejoin_turn(self, seam: Seam[Any], order: int) -> None:
+        """Wait while a caller that arrived before ``order`` still has to rejoin ``seam``."""
+        while True:
+            holding = self._rejoining.get(seam)
+            if not holding or min(holding) >= order:
+                return
+            if self._rejoin_changed is None:
+                self._rejoin_changed = anyio.Event()
+            await self._rejoin_changed.wait()
+
+    def _rejoin_hold(self, seam: Seam[Any], order: int) -> None:
+        self._rejoining.setdefault(seam, set()).add(order)
+
+    def _rejoin_leave(self, seam: Seam[Any], order: int) -> None:
+        holding = self._rejoining.get(seam)
+        if holding is None or order not in holding:
+            return
+        holding.discard(order)
+        if not holding:
+            del self._rejoining[seam]
+        changed, self._rejoin_changed = self._rejoin_changed, None
+        if changed is not None:
+            changed.set()
 
     async def _wait_registration(self, seam: Seam[T], timeout: float) -> Registration[T]:
         registration = self.registration(seam)
@@ -404,19 +497,30 @@ class Context:
             context = context.parent
         return None
 
+    def _swap_covering_tool(self, name: str) -> Swap | None:
+        context: Context | None = self
+        while context is not None:
+            for swap in context._swaps:
+                if swap.covers_tool(name):
+                    return swap
+            context = context.parent
+        return None
+
     @asynccontextmanager
-    async def swap(self, *seams: Seam[Any]) -> AsyncIterator[Swap]:
+    async def swap(self, *seams: Seam[Any], tools: Iterable[str] = ()) -> AsyncIterator[Swap]:
         """Replace providers as one step: ``async with ctx.swap(seam): dispose old; add new``.
 
         While the block runs, callers that find no provider for the given seams (all seams
-        when none are given) wait for the block to end instead of failing, and a lease
-        revoked inside it is marked ``replaced``. Swaps of one context are serialized. An
-        error raised by the block is recorded as the swap's error and re-raised.
+        and tools when neither is given) or no tool of the given ``tools`` names wait for
+        the block to end instead of failing, and a lease revoked inside it is marked
+        ``replaced``. Swaps of one context are serialized. An error raised by the block is
+        recorded as the swap's error and re-raised.
         """
         if self._swap_lock is None:
             self._swap_lock = anyio.Lock()
         async with self._swap_lock:
-            swap = Swap(self, frozenset(seams) if seams else None)
+            tool_names = frozenset(tools)
+            swap = Swap(self, frozenset(seams) if seams or tool_names else None, tool_names)
             self._swaps.append(swap)
             started = time.perf_counter()
             try:

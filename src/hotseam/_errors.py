@@ -119,10 +119,13 @@ class DisposerTimeoutError(HarnessError, TimeoutError):
 class AbortError(HarnessError):
     """The default reason of an aborted :class:`~hotseam.AbortSignal` (code ``ABORTED``).
 
-    A signal made by :meth:`AbortSignal.timeout` uses code ``TIMEOUT``.
+    A signal made by :meth:`AbortSignal.timeout` uses code ``TIMEOUT``. When a signal was
+    aborted with a value that is not an exception (``abort("tab closed")``), the AbortError
+    raised for it carries that value as ``reason``.
     """
 
     default_code = "ABORTED"
+    reason: object = None
 
 
 class ToolError(HarnessError):

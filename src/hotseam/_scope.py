@@ -4,8 +4,10 @@ The model is Effect-TS's ``Scope`` run on anyio:
 
 * every effect (a deferred callback, an entered context manager, a background task, a child
   scope, a provider or tool registration) is a handle that can be disposed on its own;
-* closing marks the scope ``closing`` first (so nothing can be added), closes child scopes
-  (last first), then undoes the scope's own effects last-in-first-out;
+* closing marks the scope and its descendants ``closing`` first (so nothing can be added)
+  and withdraws every registration of the tree at once (so nothing it provides is handed to
+  anyone while its disposers run), closes child scopes (last first), then undoes the scope's
+  own effects last-in-first-out;
 * every effect is undone even when some fail; the failures are raised together as one
   :class:`~hotseam.DisposalError` after the last one ran;
 * undoing is shielded from cancellation, and each async undo has a time bound;
@@ -166,6 +168,9 @@ class Effect(abc.ABC):
     def _rollback_start(self) -> None:  # noqa: B027 - a hook, like _start
         """Undo a ``_start`` whose batch failed, before the effect is disposed."""
 
+    def _withdraw(self) -> None:  # noqa: B027 - a hook: registrations stop being served
+        """Stop being handed to anyone: the owning scope began closing. Idempotent."""
+
 
 class _Deferred(Effect):
     __slots__ = ("_callback", "_pass_exit")
@@ -293,6 +298,7 @@ class Scope:
     __slots__ = (
         "__weakref__",
         "_children",
+        "_close_started",
         "_closed_event",
         "_context",
         "_effects",
@@ -335,6 +341,7 @@ class Scope:
         self._task_group = task_group
         self._own_task_group: anyio.abc.TaskGroup | None = None
         self._closed_event: anyio.Event | None = None
+        self._close_started = False
         tracker = _tracking._tracker
         if tracker is not None:
             tracker.track(self, _parent)
@@ -614,14 +621,31 @@ class Scope:
             DisposalError: after every effect was undone, if any undo failed or overran.
         """
         if self._state is not ScopeState.OPEN:
-            if self._state is ScopeState.CLOSING:
-                if self._closed_event is None:
-                    self._closed_event = anyio.Event()
-                with anyio.CancelScope(shield=True):
-                    await self._closed_event.wait()
+            await self._wait_closed()
             return
-        self._state = ScopeState.CLOSING
-        exit_ = self._exit = ScopeExit(reason, error)
+        exit_ = ScopeExit(reason, error)
+        # One synchronous step: from here on nothing in the tree is handed to anyone.
+        tree = list(self.walk())
+        for scope in tree:
+            if scope._state is ScopeState.OPEN:
+                scope._state = ScopeState.CLOSING
+                scope._exit = exit_
+        for scope in tree:
+            for effect in list(scope._effects):
+                effect._withdraw()
+        await self._close(exit_)
+
+    async def _wait_closed(self) -> None:
+        if self._state is ScopeState.CLOSING:
+            if self._closed_event is None:
+                self._closed_event = anyio.Event()
+            with anyio.CancelScope(shield=True):
+                await self._closed_event.wait()
+
+    async def _close(self, exit_: ScopeExit) -> None:
+        """Undo children, then own effects; the tree is already marked closing."""
+        self._close_started = True
+        reason = exit_.reason
         started = time.perf_counter()
         failures: list[Exception] = []
         fatal: BaseException | None = None
@@ -629,7 +653,10 @@ class Scope:
         while self._children:
             child = next(reversed(self._children))
             try:
-                await child.aclose(reason, error)
+                if child._close_started:  # closed on its own, concurrently: wait for it
+                    await child._wait_closed()
+                else:
+                    await child._close(exit_)
             except Exception as failure:
                 failures.append(failure)
             except BaseException as failure:  # KeyboardInterrupt and friends: re-raised last

@@ -15,12 +15,13 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_type_hints
 
+import anyio
 from pydantic import BaseModel, ValidationError
 
 from . import _tracking
 from ._errors import DisposalError, HarnessError, ToolError
 from ._log import get_logger
-from ._scope import CloseReason, Effect, Scope, ScopeExit
+from ._scope import Effect, Scope, ScopeExit
 
 if TYPE_CHECKING:
     from ._abort import AbortSignal
@@ -188,13 +189,16 @@ class ToolRegistration(Effect):
         self.active = True
 
     def _rollback_start(self) -> None:
-        self._undo(ScopeExit(CloseReason.EXIT))
+        self._withdraw()
 
-    def _undo(self, exit_: ScopeExit) -> object:
+    def _withdraw(self) -> None:
         if self.active:
             self.active = False
             if self.registry._own.get(self.tool.name) is self:
                 del self.registry._own[self.tool.name]
+
+    def _undo(self, exit_: ScopeExit) -> object:
+        self._withdraw()
         return None
 
 
@@ -238,6 +242,18 @@ class ToolRegistry:
             context = context.parent
         return None
 
+    async def _wait_for_swap(self, name: str) -> Tool[Any] | None:
+        """Wait (bounded) for a swap that may bring the tool ``name`` back; return it."""
+        from ._context import DEFAULT_SWAP_WAIT
+
+        with anyio.move_on_after(DEFAULT_SWAP_WAIT):
+            while (swap := self.context._swap_covering_tool(name)) is not None:
+                await swap._finished.wait()
+                found = self.get(name)
+                if found is not None:
+                    return found
+        return self.get(name)
+
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and self.get(name) is not None
 
@@ -271,13 +287,28 @@ class ToolRegistry:
     ) -> ToolResult:
         """Validate ``input``, run the tool and return its result; never raise for its failure.
 
-        ``input`` may be a mapping, a JSON string or an instance of the input model.
-        Unknown tool → ``TOOL_NOT_FOUND``; invalid input → ``INVALID_INPUT`` naming each bad
-        field; a HarnessError keeps its name and code; anything else → its class name with
-        code ``INTERNAL`` (logged with its traceback). Cancellation propagates.
+        ``input`` may be a mapping, a JSON string of an object or an instance of the input
+        model; any other value (a list, a number, ``None`` inside a mapping's keys...) is
+        ``INVALID_INPUT`` naming the problem. Unknown tool → ``TOOL_NOT_FOUND``; invalid
+        input → ``INVALID_INPUT`` naming each bad field; a HarnessError keeps its name and
+        code; anything else → its class name with code ``INTERNAL`` (logged with its
+        traceback). A tool whose provider generation is being swapped (a hot reload) is
+        waited for. Cancellation propagates.
         """
+        given: object = name  # models send anything; the annotation is what a caller means
+        if not isinstance(given, str):
+            call = ToolCall(self.context, repr(given), agent, signal)
+            return _failure(
+                call,
+                ToolError(
+                    f"a tool name is a string, got {type(given).__name__} {given!r}",
+                    "TOOL_NOT_FOUND",
+                ),
+            )
         call = ToolCall(self.context, name, agent, signal)
         found = self.get(name)
+        if found is None:
+            found = await self._wait_for_swap(name)
         if found is None:
             available = ", ".join(self.names()) or "none"
             return _failure(
@@ -295,6 +326,17 @@ class ToolRegistry:
                     details={"errors": _error_list(invalid)},
                 ),
             )
+        except _InputShapeError as wrong:
+            return _failure(
+                call,
+                ToolError(
+                    f"invalid input for tool {name!r}: {wrong}",
+                    "INVALID_INPUT",
+                    details={"errors": [{"field": "input", "message": str(wrong)}]},
+                ),
+            )
+        except Exception as failure:  # a bug in the input model's own validators
+            return _crashed(call, failure)
         started = time.perf_counter()
         try:
             output = await found.handler(parsed, call)
@@ -303,18 +345,7 @@ class ToolRegistry:
             if isinstance(error, HarnessError | DisposalError):
                 _log.info("tool.failed", tool=name, call_id=call.call_id, code=error.code)
                 return ToolResult(name, error=error.to_dict(), call_id=call.call_id)
-            _log.error(
-                "tool.crashed",
-                exc_info=True,
-                tool=name,
-                call_id=call.call_id,
-                error=type(error).__name__,
-            )
-            return ToolResult(
-                name,
-                error={"name": type(error).__name__, "code": "INTERNAL", "message": str(error)},
-                call_id=call.call_id,
-            )
+            return _crashed(call, error)
         if _log.enabled("debug"):
             _log.debug(
                 "tool.succeeded",
@@ -327,7 +358,11 @@ class ToolRegistry:
         return ToolResult(name, output=output, call_id=call.call_id)
 
 
-def _parse_input(tool: Tool[Any], raw: Mapping[str, Any] | BaseModel | str | None) -> BaseModel:
+class _InputShapeError(Exception):
+    """The tool input is not an object at all (a list, a number, bytes...)."""
+
+
+def _parse_input(tool: Tool[Any], raw: object) -> BaseModel:
     model: type[BaseModel] = tool.input_model
     if isinstance(raw, model):
         return raw
@@ -335,7 +370,36 @@ def _parse_input(tool: Tool[Any], raw: Mapping[str, Any] | BaseModel | str | Non
         return model.model_validate_json(raw)
     if isinstance(raw, BaseModel):
         return model.model_validate(raw.model_dump())
-    return model.model_validate({} if raw is None else dict(raw))
+    if raw is None:
+        return model.model_validate({})
+    if not isinstance(raw, Mapping):
+        # dict() would take a list of pairs for a mapping; a model never means that.
+        raise _InputShapeError(
+            f"the input must be an object (a mapping or a JSON string of one), "
+            f"got {type(raw).__name__}"
+        )
+    try:
+        as_dict = dict(raw)
+    except Exception as broken:  # a Mapping whose iteration fails
+        raise _InputShapeError(
+            f"the input mapping could not be read ({type(broken).__name__}: {broken})"
+        ) from broken
+    return model.model_validate(as_dict)
+
+
+def _crashed(call: ToolCall, error: Exception) -> ToolResult:
+    _log.error(
+        "tool.crashed",
+        exc_info=True,
+        tool=call.tool,
+        call_id=call.call_id,
+        error=type(error).__name__,
+    )
+    return ToolResult(
+        call.tool,
+        error={"name": type(error).__name__, "code": "INTERNAL", "message": str(error)},
+        call_id=call.call_id,
+    )
 
 
 def _failure(call: ToolCall, error: HarnessError) -> ToolResult:

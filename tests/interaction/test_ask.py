@@ -245,8 +245,8 @@ class TestSwaps:
                 context.provide(USER_INTERACTION, ScriptedProvider(["pg"]))
         assert answers == ["pg"]
 
-    async def test_a_swap_that_ends_without_a_provider_is_no_provider_with_cause(self) -> None:
-        """NO_PROVIDER with the swap's error as the cause."""
+    async def test_a_pending_ask_whose_swap_ends_without_a_provider_is_aborted(self) -> None:
+        """ASK_ABORTED (the provider went away): NO_PROVIDER, then the swap's error, as causes."""
         context = Context("swap")
         registration = context.provide(USER_INTERACTION, ScriptedProvider([Reply.never()]))
         errors: list[UserInteractionError] = []
@@ -260,8 +260,12 @@ class TestSwaps:
                         await registration.dispose()
                         raise SyntaxError("the new provider module does not compile")
         (error,) = errors
-        assert error.code == NO_PROVIDER
-        assert isinstance(error.__cause__, SyntaxError)
+        assert error.code == ASK_ABORTED
+        assert "ended without a provider" in error.message
+        missing = error.__cause__
+        assert isinstance(missing, UserInteractionError)
+        assert missing.code == NO_PROVIDER
+        assert isinstance(missing.__cause__, SyntaxError)
 
     async def test_a_provider_disposed_without_replacement_aborts_the_ask(self) -> None:
         """ASK_ABORTED saying the provider was disposed."""

@@ -70,8 +70,8 @@ class TestReplaceProvider:
         assert log.count(("dispose", 1)) == 1
         assert log.count(("dispose", 2)) == 1
         assert log.index(("setup", 2)) < log.index(("dispose", 1)) < log.index(("live", 2))
-        # When v1's disposers ran, v2's provider was not active yet.
-        assert probe.entries("seen at dispose") == ["v1"]
+        # When v1's disposers ran, v1 was withdrawn and v2's provider not active yet.
+        assert probe.entries("seen at dispose") == [None]
 
     async def test_the_next_ask_is_served_by_the_new_provider(
         self, context: Context, folder: Path, probe: Probe

@@ -8,12 +8,14 @@ from contextlib import ExitStack
 
 import anyio
 
+from .._abort import abort_exception
 from .._context import DEFAULT_SWAP_WAIT, Context, current_context
 from .._errors import HarnessError
 from .._log import get_logger
 from ._errors import (
     ASK_ABORTED,
     ASK_TIMEOUT,
+    NO_PROVIDER,
     PROVIDER_FAILED,
     UserInteractionError,
 )
@@ -122,42 +124,73 @@ async def _ask_until_answered(
     swap_timeout: float,
     served_by: list[str],
 ) -> AskUserQuestionAnswer:
-    """Ask the active provider; on a swap, ask its replacement. Returns once answered."""
-    while True:
-        lease = ctx.lease(USER_INTERACTION, timeout=swap_timeout)
-        answer: object = None
-        try:
-            async with lease:
-                provider = lease.provider
-                served_by.append(f"{type(provider).__module__}.{type(provider).__qualname__}")
-                answer = await provider.ask(request)
-        except HarnessError:
-            if not lease.revoked:
-                raise
-        except Exception as failure:
-            if not lease.revoked:
-                raise UserInteractionError(
-                    f"the user-interaction provider {served_by[-1]} failed: "
-                    f"{type(failure).__name__}: {failure}",
-                    PROVIDER_FAILED,
-                    cause=failure,
-                ) from failure
-        if not lease.revoked:
-            return check_answer(request, answer)
-        if not lease.replaced:
-            raise UserInteractionError(
-                f"the user-interaction provider {served_by[-1]} was disposed while the "
-                "question was open, and nothing replaced it",
-                ASK_ABORTED,
-            )
-        _log.info("ask.migrated", question_id=question_id, from_provider=served_by[-1])
+    """Ask the active provider; on a swap, ask its replacement. Returns once answered.
+
+    A provider's returned answer stands even when its lease was revoked in the same turn:
+    the question was answered, so it is never asked again.
+    """
+    # One lease for every attempt: after a swap it rejoins in the caller's arrival order.
+    lease = ctx.lease(USER_INTERACTION, timeout=swap_timeout, rejoin=True)
+    migrated = False
+    try:
+        while True:
+            entered = returned = False
+            answer: object = None
+            try:
+                async with lease:
+                    entered = True
+                    provider = lease.provider
+                    served_by.append(_describe(provider))
+                    answer = await provider.ask(request)
+                    returned = True
+            except HarnessError as error:
+                if migrated and not entered and error.code == NO_PROVIDER:
+                    raise _withdrawn(
+                        served_by[-1], "the swap that replaced it ended without a provider"
+                    ) from error
+                if not lease.revoked:
+                    raise
+            except Exception as failure:
+                if not lease.revoked:
+                    raise UserInteractionError(
+                        f"the user-interaction provider {served_by[-1]} failed: "
+                        f"{type(failure).__name__}: {failure}",
+                        PROVIDER_FAILED,
+                        cause=failure,
+                    ) from failure
+            if returned or not lease.revoked:
+                return check_answer(request, answer)
+            if not lease.replaced:
+                raise _withdrawn(served_by[-1], "nothing replaced it")
+            migrated = True
+            _log.info("ask.migrated", question_id=question_id, from_provider=served_by[-1])
+    finally:
+        lease.close()
 
 
-def _aborted(reason: BaseException | None) -> UserInteractionError:
-    detail = f": {reason}" if reason is not None and str(reason) else ""
+def _withdrawn(provider: str, why: str) -> UserInteractionError:
     return UserInteractionError(
-        f"the question was aborted by the caller's signal{detail}", ASK_ABORTED, cause=reason
+        f"the user-interaction provider {provider} was disposed while the question was open, "
+        f"and {why}",
+        ASK_ABORTED,
     )
+
+
+def _describe(provider: object) -> str:
+    return f"{type(provider).__module__}.{type(provider).__qualname__}"
+
+
+def _aborted(reason: object) -> UserInteractionError:
+    """ASK_ABORTED for a signal's reason (any value), carried as ``reason`` and the cause."""
+    detail = f": {reason}" if reason is not None and str(reason) else ""
+    error = UserInteractionError(
+        f"the question was aborted by the caller's signal{detail}",
+        ASK_ABORTED,
+        cause=abort_exception(reason),
+        details={"reason": repr(reason)},
+    )
+    error.reason = reason
+    return error
 
 
 def _since(started: float) -> float:

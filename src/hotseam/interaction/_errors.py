@@ -59,3 +59,5 @@ class UserInteractionError(HarnessError):
     """
 
     default_code = PROVIDER_FAILED
+    reason: object = None
+    """For ``ASK_ABORTED`` by a signal: the signal's reason (any value given to ``abort``)."""

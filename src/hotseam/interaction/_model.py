@@ -126,7 +126,13 @@ class AskUserQuestionRequest:
         Raises:
             UserInteractionError: ``INVALID_REQUEST`` naming each field of the wrong type.
         """
-        raw = dict(data)
+        given: object = data  # from the wire: anything at all
+        if not isinstance(given, Mapping):
+            raise UserInteractionError(
+                f"invalid request: expected an object, got {type(given).__name__}",
+                INVALID_REQUEST,
+            )
+        raw = dict(given)
         agent_data = raw.pop("agent", None)
         parsed = _parse(AskUserQuestionInput, raw, "request")
         agent = None
@@ -160,7 +166,12 @@ class AskUserQuestionAnswer:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AskUserQuestionAnswer:
         """Build an answer from :meth:`to_dict`'s form (raises ``INVALID_ANSWER``)."""
-        answer = data.get("answer")
+        given: object = data  # from the wire: anything at all
+        if not isinstance(given, Mapping):
+            raise UserInteractionError(
+                f"invalid answer: expected an object, got {type(given).__name__}", INVALID_ANSWER
+            )
+        answer = given.get("answer")
         if not isinstance(answer, str):
             raise UserInteractionError(
                 f"invalid answer: 'answer' must be a string, got {type(answer).__name__}",
@@ -238,12 +249,13 @@ class AskUserQuestionInput(_Input):
 
 
 def _parse(model: type[_M], data: Mapping[str, Any], what: str) -> _M:
-    if not isinstance(data, Mapping):
+    given: object = data
+    if not isinstance(given, Mapping):
         raise UserInteractionError(
-            f"invalid {what}: expected an object, got {type(data).__name__}", INVALID_REQUEST
+            f"invalid {what}: expected an object, got {type(given).__name__}", INVALID_REQUEST
         )
     try:
-        return model.model_validate(dict(data))
+        return model.model_validate(dict(given))
     except ValidationError as invalid:
         raise UserInteractionError(
             f"invalid {what}: {format_validation_error(invalid)}", INVALID_REQUEST

@@ -37,13 +37,15 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ._errors import LoadError, LoadPhase, ModuleNameClashError
-from ._planner import ModuleIndex, Source, digest
+from ._planner import FileStat, ModuleIndex, Source, read_file
 from ._status import ModuleKind, ModuleState, ModuleStatus
 
 if TYPE_CHECKING:
+    from .._context import Registration
     from .._scope import Scope
+    from .._tools import ToolRegistration
 
-__all__ = ["Batch", "Loader", "ModuleRecord"]
+__all__ = ["Batch", "Blocker", "Loader", "ModuleRecord"]
 
 _real_import = builtins.__import__
 _OWNED: weakref.WeakSet[ModuleType] = weakref.WeakSet()
@@ -58,6 +60,24 @@ class _DependencyFailedError(ImportError):
         self.load_error = error
 
 
+@dataclass(frozen=True, slots=True)
+class Blocker:
+    """The registration a module was refused for (a conflict), and the module that made it.
+
+    ``module`` is ``None`` for a registration made outside the reloader. The registration is
+    held weakly: once nothing else holds it, it is surely not active any more.
+    """
+
+    registration: weakref.ref[Registration[Any] | ToolRegistration]
+    module: str | None
+
+    @property
+    def gone(self) -> bool:
+        """True once the registration is no longer active: the module may load now."""
+        registration = self.registration()
+        return registration is None or not registration.active
+
+
 @dataclass(eq=False, slots=True)
 class ModuleRecord:
     """Everything the reloader knows about one watched module, across its generations."""
@@ -70,6 +90,7 @@ class ModuleRecord:
     generation: int | None = None
     last_generation: int = 0
     digest: str | None = None
+    stat: FileStat | None = None
     imports: frozenset[str] = frozenset()
     attempt_imports: frozenset[str] = frozenset()
     missing: frozenset[str] = frozenset()
@@ -77,6 +98,7 @@ class ModuleRecord:
     state: ModuleState = ModuleState.FAILED
     error: LoadError | None = None
     load_ms: float | None = None
+    blocker: Blocker | None = None
 
     def status(self) -> ModuleStatus:
         """The public, frozen view of this record."""
@@ -352,10 +374,9 @@ class Loader:
                 attempt.missing.add(name)
                 raise ModuleNotFoundError(f"No module named {name!r}", name=name)
             try:
-                data = path.read_bytes()
+                batch.sources[name] = read_file(path)
             except OSError as error:
                 raise ModuleNotFoundError(f"cannot read {path}: {error}", name=name) from error
-            batch.sources[name] = Source(path, data, digest(data))
         try:
             return self._execute(batch, name)
         except _DependencyFailedError:

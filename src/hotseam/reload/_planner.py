@@ -30,7 +30,17 @@ import anyio
 from ._errors import LoadError, ReloadPathError
 from ._watcher import WatchRoot, is_module_file_name
 
-__all__ = ["ModuleIndex", "Plan", "Root", "Source", "dependency_order", "digest", "read_source"]
+__all__ = [
+    "FileStat",
+    "ModuleIndex",
+    "Plan",
+    "Root",
+    "Source",
+    "dependency_order",
+    "digest",
+    "read_file",
+    "read_source",
+]
 
 RootKind = Literal["file", "folder", "package"]
 
@@ -85,13 +95,18 @@ class Root:
         return WatchRoot(self.path, recursive=True)
 
 
+FileStat = tuple[int, int, int, int]
+"""A file's ``(mtime_ns, ctime_ns, size, inode)``: changes on a save or a touch, not on a read."""
+
+
 @dataclass(frozen=True, slots=True)
 class Source:
-    """The content of one module file at planning time."""
+    """The content of one module file at planning time (``stat``: the file's, as read)."""
 
     path: Path
     data: bytes
     digest: str
+    stat: FileStat | None = None
 
 
 def digest(data: bytes) -> str:
@@ -99,16 +114,32 @@ def digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+def read_file(path: Path) -> Source:
+    """Read ``path`` and the stat of the file read (one open, so the two agree).
+
+    Raises:
+        OSError: the file cannot be read (``FileNotFoundError``: it is gone).
+    """
+    with path.open("rb") as file:
+        data = file.read()
+        st = os.fstat(file.fileno())
+    return Source(path, data, digest(data), (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino))
+
+
 async def read_source(path: Path, previous: str | None) -> Source | None:
-    """Read ``path``; ``None`` if it is gone. An unexpectedly empty read is retried briefly."""
+    """Read ``path``; ``None`` if it is gone. An unexpectedly empty read is retried briefly.
+
+    ``previous`` (the digest last loaded) only decides whether an empty read is believed.
+    """
     for attempt in range(_EMPTY_RETRIES + 1):
         try:
             # A module file is small; a worker thread would cost more than the read.
-            data = path.read_bytes()  # noqa: ASYNC240
+            source = read_file(path)
         except FileNotFoundError:
             return None
-        if data or previous is None or previous == _EMPTY_DIGEST or attempt == _EMPTY_RETRIES:
-            return Source(path, data, digest(data))
+        empty_ok = previous is None or previous == _EMPTY_DIGEST or attempt == _EMPTY_RETRIES
+        if source.data or empty_ok:
+            return source
         await anyio.sleep(_EMPTY_RETRY_DELAY)
     raise AssertionError("unreachable")  # pragma: no cover
 
@@ -237,9 +268,13 @@ class Plan:
     """What one reload will do."""
 
     changed: list[Path] = field(default_factory=list)
-    """Files whose content changed (or that appeared) since their last load attempt."""
+    """Files whose content changed (or that appeared) since their last load attempt, and
+    files of failed modules saved or touched again."""
     sources: dict[str, Source] = field(default_factory=dict)
-    """Modules to execute (changed ones and their dependents) → their content."""
+    """Modules to execute (changed ones, retried ones, their dependents) → their content."""
+    retries: set[str] = field(default_factory=set)
+    """Modules refused for a conflict, executed again because the registration that refused
+    them is gone or leaves in this reload. In a conflict they yield to the other modules."""
     order: list[str] = field(default_factory=list)
     """``sources`` in dependency order."""
     unload: list[str] = field(default_factory=list)

@@ -20,6 +20,14 @@ Reloads never overlap. Changes seen while one runs are gathered, and after a rel
 next one waits ``coalesce`` seconds, so a burst of saves becomes a few reloads whose last one
 loads the last content saved; a lone save is applied at once.
 
+A file whose content did not change is skipped, unless its module's last load failed: what
+failed may lie outside the file (a package installed since, a service back, an environment
+variable set), so a save or a touch retries it. A module refused for a conflict remembers
+the registration that refused it, and is retried once that registration goes: in the same
+reload when it belongs to a module this reload replaces or unloads (the seam passes from the
+old provider to the new one inside one swap), otherwise at the next planning pass — which
+the worker starts by itself, checking every ``_UNBLOCK_POLL`` seconds while a module waits.
+
 Background tasks spawned by a provider's ``setup`` run in the reloader's task group. A task
 that crashes is reported (``TaskFailed`` event, ``reload.task_failed`` error log, the
 module's status error) and its generation stays active: the crash neither vanishes nor takes
@@ -29,8 +37,10 @@ the process down. Saving the module starts a fresh generation with fresh tasks.
 from __future__ import annotations
 
 import inspect
+import math
 import os
 import time
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -60,7 +70,7 @@ from ._events import (
     TaskFailed,
     display_path,
 )
-from ._loader import Batch, Loader, ModuleRecord
+from ._loader import Batch, Blocker, Loader, ModuleRecord
 from ._planner import ModuleIndex, Plan, Root, Source, dependency_order, dependents, read_source
 from ._status import ModuleKind, ModuleState, ModuleStatus
 from ._watcher import FileChange, PollingWatcher, Watcher, WatchfilesWatcher
@@ -68,6 +78,10 @@ from ._watcher import FileChange, PollingWatcher, Watcher, WatchfilesWatcher
 __all__ = ["ReloadResult", "Reloader"]
 
 _log = get_logger("hotseam.reload")
+
+# Nothing reports the disposal of a registration made outside the reloader (no hook in the
+# core yet), so while one keeps a module refused, the worker checks it this often.
+_UNBLOCK_POLL = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,8 +367,10 @@ class Reloader:
     ) -> ReloadResult:
         """Reload by hand: ``path`` (a file or folder under the watched paths), or everything.
 
-        Files whose content hash did not change are skipped unless ``force`` is true. A
-        deleted file is unloaded. Returns once the reload is committed (or aborted).
+        Files whose content hash did not change are skipped unless ``force`` is true, or
+        their module's last load failed (it is retried). Modules refused for a conflict whose
+        blocking registration is gone are retried too. A deleted file is unloaded. Returns
+        once the reload is committed (or aborted).
 
         Raises:
             ReloadPathError: ``path`` is not under a watched path.
@@ -370,7 +386,7 @@ class Reloader:
             ):
                 raise ReloadPathError(f"{os.fspath(path)!r} is not under a watched path")
             candidates = [resolved]
-        return await self._apply(candidates, force=force)
+        return await self._apply(candidates, force=force, retry_failed=True)
 
     def status(self) -> list[ModuleStatus]:
         """Every module seen so far (including failed and unloaded ones), by path."""
@@ -440,30 +456,54 @@ class Reloader:
     async def _work(self) -> None:
         """Apply gathered changes, one reload at a time, at most one per ``coalesce``."""
         while True:
-            assert self._wakeup is not None
-            await self._wakeup.wait()
-            self._wakeup = anyio.Event()
+            await self._wait_for_work()
             wait = self._last_reload + self._coalesce - anyio.current_time()
             if wait > 0:
                 await anyio.sleep(wait)
             changed, self._pending = self._pending, set()
-            if not changed:
+            if not changed and not self._unblocked():
                 continue
             try:
-                result = await self._apply(changed, force=False)
+                # A report of a failed module's file retries it only if the file was saved or
+                # touched since: the polling watcher re-reports recently written files.
+                result = await self._apply(changed, force=False, retry_failed=False)
             except ReloaderClosedError:
                 return  # closing won the race for the lock; it cancels this task anyway
             if result.batch is not None:
                 self._last_reload = anyio.current_time()
 
+    async def _wait_for_work(self) -> None:
+        """Until the watcher reports changes, or a registration that refused a module is gone.
+
+        A registration made outside the reloader goes without telling anyone, so while one
+        keeps a module refused, it is checked every ``_UNBLOCK_POLL`` seconds.
+        """
+        while True:
+            assert self._wakeup is not None
+            waiting = any(record.blocker is not None for record in self._loader.records.values())
+            with anyio.move_on_after(_UNBLOCK_POLL if waiting else math.inf):
+                await self._wakeup.wait()
+            if self._wakeup.is_set() or self._unblocked():
+                self._wakeup = anyio.Event()
+                return
+
+    def _unblocked(self) -> bool:
+        """True when a module refused for a conflict may load now (the registration left)."""
+        return any(
+            record.blocker is not None and record.blocker.gone
+            for record in self._loader.records.values()
+        )
+
     # -- one reload ------------------------------------------------------------------------------
 
-    async def _apply(self, candidates: Collection[Path] | None, *, force: bool) -> ReloadResult:
+    async def _apply(
+        self, candidates: Collection[Path] | None, *, force: bool, retry_failed: bool = True
+    ) -> ReloadResult:
         assert self._lock is not None
         async with self._lock:
             self._check_open()
             started = time.perf_counter()
-            plan = await self._plan(candidates, force)
+            plan = await self._plan(candidates, force, retry_failed)
             self._report_skipped()
             if plan.empty:
                 return ReloadResult(None, (), (time.perf_counter() - started) * 1000)
@@ -498,7 +538,9 @@ class Reloader:
                 await self._commit(batch, plan, prepared, scopes, started, emit)
             return ReloadResult(batch_id, tuple(events), (time.perf_counter() - started) * 1000)
 
-    async def _plan(self, candidates: Collection[Path] | None, force: bool) -> Plan:
+    async def _plan(
+        self, candidates: Collection[Path] | None, force: bool, retry_failed: bool
+    ) -> Plan:
         index = self._index
         index.rescan()
         records = self._loader.records
@@ -517,8 +559,21 @@ class Reloader:
         plan = Plan()
         appeared: set[str] = set()
         for name in sorted(names):
-            await self._consider(name, plan, force, appeared)
+            await self._consider(name, plan, force, appeared, retry_failed=retry_failed)
         graph = {name: record.imports | record.attempt_imports for name, record in records.items()}
+        await self._follow(plan, graph, appeared)
+        while await self._retry_unblocked(plan, appeared):
+            await self._follow(plan, graph, appeared)
+        plan.order = dependency_order(plan.sources, graph)
+        plan.unload = list(reversed(dependency_order(plan.unload, graph)))
+        return plan
+
+    async def _follow(
+        self, plan: Plan, graph: dict[str, frozenset[str]], appeared: set[str]
+    ) -> None:
+        """Add every loaded module that imports a planned one, or failed to import one that
+        appeared."""
+        records = self._loader.records
         seeds = set(plan.sources) | set(plan.unload) | set(plan.unreadable)
         followers = dependents(seeds, graph)
         if appeared:
@@ -533,17 +588,40 @@ class Reloader:
             if record.state is ModuleState.UNLOADED:
                 continue
             await self._consider(name, plan, True, appeared, dependent=True)
-        plan.order = dependency_order(plan.sources, graph)
-        plan.unload = list(reversed(dependency_order(plan.unload, graph)))
-        return plan
+
+    async def _retry_unblocked(self, plan: Plan, appeared: set[str]) -> bool:
+        """Add the modules refused for a conflict whose blocking registration is gone, or
+        belongs to a module this plan re-executes or unloads; True if any was added."""
+        moving = set(plan.sources) | set(plan.unload)
+        added = False
+        for name, record in sorted(self._loader.records.items()):
+            blocker = record.blocker
+            if blocker is None or name in moving or name in plan.unreadable:
+                continue
+            if blocker.gone or blocker.module in moving:
+                await self._consider(name, plan, True, appeared, dependent=True)
+                if name in plan.sources:
+                    plan.retries.add(name)
+                added = added or name in plan.sources or name in plan.unload
+        return added
 
     async def _consider(
-        self, name: str, plan: Plan, force: bool, appeared: set[str], *, dependent: bool = False
+        self,
+        name: str,
+        plan: Plan,
+        force: bool,
+        appeared: set[str],
+        *,
+        dependent: bool = False,
+        retry_failed: bool = True,
     ) -> None:
         """Put ``name`` in the plan if it must be executed (or unloaded).
 
-        ``dependent``: it is executed because a module it imported changed, so its own file
-        is not listed as changed (unless it is new or moved).
+        ``dependent``: it is executed because a module it imported changed (or it is retried
+        because what refused it left), so its own file is not listed as changed (unless it
+        is new or moved). Same content skips a healthy module, but not a failed one, which
+        is retried (what failed may lie outside the file); ``retry_failed=False`` (a
+        watcher's report) retries it only if the file was saved or touched since.
         """
         records = self._loader.records
         record = records.get(name)
@@ -566,7 +644,10 @@ class Reloader:
             return
         fresh = record is None or record.state is ModuleState.UNLOADED or record.path != path
         if not force and not fresh and record is not None and record.digest == source.digest:
-            return
+            if record.state is not ModuleState.FAILED:
+                return
+            if not retry_failed and record.stat == source.stat:
+                return
         if fresh:
             appeared.add(name)
         if fresh or not dependent or record is None or record.digest != source.digest:
@@ -598,6 +679,7 @@ class Reloader:
         imports = {name: batch.imports_of(name) for name in batch.staged}
         order = dependency_order(batch.staged, imports)
         kinds: dict[str, ModuleKind] = {}
+        blockers: dict[str, Blocker] = {}
         for name in order:
             if name in aborted or self._propagate(batch, aborted, only=name):
                 continue
@@ -619,13 +701,13 @@ class Reloader:
                 aborted[name] = failure
                 await self._discard(scopes.pop(name))
         while self._propagate(batch, aborted) | self._check_conflicts(
-            batch, plan, order, scopes, aborted
+            batch, plan, order, scopes, aborted, blockers
         ):
             pass
         for name in list(scopes):
             if name in aborted:
                 await self._discard(scopes.pop(name))
-        return _Prepared(order, kinds, aborted, load_ms)
+        return _Prepared(order, kinds, aborted, load_ms, blockers)
 
     def _staged_scope(self, name: str) -> Scope:
         record = self._loader.records[name]
@@ -701,49 +783,56 @@ class Reloader:
         order: Sequence[str],
         scopes: dict[str, Scope],
         aborted: dict[str, LoadError],
+        blockers: dict[str, Blocker],
     ) -> bool:
-        """Fail new generations whose registrations would collide; True if any failed.
+        """Fail the first new generation whose registrations would collide; True if one did.
 
         A registration collides with an active one that this reload does not remove (the
         old generations of committing or unloading modules are removed), or with one made
-        earlier in this reload.
+        earlier in this reload; modules retried only because what refused them left come
+        last, so an edited incumbent keeps its seam. ``blockers`` gets, for each module
+        refused, the registration it collided with (to retry it once that one goes).
         """
         records = self._loader.records
         leaving: set[Any] = set()
+        owners: dict[Any, str] = {}
         for name, record in records.items():
             if record.scope is None:
                 continue
+            registrations = record.scope.registrations()
+            owners.update(dict.fromkeys(registrations, name))
             replaced = name in batch.staged and name not in aborted
             if replaced or name in plan.unload:
-                leaving.update(record.scope.registrations())
+                leaving.update(registrations)
         ignoring = frozenset(leaving)
         seams: dict[Seam[Any], Registration[Any]] = {}
         tools: dict[str, ToolRegistration] = {}
-        changed = False
-        for name in order:
+        for name in sorted(order, key=lambda n: n in plan.retries):
             scope = scopes.get(name)
             if scope is None or name in aborted:
                 continue
-            problem: LoadError | None = None
+            conflict: tuple[LoadError, Registration[Any] | ToolRegistration] | None = None
             for registration in scope.registrations():
                 if isinstance(registration, Registration):
-                    problem = _seam_conflict(registration, ignoring, seams.get(registration.seam))
+                    conflict = _seam_conflict(registration, ignoring, seams.get(registration.seam))
                 else:
                     earlier_tool = tools.get(registration.tool.name)
                     where = str(batch.sources[name].path)
-                    problem = _tool_conflict(registration, leaving, earlier_tool, where)
-                if problem is not None:
+                    conflict = _tool_conflict(registration, leaving, earlier_tool, where)
+                if conflict is not None:
                     break
-            if problem is not None:
-                aborted[name] = problem
-                changed = True
-                continue
+            if conflict is not None:
+                aborted[name], blocking = conflict
+                blockers[name] = Blocker(weakref.ref(blocking), owners.get(blocking))
+                # Its old generation now stays: check everything again with that known.
+                return True
             for registration in scope.registrations():
+                owners[registration] = name
                 if isinstance(registration, Registration):
                     seams[registration.seam] = registration
                 else:
                     tools[registration.tool.name] = registration
-        return changed
+        return False
 
     async def _commit(
         self,
@@ -799,13 +888,15 @@ class Reloader:
             record.state = ModuleState.UNLOADED
             record.generation = None
             record.error = None
-            record.digest = None
+            record.digest = record.stat = record.blocker = None
             emit(ModuleUnloaded(batch.id, record.path, name, disposed_generation.get(name)))
         for event in dispose_failures:
             emit(event)
         for name in committing:
             record = records[name]
             record.digest = batch.sources[name].digest
+            record.stat = batch.sources[name].stat
+            record.blocker = None
             record.load_ms = prepared.load_ms.get(name)
             record.missing = frozenset(batch.attempts[name].missing)
             lost = activation_failures.get(name)
@@ -838,6 +929,10 @@ class Reloader:
             record = records[name]
             source = batch.sources.get(name)
             record.digest = source.digest if source is not None else None
+            record.stat = source.stat if source is not None else None
+            record.blocker = prepared.blockers.get(name)
+            if record.blocker is not None and self._wakeup is not None:
+                self._wakeup.set()  # the worker starts watching for the blocker to go
             record.load_ms = prepared.load_ms.get(name)
             attempt = batch.attempts.get(name)
             if attempt is not None:
@@ -886,13 +981,15 @@ class _Prepared:
     kinds: dict[str, ModuleKind]
     aborted: dict[str, LoadError]
     load_ms: dict[str, float]
+    blockers: dict[str, Blocker]
 
 
 def _seam_conflict(
     registration: Registration[Any],
     ignoring: frozenset[Any],
     earlier: Registration[Any] | None,
-) -> LoadError | None:
+) -> tuple[LoadError, Registration[Any]] | None:
+    """The error refusing ``registration``, and the registration it collides with."""
     seam = registration.seam.name
     refused = f"{_describe(registration.provider)} from {registration.location} was refused"
     if earlier is not None:
@@ -902,7 +999,7 @@ def _seam_conflict(
             f"seam {seam!r} is also provided by {_describe(earlier.provider)} registered at "
             f"{earlier.location} in the same reload; {refused}",
             registration.location,
-        )
+        ), earlier
     active = registration.conflict(ignoring=ignoring)
     if active is None:
         return None
@@ -912,7 +1009,7 @@ def _seam_conflict(
         f"seam {seam!r} already has an active provider in context {active.context.name!r}: "
         f"{_describe(active.provider)} registered at {active.location}; {refused}",
         registration.location,
-    )
+    ), active
 
 
 def _tool_conflict(
@@ -920,11 +1017,12 @@ def _tool_conflict(
     leaving: set[Any],
     earlier: ToolRegistration | None,
     where: str,
-) -> LoadError | None:
+) -> tuple[LoadError, ToolRegistration] | None:
+    """The error refusing ``registration``, and the registration it collides with."""
     name = registration.tool.name
     if earlier is not None:
         message = f"a tool named {name!r} is registered twice in this reload"
-        return LoadError.at("conflict", "ToolError", message, where)
+        return LoadError.at("conflict", "ToolError", message, where), earlier
     active = registration.registry._own.get(name)
     if active is None or active in leaving:
         return None
@@ -932,7 +1030,7 @@ def _tool_conflict(
         f"a tool named {name!r} is already registered in context "
         f"{registration.registry.context.name!r}"
     )
-    return LoadError.at("conflict", "ToolError", message, where)
+    return LoadError.at("conflict", "ToolError", message, where), active
 
 
 def _describe(provider: object) -> str:

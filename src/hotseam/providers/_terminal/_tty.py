@@ -119,9 +119,25 @@ class TtySurface:
                 unsubscribe()
 
     async def _prompt(self, session: PromptSession[str]) -> str:
+        # The prompt's result future, kept: prompt_async still awaits its own cleanup after
+        # the human pressed Enter, and a cancellation landing there must not lose the line.
+        results: list[asyncio.Future[str]] = []
+
+        def remember_result() -> None:
+            if session.app.future is not None:
+                results.append(session.app.future)
+
         try:
             with _patched_stdio() if self._patch_stdout else nullcontext():
-                return await session.prompt_async(handle_sigint=False, set_exception_handler=False)
+                return await session.prompt_async(
+                    handle_sigint=False, set_exception_handler=False, pre_run=remember_result
+                )
+        except asyncio.CancelledError:
+            committed = _committed_line(results)
+            if committed is None:
+                raise
+            # A line the human committed is an answer that exists: it is returned, not lost.
+            return committed
         except KeyboardInterrupt:
             raise DismissedError(
                 "(dismissed with Ctrl-C)", "the human dismissed the question (Ctrl-C)"
@@ -134,6 +150,16 @@ class TtySurface:
     def mark(self, fragments: StyleAndTextTuples) -> None:
         """Print an outcome line under the finished prompt."""
         print_formatted_text(FormattedText(fragments), output=self._output, style=STYLE, end="")
+
+
+def _committed_line(results: list[asyncio.Future[str]]) -> str | None:
+    """The line the prompt accepted before it was cancelled, if it accepted one."""
+    if not results:
+        return None
+    future = results[0]
+    if not future.done() or future.cancelled() or future.exception() is not None:
+        return None
+    return future.result()
 
 
 class _AboveThePrompt(StdoutProxy):
