@@ -244,6 +244,29 @@ class TestAClosingGenerationServesNoOne:
         assert (await ask(QUESTION, context=context)).answer == "new"
         await new.dispose()
 
+    async def test_on_inactive_fires_once_at_close_start(self) -> None:
+        """Waiters for a seam or tool name learn at close start, once; late ones at once."""
+        context = Context("inactive")
+        release = anyio.Event()
+        scope = Scope("generation", context=context)
+        registration = scope.provide(USER_INTERACTION, ScriptedProvider(["x"]))
+        tool_registration = scope.register_tool(echo)
+        scope.defer(release.wait)
+        heard: list[str] = []
+        registration.on_inactive(lambda: heard.append("provider"))
+        tool_registration.on_inactive(lambda: heard.append("tool"))
+        unsubscribe = registration.on_inactive(lambda: heard.append("unsubscribed"))
+        unsubscribe()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(scope.aclose)
+            await wait_all_tasks_blocked()
+            assert sorted(heard) == ["provider", "tool"]  # while the disposer still runs
+            release.set()
+        assert sorted(heard) == ["provider", "tool"]
+        registration.on_inactive(lambda: heard.append("late"))
+        tool_registration.on_inactive(lambda: heard.append("late tool"))
+        assert heard[-2:] == ["late", "late tool"]
+
 
 class TestAnAnswerThatExistsStands:
     @pytest.mark.parametrize("swap", [False, True], ids=["disposal", "reload"])

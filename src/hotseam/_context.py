@@ -25,7 +25,7 @@ import enum
 import itertools
 import sys
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from types import TracebackType
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Context",
+    "InactiveCallbacks",
     "Lease",
     "Registration",
     "RegistrationState",
@@ -61,6 +62,7 @@ DEFAULT_SWAP_WAIT = 10.0
 
 # Lease order: the arrival order of callers, kept by leases that rejoin after a swap.
 _lease_order = itertools.count()
+_callback_keys = itertools.count()
 
 
 class RegistrationState(enum.Enum):
@@ -82,7 +84,7 @@ class Registration(Effect, Generic[T]):
     ``location`` is the ``file:line`` that registered it, shown in conflict errors.
     """
 
-    __slots__ = ("_leases", "context", "location", "provider", "seam", "state")
+    __slots__ = ("_inactive", "_leases", "context", "location", "provider", "seam", "state")
 
     def __init__(
         self,
@@ -100,6 +102,7 @@ class Registration(Effect, Generic[T]):
         self.state = RegistrationState.STAGED
         # Insertion-ordered: leases are revoked in the order they were taken.
         self._leases: dict[Lease[T], None] = {}
+        self._inactive = InactiveCallbacks()
 
     @property
     def label(self) -> str:
@@ -109,6 +112,15 @@ class Registration(Effect, Generic[T]):
     def active(self) -> bool:
         """True while this is the seam's provider in its context."""
         return self.state is RegistrationState.ACTIVE
+
+    def on_inactive(self, callback: Callable[[], object]) -> Callable[[], None]:
+        """Call ``callback()`` once when this registration stops being active; unsubscriber.
+
+        Runs when it is withdrawn (its scope began closing), disposed, or discarded while
+        staged; at once if that already happened. For code waiting to take its place.
+        """
+        done = self.state in (RegistrationState.WITHDRAWN, RegistrationState.REMOVED)
+        return self._inactive.add(callback, done)
 
     def conflict(
         self, ignoring: frozenset[Registration[Any]] = frozenset()
@@ -152,11 +164,13 @@ class Registration(Effect, Generic[T]):
         swapping = self.context._swap_covering(self.seam) is not None
         for lease in list(self._leases):
             lease._revoke(swapping)
+        self._inactive.fire()
 
     def _undo(self, exit_: ScopeExit) -> object:
         was_live = self.state in (RegistrationState.ACTIVE, RegistrationState.WITHDRAWN)
         self._withdraw()
         self.state = RegistrationState.REMOVED
+        self._inactive.fire()
         if not was_live:
             return None
         swapping = self.context._swap_covering(self.seam) is not None
@@ -177,6 +191,41 @@ class Registration(Effect, Generic[T]):
         for lease in list(self._leases):
             if lease._released is not None:
                 await lease._released.wait()
+
+
+class InactiveCallbacks:
+    """Callbacks to run once when a registration stops being active (see ``on_inactive``)."""
+
+    __slots__ = ("_callbacks", "_fired")
+
+    def __init__(self) -> None:
+        self._callbacks: dict[int, Callable[[], object]] = {}
+        self._fired = False
+
+    def add(self, callback: Callable[[], object], done: bool) -> Callable[[], None]:
+        if done or self._fired:
+            callback()
+            return _noop
+        key = next(_callback_keys)
+        self._callbacks[key] = callback
+
+        def remove() -> None:
+            self._callbacks.pop(key, None)
+
+        return remove
+
+    def fire(self) -> None:
+        self._fired = True
+        callbacks, self._callbacks = self._callbacks, {}
+        for callback in callbacks.values():
+            try:
+                callback()
+            except Exception:  # a listener's bug must not stop a close
+                _log.error("registration.inactive_callback_failed", exc_info=True)
+
+
+def _noop() -> None:
+    return None
 
 
 class Lease(Generic[T]):

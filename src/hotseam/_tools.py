@@ -163,13 +163,25 @@ class ToolResult:
 class ToolRegistration(Effect):
     """The handle of one tool registration; disposing it withdraws the tool."""
 
-    __slots__ = ("active", "registry", "tool")
+    __slots__ = ("_inactive", "_started", "active", "registry", "tool")
 
     def __init__(self, registry: ToolRegistry, tool: Tool[Any], owner: Scope | None) -> None:
+        from ._context import InactiveCallbacks
+
         super().__init__(owner)
         self.registry = registry
         self.tool = tool
         self.active = False
+        self._started = False
+        self._inactive = InactiveCallbacks()
+
+    def on_inactive(self, callback: Callable[[], object]) -> Callable[[], None]:
+        """Call ``callback()`` once when the tool stops being offered; return an unsubscriber.
+
+        Runs when it is withdrawn, disposed, or discarded while staged; at once if that
+        already happened.
+        """
+        return self._inactive.add(callback, self._done or (self._started and not self.active))
 
     @property
     def label(self) -> str:
@@ -186,19 +198,24 @@ class ToolRegistration(Effect):
                 "DUPLICATE_TOOL",
             )
         self.registry._own[self.tool.name] = self
-        self.active = True
+        self.active = self._started = True
 
     def _rollback_start(self) -> None:
-        self._withdraw()
+        if self.active:
+            self.active = self._started = False
+            if self.registry._own.get(self.tool.name) is self:
+                del self.registry._own[self.tool.name]
 
     def _withdraw(self) -> None:
         if self.active:
             self.active = False
             if self.registry._own.get(self.tool.name) is self:
                 del self.registry._own[self.tool.name]
+            self._inactive.fire()
 
     def _undo(self, exit_: ScopeExit) -> object:
         self._withdraw()
+        self._inactive.fire()
         return None
 
 

@@ -25,8 +25,8 @@ failed may lie outside the file (a package installed since, a service back, an e
 variable set), so a save or a touch retries it. A module refused for a conflict remembers
 the registration that refused it, and is retried once that registration goes: in the same
 reload when it belongs to a module this reload replaces or unloads (the seam passes from the
-old provider to the new one inside one swap), otherwise at the next planning pass — which
-the worker starts by itself, checking every ``_UNBLOCK_POLL`` seconds while a module waits.
+old provider to the new one inside one swap), otherwise at once after it goes: the
+registration's ``on_inactive`` callback wakes the worker.
 
 Background tasks spawned by a provider's ``setup`` run in the reloader's task group. A task
 that crashes is reported (``TaskFailed`` event, ``reload.task_failed`` error log, the
@@ -37,7 +37,6 @@ the process down. Saving the module starts a fresh generation with fresh tasks.
 from __future__ import annotations
 
 import inspect
-import math
 import os
 import time
 import weakref
@@ -78,10 +77,6 @@ from ._watcher import FileChange, PollingWatcher, Watcher, WatchfilesWatcher
 __all__ = ["ReloadResult", "Reloader"]
 
 _log = get_logger("hotseam.reload")
-
-# Nothing reports the disposal of a registration made outside the reloader (no hook in the
-# core yet), so while one keeps a module refused, the worker checks it this often.
-_UNBLOCK_POLL = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -473,19 +468,15 @@ class Reloader:
                 self._last_reload = anyio.current_time()
 
     async def _wait_for_work(self) -> None:
-        """Until the watcher reports changes, or a registration that refused a module is gone.
+        """Until the watcher reports changes, or a registration that refused a module is gone
+        (each blocking registration wakes the worker through ``on_inactive``)."""
+        assert self._wakeup is not None
+        await self._wakeup.wait()
+        self._wakeup = anyio.Event()
 
-        A registration made outside the reloader goes without telling anyone, so while one
-        keeps a module refused, it is checked every ``_UNBLOCK_POLL`` seconds.
-        """
-        while True:
-            assert self._wakeup is not None
-            waiting = any(record.blocker is not None for record in self._loader.records.values())
-            with anyio.move_on_after(_UNBLOCK_POLL if waiting else math.inf):
-                await self._wakeup.wait()
-            if self._wakeup.is_set() or self._unblocked():
-                self._wakeup = anyio.Event()
-                return
+    def _wake(self) -> None:
+        if self._wakeup is not None:
+            self._wakeup.set()
 
     def _unblocked(self) -> bool:
         """True when a module refused for a conflict may load now (the registration left)."""
@@ -931,8 +922,9 @@ class Reloader:
             record.digest = source.digest if source is not None else None
             record.stat = source.stat if source is not None else None
             record.blocker = prepared.blockers.get(name)
-            if record.blocker is not None and self._wakeup is not None:
-                self._wakeup.set()  # the worker starts watching for the blocker to go
+            blocking = record.blocker.registration() if record.blocker is not None else None
+            if blocking is not None:
+                blocking.on_inactive(self._wake)  # retried once the blocker goes
             record.load_ms = prepared.load_ms.get(name)
             attempt = batch.attempts.get(name)
             if attempt is not None:
