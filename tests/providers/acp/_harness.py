@@ -73,9 +73,13 @@ class Wire:
     def __init__(self) -> None:
         self.events: list[tuple[str, dict[str, Any]]] = []
         self._changed = anyio.Event()
+        self.on_message: Callable[[str, dict[str, Any]], None] | None = None
+        """Called with each message as it is seen (synchronously, in the receive loop)."""
 
     def __call__(self, event: StreamEvent) -> None:
         self.events.append((event.direction.value, event.message))
+        if self.on_message is not None:
+            self.on_message(event.direction.value, event.message)
         self._changed.set()
         self._changed = anyio.Event()
 

@@ -382,6 +382,32 @@ class TestScope:
 
 
 class TestCancellation:
+    async def test_an_answer_arriving_as_the_ask_is_aborted_stands(self) -> None:
+        """The human's answer reaches the agent even though its signal fired in the very
+        turn the response arrived: no ASK_ABORTED, no $/cancel_request, no late-answer log."""
+        controller = AbortController()
+        results: list[ToolResult] = []
+        with structlog.testing.capture_logs() as logs:
+            async with connected(ask_agent(DB, results=results, signal=controller.signal)) as acp:
+                assert acp.agent_wire is not None
+
+                def abort_on_answer(direction: str, message: dict[str, Any]) -> None:
+                    if direction == "incoming" and "method" not in message and "result" in message:
+                        controller.abort("the agent moved on")
+
+                acp.agent_wire.on_message = abort_on_answer
+                pending = acp.start_prompt()
+                request = await acp.next_request()
+                request.answer({"action": "accept", "content": {"answer": "SQLite"}})
+                await pending.result()
+                assert acp.client_wire.messages("incoming", "$/cancel_request") == []
+        assert controller.signal.aborted
+        assert [r.output for r in results] == [
+            {"answer": "SQLite", "option": results[0].output["option"]}
+        ]
+        assert [e for e in logs if e["event"] == "acp.answer_kept"]
+        assert not [e for e in logs if e["event"] == "acp.late_response_ignored"]
+
     async def test_session_cancel_while_an_elicitation_is_open(self) -> None:
         """ASK_CANCELLED for the question, $/cancel_request for its request, stop reason
         cancelled; the late answer is ignored; the next prompt is served."""

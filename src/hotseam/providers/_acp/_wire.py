@@ -64,6 +64,8 @@ class AcpWire:
         self._rpc = rpc
         self._sent: dict[RequestId, str] = {}
         self._withdrawn: OrderedDict[RequestId, str] = OrderedDict()
+        # Responses seen for requests still waiting, so one that lands with a cancellation counts.
+        self._arrived: dict[RequestId, dict[str, Any]] = {}
         self._incoming: dict[RequestId, tuple[str, str | None]] = {}
         router.add_route(
             Route(method=CANCEL_REQUEST, func=self._on_cancel_request, kind="notification")
@@ -75,7 +77,8 @@ class AcpWire:
 
         If the calling task is cancelled while waiting, ``$/cancel_request`` is sent for the
         request (shielded, bounded) before the cancellation goes on, and a late answer is
-        ignored.
+        ignored. An answer that had already arrived when the cancellation landed (the same
+        event-loop turn) is returned instead: the human answered, and that answer stands.
 
         Raises:
             acp.RequestError: the client answered with a JSON-RPC error.
@@ -85,8 +88,14 @@ class AcpWire:
         try:
             return await self._rpc.send_request(method, dict(params))
         except anyio.get_cancelled_exc_class():
+            arrived = self._arrived.pop(request_id, None)
+            if arrived is not None and "result" in arrived:
+                _log.info("acp.answer_kept", request_id=request_id, method=method)
+                return arrived["result"]
             await self._withdraw(request_id, method)
             raise
+        finally:
+            self._arrived.pop(request_id, None)
 
     async def _withdraw(self, request_id: RequestId, method: str) -> None:
         self._sent.pop(request_id, None)
@@ -136,7 +145,9 @@ class AcpWire:
                 response=_summary(message),
                 reason="the request was cancelled ($/cancel_request sent) before this answer",
             )
-        elif self._sent.pop(request_id, None) is None:
+        elif self._sent.pop(request_id, None) is not None:
+            self._arrived[request_id] = message  # kept until request() returns
+        else:
             _log.warning(
                 "acp.unknown_response_ignored",
                 request_id=request_id,
