@@ -92,6 +92,64 @@ class TestReplaceProvider:
                 ("dispose", 1),
             ]
 
+    async def test_nothing_of_a_closing_generation_is_served_in_readme_order(
+        self, context: Context, folder: Path, probe: Probe
+    ) -> None:
+        """provide and register_tool first, then an async disposer (the README's order):
+        while the disposer runs, neither the provider nor the tool is served, and calls of
+        both wait for the new generation."""
+        gate = anyio.Event()
+        probe.values["gate"] = gate
+        probe.values["entered"] = anyio.Event()
+        template = """
+            import reload_probe
+            from pydantic import BaseModel
+            from hotseam import Tool
+            from hotseam.interaction import USER_INTERACTION
+            from hotseam.providers.scripted import ScriptedProvider
+
+            class Empty(BaseModel):
+                pass
+
+            async def version(value, call):
+                return "v{n}"
+
+            def setup(scope):
+                scope.provide(USER_INTERACTION, ScriptedProvider(["from v{n}"], name="v{n}"))
+                scope.register_tool(Tool("version", "Which version", Empty, version))
+                {disposer}
+        """
+        ui = write(
+            folder / "my_ui.py",
+            template.format(n=1, disposer="scope.defer(reload_probe.probe.hold)"),
+        )
+        answers: list[str] = []
+        outputs: list[object] = []
+        with anyio.fail_after(5):
+            async with (
+                Reloader(context, [folder], watch=False) as reloader,
+                anyio.create_task_group() as tg,
+            ):
+                write(ui, template.format(n=2, disposer="pass"))
+                tg.start_soon(reloader.reload, ui)
+                await probe.values["entered"].wait()
+                assert context.lookup(USER_INTERACTION) is None
+                assert context.tools.get("version") is None
+
+                async def asker() -> None:
+                    answers.append((await ask(QUESTION, context=context)).answer)
+
+                async def caller() -> None:
+                    outputs.append((await context.tools.execute("version", {})).output)
+
+                tg.start_soon(asker)
+                tg.start_soon(caller)
+                await anyio.wait_all_tasks_blocked()
+                assert answers == [] and outputs == []  # waiting, not failed
+                gate.set()
+        assert answers == ["from v2"]
+        assert outputs == ["v2"]
+
     async def test_asks_arriving_during_the_swap_wait_for_the_new_provider(
         self, context: Context, folder: Path, probe: Probe
     ) -> None:

@@ -844,14 +844,19 @@ class Reloader:
             if records[name].scope is not None
         ]
         seams: set[Seam[Any]] = set()
+        tools: set[str] = set()
         for scope in [record.scope for record in leaving] + list(scopes.values()):
             assert scope is not None
-            seams.update(r.seam for r in scope.registrations() if isinstance(r, Registration))
+            for registration in scope.registrations():
+                if isinstance(registration, Registration):
+                    seams.add(registration.seam)
+                else:
+                    tools.add(registration.tool.name)
         dispose_failures: list[DisposeFailed] = []
         activation_failures: dict[str, LoadError] = {}
         disposed_generation = {name: records[name].generation for name in plan.unload}
         swap_started = time.perf_counter()
-        async with self._swap(seams):
+        async with self._swap(seams, tools):
             for record in leaving:
                 scope, record.scope = record.scope, None
                 assert scope is not None
@@ -935,12 +940,12 @@ class Reloader:
             emit(ReloadAborted(batch.id, record.path, name, load_error, record.generation))
 
     @asynccontextmanager
-    async def _swap(self, seams: set[Seam[Any]]) -> AsyncIterator[None]:
-        """``context.swap(*seams)``, or nothing when no seam changes hands."""
-        if not seams:
+    async def _swap(self, seams: set[Seam[Any]], tools: set[str]) -> AsyncIterator[None]:
+        """``context.swap(*seams, tools=...)``, or nothing when nothing changes hands."""
+        if not seams and not tools:
             yield
             return
-        async with self.context.swap(*seams):
+        async with self.context.swap(*seams, tools=tools):
             yield
 
     async def _discard(self, scope: Scope) -> None:
