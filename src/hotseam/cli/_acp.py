@@ -37,7 +37,10 @@ __all__ = ["add_arguments", "run"]
 # ``hotseam`` parser is built for another subcommand: ``acp`` alone costs ~0.3 s to import.
 
 _log = get_logger("hotseam.cli")
-_STDIO_LIMIT = 50 * 1024 * 1024  # the SDK's default: prompts can carry images
+# The reader's buffer, not the longest line: a longer line is read in pieces of this size,
+# up to --max-line-bytes (16 MiB by default), and a line over that is discarded as it
+# arrives. (The SDK's default, 50 MiB, would buffer a runaway line that far before any check.)
+_STDIO_CHUNK = 1024 * 1024
 
 
 class _UsageError(Exception):
@@ -59,6 +62,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="extend",
         default=[],
         help="provider modules to load and hot-reload (.py files, folders, packages)",
+    )
+    parser.add_argument(
+        "--max-line-bytes",
+        metavar="N",
+        type=_positive_int,
+        default=None,
+        help="the longest JSON-RPC message line read from stdin; a longer one is discarded "
+        "and answered with error -32600 (default: 16 MiB, room for images in prompts)",
     )
     parser.add_argument(
         "--log-level",
@@ -88,7 +99,9 @@ def run(args: argparse.Namespace) -> int:
 
                 agent = acp_demo_agent
             configure_logging("json", level=args.log_level)
-            return anyio.run(_main, agent, paths, protocol_out, backend="asyncio")
+            return anyio.run(
+                _main, agent, paths, protocol_out, args.max_line_bytes, backend="asyncio"
+            )
     except (_UsageError, AgentLoadError) as error:
         print(f"hotseam acp: {error}", file=sys.stderr)
         return 2
@@ -96,7 +109,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
 
 
-async def _main(agent: AgentFunction, paths: Sequence[Path], protocol_out: BinaryIO) -> int:
+async def _main(
+    agent: AgentFunction,
+    paths: Sequence[Path],
+    protocol_out: BinaryIO,
+    max_line_bytes: int | None = None,
+) -> int:
     import anyio
 
     from .._context import Context
@@ -126,7 +144,12 @@ async def _main(agent: AgentFunction, paths: Sequence[Path], protocol_out: Binar
                 )
                 async with watching:
                     await serve(
-                        agent, agent_context, provider=provider, reader=reader, writer=writer
+                        agent,
+                        agent_context,
+                        provider=provider,
+                        reader=reader,
+                        writer=writer,
+                        max_line_bytes=max_line_bytes,
                     )
             group.cancel_scope.cancel()
     except Exception as error:
@@ -156,6 +179,16 @@ def _reloader(context: Context, paths: Sequence[Path]) -> AbstractAsyncContextMa
         return Reloader(context, paths)
     except ReloadPathError as error:
         raise _UsageError(f"--watch: {error}") from None
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _watch_paths(raw: Sequence[str]) -> list[Path]:
@@ -213,7 +246,7 @@ async def _stdio_streams(
     import asyncio
 
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=_STDIO_LIMIT)
+    reader = asyncio.StreamReader(limit=_STDIO_CHUNK)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     transport, protocol = await loop.connect_write_pipe(
         asyncio.streams.FlowControlMixin, protocol_out

@@ -168,10 +168,11 @@ def check_answer(request: AskUserQuestionRequest, answer: object) -> AskUserQues
         )
     option = request.option_for(answer.answer)
     if option is None and not request.accepts_custom:
+        # The answer is what the human typed: described, never quoted (errors reach the logs).
         allowed = ", ".join(repr(o.model_value) for o in request.choices)
         raise UserInteractionError(
-            f"the provider answered {answer.answer!r}, which is none of the options "
-            f"({allowed}) of a question that allows no custom answer",
+            f"the provider's answer is none of the options ({allowed}) of a question that "
+            f"allows no custom answer (a custom answer of {len(text)} characters)",
             INVALID_ANSWER,
         )
     if option is answer.option:

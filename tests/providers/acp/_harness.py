@@ -41,6 +41,8 @@ from hotseam.providers.acp import AcpProvider, AgentFunction, serve
 
 WAIT = 5.0
 """The bound of every wait in these tests: long enough never to fire when things work."""
+STARTUP = 4 * WAIT
+"""The bound of a subprocess's first answer: starting Python on a loaded machine is slow."""
 
 FORM = ClientCapabilities(elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities()))
 
@@ -337,7 +339,7 @@ async def spawned(
             assert process.stderr is not None
             logs = _Feed()
             group.start_soon(_read_lines, process.stderr, logs)
-        session_id = await _open(conn, client, capabilities)
+        session_id = await _open(conn, client, capabilities, timeout=STARTUP)
         yield Connected(conn, client, session_id, None, client_wire, group, process, logs)
 
 
@@ -347,14 +349,17 @@ async def _read_lines(stream: asyncio.StreamReader, feed: _Feed) -> None:
 
 
 async def _open(
-    conn: ClientSideConnection, client: Client, capabilities: ClientCapabilities | None
+    conn: ClientSideConnection,
+    client: Client,
+    capabilities: ClientCapabilities | None,
+    timeout: float = WAIT,
 ) -> str:
     """Initialize and open a session; let the client handle $/cancel_request."""
     # The SDK's client has no $/cancel_request either; a real client handles it.
     conn._conn._handler.add_route(  # type: ignore[attr-defined]
         Route(method="$/cancel_request", func=client.on_cancel_request, kind="notification")
     )
-    with anyio.fail_after(WAIT):
+    with anyio.fail_after(timeout):
         await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities)
         session = await conn.new_session(cwd="/tmp")
     return session.session_id

@@ -178,7 +178,8 @@ class TestRead:
             (
                 DB,
                 _accept({"answer": "Postgres"}),
-                "content.answer 'Postgres' is none of the options ('pg', 'SQLite', 'DuckDB')",
+                "content.answer is none of the options ('pg', 'SQLite', 'DuckDB') (a value of "
+                "8 characters)",
             ),
             (DB, _accept({}), "content.answer is missing and content.custom is empty"),
             (DB, {"action": "accept"}, "content.answer is missing and content.custom is empty"),

@@ -219,7 +219,10 @@ class TestMalformedResponses:
                 {"action": "accept", "content": {"answer": "pg", "colour": "red"}},
                 "content.colour was not asked for",
             ),
-            ({"action": "accept", "content": {"answer": "MySQL"}}, "'MySQL' is none of"),
+            (
+                {"action": "accept", "content": {"answer": "MySQL"}},
+                "content.answer is none of the options",
+            ),
         ],
         ids=[
             "wrong-type",

@@ -75,7 +75,10 @@ def test_cancelled() -> None:
 @pytest.mark.parametrize(
     ("result", "message"),
     [
-        ({"outcome": {"outcome": "selected", "optionId": "maybe"}}, "'maybe' is none of"),
+        (
+            {"outcome": {"outcome": "selected", "optionId": "maybe"}},
+            "outcome.optionId is none of the offered options ('yes', 'No') (an id of 5 characters)",
+        ),
         ({"outcome": {"outcome": "selected"}}, "outcome.selected.optionId: Field required"),
         ({}, "outcome: Field required"),
         ("yes", "the result must be an object, got string"),

@@ -158,8 +158,12 @@ class Form:
             option = request.option_for(chosen)
             if option is None:
                 allowed = ", ".join(repr(o.model_value) for o in request.choices)
+                # What the human sent is described, never quoted: errors reach the logs.
                 problems.append(
-                    (f"content.{ANSWER_FIELD}", f"{chosen!r} is none of the options ({allowed})")
+                    (
+                        f"content.{ANSWER_FIELD}",
+                        f"is none of the options ({allowed}) (a value of {len(chosen)} characters)",
+                    )
                 )
         if problems:
             raise _invalid(problems)

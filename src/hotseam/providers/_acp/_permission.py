@@ -111,8 +111,9 @@ class PermissionForm:
         option = self.request.option_for(outcome.option_id)
         if option is None:
             offered = ", ".join(repr(o.model_value) for o in self.request.choices)
-            raise _invalid(
-                f"outcome.optionId {outcome.option_id!r} is none of the offered options ({offered})"
+            raise _invalid(  # the id is described, never quoted: errors reach the logs
+                f"outcome.optionId is none of the offered options ({offered}) (an id of "
+                f"{len(outcome.option_id)} characters)"
             )
         return AskUserQuestionAnswer(option.model_value, option)
 

@@ -13,7 +13,9 @@ from ..._context import Context
 from ..._scope import Scope
 from ...interaction import USER_INTERACTION, ask_user_question_tool
 from ._agent import AcpAgent, AgentFunction
+from ._lines import DEFAULT_MAX_LINE_BYTES
 from ._provider import AcpProvider
+from ._wire import guard_lines
 
 if TYPE_CHECKING:
     from acp._transport import Transport
@@ -35,6 +37,7 @@ async def serve(
     writer: asyncio.StreamWriter | None = None,
     observers: list[StreamObserver] | None = None,
     name: str = "hotseam",
+    max_line_bytes: int | None = None,
 ) -> None:
     """Serve ``agent`` over ACP (stdio by default) and return when the client disconnects.
 
@@ -54,6 +57,10 @@ async def serve(
         writer: The byte stream the client reads from.
         observers: Called with every raw JSON-RPC message (the SDK's ``StreamEvent``).
         name: The agent's name in ``initialize``'s ``agentInfo``.
+        max_line_bytes: On byte streams (stdio), the longest message line read (``None``:
+            16 MiB); a longer one is discarded and answered with -32600. Lines that are
+            not JSON (-32700) or not a JSON object (-32600) are answered too, and the agent
+            keeps serving (see ``hotseam.providers._acp._lines``).
     """
     try:
         asyncio.get_running_loop()
@@ -82,6 +89,8 @@ async def serve(
             connection = AgentSideConnection(
                 sdk_agent, writer, reader, listening=False, observers=watchers
             )
+            limit = DEFAULT_MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes
+            guard_lines(connection, reader, max_line_bytes=limit)
         try:
             await connection.listen()
         finally:

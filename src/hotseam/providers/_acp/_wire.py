@@ -19,29 +19,35 @@ when another SDK version lacks them):
    response); other client requests are short and are answered normally.
 
 The fourth defect, no capability check on the agent side, is the provider's to handle.
+A fifth, the stdio transport's handling of lines that are not JSON-RPC objects, is wrapped
+by :func:`guard_lines` (the checks themselves are in ``_lines``).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from importlib import metadata
 from typing import Any, TypeAlias, TypeGuard
 
 import anyio
+from acp._transport import NdjsonTransport
 from acp.agent.connection import AgentSideConnection
 from acp.connection import Connection, StreamDirection, StreamEvent
 from acp.router import MessageRouter, Route
 
 from ..._log import get_logger
+from ._lines import GuardedLines
 
-__all__ = ["CANCEL_REQUEST", "REQUEST_CANCELLED", "AcpWire", "RequestId"]
+__all__ = ["CANCEL_REQUEST", "REQUEST_CANCELLED", "AcpWire", "RequestId", "guard_lines"]
 
 RequestId: TypeAlias = int | str
 CANCEL_REQUEST = "$/cancel_request"
 REQUEST_CANCELLED = -32800
 """The JSON-RPC error code of a request answered after ``$/cancel_request``."""
 _PROMPT = "session/prompt"
+_ACTIONS = frozenset({"accept", "decline", "cancel"})
 _WITHDRAWN_KEPT = 256
 _CANCEL_SEND_TIMEOUT = 2.0
 
@@ -190,6 +196,27 @@ class AcpWire:
         await self.on_prompt_cancel(session_id)
 
 
+def guard_lines(
+    connection: AgentSideConnection, reader: asyncio.StreamReader, *, max_line_bytes: int
+) -> GuardedLines:
+    """Put :class:`GuardedLines` in front of the SDK's stdio transport of ``connection``.
+
+    Call it before the connection listens: from then on ``reader`` is read by the guard,
+    which answers bad lines itself and hands only JSON objects to the SDK.
+    """
+    rpc, _ = _internals(connection)
+    inner = getattr(rpc, "_transport", None)
+    if isinstance(inner, NdjsonTransport):
+        guarded = GuardedLines(reader, inner, max_line_bytes=max_line_bytes)
+        rpc._transport = guarded
+        return guarded
+    raise RuntimeError(
+        "hotseam's ACP provider wraps Connection._transport (an NdjsonTransport) of "
+        f"agent-client-protocol 0.12, which version {_sdk_version()} does not have; "
+        "install 'agent-client-protocol>=0.12.1,<0.13'"
+    )
+
+
 def _internals(connection: AgentSideConnection) -> tuple[Connection, MessageRouter]:
     """The SDK objects the workarounds hook into, or a clear error on another SDK version."""
     rpc = getattr(connection, "_conn", None)
@@ -227,7 +254,11 @@ def _summary(message: Mapping[str, Any]) -> dict[str, Any]:
     result = message.get("result")
     if isinstance(result, Mapping):
         if "action" in result:
-            return {"action": result["action"]}
+            action = result["action"]
+            if action in _ACTIONS:
+                return {"action": action}
+            # Any other value came from the client and could hold what the human typed.
+            return {"action": f"<unknown {type(action).__name__}>"}
         return {"result_keys": sorted(str(key) for key in result)}
     return {"result": type(result).__name__}
 
