@@ -1,0 +1,233 @@
+"""Logs never block the program: stderr piped to a client that does not read it.
+
+Toad and the ACP SDK's ``spawn_agent_process`` read the agent's stderr only at exit. Once
+the pipe's 64 KiB are full, log lines are dropped and counted instead of stalling the
+process, and the count is reported when the pipe is read again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import structlog
+
+from hotseam.cli._log_sink import StderrSink
+
+START_BOUND = 20.0
+"""``initialize`` is answered within this (starting Python and importing takes seconds)."""
+
+TURN_BOUND = 5.0
+"""Each prompt turn must be answered within this (one takes ~2 ms when nothing blocks)."""
+
+DROPPED = "log lines dropped: stderr was not being read"
+
+
+class _Agent:
+    """``hotseam acp`` spoken to in raw JSON-RPC lines; its stderr is a pipe nobody reads."""
+
+    def __init__(self, *args: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "hotseam", "acp", *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self._buffer = b""
+        self._next_id = 0
+
+    def request(
+        self, method: str, params: dict[str, Any], bound: float = TURN_BOUND
+    ) -> dict[str, Any]:
+        """Send a request; return its response (notifications on the way are skipped)."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self._next_id += 1
+        message = {"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params}
+        self.process.stdin.write((json.dumps(message) + "\n").encode())
+        self.process.stdin.flush()
+        deadline = time.monotonic() + bound
+        while True:
+            while b"\n" in self._buffer:
+                line, self._buffer = self._buffer.split(b"\n", 1)
+                received = json.loads(line)
+                if received.get("id") == self._next_id and "method" not in received:
+                    return received  # type: ignore[no-any-return]
+            ready, _, _ = select.select(
+                [self.process.stdout], [], [], max(deadline - time.monotonic(), 0)
+            )
+            assert ready, f"{method} #{self._next_id} not answered within {bound} s"
+            chunk = os.read(self.process.stdout.fileno(), 65536)
+            assert chunk, f"stdout closed before {method} #{self._next_id} was answered"
+            self._buffer += chunk
+
+
+@pytest.fixture
+def agent() -> Iterator[_Agent]:
+    started = _Agent("--log-level", "debug")
+    try:
+        yield started
+    finally:
+        if started.process.poll() is None:
+            started.process.kill()
+        started.process.communicate()
+
+
+def test_a_thousand_turns_with_stderr_never_read(agent: _Agent) -> None:
+    """1,000 prompt turns at debug level (~1.3 MB of logs, 20 times the pipe) each answered
+    in time; at the end stderr holds the dropped-lines report, every line is JSON, the
+    newest lines (the shutdown) are kept, and the exit code is 0."""
+    agent.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}}, START_BOUND)
+    session = agent.request("session/new", {"cwd": "/tmp", "mcpServers": []})
+    session_id = session["result"]["sessionId"]
+    prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]}
+    for _ in range(1000):
+        assert agent.request("session/prompt", prompt)["result"]["stopReason"] == "end_turn"
+
+    _, stderr = agent.process.communicate(timeout=10)  # closes stdin: the client is done
+    assert agent.process.returncode == 0
+    logs = [json.loads(line) for line in stderr.decode().splitlines()]
+    (report,) = [line for line in logs if line["event"] == "log.dropped"]
+    assert report["dropped"] > 1000
+    assert report["message"] == f"hotseam: {report['dropped']} {DROPPED}"
+    assert report["level"] == "warning"
+    assert logs[-1]["event"] == "acp.stopped"
+
+
+LOG_10_000 = """
+import time, structlog
+from hotseam.cli._logging import configure_logging
+configure_logging("console")
+log = structlog.get_logger("child")
+started = time.monotonic()
+for index in range(10_000):
+    log.info("line", index=index)
+print(time.monotonic() - started, flush=True)
+"""
+
+
+def test_ten_thousand_log_calls_with_stderr_never_read() -> None:
+    """As the CLI configures logging: the calls return while nobody reads stderr; reading
+    it at the end shows the dropped-lines report, and the process exits 0."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", LOG_10_000],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        ready, _, _ = select.select([child.stdout], [], [], START_BOUND)
+        assert ready, "10,000 log calls did not return"
+        assert float(child.stdout.readline()) < 5.0  # ~0.2 s; blocking never returns
+        _, stderr = child.communicate(timeout=10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert child.returncode == 0
+    reports = [line for line in stderr.splitlines() if DROPPED in line]
+    assert reports
+    assert reports[0].startswith("hotseam: ")
+
+
+def _reader(fd: int, into: bytearray) -> threading.Thread:
+    def read() -> None:
+        while chunk := os.read(fd, 65536):
+            into.extend(chunk)
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.fixture
+def pipe() -> Iterator[tuple[int, int]]:
+    read_end, write_end = os.pipe()
+    yield read_end, write_end
+    for fd in (read_end, write_end):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def test_ten_thousand_log_calls_into_a_full_pipe(pipe: tuple[int, int]) -> None:
+    """The calls return at once; when the pipe is read, the lines come out in order, and
+    each run of dropped lines is replaced by a line that counts it."""
+    read_end, write_end = pipe
+    sink = StderrSink(write_end, limit=32 * 1024)
+    log = structlog.WriteLogger(sink)  # type: ignore[arg-type]
+    started = time.monotonic()
+    for index in range(10_000):
+        log.info(f"line {index:05} " + "x" * 90)
+    assert time.monotonic() - started < 2.0  # ~1 MB; blocking would hang at 64 KiB
+
+    received = bytearray()
+    reader = _reader(read_end, received)
+    assert sink.drain(timeout=5.0)
+    os.close(write_end)
+    reader.join(timeout=5.0)
+    expected = 0
+    reported = 0
+    for line in received.decode().splitlines():
+        if DROPPED in line:
+            count = int(line.split()[1])
+            assert line == f"hotseam: {count} {DROPPED}"
+            expected += count
+            reported += count
+        else:
+            assert line.startswith(f"line {expected:05} ")
+            expected += 1
+    assert expected == 10_000
+    assert reported == sink.dropped > 8_000
+
+
+def _fill(fd: int) -> None:
+    """Fill the pipe behind ``fd``, as a client that never reads it would."""
+    os.set_blocking(fd, False)
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            os.write(fd, b"x" * 4096)
+    os.set_blocking(fd, True)
+
+
+def test_exit_waits_a_bounded_time_on_a_dead_pipe(pipe: tuple[int, int]) -> None:
+    """Nobody reads: draining gives up at its timeout instead of hanging the exit."""
+    _, write_end = pipe
+    _fill(write_end)
+    sink = StderrSink(write_end, limit=1024)
+    for index in range(100):
+        sink.write(f"line {index} " + "x" * 90 + "\n")
+    started = time.monotonic()
+    assert not sink.drain(timeout=0.2)
+    assert time.monotonic() - started < 1.0
+    assert sink.dropped > 80
+
+
+def test_a_closed_reader_costs_nothing(pipe: tuple[int, int]) -> None:
+    """EPIPE: the writer stops, further lines are discarded, draining returns at once."""
+    read_end, write_end = pipe
+    sink = StderrSink(write_end, limit=1024)
+    os.close(read_end)
+    sink.write("first\n")
+    started = time.monotonic()
+    assert not sink.drain(timeout=5.0)
+    assert time.monotonic() - started < 1.0
+    assert sink.write("second\n") == len("second\n")
+
+
+def test_a_replaced_stderr_is_written_at_once(capsys: pytest.CaptureFixture[str]) -> None:
+    """A stream put in place of stderr (a prompt's patch, a test's capture) sees each line
+    as it is logged, not through the writer thread."""
+    from hotseam.cli._logging import configure_logging
+
+    configure_logging("json")
+    structlog.get_logger("test").info("seen.at.once")
+    assert json.loads(capsys.readouterr().err)["event"] == "seen.at.once"
