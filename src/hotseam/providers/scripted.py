@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -250,21 +251,47 @@ class ScriptedProvider:
     def from_file(cls, path: str | PathLike[str], *, name: str | None = None) -> ScriptedProvider:
         """Load a script from a JSON file (see the module docstring for the format).
 
+        Whatever the file holds, the outcome is a provider or one ``ScriptError`` line: an
+        answers file is input, and the CLI reports it and exits 2, never with a traceback.
+
         Raises:
-            ScriptError: the file is missing, not JSON, or an entry is malformed; the
-                message names the file, and the line or the entry.
+            ScriptError: the file is missing, larger than 16 MiB, not UTF-8, not JSON,
+                nested deeper than 64 levels, or an entry is malformed; the message names
+                the file, and ``line:column`` or the entry.
         """
         file = Path(path)
         try:
-            text = file.read_text(encoding="utf-8")
+            with file.open("rb") as stream:
+                raw = stream.read(_MAX_FILE_BYTES + 1)
         except OSError as error:
-            raise ScriptError(f"{file}: cannot read the answers file: {error.strerror}") from None
+            reason = error.strerror or str(error)
+            raise ScriptError(f"{file}: cannot read the answers file: {reason}") from None
+        if len(raw) > _MAX_FILE_BYTES:
+            raise ScriptError(
+                f"{file}: the answers file is larger than {_MAX_FILE_BYTES // 2**20} MiB"
+            )
+        try:
+            text = raw.decode("utf-8").removeprefix("\ufeff")
+        except UnicodeDecodeError as error:
+            line, column = _line_column(raw[: error.start].decode("utf-8"), error.start)
+            raise ScriptError(
+                f"{file}:{line}:{column}: not UTF-8 text (byte 0x{raw[error.start]:02x})"
+            ) from None
+        deep = _too_deep(text)
+        if deep is not None:
+            line, column = _line_column(text, deep)
+            raise ScriptError(
+                f"{file}:{line}:{column}: nested more than {_MAX_DEPTH} levels deep "
+                "(an answers file needs four)"
+            )
         try:
             data = json.loads(text)
         except json.JSONDecodeError as error:
             raise ScriptError(
                 f"{file}:{error.lineno}:{error.colno}: not valid JSON: {error.msg}"
             ) from None
+        except (ValueError, RecursionError) as error:  # a number too long to convert, ...
+            raise ScriptError(f"{file}: not usable JSON: {_brief(str(error))}") from None
         return cls.from_data(data, source=str(file), name=name or file.name)
 
     @classmethod
@@ -282,7 +309,7 @@ class ScriptedProvider:
         if isinstance(data, Mapping):
             script: dict[str, list[ScriptedReply]] = {}
             for question, entry in data.items():
-                where = f"{source}: answers[{json.dumps(question)}]"
+                where = f"{source}: answers[{json.dumps(_brief(question))}]"
                 entries = entry if isinstance(entry, list) else [entry]
                 script[question] = [
                     _parse_entry(item, f"{where}[{i}]" if isinstance(entry, list) else where)
@@ -296,6 +323,41 @@ class ScriptedProvider:
 
 
 _ENTRY_KEYS = ("text", "option", "recommended", "error", "never")
+_MAX_FILE_BYTES = 16 * 2**20
+_MAX_DEPTH = 64
+# A JSON string (possibly unterminated: json.loads reports that one) or a bracket.
+_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]', re.DOTALL)
+
+
+def _too_deep(text: str) -> int | None:
+    """Where ``text`` first nests deeper than ``_MAX_DEPTH``, or ``None``.
+
+    Checked before parsing: ``json.loads`` recurses once per level, and a file of
+    ``[[[...`` would end in a ``RecursionError`` without a position.
+    """
+    depth = 0
+    for match in _STRING_OR_BRACKET.finditer(text):
+        char = match.group()
+        if char in "[{":
+            depth += 1
+            if depth > _MAX_DEPTH:
+                return match.start()
+        elif char in "]}":
+            depth -= 1
+    return None
+
+
+def _line_column(text: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of ``offset`` in ``text``, as ``json`` reports them."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    return text.count("\n", 0, offset) + 1, offset - line_start + 1
+
+
+def _brief(text: str, limit: int = 60) -> str:
+    """``text`` on one short line, for an error message."""
+    if not text.isprintable():
+        text = json.dumps(text)[1:-1]
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _parse_entry(entry: Any, where: str) -> Reply:
@@ -306,7 +368,7 @@ def _parse_entry(entry: Any, where: str) -> Reply:
     keys = [key for key in entry if key in _ENTRY_KEYS]
     unknown = sorted(set(entry) - set(_ENTRY_KEYS) - {"message"})
     if unknown or len(keys) != 1:
-        found = ", ".join(sorted(map(str, entry))) or "nothing"
+        found = ", ".join(_brief(str(key)) for key in sorted(map(str, entry))) or "nothing"
         raise ScriptError(
             f"{where}: an answer object needs exactly one of {', '.join(_ENTRY_KEYS)} "
             f"(plus 'message' with 'error'); found {found}"
@@ -324,7 +386,8 @@ def _parse_entry(entry: Any, where: str) -> Reply:
     if key == "error" and isinstance(value, str):
         if value not in ErrorCode.__members__:
             raise ScriptError(
-                f"{where}: unknown error code {value!r}; use one of {', '.join(ErrorCode)}"
+                f"{where}: unknown error code {_brief(repr(value))}; "
+                f"use one of {', '.join(ErrorCode)}"
             )
         message = entry.get("message")
         if message is not None and not isinstance(message, str):
@@ -337,7 +400,7 @@ def _parse_entry(entry: Any, where: str) -> Reply:
         "never": "true",
         "error": "an error code string",
     }[key]
-    raise ScriptError(f"{where}: '{key}' must be {expected}, got {json.dumps(value)}")
+    raise ScriptError(f"{where}: '{key}' must be {expected}, got {_brief(json.dumps(value))}")
 
 
 async def _resolve(reply: Any, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:

@@ -59,6 +59,12 @@ class Pipe:
     def write(self, text: str) -> None:
         os.write(self._write_fd, text.encode())
 
+    def write_bytes(self, data: bytes) -> None:
+        """Write all of ``data``, blocking while the pipe is full (call it from a thread)."""
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._write_fd, view) :]
+
     def close_writer(self) -> None:
         if self._write_fd >= 0:
             os.close(self._write_fd)

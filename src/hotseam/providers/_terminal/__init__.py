@@ -5,7 +5,9 @@
 * ``_render``: the question block as styled fragments (plain text for line mode);
 * ``_outcome``: how a question ended without an answer (markers and messages);
 * ``_queue``: one question on screen at a time, the others waiting in arrival order;
-* ``_reader``: a cancellable line reader on a file descriptor that never reads past the line;
+* ``_reader``: a cancellable, chunked line reader on a file descriptor that hands each reader
+  exactly its line (and discards one over the length limit);
+* ``_visible``: model text with control characters and bidi controls shown, not obeyed;
 * ``_lines``: the plain-line path (pipes, CI, trio);
 * ``_tty``: the prompt_toolkit path (a real terminal, asyncio only);
 * ``_wrap``: wrapping the prompt's question block to the terminal's width;

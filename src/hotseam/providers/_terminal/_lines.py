@@ -2,7 +2,8 @@
 
 Used for pipes, CI and supervisors, and under trio. The transcript reads like the terminal
 session: when the input is not a terminal (so nothing echoed the reply) the reply is
-written after the ``> `` prompt.
+written after the ``> `` prompt, once. Everything written goes through ``visible``, the
+echoed reply too: a control sequence in a question or a reply is shown, never obeyed.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from ...interaction import AskUserQuestionAnswer, AskUserQuestionRequest
 from ._outcome import DismissedError
 from ._protocol import Reprompt, resolve_reply
 from ._queue import AskQueue
-from ._reader import LineReader
+from ._reader import LINE_LIMIT, LineReader, TooLong, too_long_reason
 from ._render import plain, question_block, waiting_line
+from ._visible import visible
 
 __all__ = ["LinesSurface"]
 
@@ -50,6 +52,10 @@ class LinesSurface:
                     "question was dismissed",
                 )
             self._at_prompt = False
+            if isinstance(line, TooLong):
+                self._write(f"[a reply of more than {LINE_LIMIT} bytes]\n" if echo else "")
+                self._write(f"  {too_long_reason()}\n")
+                continue
             if echo:
                 self._write(line + "\n")
             result = resolve_reply(request, line)
@@ -67,5 +73,5 @@ class LinesSurface:
         self._write(text)
 
     def _write(self, text: str) -> None:
-        self._out.write(text)
+        self._out.write(visible(text, lines=True))
         self._out.flush()

@@ -17,10 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...interaction import AskUserQuestionAnswer, AskUserQuestionOption, AskUserQuestionRequest
+from ._visible import visible
 
 __all__ = ["Reprompt", "answer_line", "hint", "resolve_reply"]
 
 _QUOTE_LIMIT = 24
+_ANSWER_LIMIT = 60
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +54,7 @@ def resolve_reply(request: AskUserQuestionRequest, reply: str) -> AskUserQuestio
         return AskUserQuestionAnswer(text)
     return Reprompt(
         f"{_quote(text)} is not an option: type {_range(choices)} or a label "
-        f"({', '.join(option.label for option in choices)})."
+        f"({', '.join(visible(option.label) for option in choices)})."
     )
 
 
@@ -65,15 +67,18 @@ def hint(request: AskUserQuestionRequest) -> str:
         what += ", or your own answer"
     recommended = request.recommended
     if recommended is not None:
-        return f"{what}; Enter alone picks {recommended.label}."
+        return f"{what}; Enter alone picks {visible(recommended.label)}."
     return what + "."
 
 
 def answer_line(answer: AskUserQuestionAnswer) -> str:
     """The outcome line of an answered question, as it stays in the scrollback."""
     if answer.option is not None:
-        return f"-> {answer.option.label}"
-    return f"-> {answer.answer} (your own answer)"
+        return f"-> {visible(answer.option.label)}"
+    text = visible(answer.answer)
+    if len(text) > _ANSWER_LIMIT:  # the reply line above shows it whole
+        return f"-> {text[: _ANSWER_LIMIT - 3]}... (your own answer, {len(text)} characters)"
+    return f"-> {text} (your own answer)"
 
 
 def _chosen(option: AskUserQuestionOption) -> AskUserQuestionAnswer:

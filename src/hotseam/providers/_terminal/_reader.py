@@ -1,31 +1,75 @@
-"""Cancellable line reading that never takes more than the line it returns.
+"""Cancellable line reading that never hands a reader more than the line it returns.
 
 A question that is withdrawn must not leave anything behind that would take the human's next
 line away from the next question: a reader thread blocked in ``readline()`` does exactly that
 (measured, see ``terminal-prompts.md`` §3.3). So a file descriptor is read only after
 ``anyio.wait_readable`` says it has data (asyncio's ``add_reader`` or trio's
-``wait_readable``, both removed on cancellation), one byte at a time up to the newline:
-the kernel keeps the rest of the input for whoever reads next, even another provider
-instance after a hot reload. A line cut short by a cancellation is kept for the next reader
-of the same descriptor. Regular files and ``/dev/null`` refuse polling; they never block,
-so they are read directly.
+``wait_readable``, both removed on cancellation).
 
-Objects without a file descriptor (``io.StringIO`` in tests) are read with ``readline()``.
+It is read in chunks (one byte per system call stalled the event loop for seconds on a
+4 MB line). What a chunk brings after the newline, and a line cut short by a cancellation,
+is kept per descriptor (by descriptor, device and inode) for the next reader of the same
+descriptor, even another provider instance after a hot reload; so each reader still gets
+exactly the next line. Regular files are read the same way, then put back with ``lseek``:
+nothing is read ahead of the line. Files and ``/dev/null`` refuse polling; they never
+block, so they are read directly.
+
+A line longer than ``LINE_LIMIT`` bytes is read to its end and discarded, never buffered
+whole: the reader returns ``TOO_LONG`` and the question is asked again.
+
+Objects without a file descriptor (``io.StringIO`` in tests) are read with ``readline()``,
+with the same limit (in characters).
 """
 
 from __future__ import annotations
 
 import os
-import select
 import stat
-from typing import IO, Any
+from dataclasses import dataclass, field
+from typing import IO, Any, Final
 
 import anyio
 
-__all__ = ["LineReader", "fileno_of"]
+__all__ = ["LINE_LIMIT", "TOO_LONG", "LineReader", "TooLong", "fileno_of", "too_long_reason"]
 
-# Partial lines of withdrawn reads, by (fd, device, inode), so the next reader continues them.
-_partial: dict[tuple[int, int, int], bytes] = {}
+LINE_LIMIT: Final = 64 * 1024
+"""The longest reply line taken, in bytes (characters for in-memory streams).
+
+Pages of pasted text fit many times over; anything longer is a runaway producer (a file
+piped by mistake, ``yes |``) and is discarded without being kept in memory or echoed.
+"""
+
+_CHUNK = 64 * 1024
+
+
+class TooLong:
+    """What ``readline`` returns for a line longer than the limit (it was discarded)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "TOO_LONG"
+
+
+TOO_LONG: Final = TooLong()
+
+
+def too_long_reason() -> str:
+    """The one-line reason shown when a reply was over the limit."""
+    return f"That reply is longer than {LINE_LIMIT} bytes, so it was discarded: type a shorter one."
+
+
+@dataclass(slots=True)
+class _Pending:
+    """What was read from a descriptor and not yet returned as a line."""
+
+    data: bytearray = field(default_factory=bytearray)
+    discarding: bool = False  # inside a line over the limit: drop bytes up to its newline
+
+
+# Per (fd, device, inode): bytes read past a line, or a line cut short by a withdrawal,
+# so the next reader of the same descriptor continues exactly where this one stopped.
+_partial: dict[tuple[int, int, int], _Pending] = {}
 
 
 def fileno_of(source: object) -> int | None:
@@ -66,71 +110,110 @@ class LineReader:
         isatty = getattr(self._stream, "isatty", None)
         return bool(isatty()) if isatty is not None else False
 
-    async def readline(self) -> str | None:
-        """Return the next line without its line ending, or ``None`` at end of input."""
+    async def readline(self) -> str | TooLong | None:
+        """Return the next line without its line ending, ``TOO_LONG`` for a line over the
+        limit (read to its end and discarded), or ``None`` at end of input."""
         if self._fd is None:
             return await self._read_stream()
         return await self._read_fd(self._fd)
 
-    async def _read_stream(self) -> str | None:
+    async def _read_stream(self) -> str | TooLong | None:
         await anyio.lowlevel.checkpoint()
         assert self._stream is not None
-        line: str | bytes = self._stream.readline()
-        if isinstance(line, bytes):
-            line = line.decode("utf-8", "replace")
+        line = _text(self._stream.readline(LINE_LIMIT + 1))
         if not line:
             return None
+        if len(line) > LINE_LIMIT and not line.endswith("\n"):
+            while (rest := _text(self._stream.readline(_CHUNK))) and not rest.endswith("\n"):
+                await anyio.lowlevel.checkpoint()
+            return TOO_LONG
         return line.rstrip("\r\n")
 
-    async def _read_fd(self, fd: int) -> str | None:
+    async def _read_fd(self, fd: int) -> str | TooLong | None:
         try:
             info = os.fstat(fd)
         except OSError:  # closed: the input ended
             await anyio.lowlevel.checkpoint()
             return None
         key = (fd, info.st_dev, info.st_ino)
-        data = bytearray(_partial.pop(key, b""))
-        pollable = not stat.S_ISREG(info.st_mode)
+        pending = _partial.pop(key, None) or _Pending()
+        regular = stat.S_ISREG(info.st_mode)
+        pollable = not regular
         try:
+            await anyio.lowlevel.checkpoint()  # cancelled here, nothing was taken yet
             while True:
+                line = _take_line(pending)
+                if line is not None:
+                    return line
                 if pollable:
                     try:
                         await anyio.wait_readable(fd)
                     except PermissionError:  # /dev/null and the like: they never block
                         pollable = False
                     except anyio.ClosedResourceError:
-                        return _decode(data) if data else None
+                        return _at_end(pending)
                 else:
                     await anyio.lowlevel.checkpoint()
-                while True:
-                    try:
-                        byte = os.read(fd, 1)
-                    except BlockingIOError:  # someone made the descriptor non-blocking
-                        break
-                    except OSError:  # closed, or the terminal went away: input ended
-                        byte = b""
-                    if not byte:
-                        return _decode(data) if data else None
-                    if byte == b"\n":
-                        return _decode(data)
-                    data += byte
-                    if pollable and not _ready(fd):
-                        break
-        except BaseException:
-            if data:
-                _partial[key] = bytes(data)
-            raise
+                try:
+                    chunk = os.read(fd, _CHUNK)
+                except BlockingIOError:  # someone made the descriptor non-blocking
+                    continue
+                except OSError:  # closed, or the terminal went away: input ended
+                    chunk = b""
+                if not chunk:
+                    return _at_end(pending)
+                pending.data += chunk
+        finally:
+            if regular and pending.data:
+                pending.data = _put_back(fd, pending.data)
+            if pending.data or pending.discarding:
+                _partial[key] = pending
 
 
-def _ready(fd: int) -> bool:
-    """True when a read of ``fd`` would not block (data, end of file or an error)."""
-    if hasattr(select, "poll"):
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        return bool(poller.poll(0))
-    readable, _, _ = select.select([fd], [], [], 0)  # pragma: no cover - no poll() (Windows)
-    return bool(readable)
+def _take_line(pending: _Pending) -> str | TooLong | None:
+    """The first whole line of ``pending`` (removed from it), or ``None`` when there is
+    none yet; past the limit without a newline, drop what was read and start discarding."""
+    data = pending.data
+    end = data.find(b"\n")
+    if end < 0:
+        if pending.discarding or len(data) > LINE_LIMIT:
+            pending.discarding = True
+            data.clear()
+        return None
+    line = data[:end]
+    del data[: end + 1]
+    if pending.discarding or len(line) > LINE_LIMIT:
+        pending.discarding = False
+        return TOO_LONG
+    return _decode(line)
 
 
-def _decode(data: bytearray) -> str:
+def _at_end(pending: _Pending) -> str | TooLong | None:
+    """At end of input: the last line without a newline, if any; then ``None``."""
+    if pending.discarding:
+        pending.discarding = False
+        pending.data.clear()
+        return TOO_LONG
+    if not pending.data:
+        return None
+    line = bytes(pending.data)
+    pending.data.clear()
+    return TOO_LONG if len(line) > LINE_LIMIT else _decode(line)
+
+
+def _put_back(fd: int, data: bytearray) -> bytearray:
+    """Seek a regular file back over ``data`` (read past the line); what could not be put
+    back is kept."""
+    try:
+        os.lseek(fd, -len(data), os.SEEK_CUR)
+    except OSError:
+        return data
+    return bytearray()
+
+
+def _text(line: str | bytes) -> str:
+    return line.decode("utf-8", "replace") if isinstance(line, bytes) else line
+
+
+def _decode(data: bytes | bytearray) -> str:
     return data.decode("utf-8", "replace").rstrip("\r")

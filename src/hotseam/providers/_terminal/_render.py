@@ -1,7 +1,8 @@
 """The question block, as styled fragments: the prompt shows them, line mode prints the text.
 
 One renderer for both paths keeps the two transcripts alike. Everything is ASCII, so a pipe
-or a log file with any encoding can carry it.
+or a log file with any encoding can carry it. What the model (or the app) wrote is shown
+through ``visible``: control characters and bidi controls are shown, never obeyed.
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from prompt_toolkit.styles import Style
 
 from ...interaction import AskUserQuestionRequest
 from ._protocol import hint
+from ._visible import visible
 
-__all__ = ["STYLE", "outcome", "plain", "question_block", "waiting_line"]
+__all__ = ["STYLE", "outcome", "plain", "question_block", "shown", "waiting_line"]
 
 STYLE = Style.from_dict(
     {
@@ -50,17 +52,17 @@ def question_block(
     """
     fragments: StyleAndTextTuples = [("", "\n")]
     if banner:
-        fragments += [("class:banner", banner), ("", "\n")]
-    who = request.agent.display_name if request.agent is not None else None
+        fragments += [("class:banner", visible(banner)), ("", "\n")]
+    who = visible(request.agent.display_name) if request.agent is not None else None
     if request.header or who:
         if request.header:
-            fragments.append(("class:header", f"[{request.header}]"))
+            fragments.append(("class:header", f"[{visible(request.header)}]"))
             if who:
                 fragments.append(("", " "))
         if who:
             fragments.append(("class:agent", f"{who} asks:"))
         fragments.append(("", "\n"))
-    fragments += [("class:question", request.question), ("", "\n")]
+    fragments += [("class:question", visible(request.question, lines=True)), ("", "\n")]
     choices = request.choices
     width = len(str(len(choices)))
     for number, option in enumerate(choices, start=1):
@@ -68,14 +70,14 @@ def question_block(
             ("", "  "),
             ("class:number", f"{number:>{width}}."),
             ("", " "),
-            ("class:label", option.label),
+            ("class:label", visible(option.label)),
         ]
         if option.recommended:
             fragments.append(("class:recommended", " (recommended)"))
         fragments.append(("", "\n"))
         if option.description:
             indent = " " * (width + 4)
-            text = option.description.replace("\n", "\n" + indent)
+            text = visible(option.description, lines=True).replace("\n", "\n" + indent)
             fragments += [("", indent), ("class:description", text), ("", "\n")]
     fragments += [("class:hint", hint(request)), ("", "\n")]
     if keys:
@@ -97,5 +99,10 @@ def outcome(kind: str, text: str) -> StyleAndTextTuples:
 
 
 def plain(fragments: StyleAndTextTuples) -> str:
-    """The text of ``fragments`` without styles."""
-    return fragment_list_to_text(fragments)
+    """The text of ``fragments`` without styles, nothing in it a terminal would obey."""
+    return visible(fragment_list_to_text(fragments), lines=True)
+
+
+def shown(fragments: StyleAndTextTuples) -> StyleAndTextTuples:
+    """``fragments`` with nothing a terminal would obey (a last pass before drawing)."""
+    return [(style, visible(text, lines=True), *rest) for style, text, *rest in fragments]  # type: ignore[misc]

@@ -36,7 +36,9 @@ from ...interaction import AskUserQuestionAnswer, AskUserQuestionRequest
 from ._outcome import DismissedError
 from ._protocol import Reprompt, resolve_reply
 from ._queue import AskQueue
-from ._render import STYLE, question_block, waiting_line
+from ._reader import LINE_LIMIT, too_long_reason
+from ._render import STYLE, question_block, shown, waiting_line
+from ._visible import visible
 from ._wrap import wrap_fragments
 
 __all__ = ["TtySurface"]
@@ -77,14 +79,14 @@ class TtySurface:
             above = wrap_fragments(
                 [*(block if first else []), *waiting], app.output.get_size().columns
             )
-            return [*above, ("class:prompt", "> ")]
+            return [*shown(above), ("class:prompt", "> ")]
 
         recommended = request.recommended
 
         def placeholder() -> StyleAndTextTuples:
             if recommended is None or get_app().is_done:
                 return []
-            return [("class:placeholder", recommended.label)]
+            return [("class:placeholder", visible(recommended.label))]
 
         completer = None
         if request.choices:
@@ -92,7 +94,10 @@ class TtySurface:
                 [option.label for option in request.choices],
                 ignore_case=True,
                 sentence=True,
-                meta_dict={o.label: o.description for o in request.choices if o.description},
+                display_dict={o.label: visible(o.label) for o in request.choices},
+                meta_dict={
+                    o.label: visible(o.description) for o in request.choices if o.description
+                },
             )
         with create_app_session(input=self._input, output=self._output):
             session: PromptSession[str] = PromptSession(
@@ -111,6 +116,9 @@ class TtySurface:
                 while True:
                     reply = await self._prompt(session)
                     first = False
+                    if len(reply.encode("utf-8", "surrogatepass")) > LINE_LIMIT:
+                        self.mark([("class:reason", f"  {too_long_reason()}"), ("", "\n")])
+                        continue
                     result = resolve_reply(request, reply)
                     if not isinstance(result, Reprompt):
                         return result
@@ -149,7 +157,9 @@ class TtySurface:
 
     def mark(self, fragments: StyleAndTextTuples) -> None:
         """Print an outcome line under the finished prompt."""
-        print_formatted_text(FormattedText(fragments), output=self._output, style=STYLE, end="")
+        print_formatted_text(
+            FormattedText(shown(fragments)), output=self._output, style=STYLE, end=""
+        )
 
 
 def _committed_line(results: list[asyncio.Future[str]]) -> str | None:
