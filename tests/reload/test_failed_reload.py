@@ -212,7 +212,7 @@ class TestFailedReload:
             (aborted,) = (await reloader.reload(ui)).aborted
             assert aborted.error.type == "TimeoutError"
             assert "did not finish within 0.2 s" in aborted.error.message
-            assert aborted.error.location == f"{ui}:3"
+            assert aborted.error.location == f"{ui}:5"  # the line it was stuck at
             assert (await ask(QUESTION, context=context)).answer == "answer v1"
 
     async def test_an_importer_of_a_failed_helper_fails_with_the_helpers_location(

@@ -12,15 +12,21 @@ says ``keeping generation 3``.
 seam (a watched provider shadows it), which makes it a fallback for CI runs and for the
 moments when the watched UI fails to load.
 
-Ctrl-C or SIGTERM disposes every generation, then exits 0. A fatal error (the agent
-raised, the watcher failed, a disposer failed at shutdown) exits 1 with the reason logged;
-bad input (a missing path, a bad --agent, a bad answers file) exits 2 with one line saying
-what is wrong.
+Ctrl-C, SIGTERM or SIGHUP (the terminal went away) disposes every generation, then exits
+0, within a few seconds plus the dispose time bound even when a setup or a module body is
+stuck: code that overran its time bound is not waited for (it is named in a warning).
+``hotseam run`` takes SIGHUP as the daemon convention instead: reload every module (failed
+ones are retried). A fatal error (the agent raised, the watcher failed, a disposer failed at
+shutdown) exits 1 with the reason logged; bad input (a missing path, a bad --agent, a bad
+answers file) exits 2 with one line saying what is wrong.
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
+import contextlib
+import os
 import signal
 import sys
 from collections.abc import MutableMapping
@@ -36,7 +42,7 @@ from .._errors import DisposalError, HarnessError
 from .._scope import CloseReason, Scope
 from ..interaction import USER_INTERACTION, ask_user_question_tool
 from ..providers.scripted import ScriptedProvider
-from ..reload import Reloader
+from ..reload import Reloader, ReloaderClosedError
 from ._agent import AgentFunction, load_agent
 from ._demo_agent import demo_agent
 from ._logging import LogStyle, configure_logging
@@ -80,11 +86,28 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
         help="answer questions from this JSON script while no watched provider does",
     )
     parser.add_argument(
+        "--import-timeout",
+        type=_seconds,
+        default=10.0,
+        metavar="SECONDS",
+        help="fail a module whose body is still executing after this long (default 10)",
+    )
+    parser.add_argument(
         "--polling",
         action="store_true",
         help="scan for changes instead of using file-system notifications "
         "(network mounts, some containers)",
     )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
@@ -125,7 +148,12 @@ def _prepare(args: argparse.Namespace, command: str) -> _Session | int:
     """Everything that can be wrong with the input, found before anything starts."""
     providers = Context("providers", parent=Context("hotseam"))
     try:
-        reloader = Reloader(providers, args.paths, polling=args.polling)
+        reloader = Reloader(
+            providers,
+            args.paths,
+            polling=args.polling,
+            import_timeout=getattr(args, "import_timeout", 10.0),
+        )
         agent: AgentFunction = load_agent(args.agent) if args.agent else demo_agent
         answers = ScriptedProvider.from_file(args.answers) if args.answers else None
     except HarnessError as error:
@@ -140,46 +168,101 @@ async def _serve(session: _Session) -> int:
     providers = reloader.context
     assert providers.parent is not None
     outcome = EXIT_OK
+    daemon = session.command == "hotseam run"
+    # Signals are routed to a receiver before any provider code runs: a stop signal cancels
+    # whatever runs (an initial load included), and a KeyboardInterrupt can then only be
+    # raised by provider code, which the reloader reports as its failure.
+    stop = anyio.CancelScope()
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+        async with anyio.create_task_group() as control:
+
+            async def reload_everything() -> None:
+                try:
+                    result = await reloader.reload()
+                except ReloaderClosedError:
+                    return
+                log.info(
+                    f"SIGHUP: {len(result.committed)} module(s) reloaded, "
+                    f"{len(result.aborted)} failed"
+                )
+
+            async def on_signals() -> None:
+                async for signum in signals:
+                    name = signal.Signals(signum).name
+                    if signum == signal.SIGHUP and daemon:
+                        log.info("SIGHUP: reloading every module")
+                        control.start_soon(reload_everything)
+                        continue
+                    log.info(f"{name}: shutting down")
+                    stop.cancel()
+
+            control.start_soon(on_signals)
+            with stop:
+                outcome = await _serve_session(session, log)
+            control.cancel_scope.cancel()
+    leftover = reloader.still_running()
+    if leftover:
+        log.warning(
+            "exiting without waiting for code that overran its time bound",
+            still_running=leftover,
+        )
+        _exit_now(outcome)
+    return outcome
+
+
+async def _serve_session(session: _Session, log: Any) -> int:
+    """Run the agent under the reloader; dispose every generation however it ends."""
+    reloader = session.reloader
+    providers = reloader.context
+    assert providers.parent is not None
+    outcome = EXIT_OK
     async with Scope("hotseam-cli", context=providers.parent) as cli_scope:
         cli_scope.register_tool(ask_user_question_tool())
         if session.answers is not None:
             cli_scope.provide(USER_INTERACTION, session.answers)
         async with reloader:
             watched = ", ".join(_shown(path) for path in reloader.paths)
-            async with anyio.create_task_group() as tg:
+            try:
+                async with anyio.create_task_group() as tg:
 
-                async def run_agent() -> None:
-                    nonlocal outcome
-                    try:
-                        with use_context(providers):
-                            await session.agent(providers)
-                    except Exception as error:
-                        outcome = EXIT_FATAL
-                        log.error(f"the agent failed: {_reason(error)}", exc_info=True)
-                    else:
-                        log.info("the agent finished")
-                    finally:
-                        tg.cancel_scope.cancel()
+                    async def run_agent() -> None:
+                        nonlocal outcome
+                        try:
+                            with use_context(providers):
+                                await session.agent(providers)
+                        except Exception as error:
+                            outcome = EXIT_FATAL
+                            log.error(f"the agent failed: {_reason(error)}", exc_info=True)
+                        else:
+                            log.info("the agent finished")
+                        finally:
+                            tg.cancel_scope.cancel()
 
-                with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
                     stop = "Ctrl-C" if session.command == "hotseam dev" else "SIGTERM"
                     log.info(f"{session.command}: watching {watched} ({stop} to stop)")
                     tg.start_soon(run_agent)
-                    async for signum in signals:
-                        log.info(f"{signal.Signals(signum).name}: shutting down")
-                        tg.cancel_scope.cancel()
-                        break
-            try:
-                await reloader.aclose(CloseReason.SHUTDOWN)
-            except DisposalError as failure:
-                outcome = EXIT_FATAL
-                log.error(  # noqa: TRY400 - each failure was logged as reload.dispose_failed
-                    f"{len(failure.exceptions)} disposer(s) failed at shutdown",
-                    failures=[_reason(error) for error in failure.exceptions],
-                )
-            else:
-                log.info("every generation was disposed")
+            finally:
+                try:
+                    await reloader.aclose(CloseReason.SHUTDOWN)
+                except DisposalError as failure:
+                    outcome = EXIT_FATAL
+                    log.error(  # noqa: TRY400 - each failure was logged as reload.dispose_failed
+                        f"{len(failure.exceptions)} disposer(s) failed at shutdown",
+                        failures=[_reason(error) for error in failure.exceptions],
+                    )
+                else:
+                    log.info("every generation was disposed")
     return outcome
+
+
+def _exit_now(code: int) -> None:
+    """Exit at once: code that overran its time bound (a thread, a shielded wait) would
+    otherwise hold the process. Output is flushed and exit handlers run first."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)
 
 
 def _shown(path: Path) -> str:

@@ -25,6 +25,8 @@ naming both files.
 from __future__ import annotations
 
 import builtins
+import contextlib
+import functools
 import importlib.machinery
 import importlib.util
 import sys
@@ -37,6 +39,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from ._errors import LoadError, LoadPhase, ModuleNameClashError
+from ._guard import ThreadRun, current_run, run_in_thread
 from ._planner import FileStat, ModuleIndex, Source, read_file
 from ._status import ModuleKind, ModuleState, ModuleStatus
 
@@ -58,6 +61,22 @@ class _DependencyFailedError(ImportError):
     def __init__(self, name: str, error: LoadError) -> None:
         super().__init__(f"{name} failed to load: {error}", name=name)
         self.load_error = error
+
+
+class _AbandonedError(ImportError):
+    """Raised in an abandoned module body's thread when it imports a watched module."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"cannot import {name}: this module body overran its time bound and was abandoned",
+            name=name,
+        )
+
+
+def _abandoned() -> bool:
+    """True in the thread of a module body that the reloader stopped waiting for."""
+    run = current_run()
+    return run is not None and run.abandoned
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +171,8 @@ class Loader:
         self._claimed: set[str] = set()
         self._sequence = 0
         self._base_builtins = dict(builtins.__dict__)
+        self.abandoned: list[ThreadRun[None]] = []
+        """Module bodies abandoned at their time bound (pruned of finished ones when read)."""
 
     # -- the table ----------------------------------------------------------------------------
 
@@ -176,17 +197,42 @@ class Loader:
         self._batch = Batch(batch_id, dict(sources))
         return self._batch
 
-    def execute(self, batch: Batch, names: Sequence[str]) -> None:
-        """Execute every module of ``names`` not executed yet; failures go to ``batch.failed``."""
+    async def execute(self, batch: Batch, names: Sequence[str], timeout: float) -> None:
+        """Execute every module of ``names`` not executed yet; failures go to ``batch.failed``.
+
+        Each module body (with the watched modules it imports) executes in a daemon thread of
+        its own, so a body that blocks leaves the event loop serving. One still running after
+        ``timeout`` seconds is abandoned: it fails with a ``TimeoutError`` naming the line it
+        is stuck at, its thread runs on, and nothing it creates is ever installed.
+        """
         for name in names:
             if name in batch.staged or name in batch.failed:
                 continue
-            try:
-                self._execute(batch, name)
-            except Exception:
-                assert name in batch.failed
-            except SystemExit:  # a module calling sys.exit() at import is a failed load
-                assert name in batch.failed
+            path = batch.sources[name].path
+            started = time.perf_counter()
+            run = await run_in_thread(
+                f"executing {name}",
+                functools.partial(self._execute_in_thread, batch, name),
+                timeout,
+            )
+            if run.done.is_set():
+                assert name in batch.staged or name in batch.failed
+                continue
+            self.abandoned.append(run)
+            location = run.location(self.watched_files()) or str(path)
+            batch.staged.pop(name, None)
+            batch.failed[name] = LoadError.at(
+                "exec",
+                "TimeoutError",
+                f"executing {path} did not finish within {timeout} s (stuck at {location}); "
+                "abandoned: its thread runs on, its module is never installed",
+                location,
+            )
+            batch.load_ms[name] = (time.perf_counter() - started) * 1000
+
+    def _execute_in_thread(self, batch: Batch, name: str) -> None:
+        with contextlib.suppress(BaseException):  # recorded in batch.failed
+            self._execute(batch, name)
 
     def end(self, batch: Batch, committed: set[str], unloaded: set[str]) -> None:
         """Settle the reload: committed modules serve, the rest revert, unloaded ones go.
@@ -257,11 +303,16 @@ class Loader:
             try:
                 exec(code, module.__dict__)
             except BaseException:
-                del batch.staged[name]
+                if not _abandoned():
+                    batch.staged.pop(name, None)
                 raise
+            if _abandoned():
+                raise _AbandonedError(name)  # noqa: TRY301 - nothing of it may be installed
             if parent is not None:
                 setattr(parent, child, module)
-        except (Exception, SystemExit) as error:
+        except BaseException as error:  # sys.exit(), KeyboardInterrupt... raised by the body
+            if _abandoned():
+                raise
             if isinstance(error, _DependencyFailedError):
                 root = error.load_error
                 batch.failed[name] = LoadError(
@@ -354,6 +405,8 @@ class Loader:
 
     def _require(self, name: str, attempt: _Attempt, *, record: bool = True) -> ModuleType:
         """The module ``name`` as ``attempt`` should see it, executing it if needed."""
+        if _abandoned():
+            raise _AbandonedError(name)
         if record and name != attempt.name:
             attempt.imports.add(name)
         batch = self._batch
@@ -381,7 +434,9 @@ class Loader:
             return self._execute(batch, name)
         except _DependencyFailedError:
             raise
-        except (Exception, SystemExit) as error:
+        except BaseException as error:
+            if _abandoned():
+                raise
             raise _DependencyFailedError(name, batch.failed[name]) from error
 
     def _serving(self, name: str, attempt: _Attempt) -> ModuleType:

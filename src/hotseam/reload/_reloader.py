@@ -51,7 +51,7 @@ import anyio
 import anyio.abc
 
 from .._context import Context, Registration, use_context
-from .._errors import DisposalError
+from .._errors import DisposalError, DisposerTimeoutError
 from .._log import get_logger
 from .._scope import CloseReason, Scope, ScopeExit, exit_task_group
 from .._seam import Seam
@@ -69,6 +69,7 @@ from ._events import (
     TaskFailed,
     display_path,
 )
+from ._guard import Detached, is_fatal, start_detached
 from ._loader import Batch, Blocker, Loader, ModuleRecord
 from ._planner import ModuleIndex, Plan, Root, Source, dependency_order, dependents, read_source
 from ._status import ModuleKind, ModuleState, ModuleStatus
@@ -77,6 +78,9 @@ from ._watcher import FileChange, PollingWatcher, Watcher, WatchfilesWatcher
 __all__ = ["ReloadResult", "Reloader"]
 
 _log = get_logger("hotseam.reload")
+
+_CLOSE_MARGIN = 0.5
+"""Seconds the reloader waits for a generation's close beyond ``dispose_timeout``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,7 +130,7 @@ class _TaskHost:
     __slots__ = ("_report", "_task_group")
 
     def __init__(
-        self, task_group: anyio.abc.TaskGroup, report: Callable[[str, Exception], None]
+        self, task_group: anyio.abc.TaskGroup, report: Callable[[str, BaseException], None]
     ) -> None:
         self._task_group = task_group
         self._report = report
@@ -140,7 +144,9 @@ class _TaskHost:
         async def guarded() -> None:
             try:
                 await func(*args)
-            except Exception as error:
+            except BaseException as error:  # SystemExit and friends from provider code too
+                if is_fatal(error):
+                    raise
                 report(label, error)
 
         self._task_group.start_soon(guarded, name=name)
@@ -165,8 +171,12 @@ class Reloader:
         poll_interval: Polling: seconds between scans.
         coalesce: Seconds after a reload during which further changes are gathered into
             the next one (a lone change is applied at once).
-        dispose_timeout: Time bound, in seconds, of each async disposer of a generation.
-        setup_timeout: Time bound, in seconds, of one module's ``setup``.
+        dispose_timeout: Time bound, in seconds, of each async disposer of a generation; the
+            reloader waits at most this (plus a margin) for a whole generation to close.
+        setup_timeout: Time bound, in seconds, of one module's ``setup``; past it the setup
+            is abandoned (see :meth:`still_running`) and the module fails.
+        import_timeout: Time bound, in seconds, of executing one module body (it runs in a
+            thread of its own); past it the body is abandoned and the module fails.
         on_event: Called with every :class:`ReloadEvent` (errors it raises are logged).
 
     Without a watcher (``watch=False``) the reloader is fully deterministic, which is what a
@@ -189,6 +199,7 @@ class Reloader:
         coalesce: float = 0.1,
         dispose_timeout: float = 5.0,
         setup_timeout: float = 30.0,
+        import_timeout: float = 10.0,
         on_event: Callable[[ReloadEvent], object] | None = None,
     ) -> None:
         if isinstance(paths, str | os.PathLike):
@@ -205,6 +216,7 @@ class Reloader:
         for option, value in (
             ("dispose_timeout", dispose_timeout),
             ("setup_timeout", setup_timeout),
+            ("import_timeout", import_timeout),
         ):
             if not value > 0:
                 raise ValueError(f"{option} must be a number of seconds > 0, got {value!r}")
@@ -225,6 +237,8 @@ class Reloader:
         self._coalesce = coalesce
         self._dispose_timeout = dispose_timeout
         self._setup_timeout = setup_timeout
+        self._import_timeout = import_timeout
+        self._abandoned: list[Detached] = []
         self._state = "new"
         self._batches = 0
         self._pending: set[Path] = set()
@@ -334,11 +348,10 @@ class Reloader:
                     record = records[name]
                     scope, record.scope = record.scope, None
                     assert scope is not None
-                    try:
-                        await scope.aclose(reason, error)
-                    except DisposalError as failure:
-                        failures.extend(failure.exceptions)
-                        self._emitter.emit(_dispose_failed(None, record, failure))
+                    closing = await self._close_scope(scope, reason, error)
+                    if closing:
+                        failures.extend(_as_exception(failure) for failure in closing)
+                        self._emitter.emit(_dispose_failed(None, record, closing))
                     record.generation = None
                 self._loader.close()
             finally:
@@ -383,6 +396,23 @@ class Reloader:
             candidates = [resolved]
         return await self._apply(candidates, force=force, retry_failed=True)
 
+    def still_running(self) -> list[str]:
+        """What was abandoned at its time bound and still runs: module bodies (in their
+        threads), setups and generation closes, each as ``"<what> (at file:line)"``.
+
+        hotseam cannot stop such code; ``hotseam dev`` and ``hotseam run`` exit without
+        waiting for it.
+        """
+        watched = self._loader.watched_files()
+        self._abandoned = [handle for handle in self._abandoned if not handle.done.is_set()]
+        loader = self._loader
+        loader.abandoned = [run for run in loader.abandoned if run.running]
+        running: list[tuple[str, str | None]] = [
+            (item.label, item.location(watched)) for item in loader.abandoned
+        ]
+        running += [(item.label, item.location(watched)) for item in self._abandoned]
+        return [f"{label} (at {where})" if where else label for label, where in running]
+
     def status(self) -> list[ModuleStatus]:
         """Every module seen so far (including failed and unloaded ones), by path."""
         return sorted(
@@ -397,8 +427,9 @@ class Reloader:
             KeyError: no module was ever loaded from ``path``.
         """
         resolved = Path(path).resolve()
+        name = self._index.name_of(resolved)  # a symbolic link resolves to its target
         for record in self._loader.records.values():
-            if record.path == resolved:
+            if record.path == resolved or record.name == name:
                 return record.status()
         raise KeyError(f"no watched module was loaded from {os.fspath(path)!r}")
 
@@ -659,7 +690,7 @@ class Reloader:
     async def _prepare(self, batch: Batch, plan: Plan, scopes: dict[str, Scope]) -> _Prepared:
         loader = self._loader
         with use_context(self.context):
-            loader.execute(batch, plan.order)
+            await loader.execute(batch, plan.order, self._import_timeout)
         for name, source in batch.sources.items():
             loader.record(name, source.path)
         aborted: dict[str, LoadError] = dict(batch.failed)
@@ -705,7 +736,7 @@ class Reloader:
         generation = record.last_generation + 1
         assert self._task_group is not None
 
-        def report(task: str, error: Exception) -> None:
+        def report(task: str, error: BaseException) -> None:
             self._task_failed(name, generation, task, error)
 
         host = cast("anyio.abc.TaskGroup", _TaskHost(self._task_group, report))
@@ -718,26 +749,48 @@ class Reloader:
         )
 
     async def _set_up(self, name: str, setup: Callable[..., Any], scope: Scope) -> LoadError | None:
-        """Run ``setup(scope)``; return what went wrong, if anything."""
+        """Run ``setup(scope)`` in a task of its own; return what went wrong, if anything.
+
+        Past ``setup_timeout`` the setup is abandoned — reported as stuck at the line it is
+        waiting at, even in a worker thread or under a shielded cancel scope — and its
+        staged scope is discarded by the caller.
+        """
         watched = self._loader.watched_files()
         path = self._loader.records[name].path
-        try:
-            with anyio.move_on_after(self._setup_timeout) as deadline, use_context(self.context):
+        context = self.context
+
+        async def call() -> None:
+            with use_context(context):
                 outcome = setup(scope)
                 if inspect.isawaitable(outcome):
                     await outcome
-        except Exception as error:
-            return LoadError.from_exception("setup", error, watched, str(path))
-        if deadline.cancelled_caught:
-            code = getattr(setup, "__code__", None)
-            location = f"{code.co_filename}:{code.co_firstlineno}" if code else str(path)
+
+        handle = start_detached(f"setup of {display_path(path)}", call)
+        try:
+            with anyio.move_on_after(self._setup_timeout):
+                await handle.done.wait()
+        finally:
+            if not handle.done.is_set():
+                location = handle.location(watched)
+                handle.cancel_scope.cancel()  # a setup that can be cancelled ends now
+                self._abandoned.append(handle)
+        if not handle.done.is_set() or handle.cancel_scope.cancel_called:
+            if location is None:
+                code = getattr(setup, "__code__", None)
+                location = f"{code.co_filename}:{code.co_firstlineno}" if code else str(path)
             return LoadError.at(
                 "setup",
                 "TimeoutError",
-                f"setup() of {display_path(path)} did not finish within {self._setup_timeout} s",
+                f"setup() of {display_path(path)} did not finish within {self._setup_timeout} s "
+                f"(stuck at {location}); abandoned",
                 location,
             )
-        return None
+        error = handle.error
+        if error is None:
+            return None
+        if _interrupted(error):
+            raise error
+        return LoadError.from_exception("setup", error, watched, str(path))
 
     def _propagate(
         self, batch: Batch, aborted: dict[str, LoadError], *, only: str | None = None
@@ -860,10 +913,9 @@ class Reloader:
             for record in leaving:
                 scope, record.scope = record.scope, None
                 assert scope is not None
-                try:
-                    await scope.aclose(CloseReason.RELOAD)
-                except DisposalError as failure:
-                    dispose_failures.append(_dispose_failed(batch.id, record, failure))
+                failures = await self._close_scope(scope, CloseReason.RELOAD)
+                if failures:
+                    dispose_failures.append(_dispose_failed(batch.id, record, failures))
             loader.end(batch, committed=set(committing), unloaded=set(plan.unload))
             for name in committing:
                 scope = scopes.get(name)
@@ -950,17 +1002,54 @@ class Reloader:
 
     async def _discard(self, scope: Scope) -> None:
         """Dispose a staged scope that will never be activated."""
-        with anyio.CancelScope(shield=True):
-            try:
-                await scope.aclose(CloseReason.ERROR)
-            except DisposalError as failure:
-                _log.warning(
-                    "reload.discard_failed",
-                    scope=scope.name,
-                    failures=[repr(error) for error in failure.exceptions],
-                )
+        failures = await self._close_scope(scope, CloseReason.ERROR)
+        if failures:
+            _log.warning(
+                "reload.discard_failed",
+                scope=scope.name,
+                failures=[repr(error) for error in failures],
+            )
 
-    def _task_failed(self, name: str, generation: int, task: str, error: Exception) -> None:
+    async def _close_scope(
+        self, scope: Scope, reason: CloseReason, error: BaseException | None = None
+    ) -> list[BaseException]:
+        """Close a generation's scope; return its disposers' failures (never raised).
+
+        The close runs in a task of its own, and the reloader waits for it at most
+        ``dispose_timeout`` plus a margin: a disposer stuck where cancellation cannot reach
+        it (a worker thread, a shielded scope) is abandoned and reported as a
+        :class:`DisposerTimeoutError` naming the line it is stuck at. Its registrations
+        were withdrawn when the close began, so what replaces it can be activated.
+        """
+
+        async def close() -> None:
+            await scope.aclose(reason, error)
+
+        handle = start_detached(f"closing {scope.name}", close)
+        limit = self._dispose_timeout + _CLOSE_MARGIN
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(limit):
+                await handle.done.wait()
+            if not handle.done.is_set():
+                self._abandoned.append(handle)
+                location = handle.location(self._loader.watched_files())
+                where = f" (stuck at {location})" if location else ""
+                timeout = DisposerTimeoutError(
+                    f"closing {scope.name} did not finish within {limit:g} s{where}; abandoned",
+                    details={"scope": scope.name, "location": location},
+                )
+                timeout.location = location  # type: ignore[attr-defined]
+                return [timeout]
+        failure = handle.error
+        if failure is None:
+            return []
+        if isinstance(failure, DisposalError):
+            return list(failure.exceptions)
+        if _interrupted(failure):
+            raise failure
+        return [failure]
+
+    def _task_failed(self, name: str, generation: int, task: str, error: BaseException) -> None:
         record = self._loader.records.get(name)
         if record is None:
             return
@@ -1035,16 +1124,30 @@ def _describe(provider: object) -> str:
 
 
 def _dispose_failed(
-    batch: int | None, record: ModuleRecord, failure: DisposalError
+    batch: int | None, record: ModuleRecord, failures: Sequence[BaseException]
 ) -> DisposeFailed:
     where = str(record.path)
+    errors: list[LoadError] = []
+    for error in failures:
+        location = getattr(error, "location", None)
+        if isinstance(error, DisposerTimeoutError) and isinstance(location, str):
+            errors.append(LoadError.at("dispose", type(error).__name__, str(error), location))
+        else:
+            errors.append(LoadError.from_exception("dispose", error, (where,), where))
     return DisposeFailed(
-        batch,
-        record.path,
-        record.name,
-        record.generation or record.last_generation,
-        tuple(
-            LoadError.from_exception("dispose", error, (where,), where)
-            for error in failure.exceptions
-        ),
+        batch, record.path, record.name, record.generation or record.last_generation, tuple(errors)
     )
+
+
+def _as_exception(error: BaseException) -> Exception:
+    """``error`` as an ``Exception`` (a DisposalError holds only those)."""
+    if isinstance(error, Exception):
+        return error
+    wrapped = RuntimeError(f"a disposer raised {type(error).__name__}: {error}")
+    wrapped.__cause__ = error
+    return wrapped
+
+
+def _interrupted(error: BaseException) -> bool:
+    """A KeyboardInterrupt that may be the user's Ctrl-C (see :func:`is_fatal`)."""
+    return isinstance(error, KeyboardInterrupt) and is_fatal(error)

@@ -168,7 +168,9 @@ class WatchfilesWatcher:
         try:
             for recursive, directories in zip((True, False), groups, strict=True):
                 if directories:
-                    notifiers.append(RustNotify(directories, False, False, 0, recursive, False))
+                    # ignore_permission_denied: an unreadable sub-folder is reported by the
+                    # planner (skipped), and must not stop the watch of everything else.
+                    notifiers.append(RustNotify(directories, False, False, 0, recursive, True))
             async with anyio.create_task_group() as tg, send, receive:
                 for notifier in notifiers:
                     tg.start_soon(self._pump, notifier, send.clone())

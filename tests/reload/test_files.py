@@ -1,0 +1,351 @@
+"""What the reloader reads: big files off the event loop, only regular files, unreadable
+entries skipped, and one policy for symbolic links.
+
+Tests that prove something was *ignored* end with a barrier (a real change to another
+module, saved after it): events come in order, so once the barrier's commit arrives anything
+the ignored entry could have caused would have arrived before it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import socket
+import stat
+import threading
+import time
+from collections.abc import Iterator, MutableMapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import pytest
+import structlog
+
+from hotseam import Context
+from hotseam.interaction import ask
+from hotseam.reload import ModuleState, ModuleUnloaded, ReloadCommitted, Reloader
+
+from ._support import Probe, provider_source
+from .conftest import QUESTION, write
+
+pytestmark = pytest.mark.anyio
+
+_AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def _module(name: str, imports: str = "") -> str:
+    """A helper module that logs when it executes."""
+    return f"import reload_probe\n{imports}\nreload_probe.log.append(('exec', {name!r}))\n"
+
+
+def _skipped(logs: Sequence[MutableMapping[str, Any]]) -> dict[str, str]:
+    return {entry["path"]: entry["reason"] for entry in logs if entry["event"] == "reload.skipped"}
+
+
+class _Ticker:
+    """Ticks every 10 ms on the event loop and keeps the longest gap between two ticks."""
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        last = time.perf_counter()
+        task_status.started()
+        while True:
+            await anyio.sleep(0.01)
+            now = time.perf_counter()
+            self.longest = max(self.longest, now - last)
+            last = now
+
+
+class TestBigFiles:
+    async def test_reading_and_hashing_a_big_module_never_blocks_the_loop(
+        self, context: Context, folder: Path, probe: Probe
+    ) -> None:
+        """A 64 MB module touched, then reloaded by hand: read and hashed (unchanged, so
+        not compiled) while a task ticking every 10 ms never waits more than 100 ms.
+
+        Compiling and executing a huge module is the loader's business, not measured here:
+        the module is loaded once before the ticker starts.
+        """
+        big = folder / "big.py"
+        line = b"# " + b"x" * 77 + b"\n"
+        big.write_bytes(line * (64 * 1024 * 1024 // len(line)))
+        barrier = write(folder / "barrier.py", "X = 1\n")
+        ticker = _Ticker()
+        with anyio.fail_after(30):
+            async with Reloader(context, [folder]) as reloader, reloader.events() as events:
+                assert reloader.status_of(big).generation == 1
+                async with anyio.create_task_group() as tg:
+                    await tg.start(ticker.run)
+                    os.utime(big)  # a save of the same content: the watcher reports it
+                    write(barrier, "X = 2\n")
+                    await events.next(ReloadCommitted, path=barrier)
+                    result = await reloader.reload(big)  # reads and hashes it again
+                    tg.cancel_scope.cancel()
+                assert result.batch is None
+                assert reloader.status_of(big).generation == 1
+        assert ticker.longest < 0.1, f"the event loop stalled for {ticker.longest * 1000:.0f} ms"
+
+
+@contextlib.contextmanager
+def _unblock_fifo_after(fifo: Path, seconds: float) -> Iterator[None]:
+    """Guard for the code before the fix: a reader blocked on ``fifo`` (the whole event
+    loop) gets end-of-file after ``seconds``, so the test fails instead of hanging."""
+    done = threading.Event()
+
+    def unblock() -> None:
+        while not done.wait(seconds):
+            with contextlib.suppress(OSError):  # ENXIO: nobody is reading
+                os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    thread = threading.Thread(target=unblock, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+
+
+class TestSpecialFiles:
+    async def test_fifos_sockets_and_devices_named_py_are_skipped_and_reported(
+        self, context: Context, folder: Path, probe: Probe, tmp_path: Path
+    ) -> None:
+        """Never opened (a FIFO would block the loop until someone writes to it): each is
+        reported once as not a regular file, also when the watcher reports it again."""
+        ui = write(folder / "my_ui.py", provider_source(1))
+        barrier = write(folder / "barrier.py", "X = 1\n")
+        fifo = folder / "evil.py"
+        os.mkfifo(fifo)
+        sock_path = folder / "sock.py"
+        specials = {fifo: "FIFO", sock_path: "socket"}
+        device = folder / "null.py"
+        with contextlib.suppress(PermissionError):  # creating devices needs CAP_MKNOD
+            os.mknod(device, stat.S_IFCHR | 0o600, os.makedev(1, 3))
+            specials[device] = "character device"
+        with (
+            socket.socket(socket.AF_UNIX) as sock,
+            _unblock_fifo_after(fifo, 3),
+            structlog.testing.capture_logs() as logs,
+        ):
+            sock.bind(str(sock_path))
+            with anyio.fail_after(10):
+                async with Reloader(context, [folder]) as reloader, reloader.events() as events:
+                    assert {s.path for s in reloader.status()} == {ui, barrier}
+                    for special in specials:
+                        os.utime(special)
+                    write(barrier, "X = 2\n")
+                    await events.next(ReloadCommitted, path=barrier)
+                    assert (await reloader.reload()).batch is None
+                    assert (await ask(QUESTION, context=context)).answer == "answer v1"
+                    assert {s.path for s in reloader.status()} == {ui, barrier}
+        skipped = _skipped(logs)
+        assert set(skipped) == {str(path) for path in specials}
+        for path, kind in specials.items():
+            assert f"not a regular file (a {kind})" in skipped[str(path)]
+        assert [e["path"] for e in logs if e["event"] == "reload.skipped"].count(str(fifo)) == 1
+
+    def test_read_file_refuses_a_non_regular_file_without_opening_it(self, tmp_path: Path) -> None:
+        """The last line of defence (a file swapped for a FIFO after the listing)."""
+        from hotseam.reload._planner import read_file
+
+        fifo = tmp_path / "late.py"
+        os.mkfifo(fifo)
+        with _unblock_fifo_after(fifo, 3), pytest.raises(OSError, match="FIFO") as caught:
+            read_file(fifo)
+        assert caught.value.errno == errno.EINVAL
+
+
+@contextlib.contextmanager
+def _deny(monkeypatch: pytest.MonkeyPatch, folder: Path) -> Iterator[None]:
+    """Make ``folder`` behave as mode 000 does for a user who is not root: it can be seen
+    and stat'ed, but not listed, and nothing inside it can be stat'ed or opened."""
+    real_scandir, real_stat = os.scandir, os.stat
+
+    def denied(path: Any, *, strict: bool) -> bool:
+        if isinstance(path, int) or path is None:
+            return False
+        given = Path(os.fspath(path))
+        return given.is_relative_to(folder) and (given != folder or not strict)
+
+    def scandir(path: Any = ".") -> Any:
+        if denied(path, strict=False):
+            raise PermissionError(errno.EACCES, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    def stat_(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if denied(path, strict=True):
+            raise PermissionError(errno.EACCES, "Permission denied", os.fspath(path))
+        return real_stat(path, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "scandir", scandir)
+        patch.setattr(os, "stat", stat_)
+        yield
+
+
+class TestUnreadable:
+    async def test_an_unlistable_sub_folder_is_skipped_and_the_rest_loads(
+        self, context: Context, folder: Path, probe: Probe, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Listing a mode-000 folder fails (simulated here: tests may run as root, who can
+        read anything): it is reported by name; once readable again, a reload loads it."""
+        ui = write(folder / "my_ui.py", provider_source(1))
+        locked = folder / "locked"
+        write(locked / "__init__.py", _module("locked"))
+        with structlog.testing.capture_logs() as logs, contextlib.ExitStack() as denial:
+            denial.enter_context(_deny(monkeypatch, locked))
+            async with Reloader(context, [folder], watch=False) as reloader:
+                assert {s.path for s in reloader.status()} == {ui}
+                assert (await reloader.reload()).batch is None
+                denial.close()
+                skipped = _skipped(logs)
+                assert set(skipped) == {str(locked)}
+                assert "Permission denied" in skipped[str(locked)]
+                result = await reloader.reload()
+                assert [c.module for c in result.committed] == ["locked"]
+
+    async def test_an_unreadable_file_is_reported_by_name_and_loads_once_readable(
+        self, context: Context, folder: Path, probe: Probe, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Opening it fails (simulated): a failed load naming the file — a module that
+        served keeps serving — and the next reload retries it."""
+        ui = write(folder / "my_ui.py", provider_source(1))
+        helper = write(folder / "helper.py", _module("helper"))
+        real_open = os.open
+
+        def open_(path: Any, *args: Any, **kwargs: Any) -> int:
+            if Path(os.fspath(path)) == helper:
+                raise PermissionError(errno.EACCES, "Permission denied", os.fspath(path))
+            return real_open(path, *args, **kwargs)
+
+        async with Reloader(context, [folder], watch=False) as reloader:
+            write(helper, _module("helper v2"))
+            with monkeypatch.context() as patch:
+                patch.setattr(os, "open", open_)
+                result = await reloader.reload()
+            (aborted,) = result.aborted
+            assert aborted.path == helper and aborted.error.phase == "read"
+            assert "Permission denied" in aborted.error.message
+            assert reloader.status_of(helper).generation == 1
+            assert reloader.status_of(ui).state is ModuleState.ACTIVE
+            result = await reloader.reload()
+            assert [c.path for c in result.committed] == [helper]
+        assert [e for e in probe.entries("exec") if e != 1] == ["helper", "helper v2"]
+
+    @pytest.mark.skipif(_AS_ROOT, reason="root reads mode-000 files and folders")
+    async def test_real_mode_000_entries_do_not_stop_the_reloader(
+        self, context: Context, folder: Path, probe: Probe
+    ) -> None:
+        """The same with real permissions, watched: the rest loads and keeps reloading."""
+        ui = write(folder / "my_ui.py", provider_source(1))
+        locked = folder / "locked"
+        write(locked / "__init__.py", _module("locked"))
+        secret = write(folder / "secret.py", _module("secret"))
+        locked.chmod(0)
+        secret.chmod(0)
+        try:
+            with structlog.testing.capture_logs() as logs, anyio.fail_after(10):
+                async with Reloader(context, [folder]) as reloader, reloader.events() as events:
+                    assert reloader.status_of(secret).state is ModuleState.FAILED
+                    write(ui, provider_source(2))
+                    await events.next(ReloadCommitted, path=ui)
+            assert str(locked) in _skipped(logs)
+        finally:
+            locked.chmod(0o755)
+            secret.chmod(0o644)
+
+
+class TestSymlinks:
+    async def test_a_link_inside_the_watched_path_is_followed_and_its_target_watched(
+        self, context: Context, folder: Path, probe: Probe
+    ) -> None:
+        """``my_ui.py -> versions/ui_v1.py``: the module is ``my_ui`` at the link's path;
+        saving the target reloads it, ``status_of``/``reload`` take the link's path, and
+        removing the target unloads it."""
+        target = write(folder / "versions" / "ui_v1.py", provider_source(1))
+        link = folder / "my_ui.py"
+        link.symlink_to(Path("versions") / "ui_v1.py")
+        with anyio.fail_after(10):
+            async with Reloader(context, [folder]) as reloader, reloader.events() as events:
+                status = reloader.status_of(link)
+                assert (status.path, status.module, status.generation) == (link, "my_ui", 1)
+                assert reloader.status_of(target).module == "my_ui"
+                assert (await ask(QUESTION, context=context)).answer == "answer v1"
+                write(target, provider_source(2))
+                committed = await events.next(ReloadCommitted, path=link)
+                assert committed.generation == 2
+                assert (await ask(QUESTION, context=context)).answer == "answer v2"
+                forced = await reloader.reload(link, force=True)
+                assert [(c.path, c.generation) for c in forced.committed] == [(link, 3)]
+                target.unlink()
+                unloaded = await events.next(ModuleUnloaded, path=link)
+                assert unloaded.generation == 3
+        assert probe.entries("exec") == [1, 2, 2]
+
+    async def test_a_link_outside_every_watched_path_is_refused_and_reported(
+        self, context: Context, folder: Path, probe: Probe, tmp_path: Path
+    ) -> None:
+        """Only code under the given paths runs: file and folder links that leave them are
+        skipped with a reason, and editing their targets does nothing."""
+        outside = tmp_path / "outside"
+        evil = write(outside / "evil.py", _module("evil"))
+        write(outside / "kit" / "__init__.py", _module("kit"))
+        ui = write(folder / "my_ui.py", provider_source(1))
+        barrier = write(folder / "barrier.py", "X = 1\n")
+        (folder / "evil.py").symlink_to(evil)
+        (folder / "kit").symlink_to(outside / "kit")
+        (folder / "absolute.py").symlink_to(evil.resolve())
+        with structlog.testing.capture_logs() as logs, anyio.fail_after(10):
+            async with Reloader(context, [folder]) as reloader, reloader.events() as events:
+                assert {s.path for s in reloader.status()} == {ui, barrier}
+                write(evil, _module("evil v2"))
+                write(barrier, "X = 2\n")
+                await events.next(ReloadCommitted, path=barrier)
+                with pytest.raises(KeyError):
+                    reloader.status_of(folder / "evil.py")
+        skipped = _skipped(logs)
+        assert set(skipped) == {str(folder / name) for name in ("evil.py", "kit", "absolute.py")}
+        assert all("outside the watched paths" in reason for reason in skipped.values())
+        assert probe.entries("exec") == [1]
+
+    async def test_a_link_loop_loads_each_real_file_once(
+        self, context: Context, folder: Path, probe: Probe
+    ) -> None:
+        """``pkg/again -> .``: each module runs once at start and once per save (each ran
+        once per path the loop spells), and the loop is reported."""
+        write(folder / "pkg" / "__init__.py", _module("pkg"))
+        mod = write(folder / "pkg" / "mod.py", _module("pkg.mod"))
+        user = write(folder / "user.py", _module("user", "import pkg.mod"))
+        (folder / "pkg" / "again").symlink_to(".")
+        with structlog.testing.capture_logs() as logs, anyio.fail_after(10):
+            async with Reloader(context, [folder]) as reloader, reloader.events() as events:
+                assert {s.module for s in reloader.status()} == {"pkg", "pkg.mod", "user"}
+                assert sorted(probe.entries("exec")) == ["pkg", "pkg.mod", "user"]
+                write(mod, _module("pkg.mod v2"))
+                await events.next(ReloadCommitted, path=user)
+                assert {s.module for s in reloader.status()} == {"pkg", "pkg.mod", "user"}
+        assert sorted(probe.entries("exec")) == ["pkg", "pkg.mod", "pkg.mod v2", "user", "user"]
+        skipped = _skipped(logs)
+        assert set(skipped) == {str(folder / "pkg" / "again")}
+        assert "already watched" in skipped[str(folder / "pkg" / "again")]
+
+    async def test_a_link_to_a_watched_module_is_not_loaded_twice(
+        self, context: Context, folder: Path, probe: Probe
+    ) -> None:
+        """``alias.py -> real.py`` (both watched): the real path wins whatever the names'
+        order; the alias is reported, and a save of the file reloads the module once."""
+        real = write(folder / "real.py", _module("real"))
+        (folder / "alias.py").symlink_to("real.py")
+        with structlog.testing.capture_logs() as logs:
+            async with Reloader(context, [folder], watch=False) as reloader:
+                assert {s.path for s in reloader.status()} == {real}
+                write(real, _module("real v2"))
+                result = await reloader.reload()
+                assert [c.path for c in result.committed] == [real]
+        assert probe.entries("exec") == ["real", "real v2"]
+        assert "already loaded as module 'real'" in _skipped(logs)[str(folder / "alias.py")]

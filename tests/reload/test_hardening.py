@@ -1,0 +1,264 @@
+"""Provider code cannot kill, freeze or outlive the reloader (invariant 7).
+
+* a ``BaseException`` (``SystemExit``, a ``KeyboardInterrupt`` raised by code, a custom
+  subclass) in a module body, in ``setup``, in a spawned task or in a disposer is reported
+  like any failure, and the reloader keeps running; a real cancellation still propagates;
+* ``setup_timeout`` and ``dispose_timeout`` hold even for code blocked in a worker thread or
+  under a shielded cancel scope, and the error names the line it was stuck at;
+* a module body that blocks its thread does not freeze the event loop; ``import_timeout``
+  fails it, naming the line.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+
+from hotseam import Context
+from hotseam.interaction import ask
+from hotseam.reload import DisposeFailed, ModuleState, Reloader, TaskFailed
+
+from ._support import Probe, provider_source
+from .conftest import QUESTION, write
+
+pytestmark = pytest.mark.anyio
+
+RAISES = {
+    "SystemExit": "raise SystemExit(3)",
+    "KeyboardInterrupt": "raise KeyboardInterrupt('from code')",
+    "custom BaseException": "raise reload_probe.Custom('custom')",
+}
+
+
+class Custom(BaseException):
+    """A BaseException subclass that is neither an exit nor an interrupt."""
+
+
+@pytest.fixture(name="custom_probe")
+def _custom_probe(probe: Probe) -> Probe:
+    sys.modules["reload_probe"].Custom = Custom  # type: ignore[attr-defined]
+    return probe
+
+
+@contextmanager
+def routed_sigint() -> Iterator[None]:
+    """SIGINT goes to a signal receiver, as in ``hotseam dev``: a KeyboardInterrupt on the
+    event-loop thread can then only come from code."""
+    with anyio.open_signal_receiver(signal.SIGINT):
+        yield
+
+
+def _line(path: Path, marker: str) -> str:
+    number = next(n for n, line in enumerate(path.read_text().splitlines(), 1) if marker in line)
+    return f"{path}:{number}"
+
+
+class TestBaseExceptions:
+    @pytest.mark.parametrize("statement", RAISES.values(), ids=RAISES.keys())
+    async def test_in_a_module_body_or_setup_it_is_a_failed_load(
+        self, context: Context, folder: Path, custom_probe: Probe, statement: str
+    ) -> None:
+        """Reported as an aborted reload (v1 keeps serving); the reloader keeps running."""
+        ui = write(folder / "my_ui.py", provider_source(1))
+        with routed_sigint():
+            async with Reloader(context, [folder], watch=False) as reloader:
+                for source in (
+                    provider_source(2, module_lines=[statement]),
+                    provider_source(3, setup_lines=[statement]),
+                ):
+                    write(ui, source)
+                    (aborted,) = (await reloader.reload(ui)).aborted
+                    assert aborted.error.location == _line(ui, statement)
+                    assert aborted.kept_generation == 1
+                    assert (await ask(QUESTION, context=context)).answer == "answer v1"
+                write(ui, provider_source(4))
+                assert (await reloader.reload(ui)).ok
+                assert (await ask(QUESTION, context=context)).answer == "answer v4"
+
+    @pytest.mark.parametrize("statement", RAISES.values(), ids=RAISES.keys())
+    async def test_in_a_spawned_task_it_is_a_task_failure(
+        self, context: Context, folder: Path, custom_probe: Probe, statement: str
+    ) -> None:
+        """TaskFailed; the generation stays active and keeps serving."""
+        ui = write(folder / "my_ui.py", provider_source(1))
+        crash = ["async def crash():", f"    {statement}"]
+        with routed_sigint():
+            async with Reloader(context, [folder], watch=False) as reloader:
+                write(
+                    ui, provider_source(2, module_lines=crash, setup_lines=["scope.spawn(crash)"])
+                )
+                async with reloader.events() as events:
+                    assert (await reloader.reload(ui)).ok
+                    failed = await events.next(TaskFailed)
+                assert failed.error.location == _line(ui, statement)
+                assert reloader.status_of(ui).state is ModuleState.ACTIVE
+                assert (await ask(QUESTION, context=context)).answer == "answer v2"
+
+    @pytest.mark.parametrize("statement", RAISES.values(), ids=RAISES.keys())
+    async def test_in_a_disposer_it_is_a_dispose_failure(
+        self, context: Context, folder: Path, custom_probe: Probe, statement: str
+    ) -> None:
+        """DisposeFailed at the reload, v2 active; at the close a DisposalError, not a crash."""
+        disposer = ["def boom():", f"    {statement}"]
+        ui = write(
+            folder / "my_ui.py",
+            provider_source(1, module_lines=disposer, setup_lines=["scope.defer(boom)"]),
+        )
+        with routed_sigint():
+            reloader = Reloader(context, [folder], watch=False)
+            async with reloader:
+                write(
+                    ui, provider_source(2, module_lines=disposer, setup_lines=["scope.defer(boom)"])
+                )
+                result = await reloader.reload(ui)
+                assert result.ok
+                (failed,) = [e for e in result.events if isinstance(e, DisposeFailed)]
+                assert failed.errors[0].location == _line(ui, statement)
+                assert (await ask(QUESTION, context=context)).answer == "answer v2"
+                write(ui, provider_source(3))
+                assert (await reloader.reload(ui)).ok
+            assert custom_probe.entries("dispose") == [1, 2, 3]
+
+    async def test_a_real_cancellation_still_propagates(
+        self, context: Context, folder: Path, probe: Probe
+    ) -> None:
+        """Cancelling a reload waiting for a setup cancels it; nothing is committed."""
+        ui = write(folder / "my_ui.py", provider_source(1))
+        async with Reloader(context, [folder], watch=False) as reloader:
+            write(
+                ui,
+                provider_source(2, setup_lines=["await anyio.sleep_forever()"])
+                .replace("def setup", "async def setup")
+                .replace("import reload_probe", "import anyio, reload_probe"),
+            )
+            with anyio.move_on_after(0.2) as waited:
+                await reloader.reload(ui)
+            assert waited.cancelled_caught
+            assert reloader.status_of(ui).generation == 1
+            assert (await ask(QUESTION, context=context)).answer == "answer v1"
+
+
+def _async_setup(version: int, awaiting: str) -> str:
+    return (
+        provider_source(version, setup_lines=[awaiting])
+        .replace("def setup", "async def setup")
+        .replace("import reload_probe", "import anyio, reload_probe")
+    )
+
+
+class TestStuckInAThread:
+    @pytest.mark.parametrize(
+        "awaiting",
+        [
+            "await anyio.to_thread.run_sync(reload_probe.probe.values['gate'].wait)",
+            "with anyio.CancelScope(shield=True): await reload_probe.probe.values['event'].wait()",
+        ],
+        ids=["worker thread", "shielded"],
+    )
+    async def test_a_stuck_setup_fails_at_its_timeout_naming_the_line(
+        self, context: Context, folder: Path, probe: Probe, awaiting: str
+    ) -> None:
+        """Failed within about setup_timeout; v1 serves meanwhile and after."""
+        gate, event = threading.Event(), anyio.Event()
+        probe.values.update(gate=gate, event=event)
+        ui = write(folder / "my_ui.py", provider_source(1))
+        try:
+            async with Reloader(context, [folder], watch=False, setup_timeout=0.3) as reloader:
+                write(ui, _async_setup(2, awaiting))
+                started = time.monotonic()
+                (aborted,) = (await reloader.reload(ui)).aborted
+                assert time.monotonic() - started < 2
+                assert aborted.error.type == "TimeoutError"
+                assert aborted.error.location == _line(ui, awaiting)
+                assert (await ask(QUESTION, context=context)).answer == "answer v1"
+                assert reloader.still_running() == [f"setup of {ui} (at {_line(ui, awaiting)})"]
+        finally:
+            gate.set()
+            event.set()
+
+    async def test_a_stuck_disposer_holds_neither_the_reload_nor_asks(
+        self, context: Context, folder: Path, probe: Probe
+    ) -> None:
+        """The swap goes on after dispose_timeout plus a margin; DisposeFailed names the line."""
+        gate = threading.Event()
+        probe.values["gate"] = gate
+        stuck = "    await anyio.to_thread.run_sync(reload_probe.probe.values['gate'].wait)"
+        disposer = ["import anyio", "async def stuck():", stuck]
+        ui = write(
+            folder / "my_ui.py",
+            provider_source(1, module_lines=disposer, setup_lines=["scope.defer(stuck)"]),
+        )
+        expected = _line(ui, stuck.strip())
+        try:
+            async with Reloader(context, [folder], watch=False, dispose_timeout=0.2) as reloader:
+                write(ui, provider_source(2))
+                started = time.monotonic()
+                result = await reloader.reload(ui)
+                assert time.monotonic() - started < 2
+                assert result.ok
+                (failed,) = [e for e in result.events if isinstance(e, DisposeFailed)]
+                assert failed.errors[0].type == "DisposerTimeoutError"
+                assert failed.errors[0].location == expected
+                assert (await ask(QUESTION, context=context)).answer == "answer v2"
+        finally:
+            gate.set()
+
+
+class TestBlockingModuleBodies:
+    @pytest.mark.parametrize(
+        "body",
+        [
+            "while not reload_probe.probe.values['gate'].is_set(): pass",
+            "reload_probe.probe.values['gate'].wait(60)",
+        ],
+        ids=["busy loop", "blocking call"],
+    )
+    async def test_the_loop_keeps_serving_and_the_body_fails_at_import_timeout(
+        self, context: Context, folder: Path, probe: Probe, body: str
+    ) -> None:
+        """Asks are answered by v1 while the body blocks; the failure names file:line."""
+        gate, entered = threading.Event(), threading.Event()
+        probe.values.update(gate=gate, entered=entered)
+        ui = write(folder / "my_ui.py", provider_source(1))
+        try:
+            async with Reloader(context, [folder], watch=False, import_timeout=0.5) as reloader:
+                enter = "reload_probe.probe.values['entered'].set()"
+                write(ui, provider_source(2, module_lines=[enter, body]))
+                async with anyio.create_task_group() as tg:
+                    results = []
+
+                    async def reload() -> None:
+                        results.append(await reloader.reload(ui))
+
+                    tg.start_soon(reload)
+                    await anyio.to_thread.run_sync(entered.wait)
+                    with anyio.fail_after(0.4):  # before import_timeout: the loop serves
+                        assert (await ask(QUESTION, context=context)).answer == "answer v1"
+                (aborted,) = results[0].aborted
+                assert aborted.error.type == "TimeoutError"
+                assert aborted.error.location == _line(ui, body)
+                assert str(ui) in aborted.error.message
+                assert reloader.status_of(ui).generation == 1
+                assert (await ask(QUESTION, context=context)).answer == "answer v1"
+                assert probe.entries("exec") == [1, 2]
+        finally:
+            gate.set()
+
+    async def test_a_body_runs_in_the_reloaders_context(
+        self, context: Context, folder: Path, probe: Probe
+    ) -> None:
+        """current_context() at import is the reloader's context, as before (contextvars)."""
+        line = (
+            "import hotseam; reload_probe.log.append(('context', hotseam.current_context().name))"
+        )
+        write(folder / "my_ui.py", provider_source(1, module_lines=[line]))
+        async with Reloader(context, [folder], watch=False):
+            assert probe.entries("context") == [context.name]
