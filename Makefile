@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.hotseam-installed
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo test lint typecheck unit bench stress clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "hotseam needs Python >= 3.11, found " + sys.version.split()[0])'
@@ -30,6 +30,13 @@ unit: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/effects.py
+
+# Reload torture (real files, the real watcher, 1,000 edits) on both backends, then the
+# stateful invariant suite with many examples. Under 15 minutes on 2 cores.
+stress: $(STAMP)
+	$(BIN)/python bench/torture.py --edits 1000 --backend asyncio
+	$(BIN)/python bench/torture.py --edits 1000 --backend trio
+	HOTSEAM_STATEFUL_EXAMPLES=2000 $(BIN)/pytest -p no:cacheprovider tests/test_invariants.py -q
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
