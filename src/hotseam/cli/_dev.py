@@ -46,6 +46,7 @@ from ..reload import Reloader, ReloaderClosedError
 from ._agent import AgentFunction, load_agent
 from ._demo_agent import demo_agent
 from ._logging import LogStyle, configure_logging
+from ._watchdog import LoopWatchdog
 
 __all__ = ["add_arguments", "add_session_arguments", "run", "run_session"]
 
@@ -93,6 +94,14 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
         help="fail a module whose body is still executing after this long (default 10)",
     )
     parser.add_argument(
+        "--stall-warning",
+        type=_seconds_or_zero,
+        default=2.0,
+        metavar="SECONDS",
+        help="warn when the event loop is blocked this long, naming the line (default 2, "
+        "0 disables); a second Ctrl-C or SIGTERM while it is blocked exits at once",
+    )
+    parser.add_argument(
         "--polling",
         action="store_true",
         help="scan for changes instead of using file-system notifications "
@@ -110,6 +119,18 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _seconds_or_zero(text: str) -> float:
+    """Like ``_seconds``, or 0 (which turns the option off)."""
+    with contextlib.suppress(ValueError):
+        if float(text) == 0:
+            return 0.0
+    try:
+        return _seconds(text)
+    except argparse.ArgumentTypeError:
+        message = f"expected 0 or a number of seconds > 0, got {text!r}"
+        raise argparse.ArgumentTypeError(message) from None
+
+
 def run(args: argparse.Namespace) -> int:
     """Run ``hotseam dev``; return the exit code."""
     return run_session(args, style="console", verbose=args.verbose)
@@ -121,6 +142,7 @@ class _Session:
     reloader: Reloader
     agent: AgentFunction
     answers: ScriptedProvider | None
+    stall_warning: float = 2.0
 
 
 def run_session(args: argparse.Namespace, *, style: LogStyle, verbose: bool = True) -> int:
@@ -159,7 +181,7 @@ def _prepare(args: argparse.Namespace, command: str) -> _Session | int:
     except HarnessError as error:
         print(f"{command}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    return _Session(command, reloader, agent, answers)
+    return _Session(command, reloader, agent, answers, getattr(args, "stall_warning", 2.0))
 
 
 async def _serve(session: _Session) -> int:
@@ -173,8 +195,9 @@ async def _serve(session: _Session) -> int:
     # whatever runs (an initial load included), and a KeyboardInterrupt can then only be
     # raised by provider code, which the reloader reports as its failure.
     stop = anyio.CancelScope()
+    watchdog = LoopWatchdog(session.stall_warning or None, log, _exit_now)
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
-        async with anyio.create_task_group() as control:
+        async with watchdog.watching(), anyio.create_task_group() as control:
 
             async def reload_everything() -> None:
                 try:
@@ -304,9 +327,11 @@ def _drop_lifecycle_chatter(
 def _reload_report(
     logger: object, method_name: str, event_dict: MutableMapping[str, Any]
 ) -> MutableMapping[str, Any]:
-    """Show a reload event as its one-line summary (its traceback, if any, below it)."""
+    """Show a reload or loop event as its one-line summary (its traceback, if any, below it)."""
     summary = event_dict.get("summary")
-    if not isinstance(summary, str) or not str(event_dict.get("event", "")).startswith("reload."):
+    if not isinstance(summary, str) or not str(event_dict.get("event", "")).startswith(
+        ("reload.", "loop.")
+    ):
         return event_dict
     report: dict[str, Any] = {"event": summary}
     for key in ("timestamp", "level"):
