@@ -349,3 +349,36 @@ class TestSymlinks:
                 assert [c.path for c in result.committed] == [real]
         assert probe.entries("exec") == ["real", "real v2"]
         assert "already loaded as module 'real'" in _skipped(logs)[str(folder / "alias.py")]
+
+
+class TestHalfWrittenFiles:
+    async def test_a_file_caught_between_truncate_and_write_is_not_loaded_empty(
+        self, tmp_path: Path
+    ) -> None:
+        """A module file that appears empty (an editor's truncate, its write a moment later)
+        is re-read: the content is loaded, never an empty module in place of a provider.
+        The read runs in a worker thread, so it can land between the two."""
+        from hotseam.reload._planner import read_source
+
+        path = tmp_path / "ui.py"
+        path.write_bytes(b"")
+
+        async def write_soon() -> None:
+            await anyio.sleep(0.015)
+            path.write_bytes(b"VALUE = 1\n")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(write_soon)
+            source = await read_source(path, None)  # a module appearing: no previous digest
+        assert source is not None
+        assert source.data == b"VALUE = 1\n"
+
+    async def test_a_file_that_stays_empty_is_loaded_empty(self, tmp_path: Path) -> None:
+        """An empty ``__init__.py`` is a real module: believed after the brief re-reads."""
+        from hotseam.reload._planner import read_source
+
+        path = tmp_path / "__init__.py"
+        path.write_bytes(b"")
+        source = await read_source(path, None)
+        assert source is not None
+        assert source.data == b""

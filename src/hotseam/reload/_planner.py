@@ -46,8 +46,10 @@ __all__ = [
 
 RootKind = Literal["file", "folder", "package"]
 
-# A file caught between an editor's truncate and its write reads as empty (Vite #610): when a
-# non-empty module suddenly reads empty, re-read a few times before believing it.
+# A file caught between an editor's truncate and its write reads as empty (Vite #610): an empty
+# read is re-read a few times before it is believed, unless the module was empty before. A
+# file that appears (created, renamed back) is no exception: loading its empty moment would
+# replace a provider with an empty helper module until the write lands.
 _EMPTY_RETRIES = 5
 _EMPTY_RETRY_DELAY = 0.01
 _DIGEST_SIZE = 16
@@ -173,14 +175,15 @@ async def read_source(path: Path, previous: str | None) -> Source | None:
     """Read ``path``; ``None`` if it is gone. An unexpectedly empty read is retried briefly.
 
     The read and the hash run in a worker thread, so a big file never blocks the event loop.
-    ``previous`` (the digest last loaded) only decides whether an empty read is believed.
+    ``previous`` (the digest last loaded) only decides whether an empty read is believed at
+    once: only when the module was empty before.
     """
     for attempt in range(_EMPTY_RETRIES + 1):
         try:
             source = await anyio.to_thread.run_sync(read_file, path)
         except FileNotFoundError:
             return None
-        empty_ok = previous is None or previous == _EMPTY_DIGEST or attempt == _EMPTY_RETRIES
+        empty_ok = previous == _EMPTY_DIGEST or attempt == _EMPTY_RETRIES
         if source.data or empty_ok:
             return source
         await anyio.sleep(_EMPTY_RETRY_DELAY)
