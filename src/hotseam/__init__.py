@@ -17,6 +17,7 @@ from ._context import (
     current_context,
     use_context,
 )
+from ._effects import CloseReason, Effect, EnteredEffect, ScopeExit, TaskEffect
 from ._errors import (
     AbortError,
     DisposalError,
@@ -29,7 +30,7 @@ from ._errors import (
     ToolError,
 )
 from ._public import present_as
-from ._scope import CloseReason, Effect, EnteredEffect, Scope, ScopeExit, ScopeState, TaskEffect
+from ._scope import Scope, ScopeState
 from ._seam import Seam
 from ._tools import Tool, ToolCall, ToolFormat, ToolRegistration, ToolRegistry, ToolResult, tool
 from ._tracking import mark_long_lived

@@ -14,27 +14,38 @@ The model is Effect-TS's ``Scope`` run on anyio:
 * every undo can learn why the scope closed (:class:`ScopeExit`);
 * a child scope that closes removes itself from its parent, so a long-lived parent does
   not accumulate dead children.
+
+The effects themselves (and :class:`ScopeExit`, what each undo learns) are in
+:mod:`._effects`; this module is the owner: the tree of scopes, their order and their close.
 """
 
 from __future__ import annotations
 
-import abc
 import enum
-import inspect
 import math
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import anyio
 import anyio.abc
 
 from . import _tracking
-from ._errors import DisposalError, DisposerTimeoutError, ScopeClosedError, ScopeError
+from ._effects import (
+    DEFAULT_DISPOSE_TIMEOUT,
+    CloseReason,
+    Effect,
+    EnteredEffect,
+    ScopeExit,
+    TaskEffect,
+    callable_label,
+    deferred,
+    run_undo,
+)
+from ._errors import DisposalError, ScopeClosedError, ScopeError
 from ._log import get_logger
 
 if TYPE_CHECKING:
@@ -42,6 +53,8 @@ if TYPE_CHECKING:
     from ._seam import Seam
     from ._tools import Tool, ToolRegistration
 
+# CloseReason, Effect, EnteredEffect, ScopeExit and TaskEffect live in ._effects; they are
+# listed here too because the CLI and older imports take the scope's vocabulary from here.
 __all__ = [
     "CloseReason",
     "Effect",
@@ -56,23 +69,6 @@ __all__ = [
 T = TypeVar("T")
 _log = get_logger("hotseam.scope")
 
-DEFAULT_DISPOSE_TIMEOUT = 5.0
-
-
-class CloseReason(enum.Enum):
-    """Why a scope closed; every disposer can read it from :class:`ScopeExit`."""
-
-    EXIT = "exit"
-    """The owner finished normally (the ``async with`` body returned, or ``aclose()``)."""
-    ERROR = "error"
-    """The owner's body raised."""
-    CANCELLED = "cancelled"
-    """The owner's body was cancelled."""
-    RELOAD = "reload"
-    """A hot reload replaced the generation that owns the scope."""
-    SHUTDOWN = "shutdown"
-    """The process is shutting down (SIGTERM, Ctrl-C, the end of ``hotseam run``)."""
-
 
 class ScopeState(enum.Enum):
     """The life of a scope: ``open`` → ``closing`` → ``closed``."""
@@ -80,202 +76,6 @@ class ScopeState(enum.Enum):
     OPEN = "open"
     CLOSING = "closing"
     CLOSED = "closed"
-
-
-@dataclass(frozen=True, slots=True)
-class ScopeExit:
-    """How a scope ended: the reason, and the error that ended it (if any)."""
-
-    reason: CloseReason
-    error: BaseException | None = None
-
-    @classmethod
-    def from_exception(cls, error: BaseException | None) -> ScopeExit:
-        """The exit of a block that ended with ``error``: exit, cancelled or error."""
-        if error is None:
-            return cls(CloseReason.EXIT)
-        if isinstance(error, anyio.get_cancelled_exc_class()):
-            return cls(CloseReason.CANCELLED, error)
-        return cls(CloseReason.ERROR, error)
-
-    @property
-    def cancelled(self) -> bool:
-        """True when the block was cancelled."""
-        return self.reason is CloseReason.CANCELLED
-
-
-class Effect(abc.ABC):
-    """A handle to one thing a scope owns; ``await effect.dispose()`` undoes it early.
-
-    Disposing an effect runs its undo exactly once (whether through the handle or through
-    its scope closing) and removes it from its scope.
-    """
-
-    __slots__ = ("__weakref__", "_done", "_scope")
-
-    def __init__(self, scope: Scope | None) -> None:
-        self._scope = scope
-        self._done = False
-
-    def __repr__(self) -> str:
-        state = "disposed" if self._done else "live"
-        owner = f" scope={self._scope.name!r}" if self._scope is not None else ""
-        return f"<{type(self).__name__} {self.label}{owner} {state}>"
-
-    @property
-    def label(self) -> str:
-        """What this effect is, for logs and leak reports."""
-        return type(self).__name__
-
-    @property
-    def scope(self) -> Scope | None:
-        """The scope that owns this effect (``None`` for an unowned registration)."""
-        return self._scope
-
-    @property
-    def disposed(self) -> bool:
-        """True once the effect was undone (or is being undone)."""
-        return self._done
-
-    async def dispose(self) -> None:
-        """Undo the effect now, once; later calls (and the scope's close) do nothing.
-
-        A failure of the undo is raised as is.
-        """
-        if self._done:
-            return
-        self._done = True
-        if self._scope is not None:
-            self._scope._effects.pop(self, None)
-        exit_ = ScopeExit(CloseReason.EXIT)
-        timeout = (
-            self._scope.dispose_timeout if self._scope is not None else DEFAULT_DISPOSE_TIMEOUT
-        )
-        error = await _run_undo(self, exit_, timeout)
-        tracker = _tracking._tracker
-        if tracker is not None:
-            tracker.disposed(self)
-        if error is not None:
-            raise error
-
-    @abc.abstractmethod
-    def _undo(self, exit_: ScopeExit) -> object:
-        """Undo the effect; may return an awaitable, which the caller awaits (bounded)."""
-
-    def _start(self) -> None:  # noqa: B027 - a hook: most effects are live from the start
-        """Make a staged effect live (registrations activate)."""
-
-    def _rollback_start(self) -> None:  # noqa: B027 - a hook, like _start
-        """Undo a ``_start`` whose batch failed, before the effect is disposed."""
-
-    def _withdraw(self) -> None:  # noqa: B027 - a hook: registrations stop being served
-        """Stop being handed to anyone: the owning scope began closing. Idempotent."""
-
-
-class _Deferred(Effect):
-    __slots__ = ("_callback", "_pass_exit")
-
-    def __init__(self, scope: Scope, callback: Callable[..., object], pass_exit: bool) -> None:
-        self._scope = scope
-        self._done = False
-        self._callback = callback
-        self._pass_exit = pass_exit
-
-    @property
-    def label(self) -> str:
-        return _callable_label(self._callback)
-
-    def _undo(self, exit_: ScopeExit) -> object:
-        if self._pass_exit:
-            return self._callback(exit_)
-        return self._callback()
-
-
-class EnteredEffect(Effect, Generic[T]):
-    """An entered context manager; ``value`` is what its ``__enter__`` returned."""
-
-    __slots__ = ("_exit", "_label", "value")
-
-    def __init__(
-        self,
-        scope: Scope,
-        exit_method: Callable[
-            [type[BaseException] | None, BaseException | None, TracebackType | None], object
-        ],
-        value: T,
-        label: str,
-    ) -> None:
-        super().__init__(scope)
-        self._label = label
-        self._exit = exit_method
-        self.value = value
-
-    @property
-    def label(self) -> str:
-        return self._label
-
-    def _undo(self, exit_: ScopeExit) -> object:
-        error = exit_.error
-        if error is None:
-            return self._exit(None, None, None)
-        return self._exit(type(error), error, error.__traceback__)
-
-
-class TaskEffect(Effect):
-    """A background task; disposing it cancels the task and waits for it to finish."""
-
-    __slots__ = ("_args", "_cancel_scope", "_finished", "_func", "_label", "_started")
-
-    def __init__(
-        self,
-        scope: Scope,
-        func: Callable[..., Awaitable[object]],
-        args: tuple[Any, ...],
-        label: str,
-    ) -> None:
-        super().__init__(scope)
-        self._label = label
-        self._func = func
-        self._args = args
-        self._cancel_scope = anyio.CancelScope()
-        self._finished = anyio.Event()
-        self._started = False
-
-    @property
-    def label(self) -> str:
-        return self._label
-
-    @property
-    def running(self) -> bool:
-        """True while the task runs."""
-        return self._started and not self._finished.is_set()
-
-    def _launch(self) -> None:
-        if self._started or self._done:
-            return
-        assert self._scope is not None
-        self._started = True
-        self._scope._task_host().start_soon(self._run, name=self._label)
-
-    async def _run(self) -> None:
-        try:
-            with self._cancel_scope:
-                await self._func(*self._args)
-        finally:
-            self._finished.set()
-            # A task that ended on its own is no longer an effect of its scope.
-            if not self._done and self._scope is not None:
-                self._done = True
-                self._scope._effects.pop(self, None)
-                tracker = _tracking._tracker
-                if tracker is not None:
-                    tracker.disposed(self)
-
-    def _undo(self, exit_: ScopeExit) -> object:
-        self._cancel_scope.cancel()
-        if not self._started or self._finished.is_set():
-            return None
-        return self._finished.wait()
 
 
 class Scope:
@@ -437,14 +237,14 @@ class Scope:
     def defer(self, callback: Callable[[], object]) -> Effect:
         """Run ``callback()`` (sync or async) when the scope closes; return its handle."""
         self._check_open()
-        effect = _Deferred(self, callback, False)
+        effect = deferred(self, callback, False)
         self._adopt(effect)
         return effect
 
     def defer_exit(self, callback: Callable[[ScopeExit], object]) -> Effect:
         """Like :meth:`defer`, but ``callback(exit)`` learns why the scope closed."""
         self._check_open()
-        effect = _Deferred(self, callback, True)
+        effect = deferred(self, callback, True)
         self._adopt(effect)
         return effect
 
@@ -476,7 +276,7 @@ class Scope:
         if self._state is not ScopeState.OPEN:
             # The scope began closing while __aenter__ ran: exit at once, never leak it.
             effect._done = True
-            error = await _run_undo(effect, self._exit or ScopeExit(CloseReason.EXIT), None)
+            error = await run_undo(effect, self._exit or ScopeExit(CloseReason.EXIT), None)
             raise ScopeClosedError(
                 f"scope {self.name!r} closed while {label} was being entered; it was exited"
             ) from error
@@ -488,7 +288,7 @@ class Scope:
     ) -> TaskEffect:
         """Run ``await func(*args)`` in the background until it ends or the scope closes."""
         self._check_open()
-        effect = TaskEffect(self, func, args, name or _callable_label(func))
+        effect = TaskEffect(self, func, args, name or callable_label(func))
         if not self._staged:
             self._task_host()  # fail before adopting when nothing can run the task
         self._adopt(effect)
@@ -671,7 +471,7 @@ class Scope:
             effect._done = True
             undone += 1
             try:
-                outcome = await _run_undo(effect, exit_, self.dispose_timeout)
+                outcome = await run_undo(effect, exit_, self.dispose_timeout)
             except BaseException as failure:
                 fatal = fatal or failure
                 continue
@@ -719,43 +519,3 @@ async def exit_task_group(task_group: anyio.abc.TaskGroup, error: BaseException 
         await task_group.__aexit__(type(error), error, error.__traceback__)
     else:
         await task_group.__aexit__(None, None, None)
-
-
-async def _run_undo(effect: Effect, exit_: ScopeExit, timeout: float | None) -> Exception | None:
-    """Run one undo; return its failure (an overrun is a DisposerTimeoutError) or None.
-
-    Sync undos run as they are. An awaitable undo is awaited shielded from outside
-    cancellation and bounded by ``timeout``.
-    """
-    try:
-        outcome = effect._undo(exit_)
-        if outcome is None or not inspect.isawaitable(outcome):
-            return None
-        with anyio.CancelScope(shield=True) as shield:
-            if timeout is not None:
-                shield.deadline = anyio.current_time() + timeout
-            await outcome
-        if shield.cancelled_caught:
-            return DisposerTimeoutError(
-                f"disposing {effect.label} took longer than {timeout} s and was cancelled",
-                details={"effect": effect.label, "timeout": timeout},
-            )
-    except Exception as failure:
-        _add_note(failure, f"while disposing {effect.label}")
-        return failure
-    return None
-
-
-def _add_note(error: BaseException, note: str) -> None:
-    if note not in getattr(error, "__notes__", ()):
-        error.add_note(note)
-
-
-def _callable_label(func: Callable[..., object]) -> str:
-    name = getattr(func, "__qualname__", None) or getattr(func, "__name__", None)
-    if name is None:
-        return type(func).__qualname__
-    module = getattr(func, "__module__", None)
-    if module and module not in ("builtins", "__main__") and not module.startswith("hotseam."):
-        return f"{module}.{name}"
-    return str(name)

@@ -19,9 +19,11 @@ import anyio
 from pydantic import BaseModel, ValidationError
 
 from . import _tracking
+from ._effects import Effect, ScopeExit
 from ._errors import DisposalError, HarnessError, ToolError
+from ._lease import InactiveCallbacks
 from ._log import get_logger
-from ._scope import Effect, Scope, ScopeExit
+from ._scope import Scope
 
 if TYPE_CHECKING:
     from ._abort import AbortSignal
@@ -166,8 +168,6 @@ class ToolRegistration(Effect):
     __slots__ = ("_inactive", "_started", "active", "registry", "tool")
 
     def __init__(self, registry: ToolRegistry, tool: Tool[Any], owner: Scope | None) -> None:
-        from ._context import InactiveCallbacks
-
         super().__init__(owner)
         self.registry = registry
         self.tool = tool

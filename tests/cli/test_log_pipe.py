@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import select
 import subprocess
@@ -228,6 +229,13 @@ def test_a_replaced_stderr_is_written_at_once(capsys: pytest.CaptureFixture[str]
     as it is logged, not through the writer thread."""
     from hotseam.cli._logging import configure_logging
 
-    configure_logging("json")
-    structlog.get_logger("test").info("seen.at.once")
-    assert json.loads(capsys.readouterr().err)["event"] == "seen.at.once"
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        configure_logging("json")
+        structlog.get_logger("test").info("seen.at.once")
+        assert json.loads(capsys.readouterr().err)["event"] == "seen.at.once"
+    finally:
+        # configure_logging is the CLI's, made for a whole process: undo it for the others.
+        root.handlers[:] = handlers
+        root.setLevel(level)

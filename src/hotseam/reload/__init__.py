@@ -54,7 +54,8 @@ from ._events import (
     ReloadPlanned,
     TaskFailed,
 )
-from ._reloader import Reloader, ReloadResult
+from ._reloader import Reloader
+from ._result import ReloadResult
 from ._status import ModuleKind, ModuleState, ModuleStatus
 from ._watcher import (
     ChangeKind,

@@ -37,6 +37,7 @@ import sniffio
 __all__ = [
     "Detached",
     "ThreadRun",
+    "interrupted",
     "is_fatal",
     "run_in_thread",
     "start_detached",
@@ -84,6 +85,11 @@ def is_fatal(error: BaseException) -> bool:
     if isinstance(error, anyio.get_cancelled_exc_class()):
         return True
     return isinstance(error, KeyboardInterrupt) and _sigint_may_raise()
+
+
+def interrupted(error: BaseException) -> bool:
+    """A KeyboardInterrupt that may be the user's Ctrl-C (see :func:`is_fatal`)."""
+    return isinstance(error, KeyboardInterrupt) and is_fatal(error)
 
 
 # -- locating stuck code --------------------------------------------------------------------------
