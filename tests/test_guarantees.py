@@ -543,7 +543,7 @@ class TestToolsExecuteNeverRaises:
     @pytest.mark.parametrize(
         "value",
         [[1, 2], [("text", "smuggled")], 5, 2.5, b"bytes", object(), {"text": [None, {}]}, "[1]"],
-        ids=repr,
+        ids=["list", "pairs", "int", "float", "bytes", "object", "nested", "json-list"],
     )
     async def test_invalid_input_values(self, value: object) -> None:
         """Each is INVALID_INPUT naming the problem; a list of pairs is not a mapping."""
