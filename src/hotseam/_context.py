@@ -363,19 +363,17 @@ class Context:
     # -- swaps ----------------------------------------------------------------------------------
 
     def _swap_covering(self, seam: Seam[Any]) -> Swap | None:
-        context: Context | None = self
-        while context is not None:
-            for swap in context._swaps:
-                if swap.covers(seam):
-                    return swap
-            context = context.parent
-        return None
+        return self._first_swap(lambda swap: swap.covers(seam))
 
     def _swap_covering_tool(self, name: str) -> Swap | None:
+        return self._first_swap(lambda swap: swap.covers_tool(name))
+
+    def _first_swap(self, covers: Callable[[Swap], bool]) -> Swap | None:
+        """The first running swap, here or in an ancestor, that ``covers`` accepts."""
         context: Context | None = self
         while context is not None:
             for swap in context._swaps:
-                if swap.covers_tool(name):
+                if covers(swap):
                     return swap
             context = context.parent
         return None
