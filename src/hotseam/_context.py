@@ -312,9 +312,16 @@ class Context:
         if changed is not None:
             changed.set()
 
-    async def _wait_registration(self, seam: Seam[T], timeout: float) -> Registration[T]:
+    def _serving(self, seam: Seam[T]) -> Registration[T] | None:
+        """The registration a caller gets now without waiting, or ``None``."""
         registration = self.registration(seam)
         if registration is not None and not self._shadow_swap(seam, registration):
+            return registration
+        return None
+
+    async def _wait_registration(self, seam: Seam[T], timeout: float) -> Registration[T]:
+        registration = self._serving(seam)
+        if registration is not None:
             return registration
         deadline = time.monotonic() + timeout
         last_swap: Swap | None = None

@@ -105,7 +105,7 @@ class Lease(Generic[T]):
         self._rejoin = rejoin
         self.order = next(_lease_order)
         self._registration: Registration[T] | None = None
-        self._cancel_scope = anyio.CancelScope()
+        self._cancel_scope: anyio.CancelScope | None = None
         self._released: anyio.Event | None = None
         self.revoked = False
         self.replaced = False
@@ -130,13 +130,17 @@ class Lease(Generic[T]):
         if self._released is not None and not self._rejoin:
             raise RuntimeError("a lease is entered once; take it with rejoin=True to re-enter")
         context = self._context
-        try:
-            await context._rejoin_turn(self._seam, self.order)
-            registration = await context._wait_registration(self._seam, self._timeout)
-        finally:
-            # Leaving the line before the caller reaches the provider: the next one in line
-            # runs only once this task suspends, inside the provider.
-            context._rejoin_leave(self._seam, self.order)
+        seam = self._seam
+        # The common case, nobody in line and a provider serving, costs no await.
+        registration = None if context._rejoining else context._serving(seam)
+        if registration is None:
+            try:
+                await context._rejoin_turn(seam, self.order)
+                registration = await context._wait_registration(seam, self._timeout)
+            finally:
+                # Leaving the line before the caller reaches the provider: the next one in
+                # line runs only once this task suspends, inside the provider.
+                context._rejoin_leave(seam, self.order)
         self._registration = registration
         self._released = anyio.Event()
         self.revoked = self.replaced = False
@@ -151,6 +155,7 @@ class Lease(Generic[T]):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool:
+        assert self._cancel_scope is not None
         try:
             suppressed = self._cancel_scope.__exit__(exc_type, exc, tb)
         finally:
@@ -169,7 +174,8 @@ class Lease(Generic[T]):
         self.replaced = replaced
         if replaced and self._rejoin:
             self._context._rejoin_hold(self._seam, self.order)
-        self._cancel_scope.cancel()
+        if self._cancel_scope is not None:
+            self._cancel_scope.cancel()
 
 
 class Swap:
