@@ -236,28 +236,29 @@ async def _next_batch(batches: Any) -> None:
 
 @contextmanager
 def swap_gaps() -> Iterator[list[float]]:
-    """Time from a registration's removal to the next activation, for every swap."""
+    """Time from a registration's withdrawal (its scope's close began) to the next
+    activation, for every swap."""
     gaps: list[float] = []
     removed: list[float] = []
-    original_undo = core_context.Registration._undo
+    original_withdraw = core_context.Registration._withdraw
     original_start = core_context.Registration._start
 
-    def undo(self: Any, exit_: Any) -> object:
+    def withdraw(self: Any) -> None:
         if self.state is core_context.RegistrationState.ACTIVE:
             removed.append(time.perf_counter())
-        return original_undo(self, exit_)
+        original_withdraw(self)
 
     def start(self: Any) -> None:
         original_start(self)
         if removed:
             gaps.append(time.perf_counter() - removed.pop())
 
-    core_context.Registration._undo = undo  # type: ignore[method-assign]
+    core_context.Registration._withdraw = withdraw  # type: ignore[method-assign]
     core_context.Registration._start = start  # type: ignore[method-assign]
     try:
         yield gaps
     finally:
-        core_context.Registration._undo = original_undo  # type: ignore[method-assign]
+        core_context.Registration._withdraw = original_withdraw  # type: ignore[method-assign]
         core_context.Registration._start = original_start  # type: ignore[method-assign]
 
 
