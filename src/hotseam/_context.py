@@ -85,6 +85,8 @@ class Registration(Effect, Generic[T]):
     ``location`` is the ``file:line`` that registered it, shown in conflict errors.
     """
 
+    serves = True
+
     __slots__ = ("_inactive", "_leases", "context", "location", "provider", "seam", "state")
 
     def __init__(
@@ -162,9 +164,10 @@ class Registration(Effect, Generic[T]):
         active = self.context._active
         if active.get(self.seam) is self:
             del active[self.seam]
-        swapping = self.context._swap_covering(self.seam) is not None
-        for lease in list(self._leases):
-            lease._revoke(swapping)
+        if self._leases:
+            swapping = self.context._swap_covering(self.seam) is not None
+            for lease in list(self._leases):
+                lease._revoke(swapping)
         self._inactive.fire()
 
     def _undo(self, exit_: ScopeExit) -> object:
@@ -174,7 +177,6 @@ class Registration(Effect, Generic[T]):
         self._inactive.fire()
         if not was_live:
             return None
-        swapping = self.context._swap_covering(self.seam) is not None
         if _log.enabled("info"):
             _log.info(
                 "provider.removed",
@@ -182,7 +184,7 @@ class Registration(Effect, Generic[T]):
                 provider=_describe(self.provider),
                 context=self.context.name,
                 reason=exit_.reason.value,
-                swap=swapping,
+                swap=self.context._swap_covering(self.seam) is not None,
             )
         if not self._leases:
             return None

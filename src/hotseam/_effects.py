@@ -14,7 +14,7 @@ import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 import anyio
 
@@ -86,6 +86,9 @@ class Effect(abc.ABC):
     """
 
     __slots__ = ("__weakref__", "_done", "_scope")
+
+    serves: ClassVar[bool] = False
+    """True for effects that hand something out (registrations): withdrawn at close start."""
 
     def __init__(self, scope: Scope | None) -> None:
         self._scope = scope

@@ -58,6 +58,8 @@ class InactiveCallbacks:
 
     def fire(self) -> None:
         self._fired = True
+        if not self._callbacks:
+            return
         callbacks, self._callbacks = self._callbacks, {}
         for callback in callbacks.values():
             try:

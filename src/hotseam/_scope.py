@@ -105,6 +105,7 @@ class Scope:
         "_exit",
         "_own_task_group",
         "_parent",
+        "_serving",
         "_staged",
         "_state",
         "_task_group",
@@ -142,6 +143,7 @@ class Scope:
         self._own_task_group: anyio.abc.TaskGroup | None = None
         self._closed_event: anyio.Event | None = None
         self._close_started = False
+        self._serving = 0  # how many registrations were adopted: close start withdraws them
         tracker = _tracking._tracker
         if tracker is not None:
             tracker.track(self, _parent)
@@ -230,6 +232,8 @@ class Scope:
 
     def _adopt(self, effect: Effect) -> None:
         self._effects[effect] = None
+        if effect.serves:
+            self._serving += 1
         tracker = _tracking._tracker
         if tracker is not None:
             tracker.track(effect, self)
@@ -425,14 +429,16 @@ class Scope:
             return
         exit_ = ScopeExit(reason, error)
         # One synchronous step: from here on nothing in the tree is handed to anyone.
-        tree = list(self.walk())
+        tree = list(self.walk()) if self._children else [self]
         for scope in tree:
             if scope._state is ScopeState.OPEN:
                 scope._state = ScopeState.CLOSING
                 scope._exit = exit_
         for scope in tree:
-            for effect in list(scope._effects):
-                effect._withdraw()
+            if scope._serving:  # only registrations hand anything out
+                for effect in list(scope._effects):
+                    if effect.serves:
+                        effect._withdraw()
         await self._close(exit_)
 
     async def _wait_closed(self) -> None:

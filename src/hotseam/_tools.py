@@ -167,6 +167,8 @@ class ToolRegistration(Effect):
 
     __slots__ = ("_inactive", "_started", "active", "registry", "tool")
 
+    serves = True
+
     def __init__(self, registry: ToolRegistry, tool: Tool[Any], owner: Scope | None) -> None:
         super().__init__(owner)
         self.registry = registry
