@@ -10,10 +10,8 @@ from ._abort import AbortController, AbortSignal
 from ._agent import Agent
 from ._context import (
     Context,
-    Lease,
     Registration,
     RegistrationState,
-    Swap,
     current_context,
     use_context,
 )
@@ -29,6 +27,7 @@ from ._errors import (
     ScopeError,
     ToolError,
 )
+from ._lease import Lease, Swap
 from ._public import present_as
 from ._scope import Scope, ScopeState
 from ._seam import Seam

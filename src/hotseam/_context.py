@@ -49,11 +49,8 @@ if TYPE_CHECKING:
 # import the context's vocabulary from here.
 __all__ = [
     "Context",
-    "InactiveCallbacks",
-    "Lease",
     "Registration",
     "RegistrationState",
-    "Swap",
     "current_context",
     "lookup_current_context",
     "use_context",

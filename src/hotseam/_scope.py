@@ -56,13 +56,8 @@ if TYPE_CHECKING:
 # CloseReason, Effect, EnteredEffect, ScopeExit and TaskEffect live in ._effects; they are
 # listed here too because the CLI and older imports take the scope's vocabulary from here.
 __all__ = [
-    "CloseReason",
-    "Effect",
-    "EnteredEffect",
     "Scope",
-    "ScopeExit",
     "ScopeState",
-    "TaskEffect",
     "exit_task_group",
 ]
 

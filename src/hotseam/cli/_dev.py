@@ -38,8 +38,9 @@ import anyio
 import structlog
 
 from .._context import Context, use_context
+from .._effects import CloseReason
 from .._errors import DisposalError, HarnessError
-from .._scope import CloseReason, Scope
+from .._scope import Scope
 from ..interaction import USER_INTERACTION, ask_user_question_tool
 from ..providers.scripted import ScriptedProvider
 from ..reload import Reloader, ReloaderClosedError
