@@ -1,6 +1,7 @@
 """Hot-reload latency and safety, side by side with a process restart and importlib.reload.
 
     .venv/bin/python bench/reload.py [--saves 60] [--restarts 50] [--reloads 500]
+                                     [--handover 400] [--only-handover]
 
 Prints markdown tables. Measures, on asyncio:
 
@@ -28,13 +29,21 @@ Prints markdown tables. Measures, on asyncio:
    (``Registration._undo``) to the new one's activation (``Registration._start``), found by
    wrapping those two methods in this script only.
 
+3. **Handover cost**: ``reloader.reload(path)`` by hand of a provider that carries 0, 1 or
+   10 values (``scope.carry``), interleaved (each round reloads the three modules in a
+   rotating order, so drift and noise hit all three alike), ``--handover`` rounds. The cost
+   per carried value is the difference of the medians, divided by the number of values.
+   A second table times the handover machinery alone (no file, no module execution), where
+   a reload's own noise does not drown it.
+
 Goals (2 cores): median ≤ 20 ms, p95 ≤ 35 ms, ≥ 10x faster than the restart; 0 failed or
-hung asks; the no-provider gap ≤ 1 ms at p99.
+hung asks; the no-provider gap ≤ 1 ms at p99; the handover < 0.1 ms per carried value.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import importlib
 import os
@@ -52,7 +61,8 @@ from typing import Any
 import anyio
 
 import hotseam._context as core_context
-from hotseam import Context
+from hotseam import Context, Scope
+from hotseam._carry import follow, hand_over
 from hotseam.interaction import AskUserQuestionRequest, ask
 from hotseam.reload import ReloadCommitted, Reloader, WatchfilesWatcher
 
@@ -307,6 +317,108 @@ async def asks_through_reloads(folder: Path, reloads: int) -> dict[str, Any]:
     }
 
 
+CARRIER = """
+from hotseam.interaction import USER_INTERACTION
+from hotseam.providers.scripted import ScriptedProvider
+
+VERSION = {version}
+
+
+class Resource:
+    def close(self):
+        pass
+
+
+def setup(scope):
+{carries}
+    scope.provide(USER_INTERACTION, ScriptedProvider(lambda request: "ok"))
+"""
+
+
+async def handover_cost(
+    rounds: int, counts: tuple[int, ...] = (0, 1, 10)
+) -> dict[int, list[float]]:
+    """Reload times (s) of a provider carrying ``n`` values, for each ``n``, interleaved."""
+    samples: dict[int, list[float]] = {n: [] for n in counts}
+    with tempfile.TemporaryDirectory() as tmp:
+        async with contextlib.AsyncExitStack() as stack:
+            targets: dict[int, tuple[Reloader, Path]] = {}
+            for n in counts:
+                folder = Path(tmp) / f"carry{n}"
+                folder.mkdir()
+                context = Context(f"handover-{n}")
+                reloader = await stack.enter_async_context(Reloader(context, [folder], watch=False))
+                targets[n] = (reloader, folder / f"carrier{n}.py")
+            for round_ in range(rounds + 10):  # the first 10 rounds warm up
+                order = counts[round_ % len(counts) :] + counts[: round_ % len(counts)]
+                for n in order:
+                    reloader, path = targets[n]
+                    carries = (
+                        "\n".join(
+                            f"    scope.carry('r{i}', Resource, dispose=Resource.close)"
+                            for i in range(n)
+                        )
+                        or "    pass"
+                    )
+                    path.write_text(CARRIER.format(version=round_, carries=carries))
+                    started = time.perf_counter()
+                    result = await reloader.reload(path)
+                    elapsed = time.perf_counter() - started
+                    result.raise_for_errors()
+                    if round_ >= 10:
+                        samples[n].append(elapsed)
+    return samples
+
+
+async def handover_core(
+    rounds: int, counts: tuple[int, ...] = (0, 1, 10)
+) -> dict[int, list[float]]:
+    """The handover machinery alone (s): a staged scope takes over ``n`` values from its
+    predecessor (``follow``, ``carry`` x n, ``hand_over``) and the predecessor closes."""
+
+    class Resource:
+        def close(self) -> None:
+            pass
+
+    samples: dict[int, list[float]] = {n: [] for n in counts}
+    context = Context("handover-core")
+    serving: dict[int, Scope] = {}
+    for n in counts:
+        serving[n] = context.scope(f"carry{n}")
+        for i in range(n):
+            serving[n].carry(f"r{i}", Resource, dispose=Resource.close)
+    for round_ in range(rounds + 100):
+        order = counts[round_ % len(counts) :] + counts[: round_ % len(counts)]
+        for n in order:
+            started = time.perf_counter()
+            new = context.scope(f"carry{n}", staged=True)
+            follow(new, serving[n])
+            for i in range(n):
+                new.carry(f"r{i}", Resource, dispose=Resource.close)
+            hand_over(new)
+            await serving[n].aclose()
+            elapsed = time.perf_counter() - started
+            serving[n] = new
+            if round_ >= 100:
+                samples[n].append(elapsed)
+    for scope in serving.values():
+        await scope.aclose()
+    return samples
+
+
+def print_handover(samples: dict[int, list[float]], title: str) -> None:
+    base = summary(samples[0])[0]
+    print(f"{title} (ms, interleaved):\n")
+    print("| carried values | samples | median | p95 | median - 0 values | per value |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for n, values in samples.items():
+        median, p95, _ = summary(values)
+        extra = median - base
+        per_value = f"{extra / n:.4f}" if n else "-"
+        print(f"| {n} | {len(values)} | {median:.4f} | {p95:.4f} | {extra:+.4f} | {per_value} |")
+    print()
+
+
 # -- report -------------------------------------------------------------------------------------
 
 
@@ -320,7 +432,13 @@ def machine() -> str:
     return f"`{uname}`, {os.cpu_count()} CPUs (nproc), Python {platform.python_version()}"
 
 
-async def main(saves: int, restarts: int, reloads: int) -> None:
+async def main(saves: int, restarts: int, reloads: int, handover: int, only: bool) -> None:
+    carried = await handover_cost(handover)
+    core = await handover_core(handover * 5)
+    if only:
+        print(f"Machine: {machine()}.\n")
+        print_handovers(carried, core)
+        return
     watcher = WatchfilesWatcher()
     results: dict[str, list[float]] = {}
     runs: list[tuple[str, Callable[[Path], Any]]] = [
@@ -370,6 +488,13 @@ async def main(saves: int, restarts: int, reloads: int) -> None:
     )
     if through["failed"]:
         print("\nFailures:", *sorted(set(through["failed"])), sep="\n- ")
+    print()
+    print_handovers(carried, core)
+
+
+def print_handovers(carried: dict[int, list[float]], core: dict[int, list[float]]) -> None:
+    print_handover(carried, "Handover: reload() by hand of a provider carrying n values")
+    print_handover(core, "Handover machinery alone: follow, carry x n, hand_over, old close")
 
 
 if __name__ == "__main__":
@@ -377,5 +502,14 @@ if __name__ == "__main__":
     parser.add_argument("--saves", type=int, default=60)
     parser.add_argument("--restarts", type=int, default=50)
     parser.add_argument("--reloads", type=int, default=500)
+    parser.add_argument("--handover", type=int, default=400, help="rounds of the handover cost")
+    parser.add_argument("--only-handover", action="store_true", help="measure the handover only")
     options = parser.parse_args()
-    anyio.run(main, options.saves, options.restarts, options.reloads)
+    anyio.run(
+        main,
+        options.saves,
+        options.restarts,
+        options.reloads,
+        options.handover,
+        options.only_handover,
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ._abort import AbortController, AbortSignal
 from ._agent import Agent
+from ._carry import CarriedEffect
 from ._context import (
     Context,
     Registration,
@@ -39,6 +40,7 @@ __all__ = [
     "AbortError",
     "AbortSignal",
     "Agent",
+    "CarriedEffect",
     "CloseReason",
     "Context",
     "DisposalError",

@@ -39,6 +39,7 @@ from ._effects import Effect, ScopeExit
 from ._errors import HarnessError, ProviderConflictError
 from ._lease import InactiveCallbacks, Lease, Swap
 from ._log import get_logger
+from ._module_body import refuse_registration
 from ._scope import Scope
 from ._seam import Seam
 
@@ -231,8 +232,9 @@ class Context:
     def _register_provider(
         self, seam: Seam[T], provider: T, *, owner: Scope | None, stacklevel: int
     ) -> Registration[T]:
-        seam.check(provider)
         location = _caller_location(stacklevel + 1)
+        refuse_registration(f"provide({seam.name!r})", location)
+        seam.check(provider)
         registration = Registration(self, seam, provider, owner, location)
         staged = owner is not None and owner.staged
         if not staged:

@@ -33,7 +33,8 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import anyio
 import anyio.abc
 
-from . import _tracking
+from . import _module_body, _tracking
+from ._carry import Carrying, Handover
 from ._effects import (
     DEFAULT_DISPOSE_TIMEOUT,
     CloseReason,
@@ -73,11 +74,13 @@ class ScopeState(enum.Enum):
     CLOSED = "closed"
 
 
-class Scope:
+class Scope(Carrying):
     """Owns effects; closing it undoes them all, last-in-first-out, each exactly once.
 
     Use it as ``async with Scope("name", context=ctx) as scope:`` or close it with
-    ``await scope.aclose()``. ``scope.spawn`` needs a task host: the scope (or an ancestor)
+    ``await scope.aclose()``. ``scope.carry``/``scope.acarry`` (from :mod:`._carry`) keep a
+    value across hot-reload generations; on a plain scope they create it and dispose it at
+    close. ``scope.spawn`` needs a task host: the scope (or an ancestor)
     entered with ``async with``, or an explicit ``task_group=``.
 
     Args:
@@ -98,6 +101,7 @@ class Scope:
         "_context",
         "_effects",
         "_exit",
+        "_handover",
         "_own_task_group",
         "_parent",
         "_serving",
@@ -139,6 +143,7 @@ class Scope:
         self._closed_event: anyio.Event | None = None
         self._close_started = False
         self._serving = 0  # how many registrations were adopted: close start withdraws them
+        self._handover: Handover | None = None  # what this generation carries (._carry)
         tracker = _tracking._tracker
         if tracker is not None:
             tracker.track(self, _parent)
@@ -318,6 +323,10 @@ class Scope:
         """Offer ``tool`` through this scope's context until the scope closes."""
         self._check_open()
         context = self._require_context("register_tool")
+        if _module_body.executing_path() is not None:
+            from ._context import _caller_location
+
+            _module_body.refuse_registration(f"register_tool({tool.name!r})", _caller_location(2))
         return context.tools._register(tool, owner=self)
 
     def _require_context(self, what: str) -> Context:

@@ -1,11 +1,21 @@
-"""Seam: a typed key for a capability that exactly one provider serves at a time."""
+"""Seam: a typed key for a capability that exactly one provider serves at a time.
+
+A seam is identified by its *name*: two ``Seam`` objects with one name are the same key.
+A seam defined in a hot-reloaded module is a new object after each save; an agent holding
+the object of the first generation must still find the provider the fifth one registered.
+Two live definitions of one name in different files whose provider types differ would make
+that silently ambiguous, so the second one is refused, naming both.
+"""
 
 from __future__ import annotations
 
+import gc
+import sys
+import weakref
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from ._errors import NoProviderError
+from ._errors import HarnessError, NoProviderError
 
 __all__ = ["Seam"]
 
@@ -23,7 +33,7 @@ class Seam(Generic[T]):
             :class:`~hotseam.NoProviderError`), so that each seam fails in its own vocabulary.
     """
 
-    __slots__ = ("_missing", "name", "protocol")
+    __slots__ = ("__weakref__", "_missing", "location", "name", "protocol")
 
     def __init__(
         self,
@@ -37,10 +47,22 @@ class Seam(Generic[T]):
         self.name = name
         self.protocol = protocol
         self._missing = missing
+        frame = sys._getframe(1)
+        self.location = f"{frame.f_code.co_filename}:{frame.f_lineno}"
+        """Where the seam was defined (``file:line``), shown when two definitions clash."""
+        _define(self)
 
     def __repr__(self) -> str:
         protocol = f" {self.protocol.__qualname__}" if self.protocol is not None else ""
         return f"<Seam {self.name!r}{protocol}>"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Seam):
+            return NotImplemented
+        return other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash((Seam, self.name))
 
     def missing_error(self, message: str) -> Exception:
         """Return the error that says this seam has no provider."""
@@ -61,3 +83,43 @@ class Seam(Generic[T]):
                 f"{provider!r} does not provide seam {self.name!r}: it is not a "
                 f"{protocol.__qualname__}"
             )
+
+
+_definitions: dict[str, list[weakref.ref[Seam[Any]]]] = {}
+
+
+def _type_name(protocol: type[Any] | None) -> str:
+    if protocol is None:
+        return "any provider"
+    return f"{protocol.__module__}.{protocol.__qualname__}"
+
+
+def _define(seam: Seam[Any]) -> None:
+    """Remember a live definition of ``seam.name``; refuse one that clashes with another.
+
+    Definitions from one file are generations of the same definition (a reload executes the
+    file again), and types are compared by qualified name, as a reload makes a new class.
+    """
+    live = [ref for ref in _definitions.get(seam.name, ()) if ref() is not None]
+    kind = _type_name(seam.protocol)
+    where = seam.location.rpartition(":")[0]
+    for ref in live:
+        other = ref()
+        if other is None or other.location.rpartition(":")[0] == where:
+            continue
+        if _type_name(other.protocol) != kind:
+            del other
+            gc.collect()  # a replaced generation may be garbage not yet collected (cycles)
+            other = ref()
+            if other is None:
+                continue
+            raise HarnessError(
+                f"seam {seam.name!r} is defined twice with different provider types: "
+                f"{_type_name(other.protocol)} at {other.location} and {kind} at "
+                f"{seam.location}; a seam is found by its name, so define it once (outside "
+                "the watched folders) and import it",
+                "SEAM_CONFLICT",
+                details={"seam": seam.name, "locations": [other.location, seam.location]},
+            )
+    live.append(weakref.ref(seam))
+    _definitions[seam.name] = live

@@ -8,13 +8,17 @@ the same protocol as a readable transcript. Under trio the plain-line mode is us
     from hotseam.providers.terminal import TerminalProvider
 
     scope.provide(USER_INTERACTION, TerminalProvider())
+
+A hot-reloaded provider keeps the half-typed reply across reloads by carrying a
+:class:`Draft`: ``TerminalProvider(draft=scope.carry("draft", Draft))``.
 """
 
 from __future__ import annotations
 
 from .._public import present_as
+from ._terminal._draft import Draft
 from ._terminal._provider import Mode, TerminalProvider
 
-__all__ = ["Mode", "TerminalProvider"]
+__all__ = ["Draft", "Mode", "TerminalProvider"]
 
 present_as(__name__, globals(), __all__)

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+from .._carry import hand_over
 from .._context import Context, Registration
 from .._effects import CloseReason
 from .._scope import Scope
@@ -57,10 +58,11 @@ class Committer:
         loader = self._loader
         records = loader.records
         committing = [name for name in prepared.order if name not in prepared.aborted]
-        graph = {name: record.imports for name, record in records.items()}
+        moving = {*committing, *plan.unload}
+        graph = {name: records[name].imports for name in moving}  # all the ordering reads
         leaving = [
             records[name]
-            for name in reversed(dependency_order({*committing, *plan.unload}, graph))
+            for name in reversed(dependency_order(moving, graph))
             if records[name].scope is not None
         ]
         seams: set[Seam[Any]] = set()
@@ -77,6 +79,10 @@ class Committer:
         disposed_generation = {name: records[name].generation for name in plan.unload}
         swap_started = time.perf_counter()
         async with self._swap(seams, tools):
+            for name in committing:
+                staged = scopes.get(name)
+                if staged is not None:
+                    hand_over(staged)  # carried values change owner now, before the old close
             for record in leaving:
                 scope, record.scope = record.scope, None
                 assert scope is not None

@@ -1,0 +1,423 @@
+"""Handover: a value one generation carries to its successor (``scope.carry``).
+
+A hot-reloaded module gets a fresh scope per generation, so anything it creates in
+``setup`` dies with the generation: a counter restarts, a half-typed answer vanishes, and an
+exclusive resource (a listening port, a lock file) cannot be created by the new generation
+while the old one still holds it. ``scope.carry(key, factory)`` creates the value once; the
+next generation of the same module that carries ``key`` receives the same object.
+
+One value is a :class:`_Slot`; each generation that carries it holds a
+:class:`CarriedEffect` on it, and exactly one of those effects *owns* the slot. Only the
+owner's undo disposes the value, so:
+
+* a staged generation that takes the value over only borrows it until its reload commits
+  (:func:`hand_over` then makes it the owner): a failed prepare disposes nothing;
+* the old generation closing after the hand-over disposes nothing; one that kept
+  ownership (its successor dropped the key, or refused the value) disposes it in its
+  last-in-first-out place;
+* an unload or a plain scope's close disposes it as any other effect, once.
+
+Outside a reloader nothing precedes a scope: carry creates the value and the scope's close
+disposes it.
+"""
+
+from __future__ import annotations
+
+import collections
+import inspect
+import itertools
+import weakref
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
+
+from ._effects import Effect, ScopeExit, run_undo
+from ._errors import ScopeClosedError, ScopeError
+
+if TYPE_CHECKING:
+    from ._scope import Scope
+
+__all__ = [
+    "CarriedEffect",
+    "Carrying",
+    "Handover",
+    "carried_since",
+    "carry_mark",
+    "follow",
+    "hand_over",
+]
+
+T = TypeVar("T")
+V = TypeVar("V")
+
+_sequence = itertools.count(1)
+_live: weakref.WeakSet[_Slot] = weakref.WeakSet()
+_dropped: collections.deque[tuple[int, str]] = collections.deque(maxlen=256)
+"""Closable values let go with nothing to close them (no ``dispose=``, no context manager)."""
+
+
+class _Slot:
+    """One carried value, across the generations that carry it."""
+
+    __slots__ = ("__weakref__", "_undo", "key", "owner", "sequence", "value", "version")
+
+    def __init__(
+        self, key: str, value: object, undo: Callable[[], object] | None, version: object
+    ) -> None:
+        self.key = key
+        self.value = value
+        self.version = version
+        self._undo = undo
+        self.owner: CarriedEffect[Any] | None = None
+        self.sequence = next(_sequence)
+        _live.add(self)
+
+    @property
+    def label(self) -> str:
+        return f"carried value {self.key!r} ({type(self.value).__qualname__})"
+
+
+class Handover:
+    """What one generation carries (by key), and the generation it may take values from."""
+
+    __slots__ = ("carried", "previous")
+
+    def __init__(self, previous: Handover | None = None) -> None:
+        self.previous = previous
+        self.carried: dict[str, CarriedEffect[Any]] = {}
+
+    def offered(self, key: str) -> _Slot | None:
+        """The predecessor's value for ``key``, if it still owns one."""
+        if self.previous is None:
+            return None
+        effect = self.previous.carried.get(key)
+        if effect is None or effect._done or effect._slot.owner is not effect:
+            return None
+        return effect._slot
+
+
+class CarriedEffect(Effect, Generic[T]):
+    """A generation's hold on a carried value; only the owning hold disposes it."""
+
+    __slots__ = ("_slot",)
+
+    def __init__(self, scope: Scope, slot: _Slot) -> None:
+        super().__init__(scope)
+        self._slot = slot
+
+    @property
+    def label(self) -> str:
+        return self._slot.label
+
+    @property
+    def key(self) -> str:
+        """The key the value is carried under."""
+        return self._slot.key
+
+    @property
+    def value(self) -> T:
+        """The carried value."""
+        return cast("T", self._slot.value)
+
+    @property
+    def owned(self) -> bool:
+        """True while this generation owns the value (its close disposes it)."""
+        return self._slot.owner is self
+
+    def _undo(self, exit_: ScopeExit) -> object:
+        slot = self._slot
+        if slot.owner is not self:
+            return None  # borrowed, or handed over to a successor: not ours to dispose
+        slot.owner = None
+        _live.discard(slot)
+        undo, slot._undo = slot._undo, None
+        if undo is None:
+            if _closable(slot.value):  # a resource nothing will close: strict mode says so
+                _dropped.append((slot.sequence, slot.label))
+            return None
+        return undo()
+
+
+def follow(scope: Scope, predecessor: Scope | None) -> None:
+    """Let the (staged) generation ``scope`` take over what ``predecessor`` carries."""
+    previous = predecessor._handover if predecessor is not None else None
+    scope._handover = Handover(previous)
+
+
+def hand_over(scope: Scope) -> None:
+    """Commit: ``scope``'s generation now owns every value it took over.
+
+    Called before its predecessor closes, so that close disposes only what the successor
+    did not take.
+    """
+    handover = scope._handover
+    if handover is None:
+        return
+    for effect in handover.carried.values():
+        if not effect._done and effect._slot.owner is not None:
+            effect._slot.owner = effect
+    handover.previous = None  # the predecessor is closing: do not keep every generation alive
+
+
+def carry_mark() -> int:
+    """A mark for :func:`carried_since` (strict mode takes one before a setup)."""
+    return next(_sequence)
+
+
+def carried_since(mark: int) -> list[str]:
+    """Values carried after ``mark`` that are still live, or that nothing could dispose."""
+    found = [
+        f"{slot.label} is still live (not disposed)"
+        for slot in sorted(_live, key=lambda slot: slot.sequence)
+        if slot.sequence > mark
+    ]
+    found.extend(
+        f"{label} was let go without being closed (give carry() a dispose=, or carry a "
+        "context manager)"
+        for sequence, label in _dropped
+        if sequence > mark
+    )
+    return found
+
+
+class Carrying:
+    """``Scope.carry`` and ``Scope.acarry``; a mixin so :mod:`._scope` stays about scopes."""
+
+    __slots__ = ()
+
+    @overload
+    def carry(
+        self,
+        key: str,
+        factory: Callable[[], AbstractContextManager[V]],
+        *,
+        version: object = None,
+        accept: Callable[[V], bool] | None = None,
+    ) -> V: ...
+
+    @overload
+    def carry(
+        self,
+        key: str,
+        factory: Callable[[], T],
+        *,
+        dispose: Callable[[T], object] | None = None,
+        version: object = None,
+        accept: Callable[[T], bool] | None = None,
+    ) -> T: ...
+
+    def carry(
+        self,
+        key: str,
+        factory: Callable[[], Any],
+        *,
+        dispose: Callable[[Any], object] | None = None,
+        version: object = None,
+        accept: Callable[[Any], bool] | None = None,
+    ) -> Any:
+        """Return the value carried under ``key``: the predecessor's, or ``factory()``'s.
+
+        Under the hot reloader the first generation of a module creates the value and the
+        next ones receive the same object; it moves to a new generation only when that
+        generation commits, and is disposed once no generation carries it (an unload, or
+        a committed generation that did not carry ``key``). It is disposed with
+        ``dispose(value)`` (sync or async), or, without ``dispose``, by exiting it when
+        ``factory`` returned a context manager (which carry entered; its entered value is
+        returned). The predecessor's value is refused, and a fresh one made, unless its
+        ``version`` equals this one and ``accept(value)`` (if given) is true; the refused
+        one is disposed when this generation commits. Outside a reloader the value is
+        created and disposed with the scope. ``factory`` must be synchronous here; an
+        async setup can use :meth:`acarry`. See ``docs/providers.md``.
+
+        Raises:
+            ScopeError: ``key`` is already carried by this generation (``CARRY_TWICE``),
+                or ``factory`` returned an awaitable (use ``acarry``).
+        """
+        scope, handover, slot = self._carry_start(key, version, accept)
+        if slot is None:
+            value = factory()
+            if inspect.isawaitable(value) or (
+                dispose is None and _is_async_cm(value) and not _is_sync_cm(value)
+            ):
+                _close_unawaited(value)
+                raise ScopeError(
+                    f"the factory of carried value {key!r} is asynchronous: use "
+                    f"'await scope.acarry({key!r}, ...)' in an async setup",
+                )
+            if dispose is None and _is_sync_cm(value):
+                cm = cast("AbstractContextManager[Any]", value)
+                value = cm.__enter__()
+                undo: Callable[[], object] | None = _exit_callback(cm)
+            else:
+                undo = _dispose_callback(dispose, value)
+            slot = _Slot(key, value, undo, version)
+        return _hold(scope, handover, slot).value
+
+    @overload
+    async def acarry(
+        self,
+        key: str,
+        factory: Callable[[], AbstractAsyncContextManager[V]],
+        *,
+        version: object = None,
+        accept: Callable[[V], bool] | None = None,
+    ) -> V: ...
+
+    @overload
+    async def acarry(
+        self,
+        key: str,
+        factory: Callable[[], AbstractContextManager[V]],
+        *,
+        version: object = None,
+        accept: Callable[[V], bool] | None = None,
+    ) -> V: ...
+
+    @overload
+    async def acarry(
+        self,
+        key: str,
+        factory: Callable[[], Awaitable[T]],
+        *,
+        dispose: Callable[[T], object] | None = None,
+        version: object = None,
+        accept: Callable[[T], bool] | None = None,
+    ) -> T: ...
+
+    @overload
+    async def acarry(
+        self,
+        key: str,
+        factory: Callable[[], T],
+        *,
+        dispose: Callable[[T], object] | None = None,
+        version: object = None,
+        accept: Callable[[T], bool] | None = None,
+    ) -> T: ...
+
+    async def acarry(
+        self,
+        key: str,
+        factory: Callable[[], Any],
+        *,
+        dispose: Callable[[Any], object] | None = None,
+        version: object = None,
+        accept: Callable[[Any], bool] | None = None,
+    ) -> Any:
+        """Like :meth:`carry`, for an async setup: ``factory`` may be async, or return an
+        async context manager (entered; exited at dispose)."""
+        scope, handover, slot = self._carry_start(key, version, accept)
+        if slot is not None:
+            return _hold(scope, handover, slot).value
+        value = factory()
+        if inspect.isawaitable(value):
+            value = await value
+        undo: Callable[[], object] | None
+        if dispose is None and _is_async_cm(value):
+            acm = cast("AbstractAsyncContextManager[Any]", value)
+            value = await acm.__aenter__()
+            undo = _aexit_callback(acm)
+        elif dispose is None and _is_sync_cm(value):
+            cm = cast("AbstractContextManager[Any]", value)
+            value = cm.__enter__()
+            undo = _exit_callback(cm)
+        else:
+            undo = _dispose_callback(dispose, value)
+        slot = _Slot(key, value, undo, version)
+        twice = key in handover.carried and not handover.carried[key]._done
+        if scope.closed or twice:
+            # The generation began closing (or carried the key) while the factory ran: the
+            # fresh value has no owner to outlive, so it is disposed at once.
+            orphan = CarriedEffect[Any](scope, slot)
+            slot.owner = orphan
+            orphan._done = True
+            error = await run_undo(orphan, ScopeExit.from_exception(None), scope.dispose_timeout)
+            if twice and not scope.closed:
+                raise ScopeError(
+                    f"{key!r} was carried twice at once by scope {scope.name!r}; the second "
+                    "value was disposed",
+                    "CARRY_TWICE",
+                ) from error
+            raise ScopeClosedError(
+                f"scope {scope.name!r} closed while carried value {key!r} was being created; "
+                "it was disposed"
+            ) from error
+        return _hold(scope, handover, slot).value
+
+    def _carry_start(
+        self, key: str, version: object, accept: Callable[[Any], bool] | None
+    ) -> tuple[Scope, Handover, _Slot | None]:
+        scope = cast("Scope", self)
+        scope._check_open()
+        if not isinstance(key, str) or not key:
+            raise TypeError(f"a carried value's key is a non-empty str, got {key!r}")
+        handover = _handover_of(scope)
+        current = handover.carried.get(key)
+        if current is not None and not current._done:
+            raise ScopeError(
+                f"{key!r} is already carried by this generation of scope {scope.name!r}: "
+                "carry each key once per setup and pass the value around",
+                "CARRY_TWICE",
+            )
+        slot = handover.offered(key)
+        if slot is not None and (
+            slot.version != version or (accept is not None and not accept(slot.value))
+        ):
+            slot = None  # refused: the predecessor keeps (and disposes) it
+        return scope, handover, slot
+
+
+def _handover_of(scope: Scope) -> Handover:
+    """The handover of ``scope``'s generation: the nearest one up the tree, else the root's."""
+    node: Scope | None = scope
+    root = scope
+    while node is not None:
+        if node._handover is not None:
+            return node._handover
+        root = node
+        node = node._parent
+    root._handover = Handover()
+    return root._handover
+
+
+def _hold(scope: Scope, handover: Handover, slot: _Slot) -> CarriedEffect[Any]:
+    effect = CarriedEffect[Any](scope, slot)
+    if slot.owner is None:
+        slot.owner = effect  # created here: owned from the start
+    handover.carried[slot.key] = effect
+    scope._adopt(effect)
+    return effect
+
+
+def _dispose_callback(
+    dispose: Callable[[Any], object] | None, value: object
+) -> Callable[[], object] | None:
+    if dispose is None:
+        return None
+    return lambda: dispose(value)
+
+
+def _exit_callback(cm: AbstractContextManager[Any]) -> Callable[[], object]:
+    return lambda: cm.__exit__(None, None, None)
+
+
+def _aexit_callback(acm: AbstractAsyncContextManager[Any]) -> Callable[[], Awaitable[object]]:
+    return lambda: acm.__aexit__(None, None, None)
+
+
+def _is_sync_cm(value: object) -> bool:
+    return hasattr(value, "__enter__") and hasattr(value, "__exit__")
+
+
+def _is_async_cm(value: object) -> bool:
+    return hasattr(value, "__aenter__") and hasattr(value, "__aexit__")
+
+
+def _closable(value: object) -> bool:
+    return any(callable(getattr(value, name, None)) for name in ("close", "aclose"))
+
+
+def _close_unawaited(value: object) -> None:
+    close = getattr(value, "close", None)
+    if inspect.iscoroutine(value) and callable(close):
+        close()

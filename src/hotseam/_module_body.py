@@ -1,0 +1,56 @@
+"""Refusing registrations made while a hot-reloaded module's body executes.
+
+A registration made at module level (``ctx.provide(...)`` outside ``setup``) belongs to no
+generation's scope: nothing disposes it at the next reload, so every save would add one
+more provider. The reloader marks the thread that executes a module body with
+:func:`executing`; the core's registration paths call :func:`refuse_registration`, which
+fails the load with a message pointing at the line.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ._errors import ScopeError
+
+__all__ = ["executing", "executing_path", "refuse_registration"]
+
+_state = threading.local()
+
+MESSAGE = "register in setup(scope): a module-level registration would outlive its generation"
+
+
+@contextmanager
+def executing(path: str) -> Iterator[None]:
+    """Mark this thread as executing the body of the module at ``path`` (nests)."""
+    previous: str | None = getattr(_state, "path", None)
+    _state.path = path
+    try:
+        yield
+    finally:
+        _state.path = previous
+
+
+def executing_path() -> str | None:
+    """The module body this thread is executing, if any."""
+    path: str | None = getattr(_state, "path", None)
+    return path
+
+
+def refuse_registration(what: str, location: str) -> None:
+    """Raise if a module body is executing in this thread (``location``: the caller).
+
+    Raises:
+        ScopeError: code ``MODULE_LEVEL_REGISTRATION``.
+    """
+    path: str | None = getattr(_state, "path", None)
+    if path is None:
+        return
+    where = location if location.rpartition(":")[0] == path else f"{location}, importing {path}"
+    raise ScopeError(
+        f"{MESSAGE} ({what} at {where})",
+        "MODULE_LEVEL_REGISTRATION",
+        details={"location": location, "module": path},
+    )
