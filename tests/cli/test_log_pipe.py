@@ -60,7 +60,9 @@ class _Agent:
             while b"\n" in self._buffer:
                 line, self._buffer = self._buffer.split(b"\n", 1)
                 received = json.loads(line)
-                if received.get("id") == self._next_id and "method" not in received:
+                if "method" in received and "id" in received:
+                    self._dismiss(received)
+                elif received.get("id") == self._next_id:
                     return received  # type: ignore[no-any-return]
             ready, _, _ = select.select(
                 [self.process.stdout], [], [], max(deadline - time.monotonic(), 0)
@@ -69,6 +71,19 @@ class _Agent:
             chunk = os.read(self.process.stdout.fileno(), 65536)
             assert chunk, f"stdout closed before {method} #{self._next_id} was answered"
             self._buffer += chunk
+
+    def _dismiss(self, request: dict[str, Any]) -> None:
+        """Answer a question the agent asks (a permission request, on a client without
+        form elicitation) the way a human dismissing it would: cancelled."""
+        assert self.process.stdin is not None
+        result = (
+            {"outcome": {"outcome": "cancelled"}}
+            if request["method"] == "session/request_permission"
+            else {"action": "cancel"}
+        )
+        reply = {"jsonrpc": "2.0", "id": request["id"], "result": result}
+        self.process.stdin.write((json.dumps(reply) + "\n").encode())
+        self.process.stdin.flush()
 
 
 @pytest.fixture

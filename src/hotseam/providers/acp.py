@@ -4,8 +4,11 @@ An agent served over ACP (``hotseam acp``, or :func:`serve`) asks through
 :class:`AcpProvider`: each question becomes an ``elicitation/create`` request in form mode,
 scoped to the session of the prompt turn that asks and to its tool call, with the options
 as a titled ``oneOf``, the recommended one as the ``default``, and custom answers as an
-extra free-text field. See ``docs/acp.md`` for the mapping, the capability rules,
-cancellation, and the defects of the ``agent-client-protocol`` SDK 0.12.1 wrapped here.
+extra free-text field. A client without form elicitation gets questions with options as
+``session/request_permission`` and free-form ones in the conversation (the next prompt is
+the answer), so no client leaves the human unasked. See ``docs/acp.md`` for what each
+client gets, the mapping, cancellation, sessions, and the defects of the
+``agent-client-protocol`` SDK 0.12.1 wrapped here.
 
 Needs the asyncio backend: the SDK is asyncio-based.
 """

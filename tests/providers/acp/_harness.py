@@ -113,6 +113,11 @@ class Wire:
                 checked = len(self.events)
                 await self._changed.wait()
 
+    async def changed(self, timeout: float = WAIT) -> None:
+        """Wait for the next message (in either direction)."""
+        with anyio.fail_after(timeout):
+            await self._changed.wait()
+
     def raw_lines(self) -> list[str]:
         """The messages as the JSON lines a stdio transport carries."""
         return [json.dumps(message, separators=(",", ":")) for _, message in self.events]
@@ -151,6 +156,7 @@ class Client:
     def __init__(self) -> None:
         self.requests = _Feed()
         self.updates: list[Any] = []
+        self._updated = anyio.Event()
         self.cancelled: list[Any] = []
 
     async def create_elicitation(self, message: str, mode: Any, **kwargs: Any) -> Any:
@@ -170,6 +176,8 @@ class Client:
 
     async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
         self.updates.append((session_id, update))
+        self._updated.set()
+        self._updated = anyio.Event()
 
     async def on_cancel_request(self, params: Any) -> None:
         """``$/cancel_request`` from the agent: recorded; the test decides what to answer."""
@@ -248,6 +256,29 @@ class Connected:
                 if line.startswith("{") and predicate(json.loads(line)):
                     return json.loads(line)  # type: ignore[no-any-return]
 
+    async def close_session(self, session_id: str | None = None) -> Any:
+        """Send ``session/close`` (the SDK routes it only as unstable)."""
+        with anyio.fail_after(WAIT):
+            return await self.conn._conn.send_request(
+                "session/close", {"sessionId": session_id or self.session_id}
+            )
+
+    async def wait_said(self, fragment: str, mark: int = 0) -> str:
+        """Wait until the chunks received since ``mark`` contain ``fragment``; return them."""
+        with anyio.fail_after(WAIT):
+            while fragment not in (said := self.said_since(mark)):
+                await self.client._updated.wait()
+        return said
+
+    def said_since(self, mark: int) -> str:
+        """The agent message chunks received after ``len(client.updates) == mark``."""
+        return "".join(
+            update.content.text
+            for _, update in self.client.updates[mark:]
+            if isinstance(update, AgentMessageChunk)
+            and isinstance(update.content, TextContentBlock)
+        )
+
     async def cancel_request(self, request_id: Any) -> None:
         """Send ``$/cancel_request`` (the SDK has no method for it)."""
         await self.conn._conn.send_notification("$/cancel_request", {"requestId": request_id})
@@ -290,19 +321,27 @@ async def connected(
     unstable: bool = True,
     context: Context | None = None,
     provider: AcpProvider | None = None,
+    initialize: Mapping[str, Any] | None = None,
+    session_idle_timeout: float | None = 3600.0,
 ) -> AsyncIterator[Connected]:
-    """Serve ``agent`` in process and connect the SDK's client to it, one session open."""
+    """Serve ``agent`` in process and connect the SDK's client to it, one session open.
+
+    ``initialize``: raw ``initialize`` params to send instead of the SDK's own (a real
+    client's exact handshake).
+    """
     agent_side, client_side = memory_transport_pair()
     agent_wire, client_wire = Wire(), Wire()
     client = Client()
     served = context if context is not None else Context("acp-test")
     async with anyio.create_task_group() as group:
-        group.start_soon(_serve, agent, served, agent_side, agent_wire, provider)
+        group.start_soon(
+            _serve, agent, served, agent_side, agent_wire, provider, session_idle_timeout
+        )
         conn = ClientSideConnection(
             client, client_side, use_unstable_protocol=unstable, observers=[client_wire]
         )
         try:
-            session_id = await _open(conn, client, capabilities)
+            session_id = await _open(conn, client, capabilities, initialize=initialize)
             yield Connected(conn, client, session_id, agent_wire, client_wire, group)
         finally:
             await conn.close()
@@ -353,6 +392,7 @@ async def _open(
     client: Client,
     capabilities: ClientCapabilities | None,
     timeout: float = WAIT,
+    initialize: Mapping[str, Any] | None = None,
 ) -> str:
     """Initialize and open a session; let the client handle $/cancel_request."""
     # The SDK's client has no $/cancel_request either; a real client handles it.
@@ -360,7 +400,12 @@ async def _open(
         Route(method="$/cancel_request", func=client.on_cancel_request, kind="notification")
     )
     with anyio.fail_after(timeout):
-        await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities)
+        if initialize is not None:
+            await conn._conn.send_request("initialize", dict(initialize))
+        else:
+            await conn.initialize(
+                protocol_version=PROTOCOL_VERSION, client_capabilities=capabilities
+            )
         session = await conn.new_session(cwd="/tmp")
     return session.session_id
 
@@ -371,8 +416,16 @@ async def _serve(
     transport: Any,
     wire: Wire,
     provider: AcpProvider | None,
+    session_idle_timeout: float | None,
 ) -> None:
-    await serve(agent, context, transport=transport, observers=[wire], provider=provider)
+    await serve(
+        agent,
+        context,
+        transport=transport,
+        observers=[wire],
+        provider=provider,
+        session_idle_timeout=session_idle_timeout,
+    )
 
 
 def ask_agent(

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from ._harness import WAIT, Connected, rpc_error, spawned
+from ._harness import STARTUP, WAIT, Connected, rpc_error, spawned
 
 AGENTS = Path(__file__).with_name("acp_test_agents.py")
 
@@ -67,7 +67,9 @@ async def test_a_session_with_the_demo_agent(
                 "Quick fix",
                 "Balanced (Recommended)",
                 "Thorough",
+                "Other (type it below)",
             ]
+            assert schema["required"] == ["answer"]
             assert set(schema["properties"]) == {"answer", "custom"}
             assert '"requestedSchema":{"type":"object"' in "\n".join(acp.client_wire.raw_lines())
 
@@ -137,16 +139,21 @@ async def test_a_session_with_the_demo_agent(
 
 @pytest.mark.anyio
 async def test_a_client_without_form_elicitation(tmp_path: Path) -> None:
-    """The demo agent reports NO_PROVIDER; no elicitation/create is ever sent."""
+    """The demo agent end to end on a client without form elicitation (Toad, the SDK by
+    default): the question with options as a permission request, the free-form one in the
+    conversation; no elicitation/create is ever sent."""
     with (tmp_path / "stderr.log").open("wb") as stderr:
         async with spawned(stderr=stderr, capabilities=None) as acp:
-            stop, said = await _turn(acp, [])
-            assert stop == "end_turn"
-            assert said.startswith(
-                "You asked: go\nApproach: no answer (NO_PROVIDER: the ACP client does not "
-                "support form elicitation (it did not advertise "
-                "clientCapabilities.elicitation.form at initialize)"
-            )
+            pending = acp.start_prompt("fix the bug")
+            request = await acp.next_request("session/request_permission")
+            request.answer({"outcome": {"outcome": "selected", "optionId": "thorough"}})
+            assert (await pending.result()).stop_reason == "end_turn"
+            said = acp.client.said()
+            assert said.startswith("You asked: fix the bug\nApproach: thorough\n")
+            assert "**Notes**: Anything I should keep in mind?" in said
+            mark = len(acp.client.updates)
+            assert (await acp.prompt("keep it small")).stop_reason == "end_turn"
+            assert acp.said_since(mark) == "Notes: keep it small\n"
             assert acp.elicitations() == []
 
 
@@ -228,7 +235,7 @@ async def test_watched_providers_shadow_the_acp_provider_and_hot_reload(tmp_path
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--agent", "nocolon"], "--agent 'nocolon': expected MODULE:FUNCTION"),
+        (["--agent", ":main"], "--agent ':main': expected MODULE[:FUNCTION]"),
         (
             ["--agent", "no_such_module_hotseam:agent"],
             "importing no_such_module_hotseam failed: ModuleNotFoundError",
@@ -293,7 +300,7 @@ async def test_sigterm_exits_0_and_stdout_is_protocol_only(tmp_path: Path) -> No
             assert process.stdout is not None
             await process.stdin.send((json.dumps(initialize) + "\n").encode())
             received = b""
-            with anyio.fail_after(WAIT):
+            with anyio.fail_after(STARTUP):
                 while not received.endswith(b"\n"):
                     received += await process.stdout.receive()
             process.send_signal(signal.SIGTERM)

@@ -17,7 +17,7 @@ from hotseam.interaction import (
     AskUserQuestionRequest,
     UserInteractionError,
 )
-from hotseam.providers._acp._form import build_form
+from hotseam.providers._acp._form import EmptyAnswerError, build_form
 from hotseam.providers.acp import AcpProvider
 
 PG = AskUserQuestionOption("Postgres", "pg", "Server database", recommended=True)
@@ -47,6 +47,7 @@ class TestSchema:
                         },
                         {"const": "SQLite", "title": "SQLite", "description": "One file"},
                         {"const": "DuckDB", "title": "DuckDB"},
+                        {"const": "_other", "title": "Other (type it below)"},
                     ],
                 },
                 "custom": {
@@ -57,7 +58,27 @@ class TestSchema:
                     ),
                 },
             },
+            "required": ["answer"],
         }
+
+    def test_the_choice_is_required_even_with_custom_answers(self) -> None:
+        """Shaped so that a client honouring ``required`` (Zed) cannot send an empty form:
+        with nothing recommended, nothing is preselected, yet something must be chosen."""
+        request = AskUserQuestionRequest("Which?", options=(SQLITE, DUCK))
+        schema = build_form(request).requested_schema()
+        assert schema["required"] == ["answer"]
+        assert "default" not in schema["properties"]["answer"]
+
+    def test_other_never_collides_with_an_option(self) -> None:
+        """An option whose value is "_other" keeps its meaning; "Other" gets another const."""
+        taken = AskUserQuestionOption("Mine", "_other")
+        request = AskUserQuestionRequest("Which?", options=(taken, DUCK))
+        form = build_form(request)
+        consts = [o["const"] for o in form.requested_schema()["properties"]["answer"]["oneOf"]]
+        assert consts == ["_other", "DuckDB", "_other_"]
+        assert form.read(_accept({"answer": "_other"})) == AskUserQuestionAnswer("_other", taken)
+        with pytest.raises(EmptyAnswerError):
+            form.read(_accept({"answer": "_other_"}))
 
     def test_options_without_custom_answers_require_a_choice(self) -> None:
         """No free-text field, and the choice is required."""
@@ -70,7 +91,11 @@ class TestSchema:
         request = AskUserQuestionRequest("Which?", options=(SQLITE, DUCK))
         answer = build_form(request).requested_schema()["properties"]["answer"]
         assert "default" not in answer
-        assert [o["title"] for o in answer["oneOf"]] == ["SQLite", "DuckDB"]
+        assert [o["title"] for o in answer["oneOf"]] == [
+            "SQLite",
+            "DuckDB",
+            "Other (type it below)",
+        ]
 
     def test_free_form_is_one_required_string(self) -> None:
         """A question without options: a single required, non-empty string."""
@@ -181,11 +206,6 @@ class TestRead:
                 "content.answer is none of the options ('pg', 'SQLite', 'DuckDB') (a value of "
                 "8 characters)",
             ),
-            (DB, _accept({}), "content.answer is missing and content.custom is empty"),
-            (DB, {"action": "accept"}, "content.answer is missing and content.custom is empty"),
-            (DB_STRICT, _accept({"answer": ""}), "content.answer is required"),
-            (NAME, _accept(None), "content.answer is required"),
-            (NAME, _accept({"answer": "  "}), "content.answer is blank"),
             (NAME, _accept({"answer": ["a"]}), "content.answer must be a string, got array"),
         ],
     )
@@ -198,6 +218,33 @@ class TestRead:
         assert caught.value.code == INVALID_ANSWER
         assert message in caught.value.message
         assert caught.value.message.startswith("the ACP client's answer does not fit the question")
+
+    @pytest.mark.parametrize(
+        ("request_", "result"),
+        [
+            (DB, _accept({})),
+            (DB, {"action": "accept"}),
+            (DB, _accept({"custom": "  "})),
+            (DB, _accept({"answer": "_other"})),
+            (DB, _accept({"answer": "_other", "custom": ""})),
+            (DB_STRICT, _accept({"answer": ""})),
+            (NAME, _accept(None)),
+            (NAME, _accept({"answer": "  "})),
+        ],
+    )
+    def test_a_schema_valid_but_empty_answer_is_not_an_error(
+        self, request_: AskUserQuestionRequest, result: Any
+    ) -> None:
+        """Nothing chosen, nothing typed (what Zed's validator lets through when nothing is
+        required): EmptyAnswerError, which the provider asks again, not INVALID_ANSWER."""
+        with pytest.raises(EmptyAnswerError):
+            build_form(request_).read(result)
+
+    def test_other_with_text_is_the_text(self) -> None:
+        """Choosing "Other" and typing: the typed text."""
+        assert build_form(DB).read(_accept({"answer": "_other", "custom": "Mongo"})).answer == (
+            "Mongo"
+        )
 
     def test_every_problem_is_named_at_once(self) -> None:
         """Several problems → one error listing all of them, also as details."""

@@ -11,10 +11,7 @@ import structlog
 from acp.schema import (
     AcceptElicitationResponse,
     AllowedOutcome,
-    ClientCapabilities,
     DeclineElicitationResponse,
-    ElicitationCapabilities,
-    ElicitationUrlCapabilities,
     RequestPermissionResponse,
 )
 
@@ -34,7 +31,7 @@ from hotseam.interaction import (
 from hotseam.providers.acp import AcpProvider, ask_scope, current_ask_scope, current_turn
 from hotseam.providers.scripted import ScriptedProvider
 
-from ._harness import WAIT, Connected, answers, ask_agent, connected, rpc_error
+from ._harness import FORM, WAIT, Connected, answers, ask_agent, connected, rpc_error
 
 pytestmark = pytest.mark.anyio
 
@@ -96,6 +93,7 @@ class TestAnswers:
                                     "description": "Server database",
                                 },
                                 {"const": "SQLite", "title": "SQLite", "description": "One file"},
+                                {"const": "_other", "title": "Other (type it below)"},
                             ],
                         },
                         "custom": {
@@ -106,6 +104,7 @@ class TestAnswers:
                             ),
                         },
                     },
+                    "required": ["answer"],
                 },
             }
             assert '"requestedSchema":{"type":"object"' in "\n".join(acp.client_wire.raw_lines())
@@ -248,45 +247,28 @@ class TestMalformedResponses:
 
 
 class TestCapabilities:
-    @pytest.mark.parametrize(
-        "capabilities",
-        [
-            None,
-            ClientCapabilities(elicitation=ElicitationCapabilities()),
-            ClientCapabilities(
-                elicitation=ElicitationCapabilities(url=ElicitationUrlCapabilities())
-            ),
-        ],
-        ids=["no-elicitation", "empty-elicitation", "url-only"],
-    )
-    async def test_no_form_elicitation_no_provider(self, capabilities: Any) -> None:
-        """NO_PROVIDER saying so; nothing is sent to the client."""
-        results: list[ToolResult] = []
-        async with connected(
-            ask_agent(DB, NAME, results=results), capabilities=capabilities
-        ) as acp:
-            assert (await acp.prompt()).stop_reason == "end_turn"
-            assert acp.agent_wire.messages("outgoing", "elicitation/create") == []
-            assert acp.agent_wire.messages("outgoing", "session/request_permission") == []
-        assert _errors(results) == [NO_PROVIDER, NO_PROVIDER]
-        assert results[0].error is not None
-        assert "does not support form elicitation" in results[0].error["message"]
-        assert "clientCapabilities.elicitation.form" in results[0].error["message"]
-
     async def test_the_sdk_client_without_the_unstable_opt_in(self) -> None:
         """Advertised form but no use_unstable_protocol: the SDK client refuses (-32601).
 
-        The SDK warns (UserWarning) on its client side; the agent reports PROVIDER_FAILED
-        carrying the remote code.
+        The agent degrades to the fallbacks with one warning instead of failing every
+        question: the question with options goes as a permission request, and the next
+        questions never try elicitation/create again.
         """
         results: list[ToolResult] = []
-        with pytest.warns(UserWarning, match="use_unstable_protocol"):
-            async with connected(ask_agent(DB, results=results), unstable=False) as acp:
-                await acp.prompt()
-        error = results[0].error
-        assert error is not None
-        assert error["code"] == PROVIDER_FAILED
-        assert error["details"]["rpc_code"] == -32601
+        with (
+            pytest.warns(UserWarning, match="use_unstable_protocol"),
+            structlog.testing.capture_logs() as logs,
+        ):
+            async with connected(ask_agent(DB, DB, results=results), unstable=False) as acp:
+                pending = acp.start_prompt()
+                for option in ("pg", "SQLite"):
+                    request = await acp.next_request("session/request_permission")
+                    request.answer({"outcome": {"outcome": "selected", "optionId": option}})
+                assert (await pending.result()).stop_reason == "end_turn"
+                assert len(acp.elicitations()) == 1
+        assert [r.output["answer"] for r in results] == ["pg", "SQLite"]
+        refused = [e for e in logs if e["event"] == "acp.form_elicitation_refused"]
+        assert [e["log_level"] for e in refused] == ["warning"]
 
     async def test_permission_fallback_for_a_closed_question(self) -> None:
         """Options and no custom answers: session/request_permission; selected → answer."""
@@ -531,24 +513,59 @@ class TestCancellation:
             elicitation["id"]
         ]
 
-    async def test_a_late_cancel_acknowledgment_is_expected(self) -> None:
-        """-32800 after $/cancel_request is the client doing its duty: ignored at info level."""
+    @pytest.mark.parametrize(
+        ("question", "capabilities", "method", "ack", "summary"),
+        [
+            (
+                NAME,
+                FORM,
+                "elicitation/create",
+                rpc_error(-32800, "Request cancelled"),
+                {"error": {"code": -32800, "message": "Request cancelled"}},
+            ),
+            (NAME, FORM, "elicitation/create", {"action": "cancel"}, {"action": "cancel"}),
+            (
+                DB,
+                None,
+                "session/request_permission",
+                {"outcome": {"outcome": "cancelled"}},
+                {"result_keys": ["outcome"]},
+            ),
+        ],
+        ids=["-32800", "action-cancel", "outcome-cancelled"],
+    )
+    async def test_a_cancel_acknowledgement_is_not_a_late_answer(
+        self,
+        question: dict[str, Any],
+        capabilities: Any,
+        method: str,
+        ack: Any,
+        summary: dict[str, Any],
+    ) -> None:
+        """What the spec mandates after $/cancel_request (-32800, or the method's own
+        "cancelled") is the client doing its duty: debug level, never a late answer."""
         controller = AbortController()
         with structlog.testing.capture_logs() as logs:
-            async with connected(ask_agent(NAME, signal=controller.signal)) as acp:
+            agent = ask_agent(question, signal=controller.signal)
+            async with connected(agent, capabilities=capabilities) as acp:
                 pending = acp.start_prompt()
-                request = await acp.next_request()
-                (elicitation,) = acp.elicitations()
+                request = await acp.next_request(method)
+                (sent,) = acp.client_wire.messages("incoming", method)
                 controller.abort()
                 await pending.result()
                 await acp.client_wire.wait_for(
                     "incoming", lambda m: m.get("method") == "$/cancel_request"
                 )
-                request.fail(rpc_error(-32800, "Request cancelled"))
-                await acp.agent_wire.wait_for("incoming", answers(elicitation["id"]))
-        (late,) = [e for e in logs if e["event"] == "acp.late_response_ignored"]
-        assert late["log_level"] == "info"
-        assert late["response"] == {"error": {"code": -32800, "message": "Request cancelled"}}
+                if isinstance(ack, Exception):
+                    request.fail(ack)
+                else:
+                    request.answer(ack)
+                await acp.agent_wire.wait_for("incoming", answers(sent["id"]))
+        assert [e["event"] for e in logs if e["event"].startswith("acp.late")] == []
+        (acked,) = [e for e in logs if e["event"] == "acp.cancel_acknowledged"]
+        assert acked["log_level"] == "debug"
+        assert acked["response"] == summary
+        assert acked["method"] == method
 
     async def test_a_reload_withdraws_the_question_and_the_new_provider_answers(self) -> None:
         """The ACP provider is swapped out mid-question: $/cancel_request, then re-asked."""

@@ -15,40 +15,99 @@ from hotseam.interaction import (
     AskUserQuestionRequest,
     UserInteractionError,
 )
-from hotseam.providers._acp._permission import build_permission_form, fits_permission
+from hotseam.providers._acp._permission import (
+    CUSTOM_DROPPED,
+    build_permission_form,
+    fits_permission,
+    is_negative,
+)
 
 YES = AskUserQuestionOption("Yes", "yes", "Ship it to staging", recommended=True)
 NO = AskUserQuestionOption("No")
 DEPLOY = AskUserQuestionRequest("Deploy now?", "Deploy", (YES, NO), allow_custom=False)
 
 
-def test_only_closed_questions_fit() -> None:
-    """Options and no custom answers: a permission request cannot carry free text."""
+def test_every_question_with_options_fits() -> None:
+    """Options, custom answers allowed or not: a permission request carries them."""
     assert fits_permission(DEPLOY)
-    assert not fits_permission(AskUserQuestionRequest("Deploy now?", options=(YES, NO)))
+    assert fits_permission(AskUserQuestionRequest("Deploy now?", options=(YES, NO)))
     assert not fits_permission(AskUserQuestionRequest("Why?", allow_custom=False))
-    with pytest.raises(ValueError, match="no custom answers"):
+    with pytest.raises(ValueError, match="only a question with options"):
         build_permission_form(AskUserQuestionRequest("Why?"))
 
 
 def test_params() -> None:
-    """Option ids are the model values; the recommended one is marked in its name."""
-    params = build_permission_form(DEPLOY).params("sess_1", "tc_1")
+    """Option ids are the model values; the recommended one is marked in its name; "No" is
+    a reject_once; descriptions are a Markdown list, one per line."""
+    wait = AskUserQuestionOption("No", description="Wait for Monday")
+    request = AskUserQuestionRequest("Deploy now?", "Deploy", (YES, wait), allow_custom=False)
+    params = build_permission_form(request).params("sess_1", "tc_1")
     assert params == {
         "sessionId": "sess_1",
         "toolCall": {
             "toolCallId": "tc_1",
             "title": "Deploy: Deploy now?",
             "content": [
-                {"type": "content", "content": {"type": "text", "text": "Yes: Ship it to staging"}}
+                {
+                    "type": "content",
+                    "content": {
+                        "type": "text",
+                        "text": "- **Yes**: Ship it to staging\n- **No**: Wait for Monday",
+                    },
+                }
             ],
         },
         "options": [
             {"optionId": "yes", "name": "Yes (Recommended)", "kind": "allow_once"},
-            {"optionId": "No", "name": "No", "kind": "allow_once"},
+            {"optionId": "No", "name": "No", "kind": "reject_once"},
         ],
     }
     RequestPermissionRequest.model_validate(params)
+
+
+def test_a_dropped_custom_answer_is_said_in_the_prompt() -> None:
+    """Custom answers allowed: the choice is gone on this client, and the prompt says so."""
+    request = AskUserQuestionRequest("Deploy now?", options=(YES, NO))
+    (content,) = build_permission_form(request).params("sess_1", "tc_1")["toolCall"]["content"]
+    assert content["content"]["text"] == (f"- **Yes**: Ship it to staging\n\n{CUSTOM_DROPPED}")
+    assert "write your own" in CUSTOM_DROPPED
+
+
+@pytest.mark.parametrize(
+    ("label", "value", "negative"),
+    [
+        ("No", None, True),
+        ("no.", None, True),
+        ("Nope", None, True),
+        ("Cancel", None, True),
+        ("Don't deploy", None, True),
+        ("Don\u2019t deploy", None, True),
+        ("Do not deploy", None, True),
+        ("Reject the change", None, True),
+        ("Skip", None, True),
+        ("Later", "no", True),
+        ("Yes", None, False),
+        ("Node.js", None, False),
+        ("Nothing fancy", None, False),
+        ("Now", None, False),
+        ("Notify me", None, False),
+        ("Balanced", "balanced", False),
+        ("Stopwatch", None, False),
+    ],
+)
+def test_only_clearly_negative_options_are_rejections(
+    label: str, value: str | None, negative: bool
+) -> None:
+    """The first word decides ("Node.js" and "Now" are not "No")."""
+    assert is_negative(AskUserQuestionOption(label, value)) is negative
+
+
+def test_markdown_in_labels_cannot_break_the_list() -> None:
+    """A label with * or _ is escaped inside the bold span."""
+    odd = AskUserQuestionOption("a*b_c", description="d")
+    request = AskUserQuestionRequest("?", options=(odd,), allow_custom=False)
+    (content,) = build_permission_form(request).params("s", "t")["toolCall"]["content"]
+    assert content["content"]["text"] == "- **a\\*b\\_c**: d"
 
 
 def test_a_question_outside_a_tool_call_gets_its_own_id() -> None:

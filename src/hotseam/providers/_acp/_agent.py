@@ -16,6 +16,12 @@ The agent function is the one ``hotseam dev`` and ``hotseam run`` call,
 then cancels the agent function; the prompt answers with stop reason ``cancelled``. An
 agent function that raises gets a JSON-RPC internal error for that prompt only: the
 connection keeps serving.
+
+Under :meth:`AcpAgent.running` (``serve`` uses it) the agent function runs in a task of
+its own (:class:`~._sessions.Run`), so that a free-form question asked in the conversation
+can end the prompt turn while the function waits; the next prompt of the session is then
+the answer, and hosts the rest of the run. Sessions are released on ``session/close`` or
+when idle past a bound.
 """
 
 from __future__ import annotations
@@ -23,13 +29,13 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias
 
 import anyio
+import anyio.abc
 from acp.agent.connection import AgentSideConnection
 from acp.exceptions import RequestError
 from acp.helpers import (
@@ -43,6 +49,7 @@ from acp.schema import (
     AgentCapabilities,
     AudioContentBlock,
     ClientCapabilities,
+    CloseSessionResponse,
     EmbeddedResourceContentBlock,
     ImageContentBlock,
     Implementation,
@@ -50,6 +57,8 @@ from acp.schema import (
     NewSessionResponse,
     PromptResponse,
     ResourceContentBlock,
+    SessionCapabilities,
+    SessionCloseCapabilities,
     TextContentBlock,
 )
 from pydantic import BaseModel
@@ -64,6 +73,7 @@ from ..._tools import Tool, ToolCall
 from ...interaction import AskUserQuestionInput
 from ._provider import AcpProvider
 from ._scope import ask_scope
+from ._sessions import DEFAULT_IDLE_TIMEOUT, Run, Session, Sessions, StopReason
 
 __all__ = ["AcpAgent", "AgentFunction", "ContentBlock", "PromptTurn", "current_turn"]
 
@@ -75,7 +85,7 @@ ContentBlock: TypeAlias = (
     | ResourceContentBlock
     | EmbeddedResourceContentBlock
 )
-StopReason: TypeAlias = Literal["end_turn", "cancelled"]
+_RESOURCE_NOT_FOUND = -32002
 
 _log = get_logger("hotseam.providers.acp")
 _current_turn: ContextVar[PromptTurn | None] = ContextVar("hotseam_acp_turn", default=None)
@@ -98,6 +108,7 @@ class PromptTurn:
         self._connection = connection
         self._controller = AbortController()
         self._cancel_scope = anyio.CancelScope()
+        self._end_turn: Callable[[], None] | None = None
 
     def __repr__(self) -> str:
         state = " cancelled" if self.cancelled else ""
@@ -171,7 +182,12 @@ class PromptTurn:
         status: Literal["completed", "failed"] = "failed"
         raw_output: object = None
         try:
-            with ask_scope(self.session_id, tool_call_id=tool_call_id, cancelled=self.signal):
+            with ask_scope(
+                self.session_id,
+                tool_call_id=tool_call_id,
+                cancelled=self.signal,
+                end_turn=self._end_turn,
+            ):
                 output = await tool.handler(input, call)
             status, raw_output = "completed", _jsonable(output)
             return output
@@ -204,17 +220,10 @@ def current_turn() -> PromptTurn:
 def _serving(turn: PromptTurn) -> Iterator[None]:
     token = _current_turn.set(turn)
     try:
-        with ask_scope(turn.session_id, cancelled=turn.signal):
+        with ask_scope(turn.session_id, cancelled=turn.signal, end_turn=turn._end_turn):
             yield
     finally:
         _current_turn.reset(token)
-
-
-@dataclass(slots=True)
-class _Session:
-    id: str
-    cwd: str
-    turn: PromptTurn | None = None
 
 
 class AcpAgent:
@@ -228,6 +237,8 @@ class AcpAgent:
             capabilities at ``initialize`` and the sessions cancelled by the client.
         name: The agent's name in ``initialize``'s ``agentInfo``.
         title: Its display title there.
+        session_idle_timeout: Seconds after its last prompt at which a session is released
+            (checked when a session is opened; ``None``: never).
     """
 
     def __init__(
@@ -238,13 +249,30 @@ class AcpAgent:
         provider: AcpProvider,
         name: str = "hotseam",
         title: str | None = "hotseam",
+        session_idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         self._agent = agent
         self._context = context
         self._provider = provider
         self._info = Implementation(name=name, title=title, version=__version__)
         self._connection: AgentSideConnection | None = None
-        self._sessions: dict[str, _Session] = {}
+        self._sessions = Sessions(idle_timeout=session_idle_timeout)
+        self._runs: anyio.abc.TaskGroup | None = None
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """Run agent functions in tasks of their own while inside (conversation mode).
+
+        Outside it, each prompt runs the function inline, and a free-form question cannot
+        wait across prompts on a client without form elicitation.
+        """
+        async with anyio.create_task_group() as runs:
+            self._runs = runs
+            try:
+                yield
+            finally:
+                self._runs = None
+                runs.cancel_scope.cancel()
 
     def __repr__(self) -> str:
         return f"<AcpAgent {self._info.name!r} sessions={len(self._sessions)}>"
@@ -261,6 +289,12 @@ class AcpAgent:
         self._connection = conn
         wire = self._provider.attach(conn)
         wire.on_prompt_cancel = self._cancel_session
+        wire.on_session_close = self._close_session
+
+    @property
+    def sessions(self) -> int:
+        """How many sessions are open (not closed, not released as idle)."""
+        return len(self._sessions)
 
     # -- ACP agent methods ----------------------------------------------------------------------
 
@@ -281,7 +315,9 @@ class AcpAgent:
         )
         return InitializeResponse(
             protocol_version=PROTOCOL_VERSION,
-            agent_capabilities=AgentCapabilities(),
+            agent_capabilities=AgentCapabilities(
+                session_capabilities=SessionCapabilities(close=SessionCloseCapabilities())
+            ),
             agent_info=self._info,
         )
 
@@ -292,22 +328,33 @@ class AcpAgent:
         mcp_servers: list[Any] | None = None,
         **kwargs: Any,
     ) -> NewSessionResponse:
-        """Open a session; prompts name it."""
+        """Open a session; prompts name it. Sessions idle past the bound are released."""
+        for idle in self._sessions.release_idle():
+            await self._released(idle, "idle")
         session_id = f"sess_{uuid.uuid4().hex[:16]}"
-        self._sessions[session_id] = _Session(session_id, cwd)
+        self._sessions.open(session_id, cwd)
         _log.info("acp.session_created", session_id=session_id, cwd=cwd)
         return NewSessionResponse(session_id=session_id)
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse:
+        """``session/close``: cancel the session's work and release it."""
+        await self._close_session(session_id)
+        return CloseSessionResponse()
 
     async def prompt(
         self, session_id: str, prompt: list[ContentBlock], **kwargs: Any
     ) -> PromptResponse:
-        """Run the agent function for one turn; stop reason ``end_turn`` or ``cancelled``."""
-        session = self._sessions.get(session_id)
+        """Run the agent function for one turn; stop reason ``end_turn`` or ``cancelled``.
+
+        When a question of the session waits in the conversation, the prompt's text is its
+        answer instead, and this turn hosts the rest of that run.
+        """
+        session = self._sessions.use(session_id)
         if session is None:
             raise RequestError.invalid_params(
                 {"sessionId": session_id, "details": "unknown session; create one with session/new"}
             )
-        if session.turn is not None:
+        if session.prompting:
             raise RequestError.invalid_request(
                 {
                     "sessionId": session_id,
@@ -315,18 +362,41 @@ class AcpAgent:
                     "its response or send session/cancel",
                 }
             )
-        turn = PromptTurn(session_id, session.cwd, prompt, self.connection)
-        session.turn = turn
+        session.prompting = True
         started = time.perf_counter()
-        _log.info("acp.turn_started", session_id=session_id)
         try:
-            stop_reason = await self._run(turn)
+            run = session.live_run
+            if run is not None and run.turn.cancelled:
+                # session/cancel came just before this prompt: the run is unwinding (its
+                # questions are bounded to end within seconds); this prompt starts afresh.
+                await run.wait_finished()
+                run = None
+            if run is None:
+                run = self._start(session, prompt)
+                _log.info("acp.turn_started", session_id=session_id)
+                if self._runs is None:  # not under running(): inline, no conversation mode
+                    await self._execute(run)
+            elif self._provider.conversations.waiting(session_id):
+                run.resume()
+                self._provider.conversations.answer(session_id, _text(prompt))
+                _log.info("acp.turn_started", session_id=session_id, answers_question=True)
+            else:
+                raise RequestError.invalid_request(
+                    {
+                        "sessionId": session_id,
+                        "details": "the agent is still working on an earlier prompt of this "
+                        "session; send session/cancel to stop it",
+                    }
+                )
+            stop_reason = await run.next_stop()
         finally:
-            session.turn = None
+            session.prompting = False
+            self._sessions.use(session_id)
         _log.info(
             "acp.turn_ended",
             session_id=session_id,
             stop_reason=stop_reason,
+            waiting_for_answer=not run.finished,
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
         )
         return PromptResponse(stop_reason=stop_reason)
@@ -335,23 +405,61 @@ class AcpAgent:
         """``session/cancel``: end the session's questions and its prompt turn."""
         await self._cancel_session(session_id)
 
-    # -- turns ----------------------------------------------------------------------------------
+    # -- sessions and runs ----------------------------------------------------------------------
+
+    def _start(self, session: Session, prompt: Sequence[ContentBlock]) -> Run:
+        turn = PromptTurn(session.id, session.cwd, prompt, self.connection)
+        run = Run(turn)
+        session.run = run
+        if self._runs is not None:
+            turn._end_turn = run.end_turn
+            self._runs.start_soon(self._execute, run)
+        return run
+
+    async def _execute(self, run: Run) -> None:
+        try:
+            run.finish(await self._run(run.turn))
+        except RequestError as error:
+            run.fail(error)
+        finally:
+            run.finish("cancelled")  # cancelled from outside (the server stops): no-op else
 
     async def _cancel_session(self, session_id: str) -> None:
         session = self._sessions.get(session_id)
         if session is None:
             _log.warning("acp.cancel_ignored", session_id=session_id, reason="unknown session")
             return
-        if session.turn is None:
+        run = session.live_run
+        if run is None:
             _log.info("acp.cancel_ignored", session_id=session_id, reason="no prompt turn running")
             return
-        await session.turn._cancel(self._provider)
+        await run.turn._cancel(self._provider)
+
+    async def _close_session(self, session_id: str) -> None:
+        session = self._sessions.release(session_id)
+        if session is None:
+            raise RequestError(
+                _RESOURCE_NOT_FOUND,
+                "Resource not found",
+                {"sessionId": session_id, "details": "unknown or already closed session"},
+            )
+        await self._released(session, "closed")
+
+    async def _released(self, session: Session, reason: str) -> None:
+        """Cancel what the released session still runs (a question waiting in the chat)."""
+        _log.info("acp.session_released", session_id=session.id, reason=reason)
+        run = session.live_run
+        if run is not None:
+            await run.turn._cancel(self._provider)
 
     async def _run(self, turn: PromptTurn) -> StopReason:
         failed = False
         with turn._cancel_scope:
             try:
                 await self._call_agent(turn)
+            except ConnectionError as closed:  # the client went away mid-turn
+                _log.info("acp.turn_abandoned", session_id=turn.session_id, error=str(closed))
+                return "cancelled"
             except Exception as failure:
                 failed = True
                 if not turn.cancelled:
@@ -380,6 +488,10 @@ class AcpAgent:
                 result = await self._agent(context)
         if isinstance(result, str) and result:
             await turn.say(result)
+
+
+def _text(prompt: Sequence[ContentBlock]) -> str:
+    return "\n".join(block.text for block in prompt if isinstance(block, TextContentBlock))
 
 
 def _reported(tool: Tool[Any], turn: PromptTurn, source: Context) -> Tool[Any]:

@@ -10,12 +10,18 @@ testable on its own. The form of a question with options and custom answers allo
          "answer": {"type": "string", "title": "Choice", "default": "pg",   # recommended
                     "oneOf": [{"const": "pg", "title": "Postgres (Recommended)",
                                "description": "Server database"},
-                              {"const": "SQLite", "title": "SQLite"}]},
-         "custom": {"type": "string", "title": "Other", "description": "..."}}}}
+                              {"const": "SQLite", "title": "SQLite"},
+                              {"const": "_other", "title": "Other (type it below)"}]},
+         "custom": {"type": "string", "title": "Other", "description": "..."}},
+       "required": ["answer"]}}
 
-Without custom answers ``answer`` is required and ``custom`` is absent; a free-form question
-has a single required string ``answer``. Reading the result back, filled custom text wins
-over the selected option.
+``answer`` is always required, so a client that honours ``required`` cannot submit an
+empty form; with custom answers allowed, one more choice ("Other") stands for "my own text
+below". Without custom answers ``custom`` and "Other" are absent; a free-form question has
+a single required string ``answer`` (``minLength: 1``). Reading the result back, filled
+custom text wins over the selected option; a schema-valid result that carries no answer at
+all (a client that ignores ``required``) is :class:`EmptyAnswerError`, which the provider asks
+again.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from ...interaction import (
 
 __all__ = [
     "ANSWER_FIELD",
+    "EmptyAnswerError",
     "CUSTOM_FIELD",
     "ELICITATION_CREATE",
     "RECOMMENDED_SUFFIX",
@@ -57,7 +64,18 @@ ANSWER_FIELD = "answer"
 CUSTOM_FIELD = "custom"
 """The optional free-text property offered when custom answers are allowed."""
 RECOMMENDED_SUFFIX = " (Recommended)"
+OTHER_TITLE = "Other (type it below)"
+_OTHER_VALUE = "_other"
 _ACTIONS = "accept, decline or cancel"
+
+
+class EmptyAnswerError(Exception):
+    """The client accepted the question with no answer at all (schema-valid, but empty).
+
+    Not an error of the human's: a client that does not enforce ``required`` lets them
+    submit an untouched form. The provider asks again, with a note, a bounded number of
+    times.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +84,8 @@ class Form:
 
     request: AskUserQuestionRequest
     schema: ElicitationSchema
+    other: str | None = None
+    """The ``const`` of the "Other" choice (custom answers allowed), else ``None``."""
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -82,12 +102,18 @@ class Form:
         data["type"] = "object"
         return data
 
-    def params(self, session_id: str, tool_call_id: str | None = None) -> dict[str, Any]:
-        """The ``elicitation/create`` params, scoped to a session (and tool call)."""
+    def params(
+        self, session_id: str, tool_call_id: str | None = None, *, note: str | None = None
+    ) -> dict[str, Any]:
+        """The ``elicitation/create`` params, scoped to a session (and tool call).
+
+        ``note`` (one line) goes before the question when it is asked again.
+        """
+        message = self.request.question if note is None else f"{note}\n\n{self.request.question}"
         request = CreateFormSessionElicitationRequest(
             session_id=session_id,
             tool_call_id=tool_call_id,
-            message=self.request.question,
+            message=message,
             mode="form",
             requested_schema=self.schema,
         )
@@ -103,6 +129,7 @@ class Form:
                 (action ``cancel``), or ``INVALID_ANSWER`` naming every field that does not
                 fit (wrong type, unknown action, a field that was not asked, a value that is
                 none of the options).
+            EmptyAnswerError: accepted, and everything fits, but there is no answer in it.
         """
         if not isinstance(result, Mapping):
             raise _invalid([("result", f"must be an object, got {type_name(result)}")])
@@ -145,16 +172,13 @@ class Form:
         custom = _text(problems, content, CUSTOM_FIELD) if CUSTOM_FIELD in asked else None
         request = self.request
         if request.is_free_form:
-            if chosen is None:
-                problems.append((f"content.{ANSWER_FIELD}", "is required"))
-            elif not chosen.strip():
-                problems.append((f"content.{ANSWER_FIELD}", "is blank"))
             if problems:
                 raise _invalid(problems)
-            assert chosen is not None
+            if chosen is None or not chosen.strip():
+                raise EmptyAnswerError()
             return AskUserQuestionAnswer(chosen.strip())
         option: AskUserQuestionOption | None = None
-        if chosen is not None and chosen != "":
+        if chosen is not None and chosen != "" and chosen != self.other:
             option = request.option_for(chosen)
             if option is None:
                 allowed = ", ".join(repr(o.model_value) for o in request.choices)
@@ -171,20 +195,14 @@ class Form:
             return AskUserQuestionAnswer(custom.strip())
         if option is not None:
             return AskUserQuestionAnswer(option.model_value, option)
-        if CUSTOM_FIELD in asked:
-            missing = (
-                f"content.{ANSWER_FIELD}",
-                f"is missing and content.{CUSTOM_FIELD} is empty: accepted with no answer",
-            )
-        else:
-            missing = (f"content.{ANSWER_FIELD}", "is required")
-        raise _invalid([missing])
+        raise EmptyAnswerError()
 
 
 def build_form(request: AskUserQuestionRequest) -> Form:
     """Map a (validated) question onto an elicitation form schema."""
     properties: dict[str, Any] = {}
     required: list[str] = []
+    other: str | None = None
     if request.is_free_form:
         properties[ANSWER_FIELD] = ElicitationStringPropertySchema(
             type="string", title="Answer", min_length=1
@@ -192,10 +210,14 @@ def build_form(request: AskUserQuestionRequest) -> Form:
         required.append(ANSWER_FIELD)
     else:
         recommended = request.recommended
+        choices = [_enum_option(option) for option in request.choices]
+        if request.allow_custom:
+            other = _other_value(request)
+            choices.append(EnumOption(const=other, title=OTHER_TITLE))
         properties[ANSWER_FIELD] = ElicitationStringPropertySchema(
             type="string",
             title="Choice",
-            one_of=[_enum_option(option) for option in request.choices],
+            one_of=choices,
             default=recommended.model_value if recommended is not None else None,
         )
         if request.allow_custom:
@@ -204,15 +226,24 @@ def build_form(request: AskUserQuestionRequest) -> Form:
                 title="Other",
                 description="Your own answer instead of a choice; when filled in, it is used.",
             )
-        else:
-            required.append(ANSWER_FIELD)
+        # Always required: a client that honours it cannot send an empty form (Zed checks).
+        required.append(ANSWER_FIELD)
     schema = ElicitationSchema(
         type="object",
         title=request.header,
         properties=properties,
-        required=required or None,
+        required=required,
     )
-    return Form(request, schema)
+    return Form(request, schema, other)
+
+
+def _other_value(request: AskUserQuestionRequest) -> str:
+    """A ``const`` for "Other" that no option of the question uses."""
+    taken = {option.model_value for option in request.choices}
+    value = _OTHER_VALUE
+    while value in taken:
+        value += "_"
+    return value
 
 
 def _enum_option(option: AskUserQuestionOption) -> EnumOption:

@@ -1,14 +1,20 @@
 """The fallback for clients without form elicitation: a question as ``session/request_permission``.
 
 Every ACP client can answer a permission request, but only by picking one of the offered
-options, so this carries exactly the questions that have options and allow no custom
-answer. Each option becomes a permission option whose id is the option's model-facing
-value; the recommended one is marked in its name::
+options, so this carries the questions that have options. A question that also allows a
+custom answer loses that choice here, and its prompt says so. Each option becomes a
+permission option whose id is the option's model-facing value; the recommended one is
+marked in its name; a clearly negative option ("No", "Cancel"...) is ``reject_once`` so
+that clients style it as a refusal, every other one ``allow_once``. Option descriptions go
+in the tool call's content as a Markdown list, one per line (clients such as Toad render
+it as Markdown, where single newlines would join the lines)::
 
     {"sessionId": "sess_1",
-     "toolCall": {"toolCallId": "tc_1", "title": "Deploy the service now?"},
+     "toolCall": {"toolCallId": "tc_1", "title": "Deploy: Deploy the service now?",
+                  "content": [{"type": "content", "content": {"type": "text",
+                               "text": "- **Yes**: Ship it\n- **No**: Wait"}}]},
      "options": [{"optionId": "yes", "name": "Yes (Recommended)", "kind": "allow_once"},
-                 {"optionId": "no", "name": "No", "kind": "allow_once"}]}
+                 {"optionId": "no", "name": "No", "kind": "reject_once"}]}
 
 The outcome ``cancelled`` is the human (or ``session/cancel``) dismissing the question.
 """
@@ -34,19 +40,67 @@ from ...interaction import (
     ASK_CANCELLED,
     INVALID_ANSWER,
     AskUserQuestionAnswer,
+    AskUserQuestionOption,
     AskUserQuestionRequest,
     UserInteractionError,
 )
 from ._form import RECOMMENDED_SUFFIX, type_name
 
-__all__ = ["REQUEST_PERMISSION", "PermissionForm", "build_permission_form", "fits_permission"]
+__all__ = [
+    "CUSTOM_DROPPED",
+    "REQUEST_PERMISSION",
+    "PermissionForm",
+    "build_permission_form",
+    "fits_permission",
+    "is_negative",
+]
 
 REQUEST_PERMISSION = "session/request_permission"
+CUSTOM_DROPPED = (
+    "_This client cannot take a typed answer here, so the option to write your own is left "
+    "out: choose one of the options._"
+)
+"""The line added to the prompt of a question whose custom-answer choice is dropped."""
+
+# First words that make an option a refusal. Kept short on purpose: a wrong "reject" kind
+# on a positive option would mislead more than a missing one on a negative option.
+_NEGATIVE = frozenset(
+    {
+        "no",
+        "nope",
+        "not",
+        "don't",
+        "dont",
+        "do not",
+        "never",
+        "cancel",
+        "reject",
+        "deny",
+        "decline",
+        "abort",
+        "stop",
+        "skip",
+        "refuse",
+        "disallow",
+    }
+)
 
 
 def fits_permission(request: AskUserQuestionRequest) -> bool:
-    """True when a permission request can carry the question: options, no custom answers."""
-    return not request.is_free_form and not request.allow_custom
+    """True when a permission request can carry the question: it has options."""
+    return not request.is_free_form
+
+
+def is_negative(option: AskUserQuestionOption) -> bool:
+    """True for an option that clearly refuses ("No", "Cancel", "Don't deploy"...)."""
+    for text in (option.label, option.model_value):
+        words = text.strip().lower().replace("\u2019", "'").split()
+        if not words:
+            continue
+        first = words[0].rstrip(".,!:;")
+        if first in _NEGATIVE or " ".join(words[:2]).rstrip(".,!:;") in _NEGATIVE:
+            return True
+    return False
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,15 +120,17 @@ class PermissionForm:
             PermissionOption(
                 option_id=option.model_value,
                 name=option.label + (RECOMMENDED_SUFFIX if option.recommended else ""),
-                kind="allow_once",
+                kind="reject_once" if is_negative(option) else "allow_once",
             )
             for option in request.choices
         ]
         lines = [
-            f"{option.label}: {option.description}"
+            f"- **{_markdown(option.label)}**: {option.description}"
             for option in request.choices
             if option.description is not None
         ]
+        if request.allow_custom:
+            lines.append(("\n" if lines else "") + CUSTOM_DROPPED)
         title = (
             request.question if request.header is None else f"{request.header}: {request.question}"
         )
@@ -119,12 +175,15 @@ class PermissionForm:
 
 
 def build_permission_form(request: AskUserQuestionRequest) -> PermissionForm:
-    """Map a question with options and no custom answers onto a permission request."""
+    """Map a question with options onto a permission request (custom answers dropped)."""
     if not fits_permission(request):
-        raise ValueError(
-            "only a question with options and no custom answers fits a permission request"
-        )
+        raise ValueError("only a question with options fits a permission request")
     return PermissionForm(request)
+
+
+def _markdown(text: str) -> str:
+    """Escape what would end the bold span early."""
+    return text.replace("\\", "\\\\").replace("*", "\\*").replace("_", "\\_")
 
 
 def _invalid(problem: str) -> UserInteractionError:

@@ -1,10 +1,20 @@
 """AcpProvider: the user-interaction provider that asks through the ACP client.
 
-An ask becomes an ``elicitation/create`` form request to the client, scoped to the session
-(and tool call) of :func:`~._scope.current_ask_scope`, when the client advertised
-``clientCapabilities.elicitation.form`` (present and not null) at initialize. Otherwise a
-question with options and no custom answers goes as ``session/request_permission``, and
-any other question fails with ``NO_PROVIDER``.
+How a question travels depends on what the client can show, so that no client leaves the
+human unasked:
+
+* the client advertised ``clientCapabilities.elicitation.form`` (present and not null) at
+  initialize: an ``elicitation/create`` form request, scoped to the session (and tool call)
+  of :func:`~._scope.current_ask_scope`;
+* otherwise, a question with options: ``session/request_permission`` (a custom-answer
+  choice is dropped, and the prompt says so);
+* otherwise, a free-form question: conversation mode (:mod:`._conversation`): the question
+  is an agent message, the turn ends, and the next prompt of the session is the answer.
+
+A client that advertised form but answers ``elicitation/create`` with -32601 (the Python
+SDK without its unstable flag) is treated as one without form from then on, with one
+warning. A form accepted with no answer at all is asked again with a one-line note, at most
+twice, then ends with ``ASK_CANCELLED``.
 
 Cancellation, three ways:
 
@@ -18,12 +28,14 @@ Cancellation, three ways:
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 from acp.agent.connection import AgentSideConnection
 from acp.exceptions import RequestError
+from acp.helpers import update_agent_message_text
 from acp.schema import ClientCapabilities
 
 from ..._log import get_logger
@@ -35,15 +47,23 @@ from ...interaction import (
     AskUserQuestionRequest,
     UserInteractionError,
 )
-from ._form import ELICITATION_CREATE, build_form
+from ._conversation import Conversations, conversation_text
+from ._form import ELICITATION_CREATE, EmptyAnswerError, build_form
 from ._permission import REQUEST_PERMISSION, build_permission_form, fits_permission
-from ._scope import current_ask_scope
+from ._scope import AskScope, current_ask_scope
 from ._wire import AcpWire
 
-__all__ = ["AcpProvider"]
+__all__ = ["CONVERSATION", "EMPTY_ANSWER_NOTE", "AcpProvider"]
 
 _log = get_logger("hotseam.providers.acp")
 _UNWIND_WAIT = 5.0
+_SEND_WAIT = 2.0
+_METHOD_NOT_FOUND = -32601
+_ASKED_AGAIN_AT_MOST = 2
+CONVERSATION = "conversation"
+"""The carrier of a free-form question on a client without form elicitation (no method)."""
+EMPTY_ANSWER_NOTE = "That answer was empty: please choose an option or type an answer."
+"""The one line put before a question asked again after an empty answer."""
 
 
 @dataclass(eq=False, slots=True)
@@ -55,6 +75,21 @@ class _Pending:
     done: anyio.Event = field(default_factory=anyio.Event)
 
 
+@dataclass(frozen=True, slots=True)
+class _Carrier:
+    """How one attempt at a question travels, and how its result is read back."""
+
+    method: str
+    params: dict[str, Any]
+    read: Callable[[Any], AskUserQuestionAnswer]
+    text: str = ""
+    """The agent message of conversation mode."""
+
+
+class _FormRefusedError(Exception):
+    """The client refused ``elicitation/create`` with -32601: plan the question again."""
+
+
 class AcpProvider:
     """Asks the human through the ACP client of an agent-side connection.
 
@@ -64,17 +99,29 @@ class AcpProvider:
     (:func:`~hotseam.providers.acp.ask_scope`; the ACP agent sets it for each prompt turn).
 
     Args:
-        permission_fallback: Carry questions with options and no custom answers as
-            ``session/request_permission`` when the client has no form elicitation
-            (default true).
+        permission_fallback: Carry questions with options as ``session/request_permission``
+            when the client has no form elicitation (default true).
+        conversation_fallback: Ask free-form questions in the conversation when the client
+            has no form elicitation (default true; needs an agent that can end the turn
+            while the ask waits, as :class:`~hotseam.providers.acp.AcpAgent` does).
         name: Shown in logs.
     """
 
-    def __init__(self, *, permission_fallback: bool = True, name: str = "acp") -> None:
+    def __init__(
+        self,
+        *,
+        permission_fallback: bool = True,
+        conversation_fallback: bool = True,
+        name: str = "acp",
+    ) -> None:
         self.name = name
         self.permission_fallback = permission_fallback
+        self.conversation_fallback = conversation_fallback
+        self.conversations = Conversations()
+        """The free-form questions waiting for the next prompt of their session."""
         self._wire: AcpWire | None = None
         self._capabilities: ClientCapabilities | None = None
+        self._form_refused = False
         self._pending: dict[str, set[_Pending]] = {}
 
     def __repr__(self) -> str:
@@ -88,14 +135,16 @@ class AcpProvider:
         wire = connection if isinstance(connection, AcpWire) else AcpWire(connection)
         self._wire = wire
         self._capabilities = None
+        self._form_refused = False
         return wire
 
     def set_client_capabilities(self, capabilities: ClientCapabilities | None) -> None:
         """Record what the client advertised at ``initialize``."""
         self._capabilities = capabilities
+        self._form_refused = False
 
     @property
-    def supports_form(self) -> bool:
+    def advertises_form(self) -> bool:
         """True when the client advertised ``elicitation.form`` (present and not null)."""
         capabilities = self._capabilities
         return (
@@ -103,6 +152,11 @@ class AcpProvider:
             and capabilities.elicitation is not None
             and capabilities.elicitation.form is not None
         )
+
+    @property
+    def supports_form(self) -> bool:
+        """True when questions go as form elicitations: advertised, and not refused."""
+        return self.advertises_form and not self._form_refused
 
     def pending(self, session_id: str | None = None) -> int:
         """How many questions are waiting for the client (in one session, or in all)."""
@@ -143,70 +197,174 @@ class AcpProvider:
             raise UserInteractionError(
                 "the ACP provider is not attached to a client connection", NO_PROVIDER
             )
-        if scope.cancelled is not None and scope.cancelled.aborted:
-            raise _cancelled_by_client(scope.session_id)
-        method, params, read = self._plan(request, scope.session_id, scope.tool_call_id)
-        pending = _Pending(scope.session_id)
-        self._pending.setdefault(scope.session_id, set()).add(pending)
+        note: str | None = None
+        asked_again = 0
+        while True:
+            if scope.cancelled is not None and scope.cancelled.aborted:
+                raise _cancelled_by_client(scope.session_id)
+            carrier = self._plan(request, scope, note)
+            try:
+                return await self._carry(wire, carrier, scope)
+            except _FormRefusedError:
+                continue  # planned again: the fallbacks now
+            except EmptyAnswerError:
+                if asked_again >= _ASKED_AGAIN_AT_MOST:
+                    raise UserInteractionError(
+                        f"the ACP client sent an empty answer {asked_again + 1} times (nothing "
+                        "chosen or typed); the question is taken as dismissed",
+                        ASK_CANCELLED,
+                    ) from None
+                asked_again += 1
+                note = EMPTY_ANSWER_NOTE
+                _log.info(
+                    "acp.empty_answer_asked_again",
+                    session_id=scope.session_id,
+                    method=carrier.method,
+                    attempt=asked_again,
+                )
+
+    async def _carry(
+        self, wire: AcpWire, carrier: _Carrier, scope: AskScope
+    ) -> AskUserQuestionAnswer:
+        """Send one attempt and read its result; ``session/cancel`` ends it as cancelled."""
+        session_id = scope.session_id
+        pending = _Pending(session_id)
+        self._pending.setdefault(session_id, set()).add(pending)
         _log.info(
             "acp.question_sent",
-            method=method,
-            session_id=scope.session_id,
+            method=carrier.method,
+            session_id=session_id,
             tool_call_id=scope.tool_call_id,
         )
         result: list[Any] = []
         try:
             with pending.cancel_scope:
-                result.append(await wire.request(method, params))
+                if carrier.method == CONVERSATION:
+                    assert scope.end_turn is not None
+                    result.append(
+                        await self._converse(wire, carrier, session_id, scope.end_turn, pending)
+                    )
+                else:
+                    result.append(await wire.request(carrier.method, carrier.params))
         except RequestError as error:
+            if carrier.method == ELICITATION_CREATE and error.code == _METHOD_NOT_FOUND:
+                self._refuse_form(error)
+                raise _FormRefusedError() from error
             raise UserInteractionError(
-                f"the ACP client answered {method} with JSON-RPC error {error.code}: {error}",
+                f"the ACP client answered {carrier.method} with JSON-RPC error {error.code}: "
+                f"{error}",
                 PROVIDER_FAILED,
                 details={"rpc_code": error.code, "rpc_message": str(error), "rpc_data": error.data},
                 cause=error,
             ) from error
         except ConnectionError as error:
             raise UserInteractionError(
-                f"the ACP connection closed while {method} was waiting for the client",
+                f"the ACP connection closed while {carrier.method} was waiting for the client",
                 PROVIDER_FAILED,
                 cause=error,
             ) from error
         finally:
-            asks = self._pending.get(scope.session_id)
+            asks = self._pending.get(session_id)
             if asks is not None:
                 asks.discard(pending)
                 if not asks:
-                    del self._pending[scope.session_id]
+                    del self._pending[session_id]
             pending.done.set()
         if not result:  # only cancel_session() cancels this scope
-            raise _cancelled_by_client(scope.session_id)
-        return read(result[0])
+            raise _cancelled_by_client(session_id)
+        return carrier.read(result[0])
 
-    def _plan(
-        self, request: AskUserQuestionRequest, session_id: str, tool_call_id: str | None
-    ) -> tuple[str, dict[str, Any], Callable[[object], AskUserQuestionAnswer]]:
-        """Choose how to carry the question: form elicitation, the fallback, or nothing."""
+    async def _converse(
+        self,
+        wire: AcpWire,
+        carrier: _Carrier,
+        session_id: str,
+        end_turn: Callable[[], None],
+        pending: _Pending,
+    ) -> str:
+        """Ask in the conversation; say so in the chat if the question is withdrawn."""
+
+        async def send() -> None:
+            await _say(wire, session_id, carrier.text)
+
+        try:
+            return await self.conversations.ask(session_id, send, end_turn)
+        except anyio.get_cancelled_exc_class():
+            if not pending.cancel_scope.cancel_called:  # withdrawn by the agent, not the client
+                _log.info("acp.conversation_question_withdrawn", session_id=session_id)
+                with (
+                    anyio.CancelScope(shield=True),
+                    anyio.move_on_after(_SEND_WAIT),
+                    suppress(Exception),  # the client is gone: nobody to tell
+                ):
+                    await _say(wire, session_id, _WITHDRAWN)
+            raise
+
+    def _refuse_form(self, error: RequestError) -> None:
+        if not self._form_refused:
+            self._form_refused = True
+            _log.warning(
+                "acp.form_elicitation_refused",
+                rpc_code=error.code,
+                reason="the client advertised elicitation.form but answered elicitation/create "
+                "with 'method not found'; its questions use the fallbacks from now on",
+            )
+
+    def _plan(self, request: AskUserQuestionRequest, scope: AskScope, note: str | None) -> _Carrier:
+        """Choose how to carry the question: form, permission, conversation, or nothing."""
+        session_id, tool_call_id = scope.session_id, scope.tool_call_id
         if self.supports_form:
             form = build_form(request)
-            return ELICITATION_CREATE, form.params(session_id, tool_call_id), form.read
+            return _Carrier(
+                ELICITATION_CREATE, form.params(session_id, tool_call_id, note=note), form.read
+            )
         if self.permission_fallback and fits_permission(request):
             permission = build_permission_form(request)
-            return REQUEST_PERMISSION, permission.params(session_id, tool_call_id), permission.read
-        reason = (
-            "it did not advertise clientCapabilities.elicitation.form at initialize"
-            if self._capabilities is not None
-            else "it has not sent initialize yet"
-        )
-        fallback = (
-            "; only questions with options and no custom answers can go as "
-            "session/request_permission"
-            if self.permission_fallback
-            else ""
-        )
+            return _Carrier(
+                REQUEST_PERMISSION, permission.params(session_id, tool_call_id), permission.read
+            )
+        if self.conversation_fallback and request.is_free_form and scope.end_turn is not None:
+            text = conversation_text(request.question, request.header, note)
+            return _Carrier(CONVERSATION, {}, _read_conversation, text)
+        if self._form_refused:
+            reason = "it answered elicitation/create with 'method not found'"
+        elif self._capabilities is not None:
+            reason = "it did not advertise clientCapabilities.elicitation.form at initialize"
+        else:
+            reason = "it has not sent initialize yet"
         raise UserInteractionError(
-            f"the ACP client does not support form elicitation ({reason}){fallback}",
+            f"the ACP client does not support form elicitation ({reason}), and "
+            f"{_no_fallback(self, request)}",
             NO_PROVIDER,
         )
+
+
+_WITHDRAWN = "\n_(The question above was withdrawn: no answer is needed.)_\n"
+
+
+async def _say(wire: AcpWire, session_id: str, text: str) -> None:
+    await wire.connection.session_update(
+        session_id=session_id, update=update_agent_message_text(text)
+    )
+
+
+def _read_conversation(text: object) -> AskUserQuestionAnswer:
+    assert isinstance(text, str)
+    if not text.strip():
+        raise EmptyAnswerError()
+    return AskUserQuestionAnswer(text.strip())
+
+
+def _no_fallback(provider: AcpProvider, request: AskUserQuestionRequest) -> str:
+    if not request.is_free_form:
+        return "the session/request_permission fallback is turned off"
+    if not provider.conversation_fallback:
+        return "the conversation fallback for free-form questions is turned off"
+    return (
+        "a free-form question can go in the conversation only from an agent that can end "
+        "the prompt turn while it waits (hotseam.providers.acp.AcpAgent; ask_scope(..., "
+        "end_turn=...))"
+    )
 
 
 def _cancelled_by_client(session_id: str) -> UserInteractionError:

@@ -10,7 +10,7 @@ reads it there. Code that drives :class:`~hotseam.providers.acp.AcpProvider` fro
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -25,12 +25,16 @@ class AskScope:
     """Where a question is asked: an ACP session and, optionally, a tool call in it.
 
     ``cancelled`` fires when the client cancels the prompt turn (``session/cancel``); an
-    ask that starts after it fails with ``ASK_CANCELLED`` at once.
+    ask that starts after it fails with ``ASK_CANCELLED`` at once. ``end_turn``, when the
+    agent can do it, ends the current prompt turn with ``end_turn`` while the ask goes on
+    waiting (conversation mode: the next prompt is the answer); without it, a free-form
+    question has no way to reach a client without form elicitation.
     """
 
     session_id: str
     tool_call_id: str | None = None
     cancelled: AbortSignal | None = None
+    end_turn: Callable[[], None] | None = None
 
 
 _current: ContextVar[AskScope | None] = ContextVar("hotseam_acp_ask_scope", default=None)
@@ -38,10 +42,14 @@ _current: ContextVar[AskScope | None] = ContextVar("hotseam_acp_ask_scope", defa
 
 @contextmanager
 def ask_scope(
-    session_id: str, *, tool_call_id: str | None = None, cancelled: AbortSignal | None = None
+    session_id: str,
+    *,
+    tool_call_id: str | None = None,
+    cancelled: AbortSignal | None = None,
+    end_turn: Callable[[], None] | None = None,
 ) -> Iterator[AskScope]:
     """Scope the asks made in the block (and tasks started in it) to an ACP session."""
-    scope = AskScope(session_id, tool_call_id, cancelled)
+    scope = AskScope(session_id, tool_call_id, cancelled, end_turn)
     token = _current.set(scope)
     try:
         yield scope

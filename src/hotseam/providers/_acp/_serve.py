@@ -15,6 +15,7 @@ from ...interaction import USER_INTERACTION, ask_user_question_tool
 from ._agent import AcpAgent, AgentFunction
 from ._lines import DEFAULT_MAX_LINE_BYTES
 from ._provider import AcpProvider
+from ._sessions import DEFAULT_IDLE_TIMEOUT
 from ._wire import guard_lines
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ async def serve(
     observers: list[StreamObserver] | None = None,
     name: str = "hotseam",
     max_line_bytes: int | None = None,
+    session_idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
 ) -> None:
     """Serve ``agent`` over ACP (stdio by default) and return when the client disconnects.
 
@@ -61,6 +63,8 @@ async def serve(
             16 MiB); a longer one is discarded and answered with -32600. Lines that are
             not JSON (-32700) or not a JSON object (-32600) are answered too, and the agent
             keeps serving (see ``hotseam.providers._acp._lines``).
+        session_idle_timeout: Seconds after its last prompt at which a session the client
+            never closed is released (``None``: never); see ``AcpAgent``.
     """
     try:
         asyncio.get_running_loop()
@@ -71,7 +75,13 @@ async def serve(
         ) from None
     owned = provider is None
     acp_provider = provider if provider is not None else AcpProvider()
-    acp_agent = AcpAgent(agent, context, provider=acp_provider, name=name)
+    acp_agent = AcpAgent(
+        agent,
+        context,
+        provider=acp_provider,
+        name=name,
+        session_idle_timeout=session_idle_timeout,
+    )
     async with Scope("acp.serve", context=context) as scope:
         if owned:
             scope.provide(USER_INTERACTION, acp_provider)
@@ -92,7 +102,8 @@ async def serve(
             limit = DEFAULT_MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes
             guard_lines(connection, reader, max_line_bytes=limit)
         try:
-            await connection.listen()
+            async with acp_agent.running():
+                await connection.listen()
         finally:
             with anyio.CancelScope(shield=True):
                 await connection.close()

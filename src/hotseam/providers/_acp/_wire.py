@@ -11,12 +11,17 @@ when another SDK version lacks them):
 2. Nothing sends ``$/cancel_request``. When the task awaiting :meth:`AcpWire.request` is
    cancelled, the wire sends ``$/cancel_request`` with the request's id (the id the SDK
    is about to assign, ``Connection._next_request_id``, read just before sending). A late
-   answer to it, which the SDK drops silently, is logged as ignored (at info level when it
-   is the expected -32800 acknowledgment, as a warning when it is a human's answer).
+   answer to it, which the SDK drops silently, is logged: an acknowledgement the spec
+   mandates (-32800, a permission outcome ``cancelled``, an elicitation action ``cancel``)
+   at debug level (``acp.cancel_acknowledged``), a human's answer that came too late as a
+   warning (``acp.late_response_ignored``).
 3. An incoming ``$/cancel_request`` hits the SDK router's "method not found" and is logged
    as an unhandled error. The wire adds a route for it: a ``session/prompt`` in progress is
    cancelled as ``session/cancel`` would (it ends with stop reason ``cancelled``, a valid
    response); other client requests are short and are answered normally.
+4. ``session/close`` is routed only with the SDK's unstable flag (with a warning otherwise);
+   the wire routes it itself to :attr:`AcpWire.on_session_close`, so a client can release
+   a session.
 
 The fourth defect, no capability check on the agent side, is the provider's to handle.
 A fifth, the stdio transport's handling of lines that are not JSON-RPC objects, is wrapped
@@ -35,15 +40,24 @@ import anyio
 from acp._transport import NdjsonTransport
 from acp.agent.connection import AgentSideConnection
 from acp.connection import Connection, StreamDirection, StreamEvent
+from acp.exceptions import RequestError
 from acp.router import MessageRouter, Route
 
 from ..._log import get_logger
 from ._lines import GuardedLines
 
-__all__ = ["CANCEL_REQUEST", "REQUEST_CANCELLED", "AcpWire", "RequestId", "guard_lines"]
+__all__ = [
+    "CANCEL_REQUEST",
+    "REQUEST_CANCELLED",
+    "SESSION_CLOSE",
+    "AcpWire",
+    "RequestId",
+    "guard_lines",
+]
 
 RequestId: TypeAlias = int | str
 CANCEL_REQUEST = "$/cancel_request"
+SESSION_CLOSE = "session/close"
 REQUEST_CANCELLED = -32800
 """The JSON-RPC error code of a request answered after ``$/cancel_request``."""
 _PROMPT = "session/prompt"
@@ -67,6 +81,8 @@ class AcpWire:
         self.connection = connection
         self.on_prompt_cancel: Callable[[str], Awaitable[None]] | None = None
         """Called with the session id when the client cancels a prompt request by id."""
+        self.on_session_close: Callable[[str], Awaitable[None]] | None = None
+        """Called with the session id of a ``session/close`` request (unknown: -32002)."""
         self._rpc = rpc
         self._sent: dict[RequestId, str] = {}
         self._withdrawn: OrderedDict[RequestId, str] = OrderedDict()
@@ -76,6 +92,7 @@ class AcpWire:
         router.add_route(
             Route(method=CANCEL_REQUEST, func=self._on_cancel_request, kind="notification")
         )
+        router.add_route(Route(method=SESSION_CLOSE, func=self._on_session_close, kind="request"))
         rpc.add_observer(self._observe)
 
     async def request(self, method: str, params: Mapping[str, Any]) -> Any:
@@ -141,16 +158,25 @@ class AcpWire:
             )
             return
         if request_id in self._withdrawn:
-            # The receiver of $/cancel_request must still answer: -32800 is the expected
-            # acknowledgment; any other answer is the human's, arriving too late to count.
-            log = _log.info if _is_cancel_ack(message) else _log.warning
-            log(
-                "acp.late_response_ignored",
-                request_id=request_id,
-                method=self._withdrawn.pop(request_id),
-                response=_summary(message),
-                reason="the request was cancelled ($/cancel_request sent) before this answer",
-            )
+            # The receiver of $/cancel_request must still answer. What the spec mandates
+            # then (-32800, or the method's own "cancelled") acknowledges it; any other
+            # answer is the human's, arriving too late to count.
+            withdrawn = self._withdrawn.pop(request_id)
+            if _is_cancel_ack(message):
+                _log.debug(
+                    "acp.cancel_acknowledged",
+                    request_id=request_id,
+                    method=withdrawn,
+                    response=_summary(message),
+                )
+            else:
+                _log.warning(
+                    "acp.late_response_ignored",
+                    request_id=request_id,
+                    method=withdrawn,
+                    response=_summary(message),
+                    reason="the request was cancelled ($/cancel_request sent) before this answer",
+                )
         elif self._sent.pop(request_id, None) is not None:
             self._arrived[request_id] = message  # kept until request() returns
         else:
@@ -194,6 +220,17 @@ class AcpWire:
             session_id=session_id,
         )
         await self.on_prompt_cancel(session_id)
+
+    async def _on_session_close(self, params: Any) -> dict[str, Any]:
+        session_id = params.get("sessionId") if isinstance(params, Mapping) else None
+        if not isinstance(session_id, str):
+            raise RequestError.invalid_params(
+                {"details": "session/close needs params.sessionId, a string"}
+            )
+        if self.on_session_close is None:
+            raise RequestError.method_not_found(SESSION_CLOSE)
+        await self.on_session_close(session_id)
+        return {}
 
 
 def guard_lines(
@@ -240,8 +277,17 @@ def _is_id(value: object) -> TypeGuard[RequestId]:
 
 
 def _is_cancel_ack(message: Mapping[str, Any]) -> bool:
+    """-32800, ``{"outcome": {"outcome": "cancelled"}}`` or ``{"action": "cancel"}``."""
     error = message.get("error")
-    return isinstance(error, Mapping) and error.get("code") == REQUEST_CANCELLED
+    if isinstance(error, Mapping):
+        return error.get("code") == REQUEST_CANCELLED
+    result = message.get("result")
+    if not isinstance(result, Mapping):
+        return False
+    outcome = result.get("outcome")
+    return result.get("action") == "cancel" or (
+        isinstance(outcome, Mapping) and outcome.get("outcome") == "cancelled"
+    )
 
 
 def _summary(message: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,33 @@
+"""Agents for the interop suite: ``hotseam acp --agent interop/agents.py:NAME``."""
+
+from __future__ import annotations
+
+import anyio
+
+from hotseam import AbortController, Context, ToolResult
+from hotseam.providers.acp import current_turn
+
+
+async def abort_agent(context: Context) -> None:
+    """Ask two questions at once; when the second is answered, abort the first.
+
+    The agent side withdraws an open question deterministically: the client decides when,
+    by answering the second one. The client's answer to the first arrives late.
+    """
+    turn = current_turn()
+    controller = AbortController()
+    first: list[ToolResult] = []
+
+    async def ask_first() -> None:
+        question = {"question": "First?"}
+        first.append(
+            await context.tools.execute("ask_user_question", question, signal=controller.signal)
+        )
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(ask_first)
+        second = await context.tools.execute("ask_user_question", {"question": "Second?"})
+        controller.abort()
+    assert first[0].error is not None
+    answer = second.output["answer"] if second.ok else second.error["code"]  # type: ignore[index]
+    await turn.say(f"first: {first[0].error['code']}; second: {answer}\n")

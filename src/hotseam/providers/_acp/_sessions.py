@@ -1,0 +1,175 @@
+"""The ACP agent's sessions, and the runs of the agent function inside them.
+
+A **run** is one call of the agent function. A prompt starts it; it usually ends within
+that prompt turn, but in conversation mode it outlives it: the run ends the turn
+(:meth:`Run.end_turn`) to wait for the human's answer, and the next prompt of the session
+hosts it again until it finishes or asks again.
+
+Sessions are kept in order of last use, so that the ones idle past a bound are found
+without scanning them all: a long-lived agent whose client never sends ``session/close``
+still holds a bounded number of sessions.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal, TypeAlias
+
+import anyio
+from acp.exceptions import RequestError
+
+if TYPE_CHECKING:
+    from ._agent import PromptTurn
+
+__all__ = ["DEFAULT_IDLE_TIMEOUT", "Run", "Session", "Sessions", "StopReason"]
+
+StopReason: TypeAlias = Literal["end_turn", "cancelled"]
+DEFAULT_IDLE_TIMEOUT = 3600.0
+"""Seconds without a prompt after which a session is released (its run, if any, cancelled)."""
+
+
+class Run:
+    """One call of the agent function, hosted by one prompt turn after another."""
+
+    def __init__(self, turn: PromptTurn) -> None:
+        self.turn = turn
+        self.stop_reason: StopReason | None = None
+        self.error: RequestError | None = None
+        self._turn_ended = False
+        self._changed = anyio.Event()
+        self._done = anyio.Event()
+
+    @property
+    def finished(self) -> bool:
+        """True once the agent function has returned, failed or been cancelled."""
+        return self.stop_reason is not None or self.error is not None
+
+    def end_turn(self) -> None:
+        """End the hosting prompt turn with ``end_turn``; the run goes on (conversation mode)."""
+        self._turn_ended = True
+        self._changed.set()
+
+    def resume(self) -> None:
+        """A new prompt hosts the run: forget an ``end_turn`` nobody saw."""
+        self._turn_ended = False
+
+    def finish(self, stop_reason: StopReason) -> None:
+        if not self.finished:
+            self.stop_reason = stop_reason
+        self._changed.set()
+        self._done.set()
+
+    def fail(self, error: RequestError) -> None:
+        if not self.finished:
+            self.error = error
+        self._changed.set()
+        self._done.set()
+
+    async def wait_finished(self) -> None:
+        """Wait until the agent function has returned, failed or been cancelled."""
+        await self._done.wait()
+
+    async def next_stop(self) -> StopReason:
+        """Wait until the run finishes or ends the turn; the hosting prompt's stop reason.
+
+        Raises:
+            RequestError: the agent function failed (the prompt's error response).
+        """
+        while True:
+            # The flags are set before the event: checking them after each wake-up (and
+            # after replacing the event) misses nothing.
+            if self.error is not None:
+                raise self.error
+            if self.stop_reason is not None:
+                return self.stop_reason
+            if self._turn_ended:
+                self._turn_ended = False
+                return "end_turn"
+            await self._changed.wait()
+            self._changed = anyio.Event()
+
+
+@dataclass(eq=False, slots=True)
+class Session:
+    """One ACP session: its working directory, and the run it hosts, if any."""
+
+    id: str
+    cwd: str
+    last_used: float
+    run: Run | None = None
+    prompting: bool = False
+    released: bool = field(default=False)
+
+    @property
+    def live_run(self) -> Run | None:
+        """The run that has not finished yet, if any."""
+        run = self.run
+        return run if run is not None and not run.finished else None
+
+
+class Sessions:
+    """The sessions of one connection, in order of last use."""
+
+    def __init__(
+        self,
+        *,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.idle_timeout = idle_timeout
+        self.clock = clock
+        self._sessions: OrderedDict[str, Session] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def __iter__(self) -> Iterator[Session]:
+        return iter(list(self._sessions.values()))
+
+    def open(self, session_id: str, cwd: str) -> Session:
+        session = Session(session_id, cwd, self.clock())
+        self._sessions[session_id] = session
+        return session
+
+    def use(self, session_id: str) -> Session | None:
+        """The session, marked as used now (``None`` when unknown or released)."""
+        session = self._sessions.get(session_id)
+        if session is not None:
+            session.last_used = self.clock()
+            self._sessions.move_to_end(session_id)
+        return session
+
+    def get(self, session_id: str) -> Session | None:
+        return self._sessions.get(session_id)
+
+    def release(self, session_id: str) -> Session | None:
+        """Forget the session; return it (``None`` when it was not there)."""
+        session = self._sessions.pop(session_id, None)
+        if session is not None:
+            session.released = True
+        return session
+
+    def release_idle(self) -> list[Session]:
+        """Forget the sessions idle past the bound (never one whose prompt is running)."""
+        if self.idle_timeout is None:
+            return []
+        deadline = self.clock() - self.idle_timeout
+        released: list[Session] = []
+        kept: list[Session] = []
+        while self._sessions:
+            session = next(iter(self._sessions.values()))
+            if session.last_used > deadline:
+                break
+            self._sessions.popitem(last=False)
+            if session.prompting:  # in use right now: it is not idle
+                kept.append(session)
+                continue
+            session.released = True
+            released.append(session)
+        for session in kept:
+            session.last_used = self.clock()
+            self._sessions[session.id] = session
+        return released
