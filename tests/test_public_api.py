@@ -21,6 +21,7 @@ PUBLIC_MODULES = [
     "hotseam.providers.scripted",
     "hotseam.providers.terminal",
     "hotseam.providers.acp",
+    "hotseam.providers.web",
     "hotseam.testing",
 ]
 

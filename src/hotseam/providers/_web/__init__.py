@@ -1,0 +1,1 @@
+"""The web inbox provider's private modules (the public name is ``hotseam.providers.web``)."""

@@ -1,0 +1,270 @@
+"""The Starlette application: the inbox page, the JSON API and the event stream.
+
+Every request passes :class:`Guard` first (token, Host, Origin, and for state changes a
+token header and a JSON body), so the routes below it only deal with the inbox.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Awaitable, Callable
+from contextlib import aclosing
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qs
+
+import anyio
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..._log import get_logger
+from ._inbox import Inbox, InboxError
+from ._security import SECURITY_HEADERS, HostPolicy, token_matches
+
+__all__ = ["HEARTBEAT", "MAX_BODY", "MAX_STREAMS", "build_app"]
+
+_log = get_logger("hotseam.providers.web")
+
+MAX_BODY = 64 * 1024
+MAX_STREAMS = 64
+HEARTBEAT = 15.0
+_RETRY_MS = 300
+
+Lookup = Callable[[], Inbox | None]
+
+
+def build_app(inbox: Lookup, token: str, hosts: HostPolicy) -> ASGIApp:
+    """The ASGI app serving whichever inbox ``inbox()`` returns at the time of a request."""
+
+    async def page(request: Request) -> Response:
+        nonce = secrets.token_urlsafe(16)
+        html = _page_html().replace("{{nonce}}", nonce)
+        csp = SECURITY_HEADERS["content-security-policy"]
+        csp = csp.replace("script-src 'self'", f"script-src 'nonce-{nonce}'")
+        csp = csp.replace("style-src 'self'", f"style-src 'nonce-{nonce}'")
+        csp = csp.replace("img-src 'self'", "img-src data:")
+        return HTMLResponse(html, headers={"content-security-policy": csp})
+
+    async def questions(request: Request) -> Response:
+        return JSONResponse({"questions": _current(inbox).snapshot()})
+
+    async def answer(request: Request) -> Response:
+        body = await _json_body(request)
+        _current(inbox).answer(request.path_params["question_id"], body)
+        return JSONResponse({"ok": True, "outcome": "answered"})
+
+    async def dismiss(request: Request) -> Response:
+        await _json_body(request, optional=True)
+        _current(inbox).dismiss(request.path_params["question_id"])
+        return JSONResponse({"ok": True, "outcome": "dismissed"})
+
+    async def events(scope: Scope, receive: Receive, send: Send) -> None:
+        await _stream_events(_current(inbox), receive, send)
+
+    async def inbox_error(request: Request, error: Exception) -> Response:
+        assert isinstance(error, InboxError)
+        return JSONResponse(error.to_dict(), status_code=error.status)
+
+    async def http_error(request: Request, error: Exception) -> Response:
+        assert isinstance(error, HTTPException)
+        return _error(error.status_code, "HTTP_ERROR", str(error.detail))
+
+    app = Starlette(
+        routes=[
+            Route("/", page, methods=["GET"]),
+            Route("/api/questions", questions, methods=["GET"]),
+            Route("/api/questions/{question_id}/answer", answer, methods=["POST"]),
+            Route("/api/questions/{question_id}/dismiss", dismiss, methods=["POST"]),
+            Route("/api/events", _EventsEndpoint(events), methods=["GET"]),
+        ],
+        exception_handlers={InboxError: inbox_error, HTTPException: http_error},
+    )
+    return Guard(app, token, hosts)
+
+
+class _EventsEndpoint:
+    """A raw ASGI endpoint (Starlette's Route calls it with scope, receive, send)."""
+
+    def __init__(self, handler: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+        self._handler = handler
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self._handler(scope, receive, send)
+        except InboxError as error:
+            await _error(error.status, error.code, error.message)(scope, receive, send)
+
+
+def _current(lookup: Lookup) -> Inbox:
+    inbox = lookup()
+    if inbox is None:
+        raise InboxError(503, "CLOSED", "the web inbox is not serving (it is being reloaded?)")
+    return inbox
+
+
+async def _json_body(request: Request, *, optional: bool = False) -> object:
+    chunks: list[bytes] = []
+    size = 0
+    async with aclosing(request.stream()) as body:
+        async for chunk in body:
+            size += len(chunk)
+            if size > MAX_BODY:
+                raise InboxError(413, "TOO_LARGE", f"the request body is over {MAX_BODY} bytes")
+            chunks.append(chunk)
+    raw = b"".join(chunks)
+    if optional and not raw.strip():
+        return None
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise InboxError(400, "BAD_REQUEST", "the request body is not valid JSON") from None
+
+
+async def _stream_events(inbox: Inbox, receive: Receive, send: Send) -> None:
+    """Server-Sent Events: a snapshot, then changes; ends when the page or the inbox goes."""
+    if inbox.subscribers >= MAX_STREAMS:
+        raise InboxError(503, "TOO_MANY_STREAMS", f"at most {MAX_STREAMS} event streams")
+    subscription = inbox.subscribe()
+    headers = [
+        (b"content-type", b"text/event-stream; charset=utf-8"),
+        (b"x-accel-buffering", b"no"),
+    ]
+    try:
+        async with anyio.create_task_group() as tg:
+
+            async def until_disconnect() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    pass
+                tg.cancel_scope.cancel()
+
+            tg.start_soon(until_disconnect)
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send(
+                {
+                    "type": "http.response.body",
+                    "body": f"retry: {_RETRY_MS}\n\n".encode(),
+                    "more_body": True,
+                }
+            )
+            while True:
+                event: dict[str, Any] | None = None
+                with anyio.move_on_after(HEARTBEAT):
+                    event = await subscription.receive()
+                    if event is None:
+                        break
+                chunk = b": keepalive\n\n" if event is None else _sse(event)
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            if subscription.dropped:
+                await send(
+                    {
+                        "type": "http.response.body",
+                        "body": _sse({"type": "overflow"}),
+                        "more_body": True,
+                    }
+                )
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            tg.cancel_scope.cancel()
+    except OSError:
+        pass  # the page went away mid-write
+    finally:
+        subscription.release()
+
+
+def _sse(event: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(event, separators=(",", ":")).encode() + b"\n\n"
+
+
+def _error(status: int, code: str, message: str) -> Response:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+class Guard:
+    """ASGI middleware: refuse what is not from this server's own page or a token holder."""
+
+    def __init__(self, app: ASGIApp, token: str, hosts: HostPolicy) -> None:
+        self._app = app
+        self._token = token
+        self._hosts = hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            if scope["type"] == "lifespan":
+                await self._app(scope, receive, send)
+            return
+        refusal = self._refusal(scope)
+        if refusal is not None:
+            status, code, message = refusal
+            _log.info("web.refused", status=status, code=code, path=scope.get("path"))
+            await _error(status, code, message)(scope, receive, _secured(send))
+            return
+        await self._app(scope, receive, _secured(send))
+
+    def _refusal(self, scope: Scope) -> tuple[int, str, str] | None:
+        headers = _headers(scope)
+        if not self._hosts.host_ok(headers.get("host")):
+            return 421, "BAD_HOST", "the Host header does not name this server"
+        if not self._hosts.origin_ok(headers.get("origin")):
+            return 403, "BAD_ORIGIN", "requests from another site are refused"
+        if headers.get("sec-fetch-site") == "cross-site":
+            return 403, "BAD_ORIGIN", "requests from another site are refused"
+        method = scope["method"]
+        given = _bearer(headers)
+        if method in ("GET", "HEAD") and given is None:
+            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+            given = query.get("token", [None])[0]
+        if not token_matches(self._token, given):
+            where = "the query (?token=...)" if method in ("GET", "HEAD") else "a header"
+            return 401, "BAD_TOKEN", f"a valid token is required in {where}"
+        if method not in ("GET", "HEAD"):
+            kind = headers.get("content-type", "").split(";")[0].strip().lower()
+            if kind != "application/json":
+                return 415, "BAD_CONTENT_TYPE", "send the body as application/json"
+        return None
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for name, value in scope["headers"]:
+        key = name.decode("latin-1").lower()
+        if key in headers:  # a repeated Host or Origin is refused as ambiguous
+            headers[key] = "\x00"
+        else:
+            headers[key] = value.decode("latin-1")
+    return headers
+
+
+def _bearer(headers: dict[str, str]) -> str | None:
+    token = headers.get("x-hotseam-token")
+    if token is not None:
+        return token
+    scheme, _, value = headers.get("authorization", "").partition(" ")
+    return value.strip() if scheme.lower() == "bearer" else None
+
+
+def _secured(send: Send) -> Send:
+    extra = [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
+
+    async def secured_send(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            present = {name.lower() for name, _ in message.get("headers", [])}
+            headers = list(message.get("headers", []))
+            headers.extend((k, v) for k, v in extra if k not in present)
+            message = {**message, "headers": headers}
+        await send(message)
+
+    return secured_send
+
+
+@lru_cache(maxsize=1)
+def _page_html() -> str:
+    static = resources.files("hotseam.providers._web").joinpath("static")
+    html = static.joinpath("index.html").read_text(encoding="utf-8")
+    css = static.joinpath("inbox.css").read_text(encoding="utf-8")
+    js = static.joinpath("inbox.js").read_text(encoding="utf-8")
+    return html.replace("/*{{css}}*/", css).replace("/*{{js}}*/", js)

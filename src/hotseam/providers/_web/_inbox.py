@@ -1,0 +1,284 @@
+"""The inbox: every pending question of one provider, first answer wins, events fanned out.
+
+Everything that decides an outcome runs synchronously (no await between the check and the
+decision), so two answers arriving at once, or an answer and a withdrawal in the same
+event-loop turn, always end in exactly one outcome. Subscribers (open pages) each get a
+bounded buffer: one that does not read is dropped, never waited for, so a stuck browser
+can neither block the loop nor grow memory; a dropped page reconnects and gets a snapshot.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+import time
+from collections import OrderedDict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anyio
+from anyio.abc import ObjectReceiveStream, ObjectSendStream
+
+from ...interaction import (
+    ASK_CANCELLED,
+    AskUserQuestionAnswer,
+    AskUserQuestionRequest,
+    UserInteractionError,
+)
+
+__all__ = ["MAX_ANSWER_CHARS", "Entry", "Inbox", "InboxError", "Subscription", "cancelled_error"]
+
+Outcome = Literal["answered", "dismissed", "withdrawn", "timed_out", "closed"]
+
+MAX_ANSWER_CHARS = 20_000
+"""A custom answer longer than this is refused (a model reads it; a page can paste a lot)."""
+
+_SUBSCRIBER_BUFFER = 256
+_RECENT = 1024  # outcomes remembered, so a late second tab hears "already answered"
+
+
+class InboxError(Exception):
+    """A request the inbox refuses; ``status`` and ``code`` go into the HTTP response."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"error": {"code": ..., "message": ...}}``, the API's error body."""
+        return {"error": {"code": self.code, "message": self.message}}
+
+
+@dataclass(eq=False, slots=True)
+class Entry:
+    """One pending question and, once decided, its outcome."""
+
+    id: str
+    seq: int
+    request: AskUserQuestionRequest
+    asked_at: float
+    done: anyio.Event = field(default_factory=anyio.Event)
+    outcome: Outcome | None = None
+    answer: AskUserQuestionAnswer | None = None
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The question as the API and the page see it (model-written text, never HTML)."""
+        request = self.request
+        agent = request.agent
+        return {
+            "id": self.id,
+            "seq": self.seq,
+            "askedAt": self.asked_at,
+            "agent": None if agent is None else agent.to_dict(),
+            "header": request.header,
+            "question": request.question,
+            "options": [
+                {
+                    "index": index,
+                    "label": option.label,
+                    "description": option.description,
+                    "recommended": option.recommended,
+                }
+                for index, option in enumerate(request.choices)
+            ],
+            "allowCustom": request.accepts_custom,
+        }
+
+
+class Subscription:
+    """One open event stream: iterate it for events; it ends when dropped or closed."""
+
+    __slots__ = ("_inbox", "_receive", "_send", "dropped")
+
+    def __init__(self, inbox: Inbox) -> None:
+        send: ObjectSendStream[dict[str, Any]]
+        receive: ObjectReceiveStream[dict[str, Any]]
+        send, receive = anyio.create_memory_object_stream[dict[str, Any]](_SUBSCRIBER_BUFFER)
+        self._inbox = inbox
+        self._send = send
+        self._receive = receive
+        self.dropped = False
+
+    def offer(self, event: dict[str, Any]) -> None:
+        """Queue ``event`` without waiting; a full buffer drops the subscriber instead."""
+        try:
+            self._send.send_nowait(event)
+        except anyio.WouldBlock:
+            self.dropped = True
+            self.close()
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self.close()
+
+    def close(self) -> None:
+        """End the stream (the reader sees its end after the events already queued)."""
+        self._inbox._subscribers.discard(self)
+        self._send.close()
+
+    async def receive(self) -> dict[str, Any] | None:
+        """The next event, or ``None`` once the stream has ended."""
+        try:
+            return await self._receive.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError):
+            return None
+
+    def release(self) -> None:
+        """Free both ends (the page went away)."""
+        self.close()
+        self._receive.close()
+
+
+class Inbox:
+    """Pending questions in arrival order, and the pages listening to them."""
+
+    __slots__ = ("_closed", "_entries", "_recent", "_seq", "_subscribers")
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[str, Entry] = OrderedDict()
+        self._recent: OrderedDict[str, tuple[Outcome, str]] = OrderedDict()
+        self._subscribers: set[Subscription] = set()
+        self._seq = itertools.count(1)
+        self._closed = False
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(list(self._entries.values()))
+
+    @property
+    def subscribers(self) -> int:
+        """How many event streams are open."""
+        return len(self._subscribers)
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        """Every pending question, oldest first."""
+        return [entry.to_dict() for entry in self._entries.values()]
+
+    # -- the asking side ------------------------------------------------------------------------
+
+    def add(self, request: AskUserQuestionRequest) -> Entry:
+        """Put a question in the inbox and tell every page."""
+        if self._closed:
+            raise InboxError(503, "CLOSED", "the web inbox is closed")
+        entry = Entry(secrets.token_hex(8), next(self._seq), request, time.time())
+        self._entries[entry.id] = entry
+        self._publish({"type": "added", "question": entry.to_dict()})
+        return entry
+
+    def settle(self, entry: Entry, outcome: Outcome, note: str) -> bool:
+        """Decide ``entry`` unless it is decided already; return whether this call did."""
+        if entry.outcome is not None:
+            return False
+        entry.outcome = outcome
+        entry.note = note
+        self._entries.pop(entry.id, None)
+        self._recent[entry.id] = (outcome, note)
+        while len(self._recent) > _RECENT:
+            self._recent.popitem(last=False)
+        entry.done.set()
+        self._publish({"type": "removed", "id": entry.id, "reason": outcome, "note": note})
+        return True
+
+    # -- the answering side ---------------------------------------------------------------------
+
+    def answer(self, question_id: str, body: object) -> AskUserQuestionAnswer:
+        """Answer a pending question from an API body; the first answer wins.
+
+        Raises:
+            InboxError: 400 for a malformed body, 404 for an unknown question, 409 when it
+                was already answered, dismissed or withdrawn, 422 for an answer the question
+                does not accept. Nothing changes in any of these cases.
+        """
+        entry = self._pending(question_id)
+        answer = _parse_answer(entry.request, body)
+        entry.answer = answer
+        self.settle(entry, "answered", "answered")
+        return answer
+
+    def dismiss(self, question_id: str) -> None:
+        """Dismiss a pending question: the agent's ask fails with ``ASK_CANCELLED``."""
+        entry = self._pending(question_id)
+        self.settle(entry, "dismissed", "dismissed")
+
+    def _pending(self, question_id: str) -> Entry:
+        entry = self._entries.get(question_id)
+        if entry is not None:
+            return entry
+        recent = self._recent.get(question_id)
+        if recent is None:
+            raise InboxError(404, "UNKNOWN_QUESTION", f"no question with id {question_id!r}")
+        outcome, note = recent
+        code = "ALREADY_ANSWERED" if outcome == "answered" else "NOT_PENDING"
+        raise InboxError(409, code, f"the question is no longer pending: {note}")
+
+    # -- pages ------------------------------------------------------------------------------------
+
+    def subscribe(self) -> Subscription:
+        """Open an event stream whose first event is the snapshot of pending questions."""
+        subscription = Subscription(self)
+        if self._closed:
+            subscription.close()
+            return subscription
+        subscription.offer({"type": "snapshot", "questions": self.snapshot()})
+        self._subscribers.add(subscription)
+        return subscription
+
+    def close(self, note: str) -> None:
+        """Withdraw every pending question and end every stream with a ``closing`` event."""
+        self._closed = True
+        for entry in list(self._entries.values()):
+            self.settle(entry, "withdrawn", note)
+        self._publish({"type": "closing", "note": note})
+        for subscription in list(self._subscribers):
+            subscription.close()
+
+    def _publish(self, event: dict[str, Any]) -> None:
+        for subscription in list(self._subscribers):
+            subscription.offer(event)
+
+
+def cancelled_error() -> UserInteractionError:
+    """The ``ASK_CANCELLED`` error of a question dismissed in the page."""
+    return UserInteractionError("the human dismissed the question in the web inbox", ASK_CANCELLED)
+
+
+def _parse_answer(request: AskUserQuestionRequest, body: object) -> AskUserQuestionAnswer:
+    """``{"option": index}`` or ``{"text": "..."}`` → the seam's answer, or a clear 4xx."""
+    if not isinstance(body, dict):
+        raise InboxError(
+            400, "BAD_REQUEST", 'expected a JSON object: {"option": 0} or {"text": "..."}'
+        )
+    unknown = sorted(set(body) - {"option", "text"})
+    if unknown:
+        raise InboxError(400, "BAD_REQUEST", f"unknown field(s): {', '.join(unknown)}")
+    has_option = body.get("option") is not None
+    has_text = body.get("text") is not None
+    if has_option == has_text:
+        raise InboxError(400, "BAD_REQUEST", 'give exactly one of "option" (an index) or "text"')
+    if has_option:
+        index = body["option"]
+        choices = request.choices
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise InboxError(400, "BAD_REQUEST", '"option" must be an integer index')
+        if not 0 <= index < len(choices):
+            raise InboxError(
+                422, "INVALID_ANSWER", f"option {index} does not exist ({len(choices)} options)"
+            )
+        option = choices[index]
+        return AskUserQuestionAnswer(option.model_value, option)
+    text = body["text"]
+    if not isinstance(text, str):
+        raise InboxError(400, "BAD_REQUEST", '"text" must be a string')
+    if not text.strip():
+        raise InboxError(422, "INVALID_ANSWER", "the answer is empty")
+    if len(text) > MAX_ANSWER_CHARS:
+        raise InboxError(
+            422, "INVALID_ANSWER", f"the answer is longer than {MAX_ANSWER_CHARS} characters"
+        )
+    if not request.accepts_custom:
+        raise InboxError(422, "INVALID_ANSWER", "this question accepts only one of its options")
+    return AskUserQuestionAnswer(text)

@@ -1,0 +1,269 @@
+"""WebProvider: the user-interaction provider behind the web inbox."""
+
+from __future__ import annotations
+
+import math
+import os
+
+import anyio
+
+from ..._effects import CloseReason, ScopeExit
+from ..._log import get_logger
+from ..._scope import Scope
+from ...interaction import (
+    ASK_ABORTED,
+    ASK_TIMEOUT,
+    PROVIDER_FAILED,
+    AskUserQuestionAnswer,
+    AskUserQuestionRequest,
+    UserInteractionError,
+)
+from ._app import build_app
+from ._inbox import Entry, Inbox, InboxError, cancelled_error
+from ._security import HostPolicy, is_loopback, load_token
+from ._server import Listener, run_server
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "WebProvider"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+_CARRY_KEY = "hotseam.providers.web.listener"
+
+_log = get_logger("hotseam.providers.web")
+
+
+class WebProvider:
+    """Asks the human in a web page: an inbox of every pending question, live.
+
+    Start it with :meth:`serve`, which binds the socket, runs the server as a task of the
+    scope and withdraws every pending question from every open page when the scope closes::
+
+        def setup(scope: Scope) -> None:
+            web = WebProvider.serve(scope, port=8765)
+            scope.provide(USER_INTERACTION, web)
+
+    In a hot-reloaded provider module the listening socket is carried to the next
+    generation (``scope.carry``), so open pages reconnect by themselves and see the
+    re-asked questions. See ``docs/web.md`` for the page, the API and the security model.
+    """
+
+    __slots__ = (
+        "_hosts",
+        "_inbox",
+        "_listener",
+        "_scope",
+        "_shutdown",
+        "_stopped",
+        "timeout",
+        "token",
+    )
+
+    def __init__(
+        self,
+        listener: Listener,
+        token: str,
+        hosts: HostPolicy,
+        *,
+        timeout: float | None,
+        scope: Scope,
+    ) -> None:
+        self._listener = listener
+        self._hosts = hosts
+        self._scope = scope
+        self._inbox = Inbox()
+        self._shutdown = anyio.Event()
+        self._stopped: anyio.Event | None = None
+        self.token = token
+        self.timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"<WebProvider {self._listener.address} pending={len(self._inbox)}>"
+
+    @classmethod
+    def serve(
+        cls,
+        scope: Scope,
+        *,
+        host: str = DEFAULT_HOST,
+        port: int = DEFAULT_PORT,
+        token: str | None = None,
+        token_file: str | os.PathLike[str] | None = None,
+        allow_remote: bool = False,
+        allowed_hosts: tuple[str, ...] = (),
+        timeout: float | None = None,
+    ) -> WebProvider:
+        """Listen on ``host:port`` and serve the inbox until ``scope`` closes.
+
+        Args:
+            scope: Owns the server; a provider module's ``setup`` scope hands the listening
+                socket over to the next generation on a hot reload.
+            host: Where to listen; loopback (the default) unless ``allow_remote`` is true.
+            port: The TCP port; 0 picks a free one (see :attr:`url`).
+            token: The secret every request must carry (default: ``$HOTSEAM_WEB_TOKEN``,
+                else the file named by ``$HOTSEAM_WEB_TOKEN_FILE``, else one generated per
+                process). At least 16 characters of ``A-Z a-z 0-9 - _ . ~``.
+            token_file: Read the token from this file instead.
+            allow_remote: Needed to listen on an address other machines can reach; a
+                warning is logged, since anyone holding the token can then answer.
+            allowed_hosts: Extra names the page may be reached by (``Host`` header), for
+                example a DNS name of this machine.
+            timeout: Seconds a question may wait; then the ask fails with ``ASK_TIMEOUT``.
+
+        Raises:
+            ValueError: a bad host, port, token or timeout, or a non-loopback host without
+                ``allow_remote``.
+            OSError: the port cannot be listened on (in use?).
+        """
+        if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+            raise ValueError(f"port must be an integer from 0 to 65535, got {port!r}")
+        if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
+            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        host = host.strip().strip("[]") or DEFAULT_HOST
+        secret = load_token(token, token_file)
+        if not is_loopback(host) and not allow_remote:
+            raise ValueError(
+                f"refusing to listen on {host!r}: it is not a loopback address, so other "
+                "machines could reach the inbox; pass allow_remote=True (--web-allow-remote) "
+                "to mean it"
+            )
+        listener = _listen(scope, host, port)
+        if not listener.loopback:
+            _log.warning(
+                "web.remote",
+                summary=f"the web inbox listens on {listener.address}, reachable from other "
+                "machines: anyone with the token can answer (and read) questions",
+                address=listener.address,
+            )
+        hosts = HostPolicy(host, listener.port, tuple(allowed_hosts))
+        web = cls(listener, secret, hosts, timeout=timeout, scope=scope)
+        scope.spawn(web._run, name="web inbox server")
+        scope.defer_exit(web._close)
+        return web
+
+    # -- what callers see ---------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """The inbox page's address, with the token."""
+        listener = self._listener
+        wildcard = listener.host in ("0.0.0.0", "::")
+        address = f"127.0.0.1:{listener.port}" if wildcard else listener.address
+        return f"http://{address}/?token={self.token}"
+
+    @property
+    def port(self) -> int:
+        """The TCP port listened on."""
+        return self._listener.port
+
+    @property
+    def listener(self) -> Listener:
+        """The listening socket (the same object across hot reloads)."""
+        return self._listener
+
+    @property
+    def inbox(self) -> Inbox:
+        """The pending questions."""
+        return self._inbox
+
+    @property
+    def pending(self) -> int:
+        """How many questions wait for an answer."""
+        return len(self._inbox)
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        """Put the question in the inbox and wait for the first answer from any page.
+
+        Raises:
+            UserInteractionError: ``ASK_CANCELLED`` when dismissed in a page, ``ASK_TIMEOUT``
+                when the optional time limit passed. Cancellation (the caller's signal, a
+                reload, the turn cancelled) withdraws it from every page and propagates.
+        """
+        try:
+            entry = self._inbox.add(request)
+        except InboxError as closed:
+            raise UserInteractionError(
+                f"the web inbox is closed: {closed.message}", PROVIDER_FAILED
+            ) from None
+        try:
+            with anyio.move_on_after(math.inf if self.timeout is None else self.timeout):
+                await entry.done.wait()
+        except anyio.get_cancelled_exc_class():
+            if entry.outcome == "answered":
+                assert entry.answer is not None
+                return entry.answer  # answered in the same turn: the answer stands
+            self._inbox.settle(entry, "withdrawn", self._withdrawal_note(request))
+            raise
+        if entry.outcome is None:
+            self._inbox.settle(entry, "timed_out", "timed out")
+            raise UserInteractionError(
+                f"no answer within the web inbox's time limit of {self.timeout:g} s "
+                "(nothing was chosen for the human)",
+                ASK_TIMEOUT,
+            )
+        return _outcome(entry)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        self._stopped = stopped = anyio.Event()
+        try:
+            app = build_app(self._current_inbox, self.token, self._hosts)
+            _log.info("web.serving", address=self._listener.address)
+            await run_server(app, self._listener, self._shutdown)
+        finally:
+            stopped.set()
+
+    def _current_inbox(self) -> Inbox | None:
+        return None if self._shutdown.is_set() else self._inbox
+
+    async def _close(self, exit: ScopeExit) -> None:
+        self._inbox.close(_close_note(exit))
+        self._shutdown.set()
+        if self._stopped is not None:
+            await self._stopped.wait()
+        _log.info("web.stopped", address=self._listener.address, reason=exit.reason.value)
+
+    def _withdrawal_note(self, request: AskUserQuestionRequest) -> str:
+        exit = self._scope.exit
+        if exit is not None:
+            return _close_note(exit)
+        signal = request.signal
+        if signal is not None and signal.aborted:
+            reason = signal.reason
+            detail = f": {reason}" if reason is not None and str(reason) else ""
+            return f"withdrawn by the agent{detail}"
+        return "withdrawn (the agent stopped waiting)"
+
+
+def _outcome(entry: Entry) -> AskUserQuestionAnswer:
+    if entry.outcome == "answered":
+        assert entry.answer is not None
+        return entry.answer
+    if entry.outcome == "dismissed":
+        raise cancelled_error()
+    # Withdrawn without the ask being cancelled: the server closed under a provider
+    # registered elsewhere (its serving scope is not the one that provides it).
+    raise UserInteractionError(f"the web inbox withdrew the question: {entry.note}", ASK_ABORTED)
+
+
+def _close_note(exit: ScopeExit) -> str:
+    if exit.reason is CloseReason.RELOAD:
+        return "the provider was reloaded: it will be asked again"
+    if exit.reason is CloseReason.SHUTDOWN:
+        return "hotseam is shutting down"
+    return "the web inbox closed"
+
+
+def _listen(scope: Scope, host: str, port: int) -> Listener:
+    """Bind, or take the listener the previous generation carried (a hot reload).
+
+    A generation that asks for another host or port refuses the carried one; the new
+    address is bound while the old generation still serves (the old socket is closed when
+    the new generation commits).
+    """
+    return scope.carry(
+        _CARRY_KEY,
+        lambda: Listener(host, port),
+        dispose=Listener.close,
+        accept=lambda old: old.matches(host, port),
+    )

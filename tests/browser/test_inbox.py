@@ -1,0 +1,275 @@
+"""The whole flow in a real browser: questions appear live, answers return, pages reconnect.
+
+Each test drives headless Chromium against a WebProvider served in the test's own event
+loop, and checks both sides: what the page shows, and what ``ask()`` returned.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from hotseam import AbortController, Agent, Context
+from hotseam.interaction import (
+    ASK_CANCELLED,
+    USER_INTERACTION,
+    AskUserQuestionAnswer,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    UserInteractionError,
+    ask,
+)
+from hotseam.providers.web import WebProvider
+from hotseam.reload import Reloader
+from providers.web.conftest import DB, FREE, STRICT, answer_of, serving
+
+pytestmark = pytest.mark.anyio
+
+SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "images" / "web-inbox.png"
+VISIBLE = 10_000  # ms: how long a page may take to show a change
+
+
+async def open_page(browser: Any, url: str) -> Any:
+    page = await browser.new_page(viewport={"width": 860, "height": 760})
+    page.on("dialog", lambda dialog: pytest.fail(f"a dialog opened: {dialog.message}"))
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.errors = errors
+    await page.goto(url)
+    await page.get_by_text("Live: new questions appear by themselves.").wait_for(timeout=VISIBLE)
+    return page
+
+
+def card(page: Any, question: str) -> Any:
+    return page.locator("li.card").filter(has=page.get_by_text(question, exact=True))
+
+
+async def test_a_question_appears_live_and_choosing_an_option_answers_it(browser: Any) -> None:
+    async with serving() as s:
+        page = await open_page(browser, s.web.url)
+        await page.get_by_text("No questions are waiting.").wait_for(timeout=VISIBLE)
+        s.ask_soon("db", DB)
+        question = card(page, "Which database?")
+        await question.wait_for(timeout=VISIBLE)  # no reload of the page
+        assert await question.get_by_text("Storage").is_visible()
+        assert await question.get_by_text("Asked by Planner").is_visible()
+        assert await question.get_by_text("Server database").is_visible()
+        recommended = question.get_by_label("Postgres")
+        assert await recommended.is_checked()  # preselected and marked
+        assert await question.get_by_text("Recommended").is_visible()
+        await question.get_by_label("SQLite").check()
+        await question.get_by_role("button", name="Answer").click()
+        assert answer_of(await s.result("db")).answer == "SQLite"
+        await page.get_by_text("Answered.").wait_for(timeout=VISIBLE)
+        assert not page.errors
+
+
+async def test_a_custom_answer_is_typed_and_sent(browser: Any) -> None:
+    async with serving() as s:
+        page = await open_page(browser, s.web.url)
+        s.ask_soon("db", DB)
+        question = card(page, "Which database?")
+        await question.wait_for(timeout=VISIBLE)
+        await question.get_by_label("Type your own answer").fill("MariaDB")
+        assert await question.locator("input[type=radio][value=own]").is_checked()
+        await question.get_by_role("button", name="Answer").click()
+        answer = answer_of(await s.result("db"))
+        assert answer.answer == "MariaDB" and answer.option is None
+
+
+async def test_the_keyboard_alone_answers(browser: Any) -> None:
+    async with serving() as s:
+        page = await open_page(browser, s.web.url)
+        s.ask_soon("strict", STRICT)
+        s.ask_soon("free", FREE)
+        await card(page, "What colour?").wait_for(timeout=VISIBLE)
+        assert await card(page, "Deploy now?").locator("input[type=text]").count() == 0
+        await page.keyboard.press("Tab")  # the first question's radio group
+        await page.keyboard.press("ArrowDown")  # "No"
+        await page.keyboard.press("Enter")  # submits the form
+        assert answer_of(await s.result("strict")).answer == "No"
+        await card(page, "What colour?").get_by_label("Your answer").focus()
+        await page.keyboard.type("teal")
+        await page.keyboard.press("Control+Enter")
+        assert answer_of(await s.result("free")).answer == "teal"
+
+
+async def test_dismiss_is_ask_cancelled(browser: Any) -> None:
+    async with serving() as s:
+        page = await open_page(browser, s.web.url)
+        s.ask_soon("db", DB)
+        question = card(page, "Which database?")
+        await question.get_by_role("button", name="Dismiss").click()
+        error = await s.result("db")
+        assert isinstance(error, UserInteractionError) and error.code == ASK_CANCELLED
+
+
+async def test_answering_in_one_tab_clears_the_other(browser: Any) -> None:
+    async with serving() as s:
+        first = await open_page(browser, s.web.url)
+        second = await open_page(browser, s.web.url)
+        s.ask_soon("db", DB)
+        await card(second, "Which database?").wait_for(timeout=VISIBLE)
+        await card(first, "Which database?").get_by_role("button", name="Answer").click()
+        assert answer_of(await s.result("db")).answer == "pg"
+        await second.get_by_text("Answered in another tab.").wait_for(timeout=VISIBLE)
+        await card(second, "Which database?").wait_for(state="detached", timeout=VISIBLE)
+
+
+async def test_a_late_answer_in_a_stale_tab_says_already_answered(browser: Any) -> None:
+    async with serving() as s:
+        s.ask_soon("db", DB)
+        (pending,) = await s.pending(1)
+        stale_stream = "retry: 60000\n\ndata: " + json.dumps(
+            {"type": "snapshot", "questions": [pending]}
+        )
+
+        async def stale(route: Any) -> None:  # a tab that has not heard the news yet
+            await route.fulfill(
+                status=200,
+                headers={"content-type": "text/event-stream"},
+                body=stale_stream + "\n\n",
+            )
+
+        page = await browser.new_page()
+        await page.route("**/api/events*", stale)
+        await page.goto(s.web.url)
+        question = card(page, "Which database?")
+        await question.wait_for(timeout=VISIBLE)
+        s.web.inbox.answer(pending["id"], {"option": 1})  # another tab was faster
+        await question.get_by_role("button", name="Answer").click()
+        await page.get_by_text("Already answered (in another tab).").wait_for(timeout=VISIBLE)
+        assert answer_of(await s.result("db")).answer == "SQLite"
+
+
+async def test_a_withdrawn_question_vanishes_with_the_reason(browser: Any) -> None:
+    async with serving() as s:
+        page = await open_page(browser, s.web.url)
+        controller = AbortController()
+        s.ask_soon("db", DB.with_signal(controller.signal))
+        await card(page, "Which database?").wait_for(timeout=VISIBLE)
+        controller.abort("the user closed the chat")
+        note = page.get_by_text("Withdrawn by the agent: the user closed the chat.")
+        await note.wait_for(timeout=VISIBLE)
+        await card(page, "Which database?").wait_for(state="detached", timeout=VISIBLE)
+
+
+async def test_model_written_markup_shows_as_text(browser: Any) -> None:
+    hostile = AskUserQuestionRequest(
+        "<script>alert(1)</script>?",
+        header="<img src=x onerror=alert(2)>",
+        options=(AskUserQuestionOption("<b>bold</b>", description="<svg onload=alert(3)>"),),
+        agent=Agent("<i>agent</i>"),
+    )
+    async with serving() as s:
+        page = await open_page(browser, s.web.url)
+        s.ask_soon("x", hostile)
+        legend = page.locator("legend")
+        await legend.wait_for(timeout=VISIBLE)
+        assert await legend.text_content() == "<script>alert(1)</script>?"
+        assert await page.get_by_text("<img src=x onerror=alert(2)>").is_visible()
+        assert await page.get_by_text("<b>bold</b>").is_visible()
+        assert await page.locator("main script, main img, main svg, main b").count() == 0
+        assert not page.errors
+
+
+async def test_the_inbox_lists_questions_oldest_first_and_is_photographed(browser: Any) -> None:
+    deploy = AskUserQuestionRequest(
+        "Deploy the new release to production now?",
+        header="Deploy",
+        options=(
+            AskUserQuestionOption("Deploy now", description="All checks passed 4 min ago"),
+            AskUserQuestionOption(
+                "Wait", description="Deploy after the 15:00 freeze", recommended=True
+            ),
+        ),
+        allow_custom=False,
+        agent=Agent("release", "Release bot"),
+    )
+    async with serving() as s:
+        page = await open_page(browser, s.web.url)
+        s.ask_soon("db", DB)
+        await card(page, "Which database?").wait_for(timeout=VISIBLE)
+        s.ask_soon("deploy", deploy)
+        await card(page, deploy.question).wait_for(timeout=VISIBLE)
+        s.ask_soon(
+            "free",
+            AskUserQuestionRequest(
+                "What should the changelog headline be?",
+                header="Docs",
+                agent=Agent("writer", "Docs writer"),
+            ),
+        )
+        await card(page, "What should the changelog headline be?").wait_for(timeout=VISIBLE)
+        legends = await page.locator("legend").all_text_contents()
+        assert legends == [
+            "Which database?",
+            deploy.question,
+            "What should the changelog headline be?",
+        ]
+        await page.emulate_media(color_scheme="light")
+        await page.locator("body").evaluate("() => document.activeElement.blur()")
+        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        await page.screenshot(path=str(SCREENSHOT), full_page=True)
+        for entry in list(s.web.inbox):
+            s.web.inbox.settle(entry, "withdrawn", "test over")
+
+
+MODULE = """
+from hotseam.interaction import USER_INTERACTION
+from hotseam.providers.web import WebProvider
+
+GENERATION = {generation}
+
+
+def setup(scope):
+    scope.provide(USER_INTERACTION, WebProvider.serve(scope, port={port}))
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_an_open_page_reconnects_after_a_reload_and_answers_the_question_again(
+    browser: Any, tmp_path: Path
+) -> None:
+    port = _free_port()
+    module = tmp_path / "web_ui.py"
+    module.write_text(MODULE.format(generation=1, port=port))
+    context = Context("browser-reload")
+    answers: list[AskUserQuestionAnswer] = []
+    async with Reloader(context, tmp_path, watch=False) as reloader:
+        web = context.get(USER_INTERACTION)
+        assert isinstance(web, WebProvider)
+        page = await open_page(browser, web.url)
+        async with anyio.create_task_group() as tg:
+
+            async def agent() -> None:
+                answers.append(await ask(DB, context=context))
+
+            tg.start_soon(agent)
+            question = card(page, "Which database?")
+            await question.wait_for(timeout=VISIBLE)
+            await question.get_by_label("Type your own answer").fill("typed before")
+            module.write_text(MODULE.format(generation=2, port=port))
+            assert (await reloader.reload()).committed
+            # The page reconnects by itself and shows the question asked again, draft kept.
+            again = page.locator("li.card:not(.gone)").filter(has_text="Which database?")
+            await again.wait_for(timeout=VISIBLE)
+            await page.get_by_text("Live: new questions appear by themselves.").wait_for(
+                timeout=VISIBLE
+            )
+            typed = again.get_by_label("Type your own answer")
+            assert await typed.input_value() == "typed before"
+            await again.get_by_label("SQLite").check()
+            await again.get_by_role("button", name="Answer").click()
+    assert [answer.answer for answer in answers] == ["SQLite"]
+    assert not page.errors

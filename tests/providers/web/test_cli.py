@@ -1,0 +1,130 @@
+"""``hotseam run PATH --web``: one stderr line with the URL; the agent is answered from it."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from hotseam.cli import main
+
+AGENT = """
+from hotseam import Agent
+
+async def main(context):
+    result = await context.tools.execute(
+        "ask_user_question",
+        {"question": "Which colour?", "options": [{"label": "Blue"}, {"label": "Green"}]},
+        agent=Agent("painter", "Painter"),
+    )
+    print("answer:", result.output["answer"] if result.ok else result.error["code"], flush=True)
+"""
+
+
+def _hotseam(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env.pop("HOTSEAM_WEB_TOKEN", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "hotseam", *args],
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def _url_line(process: subprocess.Popen[str]) -> tuple[str, list[str]]:
+    """Read stderr until the line with the inbox's URL (bounded)."""
+    assert process.stderr is not None
+    selector = selectors.DefaultSelector()
+    selector.register(process.stderr, selectors.EVENT_READ)
+    deadline = time.monotonic() + 20
+    lines: list[str] = []
+    while time.monotonic() < deadline:
+        if selector.select(timeout=deadline - time.monotonic()):
+            line = process.stderr.readline()
+            if not line:
+                break
+            lines.append(line)
+            if "web inbox: http://" in line:
+                url = line.split("web inbox: ", 1)[1].split('"', 1)[0].strip()
+                return url, lines
+    raise AssertionError(f"no URL line on stderr: {lines}")
+
+
+def test_run_with_web_prints_the_url_and_answers_from_the_api(tmp_path: Path) -> None:
+    (tmp_path / "providers").mkdir()
+    (tmp_path / "my_agent.py").write_text(AGENT)
+    process = _hotseam(
+        "run", "providers", "--agent", "my_agent.py", "--web", "--web-port", "0", cwd=tmp_path
+    )
+    try:
+        url, lines = _url_line(process)
+        assert url.startswith("http://127.0.0.1:") and "/?token=" in url
+        assert sum("web inbox: http://" in line for line in lines) == 1
+        base, token = url.split("/?token=")
+        with httpx.Client(base_url=base, headers={"x-hotseam-token": token}) as client:
+            deadline = time.monotonic() + 20
+            questions: list[dict[str, object]] = []
+            while not questions and time.monotonic() < deadline:
+                questions = client.get("/api/questions").json()["questions"]
+                time.sleep(0.05)  # another process: nothing to await
+            (question,) = questions
+            assert question["question"] == "Which colour?"
+            reply = client.post(f"/api/questions/{question['id']}/answer", json={"option": 1})
+            assert reply.status_code == 200
+        out, err = process.communicate(timeout=20)
+        assert "answer: Green" in out
+        assert sum("http://" in line for line in [*lines, *err.splitlines()]) == 1, err
+        assert process.returncode == 0, err
+        assert token not in out
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            process.communicate(timeout=20)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--web-port", "8000"], "--web-port needs --web"),
+        (["--web", "--web-host", "0.0.0.0"], "--web-allow-remote"),
+        (["--web", "--web-host", "127.0.0.1:80"], "the port as --web-port"),
+        (["--web", "--answers", "answers.json"], "choose one"),
+        (["--web", "--web-token-file", "missing.txt"], "cannot read the web token"),
+    ],
+)
+def test_bad_web_options_are_one_clear_line_and_exit_2(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    args: list[str],
+    message: str,
+) -> None:
+    (tmp_path / "providers").mkdir()
+    (tmp_path / "answers.json").write_text('["yes"]')
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "providers", *args]) == 2  # found before anything starts
+    out, err = capsys.readouterr()
+    assert message in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and out == ""
+
+
+def test_a_port_in_use_is_one_clear_line_and_exit_2(tmp_path: Path) -> None:
+    import socket
+
+    (tmp_path / "providers").mkdir()
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = str(taken.getsockname()[1])
+        process = _hotseam("run", "providers", "--web", "--web-port", port, cwd=tmp_path)
+        out, err = process.communicate(timeout=30)
+    assert process.returncode == 2, (out, err)
+    assert "port is in use" in err and "Traceback" not in err

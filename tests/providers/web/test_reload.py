@@ -1,0 +1,99 @@
+"""A hot reload of the module that provides the inbox: same socket, pages reconnect."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+
+from hotseam import Context, Scope
+from hotseam.interaction import USER_INTERACTION, AskUserQuestionAnswer, ask
+from hotseam.providers.web import WebProvider
+from hotseam.reload import Reloader
+
+from .conftest import DB, open_events
+
+pytestmark = [
+    pytest.mark.anyio,
+    pytest.mark.skipif(
+        not hasattr(Scope, "carry"), reason="the handover (scope.carry) has not landed yet"
+    ),
+]
+
+MODULE = """
+from hotseam.interaction import USER_INTERACTION
+from hotseam.providers.web import WebProvider
+
+GENERATION = {generation}
+
+
+def setup(scope):
+    web = WebProvider.serve(scope, port={port})
+    scope.provide(USER_INTERACTION, web)
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def test_a_reload_keeps_the_socket_and_open_pages_see_the_question_again(
+    tmp_path: Path,
+) -> None:
+    port = free_port()
+    module = tmp_path / "web_ui.py"
+    module.write_text(MODULE.format(generation=1, port=port))
+    context = Context("reload-web")
+    answers: list[AskUserQuestionAnswer] = []
+    async with Reloader(context, tmp_path, watch=False) as reloader:
+        first = context.get(USER_INTERACTION)
+        assert isinstance(first, WebProvider)
+        token = first.token
+        async with anyio.create_task_group() as tg:
+
+            async def agent() -> None:
+                answers.append(await ask(DB, context=context))
+
+            tg.start_soon(agent)
+            async with open_events(port, token) as page:
+                snapshot = await page.next()
+                if not snapshot["questions"]:
+                    snapshot = {"questions": [(await page.next())["question"]]}
+                (old,) = snapshot["questions"]
+                module.write_text(MODULE.format(generation=2, port=port))
+                result = await reloader.reload()
+                assert result.committed, result
+                seen = await page.rest()  # the old generation's stream ends
+            assert {"type": "removed", "id": old["id"], "reason": "withdrawn"}.items() <= seen[
+                0
+            ].items()
+            assert "reloaded" in seen[0]["note"]
+            assert seen[-1]["type"] == "closing"
+            second = context.get(USER_INTERACTION)
+            assert isinstance(second, WebProvider) and second is not first
+            assert second.listener is first.listener  # the very socket, handed over
+            assert second.token == token
+            async with open_events(port, token) as page:  # what a page's EventSource does
+                snapshot = await page.next()
+                while not snapshot.get("questions"):
+                    snapshot = {"questions": [(await page.next())["question"]]}
+                (again,) = snapshot["questions"]
+                assert again["question"] == old["question"] and again["id"] != old["id"]
+                async with httpx.AsyncClient(
+                    base_url=f"http://127.0.0.1:{port}", headers={"x-hotseam-token": token}
+                ) as client:
+                    stale = await client.post(
+                        f"/api/questions/{old['id']}/answer", json={"option": 0}
+                    )
+                    assert stale.status_code == 404
+                    fresh = await client.post(
+                        f"/api/questions/{again['id']}/answer", json={"option": 1}
+                    )
+                    assert fresh.status_code == 200
+    assert [answer.answer for answer in answers] == ["SQLite"]
+    assert first.listener.closed  # disposed once nobody carries it
