@@ -10,7 +10,8 @@ Fixtures (all prefixed ``hotseam_``):
   child of ``hotseam_scope``; in strict mode, set up, dispose and set up again;
 * ``hotseam_reloader`` — a :class:`~hotseam.testing.ReloadDriver` on ``tmp_path``: write
   module source, ``await hotseam_reloader.reload("my_ui.py")``, no watcher, no sleeps (in
-  strict mode ``load()`` sets each module up, unloads it and loads it again);
+  strict mode ``load()`` sets each module up, unloads it and loads it again), or test the
+  providers you have: ``await hotseam_reloader.load_folder("providers")`` loads a copy;
 * ``hotseam_leaks`` — the test's :class:`~hotseam.testing.LeakTracker`.
 
 Leak check: ``--hotseam-leak-check``, the ini option ``hotseam_leak_check = true``, or

@@ -238,7 +238,8 @@ class TestBadInput:
         ("arguments", "message"),
         [
             (["missing_dir"], r"reload path 'missing_dir' does not exist"),
-            (["providers", "--agent", "nocolon"], r"--agent 'nocolon': expected MODULE:FUNCTION"),
+            (["providers", "--agent", "nomodule"], r"importing nomodule failed: ModuleNotFound"),
+            (["providers", "--agent", ":main"], r"--agent ':main': expected MODULE\[:FUNCTION\]"),
             (["providers", "--agent", "agent.py:absent"], r"has no attribute 'absent'"),
             (["providers", "--agent", "os:getcwd"], r"must be 'async def getcwd\(context\)'"),
             (["providers", "--answers", "none.json"], r"none\.json: cannot read"),

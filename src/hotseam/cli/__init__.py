@@ -1,4 +1,4 @@
-"""The ``hotseam`` command: ``demo``, ``dev``, ``run`` and ``acp``.
+"""The ``hotseam`` command: ``demo``, ``dev``, ``run``, ``acp``, ``status`` and ``reload``.
 
 The CLI owns the process: it configures structlog (the library never does) and decides what
 goes to stdout. Each subcommand lives in its own module with ``add_arguments(parser)`` and
@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+
+from ._help import HelpFormatter, plain
 
 __all__ = ["main"]
 
@@ -19,27 +21,52 @@ _COMMANDS = {
     "dev": ("hotseam.cli._dev", "run an agent with provider modules hot-reloaded from disk"),
     "run": ("hotseam.cli._run", "like dev, for long-running daemons: JSON logs, no prompts"),
     "acp": ("hotseam.cli._acp", "serve as an Agent Client Protocol agent over stdio"),
+    "status": ("hotseam.cli._status", "show what a running dev or run is doing"),
+    "reload": ("hotseam.cli._reload_cmd", "reload modules of a running dev or run"),
 }
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the argument parser with every subcommand's options."""
+def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser:
+    """Return the argument parser with every subcommand's options, or only those of the
+    commands in ``only`` (the others are listed by name and help, their modules not imported:
+    ``hotseam --help`` costs no more than ``import hotseam``)."""
     parser = argparse.ArgumentParser(
         prog="hotseam",
         description="Seams served by one provider at a time, hot-reloaded from disk.",
     )
+    parser.add_argument("--version", action="version", version=f"hotseam {_version()}")
     subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in _COMMANDS.items():
+        if only is not None and name not in only:
+            subcommands.add_parser(name, help=help_text)
+            continue
         module = importlib.import_module(module_name)
-        sub = subcommands.add_parser(name, help=help_text, description=module.__doc__)
+        sub = subcommands.add_parser(
+            name, help=help_text, description=plain(module.__doc__), formatter_class=HelpFormatter
+        )
         module.add_arguments(sub)
         sub.set_defaults(_module=module)
     return parser
 
 
+def _chosen(arguments: Sequence[str]) -> set[str]:
+    """The command named on the command line (nothing before it but options), if any."""
+    for argument in arguments:
+        if not argument.startswith("-"):
+            return {argument} & _COMMANDS.keys()
+    return set()
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``hotseam`` command line; return the process exit code."""
-    args = build_parser().parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(_chosen(arguments)).parse_args(arguments)
     code: int = args._module.run(args)
     return code
 

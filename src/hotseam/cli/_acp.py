@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from .._log import get_logger
 from ._agent import AgentLoadError, load_agent
+from ._config import ConfigError
+from ._options import add_common_options, resolve_common
 
 if TYPE_CHECKING:
     import asyncio
@@ -48,7 +50,7 @@ class _UsageError(Exception):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--agent``, ``--watch`` and ``--log-level``."""
+    """``--agent``, ``--watch``, the time bounds and the log options."""
     parser.add_argument(
         "--agent",
         metavar="MODULE:FUNCTION",
@@ -72,11 +74,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "and answered with error -32600 (default: 16 MiB, room for images in prompts)",
     )
     parser.add_argument(
-        "--log-level",
-        choices=["debug", "info", "warning", "error"],
-        default="info",
-        help="the lowest level of the JSON log lines written to stderr (default: info)",
+        "--session-idle-timeout",
+        metavar="SECONDS",
+        type=_positive_float,
+        default=3600.0,
+        help="release a session the client never closed after this long without a prompt "
+        "(a question still waiting in it is cancelled; default: 3600)",
     )
+    add_common_options(parser)  # the time bounds, --log-level, --log-format
 
 
 def run(args: argparse.Namespace) -> int:
@@ -98,11 +103,19 @@ def run(args: argparse.Namespace) -> int:
                 from ._acp_agent import acp_demo_agent
 
                 agent = acp_demo_agent
-            configure_logging("json", level=args.log_level)
+            common = resolve_common(args, log_format="json")
+            configure_logging(common.log_format, level=common.log_level)  # type: ignore[arg-type]
             return anyio.run(
-                _main, agent, paths, protocol_out, args.max_line_bytes, backend="asyncio"
+                _main,
+                agent,
+                paths,
+                protocol_out,
+                args.max_line_bytes,
+                args.session_idle_timeout,
+                common.reloader_options,
+                backend="asyncio",
             )
-    except (_UsageError, AgentLoadError) as error:
+    except (_UsageError, AgentLoadError, ConfigError) as error:
         print(f"hotseam acp: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # before the signal handlers were installed
@@ -114,6 +127,8 @@ async def _main(
     paths: Sequence[Path],
     protocol_out: BinaryIO,
     max_line_bytes: int | None = None,
+    session_idle_timeout: float | None = 3600.0,
+    reloader_options: dict[str, float] | None = None,
 ) -> int:
     import anyio
 
@@ -126,7 +141,7 @@ async def _main(
     agent_context = base.child("acp.agent")
     provider = AcpProvider()
     try:
-        watching = _reloader(agent_context, paths)
+        watching = _reloader(agent_context, paths, reloader_options)
     except _UsageError as error:
         print(f"hotseam acp: {error}", file=sys.stderr)
         return 2
@@ -150,6 +165,7 @@ async def _main(
                         reader=reader,
                         writer=writer,
                         max_line_bytes=max_line_bytes,
+                        session_idle_timeout=session_idle_timeout,
                     )
             group.cancel_scope.cancel()
     except Exception as error:
@@ -169,14 +185,25 @@ async def _stop_on_signals(scope: anyio.CancelScope) -> None:
             return
 
 
-def _reloader(context: Context, paths: Sequence[Path]) -> AbstractAsyncContextManager[object]:
-    """Load and hot-reload the provider modules under ``paths`` into ``context``."""
+def _reloader(
+    context: Context, paths: Sequence[Path], options: dict[str, float] | None = None
+) -> AbstractAsyncContextManager[object]:
+    """Load and hot-reload the provider modules under ``paths`` into ``context`` (``options``:
+    the time bounds of ``--setup-timeout`` and co.)."""
     if not paths:
         return nullcontext()
     from ..reload import Reloader, ReloadPathError
 
     try:
-        return Reloader(context, paths)
+        if options is None:
+            return Reloader(context, paths)
+        return Reloader(
+            context,
+            paths,
+            setup_timeout=options["setup_timeout"],
+            dispose_timeout=options["dispose_timeout"],
+            import_timeout=options["import_timeout"],
+        )
     except ReloadPathError as error:
         raise _UsageError(f"--watch: {error}") from None
 
@@ -188,6 +215,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
     return value
 
 

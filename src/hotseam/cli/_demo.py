@@ -4,7 +4,8 @@ On a terminal each question is a prompt (number, label, Enter for the recommende
 or your own answer; Tab completes; Ctrl-C dismisses). With answers piped in it reads plain
 lines, so ``printf '2\\n\\nblue\\n1\\n' | hotseam demo`` prints the same answers as typing
 them. Log lines go to stderr (warnings and above unless ``--log-level`` says otherwise);
-stdout carries the questions and the answers only.
+stdout carries the questions and the answers only. The exit code is 0 when each question
+was answered or dismissed with a key, 1 when the input ended early or a question failed.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import anyio
 
 from .._context import Context
 from .._scope import Scope
-from ..interaction import USER_INTERACTION, ask_user_question_tool
+from ..interaction import ASK_CANCELLED, USER_INTERACTION, ask_user_question_tool
 from ..providers.terminal import TerminalProvider
 from ._demo_agent import demo_agent
 from ._logging import configure_logging
@@ -56,7 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Ask the demo questions; exit 0 when all were answered, 1 otherwise."""
+    """Ask the demo questions; exit 0 when each was answered or dismissed by the human
+    (Ctrl-C or Ctrl-D at a prompt is a choice, not a failure), 1 otherwise (the input
+    ended, a question failed)."""
     configure_logging("console", level=args.log_level)
     provider = TerminalProvider(mode=args.mode, timeout=args.timeout)
     try:
@@ -73,7 +76,17 @@ async def _ask_all(provider: TerminalProvider) -> bool:
         scope.register_tool(ask_user_question_tool())
         scope.provide(USER_INTERACTION, provider)
         results: list[Any] = await demo_agent(context, out=_print_answer)
-    return all(isinstance(result, dict) and "answer" in result for result in results)
+    return all(_answered_or_dismissed(result) for result in results)
+
+
+def _answered_or_dismissed(result: Any) -> bool:
+    if not isinstance(result, dict):
+        return False
+    if "answer" in result:
+        return True
+    return result.get("code") == ASK_CANCELLED and "the human dismissed" in str(
+        result.get("message", "")
+    )
 
 
 def _seconds(text: str) -> float:

@@ -12,6 +12,19 @@ says ``keeping generation 3``.
 seam (a watched provider shadows it), which makes it a fallback for CI runs and for the
 moments when the watched UI fails to load.
 
+The loop stays alive. A question asked while no provider is loaded (none saved yet, its
+file deleted, a branch switch) waits for one, with one line saying so, instead of failing
+(``--provider-wait`` bounds it). On a terminal the agent's end does not end the command: it
+says how the agent ended and keeps watching; saving the agent's module, or pressing Enter
+while it is not running, runs it again (a save while it runs withdraws its question first).
+Ctrl-C at an open question dismisses it; a second Ctrl-C within a second stops the command.
+
+The options can be written once in ``[tool.hotseam]`` of the project's ``pyproject.toml``
+(``paths``, ``agent``, the time bounds, ``log-level``, ``log-format``, ``polling``...), so
+``hotseam dev`` alone starts a configured project; a flag wins over the file. The process
+listens on a private control socket (its path is logged at start) for ``hotseam status``
+and ``hotseam reload``.
+
 Ctrl-C, SIGTERM or SIGHUP (the terminal went away) disposes every generation, then exits
 0, within a few seconds plus the dispose time bound even when a setup or a module body is
 stuck: code that overran its time bound is not waited for (it is named in a warning).
@@ -26,10 +39,11 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import functools
 import os
 import signal
 import sys
-from collections.abc import MutableMapping
+from collections.abc import AsyncIterator, Callable, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,17 +51,25 @@ from typing import Any
 import anyio
 import structlog
 
-from .._context import Context, use_context
+from .._context import Context
 from .._effects import CloseReason
 from .._errors import DisposalError, HarnessError
 from .._scope import Scope
 from ..interaction import USER_INTERACTION, ask_user_question_tool
 from ..providers.scripted import ScriptedProvider
-from ..reload import Reloader, ReloaderClosedError
+from ..reload import PollingWatcher, Reloader, ReloaderClosedError, WatchfilesWatcher
 from ._agent import AgentFunction, load_agent
+from ._agent_loop import AgentLoop
+from ._config import ConfigError
+from ._control import claim, serving
 from ._demo_agent import demo_agent
+from ._grace import GraceWatcher
+from ._hints import Hints
 from ._logging import LogStyle, configure_logging
+from ._options import Settings, add_common_options, add_session_options, resolve, seconds_or_zero
+from ._snapshot import SessionFacts, handle
 from ._watchdog import LoopWatchdog
+from ._web import WebOptions, add_web_arguments, start_web, web_options
 
 __all__ = ["add_arguments", "add_session_arguments", "run", "run_session"]
 
@@ -72,32 +94,27 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
     """The arguments ``dev`` and ``run`` share."""
     parser.add_argument(
         "paths",
-        nargs="+",
+        nargs="*",
         metavar="PATH",
-        help="provider modules: a .py file, a folder of them, or a package",
+        help="provider modules: a .py file, a folder of them, or a package (default: "
+        "'paths' of [tool.hotseam] in pyproject.toml)",
     )
     parser.add_argument(
         "--agent",
-        metavar="MODULE:FUNCTION",
+        metavar="MODULE[:FUNCTION]",
         help="the agent to run, 'async def main(context)' (default: the built-in demo agent); "
-        "MODULE may also be a path such as examples/agent.py",
+        "MODULE may also be a path such as examples/agent.py; FUNCTION defaults to main",
     )
     parser.add_argument(
         "--answers",
         metavar="FILE",
         help="answer questions from this JSON script while no watched provider does",
     )
-    parser.add_argument(
-        "--import-timeout",
-        type=_seconds,
-        default=10.0,
-        metavar="SECONDS",
-        help="fail a module whose body is still executing after this long (default 10)",
-    )
+    add_common_options(parser)
+    add_session_options(parser)
     parser.add_argument(
         "--stall-warning",
-        type=_seconds_or_zero,
-        default=2.0,
+        type=seconds_or_zero,
         metavar="SECONDS",
         help="warn when the event loop is blocked this long, naming the line (default 2, "
         "0 disables); a second Ctrl-C or SIGTERM while it is blocked exits at once",
@@ -105,31 +122,11 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--polling",
         action="store_true",
+        default=None,
         help="scan for changes instead of using file-system notifications "
         "(network mounts, some containers)",
     )
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
-    return value
-
-
-def _seconds_or_zero(text: str) -> float:
-    """Like ``_seconds``, or 0 (which turns the option off)."""
-    with contextlib.suppress(ValueError):
-        if float(text) == 0:
-            return 0.0
-    try:
-        return _seconds(text)
-    except argparse.ArgumentTypeError:
-        message = f"expected 0 or a number of seconds > 0, got {text!r}"
-        raise argparse.ArgumentTypeError(message) from None
+    add_web_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -144,16 +141,22 @@ class _Session:
     agent: AgentFunction
     answers: ScriptedProvider | None
     stall_warning: float = 2.0
+    web: WebOptions | None = None
+    settings: Settings | None = None
+    control: tuple[Path, Path | None, list[str]] | None = None
 
 
 def run_session(args: argparse.Namespace, *, style: LogStyle, verbose: bool = True) -> int:
     """Check the input, configure logging, and run the agent under the reloader."""
     command = f"hotseam {args.command}"
-    session = _prepare(args, command)
+    session = _prepare(args, command, style)
     if isinstance(session, int):
         return session
-    configure_logging(style)
-    _add_processors(quiet=not verbose, one_line=style == "console")
+    assert session.settings is not None
+    style = session.settings.log_format  # type: ignore[assignment]
+    level = session.settings.log_level
+    configure_logging(style, level=level)
+    _add_processors(quiet=not verbose and level != "debug", one_line=style == "console")
     log = structlog.get_logger("hotseam.cli").bind(logger="hotseam.cli")
     try:
         return anyio.run(_serve, session)
@@ -167,22 +170,43 @@ def run_session(args: argparse.Namespace, *, style: LogStyle, verbose: bool = Tr
         return EXIT_FATAL
 
 
-def _prepare(args: argparse.Namespace, command: str) -> _Session | int:
+def _prepare(args: argparse.Namespace, command: str, style: LogStyle) -> _Session | int:
     """Everything that can be wrong with the input, found before anything starts."""
     providers = Context("providers", parent=Context("hotseam"))
     try:
+        wait = float("inf") if command == "hotseam dev" else 60.0
+        settings = resolve(args, log_format=style, provider_wait=wait)
+        if not settings.paths:
+            raise ConfigError(
+                "no PATH given, and no 'paths' in a [tool.hotseam] table of a pyproject.toml "
+                "here or above; for example: hotseam dev providers/"
+            )
+        inner = PollingWatcher() if settings.polling else WatchfilesWatcher()
         reloader = Reloader(
             providers,
-            args.paths,
-            polling=args.polling,
-            import_timeout=getattr(args, "import_timeout", 10.0),
+            settings.paths,
+            watcher=GraceWatcher(inner, settings.deletion_grace),
+            import_timeout=settings.import_timeout,
+            setup_timeout=settings.setup_timeout,
+            dispose_timeout=settings.dispose_timeout,
         )
-        agent: AgentFunction = load_agent(args.agent) if args.agent else demo_agent
-        answers = ScriptedProvider.from_file(args.answers) if args.answers else None
-    except HarnessError as error:
+        agent: AgentFunction = load_agent(settings.agent) if settings.agent else demo_agent
+        answers = ScriptedProvider.from_file(settings.answers) if settings.answers else None
+        web = web_options(args)
+        control = claim(settings.name)
+    except (HarnessError, ValueError) as error:
         print(f"{command}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    return _Session(command, reloader, agent, answers, getattr(args, "stall_warning", 2.0))
+    return _Session(
+        command,
+        reloader,
+        agent,
+        answers,
+        settings.stall_warning,
+        web=web,
+        settings=settings,
+        control=control,
+    )
 
 
 async def _serve(session: _Session) -> int:
@@ -222,7 +246,7 @@ async def _serve(session: _Session) -> int:
 
             control.start_soon(on_signals)
             with stop:
-                outcome = await _serve_session(session, log)
+                outcome = await _serve_session(session, log, stop.cancel)
             control.cancel_scope.cancel()
     leftover = reloader.still_running()
     if leftover:
@@ -234,7 +258,7 @@ async def _serve(session: _Session) -> int:
     return outcome
 
 
-async def _serve_session(session: _Session, log: Any) -> int:
+async def _serve_session(session: _Session, log: Any, stop: Callable[[], None]) -> int:
     """Run the agent under the reloader; dispose every generation however it ends."""
     reloader = session.reloader
     providers = reloader.context
@@ -244,27 +268,14 @@ async def _serve_session(session: _Session, log: Any) -> int:
         cli_scope.register_tool(ask_user_question_tool())
         if session.answers is not None:
             cli_scope.provide(USER_INTERACTION, session.answers)
-        async with reloader:
+        if session.web is not None and not start_web(cli_scope, session.web, log, session.command):
+            return EXIT_BAD_INPUT
+        cli_scope.spawn(Hints(reloader, log).run)
+        # The control socket serves from before the first load: a stuck load can be seen.
+        async with _controlled(session, log) as facts, reloader:
             watched = ", ".join(_shown(path) for path in reloader.paths)
             try:
-                async with anyio.create_task_group() as tg:
-
-                    async def run_agent() -> None:
-                        nonlocal outcome
-                        try:
-                            with use_context(providers):
-                                await session.agent(providers)
-                        except Exception as error:
-                            outcome = EXIT_FATAL
-                            log.error(f"the agent failed: {_reason(error)}", exc_info=True)
-                        else:
-                            log.info("the agent finished")
-                        finally:
-                            tg.cancel_scope.cancel()
-
-                    stop = "Ctrl-C" if session.command == "hotseam dev" else "SIGTERM"
-                    log.info(f"{session.command}: watching {watched} ({stop} to stop)")
-                    tg.start_soon(run_agent)
+                outcome = await _run_agent(session, log, stop, watched, facts)
             finally:
                 try:
                     await reloader.aclose(CloseReason.SHUTDOWN)
@@ -277,6 +288,64 @@ async def _serve_session(session: _Session, log: Any) -> int:
                 else:
                     log.info("every generation was disposed")
     return outcome
+
+
+@contextlib.asynccontextmanager
+async def _controlled(session: _Session, log: Any) -> AsyncIterator[SessionFacts]:
+    """Serve the control socket (``hotseam status``, ``hotseam reload``) in the block."""
+    settings = session.settings
+    assert settings is not None
+    assert session.control is not None
+    socket, link, notes = session.control
+    facts = SessionFacts(
+        session.command,
+        session.reloader,
+        name=settings.name,
+        socket=str(socket),
+        agent=settings.agent or "the demo agent",
+    )
+    for note in notes:
+        log.info(note)
+    async with serving(socket, link, functools.partial(handle, facts)):
+        log.info(f"control socket: {socket} (hotseam status {os.getpid()})")
+        yield facts
+
+
+async def _run_agent(
+    session: _Session, log: Any, stop: Callable[[], None], watched: str, facts: SessionFacts
+) -> int:
+    """Run the agent (again and again in ``dev``)."""
+    settings = session.settings
+    assert settings is not None
+    dev = session.command == "hotseam dev"
+    folders = ", ".join(
+        _shown(path) + ("/" if path.is_dir() else "") for path in session.reloader.paths
+    )
+
+    def waiting(seam: str) -> None:
+        log.info(f"waiting for a provider of {seam!r} — save one under {folders}")
+
+    loop = AgentLoop(
+        settings.agent,
+        session.agent,
+        session.reloader.context,
+        log,
+        facts,
+        keep_alive=dev and _terminal(sys.stdin),
+        provider_wait=settings.provider_wait,
+        on_wait=waiting,
+        stop=stop,
+    )
+    word = "Ctrl-C" if dev else "SIGTERM"
+    log.info(f"{session.command}: watching {watched} ({word} to stop)")
+    return await loop.run()
+
+
+def _terminal(stream: Any) -> bool:
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (AttributeError, OSError, ValueError):
+        return False
 
 
 def _exit_now(code: int) -> None:

@@ -3,6 +3,8 @@
 ``USER_INTERACTION`` is the seam a UI provides; :func:`ask` asks through whichever provider
 is active (waiting out a hot-reload swap, and re-asking on the new provider if the old one
 is replaced mid-question); :func:`ask_user_question_tool` is the model-facing tool.
+:func:`pending_asks` lists the open questions (never their answers) and
+:func:`waiting_for_provider` lets questions wait for a provider to appear.
 """
 
 from __future__ import annotations
@@ -29,6 +31,14 @@ from ._model import (
     AskUserQuestionOptionInput,
     AskUserQuestionRequest,
 )
+from ._pending import (
+    AskEnded,
+    PendingAsk,
+    ask_deadline,
+    on_ask_ended,
+    pending_asks,
+    waiting_for_provider,
+)
 from ._provider import USER_INTERACTION, UserInteractionProvider
 from ._tool import ASK_USER_QUESTION_DESCRIPTION, ask_user_question_tool
 from ._validate import check_answer, validate_request
@@ -40,6 +50,7 @@ __all__ = [
     "ASK_TIMEOUT",
     "ASK_USER_QUESTION_DESCRIPTION",
     "Agent",
+    "AskEnded",
     "AskUserQuestionAnswer",
     "AskUserQuestionInput",
     "AskUserQuestionOption",
@@ -50,13 +61,18 @@ __all__ = [
     "INVALID_REQUEST",
     "NO_PROVIDER",
     "PROVIDER_FAILED",
+    "PendingAsk",
     "USER_INTERACTION",
     "UserInteractionError",
     "UserInteractionProvider",
     "ask",
+    "ask_deadline",
     "ask_user_question_tool",
     "check_answer",
+    "on_ask_ended",
+    "pending_asks",
     "validate_request",
+    "waiting_for_provider",
 ]
 
 present_as(__name__, globals(), __all__)

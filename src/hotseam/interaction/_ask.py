@@ -12,6 +12,7 @@ from .._abort import abort_exception
 from .._context import DEFAULT_SWAP_WAIT, Context, current_context
 from .._errors import HarnessError
 from .._log import get_logger
+from . import _pending
 from ._errors import (
     ASK_ABORTED,
     ASK_TIMEOUT,
@@ -20,6 +21,7 @@ from ._errors import (
     UserInteractionError,
 )
 from ._model import AskUserQuestionAnswer, AskUserQuestionRequest
+from ._pending import PendingAsk, ProviderWait
 from ._provider import USER_INTERACTION
 from ._validate import check_answer, validate_request
 
@@ -46,6 +48,8 @@ async def ask(
 
     If the provider serving the question is replaced by a swap (a hot reload), the question
     is withdrawn from it and asked again on its replacement; the caller just gets the answer.
+    Inside :func:`~hotseam.interaction.waiting_for_provider`, a question that finds no
+    provider (or loses its provider with nothing to take over) waits for one to appear.
 
     Raises:
         UserInteractionError: ``NO_PROVIDER``, ``ASK_ABORTED`` (the request's signal fired,
@@ -70,6 +74,9 @@ async def ask(
     served_by: list[str] = []
     # Filled only when the provider answered: a cancel scope may swallow the block.
     answered: list[AskUserQuestionAnswer] = []
+    pending = PendingAsk(question_id, agent, request.header, ctx.name)
+    _pending.opened(pending)
+    ended: tuple[str | None, str | None] = ("ASK_ABORTED", "cancelled")
     try:
         if signal is not None and signal.aborted:
             raise _aborted(signal.reason)
@@ -77,11 +84,14 @@ async def ask(
             deadline: anyio.CancelScope | None = None
             if timeout is not None:
                 deadline = stack.enter_context(anyio.move_on_after(timeout))
+                stack.enter_context(_pending.deadline_of(timeout))  # providers show it
             abort_scope: anyio.CancelScope | None = None
             if signal is not None:
                 abort_scope = stack.enter_context(signal.cancel_scope(raise_reason=False))
             answered.append(
-                await _ask_until_answered(ctx, request, question_id, swap_timeout, served_by)
+                await _ask_until_answered(
+                    ctx, request, question_id, swap_timeout, served_by, pending
+                )
             )
         if not answered:
             if abort_scope is not None and abort_scope.cancelled_caught:
@@ -94,6 +104,7 @@ async def ask(
                 ASK_TIMEOUT,
             )
     except HarnessError as error:
+        ended = (error.code, str(error))
         _log.info(
             "ask.failed",
             question_id=question_id,
@@ -103,6 +114,10 @@ async def ask(
             duration_ms=_since(started),
         )
         raise
+    else:
+        ended = (None, None)
+    finally:
+        _pending.closed(pending, *ended)
     answer = answered[0]
     _log.info(
         "ask.answered",
@@ -123,6 +138,7 @@ async def _ask_until_answered(
     question_id: str,
     swap_timeout: float,
     served_by: list[str],
+    pending: PendingAsk,
 ) -> AskUserQuestionAnswer:
     """Ask the active provider; on a swap, ask its replacement. Returns once answered.
 
@@ -132,6 +148,8 @@ async def _ask_until_answered(
     # One lease for every attempt: after a swap it rejoins in the caller's arrival order.
     lease = ctx.lease(USER_INTERACTION, timeout=swap_timeout, rejoin=True)
     migrated = False
+    wait = _pending.provider_wait()
+    deadline = None if wait is None else time.monotonic() + wait.timeout
     try:
         while True:
             entered = returned = False
@@ -141,9 +159,15 @@ async def _ask_until_answered(
                     entered = True
                     provider = lease.provider
                     served_by.append(_describe(provider))
+                    pending.provider = served_by[-1]
+                    pending.attempts = len(served_by)
                     answer = await provider.ask(request)
                     returned = True
             except HarnessError as error:
+                if not entered and error.code == NO_PROVIDER and wait is not None:
+                    assert deadline is not None
+                    await _wait_for_provider(ctx, wait, deadline, pending, error)
+                    continue
                 if migrated and not entered and error.code == NO_PROVIDER:
                     raise _withdrawn(
                         served_by[-1], "the swap that replaced it ended without a provider"
@@ -160,12 +184,35 @@ async def _ask_until_answered(
                     ) from failure
             if returned or not lease.revoked:
                 return check_answer(request, answer)
-            if not lease.replaced:
+            if not lease.replaced and wait is None:
                 raise _withdrawn(served_by[-1], "nothing replaced it")
             migrated = True
             _log.info("ask.migrated", question_id=question_id, from_provider=served_by[-1])
     finally:
         lease.close()
+
+
+async def _wait_for_provider(
+    ctx: Context,
+    wait: ProviderWait,
+    deadline: float,
+    pending: PendingAsk,
+    missing: HarnessError,
+) -> None:
+    """Until a provider is active in ``ctx``; ``NO_PROVIDER`` once ``deadline`` passes."""
+    if ctx.lookup(USER_INTERACTION) is not None:
+        return  # one appeared since the lease looked: take it
+    _log.info("ask.waiting_for_provider", question_id=pending.question_id, context=ctx.name)
+    with _pending.waiting(pending, wait, USER_INTERACTION.name):
+        while ctx.lookup(USER_INTERACTION) is None:
+            if time.monotonic() >= deadline:
+                raise UserInteractionError(
+                    f"no provider of {USER_INTERACTION.name!r} appeared within "
+                    f"{wait.timeout:g} s in context {ctx.name!r}",
+                    NO_PROVIDER,
+                ) from missing
+            await anyio.sleep(min(_pending.PROVIDER_POLL, max(deadline - time.monotonic(), 0)))
+    _log.info("ask.provider_appeared", question_id=pending.question_id, context=ctx.name)
 
 
 def _withdrawn(provider: str, why: str) -> UserInteractionError:

@@ -31,7 +31,12 @@ __all__ = [
     "ReloadPlanned",
     "TaskFailed",
     "display_path",
+    "report_slow",
+    "slow_notice",
 ]
+
+SLOW_NOTICE = 1.0
+"""Seconds a module body or setup may run before a progress line names it."""
 
 _log = get_logger("hotseam.reload")
 EventT = TypeVar("EventT", bound="ReloadEvent")
@@ -122,7 +127,8 @@ class ReloadCommitted(ReloadEvent):
 
     ``duration_ms`` runs from the start of the reload to this commit; ``load_ms`` is this
     module's own read + execute + setup time; ``swap_ms`` is how long the provider swap
-    (dispose old, activate new) took, during which asks wait.
+    (dispose old, activate new) took, during which asks wait. The summary shows ``load_ms``:
+    in a batch of several modules, each line tells that module's own time.
     """
 
     kind: ClassVar[str] = "committed"
@@ -140,7 +146,7 @@ class ReloadCommitted(ReloadEvent):
         verb = "loaded" if self.generation == 1 else "reloaded"
         return (
             f"{verb} {display_path(self.path)} (generation {self.generation}) in "
-            f"{_ms(self.duration_ms)} ms"
+            f"{_ms(self.load_ms)} ms"
         )
 
     def log_fields(self) -> dict[str, Any]:
@@ -281,6 +287,32 @@ class TaskFailed(ReloadEvent):
             "location": self.error.location,
             "traceback": self.error.traceback,
         }
+
+
+async def slow_notice(what: str, path: Path, module: str, bound: float) -> None:
+    """Sleep :data:`SLOW_NOTICE` seconds, then :func:`report_slow`: run it in a task that is
+    cancelled when the work is done."""
+    if bound <= SLOW_NOTICE:
+        return
+    await anyio.sleep(SLOW_NOTICE)
+    report_slow(what, path, module, bound)
+
+
+def report_slow(what: str, path: Path, module: str, bound: float) -> None:
+    """Log ``reload.slow``: ``what`` (``executing``, ``setting up``) of ``path`` has run for
+    :data:`SLOW_NOTICE` seconds. A slow load then names the module instead of looking like a
+    frozen program."""
+    if bound <= SLOW_NOTICE:
+        return
+    _log.info(
+        "reload.slow",
+        path=str(path),
+        module=module,
+        phase=what,
+        seconds=SLOW_NOTICE,
+        summary=f"{what} {display_path(path)}: still running after {SLOW_NOTICE:g} s "
+        f"(time bound {bound:g} s)",
+    )
 
 
 def _ms(value: float) -> str:

@@ -32,13 +32,17 @@ import importlib.util
 import sys
 import time
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+import anyio
+
+from .._module_body import executing
 from ._errors import LoadError, LoadPhase, ModuleNameClashError
+from ._events import slow_notice
 from ._guard import ThreadRun, current_run, run_in_thread
 from ._planner import FileStat, ModuleIndex, Source, read_file
 from ._status import ModuleKind, ModuleState, ModuleStatus
@@ -185,9 +189,10 @@ class Loader:
         record.path = path
         return record
 
-    def watched_files(self) -> set[str]:
-        """Paths of all watched module files, as strings (for locating errors)."""
-        return {str(path) for path in self.index.names}
+    def watched_files(self) -> Collection[str]:
+        """Paths of all watched module files, as strings (for locating errors): a view that
+        looks each one up in the index, so asking costs nothing until an error is located."""
+        return self.index.watched_files()
 
     # -- executing ----------------------------------------------------------------------------
 
@@ -210,11 +215,14 @@ class Loader:
                 continue
             path = batch.sources[name].path
             started = time.perf_counter()
-            run = await run_in_thread(
-                f"executing {name}",
-                functools.partial(self._execute_in_thread, batch, name),
-                timeout,
-            )
+            async with anyio.create_task_group() as slow:
+                slow.start_soon(slow_notice, "executing", path, name, timeout)
+                run = await run_in_thread(
+                    f"executing {name}",
+                    functools.partial(self._execute_in_thread, batch, name),
+                    timeout,
+                )
+                slow.cancel_scope.cancel()
             if run.done.is_set():
                 assert name in batch.staged or name in batch.failed
                 continue
@@ -301,7 +309,8 @@ class Loader:
             batch.staged[name] = module
             sys.modules[name] = module
             try:
-                exec(code, module.__dict__)
+                with executing(str(source.path)):
+                    exec(code, module.__dict__)
             except BaseException:
                 if not _abandoned():
                     batch.staged.pop(name, None)
@@ -467,21 +476,21 @@ class Loader:
             other = owner.index.path_of(name)
             raise ModuleNameClashError(
                 f"module name {name!r} is already loaded by another hotseam reloader "
-                f"(from {other}); rename one of the files"
+                f"(from {other}); {_rename(path, name)}"
             )
         existing = sys.modules.get(name)
         if existing is not None and existing not in _OWNED:
-            origin = getattr(existing, "__file__", None) or "a built-in module"
             raise ModuleNameClashError(
                 f"module name {name!r} is already imported in this process (from "
-                f"{origin}); rename the file so it does not shadow that module"
+                f"{_origin_of(existing)}); {_rename(path, name)} so it does not shadow "
+                "that module"
             )
         if "." not in name and existing is None:
             origin = _installed_origin(name)
             if origin is not None and origin != path:
                 raise ModuleNameClashError(
                     f"module name {name!r} would shadow the installed module {origin}; "
-                    "rename the file"
+                    f"{_rename(path, name)}"
                 )
         _CLAIMS[name] = weakref.ref(self)
         self._claimed.add(name)
@@ -532,3 +541,23 @@ def _installed_origin(name: str) -> Path | None:
     if locations:
         return Path(next(iter(locations))).resolve()
     return None
+
+
+def _origin_of(module: ModuleType) -> str:
+    """Where an imported module really comes from: its file, its package folders (a
+    namespace package has no file), or "a built-in module"."""
+    file = getattr(module, "__file__", None)
+    if file:
+        return str(file)
+    folders = list(getattr(module, "__path__", None) or ())
+    if folders:
+        return "the namespace package in " + ", ".join(str(folder) for folder in folders)
+    return "a built-in module"
+
+
+def _rename(path: Path, name: str) -> str:
+    """A concrete rename to suggest for the watched file (or package folder) at ``path``."""
+    last = name.rpartition(".")[2]
+    if path.name == "__init__.py":
+        return f"rename the folder {path.parent} (for example to {last}_ui/)"
+    return f"rename {path} (for example to {path.with_name(f'{last}_ui.py').name})"

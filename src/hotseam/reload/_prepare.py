@@ -12,16 +12,18 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, cast
 
 import anyio
 import anyio.abc
 
+from .._carry import follow
 from .._context import Context, use_context
 from .._scope import Scope
 from ._conflicts import check_conflicts
 from ._errors import LoadError
-from ._events import display_path
+from ._events import SLOW_NOTICE, display_path, report_slow
 from ._guard import Detached, interrupted, is_fatal, start_detached
 from ._loader import Batch, Blocker, Loader
 from ._planner import Plan, dependency_order
@@ -171,13 +173,15 @@ class Preparer:
             self._report_task(name, generation, task, error)
 
         host = cast("anyio.abc.TaskGroup", _TaskHost(task_group, report))
-        return Scope(
+        scope = Scope(
             f"{display_path(record.path)}#{generation}",
             context=self._context,
             staged=True,
             task_group=host,
             dispose_timeout=self._dispose_timeout,
         )
+        follow(scope, record.scope)  # it may take over what the serving generation carries
+        return scope
 
     async def _set_up(self, name: str, setup: Callable[..., Any], scope: Scope) -> LoadError | None:
         """Run ``setup(scope)`` in a task of its own; return what went wrong, if anything.
@@ -189,6 +193,9 @@ class Preparer:
         watched = self._loader.watched_files()
         path = self._loader.records[name].path
         context = self._context
+        wrong = _signature_problem(setup, path)
+        if wrong is not None:
+            return wrong
 
         async def call() -> None:
             with use_context(context):
@@ -199,7 +206,11 @@ class Preparer:
         handle = start_detached(f"setup of {display_path(path)}", call)
         try:
             with anyio.move_on_after(self._setup_timeout):
-                await handle.done.wait()
+                with anyio.move_on_after(SLOW_NOTICE):
+                    await handle.done.wait()
+                if not handle.done.is_set():
+                    report_slow("setting up", path, name, self._setup_timeout)
+                    await handle.done.wait()
         finally:
             if not handle.done.is_set():
                 location = handle.location(watched)
@@ -222,6 +233,29 @@ class Preparer:
         if interrupted(error):
             raise error
         return LoadError.from_exception("setup", error, watched, str(path))
+
+
+def _signature_problem(setup: Callable[..., Any], path: Path) -> LoadError | None:
+    """A ``setup`` that cannot be called with the scope, as an error saying what it must
+    accept and where it is defined (Python's own "takes 0 positional arguments" says
+    neither)."""
+    try:
+        signature = inspect.signature(setup)
+    except (TypeError, ValueError):  # a builtin or an odd callable: let the call decide
+        return None
+    try:
+        signature.bind(object())
+    except TypeError:
+        code = getattr(setup, "__code__", None)
+        location = f"{code.co_filename}:{code.co_firstlineno}" if code else str(path)
+        return LoadError.at(
+            "setup",
+            "TypeError",
+            "setup must accept one argument, the scope: 'def setup(scope):' or 'async def "
+            f"setup(scope):'; {display_path(path)} has 'setup{signature}'",
+            location,
+        )
+    return None
 
 
 def propagate(batch: Batch, aborted: dict[str, LoadError], *, only: str | None = None) -> bool:

@@ -43,6 +43,7 @@ class DisposalRecorder:
 
     def assert_order(self, expected: Iterable[str]) -> None:
         """The disposers ran in exactly this order (and no others ran)."""
+        __tracebackhide__ = True
         wanted = list(expected)
         if self.events != wanted:
             raise AssertionError(
@@ -52,6 +53,7 @@ class DisposalRecorder:
 
     def assert_exactly_once(self, names: Iterable[str] | None = None) -> None:
         """Each handed-out disposer (or each of ``names``) ran exactly once."""
+        __tracebackhide__ = True
         wanted = list(names) if names is not None else list(self._handed_out)
         counts = Counter(self.events)
         wrong = {name: counts[name] for name in wanted if counts[name] != 1}
@@ -69,6 +71,7 @@ def _first_difference(actual: list[str], expected: list[str]) -> str:
 
 def assert_no_provider(context: Context, seam: Seam[Any] | None = None) -> None:
     """No provider is active for ``seam`` (inherited ones count), or for any seam in ``context``."""
+    __tracebackhide__ = True
     if seam is not None:
         registration = context.registration(seam)
         if registration is not None:

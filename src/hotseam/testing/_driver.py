@@ -12,10 +12,16 @@ by the time the call returns::
 
 In strict mode, :meth:`ReloadDriver.load` sets a module up, unloads it (its generation is
 disposed), checks that nothing of it is left, and loads it again.
+
+To test the providers you already have instead of source strings,
+``await driver.load_folder("providers")`` copies the folder into the driver's directory and
+loads it; the test then edits and reloads the copy.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -93,6 +99,7 @@ class ReloadDriver:
             ReloadError: the module failed to load (its error and traceback attached).
             StrictModeError: strict mode found leftovers of the first setup.
         """
+        __tracebackhide__ = True
         before = snapshot(self.context, probe) if self.strict else None
         self.write(name, source)
         (await self.reload(name)).raise_for_errors()
@@ -110,6 +117,58 @@ class ReloadDriver:
             (await self.reload(name)).raise_for_errors()
         return self.status(name)
 
+    async def load_folder(
+        self, folder: str | os.PathLike[str], *, probe: Callable[[], object] | None = None
+    ) -> list[ModuleStatus]:
+        """Copy an existing folder of modules (your ``providers/``) into the driver's
+        directory and load them all, raising if one fails; in strict mode, load them, unload
+        them all, check that nothing is left, and load them again.
+
+        The copy (``__pycache__`` and hidden entries left out) is what the test edits and
+        reloads: ``driver.write("my_ui.py", ...)`` after it changes the copy, never your
+        project. Returns the status of each module copied, by path.
+
+        Raises:
+            FileNotFoundError: ``folder`` is not a folder.
+            ReloadError: a module failed to load.
+            StrictModeError: strict mode found leftovers of the first load.
+        """
+        __tracebackhide__ = True
+        source = Path(folder)
+        if not source.is_dir():  # noqa: ASYNC240 - a test helper; the copy is blocking too
+            raise FileNotFoundError(f"{os.fspath(folder)!r} is not a folder of modules")
+        before = snapshot(self.context, probe) if self.strict else None
+        copied = self._copy(source)
+        (await self.reload()).raise_for_errors()
+        if before is not None:
+            for path in copied:
+                path.unlink()
+            (await self.reload()).raise_for_errors()
+            found = leftovers(before, snapshot(self.context, probe))
+            if found:
+                raise StrictModeError(
+                    f"strict mode: unloading the modules of {os.fspath(folder)!r} did not undo "
+                    "everything their setups did: " + "; ".join(found),
+                    details={"leftovers": found},
+                )
+            self._copy(source)
+            (await self.reload()).raise_for_errors()
+        return [self.reloader.status_of(path) for path in sorted(copied)]
+
+    def _copy(self, source: Path) -> list[Path]:
+        """Copy ``source`` into the directory; return the module files copied."""
+        shutil.copytree(
+            source,
+            self.directory,
+            dirs_exist_ok=True,
+            ignore=shutil.ignore_patterns("__pycache__", ".*"),
+        )
+        return [
+            self.directory / path.relative_to(source)
+            for path in source.rglob("*.py")
+            if not any(part == "__pycache__" or part.startswith(".") for part in path.parts)
+        ]
+
     def status(self, name: str) -> ModuleStatus:
         """The status of module ``name``."""
         return self.reloader.status_of(self.path(name))
@@ -126,6 +185,7 @@ def assert_generation_active(
 
     ``path`` is a module name relative to a driver's directory, or a file path.
     """
+    __tracebackhide__ = True
     if isinstance(reloader, ReloadDriver):
         status = reloader.status(str(path))
     else:

@@ -173,6 +173,7 @@ class LeakTracker:
 
     def check(self) -> None:
         """Raise :class:`LeakError` listing every root leak; do nothing when there is none."""
+        __tracebackhide__ = True
         leaks = self.leaks()
         if leaks:
             raise LeakError(format_leaks(leaks), details={"leaks": len(leaks)})

@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 
+from .._carry import carried_since, carry_mark
 from .._context import Context
 from .._errors import HarnessError
 from .._scope import Scope
@@ -37,15 +38,21 @@ class _Snapshot:
     tasks: frozenset[int]
     task_names: dict[int, str]
     probe: Any
+    carried: int
+    locations: dict[tuple[str, str], str]  # (context, seam) -> file:line that provided it
 
 
 def snapshot(context: Context, probe: Callable[[], object] | None) -> _Snapshot:
-    """Picture what is live: providers and tools (here and inherited), tasks, probed state."""
+    """Picture what is live: providers and tools (here and inherited), tasks, probed state,
+    and a mark after which carried values must all be disposed."""
     providers: set[tuple[str, str]] = set()
     tools: set[tuple[str, str]] = set()
+    locations: dict[tuple[str, str], str] = {}
     ctx: Context | None = context
     while ctx is not None:
-        providers.update((ctx.name, seam.name) for seam in ctx.providers())
+        for seam, registration in ctx.providers().items():
+            providers.add((ctx.name, seam.name))
+            locations[ctx.name, seam.name] = registration.location
         tools.update((ctx.name, name) for name in ctx.tools._own)
         ctx = ctx.parent
     running = anyio.get_running_tasks()
@@ -55,6 +62,8 @@ def snapshot(context: Context, probe: Callable[[], object] | None) -> _Snapshot:
         tasks=frozenset(task.id for task in running),
         task_names={task.id: task.name or f"task {task.id}" for task in running},
         probe=probe() if probe is not None else None,
+        carried=carry_mark(),
+        locations=locations,
     )
 
 
@@ -62,7 +71,8 @@ def leftovers(before: _Snapshot, after: _Snapshot) -> list[str]:
     """Describe what ``after`` has that ``before`` had not (a setup that was not undone)."""
     found: list[str] = []
     found.extend(
-        f"provider for seam {seam!r} still active in context {ctx!r}"
+        f"provider for seam {seam!r} still active in context {ctx!r} (registered at "
+        f"{after.locations.get((ctx, seam), 'an unknown place')})"
         for ctx, seam in sorted(after.providers - before.providers)
     )
     found.extend(
@@ -73,6 +83,7 @@ def leftovers(before: _Snapshot, after: _Snapshot) -> list[str]:
         f"task {after.task_names[task]!r} started by the first setup is still running"
         for task in sorted(after.tasks - before.tasks)
     )
+    found.extend(carried_since(before.carried))
     if after.probe != before.probe:
         found.append(
             f"probed state changed: before setup {before.probe!r}, after disposal {after.probe!r}"
@@ -113,6 +124,7 @@ async def strict_setup(
             first setup is still active, a task it started still runs, or ``probe`` differs;
             or the second setup failed.
     """
+    __tracebackhide__ = True
     context = parent.context
     if context is None:
         raise StrictModeError(f"strict setup of {name!r} needs a parent scope with a context")

@@ -13,7 +13,7 @@ from typing import TextIO
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
 from ...interaction import AskUserQuestionAnswer, AskUserQuestionRequest
-from ._outcome import DismissedError
+from ._outcome import DismissedError, time_left
 from ._protocol import Reprompt, resolve_reply
 from ._queue import AskQueue
 from ._reader import LINE_LIMIT, LineReader, TooLong, too_long_reason
@@ -36,10 +36,18 @@ class LinesSurface:
         self._at_prompt = False
 
     async def run(
-        self, request: AskUserQuestionRequest, *, banner: str | None, queue: AskQueue
+        self,
+        request: AskUserQuestionRequest,
+        *,
+        banner: str | None,
+        queue: AskQueue,
+        deadline: float | None = None,
     ) -> AskUserQuestionAnswer:
-        """Print the question, then read lines until one resolves to an answer."""
+        """Print the question (and, with a ``deadline``, the time there is to answer it),
+        then read lines until one resolves to an answer."""
         self._write(plain(question_block(request, banner=banner) + waiting_line(queue.waiting)))
+        if deadline is not None:
+            self._write(f"(answer within {time_left(deadline)} s)\n")
         echo = not self._reader.is_terminal
         while True:
             self._write(PROMPT)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-__all__ = ["WITHDRAWN", "DismissedError", "timeout_marker"]
+import math
+import time
+
+__all__ = ["WITHDRAWN", "DismissedError", "time_left", "timeout_marker"]
 
 WITHDRAWN = "(question withdrawn)"
 """The marker left when the asking side withdrew the question (its task was cancelled)."""
@@ -23,3 +26,8 @@ class DismissedError(Exception):
 def timeout_marker(seconds: float) -> str:
     """The marker left when the optional time limit passed."""
     return f"(no answer within {seconds:g} s; nothing was chosen)"
+
+
+def time_left(deadline: float) -> int:
+    """Whole seconds until ``deadline`` (``time.monotonic()`` seconds), rounded up, >= 0."""
+    return max(0, math.ceil(deadline - time.monotonic()))

@@ -8,6 +8,7 @@ import io
 import math
 import os
 import sys
+import time
 from typing import IO, Any, Literal, Protocol, TextIO
 
 import anyio
@@ -23,6 +24,8 @@ from ...interaction import (
     AskUserQuestionRequest,
     UserInteractionError,
 )
+from ...interaction._pending import ask_deadline
+from ._draft import Draft
 from ._lines import LinesSurface
 from ._outcome import WITHDRAWN, DismissedError, timeout_marker
 from ._protocol import answer_line
@@ -39,7 +42,12 @@ _MODES = ("auto", "tty", "lines")
 
 class _Surface(Protocol):
     async def run(
-        self, request: AskUserQuestionRequest, *, banner: str | None, queue: AskQueue
+        self,
+        request: AskUserQuestionRequest,
+        *,
+        banner: str | None,
+        queue: AskQueue,
+        deadline: float | None = None,
     ) -> AskUserQuestionAnswer: ...
 
     def mark(self, fragments: StyleAndTextTuples) -> None: ...
@@ -74,9 +82,15 @@ class TerminalProvider:
             to stdout.
         patch_stdout: While a prompt is open, route ``sys.stdout`` and ``sys.stderr`` above
             it so that log lines and prints do not corrupt it (default true).
+        draft: Where the prompt keeps a half-typed reply (and its cursor) when its question
+            is withdrawn, to start the re-asked question from it. A hot-reloaded provider
+            carries one across generations: ``TerminalProvider(draft=scope.carry("draft",
+            Draft))``. Default: one of the provider's own. (Line mode needs none: the
+            terminal itself holds a line until Enter.)
     """
 
     __slots__ = (
+        "_draft",
         "_input",
         "_mode",
         "_output",
@@ -96,6 +110,7 @@ class TerminalProvider:
         input: Input | IO[Any] | int | None = None,
         output: Output | TextIO | None = None,
         patch_stdout: bool = True,
+        draft: Draft | None = None,
     ) -> None:
         if mode not in _MODES:
             raise ValueError(f"mode must be one of {', '.join(map(repr, _MODES))}, got {mode!r}")
@@ -112,6 +127,7 @@ class TerminalProvider:
         self._input = input
         self._output = output
         self._patch_stdout = patch_stdout
+        self._draft = draft if draft is not None else Draft()
         self._queue = AskQueue()
         self._showing: AskUserQuestionRequest | None = None
 
@@ -127,6 +143,11 @@ class TerminalProvider:
     def timeout(self) -> float | None:
         """The optional time limit of each question, in seconds."""
         return self._timeout
+
+    @property
+    def draft(self) -> Draft:
+        """Where a withdrawn question's half-typed reply is kept (see ``draft=``)."""
+        return self._draft
 
     @property
     def showing(self) -> AskUserQuestionRequest | None:
@@ -163,7 +184,15 @@ class TerminalProvider:
             if self._timeout is not None:
                 limit.deadline = anyio.current_time() + self._timeout
             try:
-                answer = await surface.run(request, banner=self.banner, queue=self._queue)
+                # The human sees how long is left (time.monotonic() seconds): this provider's
+                # own limit, or the asker's (ask(..., timeout=)), whichever comes first.
+                limits = [ask_deadline()]
+                if self._timeout is not None:
+                    limits.append(time.monotonic() + self._timeout)
+                deadline = min((limit for limit in limits if limit is not None), default=None)
+                answer = await surface.run(
+                    request, banner=self.banner, queue=self._queue, deadline=deadline
+                )
             except DismissedError as dismissed:
                 _mark(surface, "dismissed", dismissed.marker)
                 raise UserInteractionError(dismissed.message, ASK_CANCELLED) from None
@@ -220,7 +249,9 @@ class TerminalProvider:
             toolkit_input = create_input(_text_file(source))
         out = self._output if self._output is not None else sys.stdout
         toolkit_output = out if isinstance(out, Output) else create_output(out)
-        return TtySurface(toolkit_input, toolkit_output, patch_stdout=self._patch_stdout)
+        return TtySurface(
+            toolkit_input, toolkit_output, patch_stdout=self._patch_stdout, draft=self._draft
+        )
 
 
 def _mark(surface: _Surface, kind: str, text: str) -> None:

@@ -26,6 +26,7 @@ from typing import TextIO, cast
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import create_app_session, get_app
 from prompt_toolkit.completion import WordCompleter
+from prompt_toolkit.document import Document
 from prompt_toolkit.formatted_text import FormattedText, StyleAndTextTuples
 from prompt_toolkit.input import Input
 from prompt_toolkit.output import Output
@@ -33,7 +34,8 @@ from prompt_toolkit.patch_stdout import StdoutProxy
 from prompt_toolkit.shortcuts import print_formatted_text
 
 from ...interaction import AskUserQuestionAnswer, AskUserQuestionRequest
-from ._outcome import DismissedError
+from ._draft import Draft
+from ._outcome import DismissedError, time_left
 from ._protocol import Reprompt, resolve_reply
 from ._queue import AskQueue
 from ._reader import LINE_LIMIT, too_long_reason
@@ -51,20 +53,34 @@ _PROXY_BATCH = 0.02
 class TtySurface:
     """Asks one question with a prompt_toolkit prompt on ``input`` and ``output``."""
 
-    __slots__ = ("_input", "_output", "_patch_stdout")
+    __slots__ = ("_draft", "_input", "_output", "_patch_stdout")
 
-    def __init__(self, input: Input, output: Output, *, patch_stdout: bool = True) -> None:
+    def __init__(
+        self,
+        input: Input,
+        output: Output,
+        *,
+        patch_stdout: bool = True,
+        draft: Draft | None = None,
+    ) -> None:
         self._input = input
         self._output = output
         self._patch_stdout = patch_stdout
+        self._draft = draft if draft is not None else Draft()
 
     async def run(
-        self, request: AskUserQuestionRequest, *, banner: str | None, queue: AskQueue
+        self,
+        request: AskUserQuestionRequest,
+        *,
+        banner: str | None,
+        queue: AskQueue,
+        deadline: float | None = None,
     ) -> AskUserQuestionAnswer:
         """Prompt until a reply resolves to an answer, or the human dismisses the question.
 
         The first prompt carries the question block; a reply that is not an answer gets
-        its reason on the next line and a bare prompt, as in line mode.
+        its reason on the next line and a bare prompt, as in line mode. With a
+        ``deadline`` (``time.monotonic()`` seconds) a live line shows the time left.
         """
         keys = "Tab completes a label; " if request.choices else ""
         block = question_block(
@@ -76,6 +92,8 @@ class TtySurface:
             # The waiting count is live while open, and left out of the scrollback.
             app = get_app()
             waiting = [] if app.is_done else waiting_line(queue.waiting)
+            if deadline is not None and not app.is_done:
+                waiting = [*waiting, ("class:waiting", f"time left: {time_left(deadline)} s\n")]
             above = wrap_fragments(
                 [*(block if first else []), *waiting], app.output.get_size().columns
             )
@@ -110,11 +128,15 @@ class TtySurface:
                 complete_while_typing=False,
                 placeholder=placeholder,
                 erase_when_done=False,
+                refresh_interval=1.0 if deadline is not None else 0,  # the time left ticks
             )
             unsubscribe = queue.listen(session.app.invalidate)
+            kept = self._draft.take(request)  # typed before a reload withdrew the question
+            default = Document(*kept) if kept is not None else Document()
             try:
                 while True:
-                    reply = await self._prompt(session)
+                    reply = await self._prompt(session, request, default)
+                    default = Document()
                     first = False
                     if len(reply.encode("utf-8", "surrogatepass")) > LINE_LIMIT:
                         self.mark([("class:reason", f"  {too_long_reason()}"), ("", "\n")])
@@ -126,7 +148,9 @@ class TtySurface:
             finally:
                 unsubscribe()
 
-    async def _prompt(self, session: PromptSession[str]) -> str:
+    async def _prompt(
+        self, session: PromptSession[str], request: AskUserQuestionRequest, default: Document
+    ) -> str:
         # The prompt's result future, kept: prompt_async still awaits its own cleanup after
         # the human pressed Enter, and a cancellation landing there must not lose the line.
         results: list[asyncio.Future[str]] = []
@@ -138,11 +162,18 @@ class TtySurface:
         try:
             with _patched_stdio() if self._patch_stdout else nullcontext():
                 return await session.prompt_async(
-                    handle_sigint=False, set_exception_handler=False, pre_run=remember_result
+                    default=default,
+                    handle_sigint=False,
+                    set_exception_handler=False,
+                    pre_run=remember_result,
                 )
         except asyncio.CancelledError:
             committed = _committed_line(results)
             if committed is None:
+                # Withdrawn (a reload, the caller's signal): keep what was typed, so the
+                # question re-asked on the next prompt starts from it.
+                buffer = session.default_buffer
+                self._draft.keep(request, buffer.text, buffer.cursor_position)
                 raise
             # A line the human committed is an answer that exists: it is returned, not lost.
             return committed

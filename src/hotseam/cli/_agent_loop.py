@@ -1,0 +1,254 @@
+"""Running the agent of ``hotseam dev`` and ``hotseam run``, and running it again.
+
+In ``hotseam dev`` on a terminal the agent's end does not end the session: the command
+says how it ended and keeps watching, and saving the agent's own module (or pressing Enter
+while the agent is not running) runs it again. Saving the module while the agent runs
+withdraws its open question first (the agent is cancelled), then runs the new code; a
+module that no longer loads is reported and the running agent is left alone. Elsewhere (a
+daemon, or input that is not a terminal: CI, piped answers) the agent's end ends the
+command, as before; a save of its module still runs it again while it runs.
+
+Questions wait for a provider instead of failing while none is loaded (see
+``hotseam.interaction._pending``), and a question dismissed with Ctrl-C twice within
+:data:`DOUBLE_CTRL_C` seconds stops the command: an agent that asks again after each
+dismissal could otherwise only be stopped from another terminal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from .._context import Context, use_context
+from ..interaction import ASK_CANCELLED
+from ..interaction._pending import AskEnded, on_ask_ended, waiting_for_provider
+from ._agent import AgentFunction, AgentLoadError, agent_file, load_agent
+from ._snapshot import SessionFacts
+
+__all__ = ["DOUBLE_CTRL_C", "AgentLoop"]
+
+DOUBLE_CTRL_C = 1.0
+"""Seconds within which a second Ctrl-C at a question stops the command."""
+
+FILE_POLL = 0.25
+"""Seconds between two looks at the agent's module for a save."""
+
+EXIT_OK = 0
+EXIT_FATAL = 1
+
+
+class AgentLoop:
+    """Run ``agent`` in ``context``; run it again on a save of its module or on Enter.
+
+    Args:
+        spec: The ``--agent`` spec (``None`` for the built-in demo agent, never reloaded).
+        keep_alive: Keep watching after the agent ends (``hotseam dev`` on a terminal).
+        provider_wait: Seconds a question waits for a provider to appear.
+        on_wait: Called (with the seam's name) when questions start waiting for one.
+        stop: Stops the command (a second Ctrl-C).
+    """
+
+    def __init__(
+        self,
+        spec: str | None,
+        agent: AgentFunction,
+        context: Context,
+        log: Any,
+        facts: SessionFacts,
+        *,
+        keep_alive: bool,
+        provider_wait: float,
+        on_wait: Callable[[str], object],
+        stop: Callable[[], None],
+    ) -> None:
+        self._spec = spec
+        self._agent = agent
+        self._context = context
+        self._log = log
+        self._facts = facts
+        self._keep_alive = keep_alive
+        self._provider_wait = provider_wait
+        self._on_wait = on_wait
+        self._stop = stop
+        self._file = agent_file(agent) if spec is not None else None
+        self._restart = anyio.Event()
+        self._running: anyio.CancelScope | None = None
+        self._last_dismissal = -float("inf")
+
+    @property
+    def file(self) -> Path | None:
+        """The agent's module file, watched for saves (``None``: not watched)."""
+        return self._file
+
+    async def run(self) -> int:
+        """Run the agent until the command stops (or, without ``keep_alive``, until it
+        ends); return the exit code its last run earns."""
+        outcome = EXIT_OK
+        stop_listening = on_ask_ended(self._ask_ended)
+        try:
+            async with anyio.create_task_group() as tg:
+                if self._file is not None:
+                    # The content the agent was loaded from, taken before it runs: a save
+                    # made while the watching task has not started yet still counts.
+                    tg.start_soon(self._watch_file, self._file, _fingerprint(self._file))
+                while True:
+                    self._restart = anyio.Event()
+                    outcome, restarted = await self._run_once()
+                    if restarted:
+                        continue
+                    if not self._keep_alive:
+                        tg.cancel_scope.cancel()
+                        return outcome
+                    await self._idle()
+        finally:
+            stop_listening()
+        return outcome  # pragma: no cover - the loop returns or is cancelled
+
+    async def _run_once(self) -> tuple[int, bool]:
+        """One run of the agent: (exit code it earns, whether a restart cancelled it)."""
+        facts = self._facts
+        facts.agent_runs += 1
+        facts.agent_state = "running"
+        outcome = EXIT_OK
+        with anyio.CancelScope() as running:
+            self._running = running
+            try:
+                with (
+                    use_context(self._context),
+                    waiting_for_provider(self._provider_wait, self._on_wait),
+                ):
+                    await self._agent(self._context)
+            except Exception as error:
+                outcome = EXIT_FATAL
+                facts.agent_state = f"failed: {type(error).__name__}: {error}"
+                self._log.error(f"the agent failed: {_reason(error)}", exc_info=True)
+            else:
+                facts.agent_state = "finished"
+                self._log.info("the agent finished")
+            finally:
+                self._running = None
+        if running.cancelled_caught:
+            facts.agent_state = "restarting"
+            return EXIT_OK, True
+        return outcome, False
+
+    async def _idle(self) -> None:
+        """Wait for a reason to run the agent again: a save of its module, or Enter."""
+        again = []
+        if self._file is not None:
+            again.append(f"save {_shown(self._file)}")
+        reads_enter = _terminal_input() is not None
+        if reads_enter:
+            again.append("press Enter")
+        hint = f"; {' or '.join(again)} to run it again" if again else ""
+        self._log.info(f"hotseam dev keeps watching{hint} (Ctrl-C to stop)")
+        # The Enter reader lives in its own task group, left before the agent runs again:
+        # a prompt the agent opens must find standard input free.
+        async with anyio.create_task_group() as tg:
+            if reads_enter:
+                tg.start_soon(self._wait_for_enter)
+            await self._restart.wait()
+            tg.cancel_scope.cancel()
+
+    async def _wait_for_enter(self) -> None:
+        fd = _terminal_input()
+        assert fd is not None
+        while True:
+            await anyio.wait_readable(fd)
+            try:
+                data = os.read(fd, 4096)
+            except (BlockingIOError, InterruptedError):
+                continue
+            except OSError:
+                return
+            if not data:
+                return  # the input ended
+            if b"\n" in data or b"\r" in data:
+                self._log.info("Enter: running the agent again")
+                self._restart.set()
+                return
+
+    async def _watch_file(self, file: Path, seen: tuple[int, int, bytes] | None) -> None:
+        """Run the agent again when its module is saved (and still loads)."""
+        while True:
+            await anyio.sleep(FILE_POLL)
+            now = _fingerprint(file, seen)
+            if now is None or now == seen:
+                continue
+            changed = seen is None or now[2] != seen[2]
+            seen = now
+            if not changed:
+                continue  # touched, not changed
+            assert self._spec is not None
+            try:
+                self._agent = load_agent(self._spec, fresh=True)
+            except AgentLoadError as error:
+                self._log.error(f"{_shown(file)} changed but cannot run: {error}")
+                continue
+            if self._running is not None:
+                self._log.info(
+                    f"{_shown(file)} changed: withdrawing the agent's question and running it again"
+                )
+                self._running.cancel()
+            else:
+                self._log.info(f"{_shown(file)} changed: running the agent again")
+                self._restart.set()
+
+    def _ask_ended(self, ended: AskEnded) -> None:
+        if ended.code != ASK_CANCELLED or "Ctrl-C" not in (ended.message or ""):
+            return
+        now = time.monotonic()
+        if now - self._last_dismissal <= DOUBLE_CTRL_C:
+            self._log.info("Ctrl-C twice: stopping")
+            self._stop()
+            return
+        self._last_dismissal = now
+        self._log.info(
+            f"question dismissed; Ctrl-C again within {DOUBLE_CTRL_C:g} s stops the command"
+        )
+
+
+def _fingerprint(
+    file: Path, seen: tuple[int, int, bytes] | None = None
+) -> tuple[int, int, bytes] | None:
+    """Modification time, size and content (read only when the first two moved);
+    ``None`` while the file cannot be read (an editor's save may replace it)."""
+    try:
+        info = file.stat()
+        if seen is not None and (info.st_mtime_ns, info.st_size) == seen[:2]:
+            return seen
+        return info.st_mtime_ns, info.st_size, file.read_bytes()
+    except OSError:
+        return None
+
+
+def _terminal_input() -> int | None:
+    """Standard input's descriptor when it is a terminal this process may read: in the
+    foreground (a background read would stop the process with SIGTTIN)."""
+    stdin = sys.stdin
+    with contextlib.suppress(AttributeError, OSError, ValueError):
+        if stdin is not None and stdin.isatty():
+            fd = stdin.fileno()
+            if os.tcgetpgrp(fd) == os.getpgrp():
+                return fd
+    return None
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _reason(error: BaseException) -> str:
+    if isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        return _reason(error.exceptions[0])
+    return f"{type(error).__name__}: {error}"

@@ -1,0 +1,170 @@
+"""``[tool.hotseam]`` in the project's ``pyproject.toml``: the options of ``dev`` and ``run``.
+
+A project that says once where its providers live and which agent to run can then start
+with plain ``hotseam dev``. The file is found by walking up from the working directory to
+the first ``pyproject.toml`` that has a ``[tool.hotseam]`` table. Relative paths in it are
+relative to that file's folder. Every key is also a flag, and a flag wins over the file.
+
+A key that is not known, or a value of the wrong kind, is an error that names the key, the
+file and the line (read back from the text: ``tomllib`` keeps no positions), so a typo
+never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._errors import HarnessError
+
+__all__ = ["KEYS", "Config", "ConfigError", "find_config", "load_config"]
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_FORMATS = ("console", "json")
+
+KEYS: dict[str, str] = {
+    "paths": "the provider modules to load and watch: a list of files or folders",
+    "agent": "the agent to run, MODULE[:FUNCTION] or path/to/file.py[:FUNCTION]",
+    "answers": "a JSON answers file that serves while no watched provider does",
+    "polling": "scan for changes instead of file-system notifications (true or false)",
+    "setup-timeout": "seconds one module's setup may take",
+    "dispose-timeout": "seconds each async disposer of a generation may take",
+    "import-timeout": "seconds one module body may take to execute",
+    "stall-warning": "seconds the event loop may be blocked before a warning (0: off)",
+    "provider-wait": "seconds a question waits for a provider to appear",
+    "deletion-grace": "seconds a deleted module file has to come back before it is unloaded",
+    "log-level": "one of " + ", ".join(LOG_LEVELS),
+    "log-format": "one of " + ", ".join(LOG_FORMATS),
+    "name": "a name for the control socket, so 'hotseam status NAME' finds the process",
+}
+
+
+class ConfigError(HarnessError):
+    """The configuration file is unreadable, or a key or value in it is wrong."""
+
+    default_code = "INVALID_CONFIG"
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """The validated ``[tool.hotseam]`` table of ``path``, keys as written (kebab-case)."""
+
+    path: Path
+    values: dict[str, Any]
+
+    @property
+    def root(self) -> Path:
+        """The folder relative paths in the file are relative to."""
+        return self.path.parent
+
+    def get(self, key: str) -> Any:
+        return self.values.get(key)
+
+
+def find_config(start: Path | None = None) -> Path | None:
+    """The first ``pyproject.toml`` with a ``[tool.hotseam]`` table, from ``start`` up."""
+    folder = (start or Path.cwd()).resolve()
+    for candidate in (folder, *folder.parents):
+        path = candidate / "pyproject.toml"
+        if path.is_file():
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            if re.search(r"^\s*\[\s*tool\.hotseam\s*[\].]", text, re.MULTILINE):
+                return path
+    return None
+
+
+def load_config(path: Path) -> Config:
+    """Read and check ``[tool.hotseam]`` of ``path``.
+
+    Raises:
+        ConfigError: the file cannot be read or parsed, a key is unknown, or a value is of
+            the wrong kind; the message names the file, the line and the key.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: cannot read: {error}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    table = data.get("tool", {}).get("hotseam", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.hotseam] must be a table")
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        where = f"{path}:{_line_of(text, key)}" if _line_of(text, key) else str(path)
+        if key not in KEYS:
+            close = difflib.get_close_matches(key.replace("_", "-"), KEYS, n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            known = ", ".join(KEYS)
+            raise ConfigError(
+                f"{where}: unknown key {key!r} in [tool.hotseam]{hint}; known keys: {known}"
+            )
+        values[key] = _checked(key, value, where)
+    return Config(path.resolve(), values)
+
+
+def _checked(key: str, value: Any, where: str) -> Any:
+    def wrong(expected: str) -> ConfigError:
+        return ConfigError(
+            f"{where}: [tool.hotseam] {key} must be {expected}, got {value!r} ({KEYS[key]})"
+        )
+
+    if key == "paths":
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
+            raise wrong("a non-empty list of paths")
+        return value
+    if key in ("agent", "answers", "name"):
+        if not isinstance(value, str) or not value:
+            raise wrong("a non-empty string")
+        if key == "name" and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", value):
+            raise wrong("letters, digits, '.', '_' and '-' (at most 64)")
+        return value
+    if key == "polling":
+        if not isinstance(value, bool):
+            raise wrong("true or false")
+        return value
+    if key in ("log-level", "log-format"):
+        choices = LOG_LEVELS if key == "log-level" else LOG_FORMATS
+        if not isinstance(value, str) or value.lower() not in choices:
+            raise wrong("one of " + ", ".join(map(repr, choices)))
+        return value.lower()
+    # The time bounds: numbers of seconds.
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise wrong("a number of seconds")
+    seconds = float(value)
+    zero_ok = key in ("stall-warning", "deletion-grace")
+    if not (seconds > 0 or (zero_ok and seconds == 0)) or math.isnan(seconds):
+        raise wrong("a number of seconds >= 0" if zero_ok else "a number of seconds > 0")
+    if key != "provider-wait" and math.isinf(seconds):
+        raise wrong("a finite number of seconds")
+    return seconds
+
+
+def _line_of(text: str, key: str) -> int | None:
+    """The line of ``key = ...`` inside ``[tool.hotseam]`` (or ``tool.hotseam.key = ...``)."""
+    table: str | None = None
+    quoted = re.escape(key)
+    assignment = re.compile(rf"""^\s*(?:{quoted}|"{quoted}"|'{quoted}')\s*=""")
+    dotted = re.compile(rf"""^\s*tool\.hotseam\.(?:{quoted}|"{quoted}")\s*=""")
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = re.match(r"^\s*\[\s*([^\[\]]+?)\s*\]", line)
+        if header is not None:
+            table = header.group(1)
+            continue
+        if table == "tool.hotseam" and assignment.match(line):
+            return number
+        if table is None and dotted.match(line):
+            return number
+    return None

@@ -1,0 +1,98 @@
+"""A deletion followed by a re-creation is a reload, not an unload.
+
+``git stash``, a branch switch, or an editor that saves by deleting and writing again make
+a module file vanish for a moment. Unloading it then would dispose the provider (its
+question withdrawn, the UI gone) only to load it again a moment later. :class:`GraceWatcher`
+wraps the reloader's watcher and holds each reported deletion back for ``grace`` seconds:
+if the file is back by then, the deletion is dropped and the reloader sees only the new
+content (a reload when it changed, nothing when it did not); if it is still gone, the
+deletion is passed on and the module is unloaded.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import AsyncIterator, Collection, Sequence
+from pathlib import Path
+
+import anyio
+import anyio.abc
+
+from ..reload import ChangeKind, FileChange, Watcher, WatchRoot
+
+__all__ = ["DEFAULT_GRACE", "GraceWatcher"]
+
+DEFAULT_GRACE = 2.0
+"""Seconds a deleted module file has to come back before its module is unloaded."""
+
+
+class GraceWatcher:
+    """A :class:`~hotseam.reload.Watcher` that reports a deletion only once the path has
+    stayed gone for ``grace`` seconds."""
+
+    def __init__(self, inner: Watcher, grace: float = DEFAULT_GRACE) -> None:
+        if not grace >= 0 or math.isinf(grace):
+            raise ValueError(f"grace must be a finite number of seconds >= 0, got {grace!r}")
+        self.inner = inner
+        self.grace = grace
+
+    def __repr__(self) -> str:
+        return f"GraceWatcher({self.inner!r}, grace={self.grace:g})"
+
+    @contextlib.asynccontextmanager
+    async def open(
+        self, roots: Sequence[WatchRoot]
+    ) -> AsyncIterator[AsyncIterator[Collection[FileChange]]]:
+        """Watch ``roots`` through the inner watcher, holding deletions back."""
+        send, receive = anyio.create_memory_object_stream[Collection[FileChange]](math.inf)
+
+        async def pump(batches: AsyncIterator[Collection[FileChange]]) -> None:
+            held: dict[Path, anyio.CancelScope] = {}
+            try:
+                async with anyio.create_task_group() as waits:
+                    async for batch in batches:
+                        now: list[FileChange] = []
+                        for change in batch:
+                            pending = held.pop(change.path, None)
+                            if pending is not None:
+                                pending.cancel()  # it is back (or changed again)
+                            if change.kind is ChangeKind.DELETED and self.grace > 0:
+                                held[change.path] = await waits.start(
+                                    self._hold, change, send, held
+                                )
+                            else:
+                                now.append(change)
+                        if now:
+                            await send.send(now)
+                    waits.cancel_scope.cancel()
+            finally:
+                send.close()  # the inner watcher ended: so does this one
+
+        try:
+            async with self.inner.open(roots) as batches, anyio.create_task_group() as tg:
+                tg.start_soon(pump, batches)
+                try:
+                    yield receive
+                finally:
+                    tg.cancel_scope.cancel()
+        finally:
+            send.close()
+            receive.close()
+
+    async def _hold(
+        self,
+        change: FileChange,
+        send: anyio.abc.ObjectSendStream[Collection[FileChange]],
+        held: dict[Path, anyio.CancelScope],
+        *,
+        task_status: anyio.abc.TaskStatus[anyio.CancelScope] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        with anyio.CancelScope() as scope:
+            task_status.started(scope)
+            await anyio.sleep(self.grace)
+            if held.get(change.path) is scope:
+                del held[change.path]
+            if not change.path.exists():
+                with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    await send.send([change])

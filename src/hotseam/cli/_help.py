@@ -1,0 +1,40 @@
+"""``--help`` texts for people: module docstrings without their reStructuredText markup.
+
+The subcommands' descriptions are their modules' docstrings, written for Sphinx-style
+readers (````code````, ``:func:`name```, escaped backslashes). A terminal shows them as
+plain text, paragraphs and indented examples kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+__all__ = ["HelpFormatter", "plain"]
+
+
+def plain(text: str | None) -> str | None:
+    """``text`` without reStructuredText markup (roles, literals, emphasis, escapes)."""
+    if text is None:
+        return None
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", text)  # :func:`name` -> name
+    text = re.sub(r"``([^`]+)``", r"\1", text)  # ``code`` -> code
+    text = re.sub(r"(?<![\w`])`([^`]+)`(?![\w`])", r"\1", text)  # `title` -> title
+    text = re.sub(r"(?<![\w*])\*\*([^*]+)\*\*(?![\w*])", r"\1", text)  # **strong**
+    text = re.sub(r"(?<![\w*])\*([^*\s][^*]*)\*(?![\w*])", r"\1", text)  # *emphasis*
+    return text.replace("\\\\", "\\")
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Wraps each paragraph of a description on its own; indented lines stay as written."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        paragraphs = re.split(r"\n\s*\n", text.strip("\n"))
+        filled: list[str] = []
+        for paragraph in paragraphs:
+            lines = paragraph.splitlines()
+            if any(line.startswith(("  ", "* ", "- ")) for line in lines):
+                filled.append("\n".join(indent + line for line in lines))
+            else:
+                filled.append(super()._fill_text(paragraph, width, indent))
+        return "\n\n".join(filled)

@@ -1,0 +1,130 @@
+"""Hints for the mistakes newcomers make in a watched folder, read off the reload events.
+
+The reload report says *what* failed; these lines say what to do about it, once:
+
+* a module with no ``setup(scope)`` that no provider imports is loaded as a helper and then
+  does nothing, which looks like a provider that silently failed;
+* ``from . import x`` in a plain folder (no ``__init__.py``) fails with Python's "no known
+  parent package", which does not say that the folder's modules are top-level ones.
+
+(A ``setup`` that does not take the scope needs no hint: its load error says what it must
+accept, at the line of its ``def``.)
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ..reload import ModuleState, ReloadAborted, ReloadCommitted, Reloader, ReloadEvent
+from ..reload._events import display_path
+
+__all__ = ["Hints"]
+
+SETTLE = 0.2
+"""Seconds without events after which a batch counts as finished (for the helper hint)."""
+
+
+class Hints:
+    """Watch ``reloader``'s events (from creation, so the first load is included) and log a
+    hint the first time each mistake shows up."""
+
+    def __init__(self, reloader: Reloader, log: Any) -> None:
+        self._reloader = reloader
+        self._log = log
+        self._events = reloader.events()
+        self._given: set[tuple[str, str]] = set()
+
+    async def run(self) -> None:
+        """Until the reloader closes."""
+        helpers: set[str] = set()
+        async with self._events as events:
+            while True:
+                try:
+                    event: ReloadEvent | None = await events.__anext__()
+                except StopAsyncIteration:
+                    return
+                while event is not None:
+                    await self._note(event, helpers)
+                    event = None
+                    with anyio.move_on_after(SETTLE):
+                        try:
+                            event = await events.__anext__()
+                        except StopAsyncIteration:
+                            return
+                if helpers:
+                    self._unused_helpers(helpers)
+                    helpers.clear()
+
+    async def _note(self, event: ReloadEvent, helpers: set[str]) -> None:
+        if isinstance(event, ReloadCommitted) and event.module_kind == "helper":
+            helpers.add(event.module)
+        elif isinstance(event, ReloadAborted):
+            error = event.error
+            if error.type == "ImportError" and "no known parent package" in error.message:
+                folder = event.path.parent
+                written, instead = await _relative_import(error.location)
+                self._hint(
+                    "relative-import",
+                    event.path,
+                    f"{_shown(error.location) or display_path(event.path)}: "
+                    f"{display_path(folder)}/ "
+                    "is a plain folder (no __init__.py), so its modules are top-level: write "
+                    f"'{instead}' instead of '{written}', or add an __init__.py to make it a "
+                    "package",
+                )
+
+    def _unused_helpers(self, names: set[str]) -> None:
+        status = self._reloader.status()
+        imported = {
+            name
+            for item in status
+            if item.kind == "provider" and item.state is ModuleState.ACTIVE
+            for name in item.imports
+        }
+        for item in status:
+            if item.module in names and item.kind == "helper" and item.module not in imported:
+                self._hint(
+                    "helper",
+                    item.path,
+                    f"{display_path(item.path)}: no setup(scope) found; loaded as a helper "
+                    "(no provider imports it, so it provides nothing)",
+                )
+
+    def _hint(self, kind: str, path: Path, text: str) -> None:
+        if (kind, str(path)) in self._given:
+            return
+        self._given.add((kind, str(path)))
+        self._log.info(f"hint: {text}")
+
+
+_RELATIVE = re.compile(r"^\s*from\s+\.+([\w.]*)\s+import\s+([\w, ]+)")
+
+
+async def _relative_import(location: str | None) -> tuple[str, str]:
+    """The relative import at ``location`` (``file:line``) and its absolute form."""
+    fallback = ("from . import name", "import name")
+    file, _, line = (location or "").rpartition(":")
+    if not file or not line.isdigit():
+        return fallback
+    try:
+        lines = (await anyio.Path(file).read_text(encoding="utf-8")).splitlines()
+        found = _RELATIVE.match(lines[int(line) - 1])
+    except (OSError, UnicodeDecodeError, IndexError):
+        return fallback
+    if found is None:
+        return fallback
+    module, names = found.group(1), found.group(2).strip()
+    written = lines[int(line) - 1].strip()
+    return written, (f"from {module} import {names}" if module else f"import {names}")
+
+
+def _shown(location: str | None) -> str | None:
+    """``file:line`` with the file as the reload report shows it."""
+    if not location:
+        return None
+    file, sep, line = location.rpartition(":")
+    return f"{display_path(Path(file))}:{line}" if sep and line.isdigit() else location

@@ -1,0 +1,242 @@
+"""The options ``dev``, ``run`` and ``acp`` share, merged with ``[tool.hotseam]``.
+
+Every flag defaults to ``None`` ("not given"), so that :func:`resolve` can tell a flag from
+a default: a flag wins over the configuration file, which wins over the built-in default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ._config import LOG_FORMATS, LOG_LEVELS, Config, find_config, load_config
+
+__all__ = [
+    "DEFAULTS",
+    "Common",
+    "Settings",
+    "add_common_options",
+    "add_session_options",
+    "resolve",
+    "resolve_common",
+    "seconds",
+    "seconds_or_zero",
+]
+
+DEFAULTS: dict[str, Any] = {
+    "setup_timeout": 30.0,
+    "dispose_timeout": 5.0,
+    "import_timeout": 10.0,
+    "stall_warning": 2.0,
+    "deletion_grace": 2.0,
+    "polling": False,
+    "log_level": "info",
+}
+
+
+def seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
+    return value
+
+
+def seconds_or_zero(text: str) -> float:
+    """Like :func:`seconds`, or 0 (which turns the option off)."""
+    with contextlib.suppress(ValueError):
+        if float(text) == 0:
+            return 0.0
+    try:
+        return seconds(text)
+    except argparse.ArgumentTypeError:
+        message = f"expected 0 or a number of seconds > 0, got {text!r}"
+        raise argparse.ArgumentTypeError(message) from None
+
+
+def add_common_options(parser: argparse.ArgumentParser) -> None:
+    """The time bounds and the log options (``dev``, ``run`` and ``acp``)."""
+    parser.add_argument(
+        "--setup-timeout",
+        type=seconds,
+        metavar="SECONDS",
+        help="fail a module whose setup(scope) is still running after this long (default 30)",
+    )
+    parser.add_argument(
+        "--dispose-timeout",
+        type=seconds,
+        metavar="SECONDS",
+        help="stop waiting for each async disposer of a generation after this long (default 5)",
+    )
+    parser.add_argument(
+        "--import-timeout",
+        type=seconds,
+        metavar="SECONDS",
+        help="fail a module whose body is still executing after this long (default 10)",
+    )
+    parser.add_argument(
+        "--log-level",
+        type=str.lower,
+        choices=LOG_LEVELS,
+        help="the lowest level logged on stderr (default info)",
+    )
+    parser.add_argument(
+        "--log-format",
+        type=str.lower,
+        choices=LOG_FORMATS,
+        help="console lines or one JSON object per line (default: console for dev, json for run)",
+    )
+
+
+def add_session_options(parser: argparse.ArgumentParser) -> None:
+    """The options of ``dev`` and ``run`` that ``acp`` has no use for."""
+    parser.add_argument(
+        "--provider-wait",
+        type=seconds,
+        metavar="SECONDS",
+        help="how long a question waits for a provider to appear before failing with "
+        "NO_PROVIDER (default: as long as it takes for dev, 60 for run)",
+    )
+    parser.add_argument(
+        "--deletion-grace",
+        type=seconds_or_zero,
+        metavar="SECONDS",
+        help="a deleted module file that is back within this long is reloaded, not unloaded "
+        "(git stash, branch switches, editors that delete then write; default 2, 0 disables)",
+    )
+    parser.add_argument(
+        "--name",
+        metavar="NAME",
+        help="a name for the control socket: 'hotseam status NAME' then finds this process",
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Flags, the configuration file and the defaults, merged (flags win)."""
+
+    paths: list[str]
+    agent: str | None
+    answers: str | None
+    polling: bool
+    setup_timeout: float
+    dispose_timeout: float
+    import_timeout: float
+    stall_warning: float
+    deletion_grace: float
+    provider_wait: float
+    log_level: str
+    log_format: str
+    name: str | None
+    config: Path | None
+
+
+def resolve(args: argparse.Namespace, *, log_format: str, provider_wait: float) -> Settings:
+    """Merge ``args`` with ``[tool.hotseam]`` (found from the working directory).
+
+    ``log_format`` and ``provider_wait`` are the command's own defaults.
+
+    Raises:
+        ConfigError: the configuration file is wrong, or no path was given anywhere.
+    """
+    found = find_config()
+    config = load_config(found) if found is not None else None
+
+    def pick(attribute: str, default: Any = None) -> Any:
+        given = getattr(args, attribute, None)
+        if given is not None:
+            return given
+        if config is not None:
+            value = config.get(attribute.replace("_", "-"))
+            if value is not None:
+                return value
+        return DEFAULTS.get(attribute, default)
+
+    paths: list[str] = list(getattr(args, "paths", None) or [])
+    if not paths and config is not None and config.get("paths"):
+        paths = [_from_config(config, path) for path in config.get("paths")]
+    agent = getattr(args, "agent", None)
+    if agent is None and config is not None and config.get("agent"):
+        agent = _agent_from_config(config, config.get("agent"))
+    answers = getattr(args, "answers", None)
+    if answers is None and config is not None and config.get("answers"):
+        answers = _from_config(config, config.get("answers"))
+    return Settings(
+        paths=paths,
+        agent=agent,
+        answers=answers,
+        polling=bool(pick("polling")),
+        setup_timeout=pick("setup_timeout"),
+        dispose_timeout=pick("dispose_timeout"),
+        import_timeout=pick("import_timeout"),
+        stall_warning=pick("stall_warning"),
+        deletion_grace=pick("deletion_grace"),
+        provider_wait=pick("provider_wait", provider_wait),
+        log_level=pick("log_level"),
+        log_format=pick("log_format", log_format),
+        name=pick("name"),
+        config=config.path if config is not None else None,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Common:
+    """The options every long-running command takes (``acp`` takes only these)."""
+
+    setup_timeout: float
+    dispose_timeout: float
+    import_timeout: float
+    log_level: str
+    log_format: str
+
+    @property
+    def reloader_options(self) -> dict[str, float]:
+        """Keyword arguments for :class:`~hotseam.reload.Reloader`."""
+        return {
+            "setup_timeout": self.setup_timeout,
+            "dispose_timeout": self.dispose_timeout,
+            "import_timeout": self.import_timeout,
+        }
+
+
+def resolve_common(args: argparse.Namespace, *, log_format: str) -> Common:
+    """:func:`resolve` for the options :func:`add_common_options` adds.
+
+    Raises:
+        ConfigError: the configuration file is wrong.
+    """
+    settings = resolve(args, log_format=log_format, provider_wait=math.inf)
+    return Common(
+        settings.setup_timeout,
+        settings.dispose_timeout,
+        settings.import_timeout,
+        settings.log_level,
+        settings.log_format,
+    )
+
+
+def _from_config(config: Config, path: str) -> str:
+    """A path written in the file, relative to the file's folder."""
+    given = Path(path).expanduser()
+    return str(given if given.is_absolute() else config.root / given)
+
+
+def _agent_from_config(config: Config, spec: str) -> str:
+    """An agent spec from the file: a ``.py`` path is made absolute; for a module name the
+    file's folder goes on ``sys.path`` (as the working directory does for a flag)."""
+    module, sep, function = spec.rpartition(":") if ":" in spec else (spec, "", "")
+    if module.endswith(".py"):
+        return _from_config(config, module) + sep + function
+    import sys
+
+    root = str(config.root)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    return spec

@@ -1,0 +1,149 @@
+"""What a running session tells ``hotseam status`` and does for ``hotseam reload``.
+
+The status is JSON-ready data: each module's generation, state, last error and load time;
+the active provider of each seam (and which file registered it); the open questions (who
+asks, for how long, which provider shows it, never an answer); the agent; the uptime.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .._context import Context
+from ..interaction._pending import pending_asks
+from ..reload import ModuleState, Reloader
+from ..reload._events import display_path
+
+__all__ = ["SessionFacts", "handle"]
+
+
+@dataclass(slots=True)
+class SessionFacts:
+    """The facts of a session that the reloader does not know."""
+
+    command: str
+    reloader: Reloader
+    name: str | None = None
+    socket: str | None = None
+    agent: str = "the demo agent"
+    agent_state: str = "starting"
+    agent_runs: int = 0
+    started: float = field(default_factory=time.monotonic)
+    started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
+
+
+def status(facts: SessionFacts) -> dict[str, Any]:
+    """The session's status as JSON-ready data."""
+    reloader = facts.reloader
+    modules = [
+        {
+            "path": display_path(item.path),
+            "module": item.module,
+            "kind": item.kind,
+            # A record exists from the start of its first load: failed with no error yet
+            # means the load is still running.
+            "state": (
+                "loading"
+                if item.state is ModuleState.FAILED and item.error is None
+                else item.state.value
+            ),
+            "generation": item.generation,
+            "load_ms": None if item.load_ms is None else round(item.load_ms, 1),
+            "error": None if item.error is None else str(item.error),
+        }
+        for item in reloader.status()
+    ]
+    providers: list[dict[str, Any]] = []
+    context: Context | None = reloader.context
+    while context is not None:
+        for seam, registration in sorted(
+            context.providers().items(), key=lambda item: item[0].name
+        ):
+            provider = registration.provider
+            providers.append(
+                {
+                    "seam": seam.name,
+                    "context": context.name,
+                    "provider": f"{type(provider).__module__}.{type(provider).__qualname__}",
+                    "registered_at": _shown(registration.location),
+                }
+            )
+        context = context.parent
+    asks = [
+        {
+            "question_id": ask.question_id,
+            "agent": ask.agent,
+            "header": ask.header,
+            "context": ask.context,
+            "seconds": round(ask.seconds, 1),
+            "provider": ask.provider,
+            "attempts": ask.attempts,
+            "waiting_for_provider": ask.waiting_for_provider,
+        }
+        for ask in pending_asks()
+    ]
+    return {
+        "ok": True,
+        "pid": os.getpid(),
+        "name": facts.name,
+        "command": facts.command,
+        "socket": facts.socket,
+        "cwd": str(Path.cwd()),
+        "watching": [display_path(path) for path in reloader.paths],
+        "started_at": facts.started_at,
+        "uptime_s": round(time.monotonic() - facts.started, 1),
+        "agent": {"name": facts.agent, "state": facts.agent_state, "runs": facts.agent_runs},
+        "modules": modules,
+        "providers": providers,
+        "asks": asks,
+    }
+
+
+async def reload(facts: SessionFacts, paths: list[str]) -> dict[str, Any]:
+    """Reload ``paths`` (every module when empty), even unchanged ones; report each."""
+    reloader = facts.reloader
+    results = (
+        [await reloader.reload(force=True)]
+        if not paths
+        else [await reloader.reload(path, force=True) for path in paths]
+    )
+    return {
+        "ok": all(result.ok for result in results),
+        "committed": [
+            {"path": display_path(event.path), "generation": event.generation}
+            for result in results
+            for event in result.committed
+        ],
+        "failed": [
+            {"path": display_path(event.path), "error": str(event.error)}
+            for result in results
+            for event in result.aborted
+        ],
+        "unloaded": [display_path(event.path) for result in results for event in result.unloaded],
+    }
+
+
+async def handle(facts: SessionFacts, message: dict[str, Any]) -> dict[str, Any]:
+    """Answer one control request."""
+    op = message.get("op")
+    if op == "status":
+        return status(facts)
+    if op == "reload":
+        paths = message.get("paths") or []
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+            return {"ok": False, "error": "'paths' must be a list of strings"}
+        return await reload(facts, paths)
+    return {"ok": False, "error": f"unknown op {op!r}; expected 'status' or 'reload'"}
+
+
+def _shown(location: str) -> str:
+    """``file:line`` with the file relative to the working directory when below it."""
+    file, sep, line = location.rpartition(":")
+    if not sep:
+        return location
+    return f"{display_path(Path(file))}:{line}"

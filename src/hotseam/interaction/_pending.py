@@ -1,0 +1,186 @@
+"""The questions being asked right now, and a caller's choice to wait for a provider.
+
+A long-running program wants to say what it is waiting on (``hotseam status`` lists each
+open question: who asks it, since when, which provider shows it; never an answer), and a
+development loop wants a question asked while no provider is loaded (none saved yet, its
+file deleted or being replaced by a branch switch) to wait for one instead of failing.
+Both are process-wide facts about :func:`~hotseam.interaction.ask` calls, kept here.
+
+The wait is opted into with :func:`waiting_for_provider` around the code that asks (a
+context variable, so tasks it starts inherit it). Nothing announces the arrival of a
+provider, so a waiting ask looks for one every :data:`PROVIDER_POLL` seconds: a human-scale
+delay that costs nothing measurable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+
+__all__ = [
+    "PROVIDER_POLL",
+    "AskEnded",
+    "PendingAsk",
+    "ProviderWait",
+    "ask_deadline",
+    "on_ask_ended",
+    "pending_asks",
+    "provider_wait",
+    "waiting_for_provider",
+]
+
+PROVIDER_POLL = 0.05
+"""Seconds between two looks for a provider while an ask waits for one."""
+
+
+@dataclass(slots=True)
+class PendingAsk:
+    """One open question, as a status report shows it: no answer text, ever.
+
+    Attributes:
+        question_id: The id the ``ask.*`` log events carry.
+        agent: The asking agent's id, if the request named one.
+        header: The question's short header, if any.
+        context: The name of the context asked in.
+        started: ``time.monotonic()`` when the ask began.
+        provider: The provider showing it now (``module.Class``), ``None`` while none does.
+        attempts: How many providers it was put to (more than one after a reload).
+        waiting_for_provider: True while it waits for a provider to appear.
+    """
+
+    question_id: str
+    agent: str | None
+    header: str | None
+    context: str
+    started: float = field(default_factory=time.monotonic)
+    provider: str | None = None
+    attempts: int = 0
+    waiting_for_provider: bool = False
+
+    @property
+    def seconds(self) -> float:
+        """How long it has been open."""
+        return time.monotonic() - self.started
+
+
+@dataclass(frozen=True, slots=True)
+class AskEnded:
+    """How an ask ended: ``code`` is ``None`` for an answer, else the error code."""
+
+    ask: PendingAsk
+    code: str | None
+    message: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderWait:
+    """An ask that finds no provider waits for one, at most ``timeout`` seconds (``inf``:
+    until one appears); ``on_wait(seam_name)`` is called when the first such ask starts
+    waiting (so a program prints one line however many questions wait)."""
+
+    timeout: float = math.inf
+    on_wait: Callable[[str], object] | None = None
+
+
+_pending: dict[str, PendingAsk] = {}
+_listeners: dict[int, Callable[[AskEnded], object]] = {}
+_waiting = 0
+_wait: contextvars.ContextVar[ProviderWait | None] = contextvars.ContextVar(
+    "hotseam_provider_wait", default=None
+)
+_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "hotseam_ask_deadline", default=None
+)
+
+
+def ask_deadline() -> float | None:
+    """When the question being asked (in this task) times out, in ``time.monotonic()``
+    seconds: ``ask(..., timeout=)`` sets it, so a provider can show the time left."""
+    return _deadline.get()
+
+
+@contextlib.contextmanager
+def deadline_of(timeout: float | None) -> Iterator[None]:
+    """Within the block, :func:`ask_deadline` is ``timeout`` seconds from now."""
+    if timeout is None:
+        yield
+        return
+    token = _deadline.set(time.monotonic() + timeout)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def pending_asks() -> list[PendingAsk]:
+    """The open questions, oldest first (copies: changing them changes nothing)."""
+    return sorted((replace(ask) for ask in _pending.values()), key=lambda ask: ask.started)
+
+
+def on_ask_ended(callback: Callable[[AskEnded], object]) -> Callable[[], None]:
+    """Call ``callback`` after each ask ends; returns the function that stops it."""
+    key = id(callback)
+    _listeners[key] = callback
+
+    def remove() -> None:
+        _listeners.pop(key, None)
+
+    return remove
+
+
+@contextlib.contextmanager
+def waiting_for_provider(
+    timeout: float = math.inf, on_wait: Callable[[str], object] | None = None
+) -> Iterator[ProviderWait]:
+    """Within the block, an ask that finds no provider waits for one (see
+    :class:`ProviderWait`) instead of failing with ``NO_PROVIDER`` at once."""
+    if not timeout > 0:
+        raise ValueError(f"timeout must be a number of seconds > 0, got {timeout!r}")
+    policy = ProviderWait(timeout, on_wait)
+    token = _wait.set(policy)
+    try:
+        yield policy
+    finally:
+        _wait.reset(token)
+
+
+def provider_wait() -> ProviderWait | None:
+    """The wait chosen around the current code, if any."""
+    return _wait.get()
+
+
+# -- for ask() ---------------------------------------------------------------------------------
+
+
+def opened(ask: PendingAsk) -> None:
+    _pending[ask.question_id] = ask
+
+
+def closed(ask: PendingAsk, code: str | None, message: str | None) -> None:
+    if _pending.pop(ask.question_id, None) is None:
+        return
+    ended = AskEnded(replace(ask), code, message)
+    for callback in list(_listeners.values()):
+        with contextlib.suppress(Exception):  # a listener's bug must not fail an ask
+            callback(ended)
+
+
+@contextlib.contextmanager
+def waiting(ask: PendingAsk, policy: ProviderWait, seam: str) -> Iterator[None]:
+    """Mark ``ask`` as waiting for a provider; the first waiter announces it."""
+    global _waiting
+    ask.waiting_for_provider = True
+    ask.provider = None
+    _waiting += 1
+    try:
+        if _waiting == 1 and policy.on_wait is not None:
+            with contextlib.suppress(Exception):
+                policy.on_wait(seam)
+        yield
+    finally:
+        _waiting -= 1
+        ask.waiting_for_provider = False

@@ -1,0 +1,133 @@
+"""Helpers of the CLI tests: a ``python -m hotseam`` subprocess read line by line, files."""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import IO
+
+DEADLINE = 20.0
+
+ASKING_AGENT = """
+import anyio
+
+async def main(context):
+    result = await context.tools.execute(
+        "ask_user_question", {"question": "Colour?", "header": "Colour"}
+    )
+    print("answer:", result.output["answer"] if result.ok else result.error["code"], flush=True)
+    await anyio.sleep_forever()
+"""
+
+HELD_PROVIDER = """
+from hotseam.interaction import USER_INTERACTION
+from hotseam.providers.scripted import Reply, ScriptedProvider
+
+
+def setup(scope):
+    scope.provide(USER_INTERACTION, ScriptedProvider(lambda request: Reply.never()))
+"""
+
+ANSWERING_PROVIDER = """
+from hotseam.interaction import USER_INTERACTION
+from hotseam.providers.scripted import ScriptedProvider
+
+
+def setup(scope):
+    scope.provide(USER_INTERACTION, ScriptedProvider(lambda request: "teal"))
+"""
+
+
+def write(path: Path, source: str) -> Path:
+    """Write dedented ``source`` to ``path`` (creating folders)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(source).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def hotseam_env(runtime: Path) -> dict[str, str]:
+    """The environment of a child: its control sockets in ``runtime``."""
+    return {
+        **os.environ,
+        "PYTHONUNBUFFERED": "1",
+        "NO_COLOR": "1",
+        "HOTSEAM_RUNTIME_DIR": str(runtime),
+    }
+
+
+def hotseam(*args: str, cwd: Path, runtime: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m hotseam ARGS`` to the end."""
+    return subprocess.run(
+        [sys.executable, "-m", "hotseam", *args],
+        cwd=cwd,
+        env=hotseam_env(runtime),
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+        check=False,
+    )
+
+
+class Process:
+    """A ``python -m hotseam`` subprocess whose output lines are read as they come."""
+
+    def __init__(self, *args: str, cwd: Path, runtime: Path) -> None:
+        self.popen = subprocess.Popen(
+            [sys.executable, "-m", "hotseam", *args],
+            cwd=cwd,
+            env=hotseam_env(runtime),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: dict[str, list[str]] = {"stdout": [], "stderr": []}
+        self._queues: dict[str, queue.Queue[str | None]] = {}
+        for name in ("stdout", "stderr"):
+            stream = getattr(self.popen, name)
+            self._queues[name] = queue.Queue()
+            threading.Thread(target=self._pump, args=(name, stream), daemon=True).start()
+
+    def _pump(self, name: str, stream: IO[str]) -> None:
+        for line in stream:
+            self._queues[name].put(line.rstrip("\n"))
+        self._queues[name].put(None)
+
+    def expect(self, pattern: str, *, stream: str = "stderr") -> re.Match[str]:
+        """Wait for a line matching ``pattern`` (a regex); fail at the deadline or EOF."""
+        deadline = time.monotonic() + DEADLINE
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                line = self._queues[stream].get(timeout=max(remaining, 0.001))
+            except queue.Empty:
+                raise AssertionError(
+                    f"no {stream} line matched {pattern!r} within {DEADLINE} s; got "
+                    f"{self.lines[stream]!r}"
+                ) from None
+            if line is None:
+                raise AssertionError(
+                    f"{stream} ended before {pattern!r}; got {self.lines[stream]!r}"
+                )
+            self.lines[stream].append(line)
+            found = re.search(pattern, line)
+            if found is not None:
+                return found
+
+    def finish(self, signum: int | None = None) -> int:
+        """Send ``signum`` (if any), wait for the exit, and collect the remaining output."""
+        if signum is not None and self.popen.poll() is None:
+            self.popen.send_signal(signum)
+        code = self.popen.wait(timeout=DEADLINE)
+        for name, lines in self.lines.items():
+            while (line := self._queues[name].get(timeout=DEADLINE)) is not None:
+                lines.append(line)
+            getattr(self.popen, name).close()
+        return code

@@ -1,0 +1,159 @@
+"""``hotseam status`` and ``hotseam reload`` talk to a running ``hotseam run`` over its
+control socket: a private Unix socket, found by pid or name, replaced when stale."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import stat
+from pathlib import Path
+
+import pytest
+
+from ._support import ASKING_AGENT, HELD_PROVIDER, Process, hotseam, write
+
+
+@pytest.fixture(name="project")
+def _project(tmp_path: Path) -> Path:
+    write(tmp_path / "agent.py", ASKING_AGENT)
+    write(tmp_path / "providers" / "ui.py", HELD_PROVIDER)
+    return tmp_path
+
+
+@pytest.fixture(name="runtime")
+def _runtime(tmp_path: Path) -> Path:
+    """The control socket folder (short: socket paths are limited to ~100 bytes)."""
+    return tmp_path / "rt"
+
+
+def test_status_and_reload_through_the_control_socket(project: Path, runtime: Path) -> None:
+    """The socket is the owner's alone; status shows modules, providers and the open
+    question (never an answer); reload by path commits a new generation; the socket goes
+    when the process ends."""
+    process = Process(
+        "run", "providers", "--agent", "agent", "--name", "api", cwd=project, runtime=runtime
+    )
+    try:
+        found = process.expect(r'"control socket: (\S+) \(hotseam status (\d+)\)"')
+        socket_path, pid = Path(found.group(1)), int(found.group(2))
+        assert socket_path == runtime / f"{pid}.sock"
+        assert stat.S_ISSOCK(socket_path.stat().st_mode)
+        assert stat.S_IMODE(socket_path.stat().st_mode) == 0o600
+        assert stat.S_IMODE(runtime.stat().st_mode) == 0o700
+        assert os.readlink(runtime / "api.sock") == f"{pid}.sock"
+        process.expect(r'"ask.started"')
+
+        text = hotseam("status", cwd=project, runtime=runtime)
+        assert text.returncode == 0, text.stderr
+        assert f"hotseam run, pid {pid} (api), up " in text.stdout
+        assert "providers/ui.py: provider active, generation 1, loaded in " in text.stdout
+        assert "user-interaction: hotseam.providers.scripted.ScriptedProvider" in text.stdout
+        assert "registered at providers/ui.py:6" in text.stdout
+        assert re.search(r"an agent asks 'Colour' for [\d.]+ s, shown by ", text.stdout)
+
+        outside = hotseam("reload", "agent.py", cwd=project, runtime=runtime)
+        assert outside.returncode == 2
+        assert outside.stderr == (
+            f"hotseam reload: {str(project / 'agent.py')!r} is not under a watched path\n"
+        )
+
+        reloaded = hotseam("reload", "providers/ui.py", "--to", "api", cwd=project, runtime=runtime)
+        assert reloaded.returncode == 0, reloaded.stderr
+        assert reloaded.stdout.splitlines() == ["reloaded providers/ui.py (generation 2)"]
+
+        machine = hotseam("status", str(pid), "--json", cwd=project, runtime=runtime)
+        assert machine.returncode == 0, machine.stderr
+        reply = json.loads(machine.stdout)
+        (module,) = reply["modules"]
+        assert (module["path"], module["state"], module["generation"]) == (
+            "providers/ui.py",
+            "active",
+            2,
+        )
+        (question,) = reply["asks"]
+        assert question["header"] == "Colour"
+        assert question["attempts"] == 2  # asked again on generation 2
+        assert "answer" not in question
+        assert reply["uptime_s"] > 0
+        assert reply["agent"] == {"name": "agent", "state": "running", "runs": 1}
+    finally:
+        code = process.finish(signal.SIGTERM)
+    assert code == 0, process.lines
+    assert not socket_path.exists()
+    assert not (runtime / "api.sock").is_symlink()
+
+
+def test_a_stale_socket_is_detected_and_replaced(project: Path, runtime: Path) -> None:
+    """kill -9 leaves the socket and the name behind: a new process takes the name over,
+    status removes the dead one's socket, and a live name is not taken over."""
+    first = Process(
+        "run", "providers", "--agent", "agent", "--name", "api", cwd=project, runtime=runtime
+    )
+    found = first.expect(r"control socket: \S+/(\d+)\.sock")
+    dead = int(found.group(1))
+    first.popen.kill()
+    first.finish()
+    assert (runtime / f"{dead}.sock").exists()
+    os.utime(runtime / f"{dead}.sock", (0, 0))  # not one that is starting: a stale one
+
+    second = Process(
+        "run", "providers", "--agent", "agent", "--name", "api", cwd=project, runtime=runtime
+    )
+    try:
+        second.expect(r"replaced the stale name api\.sock \(process \d+ is gone\)")
+        live = int(second.expect(r"control socket: \S+/(\d+)\.sock").group(1))
+        status = hotseam("status", "api", "--json", cwd=project, runtime=runtime)
+        assert status.returncode == 0, status.stderr
+        assert json.loads(status.stdout)["pid"] == live
+        assert f"removed the stale control socket {runtime / f'{dead}.sock'}" in status.stderr
+        assert not (runtime / f"{dead}.sock").exists()
+
+        taken = hotseam(
+            "run", "providers", "--agent", "agent", "--name", "api", cwd=project, runtime=runtime
+        )
+        assert taken.returncode == 2
+        assert taken.stderr.strip() == (
+            f"hotseam run: --name 'api' is taken by the running process {live}"
+        )
+    finally:
+        assert second.finish(signal.SIGTERM) == 0
+
+
+def test_nothing_running_is_one_line_and_exit_1(project: Path, runtime: Path) -> None:
+    for command in ("status", "reload"):
+        result = hotseam(command, cwd=project, runtime=runtime)
+        assert result.returncode == 1
+        assert result.stderr == (
+            f"hotseam {command}: no running hotseam dev or run was found (looked in {runtime})\n"
+        )
+
+
+def test_a_configured_project_runs_with_no_arguments_and_run_bounds_the_wait(
+    tmp_path: Path, runtime: Path
+) -> None:
+    """``[tool.hotseam]`` names the paths, the agent and the wait: ``hotseam run`` alone
+    starts; the question waits (one line) and fails with NO_PROVIDER at the bound."""
+    write(tmp_path / "agent.py", ASKING_AGENT)
+    (tmp_path / "providers").mkdir()
+    write(
+        tmp_path / "pyproject.toml",
+        """
+        [tool.hotseam]
+        paths = ["providers"]
+        agent = "agent.py"
+        provider-wait = 0.5
+        """,
+    )
+    process = Process("run", cwd=tmp_path, runtime=runtime)
+    try:
+        process.expect(
+            r"waiting for a provider of 'user-interaction' (—|.u2014) save one under providers/"
+        )
+        process.expect(r"^answer: NO_PROVIDER$", stream="stdout")
+    finally:
+        code = process.finish(signal.SIGTERM)
+    assert code == 0, process.lines
+    waits = [line for line in process.lines["stderr"] if "waiting for a provider of" in line]
+    assert len(waits) == 1

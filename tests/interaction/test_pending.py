@@ -1,0 +1,150 @@
+"""The open questions (for status reports) and waiting for a provider instead of failing."""
+
+from __future__ import annotations
+
+import functools
+
+import anyio
+import pytest
+
+from hotseam import Agent, Context, Scope
+from hotseam.interaction import (
+    ASK_CANCELLED,
+    NO_PROVIDER,
+    USER_INTERACTION,
+    AskUserQuestionAnswer,
+    AskUserQuestionRequest,
+    UserInteractionError,
+    ask,
+)
+from hotseam.interaction._pending import (
+    AskEnded,
+    on_ask_ended,
+    pending_asks,
+    waiting_for_provider,
+)
+from hotseam.providers.scripted import Reply, ScriptedProvider
+
+pytestmark = pytest.mark.anyio
+
+SECRET = "the-answer-text-never-shown"
+QUESTION = AskUserQuestionRequest("Colour?", header="Theme", agent=Agent("planner"))
+
+
+async def _until(predicate: object, timeout: float = 5.0) -> None:
+    """Wait for a state that has nothing to await (a poll by design)."""
+    with anyio.fail_after(timeout):
+        while not predicate():  # type: ignore[operator]  # noqa: ASYNC110
+            await anyio.sleep(0.005)
+
+
+class TestPendingAsks:
+    async def test_an_open_question_is_listed_without_its_answer_and_gone_once_answered(
+        self,
+    ) -> None:
+        """Who asks, which header, which provider, for how long; the answer never."""
+        gate = anyio.Event()
+
+        class Gated:
+            async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+                await gate.wait()
+                return AskUserQuestionAnswer(SECRET)
+
+        context = Context("pending")
+        context.provide(USER_INTERACTION, Gated())
+        ended: list[AskEnded] = []
+        stop = on_ask_ended(ended.append)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(functools.partial(ask, QUESTION, context=context))
+                await _until(lambda: any(a.provider for a in pending_asks()))
+                (pending,) = pending_asks()
+                assert pending.agent == "planner"
+                assert pending.header == "Theme"
+                assert pending.context == "pending"
+                assert pending.provider is not None
+                assert pending.provider.endswith("Gated")
+                assert pending.attempts == 1
+                assert pending.seconds >= 0
+                assert SECRET not in repr(pending)
+                gate.set()
+        finally:
+            stop()
+        assert pending_asks() == []
+        (end,) = ended
+        assert end.code is None
+        assert SECRET not in repr(end)
+
+    async def test_a_failed_ask_reports_its_code(self) -> None:
+        """A dismissal is reported with ASK_CANCELLED and its message."""
+        context = Context("pending")
+        context.provide(
+            USER_INTERACTION, ScriptedProvider([Reply.fail(ASK_CANCELLED, "dismissed (Ctrl-C)")])
+        )
+        ended: list[AskEnded] = []
+        stop = on_ask_ended(ended.append)
+        try:
+            with pytest.raises(UserInteractionError):
+                await ask(QUESTION, context=context)
+        finally:
+            stop()
+        assert [end.code for end in ended] == [ASK_CANCELLED]
+
+
+class TestWaitingForProvider:
+    async def test_without_the_wait_no_provider_fails_at_once(self) -> None:
+        with pytest.raises(UserInteractionError) as caught:
+            await ask(QUESTION, context=Context("empty"))
+        assert caught.value.code == NO_PROVIDER
+
+    async def test_an_ask_waits_for_a_provider_and_announces_it_once(self) -> None:
+        """Two questions wait; the announcement is made once; a provider answers both."""
+        context = Context("waiting")
+        announced: list[str] = []
+        answers: list[str] = []
+
+        async def one() -> None:
+            with waiting_for_provider(on_wait=announced.append):
+                answers.append((await ask(QUESTION, context=context)).answer)
+
+        async with Scope("ui", context=context) as scope, anyio.create_task_group() as tg:
+            tg.start_soon(one)
+            tg.start_soon(one)
+            await _until(lambda: sum(a.waiting_for_provider for a in pending_asks()) == 2)
+            assert announced == ["user-interaction"]
+            scope.provide(USER_INTERACTION, ScriptedProvider(["red", "blue"]))
+        assert sorted(answers) == ["blue", "red"]
+
+    async def test_the_wait_is_bounded(self) -> None:
+        """Past its bound the ask fails with NO_PROVIDER, saying how long it waited."""
+        with waiting_for_provider(timeout=0.1), pytest.raises(UserInteractionError) as caught:
+            await ask(QUESTION, context=Context("empty"))
+        assert caught.value.code == NO_PROVIDER
+        assert "within 0.1 s" in str(caught.value)
+
+    async def test_a_provider_that_goes_with_nothing_in_its_place_is_waited_for(self) -> None:
+        """The provider's scope closes mid-question (its file deleted): the question waits,
+        and the next provider asks it again."""
+        context = Context("gone")
+        first = ScriptedProvider([Reply.never()])
+        answer: list[str] = []
+
+        async def asker() -> None:
+            with waiting_for_provider():
+                answer.append((await ask(QUESTION, context=context)).answer)
+
+        async with anyio.create_task_group() as tg:
+            scope = Scope("old-ui", context=context)
+            scope.provide(USER_INTERACTION, first)
+            tg.start_soon(asker)
+            await _until(lambda: any(a.provider for a in pending_asks()))
+            await scope.aclose()
+            await _until(lambda: any(a.waiting_for_provider for a in pending_asks()))
+            async with Scope("new-ui", context=context) as new:
+                new.provide(USER_INTERACTION, ScriptedProvider(["green"]))
+                await _until(lambda: bool(answer))
+        assert answer == ["green"]
+
+    def test_the_bound_must_be_positive(self) -> None:
+        with pytest.raises(ValueError, match="> 0"), waiting_for_provider(timeout=0):
+            pass
