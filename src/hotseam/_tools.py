@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_type_hints
 
 import anyio
-from pydantic import BaseModel, ValidationError
 
 from . import _tracking
 from ._effects import Effect, ScopeExit
@@ -26,6 +25,10 @@ from ._log import get_logger
 from ._scope import Scope
 
 if TYPE_CHECKING:
+    # Imported where used at run time: pydantic costs ~55 ms, and ``import hotseam`` must
+    # not pay it before anyone defines a tool (whose input model imports it anyway).
+    from pydantic import BaseModel, ValidationError
+
     from ._abort import AbortSignal
     from ._agent import Agent
     from ._context import Context
@@ -42,7 +45,7 @@ __all__ = [
     "tool",
 ]
 
-InputT = TypeVar("InputT", bound=BaseModel)
+InputT = TypeVar("InputT", bound="BaseModel")
 ToolFormat = Literal["anthropic", "openai", "mcp"]
 _FORMATS: tuple[ToolFormat, ...] = ("anthropic", "openai", "mcp")
 _log = get_logger("hotseam.tools")
@@ -84,6 +87,8 @@ class Tool(Generic[InputT]):
     ) -> None:
         if not name or not name.replace("_", "").replace("-", "").isalnum():
             raise ValueError(f"tool name must be letters, digits, '_' or '-', got {name!r}")
+        from pydantic import BaseModel
+
         if not (isinstance(input_model, type) and issubclass(input_model, BaseModel)):
             raise TypeError(f"tool {name!r}: input_model must be a pydantic model class")
         self.name = name
@@ -334,6 +339,8 @@ class ToolRegistry:
                 call,
                 ToolError(f"no tool named {name!r} (available: {available})", "TOOL_NOT_FOUND"),
             )
+        from pydantic import BaseModel, ValidationError
+
         try:
             parsed = _parse_input(found, input)
         except ValidationError as invalid:
@@ -382,6 +389,8 @@ class _InputShapeError(Exception):
 
 
 def _parse_input(tool: Tool[Any], raw: object) -> BaseModel:
+    from pydantic import BaseModel
+
     model: type[BaseModel] = tool.input_model
     if isinstance(raw, model):
         return raw

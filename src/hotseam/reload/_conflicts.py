@@ -40,16 +40,16 @@ def check_conflicts(
     last, so an edited incumbent keeps its seam. ``blockers`` gets, for each module
     refused, the registration it collided with (to retry it once that one goes).
     """
+    # Only the generations this reload replaces or unloads are walked: the cost follows
+    # what changed, not how many modules serve.
     leaving: set[Any] = set()
-    owners: dict[Any, str] = {}
-    for name, record in records.items():
-        if record.scope is None:
+    for name in {*batch.staged, *plan.unload}:
+        record = records.get(name)
+        if record is None or record.scope is None:
             continue
-        registrations = record.scope.registrations()
-        owners.update(dict.fromkeys(registrations, name))
-        replaced = name in batch.staged and name not in aborted
-        if replaced or name in plan.unload:
-            leaving.update(registrations)
+        if (name in batch.staged and name not in aborted) or name in plan.unload:
+            leaving.update(record.scope.registrations())
+    owners: dict[Any, str] = {}
     ignoring = frozenset(leaving)
     seams: dict[Seam[Any], Registration[Any]] = {}
     tools: dict[str, ToolRegistration] = {}
@@ -69,7 +69,8 @@ def check_conflicts(
                 break
         if conflict is not None:
             aborted[name], blocking = conflict
-            blockers[name] = Blocker(weakref.ref(blocking), owners.get(blocking))
+            owner = owners.get(blocking) or _live_owner(records, blocking)
+            blockers[name] = Blocker(weakref.ref(blocking), owner)
             # Its old generation now stays: check everything again with that known.
             return True
         for registration in scope.registrations():
@@ -79,6 +80,15 @@ def check_conflicts(
             else:
                 tools[registration.tool.name] = registration
     return False
+
+
+def _live_owner(records: dict[str, ModuleRecord], registration: object) -> str | None:
+    """The module whose serving generation made ``registration`` (a conflict is rare: this
+    walks every generation only then)."""
+    for name, record in records.items():
+        if record.scope is not None and registration in record.scope.registrations():
+            return name
+    return None
 
 
 def _seam_conflict(

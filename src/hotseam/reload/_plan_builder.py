@@ -8,36 +8,63 @@ import a module that appeared), and modules refused for a conflict whose blocker
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Collection
 from pathlib import Path
+
+import anyio
 
 from .._log import get_logger
 from ._errors import LoadError
 from ._loader import Loader
-from ._planner import ModuleIndex, Plan, Source, dependency_order, dependents, read_source
+from ._planner import (
+    ModuleIndex,
+    Plan,
+    Source,
+    dependency_order,
+    dependents,
+    importers_of,
+    read_many,
+    read_source,
+)
 from ._status import ModuleState
 
 __all__ = ["PlanBuilder"]
 
 _log = get_logger("hotseam.reload")
+_EDGES = operator.attrgetter("name", "imports", "attempt_imports")
+_BLOCKER = operator.attrgetter("blocker")
+_PREFETCH = 8  # plans of more modules read their files in one worker thread
 
 
 class PlanBuilder:
     """Builds the plans of one reloader from its module index and module records."""
 
-    __slots__ = ("_index", "_loader", "_reported_skips")
+    __slots__ = (
+        "_edges",
+        "_graph",
+        "_importers",
+        "_index",
+        "_loader",
+        "_prefetched",
+        "_reported_skips",
+    )
 
     def __init__(self, index: ModuleIndex, loader: Loader) -> None:
         self._index = index
         self._loader = loader
         self._reported_skips: set[Path] = set()
+        self._edges: list[tuple[str, frozenset[str], frozenset[str]]] = []
+        self._graph: dict[str, frozenset[str]] = {}
+        self._importers: dict[str, set[str]] = {}
+        self._prefetched: dict[Path, Source | OSError] = {}
 
     async def build(
         self, candidates: Collection[Path] | None, force: bool, retry_failed: bool
     ) -> Plan:
         """The plan for ``candidates`` (paths that may have changed; ``None``: everything)."""
         index = self._index
-        index.rescan()
+        index.refresh(candidates)
         records = self._loader.records
         names: set[str] = set()
         if candidates is None:
@@ -45,32 +72,50 @@ class PlanBuilder:
         else:
             for path in candidates:
                 name = index.name_of(path)
+                if name is None:
+                    name = index.former.get(path)  # a module file that went
                 if name is not None:
                     names.add(name)
                 directory = path.parent if path.name == "__init__.py" else path
-                if name is None or path.name == "__init__.py":
+                if (name is None or path.name == "__init__.py") and index.may_hold(directory):
                     names.update(index.under(directory))
                     names.update(n for n, r in records.items() if r.path.is_relative_to(directory))
         plan = Plan()
         appeared: set[str] = set()
-        for name in sorted(names):
-            await self._consider(name, plan, force, appeared, retry_failed=retry_failed)
-        graph = {name: record.imports | record.attempt_imports for name, record in records.items()}
-        await self._follow(plan, graph, appeared)
+        if len(names) > _PREFETCH:
+            # A start or a reload of everything: all files in one worker thread.
+            paths = [file for name in names if (file := index.path_of(name)) is not None]
+            self._prefetched = await anyio.to_thread.run_sync(read_many, paths)
+        try:
+            for name in sorted(names):
+                await self._consider(name, plan, force, appeared, retry_failed=retry_failed)
+        finally:
+            self._prefetched = {}
+        graph = self._imports()
+        await self._follow(plan, appeared)
         while await self._retry_unblocked(plan, appeared):
-            await self._follow(plan, graph, appeared)
+            await self._follow(plan, appeared)
         plan.order = dependency_order(plan.sources, graph)
         plan.unload = list(reversed(dependency_order(plan.unload, graph)))
         return plan
 
-    async def _follow(
-        self, plan: Plan, graph: dict[str, frozenset[str]], appeared: set[str]
-    ) -> None:
+    def _imports(self) -> dict[str, frozenset[str]]:
+        """Module → the watched modules it imported (or tried to), with the reverse edges
+        kept in ``_importers``; rebuilt only when an import set changed, which a comparison
+        in C tells, so a save that changes no import costs no pass in Python over N."""
+        edges = list(map(_EDGES, self._loader.records.values()))
+        if edges != self._edges:
+            self._edges = edges
+            self._graph = {name: imports | attempted for name, imports, attempted in edges}
+            self._importers = importers_of(self._graph)
+        return self._graph
+
+    async def _follow(self, plan: Plan, appeared: set[str]) -> None:
         """Add every loaded module that imports a planned one, or failed to import one that
         appeared."""
         records = self._loader.records
         seeds = set(plan.sources) | set(plan.unload) | set(plan.unreadable)
-        followers = dependents(seeds, graph)
+        followers = dependents(seeds, self._importers)
         if appeared:
             tops = {name.partition(".")[0] for name in appeared}
             followers.update(
@@ -89,7 +134,11 @@ class PlanBuilder:
         belongs to a module this plan re-executes or unloads; True if any was added."""
         moving = set(plan.sources) | set(plan.unload)
         added = False
-        for name, record in sorted(self._loader.records.items()):
+        records = self._loader.records
+        if not any(map(_BLOCKER, records.values())):  # in C: no pass in Python over N
+            return False
+        blocked = [(name, r) for name, r in records.items() if r.blocker is not None]
+        for name, record in sorted(blocked):
             blocker = record.blocker
             if blocker is None or name in moving or name in plan.unreadable:
                 continue
@@ -129,7 +178,7 @@ class PlanBuilder:
             return  # a single file's sibling that nothing imported
         previous = record.digest if record is not None else None
         try:
-            source: Source | None = await read_source(path, previous)
+            source = await self._read(path, previous)
         except OSError as error:
             plan.unreadable[name] = (path, LoadError.from_exception("read", error, (), str(path)))
             return
@@ -148,6 +197,17 @@ class PlanBuilder:
         if fresh or not dependent or record is None or record.digest != source.digest:
             plan.changed.append(path)
         plan.sources[name] = source
+
+    async def _read(self, path: Path, previous: str | None) -> Source | None:
+        """The content of ``path`` (``None``: gone), read ahead when the plan is big."""
+        found = self._prefetched.pop(path, None)
+        if isinstance(found, FileNotFoundError):
+            return None
+        if isinstance(found, OSError):
+            raise found
+        if found is not None:
+            return found
+        return await read_source(path, previous)
 
     def report_skipped(self) -> None:
         """Log, once each, the files the index skipped (not importable, or a name clash)."""

@@ -22,7 +22,8 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Collection, Iterable, Mapping
+from collections import Counter
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -30,6 +31,7 @@ from typing import Literal
 import anyio
 
 from ._errors import LoadError, ReloadPathError
+from ._scan import NOT_A_PACKAGE, Scan, file_type
 from ._watcher import WatchRoot, is_module_file_name
 
 __all__ = [
@@ -38,9 +40,12 @@ __all__ = [
     "Plan",
     "Root",
     "Source",
+    "WatchedFiles",
     "dependency_order",
     "digest",
+    "importers_of",
     "read_file",
+    "read_many",
     "read_source",
 ]
 
@@ -154,21 +159,7 @@ def read_file(path: Path) -> Source:
 
 def _require_regular(path: Path, mode: int) -> None:
     if not stat.S_ISREG(mode):
-        raise OSError(errno.EINVAL, f"not a regular file ({_file_type(mode)})", str(path))
-
-
-def _file_type(mode: int) -> str:
-    """What a non-regular file is, in words."""
-    for test, what in (
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISDIR, "a folder"),
-    ):
-        if test(mode):
-            return what
-    return "an unknown kind of file"
+        raise OSError(errno.EINVAL, f"not a regular file ({file_type(mode)})", str(path))
 
 
 async def read_source(path: Path, previous: str | None) -> Source | None:
@@ -193,12 +184,33 @@ async def read_source(path: Path, previous: str | None) -> Source | None:
 _EMPTY_DIGEST = digest(b"")
 
 
+def read_many(paths: Collection[Path]) -> dict[Path, Source | OSError]:
+    """Read every file of ``paths`` (blocking: one worker thread for all, where
+    :func:`read_source` would take one hop per file). An empty read is left out, for
+    :func:`read_source` to retry and decide."""
+    found: dict[Path, Source | OSError] = {}
+    for path in paths:
+        try:
+            source = read_file(path)
+        except OSError as error:
+            found[path] = error
+            continue
+        if source.data:
+            found[path] = source
+    return found
+
+
 @dataclass(slots=True)
 class ModuleIndex:
     """Every importable module under the watched paths: name ⇄ file, and what loads on start.
 
-    Rebuilt by :meth:`rescan` at the start of every reload (a folder listing is cheap next
-    to executing code, and it catches packages appearing or losing their ``__init__.py``).
+    Kept current by :meth:`refresh` at the start of every reload, from the paths the watcher
+    reported: a module file created, saved or deleted in a folder already listed updates its
+    one entry (one ``lstat``), so a save costs the same among 1,000 modules as among one.
+    Everything a single entry cannot express — a folder event, an ``__init__.py`` (a package
+    appearing or going), a symbolic link anywhere under the watched paths, a name clash, a
+    file in a folder never listed — falls back to :meth:`rescan`, a full listing, as does
+    a reload of everything. Both give the same index.
 
     Symbolic links: a link that resolves inside a watched path is followed, and its module
     keeps the link's path and name; a change of the file it points to maps to that module
@@ -224,23 +236,152 @@ class ModuleIndex:
     previous scan's entries are kept too, so the removal of a target still finds its module."""
     linked: dict[Path, str] = field(default_factory=dict)
     """:attr:`targets` of the latest scan only."""
+    folders: dict[Path, str | None] = field(default_factory=dict)
+    """Folders listed for modules → their package (``None``: a folder of modules)."""
+    siblings: set[Path] = field(default_factory=set)
+    """Folders of single-file roots (their other ``.py`` files load only when imported)."""
+    former: dict[Path, str] = field(default_factory=dict)
+    """A file that left the index → the module name it had (until a file takes that path
+    again): what a report of a deleted file maps to."""
+    former_folders: set[Path] = field(default_factory=set)
+    """Folders listed by an earlier scan but not the latest."""
+    per_top: Counter[str] = field(default_factory=Counter)
+    """Top-level name → how many modules are under it (:attr:`tops` are those above 0)."""
+    has_links: bool = False
+    scans: int = 0
+    """Full listings so far (the tests count them)."""
 
     def rescan(self) -> None:
         """List the watched paths again (the new index replaces the old one at once)."""
-        scan = _Scan(self.roots)
+        scan = Scan(self.roots)
         scan.run()
+        self.scans += 1
+        for path, name in self.names.items():
+            if path not in scan.names:
+                self.former[path] = name
+        for path in scan.names:
+            self.former.pop(path, None)
+        self.former_folders.update(self.folders.keys() - scan.folders.keys())
+        self.former_folders.difference_update(scan.folders)
         self.paths = scan.paths
         self.names = scan.names
         self.autoload = scan.autoload
         self.clashes = scan.clashes
         self.skipped = scan.skipped
         self.real_paths = scan.real_paths
+        self.folders = scan.folders
+        self.siblings = scan.sibling_folders
+        self.has_links = scan.linked
         previous = self.linked
         self.linked = {
             real: name for name, real in scan.real_paths.items() if scan.paths[name] != real
         }
         self.targets = {**previous, **self.linked}
-        self.tops = {name.partition(".")[0] for name in self.paths}
+        self.per_top = Counter(name.partition(".")[0] for name in self.paths)
+        self.tops = set(self.per_top)
+
+    def refresh(self, changed: Collection[Path] | None) -> None:
+        """Bring the index up to date after ``changed`` were reported (``None``: anything may
+        have changed, so list everything). Paths outside the watched paths are ignored."""
+        if changed is None or self.has_links or not self.scans:
+            self.rescan()
+            return
+        for path in changed:
+            if not self._update(path):
+                self.rescan()
+                return
+
+    def _update(self, path: Path) -> bool:
+        """Apply a report of ``path`` to its one entry; False when only a listing can."""
+        parent = path.parent
+        if not self._watches(path):
+            return True  # outside the watched paths, or hidden: nothing of ours
+        name = path.name
+        try:
+            mode: int | None = _lstat(path).st_mode
+        except (FileNotFoundError, NotADirectoryError):
+            mode = None
+        except OSError:
+            return False  # unreadable: the listing reports why
+        if mode is not None and not stat.S_ISREG(mode):
+            # A folder (created, renamed in, chmod-ed), a link, a FIFO named like a module:
+            # only a listing can tell what that changes.
+            return not (stat.S_ISDIR(mode) or stat.S_ISLNK(mode) or name.endswith(".py"))
+        if not name.endswith(".py"):
+            # Gone: a folder that was listed (its modules went with it), or never anything.
+            return mode is not None or (
+                path not in self.folders and path not in self.skipped and path not in self.siblings
+            )
+        if name == "__init__.py" or path in self.clashes.values():
+            return False  # a package appears or goes; a clashing file may take the name
+        if any(root.kind == "file" and root.path == path for root in self.roots):
+            return True  # a single-file root keeps its entry even while the file is gone
+        if parent in self.folders and parent in self.siblings:
+            return False  # listed twice (a root's folder and a file root's), order decides
+        if parent in self.siblings:
+            package, autoload = None, False
+        elif parent in self.folders:
+            package, autoload = self.folders[parent], True
+        elif self.skipped.get(parent) == NOT_A_PACKAGE:
+            # A folder already reported as holding nothing importable; losing a file may
+            # leave it without any, which only a listing can tell.
+            return mode is not None
+        else:
+            return mode is None and path not in self.skipped  # a folder never listed
+        if mode is None:
+            self._forget(path)
+            return True
+        if path in self.names or path in self.clashes:
+            return True  # saved again: the entry stands
+        if not is_module_file_name(name):
+            self.skipped[path] = "not an importable module name"
+            return True
+        stem = name[: -len(".py")]
+        module = stem if package is None else f"{package}.{stem}"
+        if module in self.paths:
+            return False  # a clash: which file wins depends on the listing's order
+        self.skipped.pop(path, None)
+        self.former.pop(path, None)
+        self.paths[module] = path
+        self.names[path] = module
+        self.real_paths[module] = path
+        top = module.partition(".")[0]
+        self.per_top[top] += 1
+        self.tops.add(top)
+        if autoload:
+            self.autoload.add(module)
+        return True
+
+    def _forget(self, path: Path) -> None:
+        """Remove the entry of ``path``, a module file that is gone."""
+        self.skipped.pop(path, None)
+        self.clashes.pop(path, None)
+        module = self.names.pop(path, None)
+        if module is None:
+            return
+        self.former[path] = module
+        del self.paths[module]
+        self.real_paths.pop(module, None)
+        self.autoload.discard(module)
+        top = module.partition(".")[0]
+        self.per_top[top] -= 1
+        if not self.per_top[top]:
+            del self.per_top[top]
+            self.tops.discard(top)
+
+    def _watches(self, path: Path) -> bool:
+        """True when ``path`` is under a watched path and not hidden (as the listing sees it)."""
+        for root in self.roots:
+            if root.kind == "file":
+                if path.parent != root.base:
+                    continue
+                relative: tuple[str, ...] = (path.name,)
+            elif path == root.path or path.is_relative_to(root.path):
+                relative = path.parts[len(root.path.parts) :]
+            else:
+                continue
+            return not any(part.startswith(".") or part == "__pycache__" for part in relative)
+        return False
 
     def name_of(self, path: Path) -> str | None:
         """The module name of ``path``, if it is an importable module under a watched path,
@@ -256,8 +397,19 @@ class ModuleIndex:
         """True when imports of ``top_level`` (and its submodules) resolve to watched files."""
         return top_level in self.tops
 
+    def may_hold(self, directory: Path) -> bool:
+        """False when ``directory`` surely holds no module, now or at an earlier scan (a file,
+        or a name no listing ever met), so nobody needs to look under it."""
+        if self.has_links or directory in self.folders or directory in self.former_folders:
+            return True
+        if directory in self.skipped or any(root.path == directory for root in self.roots):
+            return True
+        return any(folder.is_relative_to(directory) for folder in self.former_folders)
+
     def under(self, directory: Path) -> list[str]:
         """Module names whose files (or the real files they link to) are below ``directory``."""
+        if not self.may_hold(directory):
+            return []
         return [
             name
             for name, path in self.paths.items()
@@ -269,192 +421,34 @@ class ModuleIndex:
         """The directories to watch."""
         return [root.watch_root for root in self.roots]
 
-
-_NOT_A_PACKAGE = "folder without __init__.py: its modules cannot be imported by name"
-
-
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    """One directory entry, classified without opening anything (``lstat``/``stat`` only)."""
-
-    name: str
-    path: Path
-    real: Path
-    mode: int
-    link: bool
+    def watched_files(self) -> WatchedFiles:
+        """The module files, as strings (for locating errors): a live view, built for free."""
+        return WatchedFiles(self)
 
 
-class _Scan:
-    """One listing of the watched paths; see :class:`ModuleIndex` for the rules."""
+class WatchedFiles(Collection[str]):
+    """The module files of an index as strings, looked up in the index as they are asked for.
 
-    def __init__(self, roots: tuple[Root, ...]) -> None:
-        self.roots = roots
-        self.paths: dict[str, Path] = {}
-        self.names: dict[Path, str] = {}
-        self.autoload: set[str] = set()
-        self.clashes: dict[Path, Path] = {}
-        self.skipped: dict[Path, str] = {}
-        self.real_paths: dict[str, Path] = {}
-        self.owners: dict[Path, str] = {}  # real file → module name
-        self.visited: set[Path] = set()  # real folders already scanned
-        self.links: list[tuple[str | None, _Entry]] = []  # followed after every real path
-        self.trees = [root.path for root in roots if root.kind != "file"]
-        self.flat = {root.base for root in roots if root.kind == "file"}
+    Building the set of strings on every use made each ``setup`` cost O(N) (and startup
+    O(N²)) only to format an error that almost never happens.
+    """
 
-    def run(self) -> None:
-        for root in self.roots:
-            if root.kind == "file":
-                self.add(root.path.stem, root.path, root.path, autoload=True)
-                # Siblings: importable by the file, loaded only when imported; links last.
-                for entry in sorted(self.listing(root.base), key=lambda entry: entry.link):
-                    if stat.S_ISDIR(entry.mode) or not entry.name.endswith(".py"):
-                        continue
-                    if entry.link and not self.inside(entry.real):
-                        self.skipped[entry.path] = _outside(entry.real)
-                    else:
-                        self.file(None, entry, autoload=False)
-            elif root.path in self.visited:
-                continue  # inside another watched folder, already scanned
-            elif root.kind == "package":
-                self.folder(root.path, root.path, root.path.name)
-            else:
-                self.folder(root.path, root.path, None)
-        while self.links:
-            package, entry = self.links.pop(0)
-            self.entry(package, entry, following=True)
+    __slots__ = ("_index",)
 
-    def inside(self, real: Path) -> bool:
-        """True when ``real`` is under a watched path (as the watcher sees them)."""
-        return real.parent in self.flat or any(real.is_relative_to(tree) for tree in self.trees)
+    def __init__(self, index: ModuleIndex) -> None:
+        self._index = index
 
-    def listing(self, folder: Path, real: Path | None = None) -> list[_Entry]:
-        """The entries of ``folder`` (hidden ones and caches left out), by name; an
-        unreadable folder or entry is skipped and reported."""
-        try:
-            with os.scandir(folder) as iterator:
-                found = sorted(iterator, key=lambda entry: entry.name)
-        except (FileNotFoundError, NotADirectoryError):
-            return []
-        except OSError as error:
-            self.skipped[folder] = f"cannot be listed: {error.strerror or error}"
-            return []
-        real = real if real is not None else folder
-        entries: list[_Entry] = []
-        for item in found:
-            if item.name.startswith(".") or item.name == "__pycache__":
-                continue
-            path = Path(item.path)
-            link = False
-            try:
-                link = item.is_symlink()
-                if link:
-                    target = Path(os.path.realpath(path, strict=True))
-                    mode = os.stat(target).st_mode
-                else:
-                    target = real / item.name
-                    mode = item.stat(follow_symlinks=False).st_mode
-            except OSError as error:
-                if item.name.endswith(".py") or item.is_dir(follow_symlinks=False):
-                    self.skipped[path] = (
-                        f"broken symbolic link: {error.strerror or error}"
-                        if link
-                        else f"cannot be read: {error.strerror or error}"
-                    )
-                continue
-            entries.append(_Entry(item.name, path, target, mode, link))
-        return entries
+    def __contains__(self, item: object) -> bool:
+        return isinstance(item, str) and Path(item) in self._index.names
 
-    def folder(self, folder: Path, real: Path, package: str | None) -> None:
-        """Scan a folder of modules (``package=None``) or the package ``package``."""
-        self.visited.add(real)
-        entries = self.listing(folder, real)
-        if package is not None:
-            init = next((entry for entry in entries if entry.name == "__init__.py"), None)
-            if init is not None and init.link and not self.inside(init.real):
-                self.skipped[init.path] = _outside(init.real)
-            elif init is not None:
-                self.file(package, init, autoload=True)
-        for entry in entries:
-            if entry.link:
-                self.links.append((package, entry))
-            elif entry.name != "__init__.py" or package is None:
-                self.entry(package, entry, following=False)
+    def __iter__(self) -> Iterator[str]:
+        return iter([str(path) for path in self._index.names])
 
-    def entry(self, package: str | None, entry: _Entry, *, following: bool) -> None:
-        if entry.link and not self.inside(entry.real):
-            if entry.name.endswith(".py") or _holds_python(entry.real):
-                self.skipped[entry.path] = _outside(entry.real)
-            return
-        if not stat.S_ISDIR(entry.mode):
-            if entry.name.endswith(".py"):
-                self.file(package, entry, autoload=True)
-            return
-        if entry.real in self.visited:
-            if following:
-                self.skipped[entry.path] = (
-                    f"symbolic link to {entry.real}, which is already watched: each file "
-                    "is loaded once"
-                )
-            return
-        init = entry.path / "__init__.py"
-        if entry.name.isidentifier() and _is_file(init):
-            name = entry.name if package is None else f"{package}.{entry.name}"
-            self.folder(entry.path, entry.real, name)
-        elif any(item.name.endswith(".py") for item in self.listing(entry.path, entry.real)):
-            self.skipped.setdefault(entry.path, _NOT_A_PACKAGE)
-
-    def file(self, package: str | None, entry: _Entry, *, autoload: bool) -> None:
-        if not stat.S_ISREG(entry.mode):
-            self.skipped[entry.path] = f"not a regular file ({_file_type(entry.mode)})"
-            return
-        if entry.name == "__init__.py" and package is not None:
-            self.add(package, entry.path, entry.real, autoload=autoload)
-        elif not is_module_file_name(entry.name):
-            self.skipped[entry.path] = "not an importable module name"
-        else:
-            stem = entry.name[: -len(".py")]
-            name = stem if package is None else f"{package}.{stem}"
-            self.add(name, entry.path, entry.real, autoload=autoload)
-
-    def add(self, name: str, path: Path, real: Path, *, autoload: bool) -> None:
-        existing = self.paths.get(name)
-        if existing is not None:
-            if existing != path and path not in self.names:
-                self.clashes[path] = existing
-            return
-        owner = self.owners.get(real)
-        if owner is not None and path not in self.names:
-            self.skipped[path] = (
-                f"{'symbolic link to ' if real != path else ''}{real}, which is already "
-                f"loaded as module {owner!r}: each file is loaded once"
-            )
-            return
-        self.paths[name] = path
-        self.names[path] = name
-        self.real_paths[name] = real
-        self.owners[real] = name
-        if autoload:
-            self.autoload.add(name)
+    def __len__(self) -> int:
+        return len(self._index.names)
 
 
-def _outside(real: Path) -> str:
-    return f"symbolic link to {real}, outside the watched paths: only code under them runs"
-
-
-def _is_file(path: Path) -> bool:
-    """``path`` is a regular file (following links); False when it cannot be told."""
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
-        return False
-
-
-def _holds_python(folder: Path) -> bool:
-    try:
-        with os.scandir(folder) as entries:
-            return any(entry.name.endswith(".py") for entry in entries)
-    except OSError:
-        return False
+_lstat = os.lstat  # a name of its own, so tests can count the calls
 
 
 @dataclass(slots=True)
@@ -482,12 +476,18 @@ class Plan:
         return not (self.sources or self.unload or self.unreadable)
 
 
-def dependents(seeds: Iterable[str], imports: Mapping[str, Collection[str]]) -> set[str]:
-    """Every module that imports one of ``seeds``, directly or through others (seeds excluded)."""
+def importers_of(imports: Mapping[str, Collection[str]]) -> dict[str, set[str]]:
+    """The reverse of ``imports``: module → the modules that import it."""
     importers: dict[str, set[str]] = {}
     for name, imported in imports.items():
         for dependency in imported:
             importers.setdefault(dependency, set()).add(name)
+    return importers
+
+
+def dependents(seeds: Iterable[str], importers: Mapping[str, Collection[str]]) -> set[str]:
+    """Every module that imports one of ``seeds``, directly or through others (seeds excluded);
+    ``importers`` as :func:`importers_of` gives them."""
     found: set[str] = set()
     todo = list(seeds)
     while todo:

@@ -23,11 +23,11 @@ import os
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Collection, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, Protocol
+from typing import NamedTuple, Protocol, TypeVar
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
@@ -237,9 +237,20 @@ class _Seen(NamedTuple):
     mtime: float
 
 
+_Key = TypeVar("_Key", str, Path)
+
+
+class _Listing(NamedTuple):
+    """One folder as the previous scan listed it: its stat, its module files, its folders."""
+
+    key: tuple[int, int, int]
+    files: list[str]
+    folders: list[str]
+
+
 class PollingWatcher:
-    """Scans the watched folders every ``interval`` seconds, for file systems without
-    notifications (network mounts, some container volumes, WSL).
+    """Scans the watched folders, for file systems without notifications (network mounts,
+    some container volumes, WSL).
 
     A file is reported when its stat (mtime, ctime, size, inode) changed, and also on every
     scan while its mtime is within ``racy_window`` seconds of the previous scan: on a file
@@ -247,8 +258,18 @@ class PollingWatcher:
     unchanged, so the reloader's content hash has to decide. Creation and deletion are found
     by listing the folders.
 
+    A scan costs one ``stat`` per module file and per folder: a folder whose stat did not
+    change since it was listed (and is not racy, as above) is not listed again, since
+    adding, removing or renaming an entry changes it. While nothing changes the pause between
+    scans grows by half each time, from ``interval`` up to ``max_interval``, and drops back
+    to ``interval`` at the first change seen: a change is reported at worst
+    ``max_interval`` plus one scan after it happened (and on a coarse file system, one scan
+    more).
+
     Args:
-        interval: Seconds between scans.
+        interval: Seconds between scans while changes keep coming.
+        max_interval: The longest pause between scans while idle (default: 1 s, or
+            ``interval`` if longer).
         racy_window: How long (seconds) after its last write a file keeps being re-checked;
             2 s covers the coarsest common timestamps (FAT).
         stat: ``os.stat`` by default; injectable to simulate coarse file systems in tests.
@@ -258,19 +279,35 @@ class PollingWatcher:
         self,
         *,
         interval: float = 0.3,
+        max_interval: float | None = None,
         racy_window: float = 2.0,
         stat: Callable[[Path], _StatLike] = os.stat,
     ) -> None:
         if not interval > 0 or math.isinf(interval):
             raise ValueError(f"interval must be a positive number of seconds, got {interval!r}")
+        if max_interval is None:
+            max_interval = max(interval, _IDLE_INTERVAL)
+        if not max_interval >= interval or math.isinf(max_interval):
+            raise ValueError(
+                f"max_interval must be a number of seconds >= interval, got {max_interval!r}"
+            )
         if racy_window < 0:
             raise ValueError(f"racy_window must be >= 0 seconds, got {racy_window!r}")
         self.interval = interval
+        self.max_interval = max_interval
         self.racy_window = racy_window
         self._stat = stat
+        self._listings: dict[str, _Listing] = {}
+        self.stats = 0
+        """``stat`` calls made so far (the tests count them)."""
+        self.listed = 0
+        """Folders listed so far (the tests count them)."""
 
     def __repr__(self) -> str:
-        return f"PollingWatcher(interval={self.interval}, racy_window={self.racy_window})"
+        return (
+            f"PollingWatcher(interval={self.interval}, max_interval={self.max_interval}, "
+            f"racy_window={self.racy_window})"
+        )
 
     def open(
         self, roots: Sequence[WatchRoot]
@@ -284,7 +321,7 @@ class PollingWatcher:
     ) -> AsyncIterator[AsyncIterator[Collection[FileChange]]]:
         minimal = _minimal_roots(roots)
         scanned_at = time.time()
-        seen = await anyio.to_thread.run_sync(self._snapshot, minimal)
+        seen = await anyio.to_thread.run_sync(self._snapshot, minimal, scanned_at)
         send, receive = anyio.create_memory_object_stream[Collection[FileChange]](_BUFFERED_BATCHES)
         async with anyio.create_task_group() as tg, receive:
             tg.start_soon(self._poll, minimal, seen, scanned_at, send)
@@ -294,63 +331,110 @@ class PollingWatcher:
     async def _poll(
         self,
         roots: list[WatchRoot],
-        seen: dict[Path, _Seen],
+        seen: dict[str, _Seen],
         scanned_at: float,
         send: MemoryObjectSendStream[Collection[FileChange]],
     ) -> None:
+        delay = self.interval
         async with send:
             while True:
-                await anyio.sleep(self.interval)
+                await anyio.sleep(delay)
                 now = time.time()
-                current = await anyio.to_thread.run_sync(self._snapshot, roots)
+                current = await anyio.to_thread.run_sync(self._snapshot, roots, scanned_at)
                 batch = self.compare(seen, current, scanned_at)
                 seen, scanned_at = current, now
                 if batch:
+                    delay = self.interval
                     await send.send(batch)
+                else:
+                    delay = min(delay * _BACKOFF, self.max_interval)
 
     def compare(
-        self, before: dict[Path, _Seen], after: dict[Path, _Seen], scanned_at: float
+        self, before: dict[_Key, _Seen], after: dict[_Key, _Seen], scanned_at: float
     ) -> set[FileChange]:
         """The changes between two snapshots; ``scanned_at`` is when ``before`` was taken."""
         changes: set[FileChange] = set()
+        racy = scanned_at - self.racy_window
         for path, now in after.items():
             then = before.get(path)
             if then is None:
-                changes.add(FileChange(ChangeKind.ADDED, path))
-            elif then.key != now.key or now.mtime >= scanned_at - self.racy_window:
-                changes.add(FileChange(ChangeKind.MODIFIED, path))
+                changes.add(FileChange(ChangeKind.ADDED, Path(path)))
+            elif then.key != now.key or now.mtime >= racy:
+                changes.add(FileChange(ChangeKind.MODIFIED, Path(path)))
         for path in before.keys() - after.keys():
-            changes.add(FileChange(ChangeKind.DELETED, path))
+            changes.add(FileChange(ChangeKind.DELETED, Path(path)))
         return changes
 
-    def _snapshot(self, roots: list[WatchRoot]) -> dict[Path, _Seen]:
-        snapshot: dict[Path, _Seen] = {}
+    def _snapshot(self, roots: list[WatchRoot], previous_scan: float) -> dict[str, _Seen]:
+        """Every module file's stat; folders listed again only when they may have changed."""
+        racy_ns = int((previous_scan - self.racy_window) * 1e9)
+        listings: dict[str, _Listing] = {}
+        snapshot: dict[str, _Seen] = {}
         for root in roots:
-            for path in _module_files(root.directory, root.recursive):
-                try:
-                    st = self._stat(path)
-                except OSError:
-                    continue  # vanished between listing and stat: the next scan says deleted
-                snapshot[path] = _Seen(
-                    (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino), st.st_mtime_ns / 1e9
-                )
+            self._scan(str(root.directory), root.recursive, racy_ns, listings, snapshot)
+        self._listings = listings
         return snapshot
 
-
-def _module_files(directory: Path, recursive: bool) -> Iterator[Path]:
-    """Every importable-looking ``.py`` file below ``directory`` (hidden folders skipped)."""
-    try:
-        entries = list(os.scandir(directory))
-    except OSError:
-        return
-    for entry in entries:
-        if entry.name.startswith(".") or entry.name == "__pycache__":
-            continue
+    def _scan(
+        self,
+        folder: str,
+        recursive: bool,
+        racy_ns: int,
+        listings: dict[str, _Listing],
+        snapshot: dict[str, _Seen],
+    ) -> None:
         try:
-            if entry.is_dir(follow_symlinks=False):
-                if recursive:
-                    yield from _module_files(Path(entry.path), recursive)
-            elif is_module_file_name(entry.name):
-                yield Path(entry.path)
+            st = os.stat(folder)
         except OSError:
-            continue
+            return  # gone: its files are missing from the snapshot, so reported deleted
+        self.stats += 1
+        key = (st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        listing = self._listings.get(folder)
+        if listing is None or listing.key != key or st.st_mtime_ns >= racy_ns:
+            listing = self._list(folder, key)
+        listings[folder] = listing
+        # The loop of every scan: nothing in it that the stat call does not need.
+        stat_ = os.stat if self._stat is os.stat else self._stat_path
+        new = tuple.__new__
+        for path in listing.files:
+            try:
+                file_st = stat_(path)
+            except OSError:
+                continue  # vanished since it was listed: the next listing says deleted
+            mtime = file_st.st_mtime_ns
+            file_key = (mtime, file_st.st_ctime_ns, file_st.st_size, file_st.st_ino)
+            snapshot[path] = new(_Seen, (file_key, mtime / 1e9))
+        self.stats += len(listing.files)
+        if recursive:
+            for sub in listing.folders:
+                self._scan(sub, recursive, racy_ns, listings, snapshot)
+
+    def _stat_path(self, path: str) -> _StatLike:
+        return self._stat(Path(path))
+
+    def _list(self, folder: str, key: tuple[int, int, int]) -> _Listing:
+        """The importable-looking ``.py`` files and the folders of ``folder`` (hidden ones
+        and caches left out)."""
+        self.listed += 1
+        files: list[str] = []
+        folders: list[str] = []
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name.startswith(".") or name == "__pycache__":
+                        continue
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            folders.append(entry.path)
+                        elif is_module_file_name(name):
+                            files.append(entry.path)
+                    except OSError:
+                        continue
+        except OSError:
+            pass
+        return _Listing(key, files, folders)
+
+
+_BACKOFF = 1.5
+_IDLE_INTERVAL = 1.0

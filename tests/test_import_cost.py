@@ -1,0 +1,62 @@
+"""``import hotseam`` and ``hotseam --help`` import none of the heavy dependencies.
+
+structlog (~40 ms), pydantic (~55 ms), prompt_toolkit, the ACP SDK and watchfiles are
+imported where they are used; this keeps that from regressing silently. Each check runs in
+a fresh interpreter, since this test process has imported everything long ago.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+HEAVY = ("prompt_toolkit", "pydantic", "structlog", "acp", "watchfiles")
+
+_REPORT = """
+import json, sys
+{code}
+print(json.dumps(sorted(name for name in sys.modules if name.partition(".")[0] in {heavy!r}
+                 or name.startswith("hotseam.cli._"))))
+"""
+
+
+def _imported(code: str) -> list[str]:
+    """The heavy modules (and CLI subcommand modules) a fresh interpreter holds after ``code``."""
+    script = _REPORT.format(code=code, heavy=set(HEAVY))
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    imported: list[str] = json.loads(result.stdout.strip().splitlines()[-1])
+    return imported
+
+
+def test_import_hotseam_imports_no_heavy_dependency() -> None:
+    assert _imported("import hotseam") == []
+
+
+@pytest.mark.parametrize("argv", [["--help"], [], ["--version"]])
+def test_the_command_without_a_subcommand_imports_no_subcommand(argv: list[str]) -> None:
+    code = (
+        "import contextlib, io\n"
+        "from hotseam.cli import main\n"
+        "out, err = io.StringIO(), io.StringIO()\n"
+        "with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):\n"
+        f"    with contextlib.suppress(SystemExit):\n        main({argv!r})\n"
+    )
+    imported = [name for name in _imported(code) if name != "hotseam.cli._help"]
+    assert imported == []
+
+
+def test_a_subcommand_imports_its_own_module_only() -> None:
+    code = (
+        "import contextlib, io\n"
+        "from hotseam.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    with contextlib.suppress(SystemExit):\n        main(['status', '--help'])\n"
+    )
+    modules = [name for name in _imported(code) if name.startswith("hotseam.cli._")]
+    assert "hotseam.cli._status" in modules
+    assert not {"hotseam.cli._dev", "hotseam.cli._acp", "hotseam.cli._demo"} & set(modules)
