@@ -4,10 +4,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.hotseam-installed
 
-.PHONY: demo test lint typecheck unit bench stress clean
+.PHONY: demo test lint typecheck unit bench stress interop browser-test clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "hotseam needs Python >= 3.11, found " + sys.version.split()[0])'
+	@if test -x $(BIN)/python; then echo "updating .venv (pyproject.toml changed)"; \
+	else echo "setting up .venv (about half a minute, first run only)"; fi
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check --upgrade pip
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
@@ -39,6 +41,15 @@ stress: $(STAMP)
 	$(BIN)/python bench/torture.py --edits 1000 --backend asyncio
 	$(BIN)/python bench/torture.py --edits 1000 --backend trio
 	HOTSEAM_STATEFUL_EXAMPLES=2000 $(BIN)/pytest -p no:cacheprovider tests/test_invariants.py -q
+
+# The ACP interop suite: a Node client written on the official TypeScript SDK (pinned,
+# installed with npm into interop/node_modules) against `hotseam acp`. Needs node and npm.
+interop: $(STAMP)
+	sh interop/run.sh
+
+# The web inbox in a real headless Chromium (installed through apt when missing).
+browser-test: $(STAMP)
+	sh tests/browser/run.sh
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
