@@ -330,3 +330,48 @@ async def test_a_registration_made_by_hotseam_itself_names_hotseam_code() -> Non
         registration = context.registration(USER_INTERACTION)
         assert registration is not None
         assert "hotseam/pytest_plugin.py:" in registration.location
+
+
+async def test_wait_provided_is_woken_by_an_installation_in_an_ancestor() -> None:
+    """A waiter in a child context is woken by the provider its parent installs (no
+    polling: it is already waiting, blocked, when the provider arrives)."""
+    root = Context("root")
+    child = root.child("child")
+    got: list[Greeter] = []
+    async with anyio.create_task_group() as tasks:
+
+        async def waiter() -> None:
+            got.append(await child.wait_provided(GREETER))
+
+        tasks.start_soon(waiter)
+        tasks.start_soon(waiter)
+        await anyio.wait_all_tasks_blocked()
+        assert got == []
+        registration = root.provide(GREETER, English())
+    assert [greeter.greet() for greeter in got] == ["hello", "hello"]
+    assert not root._install_waiters and not child._install_waiters
+    await registration.dispose()
+
+
+async def test_wait_provided_ignores_other_seams_and_gives_up_after_its_timeout() -> None:
+    context = Context("alone")
+    other: Seam[object] = Seam("other")
+    async with anyio.create_task_group() as tasks:
+
+        async def install_unrelated() -> None:
+            await anyio.wait_all_tasks_blocked()
+            await context.provide(other, object()).dispose()
+
+        tasks.start_soon(install_unrelated)
+        with pytest.raises(NoProviderError, match=r"appeared within 0\.05 s"):
+            await context.wait_provided(GREETER, timeout=0.05)
+    assert not context._install_waiters
+    with pytest.raises(NoProviderError):
+        await context.wait_provided(GREETER, timeout=0)
+
+
+async def test_wait_provided_returns_at_once_when_a_provider_is_there() -> None:
+    context = Context("ready")
+    registration = context.provide(GREETER, French())
+    assert (await context.wait_provided(GREETER, timeout=0)).greet() == "bonjour"
+    await registration.dispose()

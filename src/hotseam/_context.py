@@ -25,6 +25,7 @@ registrations, and finding the current context.
 from __future__ import annotations
 
 import enum
+import math
 import sys
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
@@ -140,6 +141,9 @@ class Registration(Effect, Generic[T]):
             raise _conflict_error(self.seam, self.provider, current, self.location)
         self.context._active[self.seam] = self
         self.state = RegistrationState.ACTIVE
+        if self.context._install_waiters:
+            for waiter in list(self.context._install_waiters):
+                waiter.set()
         if _log.enabled("info"):
             _log.info(
                 "provider.installed",
@@ -212,6 +216,8 @@ class Context:
         # Places in line held by revoked leases that will rejoin after a swap, by seam.
         self._rejoining: dict[Seam[Any], set[int]] = {}
         self._rejoin_changed: anyio.Event | None = None
+        # Callers of wait_provided() in this context or a child: woken when one installs.
+        self._install_waiters: set[anyio.Event] = set()
         self.tools: ToolRegistry = ToolRegistry(self)
 
     def __repr__(self) -> str:
@@ -277,6 +283,40 @@ class Context:
         is the cause.
         """
         return (await self._wait_registration(seam, timeout)).provider
+
+    async def wait_provided(self, seam: Seam[T], *, timeout: float = math.inf) -> T:
+        """Wait until ``seam`` has a provider here (or in an ancestor), however long that
+        takes — for a caller that would rather wait for a provider to be loaded than fail.
+
+        Unlike :meth:`wait_for`, which waits out a running swap only, this waits for any
+        installation. Woken by the installation itself (no polling).
+
+        Raises:
+            NoProviderError: (or the seam's own error) none appeared within ``timeout``.
+        """
+        provider = self.lookup(seam)
+        if provider is not None:
+            return provider
+        chain: list[Context] = []
+        context: Context | None = self
+        while context is not None:
+            chain.append(context)
+            context = context.parent
+        with anyio.move_on_after(timeout):
+            while provider is None:
+                installed = anyio.Event()
+                for context in chain:
+                    context._install_waiters.add(installed)
+                try:
+                    await installed.wait()
+                finally:
+                    for context in chain:
+                        context._install_waiters.discard(installed)
+                provider = self.lookup(seam)
+            return provider
+        raise seam.missing_error(
+            f"no provider of {seam.name!r} appeared within {timeout:g} s in context {self.name!r}"
+        )
 
     def lease(
         self, seam: Seam[T], *, timeout: float = DEFAULT_SWAP_WAIT, rejoin: bool = False

@@ -204,14 +204,16 @@ async def _wait_for_provider(
         return  # one appeared since the lease looked: take it
     _log.info("ask.waiting_for_provider", question_id=pending.question_id, context=ctx.name)
     with _pending.waiting(pending, wait, USER_INTERACTION.name):
-        while ctx.lookup(USER_INTERACTION) is None:
-            if time.monotonic() >= deadline:
-                raise UserInteractionError(
-                    f"no provider of {USER_INTERACTION.name!r} appeared within "
-                    f"{wait.timeout:g} s in context {ctx.name!r}",
-                    NO_PROVIDER,
-                ) from missing
-            await anyio.sleep(min(_pending.PROVIDER_POLL, max(deadline - time.monotonic(), 0)))
+        try:
+            await ctx.wait_provided(USER_INTERACTION, timeout=max(deadline - time.monotonic(), 0))
+        except HarnessError as error:
+            if error.code != NO_PROVIDER:
+                raise
+            raise UserInteractionError(
+                f"no provider of {USER_INTERACTION.name!r} appeared within "
+                f"{wait.timeout:g} s in context {ctx.name!r}",
+                NO_PROVIDER,
+            ) from missing
     _log.info("ask.provider_appeared", question_id=pending.question_id, context=ctx.name)
 
 

@@ -7,9 +7,8 @@ file deleted or being replaced by a branch switch) to wait for one instead of fa
 Both are process-wide facts about :func:`~hotseam.interaction.ask` calls, kept here.
 
 The wait is opted into with :func:`waiting_for_provider` around the code that asks (a
-context variable, so tasks it starts inherit it). Nothing announces the arrival of a
-provider, so a waiting ask looks for one every :data:`PROVIDER_POLL` seconds: a human-scale
-delay that costs nothing measurable.
+context variable, so tasks it starts inherit it). A waiting ask is woken by the provider's
+installation (:meth:`hotseam.Context.wait_provided`), not by polling.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
 __all__ = [
-    "PROVIDER_POLL",
     "AskEnded",
     "PendingAsk",
     "ProviderWait",
@@ -32,9 +30,6 @@ __all__ = [
     "provider_wait",
     "waiting_for_provider",
 ]
-
-PROVIDER_POLL = 0.05
-"""Seconds between two looks for a provider while an ask waits for one."""
 
 
 @dataclass(slots=True)
