@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_type_hints
 
 import anyio
 
-from . import _tracking
+from . import _module_body, _tracking
 from ._effects import Effect, ScopeExit
 from ._errors import DisposalError, HarnessError, ToolError
 from ._lease import InactiveCallbacks
@@ -241,7 +241,13 @@ class ToolRegistry:
 
         Raises:
             ToolError: (``DUPLICATE_TOOL``) a tool of that name is registered in this context.
+            ScopeError: (``MODULE_LEVEL_REGISTRATION``) called while a hot-reloaded module's
+                body executes: nothing would dispose it at the next reload.
         """
+        if _module_body.executing_path() is not None:
+            from ._context import _caller_location
+
+            _module_body.refuse_registration(f"register({tool.name!r})", _caller_location(2))
         return self._register(tool, owner=None)
 
     def _register(self, tool: Tool[Any], *, owner: Scope | None) -> ToolRegistration:

@@ -145,6 +145,27 @@ async def test_a_module_level_tool_registration_through_a_scope_fails_the_load(
             assert context.tools.get("module_level_tool") is None
 
 
+async def test_a_module_level_tool_registration_on_the_context_fails_the_load(
+    context: Context, folder: Path, probe: Probe
+) -> None:
+    probe.values["tool"] = _a_tool
+    path = write(
+        folder / "eager_registry.py",
+        "import hotseam, reload_probe\n"
+        "P = reload_probe.probe\n"
+        "hotseam.current_context().tools.register(P.values['tool'])\n"
+        "def setup(scope):\n"
+        "    pass\n",
+    )
+    async with Reloader(context, [folder], watch=False) as reloader:
+        for _ in range(2):
+            (failed,) = (await reloader.reload(path, force=True)).aborted
+            assert failed.error is not None
+            assert "register in setup(scope)" in failed.error.message
+            assert f"{path}:3" in failed.error.message
+        assert context.tools.get("module_level_tool") is None
+
+
 async def test_registrations_in_setup_and_outside_a_load_are_fine(context: Context) -> None:
     seam: Seam[object] = Seam("identity-plain")
     async with context.scope("plain") as scope:
