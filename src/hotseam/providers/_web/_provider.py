@@ -248,7 +248,7 @@ def _outcome(entry: Entry) -> AskUserQuestionAnswer:
 
 def _close_note(exit: ScopeExit) -> str:
     if exit.reason is CloseReason.RELOAD:
-        return "the provider was reloaded: it will be asked again"
+        return "the provider was reloaded or removed: whichever provider serves next asks it again"
     if exit.reason is CloseReason.SHUTDOWN:
         return "hotseam is shutting down"
     return "the web inbox closed"
