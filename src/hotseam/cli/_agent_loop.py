@@ -32,7 +32,7 @@ from ..interaction._pending import AskEnded, on_ask_ended, waiting_for_provider
 from ._agent import AgentFunction, AgentLoadError, agent_file, load_agent
 from ._snapshot import SessionFacts
 
-__all__ = ["DOUBLE_CTRL_C", "AgentLoop"]
+__all__ = ["DOUBLE_CTRL_C", "AgentLoop", "describe_error", "shown_path"]
 
 DOUBLE_CTRL_C = 1.0
 """Seconds within which a second Ctrl-C at a question stops the command."""
@@ -128,7 +128,7 @@ class AgentLoop:
             except Exception as error:
                 outcome = EXIT_FATAL
                 facts.agent_state = f"failed: {type(error).__name__}: {error}"
-                self._log.error(f"the agent failed: {_reason(error)}", exc_info=True)
+                self._log.error(f"the agent failed: {describe_error(error)}", exc_info=True)
             else:
                 facts.agent_state = "finished"
                 self._log.info("the agent finished")
@@ -143,7 +143,7 @@ class AgentLoop:
         """Wait for a reason to run the agent again: a save of its module, or Enter."""
         again = []
         if self._file is not None:
-            again.append(f"save {_shown(self._file)}")
+            again.append(f"save {shown_path(self._file)}")
         reads_enter = _terminal_input() is not None
         if reads_enter:
             again.append("press Enter")
@@ -190,15 +190,16 @@ class AgentLoop:
             try:
                 self._agent = load_agent(self._spec, fresh=True)
             except AgentLoadError as error:
-                self._log.error(f"{_shown(file)} changed but cannot run: {error}")
+                self._log.error(f"{shown_path(file)} changed but cannot run: {error}")
                 continue
             if self._running is not None:
                 self._log.info(
-                    f"{_shown(file)} changed: withdrawing the agent's question and running it again"
+                    f"{shown_path(file)} changed: withdrawing the agent's question and running "
+                    "it again"
                 )
                 self._running.cancel()
             else:
-                self._log.info(f"{_shown(file)} changed: running the agent again")
+                self._log.info(f"{shown_path(file)} changed: running the agent again")
                 self._restart.set()
 
     def _ask_ended(self, ended: AskEnded) -> None:
@@ -241,14 +242,16 @@ def _terminal_input() -> int | None:
     return None
 
 
-def _shown(path: Path) -> str:
+def shown_path(path: Path) -> str:
+    """``path`` relative to the working directory when below it (as the reload reports)."""
     try:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
 
 
-def _reason(error: BaseException) -> str:
+def describe_error(error: BaseException) -> str:
+    """``Type: message``, looking through a group of one (a task group's wrapping)."""
     if isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
-        return _reason(error.exceptions[0])
+        return describe_error(error.exceptions[0])
     return f"{type(error).__name__}: {error}"

@@ -59,7 +59,7 @@ from ..interaction import USER_INTERACTION, ask_user_question_tool
 from ..providers.scripted import ScriptedProvider
 from ..reload import PollingWatcher, Reloader, ReloaderClosedError, WatchfilesWatcher
 from ._agent import AgentFunction, load_agent
-from ._agent_loop import AgentLoop
+from ._agent_loop import AgentLoop, describe_error, shown_path
 from ._config import ConfigError
 from ._control import claim, serving
 from ._demo_agent import demo_agent
@@ -166,7 +166,7 @@ def run_session(args: argparse.Namespace, *, style: LogStyle, verbose: bool = Tr
         log.info("interrupted; every generation was disposed")
         return EXIT_OK
     except Exception as error:
-        log.error(f"{command} stopped: {_reason(error)}", exc_info=True)
+        log.error(f"{command} stopped: {describe_error(error)}", exc_info=True)
         return EXIT_FATAL
 
 
@@ -273,7 +273,7 @@ async def _serve_session(session: _Session, log: Any, stop: Callable[[], None]) 
         cli_scope.spawn(Hints(reloader, log).run)
         # The control socket serves from before the first load: a stuck load can be seen.
         async with _controlled(session, log) as facts, reloader:
-            watched = ", ".join(_shown(path) for path in reloader.paths)
+            watched = ", ".join(shown_path(path) for path in reloader.paths)
             try:
                 outcome = await _run_agent(session, log, stop, watched, facts)
             finally:
@@ -283,7 +283,7 @@ async def _serve_session(session: _Session, log: Any, stop: Callable[[], None]) 
                     outcome = EXIT_FATAL
                     log.error(  # noqa: TRY400 - each failure was logged as reload.dispose_failed
                         f"{len(failure.exceptions)} disposer(s) failed at shutdown",
-                        failures=[_reason(error) for error in failure.exceptions],
+                        failures=[describe_error(error) for error in failure.exceptions],
                     )
                 else:
                     log.info("every generation was disposed")
@@ -319,7 +319,7 @@ async def _run_agent(
     assert settings is not None
     dev = session.command == "hotseam dev"
     folders = ", ".join(
-        _shown(path) + ("/" if path.is_dir() else "") for path in session.reloader.paths
+        shown_path(path) + ("/" if path.is_dir() else "") for path in session.reloader.paths
     )
 
     def waiting(seam: str) -> None:
@@ -356,20 +356,6 @@ def _exit_now(code: int) -> None:
             stream.flush()
     atexit._run_exitfuncs()
     os._exit(code)
-
-
-def _shown(path: Path) -> str:
-    """``path`` relative to the working directory when below it (as the reload reports)."""
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
-
-
-def _reason(error: BaseException) -> str:
-    if isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
-        return _reason(error.exceptions[0])
-    return f"{type(error).__name__}: {error}"
 
 
 def _add_processors(*, quiet: bool, one_line: bool) -> None:
