@@ -97,7 +97,10 @@ BROKEN = {
 # A child: prints "serving <answer>" on each (re)load, "state <answer> <registrations>" for
 # each line read on stdin.
 CHILD = """\
-import sys, threading
+import signal, sys, threading
+# A shell's background job starts with SIGINT ignored, which run_process's children would
+# inherit: they would then wait for its SIGKILL after 5 s instead of stopping at SIGINT.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path[:0] = [{folder!r}, {registries!r}]
 {extra}
 import registry_child as registry

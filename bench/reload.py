@@ -5,7 +5,7 @@
 
 Prints markdown tables. Measures, on asyncio:
 
-1. **Save → new generation serving an ask**: the time from starting to write a provider
+1. **Save → new generation serving an ask**: the time from the completed write of a provider
    file to an ask answered by the new generation, median and p95 over ``--saves`` saves
    (spaced past the reloader's coalescing window so each save is its own reload). Side by
    side, in the same run and with the same watcher settings:
@@ -134,8 +134,8 @@ async def hotseam_watched(folder: Path, saves: int, watcher: WatchfilesWatcher) 
     ):
         for version in range(1, saves + 1):
             await anyio.sleep(SETTLE)
-            started = time.perf_counter()
             write_provider(file, version)
+            started = time.perf_counter()  # from the completed write
             await events.next(ReloadCommitted, path=file)
             answer = await ask(QUESTION, context=context)
             samples.append(time.perf_counter() - started)
@@ -150,8 +150,8 @@ async def hotseam_by_hand(folder: Path, saves: int) -> list[float]:
     samples = []
     async with Reloader(context, [folder], watch=False) as reloader:
         for version in range(1, saves + 1):
-            started = time.perf_counter()
             write_provider(file, version)
+            started = time.perf_counter()  # from the completed write
             (await reloader.reload(file)).raise_for_errors()
             answer = await ask(QUESTION, context=context)
             samples.append(time.perf_counter() - started)
@@ -183,8 +183,8 @@ async def importlib_watched(folder: Path, saves: int, watcher: WatchfilesWatcher
         async with watcher.open([_root(folder)]) as batches:
             for version in range(1, saves + 1):
                 await anyio.sleep(SETTLE)
-                started = time.perf_counter()
                 write_provider(file, version)
+                started = time.perf_counter()  # from the completed write
                 await _next_batch(batches)
                 module = importlib.reload(module)
                 answer = await module.provider.ask(QUESTION)
@@ -200,8 +200,8 @@ async def importlib_by_hand(folder: Path, saves: int) -> list[float]:
     with importable(folder):
         module = importlib.import_module("bench_provider")
         for version in range(1, saves + 1):
-            started = time.perf_counter()
             write_provider(file, version)
+            started = time.perf_counter()  # from the completed write
             module = importlib.reload(module)
             answer = await module.provider.ask(QUESTION)
             samples.append(time.perf_counter() - started)
@@ -216,8 +216,8 @@ async def process_restart(folder: Path, saves: int, watcher: WatchfilesWatcher) 
     async with watcher.open([_root(folder)]) as batches:
         for version in range(1, saves + 1):
             await anyio.sleep(SETTLE)
-            started = time.perf_counter()
             write_provider(file, version)
+            started = time.perf_counter()  # from the completed write
             await _next_batch(batches)
             done = await anyio.run_process(
                 [sys.executable, "-c", RESTART_CHILD, str(folder)],

@@ -32,7 +32,6 @@ __all__ = [
     "TaskFailed",
     "display_path",
     "report_slow",
-    "slow_notice",
 ]
 
 SLOW_NOTICE = 1.0
@@ -287,15 +286,6 @@ class TaskFailed(ReloadEvent):
             "location": self.error.location,
             "traceback": self.error.traceback,
         }
-
-
-async def slow_notice(what: str, path: Path, module: str, bound: float) -> None:
-    """Sleep :data:`SLOW_NOTICE` seconds, then :func:`report_slow`: run it in a task that is
-    cancelled when the work is done."""
-    if bound <= SLOW_NOTICE:
-        return
-    await anyio.sleep(SLOW_NOTICE)
-    report_slow(what, path, module, bound)
 
 
 def report_slow(what: str, path: Path, module: str, bound: float) -> None:

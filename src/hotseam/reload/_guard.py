@@ -226,10 +226,18 @@ def current_run() -> ThreadRun[Any] | None:
     return run
 
 
-async def run_in_thread(label: str, func: Callable[[], T], timeout: float) -> ThreadRun[T]:
+async def run_in_thread(
+    label: str,
+    func: Callable[[], T],
+    timeout: float,
+    *,
+    on_slow: tuple[float, Callable[[], object]] | None = None,
+) -> ThreadRun[T]:
     """Run ``func()`` in a new daemon thread (in a copy of the current context); wait at most
     ``timeout`` seconds. On return, ``done`` tells whether it finished; if not, the run is
-    ``abandoned``: the thread goes on, and the caller reports it.
+    ``abandoned``: the thread goes on, and the caller reports it. ``on_slow=(seconds,
+    notify)`` calls ``notify()`` once if it is still running after ``seconds`` (a deadline
+    that does not fire costs nothing, unlike a task that has to be cancelled).
 
     Cancellation stops the waiting (the run is abandoned) and propagates.
     """
@@ -252,6 +260,11 @@ async def run_in_thread(label: str, func: Callable[[], T], timeout: float) -> Th
     try:
         thread.start()
         with anyio.move_on_after(timeout):
+            if on_slow is not None and on_slow[0] < timeout:
+                with anyio.move_on_after(on_slow[0]):
+                    await run.done.wait()
+                if not run.done.is_set():
+                    on_slow[1]()
             await run.done.wait()
     finally:
         if not run.done.is_set():

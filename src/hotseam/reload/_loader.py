@@ -38,11 +38,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
 from .._module_body import executing
 from ._errors import LoadError, LoadPhase, ModuleNameClashError
-from ._events import slow_notice
+from ._events import SLOW_NOTICE, report_slow
 from ._guard import ThreadRun, current_run, run_in_thread
 from ._planner import FileStat, ModuleIndex, Source, read_file
 from ._status import ModuleKind, ModuleState, ModuleStatus
@@ -215,14 +213,15 @@ class Loader:
                 continue
             path = batch.sources[name].path
             started = time.perf_counter()
-            async with anyio.create_task_group() as slow:
-                slow.start_soon(slow_notice, "executing", path, name, timeout)
-                run = await run_in_thread(
-                    f"executing {name}",
-                    functools.partial(self._execute_in_thread, batch, name),
-                    timeout,
-                )
-                slow.cancel_scope.cancel()
+            run = await run_in_thread(
+                f"executing {name}",
+                functools.partial(self._execute_in_thread, batch, name),
+                timeout,
+                on_slow=(
+                    SLOW_NOTICE,
+                    functools.partial(report_slow, "executing", path, name, timeout),
+                ),
+            )
             if run.done.is_set():
                 assert name in batch.staged or name in batch.failed
                 continue

@@ -32,7 +32,8 @@ from ._status import ModuleState
 __all__ = ["PlanBuilder"]
 
 _log = get_logger("hotseam.reload")
-_EDGES = operator.attrgetter("name", "imports", "attempt_imports")
+_IMPORTS = operator.attrgetter("imports")
+_ATTEMPTED = operator.attrgetter("attempt_imports")
 _BLOCKER = operator.attrgetter("blocker")
 _PREFETCH = 8  # plans of more modules read their files in one worker thread
 
@@ -54,7 +55,7 @@ class PlanBuilder:
         self._index = index
         self._loader = loader
         self._reported_skips: set[Path] = set()
-        self._edges: list[tuple[str, frozenset[str], frozenset[str]]] = []
+        self._edges: tuple[list[str], list[frozenset[str]], list[frozenset[str]]] = ([], [], [])
         self._graph: dict[str, frozenset[str]] = {}
         self._importers: dict[str, set[str]] = {}
         self._prefetched: dict[Path, Source | OSError] = {}
@@ -91,6 +92,8 @@ class PlanBuilder:
                 await self._consider(name, plan, force, appeared, retry_failed=retry_failed)
         finally:
             self._prefetched = {}
+        if plan.empty and not any(map(_BLOCKER, records.values())):
+            return plan  # a save that changed nothing: the import graph is not even looked at
         graph = self._imports()
         await self._follow(plan, appeared)
         while await self._retry_unblocked(plan, appeared):
@@ -103,10 +106,18 @@ class PlanBuilder:
         """Module → the watched modules it imported (or tried to), with the reverse edges
         kept in ``_importers``; rebuilt only when an import set changed, which a comparison
         in C tells, so a save that changes no import costs no pass in Python over N."""
-        edges = list(map(_EDGES, self._loader.records.values()))
+        records = self._loader.records
+        # Three lists of references and their comparison, all in C (no tuple per module).
+        edges = (
+            list(records),
+            list(map(_IMPORTS, records.values())),
+            list(map(_ATTEMPTED, records.values())),
+        )
         if edges != self._edges:
             self._edges = edges
-            self._graph = {name: imports | attempted for name, imports, attempted in edges}
+            self._graph = {
+                name: imports | attempted for name, imports, attempted in zip(*edges, strict=True)
+            }
             self._importers = importers_of(self._graph)
         return self._graph
 
