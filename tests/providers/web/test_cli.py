@@ -1,4 +1,4 @@
-"""``hotseam run PATH --web``: one stderr line with the URL; the agent is answered from it."""
+"""``hotseam run|dev PATH --web``: one stderr line with the URL; the agent is answered from it."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ def _hotseam(*args: str, cwd: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [sys.executable, "-m", "hotseam", *args],
         cwd=cwd,
+        stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -55,16 +56,18 @@ def _url_line(process: subprocess.Popen[str]) -> tuple[str, list[str]]:
                 break
             lines.append(line)
             if "web inbox: http://" in line:
-                url = line.split("web inbox: ", 1)[1].split('"', 1)[0].strip()
+                # a JSON log line (run) or a console one (dev): the URL ends at '"' or a space
+                url = line.split("web inbox: ", 1)[1].split('"', 1)[0].split()[0]
                 return url, lines
     raise AssertionError(f"no URL line on stderr: {lines}")
 
 
-def test_run_with_web_prints_the_url_and_answers_from_the_api(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["run", "dev"])
+def test_web_prints_the_url_and_answers_from_the_api(tmp_path: Path, command: str) -> None:
     (tmp_path / "providers").mkdir()
     (tmp_path / "my_agent.py").write_text(AGENT)
     process = _hotseam(
-        "run", "providers", "--agent", "my_agent.py", "--web", "--web-port", "0", cwd=tmp_path
+        command, "providers", "--agent", "my_agent.py", "--web", "--web-port", "0", cwd=tmp_path
     )
     try:
         url, lines = _url_line(process)
