@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import queue
 import re
 import signal
-import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
-from typing import IO
 
 import pytest
 
+from cli._support import Process  # the shared subprocess reader (tests/cli)
 from hotseam.cli import main
 
 from .conftest import write
@@ -56,65 +51,6 @@ def setup(scope):
 """
 
 
-class Process:
-    """A ``python -m hotseam`` subprocess whose output lines are read as they come."""
-
-    def __init__(self, *args: str, cwd: Path) -> None:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "NO_COLOR": "1"}
-        self.popen = subprocess.Popen(
-            [sys.executable, "-m", "hotseam", *args],
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        self.lines: dict[str, list[str]] = {"stdout": [], "stderr": []}
-        self._queues: dict[str, queue.Queue[str | None]] = {}
-        for name in ("stdout", "stderr"):
-            stream = getattr(self.popen, name)
-            self._queues[name] = queue.Queue()
-            threading.Thread(target=self._pump, args=(name, stream), daemon=True).start()
-
-    def _pump(self, name: str, stream: IO[str]) -> None:
-        for line in stream:
-            self._queues[name].put(line.rstrip("\n"))
-        self._queues[name].put(None)
-
-    def expect(self, pattern: str, *, stream: str = "stderr") -> re.Match[str]:
-        """Wait for a line matching ``pattern`` (a regex); fail at the deadline or EOF."""
-        deadline = time.monotonic() + DEADLINE
-        while True:
-            remaining = deadline - time.monotonic()
-            try:
-                line = self._queues[stream].get(timeout=max(remaining, 0.001))
-            except queue.Empty:
-                raise AssertionError(
-                    f"no {stream} line matched {pattern!r} within {DEADLINE} s; got "
-                    f"{self.lines[stream]!r}"
-                ) from None
-            if line is None:
-                raise AssertionError(
-                    f"{stream} ended before {pattern!r}; got {self.lines[stream]!r}"
-                )
-            self.lines[stream].append(line)
-            found = re.search(pattern, line)
-            if found is not None:
-                return found
-
-    def finish(self, signum: int | None = None) -> int:
-        """Send ``signum`` (if any), wait for the exit, and collect the remaining output."""
-        if signum is not None:
-            self.popen.send_signal(signum)
-        code = self.popen.wait(timeout=DEADLINE)
-        for name, lines in self.lines.items():
-            while (line := self._queues[name].get(timeout=DEADLINE)) is not None:
-                lines.append(line)
-            getattr(self.popen, name).close()
-        return code
-
-
 @pytest.fixture(name="project")
 def _project(tmp_path: Path) -> Path:
     """A folder with providers/ and the agents."""
@@ -132,7 +68,9 @@ class TestDev:
         SIGTERM disposes the last generation and exits 0."""
         marker = project / "disposed.txt"
         ui = write(project / "providers" / "my_ui.py", _provider(1, marker))
-        process = Process("dev", "providers", "--agent", "agent.py:main", cwd=project)
+        process = Process(
+            "dev", "providers", "--agent", "agent.py:main", cwd=project, runtime=project / ".run"
+        )
         try:
             process.expect(r"loaded providers/my_ui\.py \(generation 1\) in [\d.]+ ms$")
             process.expect(r"watching")
@@ -156,7 +94,15 @@ class TestDev:
         """SIGINT is handled like SIGTERM (here with --polling, which reloads too)."""
         marker = project / "disposed.txt"
         ui = write(project / "providers" / "my_ui.py", _provider(1, marker))
-        process = Process("dev", "providers", "--agent", "agent.py:main", "--polling", cwd=project)
+        process = Process(
+            "dev",
+            "providers",
+            "--agent",
+            "agent.py:main",
+            "--polling",
+            cwd=project,
+            runtime=project / ".run",
+        )
         try:
             process.expect(r"watching")
             write(ui, _provider(2, marker))
@@ -173,7 +119,9 @@ class TestDev:
             project / "answers.json",
             '{"answers": ["SQLite", {"recommended": true}, "teal", "No"]}',
         )
-        process = Process("dev", "providers", "--answers", str(answers), cwd=project)
+        process = Process(
+            "dev", "providers", "--answers", str(answers), cwd=project, runtime=project / ".run"
+        )
         code = process.finish()
         assert code == 0, process.lines
         assert process.lines["stdout"] == [
@@ -194,7 +142,9 @@ class TestRun:
             _provider(7, marker).replace("USER_INTERACTION, Scripted", "SEAM, Scripted")
             + "\nfrom hotseam import Seam\nSEAM = Seam('other')\n",
         )
-        process = Process("run", "providers", "--agent", "agent.py:main", cwd=project)
+        process = Process(
+            "run", "providers", "--agent", "agent.py:main", cwd=project, runtime=project / ".run"
+        )
         try:
             process.expect(r'"event": "reload.committed"')
             process.expect(r"watching")
@@ -220,7 +170,14 @@ class TestRun:
         """The agent raised: exit 1, reason in a JSON error line; generations disposed."""
         marker = project / "disposed.txt"
         write(project / "providers" / "my_ui.py", _provider(1, marker))
-        process = Process("run", "providers", "--agent", "failing_agent.py:main", cwd=project)
+        process = Process(
+            "run",
+            "providers",
+            "--agent",
+            "failing_agent.py:main",
+            cwd=project,
+            runtime=project / ".run",
+        )
         code = process.finish()
         assert code == 1, process.lines
         errors = [
