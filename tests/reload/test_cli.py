@@ -15,8 +15,6 @@ from hotseam.cli import main
 
 from .conftest import write
 
-DEADLINE = 20.0
-
 AGENT = """
 import anyio
 
