@@ -78,11 +78,12 @@ def hotseam(*args: str, cwd: Path, runtime: Path) -> subprocess.CompletedProcess
 class Process:
     """A ``python -m hotseam`` subprocess whose output lines are read as they come."""
 
-    def __init__(self, *args: str, cwd: Path, runtime: Path) -> None:
+    def __init__(self, *args: str, cwd: Path, runtime: Path | None = None) -> None:
+        """``runtime``: where its control socket goes (default: a folder inside ``cwd``)."""
         self.popen = subprocess.Popen(
             [sys.executable, "-m", "hotseam", *args],
             cwd=cwd,
-            env=hotseam_env(runtime),
+            env=hotseam_env(runtime if runtime is not None else cwd / ".hotseam-run"),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -66,9 +66,7 @@ class TestDev:
         SIGTERM disposes the last generation and exits 0."""
         marker = project / "disposed.txt"
         ui = write(project / "providers" / "my_ui.py", _provider(1, marker))
-        process = Process(
-            "dev", "providers", "--agent", "agent.py:main", cwd=project, runtime=project / ".run"
-        )
+        process = Process("dev", "providers", "--agent", "agent.py:main", cwd=project)
         try:
             process.expect(r"loaded providers/my_ui\.py \(generation 1\) in [\d.]+ ms$")
             process.expect(r"watching")
@@ -99,7 +97,6 @@ class TestDev:
             "agent.py:main",
             "--polling",
             cwd=project,
-            runtime=project / ".run",
         )
         try:
             process.expect(r"watching")
@@ -117,9 +114,7 @@ class TestDev:
             project / "answers.json",
             '{"answers": ["SQLite", {"recommended": true}, "teal", "No"]}',
         )
-        process = Process(
-            "dev", "providers", "--answers", str(answers), cwd=project, runtime=project / ".run"
-        )
+        process = Process("dev", "providers", "--answers", str(answers), cwd=project)
         code = process.finish()
         assert code == 0, process.lines
         assert process.lines["stdout"] == [
@@ -140,9 +135,7 @@ class TestRun:
             _provider(7, marker).replace("USER_INTERACTION, Scripted", "SEAM, Scripted")
             + "\nfrom hotseam import Seam\nSEAM = Seam('other')\n",
         )
-        process = Process(
-            "run", "providers", "--agent", "agent.py:main", cwd=project, runtime=project / ".run"
-        )
+        process = Process("run", "providers", "--agent", "agent.py:main", cwd=project)
         try:
             process.expect(r'"event": "reload.committed"')
             process.expect(r"watching")
@@ -174,7 +167,6 @@ class TestRun:
             "--agent",
             "failing_agent.py:main",
             cwd=project,
-            runtime=project / ".run",
         )
         code = process.finish()
         assert code == 1, process.lines

@@ -10,8 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from cli._support import Process
+
 from .conftest import write
-from .test_cli import Process, _provider
+from .test_cli import _provider
 
 STUCK = """
 import time

@@ -13,10 +13,11 @@ from typing import Any
 import anyio
 import pytest
 
+from cli._support import Process
 from hotseam.cli._watchdog import LoopWatchdog
 
 from .conftest import write
-from .test_cli import Process, _provider
+from .test_cli import _provider
 
 SLOW_SETUP = """
 import time
