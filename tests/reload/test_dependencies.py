@@ -231,3 +231,61 @@ class TestImportNames:
         assert set(skipped) == {str(folder / "loose"), str(folder / "my-ui.py")}
         assert "__init__.py" in skipped[str(folder / "loose")]
         assert sorted(probe.entries("exec")) == ["kit.parts", "kit.ui"]
+
+
+class TestWhoImports:
+    """Every watched module shares one builtins namespace; an import is attributed to the
+    module whose globals it runs in, or to the body this thread is executing."""
+
+    async def test_a_function_importing_later_gets_what_serves_then(
+        self, context: Context, folder: Path
+    ) -> None:
+        helper = write(folder / "wi_helper.py", "VERSION = 1\n")
+        user = write(
+            folder / "wi_user.py",
+            """
+            import wi_helper
+
+            def later():
+                import wi_helper as again
+                return again.VERSION
+            """,
+        )
+        async with Reloader(context, [folder], watch=False) as reloader:
+            module = sys.modules["wi_user"]
+            assert module.later() == 1
+            write(helper, "VERSION = 2\n")
+            assert (await reloader.reload(helper)).ok
+            assert sys.modules["wi_user"].later() == 2
+            assert module.later() == 2  # the replaced generation's live code: what serves now
+            assert reloader.status_of(user).imports == ("wi_helper",)
+
+    async def test_code_exec_d_in_fresh_globals_by_a_body_imports_as_that_body(
+        self, context: Context, folder: Path, probe: Probe
+    ) -> None:
+        """``exec(src, {})`` in a module body: its import is the body's (executed now, even
+        though the helper sorts later, and tracked as a dependency)."""
+        write(
+            folder / "wi_a.py",
+            "import reload_probe\n"
+            "found = {}\n"
+            "exec('import wi_z; version = wi_z.VERSION', found)\n"
+            "reload_probe.log.append(('z', found['version']))\n",
+        )
+        helper = write(folder / "wi_z.py", "VERSION = 1\n")
+        async with Reloader(context, [folder], watch=False) as reloader:
+            assert probe.entries("z") == [1]
+            assert reloader.status_of(folder / "wi_a.py").imports == ("wi_z",)
+            write(helper, "VERSION = 2\n")
+            assert (await reloader.reload(helper)).ok
+            assert probe.entries("z") == [1, 2]
+
+    async def test_a_loaded_module_keeps_no_load_bookkeeping(
+        self, context: Context, folder: Path
+    ) -> None:
+        """What recorded a body's imports is let go when its reload ends (memory per module)."""
+        write(folder / "wi_plain.py", "import wi_dep\n")
+        write(folder / "wi_dep.py", "X = 1\n")
+        async with Reloader(context, [folder], watch=False):
+            for name in ("wi_plain", "wi_dep"):
+                assert sys.modules[name].__spec__.loader_state is None

@@ -262,3 +262,102 @@ class TestBlockingModuleBodies:
         write(folder / "my_ui.py", provider_source(1, module_lines=[line]))
         async with Reloader(context, [folder], watch=False):
             assert probe.entries("context") == [context.name]
+
+
+class TestTheModuleBodyThread:
+    """Module bodies share one reused worker thread; a body abandoned at its bound takes that
+    thread with it, and the modules after it run in a new one."""
+
+    async def test_bodies_of_a_start_and_of_later_reloads_share_one_thread(
+        self, context: Context, folder: Path, probe: Probe
+    ) -> None:
+        line = "import threading; reload_probe.log.append(('thread', threading.get_ident()))"
+        paths = [write(folder / f"m{n}.py", f"import reload_probe\n{line}\n") for n in range(5)]
+        async with Reloader(context, [folder], watch=False) as reloader:
+            for path in paths[:2]:
+                write(path, f"import reload_probe\n{line}\nX = 1\n")
+                assert (await reloader.reload(path)).ok
+        threads = probe.entries("thread")
+        assert len(threads) == 7
+        assert set(threads) != {threading.get_ident()}  # not on the event loop's thread
+        assert len(set(threads)) == 1
+
+    async def test_a_body_abandoned_mid_batch_leaves_the_rest_of_the_batch_to_a_new_thread(
+        self, context: Context, folder: Path, probe: Probe
+    ) -> None:
+        """m1 blocks past import_timeout: m0 and m2 load, m2 in a new thread, and m1's thread
+        runs no further body when it is released; the next reload gets a working thread."""
+        gate = threading.Event()
+        probe.values.update(gate=gate)
+        note = (
+            "import threading; reload_probe.log.append(('thread', (NAME, threading.get_ident())))"
+        )
+        for number in range(3):
+            block = "reload_probe.probe.values['gate'].wait(60)" if number == 1 else ""
+            write(
+                folder / f"m{number}.py",
+                f"import reload_probe\nNAME = 'm{number}'\n{note}\n{block}\n",
+            )
+        try:
+            async with Reloader(context, [folder], watch=False, import_timeout=0.5) as reloader:
+                states = {status.module: status.state for status in reloader.status()}
+                assert states == {
+                    "m0": ModuleState.ACTIVE,
+                    "m1": ModuleState.FAILED,
+                    "m2": ModuleState.ACTIVE,
+                }
+                assert reloader.status_of(folder / "m1.py").error.type == "TimeoutError"  # type: ignore[union-attr]
+                threads = dict(probe.entries("thread"))
+                assert threads["m0"] == threads["m1"] != threads["m2"]
+                assert [label.split(" (at ")[0] for label in reloader.still_running()] == [
+                    "executing m1"
+                ]
+                gate.set()
+                while reloader.still_running():
+                    await anyio.sleep(0.01)
+                write(folder / "m0.py", "import reload_probe\nNAME = 'm0'\n" + note + "\nX = 2\n")
+                assert (await reloader.reload(folder / "m0.py")).ok
+                assert [name for name, _ in probe.entries("thread")] == ["m0", "m1", "m2", "m0"]
+        finally:
+            gate.set()
+
+    async def test_each_slow_body_of_a_batch_gets_its_own_progress_line(
+        self, context: Context, folder: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The slow notice follows the body that is running, not the first of the batch."""
+        import structlog
+
+        from hotseam.reload import _loader
+
+        monkeypatch.setattr(_loader, "SLOW_NOTICE", 0.05)
+        for number in range(3):
+            pause = "import time\ntime.sleep(0.15)\n" if number != 1 else ""
+            write(folder / f"s{number}.py", pause + f"N = {number}\n")
+        with structlog.testing.capture_logs() as logs:
+            async with Reloader(context, [folder], watch=False):
+                pass
+        slow = [(log["module"], log["phase"]) for log in logs if log["event"] == "reload.slow"]
+        assert slow == [("s0", "executing"), ("s2", "executing")]
+
+
+async def test_a_plain_setup_s_context_changes_stay_its_own(
+    context: Context, folder: Path, probe: Probe
+) -> None:
+    """A ``def setup`` runs without a task of its own, but in a copy of the context: a
+    context variable it sets is not seen by the next module's setup nor by the reloader."""
+    import contextvars
+
+    var: contextvars.ContextVar[str] = contextvars.ContextVar("probe_var", default="unset")
+    probe.values["var"] = var
+    write(
+        folder / "c1.py",
+        "import reload_probe\n\ndef setup(scope):\n    reload_probe.probe.values['var'].set('c1')\n",
+    )
+    write(
+        folder / "c2.py",
+        "import reload_probe\n\ndef setup(scope):\n"
+        "    reload_probe.log.append(('seen', reload_probe.probe.values['var'].get()))\n",
+    )
+    async with Reloader(context, [folder], watch=False):
+        assert probe.entries("seen") == ["unset"]
+        assert var.get() == "unset"

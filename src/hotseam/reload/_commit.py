@@ -20,7 +20,7 @@ from .._scope import Scope
 from .._seam import Seam
 from ._errors import LoadError
 from ._events import DisposeFailed, ModuleUnloaded, ReloadAborted, ReloadCommitted, ReloadEvent
-from ._loader import Batch, Loader
+from ._loader import NOTHING, Batch, Loader
 from ._planner import Plan, dependency_order
 from ._prepare import Prepared
 from ._status import ModuleState
@@ -119,7 +119,7 @@ class Committer:
             record.stat = batch.sources[name].stat
             record.blocker = None
             record.load_ms = prepared.load_ms.get(name)
-            record.missing = frozenset(batch.attempts[name].missing)
+            record.missing = _names(batch.attempts[name].missing)
             lost = activation_failures.get(name)
             if lost is not None:
                 record.state = ModuleState.FAILED
@@ -158,8 +158,8 @@ class Committer:
             record.load_ms = prepared.load_ms.get(name)
             attempt = batch.attempts.get(name)
             if attempt is not None:
-                record.attempt_imports = frozenset(attempt.imports)
-                record.missing = frozenset(attempt.missing)
+                record.attempt_imports = _names(attempt.imports)
+                record.missing = _names(attempt.missing)
             record.state = ModuleState.FAILED
             record.error = load_error
             emit(ReloadAborted(batch.id, record.path, name, load_error, record.generation))
@@ -172,3 +172,7 @@ class Committer:
             return
         async with self._context.swap(*seams, tools=tools):
             yield
+
+
+def _names(names: set[str]) -> frozenset[str]:
+    return frozenset(names) if names else NOTHING

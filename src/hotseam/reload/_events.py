@@ -8,6 +8,7 @@ callback, and sent to every open :meth:`Reloader.events` stream.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,13 +43,20 @@ EventT = TypeVar("EventT", bound="ReloadEvent")
 
 
 def display_path(path: Path) -> str:
-    """``path`` relative to the working directory when it is below it, else absolute."""
+    """``path`` relative to the working directory when it is below it, else absolute.
+
+    Compared as text (a reload names every module it touches: pathlib's ``relative_to``
+    cost as much as setting a module up).
+    """
+    text = os.fspath(path)
     try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
+        cwd = os.getcwd()
     except OSError:  # the working directory was deleted
-        return str(path)
+        return text
+    if text == cwd:
+        return "."
+    prefix = cwd if cwd.endswith(os.sep) else cwd + os.sep
+    return text[len(prefix) :] if text.startswith(prefix) else text
 
 
 def describe(error: LoadError) -> str:

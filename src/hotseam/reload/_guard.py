@@ -2,7 +2,7 @@
 
 Provider code runs in three guarded ways:
 
-* module bodies execute in a daemon thread of their own (:func:`run_in_thread`): a body that
+* module bodies execute in a daemon thread (:class:`Worker`): a body that
   blocks the thread (``while True: pass``) leaves the event loop serving; past its time
   bound it is *abandoned* — the thread keeps running (Python cannot kill a thread), but its
   module object is never installed;
@@ -21,13 +21,17 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
+import queue
 import signal
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Collection, Iterator
+import time
+import weakref
+from collections.abc import Awaitable, Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import anyio
 import anyio.from_thread
@@ -37,14 +41,13 @@ import sniffio
 __all__ = [
     "Detached",
     "ThreadRun",
+    "Worker",
+    "current_run",
     "interrupted",
     "is_fatal",
-    "run_in_thread",
     "start_detached",
     "stuck_location",
 ]
-
-T = TypeVar("T")
 
 _LIBRARY_DIRS = (
     *(
@@ -190,21 +193,23 @@ def start_detached(label: str, func: Callable[[], Awaitable[object]]) -> Detache
     return handle
 
 
-# -- daemon threads -------------------------------------------------------------------------------
+# -- the module-body thread ------------------------------------------------------------------------
 
 
-class ThreadRun(Generic[T]):
-    """``func()`` running in a daemon thread; ``abandoned`` once nobody waits for it."""
+class ThreadRun:
+    """Steps of work running in a :class:`Worker`'s daemon thread; ``abandoned`` once the
+    event loop stopped waiting for one of them (its thread runs on, and runs no more steps)."""
 
-    __slots__ = ("abandoned", "done", "error", "ident", "label", "value")
+    __slots__ = ("abandoned", "current", "done", "error", "ident", "label")
 
     def __init__(self, label: str) -> None:
         self.label = label
         self.done = anyio.Event()
-        self.value: T | None = None
         self.error: BaseException | None = None
         self.ident: int | None = None
         self.abandoned = False
+        self.current: tuple[int, float] | None = None
+        """The step running and when it started (``time.monotonic()``); set by the thread."""
 
     @property
     def running(self) -> bool:
@@ -218,55 +223,139 @@ class ThreadRun(Generic[T]):
 
 
 _CURRENT = threading.local()
+_STOP = object()
 
 
-def current_run() -> ThreadRun[Any] | None:
+def current_run() -> ThreadRun | None:
     """The :class:`ThreadRun` whose thread this is, if any."""
-    run: ThreadRun[Any] | None = getattr(_CURRENT, "run", None)
+    run: ThreadRun | None = getattr(_CURRENT, "run", None)
     return run
 
 
-async def run_in_thread(
-    label: str,
-    func: Callable[[], T],
-    timeout: float,
-    *,
-    on_slow: tuple[float, Callable[[], object]] | None = None,
-) -> ThreadRun[T]:
-    """Run ``func()`` in a new daemon thread (in a copy of the current context); wait at most
-    ``timeout`` seconds. On return, ``done`` tells whether it finished; if not, the run is
-    ``abandoned``: the thread goes on, and the caller reports it. ``on_slow=(seconds,
-    notify)`` calls ``notify()`` once if it is still running after ``seconds`` (a deadline
-    that does not fire costs nothing, unlike a task that has to be cancelled).
+def _serve(jobs: queue.SimpleQueue[Any]) -> None:
+    """A worker thread's life: run jobs until told to stop, or until one is abandoned."""
+    while True:
+        job = jobs.get()
+        if job is _STOP:
+            return
+        keep_serving = job()
+        del job  # what it ran (a batch and its sources) must not wait here for the next job
+        if not keep_serving:
+            return  # abandoned: a fresh thread takes the next job
 
-    Cancellation stops the waiting (the run is abandoned) and propagates.
+
+class Worker:
+    """One reusable daemon thread for module bodies, so a body that blocks leaves the event
+    loop serving.
+
+    Starting a thread costs about twice a hand-off to a waiting one, and a start loads
+    every module, so the thread is kept between reloads. A step that overruns its time
+    bound is *abandoned*: Python cannot stop a thread, so that thread runs on, runs no
+    further step, and the next steps go to a new thread.
     """
-    run: ThreadRun[T] = ThreadRun(label)
-    token = anyio.lowlevel.current_token()
-    context = contextvars.copy_context()
 
-    def target() -> None:
-        run.ident = threading.get_ident()
-        _CURRENT.run = run
+    __slots__ = ("__weakref__", "_jobs", "_stopper")
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Any] | None = None
+        self._stopper: weakref.finalize[Any, Worker] | None = None
+
+    def close(self) -> None:
+        """Let the idle thread end (a busy one ends after its job)."""
+        if self._jobs is not None:
+            self._jobs.put(_STOP)
+            self._jobs = None
+
+    def _submit(self, job: Callable[[], bool]) -> None:
+        jobs = self._jobs
+        if jobs is None:
+            jobs = self._jobs = queue.SimpleQueue()
+            thread = threading.Thread(
+                target=_serve, args=(jobs,), name="hotseam: module bodies", daemon=True
+            )
+            thread.start()
+            # A worker nobody closed ends with it (the thread holds only the queue).
+            self._stopper = weakref.finalize(self, jobs.put, _STOP)
+        jobs.put(job)
+
+    def _retire(self) -> None:
+        """The thread is stuck in an abandoned step: the next job starts a new one."""
+        self._jobs = None
+        if self._stopper is not None:
+            self._stopper.detach()
+            self._stopper = None
+
+    async def run(
+        self,
+        label: str,
+        steps: Sequence[Callable[[], object]],
+        timeout: float,
+        *,
+        on_slow: tuple[float, Callable[[int], object]] | None = None,
+    ) -> tuple[ThreadRun, int | None]:
+        """Run ``steps`` in order in the thread (in a copy of the current context), each
+        bounded by ``timeout`` seconds from its own start; return the run and the index of
+        the step abandoned at its bound (``None``: all ran). A step's exception ends the
+        run (``error``): steps are expected to catch their own.
+
+        ``on_slow=(seconds, notify)`` calls ``notify(index)`` once for a step still running
+        after ``seconds``. The loop is woken once for the whole run, not once per step: it
+        sleeps until the running step's deadline (or slow notice), which it reads from
+        ``run.current``; once a step was slow, it also looks every ``seconds / 4`` for the
+        next one.
+
+        Cancellation stops the waiting (the run is abandoned) and propagates.
+        """
+        run = ThreadRun(label)
+        token = anyio.lowlevel.current_token()
+        context = contextvars.copy_context()
+
+        def job() -> bool:
+            run.ident = threading.get_ident()
+            _CURRENT.run = run
+            try:
+                for index, step in enumerate(steps):
+                    if run.abandoned:
+                        break
+                    run.current = (index, time.monotonic())
+                    context.run(step)
+            except BaseException as error:  # reported by the waiter
+                run.error = error
+            finally:
+                run.current = None
+                _CURRENT.run = None
+                with contextlib.suppress(Exception):  # the event loop is gone: nobody waits
+                    anyio.from_thread.run_sync(run.done.set, token=token)
+            return not run.abandoned
+
+        slow, notify = on_slow if on_slow is not None else (math.inf, None)
+        notified = -1
+        abandoned: int | None = None
+        self._submit(job)
         try:
-            run.value = context.run(func)
-        except BaseException as error:  # reported by the waiter
-            run.error = error
-        finally:
-            with contextlib.suppress(Exception):  # the event loop is gone: nobody waits
-                anyio.from_thread.run_sync(run.done.set, token=token)
-
-    thread = threading.Thread(target=target, name=f"hotseam: {label}", daemon=True)
-    try:
-        thread.start()
-        with anyio.move_on_after(timeout):
-            if on_slow is not None and on_slow[0] < timeout:
-                with anyio.move_on_after(on_slow[0]):
+            while not run.done.is_set():
+                current = run.current
+                now = time.monotonic()
+                if current is None:  # not started yet, or just ended
+                    with anyio.move_on_after(min(slow, timeout)):
+                        await run.done.wait()
+                    continue
+                index, started = current
+                if now - started >= timeout:
+                    abandoned = index
+                    break
+                if notify is not None and index != notified and now - started >= slow:
+                    notified = index
+                    notify(index)
+                wake = started + timeout
+                if index != notified and slow < timeout:
+                    wake = started + slow
+                elif index == notified:  # a slow run: look for the next step now and then
+                    wake = min(wake, now + slow / 4)
+                with anyio.move_on_after(max(wake - now, 0.0)):
                     await run.done.wait()
-                if not run.done.is_set():
-                    on_slow[1]()
-            await run.done.wait()
-    finally:
-        if not run.done.is_set():
-            run.abandoned = True
-    return run
+        finally:
+            if not run.done.is_set():
+                run.abandoned = True
+                self._retire()
+        return run, abandoned

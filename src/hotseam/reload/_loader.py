@@ -30,6 +30,7 @@ import functools
 import importlib.machinery
 import importlib.util
 import sys
+import threading
 import time
 import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -39,9 +40,10 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .._module_body import executing
-from ._errors import LoadError, LoadPhase, ModuleNameClashError
+from ._errors import LoadError, LoadPhase
 from ._events import SLOW_NOTICE, report_slow
-from ._guard import ThreadRun, current_run, run_in_thread
+from ._guard import ThreadRun, Worker, current_run
+from ._names import NameClaims, WatchedModuleSpec, owned
 from ._planner import FileStat, ModuleIndex, Source, read_file
 from ._status import ModuleKind, ModuleState, ModuleStatus
 
@@ -50,11 +52,13 @@ if TYPE_CHECKING:
     from .._scope import Scope
     from .._tools import ToolRegistration
 
-__all__ = ["Batch", "Blocker", "Loader", "ModuleRecord"]
+__all__ = ["NOTHING", "Batch", "Blocker", "Loader", "ModuleRecord"]
 
 _real_import = builtins.__import__
-_OWNED: weakref.WeakSet[ModuleType] = weakref.WeakSet()
-_CLAIMS: dict[str, weakref.ref[Loader]] = {}
+NOTHING: frozenset[str] = frozenset()
+"""The one empty set of names that records share (a thousand modules need not hold a
+thousand empty sets)."""
+_EXECUTING = threading.local()  # .stack: the attempts whose bodies this thread executes
 
 
 class _DependencyFailedError(ImportError):
@@ -136,15 +140,20 @@ class ModuleRecord:
 
 
 class _Attempt:
-    """One execution of one module; what its code imported."""
+    """One execution of one module; what its code imported.
 
-    __slots__ = ("batch", "imports", "missing", "name")
+    Found from the importing code's globals: it is the ``loader_state`` of the module's
+    spec while its batch is open (and cleared when the batch ends, so that it is freed).
+    """
+
+    __slots__ = ("batch", "imports", "missing", "name", "spec")
 
     def __init__(self, name: str, batch: int) -> None:
         self.name = name
         self.batch = batch
         self.imports: set[str] = set()
         self.missing: set[str] = set()
+        self.spec: importlib.machinery.ModuleSpec | None = None
 
 
 @dataclass(eq=False, slots=True)
@@ -160,7 +169,7 @@ class Batch:
 
     def imports_of(self, name: str) -> frozenset[str]:
         attempt = self.attempts.get(name)
-        return frozenset(attempt.imports) if attempt is not None else frozenset()
+        return frozenset(attempt.imports) if attempt is not None and attempt.imports else NOTHING
 
 
 class Loader:
@@ -170,10 +179,15 @@ class Loader:
         self.index = index
         self.records: dict[str, ModuleRecord] = {}
         self._batch: Batch | None = None
-        self._claimed: set[str] = set()
+        self._claims = NameClaims(index)
         self._sequence = 0
-        self._base_builtins = dict(builtins.__dict__)
-        self.abandoned: list[ThreadRun[None]] = []
+        # One builtins namespace for all of this loader's modules (a copy per module cost
+        # more memory than the rest of the module); its __import__ tells the importer
+        # from the globals it is given.
+        self._builtins = dict(builtins.__dict__)
+        self._builtins["__import__"] = self._module_import
+        self._worker = Worker()
+        self.abandoned: list[ThreadRun] = []
         """Module bodies abandoned at their time bound (pruned of finished ones when read)."""
 
     # -- the table ----------------------------------------------------------------------------
@@ -197,34 +211,33 @@ class Loader:
     def begin(self, batch_id: int, sources: Mapping[str, Source]) -> Batch:
         """Open a reload of ``sources``; modules they import on demand join it."""
         assert self._batch is None, "reloads are serialized"
+        self._claims.expect(sum(name not in self._claims for name in sources))
         self._batch = Batch(batch_id, dict(sources))
         return self._batch
 
     async def execute(self, batch: Batch, names: Sequence[str], timeout: float) -> None:
         """Execute every module of ``names`` not executed yet; failures go to ``batch.failed``.
 
-        Each module body (with the watched modules it imports) executes in a daemon thread of
-        its own, so a body that blocks leaves the event loop serving. One still running after
-        ``timeout`` seconds is abandoned: it fails with a ``TimeoutError`` naming the line it
-        is stuck at, its thread runs on, and nothing it creates is ever installed.
+        Module bodies (with the watched modules they import) execute one after another in
+        the loader's worker thread, so a body that blocks leaves the event loop serving. One
+        still running ``timeout`` seconds after it started is abandoned: it fails with a
+        ``TimeoutError`` naming the line it is stuck at, its thread runs on, nothing it
+        creates is ever installed, and the modules after it execute in a new thread.
         """
-        for name in names:
-            if name in batch.staged or name in batch.failed:
-                continue
-            path = batch.sources[name].path
-            started = time.perf_counter()
-            run = await run_in_thread(
-                f"executing {name}",
-                functools.partial(self._execute_in_thread, batch, name),
+        pending = [name for name in names if name not in batch.staged and name not in batch.failed]
+        while pending:
+            steps = [functools.partial(self._execute_in_thread, batch, name) for name in pending]
+            run, stuck = await self._worker.run(
+                f"executing {pending[0]}",
+                steps,
                 timeout,
-                on_slow=(
-                    SLOW_NOTICE,
-                    functools.partial(report_slow, "executing", path, name, timeout),
-                ),
+                on_slow=(SLOW_NOTICE, functools.partial(self._report_slow, pending, timeout)),
             )
-            if run.done.is_set():
-                assert name in batch.staged or name in batch.failed
-                continue
+            if stuck is None:
+                return
+            name = pending[stuck]
+            path = batch.sources[name].path
+            run.label = f"executing {name}"
             self.abandoned.append(run)
             location = run.location(self.watched_files()) or str(path)
             batch.staged.pop(name, None)
@@ -235,9 +248,22 @@ class Loader:
                 "abandoned: its thread runs on, its module is never installed",
                 location,
             )
-            batch.load_ms[name] = (time.perf_counter() - started) * 1000
+            batch.load_ms[name] = timeout * 1000
+            pending = [
+                name
+                for name in pending[stuck + 1 :]
+                if name not in batch.staged and name not in batch.failed
+            ]
+
+    def _report_slow(self, names: Sequence[str], timeout: float, index: int) -> None:
+        batch = self._batch
+        if batch is not None:
+            name = names[index]
+            report_slow("executing", batch.sources[name].path, name, timeout)
 
     def _execute_in_thread(self, batch: Batch, name: str) -> None:
+        if name in batch.staged or name in batch.failed:
+            return  # imported, so executed, by a module before it
         with contextlib.suppress(BaseException):  # recorded in batch.failed
             self._execute(batch, name)
 
@@ -249,33 +275,36 @@ class Loader:
         """
         assert self._batch is batch
         self._batch = None
+        for attempt in batch.attempts.values():
+            if attempt.spec is not None:
+                attempt.spec.loader_state = None
         for name in committed:
             record = self.records[name]
             record.module = batch.staged[name]
             record.imports = batch.imports_of(name)
-            record.attempt_imports = frozenset()
-            _OWNED.add(record.module)
+            record.attempt_imports = NOTHING
         for name in unloaded:
             record = self.records[name]
             record.module = None
-            record.imports = frozenset()
+            record.imports = NOTHING
         touched = set(batch.sources) | set(batch.staged) | set(batch.failed) | unloaded
         for name in sorted(touched):
             self._settle(name)
         for name in unloaded:
-            self._release(name)
+            self._claims.release(name)
         for name in set(batch.sources) - committed - unloaded:
             kept = self.records.get(name)
             if kept is not None and kept.module is None:
-                self._release(name)
+                self._claims.release(name)
 
     def close(self) -> None:
         """Forget every module (after their generations were disposed)."""
+        self._worker.close()
         for record in self.records.values():
             record.module = None
         for name in sorted(self.records, reverse=True):
             self._settle(name)
-            self._release(name)
+            self._claims.release(name)
 
     def kind_of(self, module: ModuleType) -> tuple[ModuleKind, Callable[..., Any] | None]:
         """``provider`` and its ``setup``, or ``helper`` and ``None``.
@@ -301,12 +330,14 @@ class Loader:
         try:
             code = compile(source.data, str(source.path), "exec", dont_inherit=True)
             phase = "exec"
-            self._claim(name, source.path)
+            self._claims.claim(name, source.path)
             parent_name, _, child = name.rpartition(".")
             parent = self._require(parent_name, attempt, record=False) if parent_name else None
             module = self._new_module(name, source.path, attempt)
             batch.staged[name] = module
             sys.modules[name] = module
+            stack = _EXECUTING.__dict__.setdefault("stack", [])
+            stack.append(attempt)
             try:
                 with executing(str(source.path)):
                     exec(code, module.__dict__)
@@ -314,6 +345,8 @@ class Loader:
                 if not _abandoned():
                     batch.staged.pop(name, None)
                 raise
+            finally:
+                stack.pop()
             if _abandoned():
                 raise _AbandonedError(name)  # noqa: TRY301 - nothing of it may be installed
             if parent is not None:
@@ -342,31 +375,38 @@ class Loader:
     def _new_module(self, name: str, path: Path, attempt: _Attempt) -> ModuleType:
         is_package = path.name == "__init__.py"
         module = ModuleType(name)
-        spec = importlib.machinery.ModuleSpec(name, None, origin=str(path), is_package=is_package)
+        file = str(path)
+        spec = WatchedModuleSpec(name, None, origin=file, is_package=is_package)
         spec.has_location = True
         module.__spec__ = spec
-        module.__file__ = str(path)
+        module.__file__ = file
         module.__cached__ = None  # type: ignore[attr-defined]
         module.__package__ = name if is_package else name.rpartition(".")[0]
         if is_package:
             module.__path__ = [str(path.parent)]
             spec.submodule_search_locations = [str(path.parent)]
-        namespace = dict(self._base_builtins)
-        namespace["__import__"] = self._import_function(attempt)
-        module.__dict__["__builtins__"] = namespace
+        spec.loader_state = attempt
+        attempt.spec = spec
+        module.__dict__["__builtins__"] = self._builtins
         return module
 
-    def _import_function(self, attempt: _Attempt) -> Callable[..., ModuleType]:
-        def __import__(  # noqa: N807 - it replaces builtins.__import__ for one module
-            name: str,
-            globals: Mapping[str, object] | None = None,
-            locals: Mapping[str, object] | None = None,
-            fromlist: Sequence[str] | None = (),
-            level: int = 0,
-        ) -> ModuleType:
-            return self._import(attempt, name, globals, locals, fromlist or (), level)
-
-        return __import__
+    def _module_import(
+        self,
+        name: str,
+        globals_: Mapping[str, object] | None = None,
+        locals_: Mapping[str, object] | None = None,
+        fromlist: Sequence[str] | None = (),
+        level: int = 0,
+    ) -> ModuleType:
+        """``__import__`` for watched modules: the importer is the module whose globals
+        these are. Without an open attempt (live code of a serving generation, or code
+        exec'd in globals of its own outside a module body) it is served what serves now."""
+        spec = globals_.get("__spec__") if globals_ is not None else None
+        attempt = getattr(spec, "loader_state", None)
+        if not isinstance(attempt, _Attempt):
+            executing_now: list[_Attempt] | None = getattr(_EXECUTING, "stack", None)
+            attempt = executing_now[-1] if executing_now else _Attempt("", 0)
+        return self._import(attempt, name, globals_, locals_, fromlist or (), level)
 
     def _import(
         self,
@@ -464,52 +504,15 @@ class Loader:
             name=name,
         )
 
-    # -- names ----------------------------------------------------------------------------------
-
-    def _claim(self, name: str, path: Path) -> None:
-        if name in self._claimed:
-            return
-        owner_ref = _CLAIMS.get(name)
-        owner = owner_ref() if owner_ref is not None else None
-        if owner is not None and owner is not self:
-            other = owner.index.path_of(name)
-            raise ModuleNameClashError(
-                f"module name {name!r} is already loaded by another hotseam reloader "
-                f"(from {other}); {_rename(path, name)}"
-            )
-        existing = sys.modules.get(name)
-        if existing is not None and existing not in _OWNED:
-            raise ModuleNameClashError(
-                f"module name {name!r} is already imported in this process (from "
-                f"{_origin_of(existing)}); {_rename(path, name)} so it does not shadow "
-                "that module"
-            )
-        if "." not in name and existing is None:
-            origin = _installed_origin(name)
-            if origin is not None and origin != path:
-                raise ModuleNameClashError(
-                    f"module name {name!r} would shadow the installed module {origin}; "
-                    f"{_rename(path, name)}"
-                )
-        _CLAIMS[name] = weakref.ref(self)
-        self._claimed.add(name)
-
-    def _release(self, name: str) -> None:
-        if name in self._claimed:
-            self._claimed.discard(name)
-            owner_ref = _CLAIMS.get(name)
-            if owner_ref is not None and owner_ref() in (self, None):
-                del _CLAIMS[name]
-
     def _settle(self, name: str) -> None:
         """Make ``sys.modules`` and the parent package agree with what serves ``name``."""
         record = self.records.get(name)
         serving = record.module if record is not None else None
-        if name in self._claimed or serving is not None:
+        if name in self._claims or serving is not None:
             current = sys.modules.get(name)
             if serving is not None:
                 sys.modules[name] = serving
-            elif (current is not None and current in _OWNED) or name in self._claimed:
+            elif (current is not None and owned(current)) or name in self._claims:
                 sys.modules.pop(name, None)
         parent_name, _, child = name.rpartition(".")
         if not parent_name:
@@ -522,41 +525,3 @@ class Loader:
             setattr(parent, child, serving)
         elif isinstance(parent.__dict__.get(child), ModuleType):
             delattr(parent, child)
-
-
-def _installed_origin(name: str) -> Path | None:
-    """Where ``import name`` would come from without the reloader, if anywhere."""
-    if name in sys.builtin_module_names:
-        return Path(f"<built-in module {name}>")
-    try:
-        spec = importlib.machinery.PathFinder.find_spec(name)
-    except (ImportError, ValueError):
-        return None
-    if spec is None:
-        return None
-    if spec.origin and spec.origin not in ("namespace", "built-in", "frozen"):
-        return Path(spec.origin).resolve()
-    locations = spec.submodule_search_locations
-    if locations:
-        return Path(next(iter(locations))).resolve()
-    return None
-
-
-def _origin_of(module: ModuleType) -> str:
-    """Where an imported module really comes from: its file, its package folders (a
-    namespace package has no file), or "a built-in module"."""
-    file = getattr(module, "__file__", None)
-    if file:
-        return str(file)
-    folders = list(getattr(module, "__path__", None) or ())
-    if folders:
-        return "the namespace package in " + ", ".join(str(folder) for folder in folders)
-    return "a built-in module"
-
-
-def _rename(path: Path, name: str) -> str:
-    """A concrete rename to suggest for the watched file (or package folder) at ``path``."""
-    last = name.rpartition(".")[2]
-    if path.name == "__init__.py":
-        return f"rename the folder {path.parent} (for example to {last}_ui/)"
-    return f"rename {path} (for example to {path.with_name(f'{last}_ui.py').name})"

@@ -8,8 +8,10 @@ with everything that imported it, and its serving generation is left exactly as 
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import time
+import types
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,19 +52,25 @@ class _TaskHost:
     The core only ever calls ``start_soon`` on a scope's task host.
     """
 
-    __slots__ = ("_report", "_task_group")
+    __slots__ = ("_generation", "_module", "_report", "_task_group")
 
     def __init__(
-        self, task_group: anyio.abc.TaskGroup, report: Callable[[str, BaseException], None]
+        self,
+        task_group: anyio.abc.TaskGroup,
+        report: Callable[[str, int, str, BaseException], None],
+        module: str,
+        generation: int,
     ) -> None:
         self._task_group = task_group
         self._report = report
+        self._module = module
+        self._generation = generation
 
     def start_soon(
         self, func: Callable[..., Awaitable[object]], *args: object, name: object = None
     ) -> None:
         label = str(name) if name is not None else getattr(func, "__qualname__", repr(func))
-        report = self._report
+        report, module, generation = self._report, self._module, self._generation
 
         async def guarded() -> None:
             try:
@@ -70,7 +78,7 @@ class _TaskHost:
             except BaseException as error:  # SystemExit and friends from provider code too
                 if is_fatal(error):
                     raise
-                report(label, error)
+                report(module, generation, label, error)
 
         self._task_group.start_soon(guarded, name=name)
 
@@ -168,11 +176,9 @@ class Preparer:
         generation = record.last_generation + 1
         task_group = self._task_group()
         assert task_group is not None
-
-        def report(task: str, error: BaseException) -> None:
-            self._report_task(name, generation, task, error)
-
-        host = cast("anyio.abc.TaskGroup", _TaskHost(task_group, report))
+        host = cast(
+            "anyio.abc.TaskGroup", _TaskHost(task_group, self._report_task, name, generation)
+        )
         scope = Scope(
             f"{display_path(record.path)}#{generation}",
             context=self._context,
@@ -196,12 +202,25 @@ class Preparer:
         wrong = _signature_problem(setup, path)
         if wrong is not None:
             return wrong
+        outcome: object = None
+        if not inspect.iscoroutinefunction(setup):
+            # A plain function cannot be waited out (it holds the loop until it returns), so
+            # a task of its own would only add cost; it runs here, in a copy of the context.
+            try:
+                outcome = contextvars.copy_context().run(_call_with, context, setup, scope)
+            except BaseException as failure:  # provider code: reported, unless a Ctrl-C
+                if interrupted(failure):
+                    raise
+                return LoadError.from_exception("setup", failure, watched, str(path))
+            if not inspect.isawaitable(outcome):
+                return None
+        awaitable = outcome
 
         async def call() -> None:
             with use_context(context):
-                outcome = setup(scope)
-                if inspect.isawaitable(outcome):
-                    await outcome
+                pending = awaitable if awaitable is not None else setup(scope)
+                if inspect.isawaitable(pending):
+                    await pending
 
         handle = start_detached(f"setup of {display_path(path)}", call)
         try:
@@ -235,10 +254,30 @@ class Preparer:
         return LoadError.from_exception("setup", error, watched, str(path))
 
 
+def _call_with(context: Context, setup: Callable[..., Any], scope: Scope) -> object:
+    with use_context(context):
+        return setup(scope)
+
+
+def _takes_one_argument(setup: Callable[..., Any]) -> bool:
+    """True for a plain function that surely accepts one positional argument, read from its
+    code object (``inspect.signature`` costs a start as much as the rest of a module)."""
+    if not isinstance(setup, types.FunctionType):
+        return False
+    code = setup.__code__
+    positional = code.co_argcount
+    required = positional - len(setup.__defaults__ or ())
+    required_keywords = code.co_kwonlyargcount - len(setup.__kwdefaults__ or ())
+    takes_rest = bool(code.co_flags & inspect.CO_VARARGS)
+    return required_keywords == 0 and required <= 1 and (positional >= 1 or takes_rest)
+
+
 def _signature_problem(setup: Callable[..., Any], path: Path) -> LoadError | None:
     """A ``setup`` that cannot be called with the scope, as an error saying what it must
     accept and where it is defined (Python's own "takes 0 positional arguments" says
     neither)."""
+    if _takes_one_argument(setup):
+        return None
     try:
         signature = inspect.signature(setup)
     except (TypeError, ValueError):  # a builtin or an odd callable: let the call decide
