@@ -287,13 +287,18 @@ class TestTheModuleBodyThread:
     ) -> None:
         """m1 blocks past import_timeout: m0 and m2 load, m2 in a new thread, and m1's thread
         runs no further body when it is released; the next reload gets a working thread."""
-        gate = threading.Event()
-        probe.values.update(gate=gate)
+        gate, left = threading.Event(), threading.Event()
+        probe.values.update(gate=gate, left=left)
         note = (
             "import threading; reload_probe.log.append(('thread', (NAME, threading.get_ident())))"
         )
         for number in range(3):
-            block = "reload_probe.probe.values['gate'].wait(60)" if number == 1 else ""
+            block = (
+                "reload_probe.probe.values['gate'].wait(60)\n"
+                "reload_probe.probe.values['left'].set()"
+                if number == 1
+                else ""
+            )
             write(
                 folder / f"m{number}.py",
                 f"import reload_probe\nNAME = 'm{number}'\n{note}\n{block}\n",
@@ -313,8 +318,7 @@ class TestTheModuleBodyThread:
                     "executing m1"
                 ]
                 gate.set()
-                while reloader.still_running():
-                    await anyio.sleep(0.01)
+                await anyio.to_thread.run_sync(left.wait, 10)
                 write(folder / "m0.py", "import reload_probe\nNAME = 'm0'\n" + note + "\nX = 2\n")
                 assert (await reloader.reload(folder / "m0.py")).ok
                 assert [name for name, _ in probe.entries("thread")] == ["m0", "m1", "m2", "m0"]
@@ -351,7 +355,8 @@ async def test_a_plain_setup_s_context_changes_stay_its_own(
     probe.values["var"] = var
     write(
         folder / "c1.py",
-        "import reload_probe\n\ndef setup(scope):\n    reload_probe.probe.values['var'].set('c1')\n",
+        "import reload_probe\n\ndef setup(scope):\n"
+        "    reload_probe.probe.values['var'].set('c1')\n",
     )
     write(
         folder / "c2.py",
