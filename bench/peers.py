@@ -49,6 +49,7 @@ from hotseam.interaction import AskUserQuestionRequest, ask
 from hotseam.reload import ReloadCommitted, Reloader
 
 SETTLE = 0.15
+JITTER = 0.02  # a fixed pause would phase-lock the saves with the watchers' polling steps
 DEBOUNCE, STEP = 50, 10
 QUESTION = AskUserQuestionRequest("Which version is serving?")
 
@@ -494,7 +495,7 @@ async def latencies(methods: list[Method], saves: int) -> dict[str, list[float]]
     samples: dict[str, list[float]] = {method.name: [] for method in methods}
     for version in range(1, saves + 1):
         for method in random.sample(methods, len(methods)):
-            await anyio.sleep(SETTLE)
+            await anyio.sleep(SETTLE + random.uniform(0, JITTER))
             method.save(version)
             started = time.perf_counter()
             if await method.until_serving(f"v{version}/0", 5):
@@ -522,11 +523,11 @@ async def scenario(method: Method, version: int) -> dict[str, bool]:
         ("syntax", "keeps serving after a syntax error"),
         ("raise", "keeps serving after an import-time exception"),
     ):
-        await anyio.sleep(SETTLE)
+        await anyio.sleep(SETTLE + random.uniform(0, JITTER))
         method.save(version + 1)  # a good version first
         await anyio.sleep(2.0)  # a restart that imports hotseam takes over 1 s on a busy VM
         good, before = await method.state()
-        await anyio.sleep(SETTLE)
+        await anyio.sleep(SETTLE + random.uniform(0, JITTER))
         method.save(version + 2, broken)
         await anyio.sleep(1.0)  # every method has seen it by then (>= 10x its latency)
         answer, registered = await method.state()

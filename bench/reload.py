@@ -48,6 +48,7 @@ import gc
 import importlib
 import os
 import platform
+import random
 import statistics
 import subprocess
 import sys
@@ -68,6 +69,7 @@ from hotseam.reload import ReloadCommitted, Reloader, WatchfilesWatcher
 
 QUESTION = AskUserQuestionRequest("Which version is serving?")
 SETTLE = 0.15  # seconds between saves: past the reloader's 0.1 s coalescing window
+JITTER = 0.02  # a fixed pause would phase-lock the saves with the watchers' polling steps
 
 PROVIDER = """\
 import anyio
@@ -133,7 +135,7 @@ async def hotseam_watched(folder: Path, saves: int, watcher: WatchfilesWatcher) 
         reloader.events() as events,
     ):
         for version in range(1, saves + 1):
-            await anyio.sleep(SETTLE)
+            await anyio.sleep(SETTLE + random.uniform(0, JITTER))
             write_provider(file, version)
             started = time.perf_counter()  # from the completed write
             await events.next(ReloadCommitted, path=file)
@@ -182,7 +184,7 @@ async def importlib_watched(folder: Path, saves: int, watcher: WatchfilesWatcher
         module = importlib.import_module("bench_provider")
         async with watcher.open([_root(folder)]) as batches:
             for version in range(1, saves + 1):
-                await anyio.sleep(SETTLE)
+                await anyio.sleep(SETTLE + random.uniform(0, JITTER))
                 write_provider(file, version)
                 started = time.perf_counter()  # from the completed write
                 await _next_batch(batches)
@@ -215,7 +217,7 @@ async def process_restart(folder: Path, saves: int, watcher: WatchfilesWatcher) 
     samples = []
     async with watcher.open([_root(folder)]) as batches:
         for version in range(1, saves + 1):
-            await anyio.sleep(SETTLE)
+            await anyio.sleep(SETTLE + random.uniform(0, JITTER))
             write_provider(file, version)
             started = time.perf_counter()  # from the completed write
             await _next_batch(batches)
