@@ -141,7 +141,9 @@ class CarriedEffect(Effect, Generic[T]):
 def follow(scope: Scope, predecessor: Scope | None) -> None:
     """Let the (staged) generation ``scope`` take over what ``predecessor`` carries."""
     previous = predecessor._handover if predecessor is not None else None
-    scope._handover = Handover(previous)
+    if previous is not None and previous.carried:
+        scope._handover = Handover(previous)
+    # else: nothing to take over; a first carry() makes the scope's handover then
 
 
 def hand_over(scope: Scope) -> None:

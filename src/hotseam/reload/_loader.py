@@ -275,6 +275,7 @@ class Loader:
         """
         assert self._batch is batch
         self._batch = None
+        self._claims.expect(0)  # let the sys.path listing go
         for attempt in batch.attempts.values():
             if attempt.spec is not None:
                 attempt.spec.loader_state = None
