@@ -6,7 +6,8 @@ it. Here each execution gets a new module object; only a successful one ever rep
 serving one (in the loader's table and in ``sys.modules``), so a failed reload leaves the
 old namespace exactly as it was.
 
-Imports are seen through a per-module ``__import__`` (the module's own ``__builtins__``),
+Imports are seen through the ``__import__`` of the builtins namespace the loader gives its
+modules (one for all of them; it tells the importing module from the globals it is given),
 which:
 
 * resolves watched names (``import helpers``, ``from pkg import ui``, ``from . import x``)
