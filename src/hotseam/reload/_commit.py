@@ -116,12 +116,13 @@ class Committer:
         for name in committing:
             record = records[name]
             record.digest = batch.sources[name].digest
-            record.stat = batch.sources[name].stat
+            record.stat = None  # only a failed module's stat is asked for (is it saved since?)
             record.blocker = None
             record.load_ms = prepared.load_ms.get(name)
             record.missing = _names(batch.attempts[name].missing)
             lost = activation_failures.get(name)
             if lost is not None:
+                record.stat = batch.sources[name].stat
                 record.state = ModuleState.FAILED
                 record.generation = None
                 record.error = lost
