@@ -218,6 +218,7 @@ class Scope(Carrying):
         return [
             effect
             for scope in self.walk()
+            if scope._serving  # a scope that never adopted one is not searched
             for effect in scope._effects
             if isinstance(effect, Registration | ToolRegistration)
         ]
