@@ -382,3 +382,249 @@ class TestHalfWrittenFiles:
         source = await read_source(path, None)
         assert source is not None
         assert source.data == b""
+
+
+@pytest.fixture(name="thread_reads")
+def _thread_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the reading functions sent to a worker thread, in order."""
+    from hotseam.reload import _planner
+
+    reads: list[str] = []
+    real = anyio.to_thread.run_sync
+
+    async def run_sync(func: Any, *args: Any, **kwargs: Any) -> Any:
+        if func in (_planner._read_in_thread, _planner.read_many):
+            reads.append(func.__name__)
+        return await real(func, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", run_sync)
+    return reads
+
+
+def _file_system(monkeypatch: pytest.MonkeyPatch, kind: str | None) -> None:
+    """Make every file system look like ``kind`` (``None``: not known)."""
+    from hotseam.reload._mounts import MOUNTS
+
+    monkeypatch.setattr(MOUNTS, "filesystem_type", lambda device: kind)
+
+
+def _regular_stat(like: Path, size: int = 10) -> os.stat_result:
+    """What an ``lstat`` of a small regular file on ``like``'s file system would say."""
+    real = os.lstat(like)
+    return os.stat_result((stat.S_IFREG | 0o644, real.st_ino, real.st_dev, 1, 0, 0, size, 0, 0, 0))
+
+
+class TestReadsOnTheLoop:
+    """A small file on a local file system is read on the event loop (no worker-thread
+    round trip); a big one, one on any other file system, or anything odd goes to a thread."""
+
+    async def test_a_no_op_save_of_a_small_local_file_takes_no_worker_thread(
+        self, context: Context, folder: Path, probe: Probe, thread_reads: list[str]
+    ) -> None:
+        """With the machine's real mount table (skipped where the temporary folder is not
+        on a file system known as local)."""
+        from hotseam.reload._mounts import MOUNTS
+
+        ui = write(folder / "my_ui.py", provider_source(1))
+        async with Reloader(context, [folder], watch=False) as reloader:
+            if not MOUNTS.is_local(os.stat(folder).st_dev):
+                pytest.skip(f"{folder} is not on a file system known as local")
+            del thread_reads[:]
+            write(ui, provider_source(1))
+            assert (await reloader.reload(ui)).batch is None
+            write(ui, provider_source(2))
+            assert [c.generation for c in (await reloader.reload(ui)).committed] == [2]
+            assert (await ask(QUESTION, context=context)).answer == "answer v2"
+        assert thread_reads == []
+
+    @pytest.mark.parametrize("over", [0, 1])
+    async def test_a_file_larger_than_the_limit_is_read_in_a_worker_thread(
+        self,
+        context: Context,
+        folder: Path,
+        probe: Probe,
+        thread_reads: list[str],
+        monkeypatch: pytest.MonkeyPatch,
+        over: int,
+    ) -> None:
+        """At the limit: on the loop; one byte over: in a thread. Either way the same
+        content is seen as unchanged, and a change is loaded."""
+        from hotseam.reload._planner import LOOP_READ_LIMIT
+
+        _file_system(monkeypatch, "ext4")
+        ui = folder / "my_ui.py"
+
+        def padded(version: int) -> bytes:
+            source = provider_source(version).encode()
+            return source + b"#" * (LOOP_READ_LIMIT + over - len(source) - 1) + b"\n"
+
+        ui.write_bytes(padded(1))
+        assert ui.stat().st_size == LOOP_READ_LIMIT + over
+        async with Reloader(context, [folder], watch=False) as reloader:
+            del thread_reads[:]
+            ui.write_bytes(padded(1))
+            assert (await reloader.reload(ui)).batch is None
+            ui.write_bytes(padded(2))
+            assert [c.generation for c in (await reloader.reload(ui)).committed] == [2]
+        assert thread_reads == ["_read_in_thread"] * 2 * over
+
+    @pytest.mark.parametrize("kind", ["nfs4", "cifs", "smb3", "fuse.sshfs", "9p", "ceph", None])
+    async def test_a_file_on_a_file_system_not_known_as_local_is_read_in_a_worker_thread(
+        self,
+        context: Context,
+        folder: Path,
+        probe: Probe,
+        thread_reads: list[str],
+        monkeypatch: pytest.MonkeyPatch,
+        kind: str | None,
+    ) -> None:
+        _file_system(monkeypatch, kind)
+        ui = write(folder / "my_ui.py", provider_source(1))
+        async with Reloader(context, [folder], watch=False) as reloader:
+            del thread_reads[:]
+            write(ui, provider_source(1))
+            assert (await reloader.reload(ui)).batch is None
+        assert thread_reads == ["_read_in_thread"]
+
+    def test_the_loop_read_opens_only_a_small_regular_file_on_a_local_file_system(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Whatever the ``lstat`` said a moment ago: a FIFO (never opened: it would block),
+        a FIFO swapped in since (opened non-blocking, refused by its ``fstat``), a link
+        swapped in (not followed), a file grown past the limit, a file on another file
+        system: each is left to the worker thread (``None``)."""
+        from hotseam.reload._planner import LOOP_READ_LIMIT, read_on_loop
+
+        _file_system(monkeypatch, "ext4")
+        small = tmp_path / "small.py"
+        small.write_bytes(b"X = 1\n")
+        source = read_on_loop(small, os.lstat(small))
+        assert source is not None and source.data == b"X = 1\n"
+        assert source.stat == read_file_stat(small)
+        fifo = tmp_path / "late.py"
+        os.mkfifo(fifo)
+        link = tmp_path / "link.py"
+        link.symlink_to(small)
+        big = tmp_path / "big.py"
+        big.write_bytes(b"#" * (LOOP_READ_LIMIT + 1))
+        with _unblock_fifo_after(fifo, 3):
+            assert read_on_loop(fifo, os.lstat(fifo)) is None
+            assert read_on_loop(fifo, _regular_stat(fifo)) is None
+        assert read_on_loop(link, _regular_stat(link)) is None
+        assert read_on_loop(big, _regular_stat(big)) is None
+        assert read_on_loop(big, os.lstat(big)) is None
+        elsewhere = _regular_stat(small)
+        moved = os.stat_result((*elsewhere[:2], elsewhere.st_dev + 1, *elsewhere[3:]))
+        assert read_on_loop(small, moved) is None  # another device than the one it is on
+        assert read_on_loop(tmp_path / "gone.py", _regular_stat(small)) is None
+        _file_system(monkeypatch, "nfs4")
+        assert read_on_loop(small, os.lstat(small)) is None
+
+    async def test_a_fifo_swapped_in_after_the_lstat_is_refused_not_read(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Through :func:`read_source`: the loop leaves it to the thread, whose read refuses
+        it as before; nothing blocks."""
+        from hotseam.reload._planner import read_source
+
+        _file_system(monkeypatch, "ext4")
+        fifo = tmp_path / "late.py"
+        os.mkfifo(fifo)
+        with (
+            _unblock_fifo_after(fifo, 3),
+            anyio.fail_after(5),
+            pytest.raises(OSError, match="FIFO") as caught,
+        ):
+            await read_source(fifo, None, _regular_stat(fifo))
+        assert caught.value.errno == errno.EINVAL
+
+    async def test_an_empty_loop_read_is_retried_in_a_thread(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, thread_reads: list[str]
+    ) -> None:
+        """The truncate-then-write guard holds on the loop path too."""
+        from hotseam.reload._planner import read_source
+
+        _file_system(monkeypatch, "ext4")
+        path = tmp_path / "ui.py"
+        path.write_bytes(b"")
+        seen = os.lstat(path)
+
+        async def write_soon() -> None:
+            await anyio.sleep(0.015)
+            path.write_bytes(b"VALUE = 1\n")
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(write_soon)
+            source = await read_source(path, None, seen)
+        assert source is not None and source.data == b"VALUE = 1\n"
+        assert thread_reads and set(thread_reads) == {"_read_in_thread"}
+
+
+def read_file_stat(path: Path) -> tuple[int, int, int, int] | None:
+    """The ``stat`` :func:`read_file` reports for ``path``."""
+    from hotseam.reload._planner import read_file
+
+    return read_file(path).stat
+
+
+_MOUNTINFO = """\
+22 27 0:21 / /proc rw,relatime - proc proc rw
+27 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw,discard
+40 27 0:45 / /mnt/my\\040share rw,relatime shared:7 master:3 - nfs4 server:/export rw,vers=4.2
+41 27 0:46 / /home/me/remote rw,nosuid,nodev - fuse.sshfs me@host: rw,user_id=0
+42 27 0:47 / /tmp rw - tmpfs tmpfs rw
+bad line
+"""
+
+
+class TestMounts:
+    def test_mountinfo_maps_device_numbers_to_file_system_types(self) -> None:
+        from hotseam.reload._mounts import parse_mountinfo
+
+        types = parse_mountinfo(_MOUNTINFO)
+        assert types == {
+            os.makedev(0, 21): "proc",
+            os.makedev(254, 0): "ext4",
+            os.makedev(0, 45): "nfs4",
+            os.makedev(0, 46): "fuse.sshfs",
+            os.makedev(0, 47): "tmpfs",
+        }
+
+    def test_the_table_is_read_in_a_thread_and_dropped_when_the_mounts_change(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Only :meth:`learn` reads it; once the kernel reports a mount or an unmount, no
+        file system is local until it is read again (a freed device number may come back
+        as a network mount); a child process starts afresh."""
+        from hotseam.reload._mounts import Mounts
+
+        table = tmp_path / "mountinfo"
+        table.write_text(_MOUNTINFO)
+        mounts = Mounts(str(table))
+        monkeypatch.setattr(mounts, "_supported", True)
+        ext4, nfs = os.makedev(254, 0), os.makedev(0, 45)
+        assert mounts.filesystem_type(ext4) is None  # never read: nothing is local
+        mounts.learn()
+        assert (mounts.filesystem_type(ext4), mounts.filesystem_type(nfs)) == ("ext4", "nfs4")
+        assert mounts.is_local(ext4) and not mounts.is_local(nfs)
+        assert not mounts.is_local(os.makedev(7, 7))  # not in the table: unknown
+        changed = [True]
+        monkeypatch.setattr(Mounts, "_changed", staticmethod(lambda watch: bool(changed)))
+        assert mounts.filesystem_type(ext4) is None
+        changed.clear()
+        assert mounts.filesystem_type(ext4) is None  # until it is read again
+        mounts.learn()
+        assert mounts.is_local(ext4)
+        mounts.after_fork()
+        assert mounts.filesystem_type(ext4) is None
+
+    def test_no_table_means_nothing_is_local(self, tmp_path: Path) -> None:
+        from hotseam.reload._mounts import Mounts
+
+        missing = Mounts(str(tmp_path / "missing"))
+        missing.learn()  # never raises
+        assert missing.filesystem_type(os.makedev(254, 0)) is None
+        other_platform = Mounts()
+        other_platform._supported = False
+        other_platform.learn()
+        assert other_platform.filesystem_type(os.stat(tmp_path).st_dev) is None

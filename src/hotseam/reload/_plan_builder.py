@@ -34,7 +34,6 @@ __all__ = ["PlanBuilder"]
 _log = get_logger("hotseam.reload")
 _IMPORTS = operator.attrgetter("imports")
 _ATTEMPTED = operator.attrgetter("attempt_imports")
-_BLOCKER = operator.attrgetter("blocker")
 _PREFETCH = 8  # plans of more modules read their files in one worker thread
 
 
@@ -42,6 +41,7 @@ class PlanBuilder:
     """Builds the plans of one reloader from its module index and module records."""
 
     __slots__ = (
+        "_blocked",
         "_edges",
         "_graph",
         "_importers",
@@ -49,6 +49,7 @@ class PlanBuilder:
         "_loader",
         "_prefetched",
         "_reported_skips",
+        "_touched",
     )
 
     def __init__(self, index: ModuleIndex, loader: Loader) -> None:
@@ -59,6 +60,8 @@ class PlanBuilder:
         self._graph: dict[str, frozenset[str]] = {}
         self._importers: dict[str, set[str]] = {}
         self._prefetched: dict[Path, Source | OSError] = {}
+        self._blocked: set[str] | None = None
+        self._touched: set[str] = set()
 
     async def build(
         self, candidates: Collection[Path] | None, force: bool, retry_failed: bool
@@ -92,7 +95,7 @@ class PlanBuilder:
                 await self._consider(name, plan, force, appeared, retry_failed=retry_failed)
         finally:
             self._prefetched = {}
-        if plan.empty and not any(map(_BLOCKER, records.values())):
+        if plan.empty and not self._any_blocked():
             return plan  # a save that changed nothing: the import graph is not even looked at
         graph = self._imports()
         await self._follow(plan, appeared)
@@ -100,7 +103,40 @@ class PlanBuilder:
             await self._follow(plan, appeared)
         plan.order = dependency_order(plan.sources, graph)
         plan.unload = list(reversed(dependency_order(plan.unload, graph)))
+        # Its batch may refuse these modules for a conflict, or clear them (and the modules
+        # they import on demand: see ``batch_done``).
+        self._touched.update(plan.sources, plan.unload, plan.unreadable)
         return plan
+
+    def batch_done(self, names: Collection[str] | None) -> None:
+        """A batch ended: the records of ``names`` (every module it executed, unloaded or
+        failed) may have been refused for a conflict, or cleared; ``None``: any may have."""
+        if names is None:
+            self._blocked = None
+        else:
+            self._touched.update(names)
+
+    def _any_blocked(self) -> bool:
+        """True when a module record holds a blocker (it was refused for a conflict).
+
+        The blocked modules are remembered between plans: a record's blocker is set or
+        cleared only by the commit of a batch, and only for the modules of that batch
+        (:meth:`batch_done`), which are looked at again here. A save that changed nothing
+        so makes no pass over the N records (about 30 µs at N = 1,000)."""
+        records = self._loader.records
+        blocked = self._blocked
+        if blocked is None:
+            blocked = self._blocked = {n for n, r in records.items() if r.blocker is not None}
+            self._touched.clear()
+        elif self._touched:
+            for name in self._touched:
+                record = records.get(name)
+                if record is not None and record.blocker is not None:
+                    blocked.add(name)
+                else:
+                    blocked.discard(name)
+            self._touched.clear()
+        return bool(blocked)
 
     def _imports(self) -> dict[str, frozenset[str]]:
         """Module → the watched modules it imported (or tried to), with the reverse edges
@@ -146,7 +182,7 @@ class PlanBuilder:
         moving = set(plan.sources) | set(plan.unload)
         added = False
         records = self._loader.records
-        if not any(map(_BLOCKER, records.values())):  # in C: no pass in Python over N
+        if not self._any_blocked():  # no pass over N
             return False
         blocked = [(name, r) for name, r in records.items() if r.blocker is not None]
         for name, record in sorted(blocked):
@@ -218,7 +254,7 @@ class PlanBuilder:
             raise found
         if found is not None:
             return found
-        return await read_source(path, previous)
+        return await read_source(path, previous, self._index.seen.get(path))
 
     def report_skipped(self) -> None:
         """Log, once each, the files the index skipped (not importable, or a name clash)."""

@@ -31,6 +31,7 @@ from typing import Literal
 import anyio
 
 from ._errors import LoadError, ReloadPathError
+from ._mounts import MOUNTS
 from ._scan import NOT_A_PACKAGE, Scan, file_type
 from ._watcher import WatchRoot, is_module_file_name
 
@@ -46,6 +47,7 @@ __all__ = [
     "importers_of",
     "read_file",
     "read_many",
+    "read_on_loop",
     "read_source",
 ]
 
@@ -59,6 +61,9 @@ _EMPTY_RETRIES = 5
 _EMPTY_RETRY_DELAY = 0.01
 _DIGEST_SIZE = 16
 _CHUNK = 1 << 20
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
+LOOP_READ_LIMIT = 64 * 1024
+"""Files of at most this many bytes on a local file system are read on the event loop."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +73,15 @@ class Root:
     path: Path
     kind: RootKind
     base: Path
+    text: str = field(init=False, repr=False, compare=False)
+    """``str(path)``, for comparisons by string on the hot path."""
+    prefix: str = field(init=False, repr=False, compare=False)
+    """``text`` ending with a separator: what every path below ``path`` starts with."""
+
+    def __post_init__(self) -> None:
+        text = str(self.path)
+        object.__setattr__(self, "text", text)
+        object.__setattr__(self, "prefix", text if text.endswith(os.sep) else text + os.sep)
 
     @classmethod
     def from_path(cls, given: str | os.PathLike[str]) -> Root:
@@ -138,7 +152,7 @@ def read_file(path: Path) -> Source:
             it is gone).
     """
     _require_regular(path, os.stat(path).st_mode)
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    fd = os.open(path, _OPEN_FLAGS)
     try:
         st = os.fstat(fd)
         _require_regular(path, st.st_mode)
@@ -162,18 +176,67 @@ def _require_regular(path: Path, mode: int) -> None:
         raise OSError(errno.EINVAL, f"not a regular file ({file_type(mode)})", str(path))
 
 
-async def read_source(path: Path, previous: str | None) -> Source | None:
+def read_on_loop(path: Path, seen: os.stat_result) -> Source | None:
+    """Read ``path`` at once, on the event loop, if that cannot block; ``None``: read it in
+    a worker thread instead (:func:`read_file`, which also reports every failure).
+
+    ``seen`` is the ``lstat`` of ``path`` just taken (by the index): only a regular file of
+    at most :data:`LOOP_READ_LIMIT` bytes on a file system known to be local
+    (:mod:`._mounts`) is opened, without following a link, non-blocking; the opened file
+    must still be a regular file of that size on that file system, or it is left to the
+    thread. Saves the worker-thread round trip (most of a save that changed nothing).
+    """
+    if (
+        not stat.S_ISREG(seen.st_mode)
+        or seen.st_size > LOOP_READ_LIMIT
+        or not MOUNTS.is_local(seen.st_dev)
+    ):
+        return None
+    try:
+        fd = os.open(path, _OPEN_FLAGS | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_dev != seen.st_dev or st.st_size > LOOP_READ_LIMIT:
+            return None
+        data = os.read(fd, st.st_size + 1)
+        while len(data) <= LOOP_READ_LIMIT and (more := os.read(fd, LOOP_READ_LIMIT + 1)):
+            data += more  # it grew since the fstat
+        if len(data) > LOOP_READ_LIMIT:
+            return None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return Source(path, data, digest(data), (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino))
+
+
+def _read_in_thread(path: Path) -> Source:
+    """:func:`read_file` in a worker thread, which also brings the mount table up to date
+    (it is never read on the event loop)."""
+    MOUNTS.learn()
+    return read_file(path)
+
+
+async def read_source(
+    path: Path, previous: str | None, seen: os.stat_result | None = None
+) -> Source | None:
     """Read ``path``; ``None`` if it is gone. An unexpectedly empty read is retried briefly.
 
-    The read and the hash run in a worker thread, so a big file never blocks the event loop.
+    The read and the hash run in a worker thread, so a big file (or a slow file system)
+    never blocks the event loop — except a small file on a local file system, read at once
+    when ``seen`` (its ``lstat``, just taken) allows it: see :func:`read_on_loop`.
     ``previous`` (the digest last loaded) only decides whether an empty read is believed at
     once: only when the module was empty before.
     """
     for attempt in range(_EMPTY_RETRIES + 1):
-        try:
-            source = await anyio.to_thread.run_sync(read_file, path)
-        except FileNotFoundError:
-            return None
+        source = read_on_loop(path, seen) if seen is not None and not attempt else None
+        if source is None:
+            try:
+                source = await anyio.to_thread.run_sync(_read_in_thread, path)
+            except FileNotFoundError:
+                return None
         empty_ok = previous == _EMPTY_DIGEST or attempt == _EMPTY_RETRIES
         if source.data or empty_ok:
             return source
@@ -188,6 +251,7 @@ def read_many(paths: Collection[Path]) -> dict[Path, Source | OSError]:
     """Read every file of ``paths`` (blocking: one worker thread for all, where
     :func:`read_source` would take one hop per file). An empty read is left out, for
     :func:`read_source` to retry and decide."""
+    MOUNTS.learn()
     found: dict[Path, Source | OSError] = {}
     for path in paths:
         try:
@@ -250,6 +314,10 @@ class ModuleIndex:
     has_links: bool = False
     scans: int = 0
     """Full listings so far (the tests count them)."""
+    seen: dict[Path, os.stat_result] = field(default_factory=dict)
+    """The ``lstat`` of each reported path the latest :meth:`refresh` found a regular file:
+    what decides, a moment later, whether reading it may skip the worker thread
+    (:func:`read_on_loop`)."""
 
     def rescan(self) -> None:
         """List the watched paths again (the new index replaces the old one at once)."""
@@ -283,6 +351,8 @@ class ModuleIndex:
     def refresh(self, changed: Collection[Path] | None) -> None:
         """Bring the index up to date after ``changed`` were reported (``None``: anything may
         have changed, so list everything). Paths outside the watched paths are ignored."""
+        if self.seen:
+            self.seen = {}
         if changed is None or self.has_links or not self.scans:
             self.rescan()
             return
@@ -293,16 +363,20 @@ class ModuleIndex:
 
     def _update(self, path: Path) -> bool:
         """Apply a report of ``path`` to its one entry; False when only a listing can."""
-        parent = path.parent
         if not self._watches(path):
             return True  # outside the watched paths, or hidden: nothing of ours
+        parent = path.parent
         name = path.name
         try:
-            mode: int | None = _lstat(path).st_mode
+            seen = _lstat(path)
         except (FileNotFoundError, NotADirectoryError):
-            mode = None
+            mode: int | None = None
         except OSError:
             return False  # unreadable: the listing reports why
+        else:
+            mode = seen.st_mode
+            if stat.S_ISREG(mode):
+                self.seen[path] = seen
         if mode is not None and not stat.S_ISREG(mode):
             # A folder (created, renamed in, chmod-ed), a link, a FIFO named like a module:
             # only a listing can tell what that changes.
@@ -370,17 +444,26 @@ class ModuleIndex:
             self.tops.discard(top)
 
     def _watches(self, path: Path) -> bool:
-        """True when ``path`` is under a watched path and not hidden (as the listing sees it)."""
+        """True when ``path`` is under a watched path and not hidden (as the listing sees it).
+
+        By string: a :class:`Path` is already normalized (no ``.`` or empty parts, one
+        separator between parts), so ``str(path)`` starts with a root's string plus a
+        separator exactly when the path is below it, without ``relative_to``'s parsing."""
+        text = str(path)
         for root in self.roots:
             if root.kind == "file":
                 if path.parent != root.base:
                     continue
-                relative: tuple[str, ...] = (path.name,)
-            elif path == root.path or path.is_relative_to(root.path):
-                relative = path.parts[len(root.path.parts) :]
+                relative = path.name
+            elif text == root.text:
+                relative = ""
+            elif text.startswith(root.prefix):
+                relative = text[len(root.prefix) :]
             else:
                 continue
-            return not any(part.startswith(".") or part == "__pycache__" for part in relative)
+            return not any(
+                part.startswith(".") or part == "__pycache__" for part in relative.split(os.sep)
+            )
         return False
 
     def name_of(self, path: Path) -> str | None:

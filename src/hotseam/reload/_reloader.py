@@ -95,8 +95,9 @@ class Reloader:
             reloader waits at most this (plus a margin) for a whole generation to close.
         setup_timeout: Time bound, in seconds, of one module's ``setup``; past it the setup
             is abandoned (see :meth:`still_running`) and the module fails.
-        import_timeout: Time bound, in seconds, of executing one module body (it runs in a
-            thread of its own); past it the body is abandoned and the module fails.
+        import_timeout: Time bound, in seconds, of executing one module body (bodies run in
+            the reloader's worker thread); past it the body is abandoned and the module
+            fails.
         on_event: Called with every :class:`ReloadEvent` (errors it raises are logged).
 
     Without a watcher (``watch=False``) the reloader is fully deterministic, which is what a
@@ -317,12 +318,14 @@ class Reloader:
         self._check_open()
         candidates: list[Path] | None = None
         if path is not None:
-            resolved = Path(path).resolve()  # noqa: ASYNC240 - no I/O for an absolute path
-            if not any(
-                resolved == root.path or resolved.is_relative_to(root.base)
-                for root in self._index.roots
-            ):
-                raise ReloadPathError(f"{os.fspath(path)!r} is not under a watched path")
+            resolved = self._known(path)
+            if resolved is None:
+                resolved = Path(path).resolve()  # noqa: ASYNC240 - symbolic links only
+                if not any(
+                    resolved == root.path or resolved.is_relative_to(root.base)
+                    for root in self._index.roots
+                ):
+                    raise ReloadPathError(f"{os.fspath(path)!r} is not under a watched path")
             candidates = [resolved]
         return await self._apply(candidates, force=force, retry_failed=True)
 
@@ -356,12 +359,31 @@ class Reloader:
         Raises:
             KeyError: no module was ever loaded from ``path``.
         """
-        resolved = Path(path).resolve()
+        resolved = self._known(path) or Path(path).resolve()
         name = self._index.name_of(resolved)  # a symbolic link resolves to its target
         for record in self._loader.records.values():
             if record.path == resolved or record.name == name:
                 return record.status()
         raise KeyError(f"no watched module was loaded from {os.fspath(path)!r}")
+
+    def _known(self, path: str | os.PathLike[str]) -> Path | None:
+        """``path`` itself when resolving it would give it back: a watched module file,
+        folder or root, named as the index names it (absolute, normalized), while no
+        symbolic link is under the watched paths. ``None``: it must be resolved.
+
+        ``Path.resolve`` looks at every component of the path (about 50 µs, most of a save
+        that changed nothing); a link anywhere under the watched paths (or a path the index
+        does not know: relative, spelled with ``..``, gone) goes through it as before."""
+        index = self._index
+        if index.has_links:
+            return None
+        given = path if isinstance(path, Path) else Path(path)
+        name = index.names.get(given)
+        if name is not None:
+            return index.paths[name]  # the index's own object: later look-ups match by identity
+        if given in index.folders:
+            return given
+        return next((root.path for root in index.roots if root.path == given), None)
 
     def events(self, *, max_buffer: int = 1000) -> EventStream:
         """A stream of reload events from now on (create it before causing the change)."""
@@ -481,13 +503,19 @@ class Reloader:
             try:
                 prepared = await self._preparer.prepare(batch, plan, scopes)
             except BaseException:
+                self._planner.batch_done(None)
                 with anyio.CancelScope(shield=True):
                     for scope in scopes.values():
                         await self._closer.discard(scope)
                     self._loader.end(batch, committed=set(), unloaded=set())
                 raise
             with anyio.CancelScope(shield=True):
-                await self._committer.commit(batch, plan, prepared, scopes, started, emit)
+                try:
+                    await self._committer.commit(batch, plan, prepared, scopes, started, emit)
+                except BaseException:
+                    self._planner.batch_done(None)
+                    raise
+                self._planner.batch_done({*batch.sources, *prepared.aborted})
             return ReloadResult(batch_id, tuple(events), (time.perf_counter() - started) * 1000)
 
     def _task_failed(self, name: str, generation: int, task: str, error: BaseException) -> None:
