@@ -238,14 +238,152 @@ class _Seen(NamedTuple):
 
 
 _Key = TypeVar("_Key", str, Path)
+_FileKey = tuple[int, int, int, int]
+"""A file's ``(mtime_ns, ctime_ns, size, inode)``."""
 
 
-class _Listing(NamedTuple):
-    """One folder as the previous scan listed it: its stat, its module files, its folders."""
+class _Folder:
+    """One folder as the scans know it: its stat when it was listed, its module files with
+    the key each had at the previous scan (``None``: not seen, so it is new once seen), and
+    its folders. ``keys`` is updated in place by the scans."""
 
-    key: tuple[int, int, int]
-    files: list[str]
-    folders: list[str]
+    __slots__ = ("files", "folders", "key", "keys")
+
+    def __init__(
+        self,
+        key: tuple[int, int, int],
+        files: list[str],
+        keys: list[_FileKey | None],
+        folders: list[str],
+    ) -> None:
+        self.key = key
+        self.files = files
+        self.keys = keys
+        self.folders = folders
+
+
+class _Tree:
+    """What the scans of one :meth:`PollingWatcher.open` know; used by one thread at a time.
+
+    :meth:`scan` stats every folder and module file and returns what changed since the
+    previous scan. A quiet scan allocates nothing that outlives it: per file one ``stat``
+    call, one comparison with the previous key, and the racy test.
+    """
+
+    def __init__(
+        self,
+        roots: Sequence[WatchRoot],
+        stat: Callable[[str], _StatLike],
+        racy_window: float,
+    ) -> None:
+        self._roots = [(str(root.directory), root.recursive) for root in roots]
+        self._stat = stat
+        self._racy_window = racy_window
+        self._folders: dict[str, _Folder] = {}
+        self.stats = 0
+        """``stat`` calls made so far (the tests count them)."""
+        self.listed = 0
+        """Folders listed so far (the tests count them)."""
+
+    def scan(self, previous_scan: float) -> set[FileChange]:
+        """The module files added, modified (or racy) and deleted since the previous scan,
+        which started at ``previous_scan``."""
+        racy_ns = int((previous_scan - self._racy_window) * 1e9)
+        changes: list[tuple[ChangeKind, str]] = []
+        folders: dict[str, _Folder] = {}
+        for folder, recursive in self._roots:
+            self._visit(folder, recursive, racy_ns, folders, changes)
+        for folder, gone in self._folders.items():
+            if folder not in folders:  # removed, or no longer below a watched folder
+                changes.extend(
+                    (ChangeKind.DELETED, path)
+                    for path, key in zip(gone.files, gone.keys, strict=True)
+                    if key is not None
+                )
+        self._folders = folders
+        return {FileChange(kind, Path(path)) for kind, path in changes}
+
+    def _visit(
+        self,
+        folder: str,
+        recursive: bool,
+        racy_ns: int,
+        folders: dict[str, _Folder],
+        changes: list[tuple[ChangeKind, str]],
+    ) -> None:
+        if folder in folders:
+            return
+        try:
+            st = os.stat(folder)
+        except OSError:
+            return  # gone: the end of the scan reports its files deleted
+        self.stats += 1
+        key = (st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+        known = self._folders.get(folder)
+        if known is None or known.key != key or st.st_mtime_ns >= racy_ns:
+            known = self._list(folder, key, known, changes)
+        folders[folder] = known
+        # The loop of every scan. A folder's stat does not change when a file in it is
+        # written in place, so every file is stat-ed; while nothing changes, nothing is
+        # allocated that outlives the iteration.
+        stat = self._stat
+        files, keys = known.files, known.keys
+        for index, path in enumerate(files):
+            try:
+                file_st = stat(path)
+            except OSError:
+                if keys[index] is not None:  # vanished since it was listed
+                    keys[index] = None
+                    changes.append((ChangeKind.DELETED, path))
+                continue
+            mtime = file_st.st_mtime_ns
+            if mtime >= racy_ns or keys[index] != (
+                mtime,
+                file_st.st_ctime_ns,
+                file_st.st_size,
+                file_st.st_ino,
+            ):
+                kind = ChangeKind.MODIFIED if keys[index] is not None else ChangeKind.ADDED
+                keys[index] = (mtime, file_st.st_ctime_ns, file_st.st_size, file_st.st_ino)
+                changes.append((kind, path))
+        self.stats += len(files)
+        if recursive:
+            for sub in known.folders:
+                self._visit(sub, recursive, racy_ns, folders, changes)
+
+    def _list(
+        self,
+        folder: str,
+        key: tuple[int, int, int],
+        known: _Folder | None,
+        changes: list[tuple[ChangeKind, str]],
+    ) -> _Folder:
+        """List ``folder`` again: the importable-looking ``.py`` files and the folders
+        (hidden ones and caches left out); files no longer there are reported deleted."""
+        self.listed += 1
+        files: list[str] = []
+        folders: list[str] = []
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    name = entry.name
+                    if name.startswith(".") or name == "__pycache__":
+                        continue
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            folders.append(entry.path)
+                        elif is_module_file_name(name):
+                            files.append(entry.path)
+                    except OSError:
+                        continue
+        except OSError:
+            pass
+        previous: dict[str, _FileKey | None] = (
+            dict(zip(known.files, known.keys, strict=True)) if known is not None else {}
+        )
+        keys = [previous.pop(path, None) for path in files]
+        changes.extend((ChangeKind.DELETED, path) for path, k in previous.items() if k is not None)
+        return _Folder(key, files, keys, folders)
 
 
 class PollingWatcher:
@@ -258,13 +396,15 @@ class PollingWatcher:
     unchanged, so the reloader's content hash has to decide. Creation and deletion are found
     by listing the folders.
 
-    A scan costs one ``stat`` per module file and per folder: a folder whose stat did not
-    change since it was listed (and is not racy, as above) is not listed again, since
-    adding, removing or renaming an entry changes it. While nothing changes the pause between
-    scans grows by half each time, from ``interval`` up to ``max_interval``, and drops back
-    to ``interval`` at the first change seen: a change is reported at worst
-    ``max_interval`` plus one scan after it happened (and on a coarse file system, one scan
-    more).
+    A scan costs one ``stat`` per module file and per folder, in one worker thread, and
+    compares each file's stat with the previous scan's in place (nothing else is kept, and
+    nothing is allocated while nothing changes): a folder whose stat did not change since
+    it was listed (and is not racy, as above) is not listed again, since adding, removing
+    or renaming an entry changes it; its files are still stat-ed, since writing a file in
+    place does not change its folder. While nothing changes the pause between scans grows
+    by half each time, from ``interval`` up to ``max_interval``, and drops back to
+    ``interval`` at the first change seen: a change is reported at worst ``max_interval``
+    plus one scan after it happened (and on a coarse file system, one scan more).
 
     Args:
         interval: Seconds between scans while changes keep coming.
@@ -297,11 +437,6 @@ class PollingWatcher:
         self.max_interval = max_interval
         self.racy_window = racy_window
         self._stat = stat
-        self._listings: dict[str, _Listing] = {}
-        self.stats = 0
-        """``stat`` calls made so far (the tests count them)."""
-        self.listed = 0
-        """Folders listed so far (the tests count them)."""
 
     def __repr__(self) -> str:
         return (
@@ -319,19 +454,23 @@ class PollingWatcher:
     async def _open(
         self, roots: Sequence[WatchRoot]
     ) -> AsyncIterator[AsyncIterator[Collection[FileChange]]]:
-        minimal = _minimal_roots(roots)
+        tree = self._tree(roots)
         scanned_at = time.time()
-        seen = await anyio.to_thread.run_sync(self._snapshot, minimal, scanned_at)
+        await anyio.to_thread.run_sync(tree.scan, scanned_at)
         send, receive = anyio.create_memory_object_stream[Collection[FileChange]](_BUFFERED_BATCHES)
         async with anyio.create_task_group() as tg, receive:
-            tg.start_soon(self._poll, minimal, seen, scanned_at, send)
+            tg.start_soon(self._poll, tree, scanned_at, send)
             yield receive
             tg.cancel_scope.cancel()
 
+    def _tree(self, roots: Sequence[WatchRoot]) -> _Tree:
+        """A fresh scan state for ``roots`` (its first scan reports every file as added)."""
+        stat = os.stat if self._stat is os.stat else self._stat_path
+        return _Tree(_minimal_roots(roots), stat, self.racy_window)
+
     async def _poll(
         self,
-        roots: list[WatchRoot],
-        seen: dict[str, _Seen],
+        tree: _Tree,
         scanned_at: float,
         send: MemoryObjectSendStream[Collection[FileChange]],
     ) -> None:
@@ -340,9 +479,8 @@ class PollingWatcher:
             while True:
                 await anyio.sleep(delay)
                 now = time.time()
-                current = await anyio.to_thread.run_sync(self._snapshot, roots, scanned_at)
-                batch = self.compare(seen, current, scanned_at)
-                seen, scanned_at = current, now
+                batch = await anyio.to_thread.run_sync(tree.scan, scanned_at)
+                scanned_at = now
                 if batch:
                     delay = self.interval
                     await send.send(batch)
@@ -352,7 +490,10 @@ class PollingWatcher:
     def compare(
         self, before: dict[_Key, _Seen], after: dict[_Key, _Seen], scanned_at: float
     ) -> set[FileChange]:
-        """The changes between two snapshots; ``scanned_at`` is when ``before`` was taken."""
+        """The changes between two full snapshots; ``scanned_at`` is when ``before`` was taken.
+
+        The rule a scan applies file by file (the tests check scans against it).
+        """
         changes: set[FileChange] = set()
         racy = scanned_at - self.racy_window
         for path, now in after.items():
@@ -365,75 +506,8 @@ class PollingWatcher:
             changes.add(FileChange(ChangeKind.DELETED, Path(path)))
         return changes
 
-    def _snapshot(self, roots: list[WatchRoot], previous_scan: float) -> dict[str, _Seen]:
-        """Every module file's stat; folders listed again only when they may have changed."""
-        racy_ns = int((previous_scan - self.racy_window) * 1e9)
-        listings: dict[str, _Listing] = {}
-        snapshot: dict[str, _Seen] = {}
-        for root in roots:
-            self._scan(str(root.directory), root.recursive, racy_ns, listings, snapshot)
-        self._listings = listings
-        return snapshot
-
-    def _scan(
-        self,
-        folder: str,
-        recursive: bool,
-        racy_ns: int,
-        listings: dict[str, _Listing],
-        snapshot: dict[str, _Seen],
-    ) -> None:
-        try:
-            st = os.stat(folder)
-        except OSError:
-            return  # gone: its files are missing from the snapshot, so reported deleted
-        self.stats += 1
-        key = (st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-        listing = self._listings.get(folder)
-        if listing is None or listing.key != key or st.st_mtime_ns >= racy_ns:
-            listing = self._list(folder, key)
-        listings[folder] = listing
-        # The loop of every scan: nothing in it that the stat call does not need.
-        stat_ = os.stat if self._stat is os.stat else self._stat_path
-        new = tuple.__new__
-        for path in listing.files:
-            try:
-                file_st = stat_(path)
-            except OSError:
-                continue  # vanished since it was listed: the next listing says deleted
-            mtime = file_st.st_mtime_ns
-            file_key = (mtime, file_st.st_ctime_ns, file_st.st_size, file_st.st_ino)
-            snapshot[path] = new(_Seen, (file_key, mtime / 1e9))
-        self.stats += len(listing.files)
-        if recursive:
-            for sub in listing.folders:
-                self._scan(sub, recursive, racy_ns, listings, snapshot)
-
     def _stat_path(self, path: str) -> _StatLike:
         return self._stat(Path(path))
-
-    def _list(self, folder: str, key: tuple[int, int, int]) -> _Listing:
-        """The importable-looking ``.py`` files and the folders of ``folder`` (hidden ones
-        and caches left out)."""
-        self.listed += 1
-        files: list[str] = []
-        folders: list[str] = []
-        try:
-            with os.scandir(folder) as entries:
-                for entry in entries:
-                    name = entry.name
-                    if name.startswith(".") or name == "__pycache__":
-                        continue
-                    try:
-                        if entry.is_dir(follow_symlinks=False):
-                            folders.append(entry.path)
-                        elif is_module_file_name(name):
-                            files.append(entry.path)
-                    except OSError:
-                        continue
-        except OSError:
-            pass
-        return _Listing(key, files, folders)
 
 
 _BACKOFF = 1.5
