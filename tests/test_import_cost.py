@@ -8,6 +8,7 @@ a fresh interpreter, since this test process has imported everything long ago.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -60,3 +61,34 @@ def test_a_subcommand_imports_its_own_module_only() -> None:
     modules = [name for name in _imported(code) if name.startswith("hotseam.cli._")]
     assert "hotseam.cli._status" in modules
     assert not {"hotseam.cli._dev", "hotseam.cli._acp", "hotseam.cli._demo"} & set(modules)
+
+
+def test_help_imports_no_archive_module_through_shutil() -> None:
+    """argparse imports shutil (and so zlib, bz2, lzma) only to ask the terminal's width;
+    hotseam's formatter asks it directly: most of what --help cost beyond the import."""
+    code = (
+        "import contextlib, io, sys\n"
+        "from hotseam.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    with contextlib.suppress(SystemExit):\n        main(['--help'])\n"
+        "print(__import__('json').dumps(sorted({'shutil', 'lzma', 'bz2'} & set(sys.modules))))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+
+
+@pytest.mark.parametrize(("columns", "width"), [("60", 60), ("", 80), ("junk", 80)])
+def test_help_wraps_at_the_terminal_width(
+    monkeypatch: pytest.MonkeyPatch, columns: str, width: int
+) -> None:
+    from hotseam.cli._help import terminal_columns
+
+    monkeypatch.setenv("COLUMNS", columns)
+    monkeypatch.setattr(os, "get_terminal_size", _not_a_terminal)
+    assert terminal_columns() == width
+
+
+def _not_a_terminal(fd: int = 1) -> os.terminal_size:
+    raise OSError("not a terminal")

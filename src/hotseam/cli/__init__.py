@@ -33,12 +33,13 @@ def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser
     parser = argparse.ArgumentParser(
         prog="hotseam",
         description="Seams served by one provider at a time, hot-reloaded from disk.",
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"hotseam {_version()}")
     subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in _COMMANDS.items():
         if only is not None and name not in only:
-            subcommands.add_parser(name, help=help_text)
+            subcommands.add_parser(name, help=help_text, formatter_class=HelpFormatter)
             continue
         module = importlib.import_module(module_name)
         sub = subcommands.add_parser(

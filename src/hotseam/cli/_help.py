@@ -8,7 +8,9 @@ plain text, paragraphs and indented examples kept.
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import sys
 
 __all__ = ["HelpFormatter", "plain"]
 
@@ -25,8 +27,35 @@ def plain(text: str | None) -> str | None:
     return text.replace("\\\\", "\\")
 
 
+def terminal_columns() -> int:
+    """The terminal's width as ``shutil.get_terminal_size`` tells it (``COLUMNS``, then the
+    terminal of stdout, else 80), without importing shutil, which imports zlib, bz2 and lzma:
+    most of what ``hotseam --help`` cost beyond ``import hotseam``."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
 class HelpFormatter(argparse.HelpFormatter):
     """Wraps each paragraph of a description on its own; indented lines stay as written."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        if width is None:
+            width = terminal_columns() - 2  # as argparse does
+        super().__init__(prog, indent_increment, max_help_position, width)
 
     def _fill_text(self, text: str, width: int, indent: str) -> str:
         paragraphs = re.split(r"\n\s*\n", text.strip("\n"))
