@@ -224,7 +224,9 @@ def test_exit_waits_a_bounded_time_on_a_dead_pipe(pipe: tuple[int, int]) -> None
     started = time.monotonic()
     assert not sink.drain(timeout=0.2)
     assert time.monotonic() - started < 1.0
-    assert sink.dropped > 80
+    # Kept: at most one queue's worth (10 lines of ~100 bytes in 1,024) plus the batch the
+    # writer took before the full pipe blocked it (another 10 at most).
+    assert sink.dropped >= 80
 
 
 def test_a_closed_reader_costs_nothing(pipe: tuple[int, int]) -> None:
