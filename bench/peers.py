@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/peers.py [--saves 30]
 
-Methods, each watching its own folder with watchfiles at ``debounce=50, step=10`` (jurigged
+Methods, each watching its own folder with watchfiles at ``debounce=50, step=8`` (jurigged
 uses watchdog; its debounce is set to the same 50 ms):
 
 * ``hotseam`` — a :class:`~hotseam.reload.Reloader`; served = an ``ask`` answered;
@@ -50,7 +50,7 @@ from hotseam.reload import ReloadCommitted, Reloader
 
 SETTLE = 0.15
 JITTER = 0.02  # a fixed pause would phase-lock the saves with the watchers' polling steps
-DEBOUNCE, STEP = 50, 10
+DEBOUNCE, STEP = 50, 8  # hotseam's defaults, for every method
 QUESTION = AskUserQuestionRequest("Which version is serving?")
 
 HELPER = "VALUE = {value}\n"

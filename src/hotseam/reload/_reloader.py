@@ -115,7 +115,7 @@ class Reloader:
         watcher: Watcher | None = None,
         polling: bool = False,
         debounce_ms: int = 50,
-        step_ms: int = 10,
+        step_ms: int = 8,
         poll_interval: float = 0.3,
         coalesce: float = 0.1,
         dispose_timeout: float = 5.0,
