@@ -39,7 +39,9 @@ def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser
     subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in _COMMANDS.items():
         if only is not None and name not in only:
-            subcommands.add_parser(name, help=help_text, formatter_class=HelpFormatter)
+            # A name and a help line only: its own --help is never shown in this run (argparse
+            # looks up a translation of every built-in string, slow where locales are many).
+            subcommands.add_parser(name, help=help_text, add_help=False)
             continue
         module = importlib.import_module(module_name)
         sub = subcommands.add_parser(
