@@ -10,6 +10,7 @@ full snapshots (``PollingWatcher.compare``) reports.
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import tempfile
@@ -250,3 +251,41 @@ def test_max_interval_must_not_be_shorter_than_interval() -> None:
         PollingWatcher(interval=1.0, max_interval=0.5)
     assert PollingWatcher(interval=2.0).max_interval == 2.0
     assert PollingWatcher().max_interval == 1.0
+
+
+async def test_a_slow_scan_stretches_the_idle_pause_to_keep_its_share_of_a_core(
+    tmp_path: Path,
+) -> None:
+    """A scan taking ~5 ms with ``idle_share=0.05``: pauses grow past ``max_interval`` (20 ms)
+    towards 5 ms / 0.05 = 100 ms, so scanning stays within 5 % of a core."""
+    (tmp_path / "a.py").write_text("")
+    _age(tmp_path)
+
+    def slow_stat(path: Path) -> os.stat_result:
+        time.sleep(0.005)
+        return os.stat(path)
+
+    watcher = PollingWatcher(interval=0.01, max_interval=0.02, idle_share=0.05, stat=slow_stat)
+    pauses: list[float] = []
+    real_sleep = anyio.sleep
+
+    async def recording_sleep(delay: float) -> None:
+        pauses.append(delay)
+        await real_sleep(delay)
+
+    with anyio.fail_after(10):
+        async with watcher.open([WatchRoot(tmp_path)]):
+            with pytest.MonkeyPatch.context() as patch:
+                patch.setattr(anyio, "sleep", recording_sleep)
+                while len(pauses) < 9:
+                    await real_sleep(0.01)
+    assert pauses[:2] == pytest.approx([0.01, 0.015])
+    assert max(pauses) > 0.05  # past max_interval: the scan's own duration sets the ceiling
+    for before, after in itertools.pairwise(pauses):
+        assert after <= before * 1.5 + 1e-9  # still growing by half at most
+
+
+def test_idle_share_must_be_a_share() -> None:
+    for wrong in (0, -0.1, 1.5):
+        with pytest.raises(ValueError, match="idle_share"):
+            PollingWatcher(idle_share=wrong)
