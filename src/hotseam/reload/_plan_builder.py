@@ -15,7 +15,7 @@ import anyio
 
 from .._log import get_logger
 from ._errors import LoadError
-from ._loader import NOTHING, Loader
+from ._loader import NOTHING, Loader, ModuleRecord
 from ._planner import (
     ModuleIndex,
     Plan,
@@ -115,10 +115,16 @@ class PlanBuilder:
         if names is None:
             self._blocked = None
             self._stale = None
+            self._touched.clear()
         else:
             self._touched.update(names)
             if self._stale is not None:
                 self._stale.update(names)
+                self._imports()  # now, so the names are not held until the next plan
+            if self._blocked is not None:
+                self._any_blocked()
+            else:
+                self._touched.clear()  # a full count comes first anyway
 
     def _any_blocked(self) -> bool:
         """True when a module record holds a blocker (it was refused for a conflict).
@@ -154,16 +160,14 @@ class PlanBuilder:
         records = self._loader.records
         stale = self._stale
         if stale is None:
-            self._graph = {
-                name: record.imports | record.attempt_imports for name, record in records.items()
-            }
+            self._graph = {name: _edges_of(record) for name, record in records.items()}
             self._importers = importers_of(self._graph)
             self._stale = set()
             return self._graph
         graph, importers = self._graph, self._importers
         for name in stale:
             record = records.get(name)
-            new = record.imports | record.attempt_imports if record is not None else NOTHING
+            new = _edges_of(record) if record is not None else NOTHING
             old = graph.get(name, NOTHING)
             if record is None:
                 graph.pop(name, None)
@@ -292,3 +296,11 @@ class PlanBuilder:
                 _log.warning(
                     "reload.skipped", path=str(path), reason=why, summary=f"skipped {path}: {why}"
                 )
+
+
+def _edges_of(record: ModuleRecord) -> frozenset[str]:
+    """What ``record``'s module imported or tried to: its own set when it tried nothing
+    else (a union makes a new set, even of two empty ones, for every module)."""
+    if not record.attempt_imports:
+        return record.imports
+    return record.imports | record.attempt_imports
