@@ -264,7 +264,7 @@ class Worker:
         """Let the idle thread end (a busy one ends after its job)."""
         if self._jobs is not None:
             self._jobs.put(_STOP)
-            self._jobs = None
+        self._retire()
 
     def _submit(self, job: Callable[[], bool]) -> None:
         jobs = self._jobs
