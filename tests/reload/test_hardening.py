@@ -366,3 +366,38 @@ async def test_a_plain_setup_s_context_changes_stay_its_own(
     async with Reloader(context, [folder], watch=False):
         assert probe.entries("seen") == ["unset"]
         assert var.get() == "unset"
+
+
+async def test_a_reload_cancelled_while_a_body_runs_abandons_it_and_the_next_one_works(
+    context: Context, folder: Path, probe: Probe
+) -> None:
+    """Cancelling ``reload()`` mid-body: the body's thread is left to finish on its own, its
+    module is never installed, and the next reload runs in a new thread."""
+    gate, entered = threading.Event(), threading.Event()
+    probe.values.update(gate=gate, entered=entered)
+    ui = write(folder / "my_ui.py", provider_source(1))
+    try:
+        async with Reloader(context, [folder], watch=False) as reloader:
+            write(
+                ui,
+                provider_source(
+                    2,
+                    module_lines=[
+                        "reload_probe.probe.values['entered'].set()",
+                        "reload_probe.probe.values['gate'].wait(60)",
+                    ],
+                ),
+            )
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(reloader.reload, ui)
+                await anyio.to_thread.run_sync(entered.wait, 10)
+                tg.cancel_scope.cancel()
+            assert reloader.status_of(ui).generation == 1
+            assert (await ask(QUESTION, context=context)).answer == "answer v1"
+            write(ui, provider_source(3))
+            assert (await reloader.reload(ui)).ok
+            assert (await ask(QUESTION, context=context)).answer == "answer v3"
+            gate.set()  # the abandoned v2 body ends now; nothing of it is installed
+        assert probe.entries("setup") == [1, 3]
+    finally:
+        gate.set()
