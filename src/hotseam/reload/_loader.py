@@ -249,7 +249,10 @@ class Loader:
                 "abandoned: its thread runs on, its module is never installed",
                 location,
             )
-            batch.load_ms[name] = timeout * 1000
+            current = run.current  # the stuck body, and when it started
+            batch.load_ms[name] = (
+                (time.monotonic() - current[1]) * 1000 if current else timeout * 1000
+            )
             pending = [
                 name
                 for name in pending[stuck + 1 :]

@@ -18,6 +18,7 @@ from pathlib import Path
 from types import ModuleType
 
 from ._errors import ModuleNameClashError
+from ._planner import ModuleIndex
 
 __all__ = ["NameClaims", "WatchedModuleSpec", "owned"]
 
@@ -38,8 +39,8 @@ class NameClaims:
 
     __slots__ = ("__weakref__", "_held", "_installed", "_where")
 
-    def __init__(self, where: object) -> None:
-        self._where = where  # what ``path_of(name)`` tells where another reloader has a name
+    def __init__(self, index: ModuleIndex) -> None:
+        self._where = index  # tells where another reloader has a name (``path_of``)
         self._held: set[str] = set()
         self._installed: _InstalledNames | None = None
 
@@ -62,7 +63,7 @@ class NameClaims:
         owner_ref = _CLAIMS.get(name)
         owner = owner_ref() if owner_ref is not None else None
         if owner is not None and owner is not self:
-            other = owner._where.path_of(name)  # type: ignore[attr-defined]
+            other = owner._where.path_of(name)
             raise ModuleNameClashError(
                 f"module name {name!r} is already loaded by another hotseam reloader "
                 f"(from {other}); {rename(path, name)}"
