@@ -157,3 +157,46 @@ def test_a_configured_project_runs_with_no_arguments_and_run_bounds_the_wait(
     assert code == 0, process.lines
     waits = [line for line in process.lines["stderr"] if "waiting for a provider of" in line]
     assert len(waits) == 1
+
+
+SETUP_PRINTS = """
+from hotseam.interaction import USER_INTERACTION
+from hotseam.providers.scripted import Reply, ScriptedProvider
+
+
+def setup(scope):
+    print("setup of {name}", flush=True)
+    {body}
+"""
+
+
+def test_sighup_reloads_every_module_like_hotseam_reload(project: Path, runtime: Path) -> None:
+    """SIGHUP to ``hotseam run`` runs every module's setup again, unchanged ones included,
+    retries a failed one, and reports the real count."""
+    providers = project / "providers"
+    write(
+        providers / "ui.py",
+        SETUP_PRINTS.format(
+            name="ui",
+            body="scope.provide(USER_INTERACTION, ScriptedProvider(lambda r: Reply.never()))",
+        ),
+    )
+    write(providers / "extra.py", SETUP_PRINTS.format(name="extra", body="pass"))
+    write(providers / "broken.py", SETUP_PRINTS.format(name="broken", body="raise OSError(5)"))
+    process = Process("run", "providers", "--agent", "agent", cwd=project, runtime=runtime)
+    try:
+        process.expect(r"hotseam run: watching providers")
+        for name in ("broken", "extra", "ui"):
+            process.expect(rf"^setup of {name}$", stream="stdout")
+        process.popen.send_signal(signal.SIGHUP)
+        process.expect(r'"SIGHUP: reloading every module"')
+        reported = process.expect(r'"SIGHUP: (\d+) module\(s\) reloaded, (\d+) failed"')
+        assert reported.groups() == ("2", "1")
+    finally:
+        code = process.finish(signal.SIGTERM)
+    assert code == 0, process.lines
+    setups = [line for line in process.lines["stdout"] if line.startswith("setup of ")]
+    assert sorted(setups) == sorted(2 * ["setup of broken", "setup of extra", "setup of ui"])
+    assert any(
+        '"reload.committed"' in line and "generation 2" in line for line in process.lines["stderr"]
+    )

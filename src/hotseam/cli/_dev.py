@@ -225,8 +225,9 @@ async def _serve(session: _Session) -> int:
         async with watchdog.watching(), anyio.create_task_group() as control:
 
             async def reload_everything() -> None:
+                # force: unchanged modules too (without it only changed files reload).
                 try:
-                    result = await reloader.reload()
+                    result = await reloader.reload(force=True)
                 except ReloaderClosedError:
                     return
                 log.info(
