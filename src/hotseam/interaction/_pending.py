@@ -132,7 +132,7 @@ def waiting_for_provider(
     timeout: float = math.inf, on_wait: Callable[[str], object] | None = None
 ) -> Iterator[ProviderWait]:
     """Within the block, an ask that finds no provider waits for one (see
-    :class:`ProviderWait`) instead of failing with ``NO_PROVIDER`` at once."""
+    ``ProviderWait``) instead of failing with ``NO_PROVIDER`` at once."""
     if not timeout > 0:
         raise ValueError(f"timeout must be a number of seconds > 0, got {timeout!r}")
     policy = ProviderWait(timeout, on_wait)
