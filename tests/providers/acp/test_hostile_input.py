@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,33 @@ NOT_JSON = _error(
 BATCH = "the message is a batch (a JSON array); batches are not supported, send one object per line"
 
 OVERSIZED = b'{"jsonrpc":"2.0","method":"x","params":"' + b"s" * (3 * 1024 * 1024) + b'"}'
+OVERSIZED_PROMPT = (
+    b'{"jsonrpc":"2.0","id":"big-1","method":"session/prompt","params":{"sessionId":"s",'
+    b'"prompt":[{"type":"text","text":"' + b"s" * (2 * CAP) + b'"}]}}'
+)
+ID_AFTER_THE_BULK = b'{"jsonrpc":"2.0","params":"' + b"s" * (2 * CAP) + b'","id":12,"method":"x"}'
+
+
+def _nested(depth: int) -> bytes:
+    """A session/new request (id = ``depth``) whose ``_meta`` nests ``depth`` levels in all."""
+    inner = b"[" * (depth - 3) + b"]" * (depth - 3)  # message, params, _meta: 3 levels
+    return (
+        b'{"jsonrpc":"2.0","id":%d,"method":"session/new",'
+        b'"params":{"cwd":"/tmp","mcpServers":[],"_meta":{"x":%s}}}' % (depth, inner)
+    )
+
+
+def _too_long(size: int | str) -> str:
+    return (
+        f"the message line is {size} bytes long, more than the limit of {CAP} bytes; "
+        "it was discarded"
+    )
+
+
+NOT_JSON_DETAILS = (
+    "the message line is not JSON (JSON-RPC 2.0 over stdio: one JSON object per line, UTF-8)"
+)
+DEEP = "the message is nested more than 128 levels deep"
 
 HOSTILE: list[tuple[str, bytes, dict[str, Any]]] = [
     (
@@ -57,12 +85,53 @@ HOSTILE: list[tuple[str, bytes, dict[str, Any]]] = [
     ("string", b'"x"', _invalid("the message is a JSON string; a message must be a JSON object")),
     ("null", b"null", _invalid("the message is a JSON null; a message must be a JSON object")),
     ("true", b"true", _invalid("the message is a JSON boolean; a message must be a JSON object")),
-    ("not json", b'{"jsonrpc": "2.0", "id": 3,', NOT_JSON),
+    (
+        "not json",
+        b'{"jsonrpc": "2.0", "id": 3,',
+        _error(-32700, "Parse error", NOT_JSON_DETAILS, 3),
+    ),
+    (
+        "not json before the id",
+        b'{"jsonrpc": "2.0", "params": {"x": }, "id": 4, "method": "x"}',
+        NOT_JSON,
+    ),
     ("not utf-8", b'{"jsonrpc":"2.0","method":"\xff\xfe"}', NOT_JSON),
     (
         "too deep",
         b"[" * 100_000 + b"]" * 100_000,
         _error(-32700, "Parse error", "the message is nested too deeply to parse"),
+    ),
+    (
+        "3 KB of [",  # what killed 'hotseam run' on its control socket (issue 21, item 1)
+        b"[" * 3000,
+        _error(-32700, "Parse error", "the message is nested too deeply to parse"),
+    ),
+    (
+        "too deep for the parser, after the id",
+        b'{"jsonrpc":"2.0","id":9,"method":"session/new","params":' + b"[" * 5000,
+        _error(-32700, "Parse error", "the message is nested too deeply to parse", 9),
+    ),
+    ("a deep value in a valid request", _nested(500), _invalid(DEEP, 500)),
+    ("one level too deep", _nested(129), _invalid(DEEP, 129)),
+    (
+        "jsonrpc 1.0",
+        b'{"jsonrpc":"1.0","id":10,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}',
+        _invalid('jsonrpc must be "2.0" (JSON-RPC 2.0), got "1.0"', 10),
+    ),
+    (
+        "no jsonrpc",
+        b'{"id":11,"method":"session/new","params":{"cwd":"/tmp","mcpServers":[]}}',
+        _invalid('jsonrpc must be "2.0" (JSON-RPC 2.0), and it is missing', 11),
+    ),
+    (
+        "a notification without jsonrpc",
+        b'{"method":"session/cancel","params":{"sessionId":"s"}}',
+        _invalid('jsonrpc must be "2.0" (JSON-RPC 2.0), and it is missing'),
+    ),
+    (
+        "jsonrpc a number",
+        b'{"jsonrpc":2.0,"id":"n","method":"initialize","params":{"protocolVersion":1}}',
+        _invalid('jsonrpc must be "2.0" (JSON-RPC 2.0), got a number', "n"),
     ),
     (
         "unhashable id",
@@ -82,10 +151,17 @@ HOSTILE: list[tuple[str, bytes, dict[str, Any]]] = [
     (
         "oversized",  # three times the reader's 1 MiB buffer: read and dropped in pieces
         OVERSIZED,
-        _invalid(
-            f"the message line is {len(OVERSIZED)} bytes long, more than the limit of "
-            f"{CAP} bytes; it was discarded"
-        ),
+        _invalid(_too_long(len(OVERSIZED))),
+    ),
+    (  # the TypeScript SDK's prompt() waited for ever on an answer with "id": null
+        "an oversized prompt: its id is read from the line's start",
+        OVERSIZED_PROMPT,
+        _invalid(_too_long(len(OVERSIZED_PROMPT)), "big-1"),
+    ),
+    (
+        "oversized, the id after the bulk",
+        ID_AFTER_THE_BULK,
+        _invalid(_too_long(len(ID_AFTER_THE_BULK))),
     ),
 ]
 
@@ -198,13 +274,15 @@ async def test_hostile_lines_are_answered_and_the_agent_keeps_serving(tmp_path: 
                 await client.prompt(session_id)
             assert process.returncode is None, name
         await client.prompt(session_id)
+        await client.send_line(_nested(128))  # as deep as a message may be: served
+        assert (await client.receive())["result"]["sessionId"].startswith("sess_")
         await process.stdin.aclose()  # type: ignore[union-attr]
         with anyio.fail_after(WAIT):
             assert await process.wait() == 0
     logs = _logs(stderr)
     invalid = [entry for entry in logs if entry["event"] == "acp.invalid_message"]
-    assert [(e["level"], e["code"]) for e in invalid] == [
-        ("warning", expected["error"]["code"]) for _, _, expected in HOSTILE
+    assert [(e["level"], e["code"], e.get("request_id")) for e in invalid] == [
+        ("warning", expected["error"]["code"], expected["id"]) for _, _, expected in HOSTILE
     ]
     assert not [entry for entry in logs if entry["level"] == "error"]
     text = stderr.read_text()
@@ -213,37 +291,107 @@ async def test_hostile_lines_are_answered_and_the_agent_keeps_serving(tmp_path: 
             assert line[8:28].decode(errors="replace") not in text, name
 
 
-async def test_a_malformed_error_response_fails_the_question_not_the_agent(
+async def test_an_unknown_session_is_resource_not_found_for_every_request(
     tmp_path: Path,
 ) -> None:
-    """``"error": "boom"`` in answer to elicitation/create (which crashed the SDK's receive
-    loop) ends that question as PROVIDER_FAILED; the next prompt is served."""
+    """-32002 "Resource not found" with ``data.sessionId`` (the TypeScript SDK's
+    ``RequestError.sessionNotFound``) for session/prompt as for session/close."""
+    stderr = tmp_path / "stderr.log"
+    process = await _spawn(stderr, CAP)
+    async with process:
+        client = RawClient(process)
+        await client.initialize(STARTUP)
+        closed = await client.new_session()
+        assert (await client.request("session/close", {"sessionId": closed}))["result"] == {}
+        prompt = [{"type": "text", "text": "go"}]
+        for session_id in ("sess_never_opened", closed):
+            responses = [
+                await client.request("session/prompt", {"sessionId": session_id, "prompt": prompt}),
+                await client.request("session/close", {"sessionId": session_id}),
+            ]
+            for response in responses:
+                error = response["error"]
+                assert (error["code"], error["message"]) == (-32002, "Resource not found")
+                assert error["data"]["sessionId"] == session_id
+                assert "unknown session" in error["data"]["details"]
+
+
+def _answer(request_id: int, body: bytes) -> bytes:
+    """A response line to the agent's request ``request_id``, its members after the id."""
+    return b'{"jsonrpc":"2.0","id":%d,%s}' % (request_id, body)
+
+
+REFUSED = (
+    "the ACP client's answer to elicitation/create could not be read (JSON-RPC error -32600, "
+    "Invalid Request: "
+)
+BAD_ANSWERS: list[tuple[str, Callable[[int], bytes], str]] = [
+    (
+        "an error that is not an object",  # crashed the SDK's receive loop
+        lambda rid: _answer(rid, b'"error":"boom"'),
+        "the ACP client answered elicitation/create with JSON-RPC error -32603: malformed error "
+        "response from the client",
+    ),
+    (
+        "jsonrpc 1.0",
+        lambda rid: (
+            b'{"jsonrpc":"1.0","id":%d,"result":{"action":"accept","content":{"answer":'
+            b'"quick"}}}' % rid
+        ),
+        REFUSED + 'jsonrpc must be "2.0" (JSON-RPC 2.0), got "1.0")',
+    ),
+    (
+        "oversized",
+        lambda rid: _answer(
+            rid, b'"result":{"action":"accept","content":{"answer":"' + b"q" * CAP + b'"}}'
+        ),
+        REFUSED + _too_long("{size}") + ")",
+    ),
+    (
+        "too deep",
+        lambda rid: _answer(
+            rid, b'"result":{"action":"accept","content":{"x":' + b"[" * 200 + b"]" * 200 + b"}}"
+        ),
+        REFUSED + DEEP + ")",
+    ),
+]
+
+
+async def test_a_malformed_answer_fails_the_question_not_the_agent(tmp_path: Path) -> None:
+    """An answer to elicitation/create that cannot be read ends that question as
+    PROVIDER_FAILED naming why, at once (the question never waits for ever); nothing is
+    sent back for it (it is a response: answering it would name one of the client's own
+    ids), and the next prompt is served."""
     stderr = tmp_path / "stderr.log"
     process = await _spawn(stderr, CAP)
     async with process:
         client = RawClient(process)
         await client.initialize(STARTUP)  # the first answer waits for Python to start
         session_id = await client.new_session()
-        await client.send(
-            {
+        for prompt_id, (name, answer, why) in enumerate(BAD_ANSWERS, start=1):
+            await client.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": prompt_id,
+                    "method": "session/prompt",
+                    "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]},
+                }
+            )
+            while (message := await client.receive()).get("method") != "elicitation/create":
+                pass
+            line = answer(message["id"])
+            await client.send_line(line)
+            said = []
+            while "id" not in (message := await client.receive()) or "method" in message:
+                if message.get("method") == "session/update":
+                    said.append(message["params"]["update"].get("content", {}).get("text", ""))
+            assert message == {
                 "jsonrpc": "2.0",
-                "id": 1,
-                "method": "session/prompt",
-                "params": {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]},
-            }
-        )
-        while (message := await client.receive()).get("method") != "elicitation/create":
-            pass
-        await client.send({"jsonrpc": "2.0", "id": message["id"], "error": "boom"})
-        said = []
-        while "id" not in (message := await client.receive()) or "method" in message:
-            if message.get("method") == "session/update":
-                said.append(message["params"]["update"].get("content", {}).get("text", ""))
-        assert message == {"jsonrpc": "2.0", "id": 1, "result": {"stopReason": "end_turn"}}
-        assert (
-            "Approach: no answer (PROVIDER_FAILED: the ACP client answered elicitation/create "
-            "with JSON-RPC error -32603: malformed error response from the client)"
-        ) in "".join(said)
+                "id": prompt_id,
+                "result": {"stopReason": "end_turn"},
+            }, name
+            why = why.replace("{size}", str(len(line)))
+            assert f"Approach: no answer (PROVIDER_FAILED: {why})" in "".join(said), name
         await client.prompt(session_id)
         await process.stdin.aclose()  # type: ignore[union-attr]
         with anyio.fail_after(WAIT):

@@ -351,9 +351,7 @@ class AcpAgent:
         """
         session = self._sessions.use(session_id)
         if session is None:
-            raise RequestError.invalid_params(
-                {"sessionId": session_id, "details": "unknown session; create one with session/new"}
-            )
+            raise _session_not_found(session_id)
         if session.prompting:
             raise RequestError.invalid_request(
                 {
@@ -438,11 +436,7 @@ class AcpAgent:
     async def _close_session(self, session_id: str) -> None:
         session = self._sessions.release(session_id)
         if session is None:
-            raise RequestError(
-                _RESOURCE_NOT_FOUND,
-                "Resource not found",
-                {"sessionId": session_id, "details": "unknown or already closed session"},
-            )
+            raise _session_not_found(session_id)
         await self._released(session, "closed")
 
     async def _released(self, session: Session, reason: str) -> None:
@@ -488,6 +482,21 @@ class AcpAgent:
                 result = await self._agent(context)
         if isinstance(result, str) and result:
             await turn.say(result)
+
+
+def _session_not_found(session_id: str) -> RequestError:
+    """-32002 with ``data.sessionId``: what ACP names for any session-scoped request whose
+    session does not exist or is not active (the TypeScript SDK's
+    ``RequestError.sessionNotFound``; its client takes it as success for ``session/close``)."""
+    return RequestError(
+        _RESOURCE_NOT_FOUND,
+        "Resource not found",
+        {
+            "sessionId": session_id,
+            "details": "unknown session (never opened, closed, or released after being idle); "
+            "create one with session/new",
+        },
+    )
 
 
 def _text(prompt: Sequence[ContentBlock]) -> str:

@@ -4,29 +4,48 @@ The SDK's stdio transport (``acp._transport.NdjsonTransport``, 0.12.1) hands eve
 that parses to the connection: a line that is JSON but not an object (``[...]``, ``5``,
 ``"x"``) crashes the receive loop (the process exits 1), ``null`` reads as the end of the
 stream (the session ends silently), invalid JSON is dropped without an answer, and a line
-without a newline is buffered whole, however long. :class:`GuardedLines` wraps that
-transport: it reads the lines itself and answers each message that cannot be served with
-the JSON-RPC error the spec names, then keeps reading.
+without a newline is buffered whole, however long, a message that is not JSON-RPC 2.0 is
+served all the same, and one nested a few hundred levels deep crashes it (its observers
+deep-copy each message). :class:`GuardedLines` wraps that transport: it reads the lines
+itself and answers each message that cannot be served with the JSON-RPC error the spec
+names, with the message's id whenever it can be told, then keeps reading.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final
 
 from ..._log import get_logger
+from ._envelope import PREFIX_BYTES, Envelope, envelope_of, is_request_id, scan_envelope
 from ._form import type_name
 
 if TYPE_CHECKING:
     from acp._transport import Transport
 
-__all__ = ["DEFAULT_MAX_LINE_BYTES", "INVALID_REQUEST", "PARSE_ERROR", "GuardedLines"]
+__all__ = [
+    "ANSWER_REFUSED",
+    "DEFAULT_MAX_LINE_BYTES",
+    "INVALID_REQUEST",
+    "MAX_DEPTH",
+    "PARSE_ERROR",
+    "GuardedLines",
+]
 
 DEFAULT_MAX_LINE_BYTES: Final = 16 * 1024 * 1024
 """16 MiB: an ACP prompt can carry images and resources inline, base64-encoded (a third
 larger than the file), so a screenshot of several MiB must fit; a line longer than this is
 far more likely a runaway or hostile client than a prompt, and is not worth parsing."""
+
+ANSWER_REFUSED: Final = "hotseam.answerRefused"
+"""Set in the ``data`` of the error that stands for a client's response refused here (the
+request it answered fails with it; never sent on the wire)."""
+
+MAX_DEPTH: Final = 128
+"""The deepest nesting of objects and arrays accepted in a message (serde_json's default,
+which the Rust ACP SDK parses with); ACP's own messages nest less than ten levels."""
 
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
@@ -35,10 +54,11 @@ _log = get_logger("hotseam.providers.acp")
 
 
 class _Oversized:
-    """A line longer than the cap, already discarded; only its size is kept."""
+    """A line longer than the cap, already discarded: its size and its start are kept."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, head: bytes) -> None:
         self.size = size
+        self.head = head
 
 
 class GuardedLines:
@@ -46,11 +66,16 @@ class GuardedLines:
 
     Invalid JSON gets ``-32700`` (Parse error); JSON that is not an object (a batch, a
     number, a string, ``null``), an ``id`` that is not a number, string or null, a
-    ``method`` that is not a string, and a line longer than ``max_line_bytes`` get
-    ``-32600`` (Invalid Request). Each answer has ``"id": null`` (the id, when it is a valid
-    one, for a bad ``method``) and is logged as ``acp.invalid_message`` without the line's
-    content, which may hold what the human typed. A response whose ``error`` is not an
-    object, which the SDK would crash on, is passed on as a well-formed -32603 error.
+    ``jsonrpc`` that is not ``"2.0"`` (or none), a ``method`` that is not a string, a
+    message nested more than :data:`MAX_DEPTH` levels deep, and a line longer than
+    ``max_line_bytes`` get ``-32600`` (Invalid Request). Each answer carries the message's
+    id when it can be told (read from the line's start when the line is not decoded
+    whole: :mod:`._envelope`), else ``"id": null``. A bad message that is a *response*
+    (to one of the agent's own requests) is not answered: that request fails with the
+    error instead, as the TypeScript SDK does. Each is logged as ``acp.invalid_message``
+    without the line's content, which may hold what the human typed. A response whose
+    ``error`` is not an object, which the SDK would crash on, is passed on as a well-formed
+    -32603 error.
 
     Args:
         reader: The byte stream the client writes to; this object reads it from now on.
@@ -84,22 +109,22 @@ class GuardedLines:
             line = await self._read_line()
             if line is None:
                 return None
+            message: dict[str, Any] | None = None
             if isinstance(line, _Oversized):
-                await self._reject(
+                message = await self._refuse(
+                    scan_envelope(line.head),
                     INVALID_REQUEST,
-                    "Invalid Request",
                     f"the message line is {line.size} bytes long, more than the limit of "
                     f"{self.max_line_bytes} bytes; it was discarded",
                     size=line.size,
                 )
-                continue
-            line = line.strip()
-            if line:
+            elif line := line.strip():
                 message = await self._decode(line)
-                if message is not None:
-                    return message
+            if message is not None:
+                return message
 
     async def _decode(self, line: bytes) -> dict[str, Any] | None:
+        """The message on ``line``, or what stands for it once refused (see :meth:`_refuse`)."""
         try:
             message = json.loads(line)
         except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
@@ -110,43 +135,41 @@ class GuardedLines:
                     "the message line is not JSON (JSON-RPC 2.0 over stdio: one JSON object "
                     "per line, UTF-8)"
                 )
-            await self._reject(PARSE_ERROR, "Parse error", why, size=len(line))
-            return None
+            return await self._refuse(scan_envelope(line), PARSE_ERROR, why, size=len(line))
         if not isinstance(message, dict):
             if isinstance(message, list):
                 why = "a batch (a JSON array); batches are not supported, send one object per line"
             else:
                 why = f"a JSON {type_name(message)}; a message must be a JSON object"
-            await self._reject(
-                INVALID_REQUEST, "Invalid Request", f"the message is {why}", size=len(line)
+            return await self._refuse(
+                Envelope(), INVALID_REQUEST, f"the message is {why}", size=len(line)
             )
-            return None
         request_id = message.get("id")
         if not _is_id_or_null(request_id):
-            await self._reject(
+            return await self._refuse(
+                Envelope(),
                 INVALID_REQUEST,
-                "Invalid Request",
                 f"id must be a number, a string or null, got {type_name(request_id)}",
             )
-            return None
+        envelope = envelope_of(message)
+        if _nested_deeper_than(message, MAX_DEPTH):
+            why = f"the message is nested more than {MAX_DEPTH} levels deep"
+            return await self._refuse(envelope, INVALID_REQUEST, why, size=len(line))
+        version = message.get("jsonrpc", _MISSING)
+        if version != "2.0":
+            why = f'jsonrpc must be "2.0" (JSON-RPC 2.0), {_described(version)}'
+            return await self._refuse(envelope, INVALID_REQUEST, why)
         method = message.get("method")
         if method is None and "id" not in message:
-            await self._reject(
-                INVALID_REQUEST, "Invalid Request", "the message has neither a method nor an id"
+            return await self._refuse(
+                envelope, INVALID_REQUEST, "the message has neither a method nor an id"
             )
-            return None
         if method is not None and not isinstance(method, str):
             if "id" not in message:
                 why = f"a notification's method must be a string, got {type_name(method)}"
-                await self._reject(INVALID_REQUEST, "Invalid Request", why)
-                return None
-            await self._reject(
-                INVALID_REQUEST,
-                "Invalid Request",
-                f"method must be a string, got {type_name(method)}",
-                request_id=request_id,
-            )
-            return None
+            else:
+                why = f"method must be a string, got {type_name(method)}"
+            return await self._refuse(envelope, INVALID_REQUEST, why)
         if method is None and "error" in message and not isinstance(message["error"], dict):
             _log.warning(
                 "acp.invalid_message",
@@ -162,6 +185,7 @@ class GuardedLines:
     async def _read_line(self) -> bytes | _Oversized | None:
         """One line without buffering more than the cap; ``None`` at the end of the stream."""
         kept: list[bytes] = []
+        head = b""  # the line's start, kept whatever its length (for _envelope)
         size = 0
         while True:
             ended = True
@@ -175,36 +199,83 @@ class GuardedLines:
                 if not chunk and not size:
                     return None
             content = len(chunk) - (1 if chunk.endswith(b"\n") and ended else 0)
+            if len(head) < PREFIX_BYTES:
+                head += chunk[: PREFIX_BYTES - len(head)]
             size += content
             if size > self.max_line_bytes:
                 kept.clear()  # from here on, only counted
             else:
                 kept.append(chunk)
             if ended:
-                return _Oversized(size) if size > self.max_line_bytes else b"".join(kept)
+                return _Oversized(size, head) if size > self.max_line_bytes else b"".join(kept)
 
-    async def _reject(
+    async def _refuse(
         self,
+        envelope: Envelope,
         code: int,
-        message: str,
         details: str,
         *,
-        request_id: int | str | None = None,
         size: int | None = None,
-    ) -> None:
-        """Answer a message that cannot be served; log it without its content."""
-        fields = {} if size is None else {"size": size}
+    ) -> dict[str, Any] | None:
+        """Refuse a message that cannot be served; log it without its content.
+
+        A request (or a message whose kind cannot be told) gets an error response, with its
+        id when known. A response to one of the agent's requests is not answered: the error
+        response returned stands for it, and fails that request. Returns ``None`` otherwise.
+        """
+        fields: dict[str, Any] = {} if size is None else {"size": size}
+        if envelope.request_id is not None:
+            fields["request_id"] = envelope.request_id
+        error = {"code": code, "message": _MESSAGES[code], "data": {"details": details}}
+        if envelope.is_response:
+            _log.warning(
+                "acp.invalid_message",
+                code=code,
+                reason=details,
+                outcome="the agent's request it answers fails with this error",
+                **fields,
+            )
+            refused = {**error, "data": {"details": details, ANSWER_REFUSED: True}}
+            return {"jsonrpc": "2.0", "id": envelope.request_id, "error": refused}
         _log.warning("acp.invalid_message", code=code, reason=details, **fields)
-        response = {
-            "jsonrpc": "2.0",
-            "id": request_id,
-            "error": {"code": code, "message": message, "data": {"details": details}},
-        }
+        response = {"jsonrpc": "2.0", "id": envelope.request_id, "error": error}
         try:
             await self._inner.send(response)
-        except Exception as error:  # the client stopped reading; its next read ends us
-            _log.info("acp.error_not_sent", code=code, error=f"{type(error).__name__}: {error}")
+        except Exception as failure:  # the client stopped reading; its next read ends us
+            _log.info("acp.error_not_sent", code=code, error=f"{type(failure).__name__}: {failure}")
+        return None
+
+
+_MESSAGES: Final = {PARSE_ERROR: "Parse error", INVALID_REQUEST: "Invalid Request"}
+_MISSING: Final = object()
 
 
 def _is_id_or_null(value: object) -> bool:
-    return value is None or (isinstance(value, int | str) and not isinstance(value, bool))
+    return value is None or is_request_id(value)
+
+
+def _described(version: object) -> str:
+    """What the ``jsonrpc`` member is, quoting it only when it is short and printable."""
+    if version is _MISSING:
+        return "and it is missing"
+    if isinstance(version, str) and len(version) <= 16 and version.isprintable():
+        return f"got {json.dumps(version)}"
+    return f"got a {type_name(version)}"
+
+
+def _nested_deeper_than(message: object, limit: int) -> bool:
+    """Whether objects and arrays nest more than ``limit`` levels (the message is level 1).
+
+    Iterative, and stops at the first level too deep: the decoder's own limit (the
+    interpreter's recursion limit) is far above what the SDK's copying and validation,
+    and the log renderer, can take, and those would fail with ``RecursionError``.
+    """
+    stack: list[tuple[object, int]] = [(message, 1)]
+    while stack:
+        value, depth = stack.pop()
+        children = value.values() if isinstance(value, dict) else value
+        assert isinstance(children, Iterable)
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False

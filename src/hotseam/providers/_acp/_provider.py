@@ -49,6 +49,7 @@ from ...interaction import (
 )
 from ._conversation import Conversations, conversation_text
 from ._form import ELICITATION_CREATE, EmptyAnswerError, build_form
+from ._lines import ANSWER_REFUSED
 from ._permission import REQUEST_PERMISSION, build_permission_form, fits_permission
 from ._scope import AskScope, current_ask_scope
 from ._wire import AcpWire
@@ -250,9 +251,18 @@ class AcpProvider:
             if carrier.method == ELICITATION_CREATE and error.code == _METHOD_NOT_FOUND:
                 self._refuse_form(error)
                 raise _FormRefusedError() from error
+            if isinstance(error.data, dict) and error.data.get(ANSWER_REFUSED):
+                what = (
+                    f"the ACP client's answer to {carrier.method} could not be read "
+                    f"(JSON-RPC error {error.code}, {error}: {error.data.get('details')})"
+                )
+            else:
+                what = (
+                    f"the ACP client answered {carrier.method} with JSON-RPC error "
+                    f"{error.code}: {error}"
+                )
             raise UserInteractionError(
-                f"the ACP client answered {carrier.method} with JSON-RPC error {error.code}: "
-                f"{error}",
+                what,
                 PROVIDER_FAILED,
                 details={"rpc_code": error.code, "rpc_message": str(error), "rpc_data": error.data},
                 cause=error,
