@@ -8,6 +8,7 @@ from typing import Any
 import anyio
 import pytest
 import structlog
+from acp.exceptions import RequestError
 from acp.schema import (
     AcceptElicitationResponse,
     AllowedOutcome,
@@ -666,10 +667,13 @@ class TestTurns:
             assert acp.client.said() == "fine"
 
     async def test_unknown_session_and_overlapping_prompts(self) -> None:
-        """A prompt for no session is invalid params; a second concurrent one, invalid request."""
+        """A prompt for no session is -32002 (resource not found, as ACP names an unknown
+        session); a second concurrent one, invalid request."""
         async with connected(ask_agent(NAME)) as acp:
-            with pytest.raises(Exception, match="Invalid params"):
+            with pytest.raises(RequestError) as unknown:
                 await acp.prompt(session_id="sess_nope")
+            assert unknown.value.code == -32002
+            assert unknown.value.data["sessionId"] == "sess_nope"
             first = acp.start_prompt()
             request = await acp.next_request()
             with pytest.raises(Exception, match="Invalid request") as caught:
