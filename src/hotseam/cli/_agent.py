@@ -3,26 +3,39 @@
 An agent is ``async def agent(context: hotseam.Context) -> object``: it runs in a context
 whose tools include ``ask_user_question`` and whose user-interaction provider is whatever the
 command installed (or hot-reloaded). ``FUNCTION`` defaults to ``main``. ``hotseam dev`` runs
-the agent again when its module is saved: :func:`load_agent` with ``fresh=True`` executes
-the module's current source in a new module object (never a cached bytecode file, which a
-save within the same second may not invalidate).
+the agent again when its module is saved: :class:`AgentImporter` executes the module's
+current source in a new module object (never a cached bytecode file, which a save within the
+same second may not invalidate).
+
+The agent's module body is agent code, treated as a provider module's body is: it executes
+in a worker thread of the reloader's kind (:class:`hotseam.reload._guard.Worker`), so a slow
+body (``time.sleep``, a heavy import) leaves the event loop serving, and one still running
+after ``--import-timeout`` seconds is abandoned: its thread runs on, nothing it creates is
+installed, and the agent keeps its previous code.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import inspect
 import sys
+import threading
+import traceback
 import types
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 from .._context import Context
 from .._errors import HarnessError
+from ..reload._events import SLOW_NOTICE, display_path, report_slow
+from ..reload._guard import Worker, current_run, interrupted
 
-__all__ = ["AgentFunction", "AgentLoadError", "agent_file", "load_agent"]
+__all__ = ["AgentFunction", "AgentImporter", "AgentLoadError", "agent_file", "load_agent"]
 
 AgentFunction = Callable[[Context], Awaitable[Any]]
 
@@ -33,14 +46,134 @@ class AgentLoadError(HarnessError):
     default_code = "INVALID_AGENT"
 
 
-def load_agent(spec: str, *, fresh: bool = False) -> AgentFunction:
+def load_agent(spec: str, *, fresh: bool = False, timeout: float | None = None) -> AgentFunction:
     """Import ``MODULE[:FUNCTION]`` (or ``path/to/file.py[:FUNCTION]``); return the function.
 
+    With ``timeout``, the module body executes in a worker thread and is abandoned past
+    ``timeout`` seconds (for the start of a command, before its event loop runs).
+
     Raises:
-        AgentLoadError: the spec is malformed, the module cannot be imported, or the object
-            is not an async function; the message says which (with a "did you mean" for a
-            misspelt function).
+        AgentLoadError: the spec is malformed, the module cannot be imported (its body
+            raised, or overran ``timeout``), or the object is not an async function; the
+            message says which (with a "did you mean" for a misspelt function).
     """
+    if timeout is None:
+        return _load(spec, fresh=fresh)
+    importer = AgentImporter(spec, timeout)
+    try:
+        return anyio.run(functools.partial(importer.load, fresh=fresh))
+    finally:
+        importer.close()
+
+
+class AgentImporter:
+    """Imports the agent's module in a worker thread, bounded by ``timeout`` seconds.
+
+    One importer per command: its thread is kept between imports, and replaced after one
+    was abandoned. A body still running after :data:`~hotseam.reload._events.SLOW_NOTICE`
+    seconds is named in a ``reload.slow`` line, as a provider module's is.
+    """
+
+    def __init__(self, spec: str, timeout: float) -> None:
+        self._spec = spec
+        self._timeout = timeout
+        self._worker = Worker()
+
+    def close(self) -> None:
+        """Let the idle thread end."""
+        self._worker.close()
+
+    async def load(self, *, fresh: bool) -> AgentFunction:
+        """Execute the module (again, with ``fresh``) and return the agent function.
+
+        Raises:
+            AgentLoadError: as :func:`load_agent`; for a body abandoned at the time bound,
+                naming the line it is stuck at.
+        """
+        attempt = _Attempt()
+        loaded: list[AgentFunction] = []
+
+        def step() -> None:
+            loaded.append(_load(self._spec, fresh=fresh, attempt=attempt))
+
+        def slow(_index: int) -> None:
+            if attempt.file is not None:
+                report_slow("executing", attempt.file, attempt.name or "", self._timeout)
+
+        abandoned = True
+        try:
+            run, stuck = await self._worker.run(
+                f"executing the agent {self._spec}",
+                [step],
+                self._timeout,
+                on_slow=(SLOW_NOTICE, slow),
+            )
+            abandoned = stuck is not None
+        finally:
+            if abandoned:  # at the time bound, or the command stops meanwhile
+                attempt.revert()
+        if stuck is not None:
+            file = attempt.file
+            watched = [str(file)] if file is not None else []
+            where = run.location(watched) or (str(file) if file is not None else self._spec)
+            shown = display_path(file) if file is not None else attempt.name
+            raise AgentLoadError(
+                f"--agent {self._spec!r}: executing {shown} did not finish within "
+                f"{self._timeout:g} s (stuck at {_shown_location(where)}); abandoned: its "
+                "thread runs on, and nothing it creates is used"
+            )
+        if run.error is not None:
+            raise run.error
+        return loaded[0]
+
+
+class _Attempt:
+    """One execution of the agent's module, shared by its thread and the event loop.
+
+    :meth:`revert` (the loop, at the time bound; the thread, when the body raised) and
+    :meth:`install` take a lock, so an abandoned body's module is never left in
+    ``sys.modules``, however late it ends.
+    """
+
+    __slots__ = ("file", "lock", "name", "new", "old", "reverted")
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.reverted = False
+        self.name: str | None = None
+        self.file: Path | None = None
+        self.old: types.ModuleType | None = None
+        self.new: types.ModuleType | None = None
+
+    def install(self, name: str, module: types.ModuleType, old: types.ModuleType | None) -> None:
+        """Put ``module`` in ``sys.modules`` while it executes, unless already abandoned."""
+        with self.lock:
+            if self.reverted:
+                raise _AbandonedError(name)
+            self.name, self.new, self.old = name, module, old
+            sys.modules[name] = module
+
+    def revert(self) -> None:
+        """Put the module that served back in ``sys.modules`` (unless something else
+        replaced the new one there since); nothing can install a module after this."""
+        with self.lock:
+            self.reverted = True
+            name = self.name
+            if name is not None and self.new is not None and sys.modules.get(name) is self.new:
+                if self.old is not None:
+                    sys.modules[name] = self.old
+                else:
+                    sys.modules.pop(name, None)
+
+
+class _AbandonedError(ImportError):
+    """Raised in an abandoned body's thread once it gets past its time bound."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"executing {name} overran its time bound and was abandoned")
+
+
+def _load(spec: str, *, fresh: bool, attempt: _Attempt | None = None) -> AgentFunction:
     module_name, sep, attribute = spec.rpartition(":")
     if not sep:
         module_name, attribute = spec, "main"
@@ -48,8 +181,9 @@ def load_agent(spec: str, *, fresh: bool = False) -> AgentFunction:
         raise AgentLoadError(
             f"--agent {spec!r}: expected MODULE[:FUNCTION], for example my_agents:main"
         )
+    file: Path | None = None
     if module_name.endswith(".py"):
-        path = Path(module_name).resolve()
+        path = file = Path(module_name).resolve()
         if not path.is_file():
             raise AgentLoadError(f"--agent {spec!r}: no such file {path}")
         if str(path.parent) not in sys.path:
@@ -57,11 +191,19 @@ def load_agent(spec: str, *, fresh: bool = False) -> AgentFunction:
         module_name = path.stem
     elif "" not in sys.path and str(Path.cwd()) not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
+    if attempt is not None:
+        attempt.name = module_name
+        attempt.file = file or _module_file(module_name)
     try:
-        module = _fresh_import(module_name) if fresh else importlib.import_module(module_name)
-    except Exception as error:
+        module = (
+            _fresh_import(module_name, attempt) if fresh else importlib.import_module(module_name)
+        )
+    except BaseException as error:  # sys.exit() and friends from the module body too
+        if interrupted(error) or isinstance(error, _AbandonedError):
+            raise  # the user's Ctrl-C (on the main thread), or a body nobody waits for
+        where = _where(error, file or _module_file(module_name))
         raise AgentLoadError(
-            f"--agent {spec!r}: importing {module_name} failed: {type(error).__name__}: {error}"
+            f"--agent {spec!r}: importing {module_name} failed: {_describe(error)}{where}"
         ) from error
     try:
         function = getattr(module, attribute)
@@ -85,8 +227,17 @@ def agent_file(function: AgentFunction) -> Path | None:
     return Path(file).resolve() if file else None
 
 
-def _fresh_import(name: str) -> types.ModuleType:
-    """Execute the current source of module ``name`` in a new module object."""
+def _module_file(name: str) -> Path | None:
+    file = getattr(sys.modules.get(name), "__file__", None)
+    return Path(file) if file else None
+
+
+def _fresh_import(name: str, attempt: _Attempt | None = None) -> types.ModuleType:
+    """Execute the current source of module ``name`` in a new module object.
+
+    Within an :class:`AgentImporter`'s step, a body abandoned at its time bound leaves
+    ``sys.modules`` as it found it, however late it ends.
+    """
     old = sys.modules.get(name)
     file = getattr(old, "__file__", None)
     if old is None or not file or not str(file).endswith(".py"):
@@ -99,13 +250,48 @@ def _fresh_import(name: str) -> types.ModuleType:
     for attribute in ("__file__", "__spec__", "__loader__", "__package__", "__path__"):
         if hasattr(old, attribute):
             setattr(module, attribute, getattr(old, attribute))
-    sys.modules[name] = module
+    if attempt is not None:
+        attempt.install(name, module, old)
+    else:
+        sys.modules[name] = module
     try:
         exec(code, module.__dict__)
     except BaseException:
-        sys.modules[name] = old  # the running agent keeps its module
+        if attempt is not None:
+            attempt.revert()  # the running agent keeps its module
+        else:
+            sys.modules[name] = old
         raise
+    run = current_run()
+    if attempt is not None and run is not None and run.abandoned:
+        attempt.revert()  # ended after its time bound: nothing of it is used
+        raise _AbandonedError(name)
     return module
+
+
+def _shown_location(location: str) -> str:
+    """``file:line`` with the file relative to the working directory when below it."""
+    file, sep, line = location.rpartition(":")
+    return f"{display_path(Path(file))}:{line}" if sep and line.isdigit() else location
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _where(error: BaseException, file: Path | None) -> str:
+    """`` at file:line`` of the innermost frame of the agent's module, if it is in the
+    traceback (a syntax error: its own line)."""
+    if isinstance(error, SyntaxError) and error.filename and error.lineno:
+        return f" at {_shown_location(f'{error.filename}:{error.lineno}')}"
+    if file is None:
+        return ""
+    wanted = str(file)
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        if frame.filename == wanted:
+            return f" at {_shown_location(f'{frame.filename}:{frame.lineno}')}"
+    return ""
 
 
 def _did_you_mean(module: types.ModuleType, attribute: str) -> str:

@@ -8,6 +8,20 @@ module that no longer loads is reported and the running agent is left alone. Els
 daemon, or input that is not a terminal: CI, piped answers) the agent's end ends the
 command, as before; a save of its module still runs it again while it runs.
 
+The module is looked at and executed off the event loop: its body runs in a worker thread
+bounded by ``--import-timeout`` (see :class:`~hotseam.cli._agent.AgentImporter`), so a slow
+body or a ``while True:`` leaves the control socket, the web inbox and the questions in
+flight serving.
+
+Whatever the agent raises is the agent's failure, ``BaseException`` included
+(``SystemExit``, ``KeyboardInterrupt`` — SIGINT is routed to a signal receiver, so one
+raised by the agent is its own, not the user's Ctrl-C — ``GeneratorExit``, a
+``CancelledError`` it raised itself); only the cancellation of the command's own scopes
+goes through. ``sys.exit()`` and ``sys.exit(0)`` are the agent's way to finish: the run
+counts as finished (exit 0 where the agent's end ends the command); any other exit status
+is a failure (exit 1, the status logged). On a terminal ``hotseam dev`` reports either and
+keeps watching.
+
 Questions wait for a provider instead of failing while none is loaded (see
 ``hotseam.interaction._pending``), and a question dismissed with Ctrl-C twice within
 :data:`DOUBLE_CTRL_C` seconds stops the command: an agent that asks again after each
@@ -16,6 +30,7 @@ dismissal could otherwise only be stopped from another terminal.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sys
@@ -25,11 +40,14 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
+import sniffio
 
 from .._context import Context, use_context
 from ..interaction import ASK_CANCELLED
 from ..interaction._pending import AskEnded, on_ask_ended, waiting_for_provider
-from ._agent import AgentFunction, AgentLoadError, agent_file, load_agent
+from ..reload._guard import is_fatal
+from ._agent import AgentFunction, AgentImporter, AgentLoadError, agent_file
 from ._snapshot import SessionFacts
 
 __all__ = ["DOUBLE_CTRL_C", "AgentLoop", "describe_error", "shown_path"]
@@ -53,6 +71,7 @@ class AgentLoop:
         provider_wait: Seconds a question waits for a provider to appear.
         on_wait: Called (with the seam's name) when questions start waiting for one.
         stop: Stops the command (a second Ctrl-C).
+        import_timeout: Seconds the module's body may execute when it is saved.
     """
 
     def __init__(
@@ -67,6 +86,7 @@ class AgentLoop:
         provider_wait: float,
         on_wait: Callable[[str], object],
         stop: Callable[[], None],
+        import_timeout: float = 10.0,
     ) -> None:
         self._spec = spec
         self._agent = agent
@@ -78,6 +98,7 @@ class AgentLoop:
         self._on_wait = on_wait
         self._stop = stop
         self._file = agent_file(agent) if spec is not None else None
+        self._importer = AgentImporter(spec, import_timeout) if spec is not None else None
         self._restart = anyio.Event()
         self._running: anyio.CancelScope | None = None
         self._last_dismissal = -float("inf")
@@ -109,6 +130,8 @@ class AgentLoop:
                     await self._idle()
         finally:
             stop_listening()
+            if self._importer is not None:
+                self._importer.close()
         return outcome  # pragma: no cover - the loop returns or is cancelled
 
     async def _run_once(self) -> tuple[int, bool]:
@@ -125,10 +148,10 @@ class AgentLoop:
                     waiting_for_provider(self._provider_wait, self._on_wait),
                 ):
                     await self._agent(self._context)
-            except Exception as error:
-                outcome = EXIT_FATAL
-                facts.agent_state = f"failed: {type(error).__name__}: {error}"
-                self._log.error(f"the agent failed: {describe_error(error)}", exc_info=True)
+            except BaseException as error:  # SystemExit, KeyboardInterrupt... are the agent's
+                if not _raised_by_agent(error):
+                    raise
+                outcome = self._ended_by(error)
             else:
                 facts.agent_state = "finished"
                 self._log.info("the agent finished")
@@ -138,6 +161,16 @@ class AgentLoop:
             facts.agent_state = "restarting"
             return EXIT_OK, True
         return outcome, False
+
+    def _ended_by(self, error: BaseException) -> int:
+        """Report how ``error`` ended the agent's run; return the exit code it earns."""
+        if _finishes(error):
+            self._facts.agent_state = "finished"
+            self._log.info(f"the agent finished (it called sys.exit({_shown_code(error)}))")
+            return EXIT_OK
+        self._facts.agent_state = f"failed: {describe_error(error)}"
+        self._log.error(f"the agent failed: {describe_error(error)}", exc_info=error)
+        return EXIT_FATAL
 
     async def _idle(self) -> None:
         """Wait for a reason to run the agent again: a save of its module, or Enter."""
@@ -176,19 +209,24 @@ class AgentLoop:
                 return
 
     async def _watch_file(self, file: Path, seen: tuple[int, int, bytes] | None) -> None:
-        """Run the agent again when its module is saved (and still loads)."""
+        """Run the agent again when its module is saved (and still loads).
+
+        The file is looked at in a worker thread (a stalled file system stalls this task
+        only) and executed by the importer, in its thread and within its time bound.
+        """
+        importer = self._importer
+        assert importer is not None
         while True:
             await anyio.sleep(FILE_POLL)
-            now = _fingerprint(file, seen)
+            now = await anyio.to_thread.run_sync(_fingerprint, file, seen, abandon_on_cancel=True)
             if now is None or now == seen:
                 continue
             changed = seen is None or now[2] != seen[2]
             seen = now
             if not changed:
                 continue  # touched, not changed
-            assert self._spec is not None
             try:
-                self._agent = load_agent(self._spec, fresh=True)
+                self._agent = await importer.load(fresh=True)
             except AgentLoadError as error:
                 self._log.error(f"{shown_path(file)} changed but cannot run: {error}")
                 continue
@@ -251,7 +289,39 @@ def shown_path(path: Path) -> str:
 
 
 def describe_error(error: BaseException) -> str:
-    """``Type: message``, looking through a group of one (a task group's wrapping)."""
-    if isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
-        return describe_error(error.exceptions[0])
-    return f"{type(error).__name__}: {error}"
+    """``Type: message`` (``Type`` alone without a message), looking through a group of one
+    (a task group's wrapping)."""
+    error = _alone(error)
+    text = str(error)
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _alone(error: BaseException) -> BaseException:
+    """The one exception of a group of one (a task group's wrapping), else ``error``."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
+
+
+def _raised_by_agent(error: BaseException) -> bool:
+    """False for what must go through: the cancellation of the command's own scopes (a
+    restart, a stop), and a ``KeyboardInterrupt`` that may be the user's Ctrl-C (SIGINT not
+    routed to a receiver). A ``CancelledError`` the agent raised itself on asyncio, with no
+    cancellation requested, is the agent's."""
+    if not is_fatal(error):
+        return True
+    if isinstance(error, asyncio.CancelledError) and sniffio.current_async_library() == "asyncio":
+        task = asyncio.current_task()
+        return task is not None and task.cancelling() == 0
+    return False
+
+
+def _finishes(error: BaseException) -> bool:
+    """True for ``sys.exit()`` and ``sys.exit(0)``: the agent's way to finish."""
+    error = _alone(error)
+    return isinstance(error, SystemExit) and error.code in (None, 0)
+
+
+def _shown_code(error: BaseException) -> str:
+    code = getattr(_alone(error), "code", None)
+    return "" if code is None else repr(code)

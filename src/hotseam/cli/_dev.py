@@ -190,7 +190,11 @@ def _prepare(args: argparse.Namespace, command: str, style: LogStyle) -> _Sessio
             setup_timeout=settings.setup_timeout,
             dispose_timeout=settings.dispose_timeout,
         )
-        agent: AgentFunction = load_agent(settings.agent) if settings.agent else demo_agent
+        agent: AgentFunction = (
+            load_agent(settings.agent, timeout=settings.import_timeout)
+            if settings.agent
+            else demo_agent
+        )
         answers = ScriptedProvider.from_file(settings.answers) if settings.answers else None
         web = web_options(args)
         control = claim(settings.name)
@@ -336,6 +340,7 @@ async def _run_agent(
         provider_wait=settings.provider_wait,
         on_wait=waiting,
         stop=stop,
+        import_timeout=settings.import_timeout,
     )
     word = "Ctrl-C" if dev else "SIGTERM"
     log.info(f"{session.command}: watching {watched} ({word} to stop)")
@@ -387,7 +392,7 @@ def _reload_report(
     """Show a reload or loop event as its one-line summary (its traceback, if any, below it)."""
     summary = event_dict.get("summary")
     if not isinstance(summary, str) or not str(event_dict.get("event", "")).startswith(
-        ("reload.", "loop.")
+        ("reload.", "loop.", "ask.")
     ):
         return event_dict
     report: dict[str, Any] = {"event": summary}
