@@ -65,7 +65,7 @@ async def test_a_question_appears_live_and_choosing_an_option_answers_it(browser
         await question.get_by_label("SQLite").check()
         await question.get_by_role("button", name="Answer").click()
         assert answer_of(await s.result("db")).answer == "SQLite"
-        await page.get_by_text("Answered.").wait_for(timeout=VISIBLE)
+        await page.get_by_text("Answered: SQLite.").wait_for(timeout=VISIBLE)
         assert not page.errors
 
 
@@ -117,7 +117,7 @@ async def test_answering_in_one_tab_clears_the_other(browser: Any) -> None:
         await card(second, "Which database?").wait_for(timeout=VISIBLE)
         await card(first, "Which database?").get_by_role("button", name="Answer").click()
         assert answer_of(await s.result("db")).answer == "pg"
-        await second.get_by_text("Answered in another tab.").wait_for(timeout=VISIBLE)
+        await second.get_by_text("Answered in another tab: Postgres.").wait_for(timeout=VISIBLE)
         await card(second, "Which database?").wait_for(state="detached", timeout=VISIBLE)
 
 
@@ -141,9 +141,11 @@ async def test_a_late_answer_in_a_stale_tab_says_already_answered(browser: Any) 
         await page.goto(s.web.url)
         question = card(page, "Which database?")
         await question.wait_for(timeout=VISIBLE)
-        s.web.inbox.answer(pending["id"], {"option": 1})  # another tab was faster
+        s.web.inbox.answer(pending["id"], {"option": 1})  # a script was faster
         await question.get_by_role("button", name="Answer").click()
-        await page.get_by_text("Already answered (in another tab).").wait_for(timeout=VISIBLE)
+        await page.get_by_text(
+            "Already answered elsewhere (by a script or another client): SQLite."
+        ).wait_for(timeout=VISIBLE)
         assert answer_of(await s.result("db")).answer == "SQLite"
 
 

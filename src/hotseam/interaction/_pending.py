@@ -25,6 +25,7 @@ __all__ = [
     "PendingAsk",
     "ProviderWait",
     "ask_deadline",
+    "ask_id",
     "on_ask_ended",
     "pending_asks",
     "provider_wait",
@@ -90,6 +91,17 @@ _wait: contextvars.ContextVar[ProviderWait | None] = contextvars.ContextVar(
 _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
     "hotseam_ask_deadline", default=None
 )
+_asking: contextvars.ContextVar[str | None] = contextvars.ContextVar("hotseam_ask_id", default=None)
+_asking_tokens: dict[str, contextvars.Token[str | None]] = {}
+
+
+def ask_id() -> str | None:
+    """The ``question_id`` of the ask being served in this task, or ``None`` outside one.
+
+    It stays the same for every provider the question is put to: a provider that shows
+    it again after a reload (a web page, a script holding the id) can keep its identity.
+    """
+    return _asking.get()
 
 
 def ask_deadline() -> float | None:
@@ -153,9 +165,15 @@ def provider_wait() -> ProviderWait | None:
 
 def opened(ask: PendingAsk) -> None:
     _pending[ask.question_id] = ask
+    # ask() calls its providers in its own task: they see the id through ask_id().
+    _asking_tokens[ask.question_id] = _asking.set(ask.question_id)
 
 
 def closed(ask: PendingAsk, code: str | None, message: str | None) -> None:
+    token = _asking_tokens.pop(ask.question_id, None)
+    if token is not None:
+        with contextlib.suppress(ValueError):  # closed in another context than opened
+            _asking.reset(token)
     if _pending.pop(ask.question_id, None) is None:
         return
     ended = AskEnded(replace(ask), code, message)

@@ -44,14 +44,20 @@ async def test_the_stream_starts_with_a_snapshot_then_tells_every_change() -> No
                 "id": snapshot["questions"][0]["id"],
                 "reason": "answered",
                 "note": "answered",
+                "client": None,  # a script that sent no X-Hotseam-Client
+                "answer": {"label": "SQLite"},
             }
             dismiss = await s.client.post(f"/api/questions/{added['question']['id']}/dismiss")
             assert dismiss.status_code == 415  # no JSON body: refused
             dismiss = await s.client.post(
-                f"/api/questions/{added['question']['id']}/dismiss", json={}
+                f"/api/questions/{added['question']['id']}/dismiss",
+                json={},
+                headers={"x-hotseam-client": "tab-2"},
             )
             assert dismiss.status_code == 200
-            assert (await events.next())["reason"] == "dismissed"
+            dismissed = await events.next()
+            assert dismissed["reason"] == "dismissed" and dismissed["client"] == "tab-2"
+            assert "answer" not in dismissed
         assert answer_of(await s.result("db")).answer == "SQLite"
 
 

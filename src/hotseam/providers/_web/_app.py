@@ -1,12 +1,16 @@
 """The Starlette application: the inbox page, the JSON API and the event stream.
 
 Every request passes :class:`Guard` first (token, Host, Origin, and for state changes a
-token header and a JSON body), so the routes below it only deal with the inbox.
+token header and a JSON body), so the routes below it only deal with the inbox. A browser
+refused the page (an old bookmark, a cut link) gets a page saying what happened and what
+to do; the API gets the JSON error.
 """
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import secrets
 from collections.abc import Awaitable, Callable
 from contextlib import aclosing
@@ -35,6 +39,8 @@ MAX_BODY = 64 * 1024
 MAX_STREAMS = 64
 HEARTBEAT = 15.0
 _RETRY_MS = 300
+CLIENT_HEADER = "x-hotseam-client"
+_CLIENT = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 Lookup = Callable[[], Inbox | None]
 
@@ -55,13 +61,15 @@ def build_app(inbox: Lookup, token: str, hosts: HostPolicy) -> ASGIApp:
         return JSONResponse({"questions": _current(inbox).snapshot()})
 
     async def answer(request: Request) -> Response:
+        client = _client(request)
         body = await _json_body(request)
-        _current(inbox).answer(request.path_params["question_id"], body)
+        _current(inbox).answer(request.path_params["question_id"], body, client=client)
         return JSONResponse({"ok": True, "outcome": "answered"})
 
     async def dismiss(request: Request) -> Response:
+        client = _client(request)
         await _json_body(request, optional=True)
-        _current(inbox).dismiss(request.path_params["question_id"])
+        _current(inbox).dismiss(request.path_params["question_id"], client=client)
         return JSONResponse({"ok": True, "outcome": "dismissed"})
 
     async def events(scope: Scope, receive: Receive, send: Send) -> None:
@@ -106,6 +114,21 @@ def _current(lookup: Lookup) -> Inbox:
     if inbox is None:
         raise InboxError(503, "CLOSED", "the web inbox is not serving (it is being reloaded?)")
     return inbox
+
+
+def _client(request: Request) -> str | None:
+    """The id a page sends with its answers (``X-Hotseam-Client``), so that every page can
+    tell its own answer from another tab's; ``None`` when not sent."""
+    client = request.headers.get(CLIENT_HEADER)
+    if client is None:
+        return None
+    if not _CLIENT.fullmatch(client):
+        raise InboxError(
+            400,
+            "BAD_REQUEST",
+            "the X-Hotseam-Client header must be 1 to 64 characters of A-Z a-z 0-9 - _",
+        )
+    return client
 
 
 async def _json_body(request: Request, *, optional: bool = False) -> object:
@@ -201,7 +224,11 @@ class Guard:
         if refusal is not None:
             status, code, message = refusal
             _log.info("web.refused", status=status, code=code, path=scope.get("path"))
-            await _error(status, code, message)(scope, receive, _secured(send))
+            if _wants_page(scope):
+                response = _refusal_page(status, code, _has_token(scope))
+            else:
+                response = _error(status, code, message)
+            await response(scope, receive, _secured(send))
             return
         await self._app(scope, receive, _secured(send))
 
@@ -226,6 +253,87 @@ class Guard:
             if kind != "application/json":
                 return 415, "BAD_CONTENT_TYPE", "send the body as application/json"
         return None
+
+
+def _wants_page(scope: Scope) -> bool:
+    """A browser opening the page (a bookmark, a pasted link), not a script or the API."""
+    if scope["method"] not in ("GET", "HEAD") or scope.get("path") != "/":
+        return False
+    return "text/html" in _headers(scope).get("accept", "")
+
+
+def _has_token(scope: Scope) -> bool:
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    return bool(query.get("token", [""])[0])
+
+
+_REFUSALS = {
+    "BAD_TOKEN": (
+        "This link's token is not accepted",
+        "The inbox answers only links that carry its token. This one {has} — most often "
+        "because hotseam was started again with another token (its token file was deleted, "
+        "or another one was given), or because the link was cut short.",
+    ),
+    "BAD_HOST": (
+        "This address does not name the inbox",
+        "The inbox answers only under the names it listens on (127.0.0.1 or localhost "
+        "here, with its port), which protects it from other sites (DNS rebinding).",
+    ),
+    "BAD_ORIGIN": (
+        "The inbox cannot be opened from another site",
+        "A link or a form on another site led here; the inbox refuses those, so that no "
+        "other site can answer for you.",
+    ),
+}
+
+
+def _refusal_page(status: int, code: str, had_token: bool) -> Response:
+    """A refused page in words: what happened and what to do (no script, nothing echoed)."""
+    title, why = _REFUSALS.get(
+        code, ("The inbox refused this request", "The request was not accepted ({code}).")
+    )
+    has = "has a token that is not the current one" if had_token else "has no ?token=…"
+    nonce = secrets.token_urlsafe(16)
+    page = _REFUSAL_HTML.format(
+        nonce=nonce,
+        title=html.escape(title),
+        why=html.escape(why.format(has=has, code=code)),
+        code=html.escape(code),
+    )
+    csp = f"default-src 'none'; style-src 'nonce-{nonce}'; frame-ancestors 'none'; base-uri 'none'"
+    headers = {"content-security-policy": csp, "x-hotseam-error": code}
+    return HTMLResponse(page, status_code=status, headers=headers)
+
+
+_REFUSAL_HTML = """<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>hotseam inbox: {title}</title>
+<style nonce="{nonce}">
+:root {{ color-scheme: light dark; }}
+body {{ font: 16px/1.5 system-ui, sans-serif; max-width: 40rem; margin: 3rem auto;
+        padding: 0 1rem; }}
+code {{ font-size: .95em; }}
+</style>
+</head>
+<body>
+<main>
+<h1>{title}</h1>
+<p>{why}</p>
+<h2>What to do</h2>
+<ol>
+<li>On the machine where hotseam runs, run <code>hotseam status</code>: it shows the
+inbox's current address, token included (<code>web inbox: http://…</code>).</li>
+<li>Open that address, and bookmark it: the token stays the same when hotseam restarts.</li>
+</ol>
+<p><small>Error code: {code}</small></p>
+</main>
+</body>
+</html>
+"""
 
 
 def _headers(scope: Scope) -> dict[str, str]:

@@ -5,6 +5,11 @@ decision), so two answers arriving at once, or an answer and a withdrawal in the
 event-loop turn, always end in exactly one outcome. Subscribers (open pages) each get a
 bounded buffer: one that does not read is dropped, never waited for, so a stuck browser
 can neither block the loop nor grow memory; a dropped page reconnects and gets a snapshot.
+
+A question keeps the id of its ``ask()`` (:func:`~hotseam.interaction._pending.ask_id`),
+so when a reload puts it to the next generation's inbox, a page or a script holding the
+id still finds it. An answer or a dismissal records the ``client`` that sent it (a page
+sends its own random id), so every page can tell its own answer from another tab's.
 """
 
 from __future__ import annotations
@@ -26,8 +31,17 @@ from ...interaction import (
     AskUserQuestionRequest,
     UserInteractionError,
 )
+from ...interaction._pending import ask_id, pending_asks
 
-__all__ = ["MAX_ANSWER_CHARS", "Entry", "Inbox", "InboxError", "Subscription", "cancelled_error"]
+__all__ = [
+    "MAX_ANSWER_CHARS",
+    "Decision",
+    "Entry",
+    "Inbox",
+    "InboxError",
+    "Subscription",
+    "cancelled_error",
+]
 
 Outcome = Literal["answered", "dismissed", "withdrawn", "timed_out", "closed"]
 
@@ -36,20 +50,44 @@ MAX_ANSWER_CHARS = 20_000
 
 _SUBSCRIBER_BUFFER = 256
 _RECENT = 1024  # outcomes remembered, so a late second tab hears "already answered"
+_SHOWN_TEXT = 300  # characters of a typed answer that other pages are shown
 
 
 class InboxError(Exception):
     """A request the inbox refuses; ``status`` and ``code`` go into the HTTP response."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(
+        self, status: int, code: str, message: str, details: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.details = details or {}
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"error": {"code": ..., "message": ...}}``, the API's error body."""
-        return {"error": {"code": self.code, "message": self.message}}
+        """``{"error": {"code": ..., "message": ..., **details}}``, the API's error body."""
+        return {"error": {"code": self.code, "message": self.message, **self.details}}
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """How a question ended, as pages and scripts are told (never logged: it holds the
+    answer's text)."""
+
+    outcome: Outcome
+    note: str
+    client: str | None = None
+    answer: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields a ``removed`` event and a ``409`` carry beyond the outcome."""
+        facts: dict[str, Any] = {"note": self.note}
+        if self.outcome in ("answered", "dismissed"):
+            facts["client"] = self.client
+        if self.answer is not None:
+            facts["answer"] = self.answer
+        return facts
 
 
 @dataclass(eq=False, slots=True)
@@ -64,6 +102,7 @@ class Entry:
     outcome: Outcome | None = None
     answer: AskUserQuestionAnswer | None = None
     note: str = ""
+    client: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The question as the API and the page see it (model-written text, never HTML)."""
@@ -138,7 +177,7 @@ class Inbox:
 
     def __init__(self) -> None:
         self._entries: OrderedDict[str, Entry] = OrderedDict()
-        self._recent: OrderedDict[str, tuple[Outcome, str]] = OrderedDict()
+        self._recent: OrderedDict[str, Decision] = OrderedDict()
         self._subscribers: set[Subscription] = set()
         self._seq = itertools.count(1)
         self._closed = False
@@ -161,59 +200,90 @@ class Inbox:
     # -- the asking side ------------------------------------------------------------------------
 
     def add(self, request: AskUserQuestionRequest) -> Entry:
-        """Put a question in the inbox and tell every page."""
+        """Put a question in the inbox and tell every page.
+
+        Inside ``ask()`` the question takes the ask's id, the same after a re-ask on the
+        next generation's inbox; otherwise (or should that id be pending here) a new one.
+        """
         if self._closed:
             raise InboxError(503, "CLOSED", "the web inbox is closed")
-        entry = Entry(secrets.token_hex(8), next(self._seq), request, time.time())
+        question_id = ask_id()
+        if question_id is None or question_id in self._entries:
+            question_id = secrets.token_hex(8)
+        self._recent.pop(question_id, None)  # asked again here: pending, not decided
+        entry = Entry(question_id, next(self._seq), request, time.time())
         self._entries[entry.id] = entry
         self._publish({"type": "added", "question": entry.to_dict()})
         return entry
 
-    def settle(self, entry: Entry, outcome: Outcome, note: str) -> bool:
-        """Decide ``entry`` unless it is decided already; return whether this call did."""
+    def settle(
+        self, entry: Entry, outcome: Outcome, note: str, *, client: str | None = None
+    ) -> bool:
+        """Decide ``entry`` unless it is decided already; return whether this call did.
+
+        ``client`` is who answered or dismissed it (a page's id), told to every page.
+        """
         if entry.outcome is not None:
             return False
         entry.outcome = outcome
         entry.note = note
+        entry.client = client
         self._entries.pop(entry.id, None)
-        self._recent[entry.id] = (outcome, note)
+        answer = entry.answer if outcome == "answered" else None
+        decision = Decision(outcome, note, client, None if answer is None else _shown(answer))
+        self._recent[entry.id] = decision
         while len(self._recent) > _RECENT:
             self._recent.popitem(last=False)
         entry.done.set()
-        self._publish({"type": "removed", "id": entry.id, "reason": outcome, "note": note})
+        self._publish({"type": "removed", "id": entry.id, "reason": outcome, **decision.to_dict()})
         return True
 
     # -- the answering side ---------------------------------------------------------------------
 
-    def answer(self, question_id: str, body: object) -> AskUserQuestionAnswer:
+    def answer(
+        self, question_id: str, body: object, *, client: str | None = None
+    ) -> AskUserQuestionAnswer:
         """Answer a pending question from an API body; the first answer wins.
 
         Raises:
             InboxError: 400 for a malformed body, 404 for an unknown question, 409 when it
-                was already answered, dismissed or withdrawn, 422 for an answer the question
-                does not accept. Nothing changes in any of these cases.
+                was already answered (saying with what, and by which client), dismissed or
+                withdrawn, 422 for an answer the question does not accept, 503 while the
+                question is open but shown elsewhere (being asked again after a reload).
+                Nothing changes in any of these cases.
         """
         entry = self._pending(question_id)
         answer = _parse_answer(entry.request, body)
         entry.answer = answer
-        self.settle(entry, "answered", "answered")
+        self.settle(entry, "answered", "answered", client=client)
         return answer
 
-    def dismiss(self, question_id: str) -> None:
+    def dismiss(self, question_id: str, *, client: str | None = None) -> None:
         """Dismiss a pending question: the agent's ask fails with ``ASK_CANCELLED``."""
         entry = self._pending(question_id)
-        self.settle(entry, "dismissed", "dismissed")
+        self.settle(entry, "dismissed", "dismissed", client=client)
 
     def _pending(self, question_id: str) -> Entry:
         entry = self._entries.get(question_id)
         if entry is not None:
             return entry
         recent = self._recent.get(question_id)
-        if recent is None:
-            raise InboxError(404, "UNKNOWN_QUESTION", f"no question with id {question_id!r}")
-        outcome, note = recent
-        code = "ALREADY_ANSWERED" if outcome == "answered" else "NOT_PENDING"
-        raise InboxError(409, code, f"the question is no longer pending: {note}")
+        if recent is not None:
+            if recent.outcome == "answered":
+                shown = "" if recent.answer is None else f": {_label(recent.answer)}"
+                message = f"the question was already answered{shown}"
+                raise InboxError(409, "ALREADY_ANSWERED", message, recent.to_dict())
+            message = f"the question is no longer pending: {recent.note}"
+            raise InboxError(409, "NOT_PENDING", message, recent.to_dict())
+        if any(ask.question_id == question_id for ask in pending_asks()):
+            raise InboxError(
+                503,
+                "ASKED_ELSEWHERE",
+                f"question {question_id!r} is still open but not in this inbox right now (it "
+                "is being asked again after a reload, or another provider shows it): retry "
+                "in a moment",
+            )
+        raise InboxError(404, "UNKNOWN_QUESTION", f"no question with id {question_id!r}")
 
     # -- pages ------------------------------------------------------------------------------------
 
@@ -239,6 +309,21 @@ class Inbox:
     def _publish(self, event: dict[str, Any]) -> None:
         for subscription in list(self._subscribers):
             subscription.offer(event)
+
+
+def _shown(answer: AskUserQuestionAnswer) -> dict[str, Any]:
+    """What pages are told was answered: the option's label, or the start of the text."""
+    option = answer.option
+    if option is not None:
+        return {"label": option.label}
+    text = answer.answer
+    if len(text) > _SHOWN_TEXT:
+        text = text[: _SHOWN_TEXT - 1] + "…"
+    return {"text": text}
+
+
+def _label(shown: dict[str, Any]) -> str:
+    return str(shown["label"]) if "label" in shown else "a typed answer"
 
 
 def cancelled_error() -> UserInteractionError:

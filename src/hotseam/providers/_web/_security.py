@@ -9,12 +9,16 @@ token header, which no cross-site form or simple request can produce (CSRF).
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import ipaddress
 import os
 import secrets
 import socket
+import stat
 from pathlib import Path
+
+from ..._log import get_logger
 
 __all__ = [
     "SECURITY_HEADERS",
@@ -24,14 +28,21 @@ __all__ = [
     "is_loopback",
     "load_token",
     "process_token",
+    "state_dir",
+    "stored_token",
+    "stored_token_path",
     "token_matches",
 ]
 
 TOKEN_ENV = "HOTSEAM_WEB_TOKEN"
 TOKEN_FILE_ENV = "HOTSEAM_WEB_TOKEN_FILE"
+TOKEN_FILE_NAME = "web-token"
 _MIN_TOKEN = 16
 
 _PROCESS_TOKEN: str | None = None
+_STORED: dict[Path, str] = {}
+
+_log = get_logger("hotseam.providers.web")
 
 SECURITY_HEADERS = {
     "cache-control": "no-store",
@@ -54,13 +65,145 @@ def process_token() -> str:
     return _PROCESS_TOKEN
 
 
-def load_token(token: str | None = None, token_file: str | os.PathLike[str] | None = None) -> str:
-    """The token to require: given, else from a file, else ``$HOTSEAM_WEB_TOKEN`` or
-    ``$HOTSEAM_WEB_TOKEN_FILE``, else the process's own.
+def state_dir() -> Path:
+    """Where hotseam keeps what outlives a process: ``$XDG_STATE_HOME/hotseam``, else
+    ``~/.local/state/hotseam`` (not created here)."""
+    base = os.environ.get("XDG_STATE_HOME", "")
+    root = Path(base) if os.path.isabs(base) else Path.home() / ".local" / "state"
+    return root / "hotseam"
+
+
+def stored_token_path() -> Path:
+    """The file of the token kept across restarts."""
+    return state_dir() / TOKEN_FILE_NAME
+
+
+def stored_token() -> str:
+    """The token kept in :func:`stored_token_path`, made (mode 0600) the first time.
+
+    Read once per process, so a reload never sees another token than the first page did.
+    Where no file can be written (no home folder, a read-only one), a warning says so and
+    the token is this process's own.
 
     Raises:
-        ValueError: a token that is too short or has characters a URL would mangle, or a
-            token file that cannot be read.
+        ValueError: the file or its folder is not this user's alone (others could read or
+            replace the token), or the file does not hold a valid token.
+    """
+    try:
+        path = stored_token_path()
+    except RuntimeError as error:  # Path.home(): no $HOME and no password entry
+        return _unstored(f"no state folder: {error}")
+    cached = _STORED.get(path)
+    if cached is not None:
+        return cached
+    try:
+        token = _read_stored(path)
+        if token is None:
+            token = _create_stored(path)
+    except _UnwritableError as error:
+        return _unstored(str(error))
+    _STORED[path] = token
+    return token
+
+
+class _UnwritableError(Exception):
+    """The state folder cannot hold the token file (not an unsafe one: that is refused)."""
+
+
+def _unstored(why: str) -> str:
+    _log.warning(
+        "web.token_not_kept",
+        summary=f"the web inbox token cannot be kept across restarts ({why}): this process "
+        "makes its own, so links change at each start; give one with --web-token-file",
+    )
+    return process_token()
+
+
+def _private_folder(folder: Path) -> None:
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = folder.lstat()
+    except OSError as error:
+        raise _UnwritableError(f"cannot create {folder}: {error.strerror or error}") from None
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise ValueError(
+            f"{folder} is not a folder of this user's: refusing to keep the web inbox's token there"
+        )
+    if info.st_mode & 0o022:
+        raise ValueError(
+            f"{folder} can be written by other users, who could replace the web inbox's "
+            f"token: run chmod go-w {folder}"
+        )
+
+
+def _read_stored(path: Path) -> str | None:
+    """The token in ``path``, or ``None`` when there is no such file yet."""
+    _private_folder(path.parent)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+    except OSError as error:
+        raise ValueError(
+            f"cannot read the web token from {path}: {error.strerror or error} (a symbolic "
+            "link is refused); delete it to make a new token"
+        ) from None
+    with os.fdopen(fd, "rb") as file:
+        info = os.fstat(file.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != os.getuid():
+            raise ValueError(f"{path} is not a file of this user's: delete it")
+        if info.st_mode & 0o077:
+            raise ValueError(
+                f"{path} can be read by other users (mode {stat.S_IMODE(info.st_mode):o}), "
+                f"so the web inbox's token may be known: run chmod 600 {path}, or delete it "
+                "to make a new token"
+            )
+        raw = file.read(1024)
+    try:
+        text = raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        text = ""
+    return _checked(text, str(path), hint=": delete the file to make a new token")
+
+
+def _create_stored(path: Path) -> str:
+    """Write a new token to ``path`` whole and owner-only; a concurrent start may win."""
+    token = secrets.token_urlsafe(24)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(temporary, flags, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(token + "\n")
+            file.flush()
+            os.fsync(file.fileno())
+        try:
+            os.link(temporary, path)  # never replaces: the first start's token stands
+        except FileExistsError:
+            stored = _read_stored(path)
+            if stored is None:
+                raise _UnwritableError(f"{path} vanished while it was being made") from None
+            return stored
+    except OSError as error:
+        raise _UnwritableError(f"cannot write {path}: {error.strerror or error}") from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+    _log.info(
+        "web.token_created",
+        summary=f"made a web inbox token, kept in {path} (delete it for a new one)",
+        path=str(path),
+    )
+    return token
+
+
+def load_token(token: str | None = None, token_file: str | os.PathLike[str] | None = None) -> str:
+    """The token to require: given, else from a file, else ``$HOTSEAM_WEB_TOKEN`` or
+    ``$HOTSEAM_WEB_TOKEN_FILE``, else the one kept across restarts (:func:`stored_token`).
+
+    Raises:
+        ValueError: a token that is too short or has characters a URL would mangle, a
+            token file that cannot be read, or a kept token file others could read.
     """
     source = "token"
     if token is None and token_file is None:
@@ -75,13 +218,17 @@ def load_token(token: str | None = None, token_file: str | os.PathLike[str] | No
         except (OSError, UnicodeDecodeError) as error:
             raise ValueError(f"cannot read the web token from {source}: {error}") from None
     if token is None:
-        return process_token()
+        return stored_token()
+    return _checked(token, source)
+
+
+def _checked(token: str, source: str, *, hint: str = "") -> str:
     if len(token) < _MIN_TOKEN or not all(
         c.isascii() and (c.isalnum() or c in "-_.~") for c in token
     ):
         raise ValueError(
             f"the web token from {source} must be at least {_MIN_TOKEN} characters of "
-            "A-Z a-z 0-9 - _ . ~"
+            f"A-Z a-z 0-9 - _ . ~{hint}"
         )
     return token
 

@@ -1,4 +1,9 @@
 // The hotseam web inbox. Every model-written string goes through textContent, never HTML.
+//
+// A card is live (answerable), on hold (its question was withdrawn by a reload or the
+// connection is gone: shown in place, not answerable), or gone (a note saying why). A card on
+// hold comes back in place when its question does (the same id after a reload; the same
+// question after a restart), so nothing jumps; otherwise it says it is no longer asked.
 "use strict";
 (function () {
   const token = new URLSearchParams(location.search).get("token") || "";
@@ -7,15 +12,15 @@
   const status = document.getElementById("status");
   const cards = new Map();   // question id -> card element
   const drafts = new Map();  // fingerprint -> {choice, text}: kept when a question is re-asked
-  const NOTE_MS = 4000;
+  const NOTE_MS = 4000;      // a note of an ended question stays this long
+  const HOLD_MS = 1500;      // a withdrawn question stays on hold this long for a reload to follow
+  const RETURN_MS = 3000;    // after reconnecting, a question on hold waits this long to be asked again
+  const TITLE = document.title;
+  const client = Array.from(crypto.getRandomValues(new Uint8Array(12)),
+    (b) => b.toString(16).padStart(2, "0")).join("");  // who this tab is, in answers it sends
   let source = null;
   let retry = 250;
-
-  const REASONS = {
-    answered: "Answered in another tab.",
-    dismissed: "Dismissed in another tab.",
-    timed_out: "Timed out: nobody answered in time.",
-  };
+  let connection = "connecting";  // live | connecting | stopped | bad-token
 
   function el(tag, props, children) {
     const node = document.createElement(tag);
@@ -37,8 +42,22 @@
     return text.charAt(0).toUpperCase() + text.slice(1) + ".";
   }
 
-  function refreshEmpty() {
-    empty.hidden = list.querySelector("li.card:not(.gone)") !== null;
+  function shown(answer) {
+    if (!answer) return "";
+    return answer.label !== undefined ? answer.label : "“" + answer.text + "”";
+  }
+
+  function setStatus(text, alert) {
+    if (status.textContent !== text) status.textContent = text;  // announced once, not per retry
+    status.classList.toggle("alert", Boolean(alert));
+  }
+
+  // The empty note, the title's count: what is waiting, as far as this page knows.
+  function refresh() {
+    const waiting = list.querySelectorAll("li.card:not(.gone)").length;
+    empty.hidden = connection !== "live" || waiting > 0;
+    const away = connection === "stopped" || connection === "bad-token";
+    document.title = (waiting && !away ? "(" + waiting + ") " : "") + TITLE + (away ? " (not connected)" : "");
   }
 
   const clock = new Intl.DateTimeFormat(undefined, { hour: "numeric", minute: "2-digit", second: "2-digit" });
@@ -82,11 +101,14 @@
     }
     if (custom && draft) custom.value = draft.text || "";
     const error = el("p", { class: "error", role: "alert" });
+    const hold = el("p", { class: "hold", role: "status" });
     const answerButton = el("button", { type: "submit", class: "answer", text: "Answer" });
     const dismissButton = el("button", { type: "button", class: "dismiss", text: "Dismiss" });
+    const fieldset = el("fieldset", {}, [el("legend", { id: base + "-title", text: q.question }), ...controls]);
     const form = el("form", { "aria-labelledby": base + "-title", novalidate: true }, [
-      el("fieldset", {}, [el("legend", { id: base + "-title", text: q.question }), ...controls]),
+      fieldset,
       el("div", { class: "actions" }, [answerButton, dismissButton]),
+      hold,
       error,
     ]);
     const card = el("li", { class: "card", id: base, "data-id": q.id }, [
@@ -99,8 +121,15 @@
       const chosen = form.querySelector("input[type=radio]:checked");
       return { choice: chosen ? chosen.value : null, text: custom ? custom.value : "" };
     };
+    card.labelOf = (body) => body.option !== undefined ? q.options[body.option].label : "“" + body.text + "”";
+    card.enable = (on) => {
+      fieldset.disabled = !on;
+      answerButton.disabled = dismissButton.disabled = !on || Boolean(card.sending);
+    };
+    card.holdNote = hold;
     form.addEventListener("submit", (e) => {
       e.preventDefault();
+      if (card.classList.contains("held")) return;
       const chosen = form.querySelector("input[type=radio]:checked");
       let body;
       if (q.options.length && (!chosen || chosen.value !== "own")) {
@@ -110,33 +139,35 @@
         if (!custom.value.trim()) { error.textContent = "Type an answer first."; custom.focus(); return; }
         body = { text: custom.value };
       }
-      send(card, "answer", body, answerButton, dismissButton, error);
+      send(card, "answer", body, error);
     });
-    dismissButton.addEventListener("click", () => send(card, "dismiss", {}, answerButton, dismissButton, error));
+    dismissButton.addEventListener("click", () => send(card, "dismiss", {}, error));
     return card;
   }
 
-  async function send(card, action, body, answerButton, dismissButton, error) {
-    answerButton.disabled = dismissButton.disabled = true;
+  async function send(card, action, body, error) {
     error.textContent = "";
     card.sending = action;
+    card.enable(false);
     try {
       const response = await fetch("api/questions/" + encodeURIComponent(card.dataset.id) + "/" + action, {
         method: "POST",
-        headers: { "content-type": "application/json", "x-hotseam-token": token },
+        headers: { "content-type": "application/json", "x-hotseam-token": token, "x-hotseam-client": client },
         body: JSON.stringify(body),
         cache: "no-store",
       });
       if (response.ok) {
         drafts.delete(card.fingerprint);
-        remove(card.dataset.id, action === "answer" ? "Answered." : "Dismissed.");
+        finish(card.dataset.id, action === "answer" ? "Answered: " + card.labelOf(body) + "." : "Dismissed.");
         return;
       }
       const data = await response.json().catch(() => ({}));
-      const message = (data.error && data.error.message) || "HTTP " + response.status;
+      const failure = data.error || {};
+      const message = failure.message || "HTTP " + response.status;
       if (response.status === 409 || response.status === 404) {
-        remove(card.dataset.id, data.error && data.error.code === "ALREADY_ANSWERED"
-          ? "Already answered (in another tab)." : "No longer pending: " + message);
+        finish(card.dataset.id, failure.code === "ALREADY_ANSWERED"
+          ? "Already answered " + elsewhere(failure.client) + ": " + shown(failure.answer) + "."
+          : "No longer pending: " + message);
         return;
       }
       error.textContent = message;
@@ -144,44 +175,114 @@
       error.textContent = "Could not reach hotseam: " + failure.message;
     }
     card.sending = null;
-    answerButton.disabled = dismissButton.disabled = false;
+    card.enable(!card.classList.contains("held"));
   }
 
-  function add(q, into) {
-    if (cards.has(q.id)) return;
+  function elsewhere(by) {
+    return by ? "in another tab" : "elsewhere (by a script or another client)";
+  }
+
+  // What a removed event says, from this tab's point of view.
+  function removedNote(event) {
+    const mine = event.client === client;
+    if (event.reason === "answered") {
+      return (mine ? "Answered" : "Answered " + elsewhere(event.client)) + ": " + shown(event.answer) + ".";
+    }
+    if (event.reason === "dismissed") return mine ? "Dismissed." : "Dismissed " + elsewhere(event.client) + ".";
+    if (event.reason === "timed_out") return "Timed out: nobody answered in time.";
+    return sentence(event.note);
+  }
+
+  function place(card, before) {
+    if (before) before.replaceWith(card); else list.appendChild(card);
+  }
+
+  function add(q) {
+    const known = cards.get(q.id);
+    if (known && !known.classList.contains("gone")) {
+      if (known.classList.contains("held")) release(known);
+      return;
+    }
+    // The same question from a restarted hotseam (a new id): it takes the old card's place.
+    let before = known || null;
+    if (!before) {
+      const same = fingerprint(q);
+      for (const [id, card] of cards) {
+        if (card.fingerprint === same && (card.classList.contains("held") || card.stale)) {
+          before = card;
+          cards.delete(id);
+          break;
+        }
+      }
+    }
+    if (before) {
+      clearTimeout(before.timer);
+      if (!before.classList.contains("gone")) drafts.set(before.fingerprint, before.draft());
+    }
     const card = render(q);
     cards.set(q.id, card);
-    (into || list).appendChild(card);
-    if (!into) refreshEmpty();
+    place(card, before);
   }
 
-  function remove(id, note) {
+  function hold(card, why) {
+    if (card.classList.contains("gone")) return;
+    clearTimeout(card.timer);
+    card.classList.add("held");
+    card.setAttribute("aria-disabled", "true");
+    card.enable(false);
+    card.holdNote.textContent = why;
+  }
+
+  function release(card) {
+    clearTimeout(card.timer);
+    card.classList.remove("held");
+    card.removeAttribute("aria-disabled");
+    card.holdNote.textContent = "";
+    card.enable(true);
+  }
+
+  function holdAll(why) {
+    for (const card of cards.values()) hold(card, why);
+    refresh();
+  }
+
+  function finish(id, note, linger) {
     const card = cards.get(id);
     if (!card || card.classList.contains("gone")) return;
+    clearTimeout(card.timer);
     const hadFocus = card.contains(document.activeElement);
+    if (card.draft) drafts.set(card.fingerprint, card.draft());
+    card.classList.remove("held");
     card.classList.add("gone");
+    card.stale = Boolean(linger);
     card.replaceChildren(el("p", { class: "note", role: "status", text: note }));
     if (hadFocus) {
-      const next = list.querySelector("li.card:not(.gone) input, li.card:not(.gone) textarea");
+      const next = list.querySelector("li.card:not(.gone):not(.held) input, li.card:not(.gone):not(.held) textarea");
       if (next) next.focus();
     }
-    refreshEmpty();
-    setTimeout(() => { card.remove(); if (cards.get(id) === card) cards.delete(id); }, NOTE_MS);
+    refresh();
+    if (!linger) card.timer = setTimeout(() => forget(id, card), NOTE_MS);
+  }
+
+  function forget(id, card) {
+    card.remove();
+    if (cards.get(id) === card) cards.delete(id);
+    refresh();
   }
 
   function snapshot(questions) {
     const started = performance.now();
     const live = new Set(questions.map((q) => q.id));
+    questions.forEach((q) => add(q));  // first: a question back from a restart takes its old place
     for (const [id, card] of cards) {
-      if (!live.has(id) && !card.classList.contains("gone")) {
-        if (card.draft) drafts.set(card.fingerprint, card.draft());
-        remove(id, "No longer pending.");
-      }
+      if (live.has(id)) continue;
+      if (card.stale) forget(id, card);  // a note of a stopped hotseam: it is back now
+      else if (card.classList.contains("held")) {
+        clearTimeout(card.timer);
+        card.timer = setTimeout(() => finish(id, "No longer asked."), RETURN_MS);
+      } else if (!card.classList.contains("gone")) finish(id, "No longer pending.");
     }
-    const batch = document.createDocumentFragment();
-    questions.forEach((q) => add(q, batch));
-    list.appendChild(batch);
-    refreshEmpty();
+    refresh();
     // Read by bench/web.py: building the cards, and the first frame that shows them.
     window.__hotseamSnapshotMs = performance.now() - started;
     requestAnimationFrame(() => setTimeout(() => {
@@ -189,35 +290,97 @@
     }));
   }
 
+  function onEvent(event) {
+    if (event.type === "snapshot") snapshot(event.questions);
+    else if (event.type === "added") { add(event.question); refresh(); }
+    else if (event.type === "removed") {
+      const card = cards.get(event.id);
+      if (!card) return;
+      if (event.reason !== "withdrawn") { finish(event.id, removedNote(event)); return; }
+      // A reload withdraws a question, then asks it again: hold it in place meanwhile.
+      hold(card, "On hold: not answerable right now.");
+      card.timer = setTimeout(() => finish(event.id, removedNote(event)), HOLD_MS);
+      refresh();
+    } else if (event.type === "closing") {
+      connection = "connecting";
+      setStatus("The inbox closed (" + event.note + "); reconnecting…", true);
+      holdAll("On hold while the inbox reconnects: not answerable right now.");
+    }
+  }
+
   function connect() {
     source = new EventSource("api/events?token=" + encodeURIComponent(token));
-    source.onopen = () => { retry = 250; status.textContent = "Live: new questions appear by themselves."; };
-    source.onmessage = (message) => {
-      const event = JSON.parse(message.data);
-      if (event.type === "snapshot") snapshot(event.questions);
-      else if (event.type === "added") add(event.question, null);
-      else if (event.type === "removed") {
-        const card = cards.get(event.id);
-        if (card && event.reason === "withdrawn" && card.draft) drafts.set(card.fingerprint, card.draft());
-        let note = REASONS[event.reason] || sentence(event.note);
-        if (card && card.sending === "answer" && event.reason === "answered") note = "Answered.";
-        if (card && card.sending === "dismiss" && event.reason === "dismissed") note = "Dismissed.";
-        remove(event.id, note);
-      } else if (event.type === "closing") status.textContent = "Reconnecting (" + event.note + ")…";
+    source.onopen = () => {
+      retry = 250;
+      connection = "live";
+      setStatus("Live: new questions appear by themselves.", false);
+      refresh();
     };
+    source.onmessage = (message) => onEvent(JSON.parse(message.data));
     source.onerror = () => {
-      if (source.readyState === EventSource.CLOSED) {
-        status.textContent = "Disconnected; retrying…";
-        source.close();
-        setTimeout(connect, retry);
-        retry = Math.min(retry * 2, 5000);
-      } else {
-        status.textContent = "Reconnecting…";
+      // CONNECTING: the browser tries again by itself (after the stream's "retry:").
+      // CLOSED: an HTTP error (a refused token, a reload under way): it gives up; we retry.
+      const gaveUp = source.readyState === EventSource.CLOSED;
+      if (gaveUp) source.close();
+      if (connection === "live") {
+        connection = "connecting";
+        setStatus("Reconnecting…", false);
+        refresh();
       }
+      probe(gaveUp);
     };
   }
 
-  if (!token) status.textContent = "This link has no ?token=…: open the URL hotseam printed.";
-  else connect();
-  refreshEmpty();
+  // The stream ended or failed: find out why (a reload, a stop, another token) and say so.
+  let probing = false;
+  async function probe(reconnect) {
+    if (probing) { if (reconnect) schedule(retry); return; }
+    probing = true;
+    let response = null;
+    try {
+      response = await fetch("api/questions", { headers: { "x-hotseam-token": token }, cache: "no-store" });
+    } catch (unreachable) {
+      stopped("hotseam is not running: it stopped, or cannot be reached. This page reconnects by itself when it is back.");
+    } finally {
+      probing = false;
+    }
+    if (response && response.status === 401) {
+      connection = "bad-token";
+      setStatus("This page's link is no longer accepted: hotseam was started again with another token. " +
+                "Open the inbox's current address: 'hotseam status' shows it.", true);
+      for (const [id, card] of cards) {
+        if (!card.classList.contains("gone")) finish(id, "Not answerable from this page: its link's token is no longer valid.", true);
+      }
+      refresh();
+      if (reconnect) schedule(5000);
+      return;
+    }
+    if (response && response.status === 503) setStatus("The inbox is being reloaded; reconnecting…", true);
+    else if (response && !response.ok) setStatus("hotseam answered HTTP " + response.status + "; retrying…", true);
+    if (reconnect) {
+      schedule(retry);
+      retry = Math.min(retry * 2, 2000);
+    }
+  }
+
+  function stopped(why) {
+    connection = "stopped";
+    setStatus(why, true);
+    for (const [id, card] of cards) {
+      if (!card.classList.contains("gone")) {
+        finish(id, "Not answered: hotseam stopped while it was asked. If hotseam asks it again, it comes back here.", true);
+      }
+    }
+    refresh();
+  }
+
+  function schedule(ms) {
+    setTimeout(connect, ms);
+  }
+
+  if (!token) {
+    connection = "bad-token";
+    setStatus("This link has no ?token=…: open the address hotseam printed, or the one 'hotseam status' shows.", true);
+  } else connect();
+  refresh();
 })();
