@@ -41,6 +41,11 @@ KEYS: dict[str, str] = {
     "log-level": "one of " + ", ".join(LOG_LEVELS),
     "log-format": "one of " + ", ".join(LOG_FORMATS),
     "name": "a name for the control socket, so 'hotseam status NAME' finds the process",
+    "web": "serve the web inbox (true or false), as --web does",
+    "web-host": "where the web inbox listens (loopback unless web-allow-remote)",
+    "web-port": "the web inbox's TCP port, 0 to 65535 (0 picks a free one)",
+    "web-allow-remote": "let web-host be an address other machines reach (true or false)",
+    "web-token-file": "a file holding the web inbox's token",
 }
 
 
@@ -125,13 +130,13 @@ def _checked(key: str, value: Any, where: str) -> Any:
         if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
             raise wrong("a non-empty list of paths")
         return value
-    if key in ("agent", "answers", "name"):
+    if key in ("agent", "answers", "name", "web-host", "web-token-file"):
         if not isinstance(value, str) or not value:
             raise wrong("a non-empty string")
         if key == "name" and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", value):
             raise wrong("letters, digits, '.', '_' and '-' (at most 64)")
         return value
-    if key == "polling":
+    if key in ("polling", "web", "web-allow-remote"):
         if not isinstance(value, bool):
             raise wrong("true or false")
         return value
@@ -140,6 +145,10 @@ def _checked(key: str, value: Any, where: str) -> Any:
         if not isinstance(value, str) or value.lower() not in choices:
             raise wrong("one of " + ", ".join(map(repr, choices)))
         return value.lower()
+    if key == "web-port":
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 65535:
+            raise wrong("a port number from 0 to 65535")
+        return value
     # The time bounds: numbers of seconds.
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise wrong("a number of seconds")
