@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import anyio
 import pytest
 import structlog
@@ -408,3 +411,100 @@ class TestLogging:
         leaking = [e for e in events if "secret answer" in str(e) and e["log_level"] != "debug"]
         assert leaking == []
         assert by_name["ask.answer_text"]["log_level"] == "debug"
+
+    async def test_a_provider_crash_is_logged_at_error_with_where_it_raised(self) -> None:
+        """ask.provider_failed: error level, the provider's own line (not the library frame
+        below it), its traceback without ask()'s frames or locals; no question, no answer."""
+        provider = _CrashingSecondTime()
+        context = _context_with(provider)
+        with structlog.testing.capture_logs() as events:
+            assert (await ask(DB, context=context)).answer == "secret answer"
+            with pytest.raises(UserInteractionError) as caught:
+                await ask(DB, context=context)
+        assert caught.value.code == PROVIDER_FAILED
+        (crash,) = [event for event in events if event["event"] == "ask.provider_failed"]
+        (_, second) = [event for event in events if event["event"] == "ask.started"]
+        assert crash["log_level"] == "error"
+        assert crash["question_id"] == second["question_id"]
+        assert crash["agent"] == "planner"
+        assert crash["provider"] == f"{__name__}._CrashingSecondTime"
+        assert crash["error_type"] == "JSONDecodeError"
+        assert crash["location"] == f"{__file__}:{_line_of(CRASH_LINE)}"
+        assert crash["withdrawn"] is False
+        text = str(crash["traceback"])
+        assert CRASH_LINE in text
+        assert "    settings = _settings()" in text
+        assert "json.decoder.JSONDecodeError: Expecting value" in text
+        assert "_ask_until_answered" not in text  # the frames of ask() are left out
+        assert "the ask fails with PROVIDER_FAILED" in str(crash["summary"])
+        leaking = [
+            event
+            for event in events
+            if event["log_level"] != "debug"
+            and any(secret in str(event) for secret in ("secret answer", "Which database"))
+        ]
+        assert leaking == []
+
+    async def test_a_crash_of_a_provider_being_replaced_is_a_warning(self) -> None:
+        """A UI that raises its own error while withdrawn: logged at warning, the question
+        is asked again on the new provider."""
+
+        class Crashing:
+            def __init__(self) -> None:
+                self.started = anyio.Event()
+
+            async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+                self.started.set()
+                try:
+                    await anyio.sleep_forever()
+                finally:
+                    raise RuntimeError("the widget was already gone")
+
+        context = Context("crashing")
+        crashing = Crashing()
+        registration = context.provide(USER_INTERACTION, crashing)
+        answers: list[str] = []
+
+        async def asker() -> None:
+            answers.append((await ask(DB, context=context)).answer)
+
+        with structlog.testing.capture_logs() as events, anyio.fail_after(2):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(asker)
+                await crashing.started.wait()
+                async with context.swap(USER_INTERACTION):
+                    await registration.dispose()
+                    context.provide(USER_INTERACTION, ScriptedProvider(["pg"]))
+        assert answers == ["pg"]
+        (crash,) = [event for event in events if event["event"] == "ask.provider_failed"]
+        assert crash["log_level"] == "warning"
+        assert crash["withdrawn"] is True
+        assert "RuntimeError: the widget was already gone" in str(crash["traceback"])
+        assert "the question is asked again" in str(crash["summary"])
+
+
+SETTINGS = "not json"
+CRASH_LINE = "    return json.loads(SETTINGS)  # CRASH-LINE"
+
+
+def _settings() -> object:
+    return json.loads(SETTINGS)  # CRASH-LINE
+
+
+class _CrashingSecondTime:
+    """Answers once, then crashes inside a library call (json) made by its own code."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        self.calls += 1
+        if self.calls == 1:
+            return AskUserQuestionAnswer("secret answer")
+        settings = _settings()
+        return AskUserQuestionAnswer(str(settings))
+
+
+def _line_of(text: str) -> int:
+    """The number of the line of this file that is ``text``."""
+    return Path(__file__).read_text(encoding="utf-8").splitlines().index(text) + 1

@@ -13,6 +13,7 @@ from .._context import DEFAULT_SWAP_WAIT, Context, current_context
 from .._errors import HarnessError
 from .._log import get_logger
 from . import _pending
+from ._crash import log_provider_crash
 from ._errors import (
     ASK_ABORTED,
     ASK_TIMEOUT,
@@ -152,8 +153,9 @@ async def _ask_until_answered(
     deadline = None if wait is None else time.monotonic() + wait.timeout
     try:
         while True:
-            entered = returned = False
+            entered = asking = returned = False
             answer: object = None
+            provider: object = None
             try:
                 async with lease:
                     entered = True
@@ -161,7 +163,8 @@ async def _ask_until_answered(
                     served_by.append(_describe(provider))
                     pending.provider = served_by[-1]
                     pending.attempts = len(served_by)
-                    answer = await provider.ask(request)
+                    asking = True
+                    answer = await lease.provider.ask(request)
                     returned = True
             except HarnessError as error:
                 if not entered and error.code == NO_PROVIDER and wait is not None:
@@ -175,6 +178,15 @@ async def _ask_until_answered(
                 if not lease.revoked:
                     raise
             except Exception as failure:
+                if asking and not returned:  # raised by the provider's code: say where
+                    log_provider_crash(
+                        _log,
+                        failure,
+                        provider,
+                        question_id=question_id,
+                        agent=pending.agent,
+                        withdrawn=lease.revoked,
+                    )
                 if not lease.revoked:
                     raise UserInteractionError(
                         f"the user-interaction provider {served_by[-1]} failed: "
