@@ -45,7 +45,6 @@ import signal
 import sys
 from collections.abc import AsyncIterator, Callable, MutableMapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -61,7 +60,7 @@ from ..reload import PollingWatcher, Reloader, ReloaderClosedError, WatchfilesWa
 from ._agent import AgentFunction, load_agent
 from ._agent_loop import AgentLoop, describe_error, shown_path
 from ._config import ConfigError
-from ._control import claim, serving
+from ._control import Claim, claim, serving
 from ._demo_agent import demo_agent
 from ._grace import GraceWatcher
 from ._hints import Hints
@@ -143,7 +142,7 @@ class _Session:
     stall_warning: float = 2.0
     web: WebOptions | None = None
     settings: Settings | None = None
-    control: tuple[Path, Path | None, list[str]] | None = None
+    control: Claim | None = None
 
 
 def run_session(args: argparse.Namespace, *, style: LogStyle, verbose: bool = True) -> int:
@@ -301,18 +300,15 @@ async def _controlled(session: _Session, log: Any) -> AsyncIterator[SessionFacts
     settings = session.settings
     assert settings is not None
     assert session.control is not None
-    socket, link, notes = session.control
+    socket = session.control.socket
     facts = SessionFacts(
         session.command,
         session.reloader,
         name=settings.name,
-        socket=str(socket),
+        socket=None if socket is None else str(socket),
         agent=settings.agent or "the demo agent",
     )
-    for note in notes:
-        log.info(note)
-    async with serving(socket, link, functools.partial(handle, facts)):
-        log.info(f"control socket: {socket} (hotseam status {os.getpid()})")
+    async with serving(session.control, functools.partial(handle, facts), log):
         yield facts
 
 

@@ -1,0 +1,320 @@
+"""Nothing a client sends on the control socket ends ``hotseam run``: every bad request is a
+reply naming what is wrong, and a client that is slow, sends too much, hangs up or never
+reads costs its own connection only. Real processes, real Unix sockets."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hotseam.cli._control import MAX_PATHS, MAX_REQUEST, answer
+
+from ._support import ASKING_AGENT, HELD_PROVIDER, Process, hotseam, write
+
+BOUND = 5.0
+"""Every reply comes within this (one takes a millisecond or two)."""
+
+
+class Daemon:
+    """A ``hotseam run`` shared by the tests of this module, and its control socket."""
+
+    def __init__(self, project: Path) -> None:
+        self.project = project
+        self.runtime = project / "rt"
+        self.process = Process(
+            "run", "providers", "--agent", "agent", cwd=project, runtime=self.runtime
+        )
+        found = self.process.expect(r'"control socket: (\S+) \(hotseam status (\d+)\)"')
+        self.socket = Path(found.group(1))
+        self.pid = int(found.group(2))
+        self.process.expect(r'"ask.started"')
+
+    def exchange(self, data: bytes, *, shut: bool = True) -> bytes:
+        """Send ``data`` (then shut our side) and return all the daemon sent back."""
+        return exchange(self.socket, data, shut=shut)
+
+    def assert_alive(self) -> None:
+        """The daemon still runs and still answers ``status``."""
+        assert self.process.popen.poll() is None, self.process.lines
+        reply = one_reply(self.exchange(b'{"op": "status"}\n'))
+        assert reply["ok"] is True
+        assert reply["pid"] == self.pid
+
+
+def exchange(path: Path, data: bytes, *, shut: bool = True) -> bytes:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
+        client.settimeout(BOUND)
+        client.connect(str(path))
+        client.sendall(data)
+        if shut:
+            client.shutdown(socket.SHUT_WR)
+        received = bytearray()
+        while chunk := client.recv(65536):
+            received += chunk
+    return bytes(received)
+
+
+def one_reply(raw: bytes) -> dict[str, Any]:
+    """``raw`` is exactly one JSON object on one line."""
+    assert raw.endswith(b"\n") and raw.count(b"\n") == 1, raw[:200]
+    reply = json.loads(raw)
+    assert isinstance(reply, dict)
+    assert isinstance(reply["ok"], bool)
+    return reply
+
+
+@pytest.fixture(name="daemon", scope="module")
+def _daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    project = tmp_path_factory.mktemp("hostile")
+    write(project / "agent.py", ASKING_AGENT)
+    write(project / "providers" / "ui.py", HELD_PROVIDER)
+    daemon = Daemon(project)
+    yield daemon
+    code = daemon.process.finish(signal.SIGTERM)
+    assert code == 0, daemon.process.lines
+    # Bad requests are replies, not failures: nothing was logged as an error.
+    assert not [line for line in daemon.process.lines["stderr"] if '"level": "error"' in line]
+
+
+def request_line(message: object) -> bytes:
+    return json.dumps(message).encode() + b"\n"
+
+
+HOSTILE = [
+    pytest.param(b"[" * 3000 + b"\n", "not valid JSON: recursion limit exceeded", id="nesting"),
+    pytest.param(
+        b'{"op": "status", "x": ' + b"[" * 3000 + b"]" * 3000 + b"}\n",
+        "not valid JSON: recursion limit exceeded",
+        id="deep-value-in-a-valid-request",
+    ),
+    pytest.param(
+        b'{"op": "reload", "paths": [' + b'{"a":' * 250 + b"\n",
+        "not valid JSON: recursion limit exceeded",
+        id="deep-paths",
+    ),
+    pytest.param(b'{"op": "st\xff\xfeus"}\n', "not valid JSON", id="invalid-utf-8"),
+    pytest.param(b'{"op":\x00"status"}\n', "not valid JSON", id="nul-byte"),
+    pytest.param(
+        request_line({"op": "reload", "paths": ["providers/\0ui.py"]}),
+        "paths.0: Value error, a path cannot contain a NUL character",
+        id="nul-in-a-path",
+    ),
+    pytest.param(
+        request_line({"op": "reload", "paths": [1, None, {"a": []}]}),
+        "paths.0: Input should be a valid string; paths.1: Input should be a valid string; "
+        "paths.2: Input should be a valid string",
+        id="paths-not-strings",
+    ),
+    pytest.param(
+        request_line({"op": "reload", "paths": "providers"}),
+        "paths: Input should be a valid array",
+        id="paths-not-a-list",
+    ),
+    pytest.param(
+        request_line({"op": "reload", "paths": ["p"] * (MAX_PATHS + 1)}),
+        f"paths: List should have at most {MAX_PATHS} items",
+        id="too-many-paths",
+    ),
+    pytest.param(
+        request_line({"op": "shutdown"}),
+        "op: Input should be 'status' or 'reload'",
+        id="unknown-op",
+    ),
+    pytest.param(request_line({}), "op: Field required", id="no-op"),
+    pytest.param(b"[1, 2]\n", "expected a JSON object", id="an-array"),
+    pytest.param(b'"status"\n', "expected a JSON object", id="a-string"),
+    pytest.param(b'{"op": "status"} {"op": "status"}\n', "trailing characters", id="two"),
+    pytest.param(b"\n", "empty request", id="empty-line"),
+    pytest.param(b"", "empty request", id="nothing-then-hang-up"),
+    pytest.param(
+        b"x" * (MAX_REQUEST + 10),
+        f"the request line is longer than {MAX_REQUEST} bytes",
+        id="64-KB-without-a-newline",
+    ),
+]
+
+
+@pytest.mark.parametrize(("payload", "error"), HOSTILE)
+def test_a_hostile_request_is_answered_with_what_is_wrong(
+    daemon: Daemon, payload: bytes, error: str
+) -> None:
+    reply = one_reply(daemon.exchange(payload))
+    assert reply["ok"] is False
+    assert reply["code"] == "BAD_REQUEST"
+    assert reply["error"].startswith("bad request: ")
+    assert error in reply["error"]
+    assert len(reply["error"]) < 400  # the input is never echoed
+    daemon.assert_alive()
+
+
+def test_a_line_over_64_kb_is_answered_without_waiting_for_more(daemon: Daemon) -> None:
+    """The client keeps its side open: the reply comes once the limit is passed."""
+    started = time.monotonic()
+    reply = one_reply(daemon.exchange(b"x" * (MAX_REQUEST + 10), shut=False))
+    assert time.monotonic() - started < 1.5
+    assert reply["error"] == f"bad request: the request line is longer than {MAX_REQUEST} bytes"
+    daemon.assert_alive()
+
+
+def test_a_request_is_answered_after_the_client_shuts_its_side(daemon: Daemon) -> None:
+    """A client that sends its request without a newline and half-closes gets its reply."""
+    reply = one_reply(daemon.exchange(b'{"op": "status"}', shut=True))
+    assert (reply["ok"], reply["pid"]) == (True, daemon.pid)
+
+
+def test_a_silent_connection_is_closed_within_the_request_bound(daemon: Daemon) -> None:
+    """A client that connects and sends nothing is told so and closed after 2 s (was 10 s),
+    and other clients are served meanwhile."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as silent:
+        silent.settimeout(BOUND)
+        silent.connect(str(daemon.socket))
+        started = time.monotonic()
+        daemon.assert_alive()
+        raw = silent.recv(65536)
+        waited = time.monotonic() - started
+        assert silent.recv(65536) == b""  # closed after the reply
+    assert 1.5 < waited < 3.5
+    reply = one_reply(raw)
+    assert reply["error"] == "bad request: no complete request line within 2 s"
+
+
+def test_a_path_named_a_thousand_times_is_reloaded_once(daemon: Daemon) -> None:
+    reply = one_reply(
+        daemon.exchange(request_line({"op": "reload", "paths": ["providers"] * 1000}))
+    )
+    assert reply["ok"] is True, reply
+    assert [item["path"] for item in reply["committed"]] == ["providers/ui.py"]
+    daemon.assert_alive()
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def _nest(depth: int, opener: bytes, inner: bytes) -> bytes:
+    return opener * depth + inner
+
+
+LINES = st.one_of(
+    st.binary(max_size=600),
+    st.builds(
+        lambda message: json.dumps(message).encode(),
+        st.fixed_dictionaries(
+            {"op": st.sampled_from(["status", "reload", "Status", ""]) | JSON_VALUES},
+            optional={"paths": st.lists(JSON_VALUES, max_size=5) | JSON_VALUES, "x": JSON_VALUES},
+        ),
+    ),
+    st.builds(
+        _nest,
+        st.integers(min_value=150, max_value=5000),
+        st.sampled_from([b"[", b"{", b'{"a":', b'[{"op":']),
+        st.binary(max_size=20),
+    ),
+)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(line=LINES, newline=st.booleans())
+def test_random_bytes_always_get_one_reply(daemon: Daemon, line: bytes, newline: bool) -> None:
+    """Whatever the bytes, the reply is one JSON object line, and the daemon lives on."""
+    reply = one_reply(daemon.exchange(line + (b"\n" if newline else b"")))
+    if not reply["ok"]:
+        assert isinstance(reply["error"], str)
+        assert reply["code"] in ("BAD_REQUEST", "INVALID_RELOAD_PATH"), reply
+    assert daemon.process.popen.poll() is None, daemon.process.lines
+
+
+@pytest.mark.anyio
+async def test_a_client_that_never_reads_its_reply_is_dropped(tmp_path: Path) -> None:
+    """A reply larger than the socket buffers, to a client that never reads: the connection
+    is given up at the reply bound, and the handler returns (its task does not pile up)."""
+    big = {"ok": True, "blob": "x" * (8 * 2**20)}
+
+    async def handler(message: dict[str, Any]) -> dict[str, Any]:
+        return big
+
+    path = tmp_path / "c.sock"
+    finished = anyio.Event()
+    async with await anyio.create_unix_listener(path) as listener:
+
+        async def serve_one() -> None:
+            stream = await listener.accept()
+            async with stream:
+                await answer(stream, handler, log=None, reply_timeout=0.3)
+            finished.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(serve_one)
+            client = await anyio.connect_unix(path)
+            async with client:
+                await client.send(b'{"op": "status"}\n')
+                with anyio.fail_after(BOUND):
+                    await finished.wait()
+
+
+class HostileServer:
+    """A Unix socket that replies ``payload`` to every connection (probes included)."""
+
+    def __init__(self, path: Path, payload: bytes) -> None:
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(str(path))
+        self.server.listen()
+        self.payload = payload
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self.server.accept()
+            except OSError:
+                return
+            with connection, contextlib.suppress(OSError):
+                connection.settimeout(BOUND)
+                if connection.recv(65536):  # a request (the liveness probe sends nothing)
+                    connection.sendall(self.payload)
+
+    def close(self) -> None:
+        self.server.close()
+
+
+@pytest.mark.parametrize(
+    ("payload", "said"),
+    [
+        pytest.param(b"[" * 100_000, "recursion limit exceeded", id="nesting"),
+        pytest.param(b"\xff\xfe\n", "not JSON", id="not-json"),
+    ],
+)
+def test_a_hostile_reply_is_one_line_and_exit_1(tmp_path: Path, payload: bytes, said: str) -> None:
+    """``hotseam status`` talking to something that is not hotseam: one line, exit 1."""
+    path = tmp_path / "x.sock"
+    server = HostileServer(path, payload)
+    try:
+        result = hotseam("status", str(path), cwd=tmp_path, runtime=tmp_path / "rt")
+    finally:
+        server.close()
+    assert result.returncode == 1
+    assert result.stderr.startswith(
+        f"hotseam status: {path} replied with something that is not JSON ("
+    )
+    assert said in result.stderr
+    assert result.stderr.count("\n") == 1
