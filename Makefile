@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.hotseam-installed
 
-.PHONY: demo test lint typecheck unit bench stress interop browser-test clean
+.PHONY: demo test lint typecheck unit docs bench stress interop browser-test clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "hotseam needs Python >= 3.11, found " + sys.version.split()[0])'
@@ -31,6 +31,19 @@ typecheck: $(STAMP)
 # 5 minutes on a 2-core machine only when both cores work.
 unit: $(STAMP)
 	$(BIN)/pytest -n auto
+
+# The documentation site (docs/ -> build/site/), warnings as errors: a broken link, anchor or
+# cross-reference fails. Installs the pinned `docs` extra into .venv on first use.
+DOCS_STAMP := $(VENV)/.hotseam-docs-installed
+
+$(DOCS_STAMP): $(STAMP) pyproject.toml
+	@echo "adding the documentation tools to .venv (first run only)"
+	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[dev,docs]'
+	@touch $(DOCS_STAMP)
+
+docs: $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --clean
+	@echo "the site is in build/site/ (open build/site/index.html)"
 
 bench: $(STAMP)
 	$(BIN)/python bench/effects.py
