@@ -2,7 +2,10 @@
 
 The web inbox is installed in the *parent* context, like ``--answers``: it serves every
 question while no watched module provides the user-interaction seam itself. It is not
-reloaded (it belongs to the CLI), so its URL stays the same for the whole run.
+reloaded (it belongs to the CLI), so its URL stays the same for the whole run, and its
+token (kept in the state folder unless given) stays the same from one start to the next.
+Every option is also a ``[tool.hotseam]`` key (``web = true``, ``web-port = 8765``, ...);
+a flag wins over the file, and ``--no-web`` turns off a ``web = true``.
 """
 
 from __future__ import annotations
@@ -10,12 +13,14 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .._scope import Scope
 from ..interaction import USER_INTERACTION
-from ..providers._web._security import is_loopback, load_token
+from ..providers._web._security import is_loopback, load_token, stored_token_path
 from ..providers.web import DEFAULT_HOST, DEFAULT_PORT, WebProvider
+from ._config import Config, find_config, load_config
 
 __all__ = ["WebOptions", "add_web_arguments", "start_web", "web_options"]
 
@@ -28,6 +33,7 @@ class WebOptions:
     port: int
     allow_remote: bool
     token_file: str | None
+    token: str
 
 
 def add_web_arguments(parser: argparse.ArgumentParser) -> None:
@@ -35,8 +41,10 @@ def add_web_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("web inbox")
     group.add_argument(
         "--web",
-        action="store_true",
-        help="answer questions in a browser: prints the inbox's URL (with its token) on stderr",
+        action=argparse.BooleanOptionalAction,
+        help="answer questions in a browser: prints the inbox's URL (with its token) on "
+        "stderr; 'hotseam status' shows it too (--no-web: not even with web = true in "
+        "[tool.hotseam])",
     )
     group.add_argument(
         "--web-host",
@@ -53,53 +61,80 @@ def add_web_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--web-allow-remote",
         action="store_true",
+        default=None,
         help="allow --web-host to be an address other machines can reach (prints a warning)",
     )
     group.add_argument(
         "--web-token-file",
         metavar="FILE",
         help="read the inbox's token from FILE (default: $HOTSEAM_WEB_TOKEN, else "
-        "$HOTSEAM_WEB_TOKEN_FILE, else a new one per process)",
+        "$HOTSEAM_WEB_TOKEN_FILE, else the one kept in "
+        f"{_shown_state_path()}, made at the first start and the same at every start)",
     )
 
 
 def web_options(args: argparse.Namespace) -> WebOptions | None:
-    """The checked options, or ``None`` without ``--web``.
+    """The checked options (flags over ``[tool.hotseam]``), or ``None`` without the inbox.
+
+    The token is read (or made, the first time) here, so a bad token file is bad input
+    found before anything starts.
 
     Raises:
-        ValueError: a ``--web-*`` option without ``--web``, or ``--web`` with ``--answers``.
+        ValueError: a ``--web-*`` flag without the inbox, the inbox with ``--answers``, a
+            bad host, or a token that cannot be read.
+        ConfigError: the configuration file is wrong.
     """
-    given = [
-        flag
-        for flag, value in (
-            ("--web-host", getattr(args, "web_host", None)),
-            ("--web-port", getattr(args, "web_port", None)),
-            ("--web-allow-remote", getattr(args, "web_allow_remote", False)),
-            ("--web-token-file", getattr(args, "web_token_file", None)),
-        )
-        if value not in (None, False)
-    ]
-    if not getattr(args, "web", False):
+    found = find_config()
+    config = load_config(found) if found is not None else None
+
+    def pick(attribute: str) -> tuple[Any, str]:
+        """The value and where it came from (for messages)."""
+        key = attribute.replace("_", "-")
+        flag = getattr(args, attribute, None)
+        if flag is not None:
+            return flag, f"--{key}"
+        if config is not None and config.get(key) is not None:
+            return config.get(key), f"{key} in {config.path}"
+        return None, f"--{key}"
+
+    web, web_from = pick("web")
+    if not web:
+        given = [
+            f"--{attribute.replace('_', '-')}"
+            for attribute in ("web_host", "web_port", "web_allow_remote", "web_token_file")
+            if getattr(args, attribute, None) is not None
+        ]
         if given:
-            raise ValueError(f"{given[0]} needs --web")
+            off = " (--no-web turned it off)" if web is False else ""
+            raise ValueError(f"{given[0]} needs --web{off}")
         return None
-    if getattr(args, "answers", None):
-        raise ValueError("--web and --answers both answer questions: choose one")
-    host = (args.web_host or DEFAULT_HOST).strip()
-    if host.count(":") == 1 or (host.startswith("[") and "]:" in host):
-        raise ValueError(f"--web-host {host}: give the address alone, and the port as --web-port")
-    if not is_loopback(host.strip("[]")) and not args.web_allow_remote:
+    answers, answers_from = pick("answers")
+    if answers:
         raise ValueError(
-            f"--web-host {host} is not a loopback address, so other machines could reach the "
-            "inbox: add --web-allow-remote to mean it"
+            f"{web_from} and {answers_from} both answer questions: choose one"
+            + (" (--no-web turns the web inbox off)" if web_from != "--web" else "")
         )
-    if args.web_token_file is not None:
-        load_token(token_file=args.web_token_file)  # a bad file is bad input, found early
+    host_value, host_from = pick("web_host")
+    host = str(host_value or DEFAULT_HOST).strip()
+    if host.count(":") == 1 or (host.startswith("[") and "]:" in host):
+        raise ValueError(f"{host_from} {host}: give the address alone, and the port as --web-port")
+    allow_remote, _ = pick("web_allow_remote")
+    if not is_loopback(host.strip("[]")) and not allow_remote:
+        raise ValueError(
+            f"{host_from} {host} is not a loopback address, so other machines could reach the "
+            "inbox: add --web-allow-remote (web-allow-remote = true) to mean it"
+        )
+    port, _ = pick("web_port")
+    token_file, token_file_from = pick("web_token_file")
+    if token_file is not None and config is not None and token_file_from != "--web-token-file":
+        token_file = str(_relative_to(config, token_file))
+    token = load_token(token_file=token_file)  # a bad file is bad input, found early
     return WebOptions(
         host=host,
-        port=DEFAULT_PORT if args.web_port is None else args.web_port,
-        allow_remote=bool(args.web_allow_remote),
-        token_file=args.web_token_file,
+        port=DEFAULT_PORT if port is None else port,
+        allow_remote=bool(allow_remote),
+        token_file=token_file,
+        token=token,
     )
 
 
@@ -115,7 +150,7 @@ def start_web(scope: Scope, options: WebOptions, log: Any, command: str) -> WebP
             host=options.host,
             port=options.port,
             allow_remote=options.allow_remote,
-            token_file=options.token_file,
+            token=options.token,
         )
     except (OSError, ValueError) as error:
         print(f"{command}: {error}", file=sys.stderr)
@@ -123,6 +158,18 @@ def start_web(scope: Scope, options: WebOptions, log: Any, command: str) -> WebP
     scope.provide(USER_INTERACTION, web)
     log.info(f"web inbox: {web.url}")
     return web
+
+
+def _relative_to(config: Config, path: str) -> Path:
+    given = Path(path).expanduser()
+    return given if given.is_absolute() else config.root / given
+
+
+def _shown_state_path() -> str:
+    try:
+        return str(stored_token_path()).replace(str(Path.home()), "~", 1)
+    except RuntimeError:
+        return "$XDG_STATE_HOME/hotseam/web-token"
 
 
 def _port(text: str) -> int:
