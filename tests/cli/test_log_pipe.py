@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,7 +31,9 @@ START_BOUND = 20.0
 TURN_BOUND = 5.0
 """Each prompt turn must be answered within this (one takes ~2 ms when nothing blocks)."""
 
-DROPPED = "log lines dropped: stderr was not being read"
+DROPPED = "lines dropped: stderr was not being read"
+
+NOISY_AGENT = Path(__file__).parents[1] / "providers" / "acp" / "acp_test_agents.py"
 
 
 class _Agent:
@@ -116,6 +119,99 @@ def test_a_thousand_turns_with_stderr_never_read(agent: _Agent) -> None:
     assert report["message"] == f"hotseam: {report['dropped']} {DROPPED}"
     assert report["level"] == "warning"
     assert logs[-1]["event"] == "acp.stopped"
+
+
+def test_prints_at_every_turn_with_stderr_never_read() -> None:
+    """An agent that prints (2 KiB to stdout, a line to stderr) and writes to file
+    descriptors 1 and 2 at every turn, and whose first turn waits for a child process that
+    writes 256 KiB to the stderr it inherits: 300 turns, each answered in time (a blocking
+    write froze the session at turn 17), stdout holding protocol messages only. At the end
+    stderr keeps the newest lines whole, the dropped ones counted, and the exit code is 0."""
+    agent = _Agent("--agent", f"{NOISY_AGENT}:noisy_agent")
+    try:
+        agent.request("initialize", {"protocolVersion": 1, "clientCapabilities": {}}, START_BOUND)
+        session = agent.request("session/new", {"cwd": "/tmp", "mcpServers": []})
+        session_id = session["result"]["sessionId"]
+        prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]}
+        for _ in range(300):
+            assert agent.request("session/prompt", prompt)["result"]["stopReason"] == "end_turn"
+        _, stderr = agent.process.communicate(timeout=10)  # closes stdin: the client is done
+    finally:
+        if agent.process.poll() is None:
+            agent.process.kill()
+            agent.process.communicate()
+    assert agent.process.returncode == 0
+    lines = stderr.decode().splitlines()
+    logs = [json.loads(line) for line in lines if line.startswith("{")]
+    reports = [line for line in logs if line["event"] == "log.dropped"]
+    assert sum(report["dropped"] for report in reports) > 300
+    assert logs[-1]["event"] == "acp.stopped"
+    output = [line for line in lines if not line.startswith("{")]
+    assert output, "the newest output is kept"
+    for line in output:  # each line whole: never cut by a log line, never two in one
+        kind, turn, rest = line.split(" ", 2)
+        assert 1 <= int(turn) <= 300
+        expected = {
+            "print": "o" * 2048,
+            "print-stderr": "e" * 100,
+            "fd1": "1" * 2048,
+            "fd2": "2",
+            "child": "c" * 1023,
+        }
+        assert rest == expected[kind], line[:80]
+    assert f"print 300 {'o' * 2048}" in output  # the last turn's output made it out
+
+
+CAPTURED = """
+import os, subprocess, sys
+from hotseam.cli._log_sink import OutputCapture, StderrSink
+sink = StderrSink(2)
+stdout, stderr = sys.stdout, sys.stderr
+with OutputCapture(sink):
+    print("one", "line")
+    print("unfinished", end="", file=sys.stderr)
+    sys.stderr.flush()
+    print(" ended")
+    os.write(2, b"fd, unfinished")
+    sys.__stdin__.readline()  # the test saw it: written once the pipe was quiet, as it is
+    os.write(1, b" and ended\\n")
+    subprocess.run([sys.executable, "-c", "print('child')"], stdout=sys.stdout, check=True)
+    assert (sys.stdout.fileno(), sys.stderr.fileno()) == (1, 2)
+assert (sys.stdout, sys.stderr) == (stdout, stderr)
+print("restored")
+sink.drain(5.0)
+"""
+
+
+def test_output_capture_in_lines() -> None:
+    """What ``OutputCapture`` passes on: whole lines; an unfinished one when flushed or
+    when the descriptor is quiet; a child's output; and everything put back at the end."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", CAPTURED],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert child.stdin is not None and child.stderr is not None
+    try:
+        seen = b""
+        while not seen.endswith(b"fd, unfinished"):
+            ready, _, _ = select.select([child.stderr], [], [], START_BOUND)
+            assert ready, f"the unfinished line was not written: {seen!r}"
+            seen += os.read(child.stderr.fileno(), 65536)
+        stdout, stderr = child.communicate(b"\n", timeout=START_BOUND)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert child.returncode == 0, stderr
+    assert stdout == b"restored\n"  # stdout got nothing while captured
+    assert (seen + stderr).decode().splitlines() == [
+        "one line",
+        "unfinished ended",
+        "fd, unfinished and ended",
+        "child",
+    ]
 
 
 LOG_10_000 = """

@@ -5,7 +5,8 @@ stdin and stdout. For each prompt the agent (``--agent MODULE:FUNCTION``, defaul
 that asks one or two questions) runs once, and its questions reach the human as ACP form
 elicitations. With ``--watch``, provider modules are loaded and hot-reloaded into the
 agent's context, where they may shadow the ACP provider. stdout carries protocol messages
-only: everything else the process writes to it goes to stderr, with the JSON log lines.
+only: everything else the process writes to it goes to stderr, with the JSON log lines,
+through a queue that never blocks (a client may never read stderr).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from .._log import get_logger
 from ._agent import AgentLoadError, load_agent
 from ._config import ConfigError
+from ._log_sink import OutputCapture
 from ._options import add_common_options, resolve_common
 
 if TYPE_CHECKING:
@@ -256,25 +258,39 @@ def _check_stdio() -> None:
 
 @contextmanager
 def _stdout_reserved() -> Iterator[BinaryIO]:
-    """Keep stdout for protocol messages only.
+    """Keep stdout for protocol messages only, and the program's own output from blocking.
 
-    The protocol gets a private copy of the stdout file descriptor; fd 1 and ``sys.stdout``
-    then point at stderr, so a stray ``print`` (in an agent, a provider module, a library)
-    lands on stderr instead of corrupting the JSON-RPC stream.
+    The protocol gets a private copy of the stdout file descriptor. When stderr is a pipe
+    or a file (a client launched the agent), everything the agent, provider modules and
+    libraries write to stdout or stderr, ``print`` and writes to descriptors 1 and 2
+    alike, goes through the log sink, so a client that never reads stderr costs lines
+    (counted), never a frozen session: see :class:`OutputCapture`. On a terminal, fd 1 and
+    ``sys.stdout`` point at stderr, which someone is reading.
     """
+    from ._logging import _stderr_sink  # the one sink of the process: logs and output share it
+
     sys.stdout.flush()
-    saved_fd = os.dup(1)
     protocol_out = os.fdopen(os.dup(1), "wb", buffering=0)
+    try:
+        sink = _stderr_sink()
+        with OutputCapture(sink) if sink is not None else _stdout_to_stderr():
+            yield protocol_out
+    finally:
+        protocol_out.close()
+
+
+@contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    saved_fd = os.dup(1)
     saved_stdout = sys.stdout
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     try:
-        yield protocol_out
+        yield
     finally:
         sys.stdout = saved_stdout
         os.dup2(saved_fd, 1)
         os.close(saved_fd)
-        protocol_out.close()
 
 
 async def _stdio_streams(

@@ -7,18 +7,30 @@ log call only queues the line: a writer thread does the blocking writes. The que
 bounded number of bytes; beyond it the *oldest* queued lines are dropped and counted, so
 what is kept is what the program did last, and the count is written exactly where the gap
 is, as soon as the pipe takes data again. At exit the queue gets a bounded time to drain.
+
+:class:`OutputCapture` puts the program's own output (``print``, writes to descriptors 1
+and 2) through the same queue, for ``hotseam acp``: there a stray ``print()`` in an agent
+blocked the protocol exactly as a log line did.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import io
 import os
 import select
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import TYPE_CHECKING, TextIO
 
-__all__ = ["EXIT_WAIT", "QUEUE_BYTES", "StderrSink", "plain_report"]
+if TYPE_CHECKING:
+    from _typeshed import ReadableBuffer
+
+__all__ = ["EXIT_WAIT", "QUEUE_BYTES", "OutputCapture", "StderrSink", "plain_report"]
 
 QUEUE_BYTES = 256 * 1024
 """How many bytes of log lines wait for the writer before the oldest are dropped."""
@@ -33,8 +45,8 @@ the middle of a log line."""
 
 
 def plain_report(count: int) -> str:
-    """The line that says how many log lines were dropped (with its newline)."""
-    lines = "log line" if count == 1 else "log lines"
+    """The line that says how many lines were dropped (with its newline)."""
+    lines = "line" if count == 1 else "lines"
     return f"hotseam: {count} {lines} dropped: stderr was not being read\n"
 
 
@@ -76,12 +88,17 @@ class StderrSink:
 
     def write(self, text: str) -> int:
         """Queue ``text``; drop the oldest queued lines if the queue is over its limit."""
-        if not text:
-            return 0
-        data = text.encode(self._encoding, "backslashreplace")
+        if text:
+            self.write_bytes(text.encode(self._encoding, "backslashreplace"))
+        return len(text)
+
+    def write_bytes(self, data: bytes) -> None:
+        """Queue ``data`` as it is (a program's output, which need not be text)."""
+        if not data:
+            return
         with self._cond:
             if self._broken:  # nobody will ever read it
-                return len(text)
+                return
             self._queue.append(data)
             self._queued += len(data)
             while self._queued > self._limit and len(self._queue) > 1:
@@ -98,9 +115,14 @@ class StderrSink:
                     self._thread.start()
                 except RuntimeError:  # interpreter shutdown: no new threads; lose the line
                     self._broken = True
-                    return len(text)
+                    return
             self._cond.notify()
-        return len(text)
+
+    def write_to(self, fd: int) -> None:
+        """Write to ``fd`` from the next batch on (the same file, on another descriptor:
+        :class:`OutputCapture` takes the process's own stderr descriptor for itself)."""
+        with self._cond:
+            self._fd = fd
 
     def flush(self) -> None:
         """Nothing to do: the writer thread writes as fast as the reader reads."""
@@ -144,10 +166,12 @@ class StderrSink:
                 # batch: the report goes exactly where the gap is.
                 dropped, self._unreported = self._unreported, 0
                 self._writing = True
+                fd = self._fd
             try:
                 if dropped:
-                    self._write_all(self.report(dropped).encode(self._encoding, "backslashreplace"))
-                self._write_all(b"".join(batch))
+                    report = self.report(dropped).encode(self._encoding, "backslashreplace")
+                    self._write_all(fd, report)
+                self._write_all(fd, b"".join(batch))
             except OSError:  # the reader is gone (EPIPE) or stderr was closed
                 with self._cond:
                     self._broken = True
@@ -160,12 +184,191 @@ class StderrSink:
                 self._writing = False
                 self._cond.notify_all()
 
-    def _write_all(self, data: bytes) -> None:
+    @staticmethod
+    def _write_all(fd: int, data: bytes) -> None:
         view = memoryview(data)
         while view:
             try:
-                written = os.write(self._fd, view)
+                written = os.write(fd, view)
             except BlockingIOError:  # someone made the descriptor non-blocking
-                select.select([], [self._fd], [])
+                select.select([], [fd], [])
                 continue
             view = view[written:]
+
+
+class OutputCapture:
+    """Send what the program's code writes to stdout and stderr through ``sink``.
+
+    For a process whose stderr may be a pipe nobody reads (``hotseam acp``): a stray
+    ``print()`` in an agent or a provider module, like a log line, must never block it.
+    While active:
+
+    * ``sys.stdout`` and ``sys.stderr`` are text streams whose writes go to the sink a
+      whole line at a time (a line without its newline waits for it, a ``flush()`` or
+      :data:`LINE_LIMIT` bytes), so a ``print()`` is never cut by a log line;
+    * file descriptors 1 and 2 are a pipe that a thread drains into the sink the same way,
+      for what bypasses ``sys`` (a C extension's ``printf``, a child process, ``os.write``);
+      an unfinished line there is written once the pipe is quiet for :data:`QUIET`.
+
+    The sink then writes to a copy of the original stderr descriptor. What was there
+    before (descriptors, ``sys`` streams) is put back by :meth:`stop`. The caller keeps
+    its own copy of descriptor 1 first if it needs the original stdout (the ACP protocol).
+    """
+
+    def __init__(self, sink: StderrSink) -> None:
+        self._sink = sink
+        self._saved: dict[int, int] = {}
+        self._streams: tuple[TextIO, TextIO] | None = None
+        self._pump: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Take descriptors 1 and 2 and the ``sys`` streams."""
+        if self._pump is not None:
+            raise RuntimeError("the output capture is already started")
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()
+        self._saved = {fd: os.dup(fd) for fd in (1, 2)}
+        # From the next batch on, the sink writes to the original stderr, not to fd 2.
+        self._sink.write_to(self._saved[2])
+        read_end, write_end = os.pipe()
+        with contextlib.suppress(OSError, AttributeError):  # Linux only; a bigger buffer
+            fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
+        for fd in (1, 2):
+            os.dup2(write_end, fd)
+        os.close(write_end)
+        self._streams = (sys.stdout, sys.stderr)
+        sys.stdout = _text_stream(_Lines(self._sink), 1)
+        sys.stderr = _text_stream(_Lines(self._sink), 2)
+        self._pump = threading.Thread(
+            target=_pump, args=(read_end, _Lines(self._sink)), name="hotseam-output", daemon=True
+        )
+        self._pump.start()
+
+    def stop(self, timeout: float = EXIT_WAIT) -> None:
+        """Put the descriptors and streams back; wait at most ``timeout`` for the pipe to
+        be drained (a child process may keep it open: it is then left to the thread)."""
+        if self._pump is None or self._streams is None:
+            return
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        sys.stdout, sys.stderr = self._streams
+        for fd, saved in self._saved.items():
+            os.dup2(saved, fd)  # the pipe's last write ends (but a child's) close here
+        os.close(self._saved[1])
+        # The original stderr's copy stays open: the sink's writer may be writing to it.
+        self._pump.join(timeout)
+        self._pump = None
+        self._streams = None
+
+    def __enter__(self) -> OutputCapture:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+LINE_LIMIT = 64 * 1024
+"""An unfinished line longer than this is written as it is (output with no newline at all
+must not pile up)."""
+
+QUIET = 0.05
+"""How long the output pipe stays quiet before an unfinished line on it is written."""
+
+_PIPE_SIZE = 1024 * 1024
+"""The output pipe's buffer (the default 64 KiB on Linux otherwise): C code that writes to
+fd 2 while holding the interpreter lock cannot let the draining thread run, so the pipe
+must take its writes whole."""
+
+
+class _Lines:
+    """Bytes in, whole lines out to the sink; the tail waits for its newline."""
+
+    def __init__(self, sink: StderrSink) -> None:
+        self._sink = sink
+        self._lock = threading.Lock()
+        self._tail = b""
+
+    def feed(self, data: bytes) -> None:
+        with self._lock:
+            data = self._tail + data
+            end = data.rfind(b"\n") + 1
+            if len(data) - end > LINE_LIMIT:
+                end = len(data)
+            self._tail = data[end:]
+            self._sink.write_bytes(data[:end])
+
+    def flush(self) -> None:
+        """Write the unfinished line as it is."""
+        with self._lock:
+            tail, self._tail = self._tail, b""
+            self._sink.write_bytes(tail)
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._tail)
+
+
+class _SinkWriter(io.RawIOBase):
+    """The binary side of a captured ``sys`` stream: bytes to :class:`_Lines`.
+
+    ``fileno()`` is the captured descriptor (the pipe), for code that hands the stream to
+    a child process or to ``faulthandler``.
+    """
+
+    def __init__(self, lines: _Lines, fd: int) -> None:
+        super().__init__()
+        self._lines = lines
+        self._fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: ReadableBuffer) -> int:
+        chunk = bytes(data)
+        self._lines.feed(chunk)
+        return len(chunk)
+
+    def flush(self) -> None:
+        self._lines.flush()
+
+    @property
+    def name(self) -> str:
+        """As the standard streams' own names."""
+        return "<stdout>" if self._fd == 1 else "<stderr>"
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def isatty(self) -> bool:
+        return False
+
+
+def _text_stream(lines: _Lines, fd: int) -> io.TextIOWrapper:
+    return io.TextIOWrapper(
+        _SinkWriter(lines, fd),
+        encoding="utf-8",
+        errors="backslashreplace",
+        write_through=True,
+    )
+
+
+def _pump(fd: int, lines: _Lines) -> None:
+    """Drain the output pipe into ``lines`` until every write end is closed."""
+    try:
+        while True:
+            if lines.pending and not select.select([fd], [], [], QUIET)[0]:
+                lines.flush()  # quiet: the unfinished line goes out as it is
+                continue
+            chunk = os.read(fd, _PIPE_SIZE)
+            if not chunk:
+                break
+            lines.feed(chunk)
+    except OSError:  # pragma: no cover - the descriptor was closed under us
+        pass
+    finally:
+        lines.flush()
+        with contextlib.suppress(OSError):
+            os.close(fd)
