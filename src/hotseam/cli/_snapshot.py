@@ -1,13 +1,16 @@
 """What a running session tells ``hotseam status`` and does for ``hotseam reload``.
 
 The status is JSON-ready data: each module's generation, state, last error and load time;
-the active provider of each seam (and which file registered it); the open questions (who
-asks, for how long, which provider shows it, never an answer); the agent; the uptime.
+the active provider of each seam (and which file registered it); the address of each web
+inbox, token included (the control socket is its owner's alone, and a page cannot be
+opened without it); the open questions (who asks, for how long, which provider shows it,
+never an answer); the agent; the uptime.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -59,12 +62,16 @@ def status(facts: SessionFacts) -> dict[str, Any]:
         for item in reloader.status()
     ]
     providers: list[dict[str, Any]] = []
+    inboxes: dict[int, dict[str, Any]] = {}
     context: Context | None = reloader.context
     while context is not None:
         for seam, registration in sorted(
             context.providers().items(), key=lambda item: item[0].name
         ):
             provider = registration.provider
+            inbox = _web_inbox(provider)
+            if inbox is not None:
+                inboxes.setdefault(id(provider), {**inbox, "context": context.name})
             providers.append(
                 {
                     "seam": seam.name,
@@ -100,8 +107,18 @@ def status(facts: SessionFacts) -> dict[str, Any]:
         "agent": {"name": facts.agent, "state": facts.agent_state, "runs": facts.agent_runs},
         "modules": modules,
         "providers": providers,
+        "web": list(inboxes.values()),
         "asks": asks,
     }
+
+
+def _web_inbox(provider: object) -> dict[str, Any] | None:
+    """A web inbox's address and load, or ``None`` for another provider (the web module
+    is looked up, not imported: without it loaded there is no web inbox)."""
+    module = sys.modules.get("hotseam.providers._web._provider")
+    if module is None or not isinstance(provider, module.WebProvider):
+        return None
+    return {"url": provider.url, "pending": provider.pending}
 
 
 async def reload(facts: SessionFacts, paths: list[str]) -> dict[str, Any]:

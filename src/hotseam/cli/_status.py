@@ -1,7 +1,8 @@
 """`hotseam status [PID|NAME]`: what a running ``hotseam dev`` or ``hotseam run`` is doing.
 
 It asks the process over its control socket and prints, for each watched module, its
-generation, state, load time and last error; the active provider of each seam; the open
+generation, state, load time and last error; the active provider of each seam; the
+address of each web inbox (token included: the socket is the owner's alone); the open
 questions (who asks, for how long; never an answer); the agent; and the uptime. With no
 argument it talks to the only running process; with several, name one by pid or by the
 ``--name`` it was started with. ``--json`` prints the reply as one JSON object.
@@ -83,6 +84,10 @@ def format_status(reply: dict[str, Any]) -> str:
     )
     if not reply.get("providers"):
         lines.append("  (none active)")
+    lines.extend(
+        f"web inbox: {inbox['url']} ({inbox['pending']} waiting there)"
+        for inbox in reply.get("web", [])
+    )
     lines.append("open questions:")
     for ask in reply.get("asks", []):
         who = ask.get("agent") or "an agent"
