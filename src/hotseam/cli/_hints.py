@@ -5,7 +5,11 @@ The reload report says *what* failed; these lines say what to do about it, once:
 * a module with no ``setup(scope)`` that no provider imports is loaded as a helper and then
   does nothing, which looks like a provider that silently failed;
 * ``from . import x`` in a plain folder (no ``__init__.py``) fails with Python's "no known
-  parent package", which does not say that the folder's modules are top-level ones.
+  parent package", which does not say that the folder's modules are top-level ones;
+* ``OSError: Address already in use`` from a module that listens on a fixed port: a reload
+  sets the new generation up while the old one still serves (and holds the port), so a
+  socket made in ``setup`` can never be made again; ``scope.carry`` keeps one socket for
+  every generation.
 
 (A ``setup`` that does not take the scope needs no hint: its load error says what it must
 accept, at the line of its ``def``.)
@@ -64,7 +68,9 @@ class Hints:
             helpers.add(event.module)
         elif isinstance(event, ReloadAborted):
             error = event.error
-            if error.type == "ImportError" and "no known parent package" in error.message:
+            if _ADDRESS_IN_USE.search(error.message) and error.phase in ("exec", "setup"):
+                self._address_in_use(event)
+            elif error.type == "ImportError" and "no known parent package" in error.message:
                 folder = event.path.parent
                 written, instead = await _relative_import(error.location)
                 self._hint(
@@ -76,6 +82,30 @@ class Hints:
                     f"'{instead}' instead of '{written}', or add an __init__.py to make it a "
                     "package",
                 )
+
+    def _address_in_use(self, event: ReloadAborted) -> None:
+        where = _shown(event.error.location) or display_path(event.path)
+        carry = (
+            "create the listening socket once with scope.carry('listener', make_socket) and "
+            "every generation gets the same bound socket (see 'Carrying state and resources "
+            "across reloads' in docs/providers.md)"
+        )
+        if event.kept_generation is not None:
+            self._hint(
+                "address-in-use",
+                event.path,
+                f"{where}: the address is held by generation {event.kept_generation} of this "
+                "module, which serves until the new one is set up (a reload never leaves a "
+                f"gap): {carry}",
+            )
+        else:
+            self._hint(
+                "address-in-use",
+                event.path,
+                f"{where}: the address is in use, by another process or by a module that "
+                "still holds it (one being unloaded, or renamed); if this module serves it, "
+                f"{carry}, so that its next generations keep it",
+            )
 
     def _unused_helpers(self, names: set[str]) -> None:
         status = self._reloader.status()
@@ -100,6 +130,11 @@ class Hints:
         self._given.add((kind, str(path)))
         self._log.info(f"hint: {text}")
 
+
+_ADDRESS_IN_USE = re.compile(r"address already in use", re.IGNORECASE)
+"""EADDRINUSE as the socket module (``[Errno 98] Address already in use``) and asyncio's
+``create_server`` (``error while attempting to bind on address ...: address already in
+use``) word it."""
 
 _RELATIVE = re.compile(r"^\s*from\s+\.+([\w.]*)\s+import\s+([\w, ]+)")
 
