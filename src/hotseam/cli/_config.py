@@ -43,7 +43,7 @@ KEYS: dict[str, str] = {
     "name": "a name for the control socket, so 'hotseam status NAME' finds the process",
     "web": "serve the web inbox (true or false), as --web does",
     "web-host": "where the web inbox listens (loopback unless web-allow-remote)",
-    "web-port": "the web inbox's TCP port, 0 to 65535 (0 picks a free one)",
+    "web-port": "the web inbox's TCP port (0 picks a free one)",
     "web-allow-remote": "let web-host be an address other machines reach (true or false)",
     "web-token-file": "a file holding the web inbox's token",
 }

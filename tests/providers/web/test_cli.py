@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import selectors
 import signal
+import socket
+import stat
 import subprocess
 import sys
 import time
@@ -13,7 +17,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from cli._support import Process, hotseam, write
 from hotseam.cli import main
+from hotseam.cli._web import web_options
 
 AGENT = """
 from hotseam import Agent
@@ -131,3 +137,96 @@ def test_a_port_in_use_is_one_clear_line_and_exit_2(tmp_path: Path) -> None:
         out, err = process.communicate(timeout=30)
     assert process.returncode == 2, (out, err)
     assert "port is in use" in err and "Traceback" not in err
+
+
+ASKING_AGENT = """
+import anyio
+
+async def main(context):
+    result = await context.tools.execute(
+        "ask_user_question",
+        {"question": "Which colour?", "options": [{"label": "Blue"}, {"label": "Green"}]},
+    )
+    print("answer:", result.output["answer"] if result.ok else result.error["code"], flush=True)
+    await anyio.sleep_forever()
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_the_link_survives_a_restart_and_hotseam_status_shows_it(tmp_path: Path) -> None:
+    """The options come from [tool.hotseam]; the token is kept (0600) in the state folder,
+    so the URL printed, shown by 'hotseam status' and bookmarked is the same after a
+    restart, and the bookmark opens the page with the question waiting."""
+    write(tmp_path / "agent.py", ASKING_AGENT)
+    (tmp_path / "providers").mkdir()
+    port = _free_port()
+    write(
+        tmp_path / "pyproject.toml",
+        f"""
+        [tool.hotseam]
+        paths = ["providers"]
+        agent = "agent.py"
+        web = true
+        web-port = {port}
+        """,
+    )
+    runtime = tmp_path / "rt"
+    urls: list[str] = []
+    for start in range(2):
+        process = Process("run", cwd=tmp_path, runtime=runtime)
+        try:
+            url = process.expect(r"web inbox: (http://\S+?)\"").group(1)
+            urls.append(url)
+            process.expect(r'"ask.started"')
+            shown = hotseam("status", cwd=tmp_path, runtime=runtime)
+            assert shown.returncode == 0, shown.stderr
+            assert f"web inbox: {url} (1 waiting there)" in shown.stdout
+            reply = json.loads(hotseam("status", "--json", cwd=tmp_path, runtime=runtime).stdout)
+            assert [inbox["url"] for inbox in reply["web"]] == [url]
+            bookmark = urls[0]  # the link of the first start, in a browser's bookmarks
+            page = httpx.get(bookmark, headers={"accept": "text/html"}, timeout=10)
+            assert page.status_code == 200 and "<title>hotseam inbox</title>" in page.text
+            base, token = bookmark.split("/?token=")
+            waiting = httpx.get(f"{base}/api/questions", headers={"x-hotseam-token": token})
+            assert [q["question"] for q in waiting.json()["questions"]] == ["Which colour?"]
+        finally:
+            process.finish(signal.SIGTERM)
+        if start == 0:
+            kept = Path(os.environ["XDG_STATE_HOME"]) / "hotseam" / "web-token"
+            assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+            assert stat.S_IMODE(kept.parent.stat().st_mode) == 0o700
+            assert kept.read_text().strip() == urls[0].split("?token=")[1]
+    assert urls[0] == urls[1]
+
+
+def test_web_keys_in_tool_hotseam_are_checked_and_flags_win(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "providers").mkdir()
+    (tmp_path / "a.json").write_text('["yes"]')
+    monkeypatch.chdir(tmp_path)
+    config = tmp_path / "pyproject.toml"
+    cases = [
+        ('web = true\nweb-port = "8765"', [], "pyproject.toml:4: [tool.hotseam] web-port must be"),
+        ("web = true\nanswers = 'a.json'", [], "both answer questions: choose one"),
+        ("web = true", ["--answers", "a.json"], "--no-web turns the web inbox off"),
+        ("web = true", ["--no-web", "--web-port", "1"], "--web-port needs --web (--no-web"),
+        ("web = 1", [], "[tool.hotseam] web must be true or false"),
+        ("web = true\nweb-token-file = 'missing'", [], "cannot read the web token from"),
+    ]
+    for table, flags, message in cases:
+        config.write_text(f"[tool.hotseam]\npaths = ['providers']\n{table}\n")
+        assert main(["run", *flags]) == 2, table
+        out, err = capsys.readouterr()
+        assert message in err, (table, err)
+        assert len(err.strip().splitlines()) == 1 and out == ""
+    config.write_text("[tool.hotseam]\nweb-token-file = 'token.txt'\n")
+    (tmp_path / "token.txt").write_text("from-the-project-file-123\n")
+    options = web_options(argparse.Namespace(web=True))
+    assert options is not None and options.token == "from-the-project-file-123"
+    assert options.token_file == str(tmp_path.resolve() / "token.txt")
