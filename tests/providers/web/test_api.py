@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import json
+from typing import Any
 
 import anyio
+import httpx
 import pytest
+import structlog
 
-from hotseam import AbortController
+from hotseam import AbortController, Scope
 from hotseam.interaction import (
     ASK_ABORTED,
     ASK_CANCELLED,
@@ -304,3 +308,110 @@ async def test_closing_the_server_under_a_provider_registered_elsewhere_aborts_t
         with pytest.raises(UserInteractionError) as late:
             await ask(DB, context=context)  # still registered, but closed: a clear failure
         assert late.value.code == PROVIDER_FAILED and "closed" in late.value.message
+
+
+async def test_the_loser_of_two_answers_hears_who_won_and_with_what() -> None:
+    """Two tabs answer at once: every page hears which client won and what it answered,
+    and the loser's 409 says so too (so its page never claims the answer as its own)."""
+    async with serving() as s:
+        s.ask_soon("db", DB)
+        (question,) = await s.pending(1)
+        url = f"/api/questions/{question['id']}/answer"
+        statuses: dict[str, httpx.Response] = {}
+
+        async def answer(client: str, option: int) -> None:
+            statuses[client] = await s.client.post(
+                url, json={"option": option}, headers={"x-hotseam-client": client}
+            )
+
+        async with s.events() as events:
+            await events.next()  # the snapshot
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(answer, "tab-a", 0)
+                tg.start_soon(answer, "tab-b", 1)
+            removed = await events.until(lambda e: e["type"] == "removed")
+        winner = next(client for client, reply in statuses.items() if reply.status_code == 200)
+        loser = "tab-b" if winner == "tab-a" else "tab-a"
+        label = {"tab-a": "Postgres", "tab-b": "SQLite"}[winner]
+        assert removed["client"] == winner and removed["answer"] == {"label": label}
+        refused = statuses[loser]
+        assert refused.status_code == 409
+        assert refused.json()["error"] == {
+            "code": "ALREADY_ANSWERED",
+            "message": f"the question was already answered: {label}",
+            "note": "answered",
+            "client": winner,
+            "answer": {"label": label},
+        }
+        assert answer_of(await s.result("db")).answer == {"tab-a": "pg", "tab-b": "SQLite"}[winner]
+
+
+async def test_a_typed_answer_is_shown_to_other_pages_cut_to_a_readable_length() -> None:
+    async with serving() as s, s.events() as events:
+        s.ask_soon("free", FREE)
+        added = await events.until(lambda e: e["type"] == "added")
+        text = "teal " * 100
+        assert (await s.answer(added["question"]["id"], {"text": text})).status_code == 200
+        removed = await events.until(lambda e: e["type"] == "removed")
+        shown = removed["answer"]["text"]
+        assert len(shown) == 300 and shown.endswith("…") and text.startswith(shown[:-1])
+        assert answer_of(await s.result("free")).answer == text
+
+
+async def test_a_malformed_client_id_is_refused_and_changes_nothing() -> None:
+    async with serving() as s:
+        s.ask_soon("db", DB)
+        (question,) = await s.pending(1)
+        for client in ("", "x" * 65, "<script>", "tab a"):
+            response = await s.client.post(
+                f"/api/questions/{question['id']}/answer",
+                json={"option": 0},
+                headers={"x-hotseam-client": client},
+            )
+            assert response.status_code == 400, client
+            assert "X-Hotseam-Client" in response.json()["error"]["message"]
+        assert s.web.pending == 1
+
+
+async def test_a_question_keeps_the_id_of_its_ask() -> None:
+    """The id in the inbox is the ask's own (the ``ask.*`` log events carry it), so the
+    next generation's inbox shows a re-asked question under the same id."""
+    async with serving() as s:
+        with structlog.testing.capture_logs() as logs:
+            s.ask_soon("db", DB)
+            (question,) = await s.pending(1)
+        (started,) = [entry for entry in logs if entry["event"] == "ask.started"]
+        assert question["id"] == started["question_id"]
+        assert (await s.answer(question["id"], {"option": 1})).status_code == 200
+        assert answer_of(await s.result("db")).answer == "SQLite"
+
+
+async def test_an_open_question_that_another_provider_shows_is_503_not_404() -> None:
+    """Between a reload's withdrawal and the re-ask (or while another provider shows it),
+    a script holding the id is told to retry, not that the question never existed."""
+    from hotseam import Context
+    from hotseam.interaction import USER_INTERACTION, ask
+    from hotseam.interaction._pending import ask_id
+
+    asked: list[str] = []
+    shown = anyio.Event()
+
+    class Elsewhere:
+        async def ask(self, request: AskUserQuestionRequest) -> Any:
+            asked.append(str(ask_id()))
+            shown.set()
+            await anyio.sleep_forever()
+
+    other = Context("elsewhere")
+    async with serving() as s, Scope("other", context=other) as scope:
+        scope.provide(USER_INTERACTION, Elsewhere())
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(functools.partial(ask, DB, context=other))
+            with anyio.fail_after(10):
+                await shown.wait()
+            response = await s.answer(asked[0], {"option": 0})
+            assert response.status_code == 503
+            assert response.json()["error"]["code"] == "ASKED_ELSEWHERE"
+            tg.cancel_scope.cancel()
+        gone = await s.answer(asked[0], {"option": 0})
+        assert gone.status_code == 404  # no such question open any more

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import logging
+import os
+import stat
+from pathlib import Path
 
 import httpx
 import pytest
 import structlog
 
-from hotseam.providers._web._security import token_matches
+from hotseam.providers._web import _security
+from hotseam.providers._web._security import load_token, token_matches
 from hotseam.providers.web import TOKEN_ENV, TOKEN_FILE_ENV
 
 from .conftest import DB, FREE, Served, answer_of, open_events, serving
@@ -230,12 +234,83 @@ async def test_a_token_from_the_environment_or_a_file(
         assert s.web.token == "from-a-file-0123456789"
 
 
-async def test_the_generated_token_is_per_process_and_long() -> None:
+async def test_the_default_token_is_kept_owner_only_and_the_same_at_the_next_start() -> None:
+    kept = Path(os.environ["XDG_STATE_HOME"]) / "hotseam" / "web-token"
+    assert not kept.exists()
     async with serving() as first:
         token = first.web.token
+    assert len(token) >= 32 and kept.read_text() == token + "\n"
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert stat.S_IMODE(kept.parent.stat().st_mode) == 0o700
+    _security._STORED.clear()  # what a new process starts with
     async with serving() as second:
         assert second.web.token == token
-    assert len(token) >= 32
+    kept.unlink()  # the way to get a new token
+    _security._STORED.clear()
+    async with serving() as third:
+        assert third.web.token != token and kept.read_text() == third.web.token + "\n"
+
+
+async def test_a_kept_token_others_could_read_or_replace_is_refused_clearly() -> None:
+    kept = Path(os.environ["XDG_STATE_HOME"]) / "hotseam" / "web-token"
+    load_token()
+    kept.chmod(0o644)
+    _security._STORED.clear()
+    with pytest.raises(ValueError, match=r"can be read by other users \(mode 644\).*chmod 600"):
+        load_token()
+    kept.unlink()
+    kept.symlink_to(kept.parent / "elsewhere")
+    with pytest.raises(ValueError, match="a symbolic link is refused"):
+        load_token()
+    kept.unlink()
+    kept.write_text("short\n")
+    kept.chmod(0o600)
+    with pytest.raises(ValueError, match="delete the file to make a new token"):
+        load_token()
+    kept.unlink()
+    kept.parent.chmod(0o777)
+    with pytest.raises(ValueError, match="can be written by other users"):
+        load_token()
+
+
+async def test_a_state_folder_that_cannot_be_written_warns_and_uses_a_process_token(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    monkeypatch.setenv("XDG_STATE_HOME", str(blocked))
+    with structlog.testing.capture_logs() as logs:
+        token = load_token()
+    assert token == _security.process_token()
+    (warning,) = [entry for entry in logs if entry["log_level"] == "warning"]
+    assert "cannot be kept across restarts" in warning["summary"]
+    assert "--web-token-file" in warning["summary"]
+
+
+async def test_a_browser_refused_the_page_is_told_what_happened_and_what_to_do() -> None:
+    """A stale bookmark or a cut link: a page in words (401 still), never raw JSON; a
+    script (no text/html in Accept) and the API keep the JSON error."""
+    browser = {"accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+    async with serving() as s, httpx.AsyncClient(base_url=s.base) as bare:
+        wrong = await bare.get("/", params={"token": "an-old-token-0123456789"}, headers=browser)
+        assert wrong.status_code == 401
+        assert wrong.headers["content-type"].startswith("text/html")
+        assert wrong.headers["x-hotseam-error"] == "BAD_TOKEN"
+        assert "<script" not in wrong.text and "an-old-token" not in wrong.text
+        assert "This link&#x27;s token is not accepted" in wrong.text
+        assert "started again with another token" in wrong.text
+        assert "<code>hotseam status</code>" in wrong.text
+        assert "script-src" not in wrong.headers["content-security-policy"]
+        missing = await bare.get("/", headers=browser)
+        assert missing.status_code == 401 and "has no ?token=" in missing.text
+        host = await bare.get(
+            "/", params={"token": s.web.token}, headers={**browser, "host": "evil.example"}
+        )
+        assert host.status_code == 421 and "does not name the inbox" in host.text
+        for path, headers in (("/", {}), ("/api/questions", browser)):
+            script = await bare.get(path, params={"token": "x"}, headers=headers)
+            assert script.status_code == 401
+            assert script.json()["error"]["code"] == "BAD_TOKEN"
 
 
 async def test_a_weak_or_mangled_token_is_refused_clearly() -> None:
