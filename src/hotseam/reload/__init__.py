@@ -54,6 +54,7 @@ from ._events import (
     ReloadPlanned,
     TaskFailed,
 )
+from ._native import WatchfilesWatcher
 from ._reloader import Reloader
 from ._result import ReloadResult
 from ._status import ModuleKind, ModuleState, ModuleStatus
@@ -62,7 +63,6 @@ from ._watcher import (
     FileChange,
     PollingWatcher,
     Watcher,
-    WatchfilesWatcher,
     WatchRoot,
 )
 

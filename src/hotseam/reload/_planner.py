@@ -73,6 +73,9 @@ class Root:
     path: Path
     kind: RootKind
     base: Path
+    given: Path | None = field(default=None, compare=False)
+    """The path as given (absolute, not resolved) when it leads through a symbolic link:
+    the reloader follows it when the link is pointed elsewhere (``ln -sfn``)."""
     text: str = field(init=False, repr=False, compare=False)
     """``str(path)``, for comparisons by string on the hot path."""
     prefix: str = field(init=False, repr=False, compare=False)
@@ -94,13 +97,15 @@ class Root:
         path = Path(given).resolve()
         if not path.exists():
             raise ReloadPathError(f"reload path {os.fspath(given)!r} does not exist")
+        spelled = Path(os.path.abspath(given))
+        linked = spelled if spelled != path else None
         if path.is_file():
             if not is_module_file_name(path.name):
                 raise ReloadPathError(
                     f"reload path {os.fspath(given)!r} is not a Python module: expected "
                     "name.py with an identifier as name"
                 )
-            return cls(path, "file", path.parent)
+            return cls(path, "file", path.parent, linked)
         if not path.is_dir():
             raise ReloadPathError(f"reload path {os.fspath(given)!r} is not a file or a folder")
         if (path / "__init__.py").is_file():
@@ -109,8 +114,8 @@ class Root:
                     f"reload path {os.fspath(given)!r} is a package whose name is not an "
                     "identifier, so it cannot be imported"
                 )
-            return cls(path, "package", path.parent)
-        return cls(path, "folder", path)
+            return cls(path, "package", path.parent, linked)
+        return cls(path, "folder", path, linked)
 
     @property
     def watch_root(self) -> WatchRoot:
@@ -377,6 +382,8 @@ class ModuleIndex:
             mode = seen.st_mode
             if stat.S_ISREG(mode):
                 self.seen[path] = seen
+        if path in self.folders and (mode is None or not stat.S_ISDIR(mode)):
+            return False  # a listed folder (a root too) gone or replaced by a file: list
         if mode is not None and not stat.S_ISREG(mode):
             # A folder (created, renamed in, chmod-ed), a link, a FIFO named like a module:
             # only a listing can tell what that changes.

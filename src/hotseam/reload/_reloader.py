@@ -59,13 +59,15 @@ from ._errors import LoadError, ReloaderClosedError, ReloadPathError
 from ._events import Emitter, EventStream, ReloadEvent, ReloadPlanned, TaskFailed, display_path
 from ._guard import Detached
 from ._loader import Loader
+from ._native import WatchfilesWatcher
 from ._plan_builder import PlanBuilder
 from ._planner import ModuleIndex, Root, dependency_order
 from ._prepare import Preparer
 from ._result import ReloadResult
+from ._roots import LinkedRoots
 from ._status import ModuleStatus
 from ._teardown import Closer, as_exception, dispose_failed
-from ._watcher import FileChange, PollingWatcher, Watcher, WatchfilesWatcher
+from ._watcher import FileChange, PollingWatcher, Watcher
 
 __all__ = ["Reloader"]
 
@@ -89,6 +91,11 @@ class Reloader:
         debounce_ms: Native watching: the longest a batch of changes is held open.
         step_ms: Native watching: how long changes must pause before a batch is reported.
         poll_interval: Polling: seconds between scans.
+        root_check: Seconds between checks that each watched path still leads to the folder
+            watched: a folder replaced at its path (``rm -rf`` and made again, an atomic
+            deploy by renames, a parent swapped) is watched again, and a path given through
+            a symbolic link that is pointed elsewhere (``ln -sfn``) is followed; what
+            appeared, changed or vanished in the swap is applied.
         coalesce: Seconds after a reload during which further changes are gathered into
             the next one (a lone change is applied at once).
         dispose_timeout: Time bound, in seconds, of each async disposer of a generation; the
@@ -117,6 +124,7 @@ class Reloader:
         debounce_ms: int = 50,
         step_ms: int = 8,
         poll_interval: float = 0.3,
+        root_check: float = 1.0,
         coalesce: float = 0.1,
         dispose_timeout: float = 5.0,
         setup_timeout: float = 30.0,
@@ -132,6 +140,8 @@ class Reloader:
             root = Root.from_path(given)
             if root not in roots:
                 roots.append(root)
+        if not 0 < root_check < float("inf"):
+            raise ValueError(f"root_check must be a number of seconds > 0, got {root_check!r}")
         if not coalesce >= 0 or coalesce == float("inf"):
             raise ValueError(f"coalesce must be a finite number of seconds >= 0, got {coalesce!r}")
         for option, value in (
@@ -147,7 +157,9 @@ class Reloader:
             watcher = (
                 PollingWatcher(interval=poll_interval)
                 if polling
-                else WatchfilesWatcher(debounce_ms=debounce_ms, step_ms=step_ms)
+                else WatchfilesWatcher(
+                    debounce_ms=debounce_ms, step_ms=step_ms, root_check=root_check
+                )
             )
         self.context = context
         self.paths: tuple[Path, ...] = tuple(root.path for root in roots)
@@ -156,6 +168,10 @@ class Reloader:
         self._loader = Loader(self._index)
         self._emitter = Emitter(on_event)
         self._coalesce = coalesce
+        self._root_check = root_check
+        self._linked = LinkedRoots()
+        self._watching: anyio.CancelScope | None = None
+        self._relinked: set[Path] = set()
         self._abandoned: list[Detached] = []
         self._state = "new"
         self._batches = 0
@@ -407,23 +423,49 @@ class Reloader:
         assert self.watcher is not None
         assert self._services_done is not None
         assert self._services is not None
+        ready = task_status
         try:
             with self._services:
-                async with (
-                    self.watcher.open(self._index.watch_roots()) as batches,
-                    anyio.create_task_group() as tg,
-                ):
+                async with anyio.create_task_group() as tg:
                     tg.start_soon(self._work)
-                    task_status.started()
-                    async for batch in batches:
-                        self._note(batch)
-                    # Only cancellation may end watching; anything else would leave the
-                    # reloader looking alive while it no longer sees a single save.
-                    raise RuntimeError(
-                        f"the watcher stopped reporting changes ({self.watcher!r} ended)"
-                    )
+                    if any(root.given is not None for root in self._index.roots):
+                        tg.start_soon(self._follow_links)
+                    while True:  # again after a linked root was pointed elsewhere
+                        with anyio.CancelScope() as self._watching:
+                            async with self.watcher.open(self._index.watch_roots()) as batches:
+                                ready.started()
+                                ready = anyio.TASK_STATUS_IGNORED
+                                if self._relinked:  # watching the new roots: list them now
+                                    self._pending.update(self._relinked)
+                                    self._relinked = set()
+                                    self._wake()
+                                async for batch in batches:
+                                    self._note(batch)
+                                # Only cancellation may end watching; anything else would
+                                # leave the reloader looking alive while it no longer sees a
+                                # single save.
+                                raise RuntimeError(
+                                    f"the watcher stopped reporting changes ({self.watcher!r} "
+                                    "ended)"
+                                )
         finally:
             self._services_done.set()
+
+    async def _follow_links(self) -> None:
+        """Every ``root_check`` seconds: watch the new target of a path given through a
+        symbolic link that was pointed elsewhere, and load what differs there."""
+        while True:
+            await anyio.sleep(self._root_check)
+            moved = self._linked.moved(self._index.roots)
+            if not moved:
+                continue
+            index = self._index
+            index.roots = tuple(moved.get(root, root) for root in index.roots)
+            self.paths = tuple(root.path for root in index.roots)
+            for old, new in moved.items():
+                self._relinked.update((old.path, new.path))
+            if self._watching is not None:
+                self._watching.cancel()  # watch the new roots, then apply what differs
 
     def _note(self, batch: Collection[FileChange]) -> None:
         assert self._wakeup is not None

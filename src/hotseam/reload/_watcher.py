@@ -12,7 +12,8 @@ makes two facts measured in ``hot-reload-anchors.md`` harmless:
 
 Directories are watched, never single files (an editor's rename-on-save ends a watch on the
 file itself, watchfiles #215). The :class:`Watcher` protocol is the seam tests use to script
-changes: ``open(roots)`` must be watching by the time it has been entered.
+changes: ``open(roots)`` must be watching by the time it has been entered. The native
+watcher, which also follows a watched folder that is replaced, is in :mod:`._native`.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import enum
 import math
 import os
 import re
-import threading
 import time
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -38,9 +38,10 @@ __all__ = [
     "PollingWatcher",
     "WatchRoot",
     "Watcher",
-    "WatchfilesWatcher",
     "is_ignored",
     "is_module_file_name",
+    "may_matter",
+    "minimal_roots",
 ]
 
 _MODULE_FILE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.py$")
@@ -101,7 +102,7 @@ def is_ignored(path: Path, base: Path) -> bool:
     return any(part == "__pycache__" or part.startswith(".") for part in parts[:-1])
 
 
-def _may_matter(path: Path) -> bool:
+def may_matter(path: Path) -> bool:
     """Cheap pre-filter: module files, and directories (whose removal hides modules)."""
     name = path.name
     if name == "__pycache__" or name.startswith("."):
@@ -109,7 +110,7 @@ def _may_matter(path: Path) -> bool:
     return is_module_file_name(name) or "." not in name
 
 
-def _minimal_roots(roots: Sequence[WatchRoot]) -> list[WatchRoot]:
+def minimal_roots(roots: Sequence[WatchRoot]) -> list[WatchRoot]:
     """Drop roots already covered by a recursive root, so no event is reported twice."""
     result: list[WatchRoot] = []
     for root in sorted(roots, key=lambda r: (not r.recursive, len(r.directory.parts))):
@@ -119,109 +120,6 @@ def _minimal_roots(roots: Sequence[WatchRoot]) -> list[WatchRoot]:
         if not covered:
             result.append(root)
     return result
-
-
-class WatchfilesWatcher:
-    """Native file-system notifications (inotify, FSEvents, ...) through watchfiles.
-
-    watchfiles yields a batch once the set of changed paths did not grow during one
-    ``step_ms``, or at the latest ``debounce_ms`` after the first change: latency is about one
-    to two steps, and ``debounce_ms`` is only a cap (``hot-reload-anchors.md`` §1.2).
-
-    Args:
-        debounce_ms: The longest a batch is held open while changes keep arriving.
-        step_ms: How long the set of changes must stay unchanged before it is reported.
-            It is also how often the watch thread wakes while nothing happens: the default
-            8 ms puts a save's batch out about 12 ms after the write (10 ms: 15 ms) for
-            about 1.25 % of a core while idle (10 ms: 1.0 %).
-    """
-
-    def __init__(self, *, debounce_ms: int = 50, step_ms: int = 8) -> None:
-        if step_ms <= 0 or debounce_ms < step_ms:
-            raise ValueError(
-                f"need 0 < step_ms <= debounce_ms, got step_ms={step_ms}, debounce_ms={debounce_ms}"
-            )
-        self.debounce_ms = debounce_ms
-        self.step_ms = step_ms
-
-    def __repr__(self) -> str:
-        return f"WatchfilesWatcher(debounce_ms={self.debounce_ms}, step_ms={self.step_ms})"
-
-    def open(
-        self, roots: Sequence[WatchRoot]
-    ) -> AbstractAsyncContextManager[AsyncIterator[Collection[FileChange]]]:
-        """Start native watches on ``roots`` (recursive and flat ones separately)."""
-        return self._open(roots)
-
-    @asynccontextmanager
-    async def _open(
-        self, roots: Sequence[WatchRoot]
-    ) -> AsyncIterator[AsyncIterator[Collection[FileChange]]]:
-        # RustNotify is what watchfiles.awatch drives; using it directly tells us the moment
-        # the watches exist, which awatch never reports.
-        from watchfiles._rust_notify import RustNotify
-
-        minimal = _minimal_roots(roots)
-        groups = [
-            [str(root.directory) for root in minimal if root.recursive == recursive]
-            for recursive in (True, False)
-        ]
-        send, receive = anyio.create_memory_object_stream[Collection[FileChange]](_BUFFERED_BATCHES)
-        notifiers = []
-        try:
-            for recursive, directories in zip((True, False), groups, strict=True):
-                if directories:
-                    # ignore_permission_denied: an unreadable sub-folder is reported by the
-                    # planner (skipped), and must not stop the watch of everything else.
-                    notifiers.append(RustNotify(directories, False, False, 0, recursive, True))
-            async with anyio.create_task_group() as tg, send, receive:
-                for notifier in notifiers:
-                    tg.start_soon(self._pump, notifier, send.clone())
-                yield receive
-                tg.cancel_scope.cancel()
-        finally:
-            for notifier in notifiers:
-                notifier.close()
-
-    async def _pump(self, notifier: object, send: MemoryObjectSendStream[set[FileChange]]) -> None:
-        watch: Callable[..., object] = notifier.watch  # type: ignore[attr-defined]
-        kinds = {1: ChangeKind.ADDED, 2: ChangeKind.MODIFIED, 3: ChangeKind.DELETED}
-        async with send:
-            while True:
-                raw = await _watch_in_thread(watch, self.debounce_ms, self.step_ms)
-                if raw == "timeout":
-                    continue
-                if raw == "stop":
-                    return
-                if raw == "signal":
-                    raise RuntimeError("the watch thread unexpectedly received a signal")
-                assert isinstance(raw, set)
-                batch = {
-                    FileChange(kinds[change], Path(path))
-                    for change, path in raw
-                    if _may_matter(Path(path))
-                }
-                if batch:
-                    await send.send(batch)
-
-
-async def _watch_in_thread(watch: Callable[..., object], debounce_ms: int, step_ms: int) -> object:
-    """Run one blocking ``RustNotify.watch`` call; cancellation stops it within one step."""
-    stop = threading.Event()
-
-    async def stop_when_cancelled() -> None:
-        try:
-            await anyio.sleep_forever()
-        finally:
-            stop.set()
-
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(stop_when_cancelled)
-        try:
-            outcome = await anyio.to_thread.run_sync(watch, debounce_ms, step_ms, 5_000, stop)
-        finally:
-            tg.cancel_scope.cancel()
-    return outcome
 
 
 class _StatLike(Protocol):
@@ -486,7 +384,7 @@ class PollingWatcher:
     def _tree(self, roots: Sequence[WatchRoot]) -> _Tree:
         """A fresh scan state for ``roots`` (its first scan reports every file as added)."""
         stat = os.stat if self._stat is os.stat else self._stat_path
-        return _Tree(_minimal_roots(roots), stat, self.racy_window)
+        return _Tree(minimal_roots(roots), stat, self.racy_window)
 
     async def _poll(
         self,

@@ -1,0 +1,76 @@
+"""Watched paths given through a symbolic link, followed when the link is pointed elsewhere.
+
+A watched path is resolved once, when the reloader is made (``current/providers`` with
+``current -> releases/v1`` watches ``releases/v1/providers``). An atomic deploy points the
+link at a new release (``ln -sfn releases/v2 current``, or a new link renamed over it): the
+old release is still there, unchanged, so nothing watching it notices. :class:`LinkedRoots`
+resolves each such path again (one ``realpath`` per linked path, every ``root_check``
+seconds) and tells which now lead elsewhere; the reloader then watches the new target and
+loads what changed, as for a folder replaced in place.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from .._log import get_logger
+from ._errors import ReloadPathError
+from ._events import display_path
+from ._planner import Root
+
+__all__ = ["LinkedRoots"]
+
+_log = get_logger("hotseam.reload")
+
+
+class LinkedRoots:
+    """The roots given through a link, and where each led when last looked at."""
+
+    __slots__ = ("_broken",)
+
+    def __init__(self) -> None:
+        self._broken: set[Path] = set()
+        """Given paths reported as leading nowhere (reported once until they lead again)."""
+
+    def moved(self, roots: tuple[Root, ...]) -> dict[Root, Root]:
+        """Each root whose given path now resolves elsewhere → the root it leads to now.
+
+        A path that leads nowhere usable (the link removed, its target gone, now a file
+        that is not a module) is logged once and keeps its root until it leads somewhere.
+        """
+        moved: dict[Root, Root] = {}
+        for root in roots:
+            given = root.given
+            if given is None:
+                continue
+            if os.path.realpath(given) == root.text:
+                self._broken.discard(given)
+                continue
+            try:
+                new = Root.from_path(given)
+            except ReloadPathError as error:
+                if given not in self._broken:
+                    self._broken.add(given)
+                    _log.warning(
+                        "reload.root_unresolved",
+                        path=str(given),
+                        watching=str(root.path),
+                        error=str(error),
+                        summary=f"watched path {display_path(given)} no longer leads to "
+                        f"modules ({error}); still watching {display_path(root.path)}",
+                    )
+                continue
+            self._broken.discard(given)
+            if new.path == root.path:
+                continue
+            _log.info(
+                "reload.root_relinked",
+                path=str(given),
+                previous=str(root.path),
+                target=str(new.path),
+                summary=f"watched path {display_path(given)} now leads to "
+                f"{display_path(new.path)} (was {display_path(root.path)}): watching it",
+            )
+            moved[root] = new
+        return moved
