@@ -10,6 +10,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
@@ -78,12 +79,21 @@ def hotseam(*args: str, cwd: Path, runtime: Path) -> subprocess.CompletedProcess
 class Process:
     """A ``python -m hotseam`` subprocess whose output lines are read as they come."""
 
-    def __init__(self, *args: str, cwd: Path, runtime: Path | None = None) -> None:
-        """``runtime``: where its control socket goes (default: a folder inside ``cwd``)."""
+    def __init__(
+        self,
+        *args: str,
+        cwd: Path,
+        runtime: Path | None = None,
+        env: dict[str, str] | None = None,
+        preexec_fn: Callable[[], object] | None = None,
+    ) -> None:
+        """``runtime``: where its control socket goes (default: a folder inside ``cwd``);
+        ``env``: the whole environment instead; ``preexec_fn``: run in the child first."""
         self.popen = subprocess.Popen(
             [sys.executable, "-m", "hotseam", *args],
             cwd=cwd,
-            env=hotseam_env(runtime if runtime is not None else cwd / ".hotseam-run"),
+            env=env or hotseam_env(runtime if runtime is not None else cwd / ".hotseam-run"),
+            preexec_fn=preexec_fn,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
