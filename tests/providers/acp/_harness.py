@@ -200,6 +200,15 @@ class Client:
         return [update for _, update in self.updates if isinstance(update, ToolCallProgress)]
 
 
+class ChatOnlyClient(Client):
+    """A client that shows agent messages and sends prompts, and nothing else: the SDK
+    answers session/request_permission (and elicitation/create) with -32601, as it does
+    for any method its client object lacks."""
+
+    create_elicitation = None  # type: ignore[assignment]
+    request_permission = None  # type: ignore[assignment]
+
+
 @dataclass
 class Connected:
     """An agent and its client, with one session open.
@@ -323,15 +332,16 @@ async def connected(
     provider: AcpProvider | None = None,
     initialize: Mapping[str, Any] | None = None,
     session_idle_timeout: float | None = 3600.0,
+    client: Client | None = None,
 ) -> AsyncIterator[Connected]:
     """Serve ``agent`` in process and connect the SDK's client to it, one session open.
 
     ``initialize``: raw ``initialize`` params to send instead of the SDK's own (a real
-    client's exact handshake).
+    client's exact handshake). ``client``: the client object (default: a :class:`Client`).
     """
     agent_side, client_side = memory_transport_pair()
     agent_wire, client_wire = Wire(), Wire()
-    client = Client()
+    client = client if client is not None else Client()
     served = context if context is not None else Context("acp-test")
     async with anyio.create_task_group() as group:
         group.start_soon(
@@ -349,7 +359,10 @@ async def connected(
 
 @asynccontextmanager
 async def spawned(
-    *args: str, stderr: IO[bytes] | None, capabilities: ClientCapabilities | None = FORM
+    *args: str,
+    stderr: IO[bytes] | None,
+    capabilities: ClientCapabilities | None = FORM,
+    client: Client | None = None,
 ) -> AsyncIterator[Connected]:
     """Run ``hotseam acp ARGS`` as a subprocess and connect the SDK's client to its stdio.
 
@@ -357,7 +370,7 @@ async def spawned(
     it is ``None``, is read line by line into ``Connected.logs`` as the process runs.
     """
     client_wire = Wire()
-    client = Client()
+    client = client if client is not None else Client()
     transport_kwargs = {} if stderr is None else {"stderr": stderr.fileno()}
     async with (
         anyio.create_task_group() as group,

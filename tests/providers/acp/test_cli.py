@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from ._harness import STARTUP, WAIT, Connected, rpc_error, spawned
+from ._harness import STARTUP, WAIT, ChatOnlyClient, Connected, rpc_error, spawned
 
 AGENTS = Path(__file__).with_name("acp_test_agents.py")
 
@@ -155,6 +155,31 @@ async def test_a_client_without_form_elicitation(tmp_path: Path) -> None:
             assert (await acp.prompt("keep it small")).stop_reason == "end_turn"
             assert acp.said_since(mark) == "Notes: keep it small\n"
             assert acp.elicitations() == []
+
+
+@pytest.mark.anyio
+async def test_a_client_that_refuses_permission_requests(tmp_path: Path) -> None:
+    """The demo agent end to end on a client that answers session/request_permission with
+    -32601 (and has no form elicitation): both questions are asked in the conversation, the
+    one with options as a numbered list, and each next prompt answers one."""
+    stderr_path = tmp_path / "stderr.log"
+    with stderr_path.open("wb") as stderr:
+        async with spawned(stderr=stderr, capabilities=None, client=ChatOnlyClient()) as acp:
+            assert (await acp.prompt("fix the bug")).stop_reason == "end_turn"
+            said = acp.client.said()
+            assert "2. **Balanced (Recommended)**: Fix it and tidy what it touches\n" in said
+            mark = len(acp.client.updates)
+            assert (await acp.prompt("balanced")).stop_reason == "end_turn"
+            said = acp.said_since(mark)
+            assert said.startswith("Approach: balanced\n")
+            assert "**Notes**: Anything I should keep in mind?" in said
+            mark = len(acp.client.updates)
+            assert (await acp.prompt("keep it small")).stop_reason == "end_turn"
+            assert acp.said_since(mark) == "Notes: keep it small\n"
+    logs = _log_lines(stderr_path)
+    refused = [line for line in logs if line["event"] == "acp.permission_request_refused"]
+    assert [line["level"] for line in refused] == ["warning"]
+    assert not [line for line in logs if line["level"] == "error"]
 
 
 @pytest.mark.anyio

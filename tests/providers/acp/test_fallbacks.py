@@ -18,16 +18,18 @@ from hotseam import AbortController, Context, ToolResult
 from hotseam.interaction import (
     ASK_ABORTED,
     ASK_CANCELLED,
+    INVALID_ANSWER,
     NO_PROVIDER,
     USER_INTERACTION,
     AskUserQuestionRequest,
     UserInteractionError,
 )
+from hotseam.providers._acp._conversation import NOT_AN_OPTION_NOTE
 from hotseam.providers._acp._permission import CUSTOM_DROPPED
 from hotseam.providers._acp._provider import EMPTY_ANSWER_NOTE
 from hotseam.providers.acp import AcpProvider, ask_scope, current_turn
 
-from ._harness import ask_agent, connected
+from ._harness import ChatOnlyClient, ask_agent, connected
 
 pytestmark = pytest.mark.anyio
 
@@ -167,6 +169,62 @@ class TestPermissionFallback:
             await acp.prompt()
         assert _codes(results) == [NO_PROVIDER]
         assert "fallback is turned off" in results[0].error["message"]  # type: ignore[index]
+
+
+STRICT: dict[str, Any] = {**DB, "header": "Strict", "allow_custom": False}
+
+
+class TestPermissionRefused:
+    async def test_questions_with_options_go_in_the_conversation(self) -> None:
+        """A client that answers session/request_permission with -32601 (the SDK's own, when
+        its client object has no request_permission): one warning, then every question with
+        options is asked in the chat as a numbered list, the question that met the refusal
+        at once. A reply is a number, a name or a value, or an answer of the human's own
+        where allowed; otherwise it is asked again with a note, and after three replies
+        that fit nothing the question fails as INVALID_ANSWER."""
+        results: list[ToolResult] = []
+        agent = ask_agent(DB, STRICT, DB, STRICT, results=results)
+        with structlog.testing.capture_logs() as logs:
+            async with connected(agent, capabilities=None, client=ChatOnlyClient()) as acp:
+                assert (await acp.prompt("start")).stop_reason == "end_turn"
+                asked = acp.client.said()
+                assert (
+                    "**Storage**: Which database?\n\n"
+                    "1. **Postgres (Recommended)**: Server database\n"
+                    "2. **SQLite**: One file\n"
+                    "3. **No**: No database\n\n"
+                    "_(Reply with the number or the name of your choice, or with an answer of "
+                    "your own.)_\n"
+                ) in asked
+                mark = len(acp.client.updates)
+                await acp.prompt("2.")
+                assert acp.said_since(mark).startswith("answer: SQLite\n")
+                assert "_(Reply with the number or the name of your choice.)_" in (
+                    acp.said_since(mark)
+                )
+                mark = len(acp.client.updates)
+                await acp.prompt("Maybe")
+                assert NOT_AN_OPTION_NOTE in acp.said_since(mark)
+                await acp.prompt("  POSTGRES (Recommended) ")
+                await acp.prompt("MySQL, please")
+                for reply in ("a", "b", "c"):
+                    mark = len(acp.client.updates)
+                    assert (await acp.prompt(reply)).stop_reason == "end_turn"
+                assert acp.said_since(mark) == f"error: {INVALID_ANSWER}\n"
+                refused = acp.client_wire.messages("incoming", "session/request_permission")
+                assert len(refused) == 1  # asked once: never again on this client
+                answer = acp.client_wire.answer_to(refused[0]["id"], "outgoing")
+                assert answer is not None and answer["error"]["code"] == -32601
+        assert [r.output["answer"] if r.ok else None for r in results] == [
+            "SQLite",
+            "pg",
+            "MySQL, please",
+            None,
+        ]
+        assert results[2].output["option"] is None
+        assert "none of the options 3 times" in results[3].error["message"]  # type: ignore[index]
+        warnings = [e for e in logs if e["event"] == "acp.permission_request_refused"]
+        assert [(e["log_level"], e["rpc_code"]) for e in warnings] == [("warning", -32601)]
 
 
 class TestConversation:

@@ -44,6 +44,7 @@ from ...interaction import (
     AskUserQuestionRequest,
     UserInteractionError,
 )
+from ._conversation import escape_markdown
 from ._form import RECOMMENDED_SUFFIX, type_name
 
 __all__ = [
@@ -125,7 +126,7 @@ class PermissionForm:
             for option in request.choices
         ]
         lines = [
-            f"- **{_markdown(option.label)}**: {option.description}"
+            f"- **{escape_markdown(option.label)}**: {option.description}"
             for option in request.choices
             if option.description is not None
         ]
@@ -179,11 +180,6 @@ def build_permission_form(request: AskUserQuestionRequest) -> PermissionForm:
     if not fits_permission(request):
         raise ValueError("only a question with options fits a permission request")
     return PermissionForm(request)
-
-
-def _markdown(text: str) -> str:
-    """Escape what would end the bold span early."""
-    return text.replace("\\", "\\\\").replace("*", "\\*").replace("_", "\\_")
 
 
 def _invalid(problem: str) -> UserInteractionError:

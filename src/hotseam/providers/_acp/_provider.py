@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import anyio
@@ -41,13 +42,20 @@ from acp.schema import ClientCapabilities
 from ..._log import get_logger
 from ...interaction import (
     ASK_CANCELLED,
+    INVALID_ANSWER,
     NO_PROVIDER,
     PROVIDER_FAILED,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
     UserInteractionError,
 )
-from ._conversation import Conversations, conversation_text
+from ._conversation import (
+    NOT_AN_OPTION_NOTE,
+    Conversations,
+    NotAnOptionError,
+    conversation_text,
+    read_reply,
+)
 from ._form import ELICITATION_CREATE, EmptyAnswerError, build_form
 from ._lines import ANSWER_REFUSED
 from ._permission import REQUEST_PERMISSION, build_permission_form, fits_permission
@@ -61,6 +69,7 @@ _UNWIND_WAIT = 5.0
 _SEND_WAIT = 2.0
 _METHOD_NOT_FOUND = -32601
 _ASKED_AGAIN_AT_MOST = 2
+_REFUSABLE = frozenset({ELICITATION_CREATE, REQUEST_PERMISSION})
 CONVERSATION = "conversation"
 """The carrier of a free-form question on a client without form elicitation (no method)."""
 EMPTY_ANSWER_NOTE = "That answer was empty: please choose an option or type an answer."
@@ -87,8 +96,8 @@ class _Carrier:
     """The agent message of conversation mode."""
 
 
-class _FormRefusedError(Exception):
-    """The client refused ``elicitation/create`` with -32601: plan the question again."""
+class _RefusedError(Exception):
+    """The client answered a carrier's method with -32601: plan the question again."""
 
 
 class AcpProvider:
@@ -123,6 +132,7 @@ class AcpProvider:
         self._wire: AcpWire | None = None
         self._capabilities: ClientCapabilities | None = None
         self._form_refused = False
+        self._permission_refused = False
         self._pending: dict[str, set[_Pending]] = {}
 
     def __repr__(self) -> str:
@@ -136,13 +146,13 @@ class AcpProvider:
         wire = connection if isinstance(connection, AcpWire) else AcpWire(connection)
         self._wire = wire
         self._capabilities = None
-        self._form_refused = False
+        self._form_refused = self._permission_refused = False
         return wire
 
     def set_client_capabilities(self, capabilities: ClientCapabilities | None) -> None:
         """Record what the client advertised at ``initialize``."""
         self._capabilities = capabilities
-        self._form_refused = False
+        self._form_refused = self._permission_refused = False
 
     @property
     def advertises_form(self) -> bool:
@@ -206,8 +216,8 @@ class AcpProvider:
             carrier = self._plan(request, scope, note)
             try:
                 return await self._carry(wire, carrier, scope)
-            except _FormRefusedError:
-                continue  # planned again: the fallbacks now
+            except _RefusedError:
+                continue  # planned again: the next fallback now
             except EmptyAnswerError:
                 if asked_again >= _ASKED_AGAIN_AT_MOST:
                     raise UserInteractionError(
@@ -215,14 +225,24 @@ class AcpProvider:
                         "chosen or typed); the question is taken as dismissed",
                         ASK_CANCELLED,
                     ) from None
-                asked_again += 1
                 note = EMPTY_ANSWER_NOTE
-                _log.info(
-                    "acp.empty_answer_asked_again",
-                    session_id=scope.session_id,
-                    method=carrier.method,
-                    attempt=asked_again,
-                )
+            except NotAnOptionError:
+                if asked_again >= _ASKED_AGAIN_AT_MOST:
+                    raise UserInteractionError(
+                        f"the human's reply in the conversation was none of the options "
+                        f"{asked_again + 1} times, and the question allows no answer of their own",
+                        INVALID_ANSWER,
+                    ) from None
+                note = NOT_AN_OPTION_NOTE
+            asked_again += 1
+            _log.info(
+                "acp.empty_answer_asked_again"
+                if note == EMPTY_ANSWER_NOTE
+                else "acp.not_an_option_asked_again",
+                session_id=scope.session_id,
+                method=carrier.method,
+                attempt=asked_again,
+            )
 
     async def _carry(
         self, wire: AcpWire, carrier: _Carrier, scope: AskScope
@@ -248,9 +268,9 @@ class AcpProvider:
                 else:
                     result.append(await wire.request(carrier.method, carrier.params))
         except RequestError as error:
-            if carrier.method == ELICITATION_CREATE and error.code == _METHOD_NOT_FOUND:
-                self._refuse_form(error)
-                raise _FormRefusedError() from error
+            if error.code == _METHOD_NOT_FOUND and carrier.method in _REFUSABLE:
+                self._refuse(carrier.method, error)
+                raise _RefusedError() from error
             if isinstance(error.data, dict) and error.data.get(ANSWER_REFUSED):
                 what = (
                     f"the ACP client's answer to {carrier.method} could not be read "
@@ -310,14 +330,23 @@ class AcpProvider:
                     await _say(wire, session_id, _WITHDRAWN)
             raise
 
-    def _refuse_form(self, error: RequestError) -> None:
-        if not self._form_refused:
+    def _refuse(self, method: str, error: RequestError) -> None:
+        """Stop using ``method`` for this client, with one warning."""
+        if method == ELICITATION_CREATE and not self._form_refused:
             self._form_refused = True
             _log.warning(
                 "acp.form_elicitation_refused",
                 rpc_code=error.code,
                 reason="the client advertised elicitation.form but answered elicitation/create "
                 "with 'method not found'; its questions use the fallbacks from now on",
+            )
+        elif method == REQUEST_PERMISSION and not self._permission_refused:
+            self._permission_refused = True
+            _log.warning(
+                "acp.permission_request_refused",
+                rpc_code=error.code,
+                reason="the client answered session/request_permission with 'method not "
+                "found'; its questions with options are asked in the conversation from now on",
             )
 
     def _plan(self, request: AskUserQuestionRequest, scope: AskScope, note: str | None) -> _Carrier:
@@ -328,14 +357,21 @@ class AcpProvider:
             return _Carrier(
                 ELICITATION_CREATE, form.params(session_id, tool_call_id, note=note), form.read
             )
-        if self.permission_fallback and fits_permission(request):
+        if self.permission_fallback and fits_permission(request) and not self._permission_refused:
             permission = build_permission_form(request)
             return _Carrier(
                 REQUEST_PERMISSION, permission.params(session_id, tool_call_id), permission.read
             )
-        if self.conversation_fallback and request.is_free_form and scope.end_turn is not None:
-            text = conversation_text(request.question, request.header, note)
-            return _Carrier(CONVERSATION, {}, _read_conversation, text)
+        in_chat = request.is_free_form or (self._permission_refused and self.permission_fallback)
+        if self.conversation_fallback and in_chat and scope.end_turn is not None:
+            text = conversation_text(
+                request.question,
+                request.header,
+                note,
+                options=request.choices,
+                allow_custom=request.allow_custom,
+            )
+            return _Carrier(CONVERSATION, {}, partial(read_reply, request), text)
         if self._form_refused:
             reason = "it answered elicitation/create with 'method not found'"
         elif self._capabilities is not None:
@@ -358,20 +394,18 @@ async def _say(wire: AcpWire, session_id: str, text: str) -> None:
     )
 
 
-def _read_conversation(text: object) -> AskUserQuestionAnswer:
-    assert isinstance(text, str)
-    if not text.strip():
-        raise EmptyAnswerError()
-    return AskUserQuestionAnswer(text.strip())
-
-
 def _no_fallback(provider: AcpProvider, request: AskUserQuestionRequest) -> str:
-    if not request.is_free_form:
+    if not request.is_free_form and not provider.permission_fallback:
         return "the session/request_permission fallback is turned off"
+    refused = (
+        "it answered session/request_permission with 'method not found', so "
+        if not request.is_free_form
+        else ""
+    )
     if not provider.conversation_fallback:
-        return "the conversation fallback for free-form questions is turned off"
+        return f"{refused}the conversation fallback is turned off"
     return (
-        "a free-form question can go in the conversation only from an agent that can end "
+        f"{refused}the question can go in the conversation only from an agent that can end "
         "the prompt turn while it waits (hotseam.providers.acp.AcpAgent; ask_scope(..., "
         "end_turn=...))"
     )
