@@ -26,6 +26,7 @@ from __future__ import annotations
 import collections
 import inspect
 import itertools
+import sys
 import weakref
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
@@ -52,21 +53,28 @@ V = TypeVar("V")
 
 _sequence = itertools.count(1)
 _live: weakref.WeakSet[_Slot] = weakref.WeakSet()
-_dropped: collections.deque[tuple[int, str]] = collections.deque(maxlen=256)
+_dropped: collections.deque[tuple[int, str, str]] = collections.deque(maxlen=256)
 """Closable values let go with nothing to close them (no ``dispose=``, no context manager)."""
 
 
 class _Slot:
     """One carried value, across the generations that carry it."""
 
-    __slots__ = ("__weakref__", "_undo", "key", "owner", "sequence", "value", "version")
+    __slots__ = ("__weakref__", "_undo", "key", "owner", "sequence", "value", "version", "where")
 
     def __init__(
-        self, key: str, value: object, undo: Callable[[], object] | None, version: object
+        self,
+        key: str,
+        value: object,
+        undo: Callable[[], object] | None,
+        version: object,
+        where: str,
     ) -> None:
         self.key = key
         self.value = value
         self.version = version
+        self.where = where
+        """``file:line`` of the ``carry`` call that created the value (for strict mode)."""
         self._undo = undo
         self.owner: CarriedEffect[Any] | None = None
         self.sequence = next(_sequence)
@@ -133,7 +141,7 @@ class CarriedEffect(Effect, Generic[T]):
         undo, slot._undo = slot._undo, None
         if undo is None:
             if _closable(slot.value):  # a resource nothing will close: strict mode says so
-                _dropped.append((slot.sequence, slot.label))
+                _dropped.append((slot.sequence, slot.label, slot.where))
             return None
         return undo()
 
@@ -169,14 +177,14 @@ def carry_mark() -> int:
 def carried_since(mark: int) -> list[str]:
     """Values carried after ``mark`` that are still live, or that nothing could dispose."""
     found = [
-        f"{slot.label} is still live (not disposed)"
+        f"{slot.label} is still live (not disposed; carried at {slot.where})"
         for slot in sorted(_live, key=lambda slot: slot.sequence)
         if slot.sequence > mark
     ]
     found.extend(
-        f"{label} was let go without being closed (give carry() a dispose=, or carry a "
-        "context manager)"
-        for sequence, label in _dropped
+        f"{label} was let go without being closed (carried at {where}; give carry() a "
+        "dispose=, or carry a context manager)"
+        for sequence, label, where in _dropped
         if sequence > mark
     )
     return found
@@ -237,6 +245,7 @@ class Carrying:
         """
         scope, handover, slot = self._carry_start(key, version, accept)
         if slot is None:
+            where = _caller()
             value = factory()
             if inspect.isawaitable(value) or (
                 dispose is None and _is_async_cm(value) and not _is_sync_cm(value)
@@ -252,7 +261,7 @@ class Carrying:
                 undo: Callable[[], object] | None = _exit_callback(cm)
             else:
                 undo = _dispose_callback(dispose, value)
-            slot = _Slot(key, value, undo, version)
+            slot = _Slot(key, value, undo, version, where)
         return _hold(scope, handover, slot).value
 
     @overload
@@ -311,6 +320,7 @@ class Carrying:
         scope, handover, slot = self._carry_start(key, version, accept)
         if slot is not None:
             return _hold(scope, handover, slot).value
+        where = _caller()  # before the first await: the frame below is the caller's
         value = factory()
         if inspect.isawaitable(value):
             value = await value
@@ -325,7 +335,7 @@ class Carrying:
             undo = _exit_callback(cm)
         else:
             undo = _dispose_callback(dispose, value)
-        slot = _Slot(key, value, undo, version)
+        slot = _Slot(key, value, undo, version, where)
         twice = key in handover.carried and not handover.carried[key]._done
         if scope.closed or twice:
             # The generation began closing (or carried the key) while the factory ran: the
@@ -367,6 +377,12 @@ class Carrying:
         ):
             slot = None  # refused: the predecessor keeps (and disposes) it
         return scope, handover, slot
+
+
+def _caller() -> str:
+    """``file:line`` of the code that called ``carry``/``acarry`` (the frame below them)."""
+    frame = sys._getframe(2)
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
 def _handover_of(scope: Scope) -> Handover:

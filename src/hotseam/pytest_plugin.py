@@ -19,18 +19,26 @@ Leak check: ``--hotseam-leak-check``, the ini option ``hotseam_leak_check = true
 for one test). A test that passed but left scopes or registrations open fails at teardown
 with each root leak, where it was created and its parent scope. Strict mode:
 ``--hotseam-strict``, ``hotseam_strict = true``, or ``@pytest.mark.hotseam_strict``.
+
+A failure that hotseam reports (a :class:`~hotseam.HarnessError` such as ``ReloadError``
+from ``raise_for_errors()``, a ``DisposalError``, an ``AssertionError`` of the kit) is shown
+without hotseam's own frames, as pytest hides its own: the traceback ends at the test's
+line. ``--fulltrace`` shows them all.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import pytest
 
 from . import _tracking
 from ._context import Context
+from ._errors import DisposalError, HarnessError
 from ._scope import Scope
 from .interaction import USER_INTERACTION
 from .providers.scripted import ScriptedProvider
@@ -49,6 +57,9 @@ _TRACKER = pytest.StashKey[LeakTracker]()
 _PREVIOUS = pytest.StashKey["_tracking.Tracker | None"]()
 _CALL_PASSED = pytest.StashKey[bool]()
 _LEAK_CHECK = pytest.StashKey[bool]()
+_HOTSEAM_DIRS = tuple(
+    {str(Path(__file__).parent) + os.sep, str(Path(__file__).resolve().parent) + os.sep}
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -115,10 +126,37 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    if call.excinfo is not None and not item.config.getoption("fulltrace", False):
+        _hide_hotseam_frames(call.excinfo)
     report = yield
     if report.when == "call":
         item.stash[_CALL_PASSED] = report.passed
     return report
+
+
+def _hide_hotseam_frames(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+    """Leave hotseam's frames out of a failure hotseam reports (its own errors and the
+    kit's assertions); any other exception keeps them (it may be a bug of hotseam's).
+
+    pytest rebuilds a traceback from the raw one when it cuts it at the test function, so
+    the frames are unlinked from the raw traceback itself (``tb_next`` is writable), as well
+    as filtered from pytest's view of it.
+    """
+    if not isinstance(excinfo.value, HarnessError | DisposalError | AssertionError):
+        return
+    kept: list[TracebackType] = []
+    tb: TracebackType | None = excinfo.tb
+    while tb is not None:
+        if not kept or not _is_hotseam(tb.tb_frame.f_code.co_filename):
+            kept.append(tb)
+        tb = tb.tb_next
+    for current, following in zip(kept, [*kept[1:], None], strict=True):
+        current.tb_next = following
+    excinfo.traceback = excinfo.traceback.filter(lambda entry: not _is_hotseam(entry.path))
+
+
+def _is_hotseam(path: Path | str) -> bool:
+    return str(path).startswith(_HOTSEAM_DIRS)
 
 
 @pytest.hookimpl(wrapper=True, trylast=True)
