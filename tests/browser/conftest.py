@@ -30,6 +30,15 @@ ARGS = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def _private_state_folder(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kept web token goes to a folder of the test's own (and of the processes it
+    starts), never the user's home."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
 @pytest.fixture
 def anyio_backend() -> tuple[str, dict[str, Any]]:
     """Playwright's async API runs on asyncio (the server runs in the same loop)."""

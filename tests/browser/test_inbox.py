@@ -7,6 +7,7 @@ loop, and checks both sides: what the page shows, and what ``ask()`` returned.
 from __future__ import annotations
 
 import json
+import re
 import socket
 from pathlib import Path
 from typing import Any
@@ -144,7 +145,7 @@ async def test_a_late_answer_in_a_stale_tab_says_already_answered(browser: Any) 
         s.web.inbox.answer(pending["id"], {"option": 1})  # a script was faster
         await question.get_by_role("button", name="Answer").click()
         await page.get_by_text(
-            "Already answered elsewhere (by a script or another client): SQLite."
+            "Answered elsewhere (by a script or another client): SQLite."
         ).wait_for(timeout=VISIBLE)
         assert answer_of(await s.result("db")).answer == "SQLite"
 
@@ -275,3 +276,117 @@ async def test_an_open_page_reconnects_after_a_reload_and_answers_the_question_a
             await again.get_by_role("button", name="Answer").click()
     assert [answer.answer for answer in answers] == ["SQLite"]
     assert not page.errors
+
+
+async def test_of_two_tabs_answering_at_once_the_loser_says_who_won_and_what(
+    browser: Any,
+) -> None:
+    """The losing tab's POST is held until the winner's answer is in, so the 'removed'
+    event reaches it before its 409: it must not take that event for its own answer."""
+    async with serving() as s:
+        winner = await open_page(browser, s.web.url)
+        loser = await open_page(browser, s.web.url)
+        s.ask_soon("db", DB)
+        released = anyio.Event()
+
+        async def held(route: Any) -> None:
+            await released.wait()
+            await route.continue_()
+
+        await loser.route("**/answer", held)
+        await card(loser, "Which database?").get_by_role("button", name="Answer").click()
+        await card(winner, "Which database?").get_by_label("SQLite").check()
+        await card(winner, "Which database?").get_by_role("button", name="Answer").click()
+        assert answer_of(await s.result("db")).answer == "SQLite"
+        await winner.get_by_text("Answered: SQLite.").wait_for(timeout=VISIBLE)
+        await loser.get_by_text("Answered in another tab: SQLite.").wait_for(timeout=VISIBLE)
+        released.set()
+        await loser.wait_for_load_state("networkidle")
+        assert await loser.get_by_text("Answered: Postgres").count() == 0
+        assert await loser.get_by_text("Answered in another tab: SQLite.").is_visible()
+
+        # And truly at once: exactly one tab claims the answer the agent got.
+        s.ask_soon("db2", DB)
+        pages = (winner, loser)
+        await loser.unroute("**/answer")
+        for page, label in zip(pages, ("SQLite", "Postgres"), strict=True):
+            question = card(page, "Which database?")
+            await question.get_by_label(label).check()
+            await question.get_by_role("button", name="Answer").evaluate(
+                "button => { window.__answer = () => button.click(); }"
+            )
+        async with anyio.create_task_group() as tg:  # both clicks sent together
+            for page in pages:
+                tg.start_soon(page.evaluate, "() => window.__answer()")
+        got = {"SQLite": "SQLite", "pg": "Postgres"}[answer_of(await s.result("db2")).answer]
+        notes = [await page.locator(".note").last.text_content(timeout=VISIBLE) for page in pages]
+        assert sorted(notes) == sorted([f"Answered: {got}.", f"Answered in another tab: {got}."])
+
+
+CONTRAST = """() => {
+  const opaque = (c) => c && c !== "transparent" && !/rgba\\(.*, 0\\)$/.test(c);
+  const backgroundOf = (node) => {
+    for (; node; node = node.parentElement) {
+      const colour = getComputedStyle(node).backgroundColor;
+      if (opaque(colour)) return colour;
+    }
+    return "rgb(255, 255, 255)";
+  };
+  const selectors = ["body", "h1", "#status", ".meta", ".card h2", "legend", ".option label span",
+    ".desc", ".badge", "button.answer", "button.dismiss", ".hint", ".error", ".note"];
+  const found = [];
+  for (const selector of selectors) {
+    for (const node of document.querySelectorAll(selector)) {
+      const hidden = !node.getClientRects().length || node.closest(".held");
+      if (!node.textContent.trim() || hidden) continue;
+      found.push({ selector, text: node.textContent.trim().slice(0, 30),
+                   color: getComputedStyle(node).color, background: backgroundOf(node) });
+    }
+  }
+  return found;
+}"""
+
+
+def _luminance(css: str) -> float:
+    numbers = re.findall(r"[\d.]+", css)
+    assert css.startswith("rgb") and len(numbers) in (3, 4), css  # "rgb(...)" or "rgba(...)"
+    assert len(numbers) == 3 or float(numbers[3]) == 1, f"a translucent colour: {css}"
+    red, green, blue = (float(number) / 255 for number in numbers[:3])
+
+    def linear(value: float) -> float:
+        return value / 12.92 if value <= 0.04045 else ((value + 0.055) / 1.055) ** 2.4
+
+    return 0.2126 * linear(red) + 0.7152 * linear(green) + 0.0722 * linear(blue)
+
+
+def contrast(color: str, background: str) -> float:
+    """The WCAG 2 contrast ratio of two computed ``rgb(...)`` colours."""
+    high, low = sorted((_luminance(color), _luminance(background)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+async def test_every_text_has_aa_contrast_in_both_colour_schemes(browser: Any) -> None:
+    """WCAG AA: 4.5:1 for text, measured on the browser's computed colours."""
+    assert round(contrast("rgb(127, 166, 255)", "rgb(255, 255, 255)"), 2) == 2.39  # the old bug
+    async with serving() as s:
+        page = await open_page(browser, s.web.url)
+        s.ask_soon("db", DB)
+        s.ask_soon("free", FREE)
+        s.ask_soon("strict", STRICT)
+        await card(page, "Deploy now?").get_by_role("button", name="Answer").click()
+        await page.get_by_text("Choose an option.").wait_for(timeout=VISIBLE)
+        await card(page, "What colour?").get_by_role("button", name="Dismiss").click()
+        await page.get_by_text("Dismissed.").wait_for(timeout=VISIBLE)
+        for scheme in ("light", "dark"):
+            await page.emulate_media(color_scheme=scheme)
+            measured = await page.evaluate(CONTRAST)
+            seen = {item["selector"] for item in measured}
+            assert {".badge", "button.answer", ".error", ".note", ".desc", "#status"} <= seen
+            ratios = [
+                (item["selector"], item["text"], contrast(item["color"], item["background"]))
+                for item in measured
+            ]
+            poor = [(where, text, round(ratio, 2)) for where, text, ratio in ratios if ratio < 4.5]
+            assert not poor, (scheme, poor)
+        for entry in list(s.web.inbox):
+            s.web.inbox.settle(entry, "withdrawn", "test over")

@@ -166,7 +166,7 @@
       const message = failure.message || "HTTP " + response.status;
       if (response.status === 409 || response.status === 404) {
         finish(card.dataset.id, failure.code === "ALREADY_ANSWERED"
-          ? "Already answered " + elsewhere(failure.client) + ": " + shown(failure.answer) + "."
+          ? removedNote({ reason: "answered", client: failure.client, answer: failure.answer })
           : "No longer pending: " + message);
         return;
       }
