@@ -97,7 +97,7 @@ class AgentLoop:
         self._provider_wait = provider_wait
         self._on_wait = on_wait
         self._stop = stop
-        self._file = agent_file(agent) if spec is not None else None
+        self._file: Path | None = None
         self._importer = AgentImporter(spec, import_timeout) if spec is not None else None
         self._restart = anyio.Event()
         self._running: anyio.CancelScope | None = None
@@ -105,20 +105,27 @@ class AgentLoop:
 
     @property
     def file(self) -> Path | None:
-        """The agent's module file, watched for saves (``None``: not watched)."""
+        """The agent's module file, watched for saves (``None``: not watched, or
+        :meth:`run` has not looked for it yet)."""
         return self._file
 
     async def run(self) -> int:
         """Run the agent until the command stops (or, without ``keep_alive``, until it
         ends); return the exit code its last run earns."""
         outcome = EXIT_OK
+        seen = None
+        if self._spec is not None:
+            # Where the module is, and the content it was loaded from, looked at in a
+            # worker thread before the agent runs: a save made while the watching task has
+            # not started yet still counts.
+            self._file, seen = await anyio.to_thread.run_sync(
+                _locate, self._agent, abandon_on_cancel=True
+            )
         stop_listening = on_ask_ended(self._ask_ended)
         try:
             async with anyio.create_task_group() as tg:
                 if self._file is not None:
-                    # The content the agent was loaded from, taken before it runs: a save
-                    # made while the watching task has not started yet still counts.
-                    tg.start_soon(self._watch_file, self._file, _fingerprint(self._file))
+                    tg.start_soon(self._watch_file, self._file, seen)
                 while True:
                     self._restart = anyio.Event()
                     outcome, restarted = await self._run_once()
@@ -252,6 +259,12 @@ class AgentLoop:
         self._log.info(
             f"question dismissed; Ctrl-C again within {DOUBLE_CTRL_C:g} s stops the command"
         )
+
+
+def _locate(agent: AgentFunction) -> tuple[Path | None, tuple[int, int, bytes] | None]:
+    """The agent's module file and its :func:`_fingerprint` (file-system work: off the loop)."""
+    file = agent_file(agent)
+    return file, (_fingerprint(file) if file is not None else None)
 
 
 def _fingerprint(
