@@ -11,6 +11,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hotseam.cli._control import MAX_PATHS, MAX_REQUEST, answer
+from hotseam.cli._control import MAX_CONNECTIONS, MAX_PATHS, MAX_REQUEST, answer
 
 from ._support import ASKING_AGENT, HELD_PROVIDER, Process, hotseam, write
 
@@ -189,6 +190,25 @@ def test_a_silent_connection_is_closed_within_the_request_bound(daemon: Daemon) 
     assert 1.5 < waited < 3.5
     reply = one_reply(raw)
     assert reply["error"] == "bad request: no complete request line within 2 s"
+
+
+def test_past_64_connections_a_new_one_is_closed_at_once(daemon: Daemon) -> None:
+    """64 connections that send nothing: the 65th is closed unserved at once (not queued
+    behind them), saturation is logged; once they go, the daemon serves again."""
+    with ExitStack() as held:
+        for _ in range(MAX_CONNECTIONS):
+            client = held.enter_context(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+            client.connect(str(daemon.socket))
+        started = time.monotonic()
+        try:
+            unserved = exchange(daemon.socket, b'{"op": "status"}\n', shut=False)
+        except ConnectionResetError:  # closed with our request unread
+            unserved = b""
+        assert unserved == b""
+        assert time.monotonic() - started < 1.0
+        daemon.process.expect(r'"event": "accept.saturated"')
+    daemon.process.expect(r'"event": "accept.unsaturated"')
+    daemon.assert_alive()
 
 
 def test_a_path_named_a_thousand_times_is_reloaded_once(daemon: Daemon) -> None:
