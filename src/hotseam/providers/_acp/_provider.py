@@ -13,13 +13,17 @@ human unasked:
 
 A client that advertised form but answers ``elicitation/create`` with -32601 (the Python
 SDK without its unstable flag) is treated as one without form from then on, with one
-warning. A form accepted with no answer at all is asked again with a one-line note, at most
-twice, then ends with ``ASK_CANCELLED``.
+warning; one that answers ``session/request_permission`` with -32601 gets its questions
+with options in the conversation. A form accepted with no answer at all is asked again
+with a one-line note, at most twice, then ends with ``ASK_CANCELLED``.
 
 Cancellation, three ways:
 
 * the ask's task is cancelled (its signal fired, or a reload withdrew it): the wire sends
-  ``$/cancel_request`` for the pending request, and ignores a late answer;
+  ``$/cancel_request`` for the pending request. A client may ignore it (Toad does) and
+  send the human's answer later: if the same question is open again by then (a reload
+  re-asked it), that answer is its answer, and the new request is withdrawn in turn
+  (:meth:`AcpProvider._late_answer`); otherwise it is ignored;
 * :meth:`AcpProvider.cancel_session` (the client sent ``session/cancel``): the session's
   pending questions end with ``ASK_CANCELLED`` (their requests are withdrawn the same way);
 * the connection closes: ``PROVIDER_FAILED``.
@@ -27,6 +31,7 @@ Cancellation, three ways:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -42,6 +47,7 @@ from acp.schema import ClientCapabilities
 from ..._log import get_logger
 from ...interaction import (
     ASK_CANCELLED,
+    ASK_DECLINED,
     INVALID_ANSWER,
     NO_PROVIDER,
     PROVIDER_FAILED,
@@ -76,15 +82,6 @@ EMPTY_ANSWER_NOTE = "That answer was empty: please choose an option or type an a
 """The one line put before a question asked again after an empty answer."""
 
 
-@dataclass(eq=False, slots=True)
-class _Pending:
-    """One question waiting for the client; ``session/cancel`` cancels ``cancel_scope``."""
-
-    session_id: str
-    cancel_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
-    done: anyio.Event = field(default_factory=anyio.Event)
-
-
 @dataclass(frozen=True, slots=True)
 class _Carrier:
     """How one attempt at a question travels, and how its result is read back."""
@@ -94,6 +91,35 @@ class _Carrier:
     read: Callable[[Any], AskUserQuestionAnswer]
     text: str = ""
     """The agent message of conversation mode."""
+
+
+@dataclass(eq=False, slots=True)
+class _Pending:
+    """One attempt at a question, waiting for the client.
+
+    ``session/cancel`` cancels ``cancel_scope``. The answer the human gave to an earlier,
+    withdrawn attempt at the same question is put in ``delivered``, and ``delivery`` is
+    cancelled so that this attempt stops waiting (and withdraws its own request).
+    """
+
+    session_id: str
+    request: AskUserQuestionRequest
+    carrier: _Carrier
+    order: int
+    cancel_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    delivery: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    delivered: list[AskUserQuestionAnswer | UserInteractionError] = field(default_factory=list)
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+    def asks_again(self, earlier: _Pending) -> bool:
+        """Whether this attempt is the same question as ``earlier``, asked after it."""
+        return (
+            self.order > earlier.order
+            and self.session_id == earlier.session_id
+            and self.carrier.method != CONVERSATION
+            and not self.delivered
+            and (self.request is earlier.request or self.request == earlier.request)
+        )
 
 
 class _RefusedError(Exception):
@@ -134,6 +160,7 @@ class AcpProvider:
         self._form_refused = False
         self._permission_refused = False
         self._pending: dict[str, set[_Pending]] = {}
+        self._attempts = itertools.count()
 
     def __repr__(self) -> str:
         pending = sum(len(asks) for asks in self._pending.values())
@@ -144,6 +171,7 @@ class AcpProvider:
     def attach(self, connection: AgentSideConnection | AcpWire) -> AcpWire:
         """Ask through this connection from now on; return its wire (created if needed)."""
         wire = connection if isinstance(connection, AcpWire) else AcpWire(connection)
+        wire.on_late_answer = self._late_answer
         self._wire = wire
         self._capabilities = None
         self._form_refused = self._permission_refused = False
@@ -215,7 +243,7 @@ class AcpProvider:
                 raise _cancelled_by_client(scope.session_id)
             carrier = self._plan(request, scope, note)
             try:
-                return await self._carry(wire, carrier, scope)
+                return await self._carry(wire, carrier, scope, request)
             except _RefusedError:
                 continue  # planned again: the next fallback now
             except EmptyAnswerError:
@@ -245,11 +273,11 @@ class AcpProvider:
             )
 
     async def _carry(
-        self, wire: AcpWire, carrier: _Carrier, scope: AskScope
+        self, wire: AcpWire, carrier: _Carrier, scope: AskScope, request: AskUserQuestionRequest
     ) -> AskUserQuestionAnswer:
         """Send one attempt and read its result; ``session/cancel`` ends it as cancelled."""
         session_id = scope.session_id
-        pending = _Pending(session_id)
+        pending = _Pending(session_id, request, carrier, next(self._attempts))
         self._pending.setdefault(session_id, set()).add(pending)
         _log.info(
             "acp.question_sent",
@@ -259,14 +287,19 @@ class AcpProvider:
         )
         result: list[Any] = []
         try:
-            with pending.cancel_scope:
+            with pending.cancel_scope, pending.delivery:
                 if carrier.method == CONVERSATION:
                     assert scope.end_turn is not None
                     result.append(
                         await self._converse(wire, carrier, session_id, scope.end_turn, pending)
                     )
                 else:
-                    result.append(await wire.request(carrier.method, carrier.params))
+                    result.append(await wire.request(carrier.method, carrier.params, key=pending))
+        except anyio.get_cancelled_exc_class():
+            if not pending.delivered:
+                raise
+            # Withdrawn from outside in the event-loop turn its answer was delivered: the
+            # answer stands (as an answer that arrives with the cancellation does).
         except RequestError as error:
             if error.code == _METHOD_NOT_FOUND and carrier.method in _REFUSABLE:
                 self._refuse(carrier.method, error)
@@ -300,9 +333,70 @@ class AcpProvider:
                 if not asks:
                     del self._pending[session_id]
             pending.done.set()
+        if pending.delivered:  # answered on the prompt of an earlier attempt, which won
+            if result:
+                _log.info(
+                    "acp.answer_dropped",
+                    session_id=session_id,
+                    method=carrier.method,
+                    reason="the question was answered first on the prompt a reload had "
+                    "withdrawn; this answer came second",
+                )
+            outcome = pending.delivered[0]
+            if isinstance(outcome, UserInteractionError):
+                raise outcome
+            return outcome
         if not result:  # only cancel_session() cancels this scope
             raise _cancelled_by_client(session_id)
         return carrier.read(result[0])
+
+    def _late_answer(self, key: object, message: dict[str, Any]) -> bool:
+        """The client answered a withdrawn request: give the answer to the same question if
+        it is open again (the reload that withdrew it asked it anew), exactly once.
+
+        Called by the wire as the response arrives, before anything else of the event loop
+        runs: whichever of two answers (to the withdrawn request, to the new one) arrives
+        first wins, and the other is dropped with a log line. Returns whether the response
+        was dealt with here (else the wire logs it as ignored).
+        """
+        if not isinstance(key, _Pending):
+            return False
+        wire = self._wire
+        fields = {"session_id": key.session_id, "request_id": message.get("id")}
+        if key.delivered:  # this attempt was withdrawn because an earlier one was answered
+            _log.info(
+                "acp.answer_dropped",
+                method=key.carrier.method,
+                reason="the question was already answered on an earlier prompt",
+                **fields,
+            )
+            return True
+        if key.cancel_scope.cancel_called:  # session/cancel: that question ended, not re-asked
+            return False
+        again = next((p for p in self._pending.get(key.session_id, ()) if p.asks_again(key)), None)
+        if again is None:
+            return False
+        if wire is not None and wire.answered(again):
+            _log.info(
+                "acp.answer_dropped",
+                method=key.carrier.method,
+                reason="the question asked again after a reload was answered first",
+                **fields,
+            )
+            return True
+        outcome = _read_late(key.carrier, message)
+        if outcome is None:
+            return False
+        again.delivered.append(outcome)
+        again.delivery.cancel()
+        _log.info(
+            "acp.late_answer_delivered",
+            method=key.carrier.method,
+            reason="answered on the prompt a reload withdrew while the same question was "
+            "open again: it is that question's answer, and the new prompt is withdrawn",
+            **fields,
+        )
+        return True
 
     async def _converse(
         self,
@@ -392,6 +486,21 @@ async def _say(wire: AcpWire, session_id: str, text: str) -> None:
     await wire.connection.session_update(
         session_id=session_id, update=update_agent_message_text(text)
     )
+
+
+def _read_late(
+    carrier: _Carrier, message: dict[str, Any]
+) -> AskUserQuestionAnswer | UserInteractionError | None:
+    """What a late response to ``carrier``'s request says: an answer, the human declining,
+    or nothing usable (an error, an empty or invalid answer: ``None``)."""
+    if "result" not in message:
+        return None
+    try:
+        return carrier.read(message["result"])
+    except UserInteractionError as error:
+        return error if error.code == ASK_DECLINED else None
+    except (EmptyAnswerError, NotAnOptionError):
+        return None
 
 
 def _no_fallback(provider: AcpProvider, request: AskUserQuestionRequest) -> str:

@@ -83,11 +83,16 @@ class AcpWire:
         """Called with the session id when the client cancels a prompt request by id."""
         self.on_session_close: Callable[[str], Awaitable[None]] | None = None
         """Called with the session id of a ``session/close`` request (unknown: -32002)."""
+        self.on_late_answer: Callable[[object, dict[str, Any]], bool] | None = None
+        """Called with the ``key`` of a withdrawn request and the client's late response to
+        it, when that response is not a mere acknowledgement of the withdrawal; returns
+        whether it took it (else it is logged as ignored)."""
         self._rpc = rpc
         self._sent: dict[RequestId, str] = {}
-        self._withdrawn: OrderedDict[RequestId, str] = OrderedDict()
+        self._withdrawn: OrderedDict[RequestId, tuple[str, object]] = OrderedDict()
         # Responses seen for requests still waiting, so one that lands with a cancellation counts.
         self._arrived: dict[RequestId, dict[str, Any]] = {}
+        self._waiting: dict[int, RequestId] = {}  # id(key) -> the request made with that key
         self._incoming: dict[RequestId, tuple[str, str | None]] = {}
         router.add_route(
             Route(method=CANCEL_REQUEST, func=self._on_cancel_request, kind="notification")
@@ -95,19 +100,22 @@ class AcpWire:
         router.add_route(Route(method=SESSION_CLOSE, func=self._on_session_close, kind="request"))
         rpc.add_observer(self._observe)
 
-    async def request(self, method: str, params: Mapping[str, Any]) -> Any:
+    async def request(self, method: str, params: Mapping[str, Any], *, key: object = None) -> Any:
         """Send a request with these exact params and return the raw result.
 
         If the calling task is cancelled while waiting, ``$/cancel_request`` is sent for the
         request (shielded, bounded) before the cancellation goes on, and a late answer is
-        ignored. An answer that had already arrived when the cancellation landed (the same
-        event-loop turn) is returned instead: the human answered, and that answer stands.
+        ignored, or handed to :attr:`on_late_answer` with ``key``. An answer that had
+        already arrived when the cancellation landed (the same event-loop turn) is returned
+        instead: the human answered, and that answer stands.
 
         Raises:
             acp.RequestError: the client answered with a JSON-RPC error.
             ConnectionError: the connection is closed (or closed while waiting).
         """
         request_id = self._rpc._next_request_id
+        if key is not None:
+            self._waiting[id(key)] = request_id
         try:
             return await self._rpc.send_request(method, dict(params))
         except anyio.get_cancelled_exc_class():
@@ -115,14 +123,22 @@ class AcpWire:
             if arrived is not None and "result" in arrived:
                 _log.info("acp.answer_kept", request_id=request_id, method=method)
                 return arrived["result"]
-            await self._withdraw(request_id, method)
+            await self._withdraw(request_id, method, key)
             raise
         finally:
             self._arrived.pop(request_id, None)
+            if key is not None:
+                self._waiting.pop(id(key), None)
 
-    async def _withdraw(self, request_id: RequestId, method: str) -> None:
+    def answered(self, key: object) -> bool:
+        """Whether the client's response to the request made with ``key`` has been seen
+        (it may not have reached the waiting task yet)."""
+        request_id = self._waiting.get(id(key))
+        return request_id is not None and request_id in self._arrived
+
+    async def _withdraw(self, request_id: RequestId, method: str, key: object) -> None:
         self._sent.pop(request_id, None)
-        self._withdrawn[request_id] = method
+        self._withdrawn[request_id] = (method, key)
         while len(self._withdrawn) > _WITHDRAWN_KEPT:
             self._withdrawn.popitem(last=False)
         _log.info("acp.request_withdrawn", request_id=request_id, method=method)
@@ -160,8 +176,9 @@ class AcpWire:
         if request_id in self._withdrawn:
             # The receiver of $/cancel_request must still answer. What the spec mandates
             # then (-32800, or the method's own "cancelled") acknowledges it; any other
-            # answer is the human's, arriving too late to count.
-            withdrawn = self._withdrawn.pop(request_id)
+            # answer is the human's, arriving too late for its own request: it counts only
+            # if the provider finds the same question open again (a re-ask after a reload).
+            withdrawn, key = self._withdrawn.pop(request_id)
             if _is_cancel_ack(message):
                 _log.debug(
                     "acp.cancel_acknowledged",
@@ -169,7 +186,11 @@ class AcpWire:
                     method=withdrawn,
                     response=_summary(message),
                 )
-            else:
+            elif not (
+                key is not None
+                and self.on_late_answer is not None
+                and self.on_late_answer(key, message)
+            ):
                 _log.warning(
                     "acp.late_response_ignored",
                     request_id=request_id,
