@@ -8,16 +8,16 @@ current source in a new module object (never a cached bytecode file, which a sav
 same second may not invalidate).
 
 The agent's module body is agent code, treated as a provider module's body is: it executes
-in a worker thread of the reloader's kind (:class:`hotseam.reload._guard.Worker`), so a slow
-body (``time.sleep``, a heavy import) leaves the event loop serving, and one still running
-after ``--import-timeout`` seconds is abandoned: its thread runs on, nothing it creates is
-installed, and the agent keeps its previous code.
+in a worker thread of the reloader's kind (see :mod:`._agent_import`), so a slow body
+(``time.sleep``, a heavy import) leaves the event loop serving, and one still running after
+``--import-timeout`` seconds is abandoned: its thread runs on, nothing it creates is
+installed, and the agent keeps its previous code. (This module does not import the
+reloader: ``hotseam acp`` imports it at every start.)
 """
 
 from __future__ import annotations
 
 import difflib
-import functools
 import importlib
 import inspect
 import sys
@@ -28,14 +28,19 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-import anyio
-
 from .._context import Context
 from .._errors import HarnessError
-from ..reload._events import SLOW_NOTICE, display_path, report_slow
-from ..reload._guard import Worker, current_run, interrupted
 
-__all__ = ["AgentFunction", "AgentImporter", "AgentLoadError", "agent_file", "load_agent"]
+__all__ = [
+    "AgentFunction",
+    "AgentLoadError",
+    "ImportAttempt",
+    "agent_file",
+    "import_agent",
+    "load_agent",
+    "shown_location",
+    "shown_path",
+]
 
 AgentFunction = Callable[[Context], Awaitable[Any]]
 
@@ -46,88 +51,21 @@ class AgentLoadError(HarnessError):
     default_code = "INVALID_AGENT"
 
 
-def load_agent(spec: str, *, fresh: bool = False, timeout: float | None = None) -> AgentFunction:
+def load_agent(spec: str, *, fresh: bool = False) -> AgentFunction:
     """Import ``MODULE[:FUNCTION]`` (or ``path/to/file.py[:FUNCTION]``); return the function.
 
-    With ``timeout``, the module body executes in a worker thread and is abandoned past
-    ``timeout`` seconds (for the start of a command, before its event loop runs).
+    The module body executes in the calling thread, unbounded (``hotseam acp``); ``hotseam
+    dev`` and ``run`` use :func:`~hotseam.cli._agent_import.load_agent_within`.
 
     Raises:
         AgentLoadError: the spec is malformed, the module cannot be imported (its body
-            raised, or overran ``timeout``), or the object is not an async function; the
-            message says which (with a "did you mean" for a misspelt function).
+            raised), or the object is not an async function; the message says which (with
+            a "did you mean" for a misspelt function).
     """
-    if timeout is None:
-        return _load(spec, fresh=fresh)
-    importer = AgentImporter(spec, timeout)
-    try:
-        return anyio.run(functools.partial(importer.load, fresh=fresh))
-    finally:
-        importer.close()
+    return import_agent(spec, fresh=fresh)
 
 
-class AgentImporter:
-    """Imports the agent's module in a worker thread, bounded by ``timeout`` seconds.
-
-    One importer per command: its thread is kept between imports, and replaced after one
-    was abandoned. A body still running after :data:`~hotseam.reload._events.SLOW_NOTICE`
-    seconds is named in a ``reload.slow`` line, as a provider module's is.
-    """
-
-    def __init__(self, spec: str, timeout: float) -> None:
-        self._spec = spec
-        self._timeout = timeout
-        self._worker = Worker()
-
-    def close(self) -> None:
-        """Let the idle thread end."""
-        self._worker.close()
-
-    async def load(self, *, fresh: bool) -> AgentFunction:
-        """Execute the module (again, with ``fresh``) and return the agent function.
-
-        Raises:
-            AgentLoadError: as :func:`load_agent`; for a body abandoned at the time bound,
-                naming the line it is stuck at.
-        """
-        attempt = _Attempt()
-        loaded: list[AgentFunction] = []
-
-        def step() -> None:
-            loaded.append(_load(self._spec, fresh=fresh, attempt=attempt))
-
-        def slow(_index: int) -> None:
-            if attempt.file is not None:
-                report_slow("executing", attempt.file, attempt.name or "", self._timeout)
-
-        abandoned = True
-        try:
-            run, stuck = await self._worker.run(
-                f"executing the agent {self._spec}",
-                [step],
-                self._timeout,
-                on_slow=(SLOW_NOTICE, slow),
-            )
-            abandoned = stuck is not None
-        finally:
-            if abandoned:  # at the time bound, or the command stops meanwhile
-                attempt.revert()
-        if stuck is not None:
-            file = attempt.file
-            watched = [str(file)] if file is not None else []
-            where = run.location(watched) or (str(file) if file is not None else self._spec)
-            shown = display_path(file) if file is not None else attempt.name
-            raise AgentLoadError(
-                f"--agent {self._spec!r}: executing {shown} did not finish within "
-                f"{self._timeout:g} s (stuck at {_shown_location(where)}); abandoned: its "
-                "thread runs on, and nothing it creates is used"
-            )
-        if run.error is not None:
-            raise run.error
-        return loaded[0]
-
-
-class _Attempt:
+class ImportAttempt:
     """One execution of the agent's module, shared by its thread and the event loop.
 
     :meth:`revert` (the loop, at the time bound; the thread, when the body raised) and
@@ -167,13 +105,15 @@ class _Attempt:
 
 
 class _AbandonedError(ImportError):
-    """Raised in an abandoned body's thread once it gets past its time bound."""
+    """Raised in the thread of an import the event loop stopped waiting for before the
+    module body started (nothing of it may be installed)."""
 
     def __init__(self, name: str) -> None:
         super().__init__(f"executing {name} overran its time bound and was abandoned")
 
 
-def _load(spec: str, *, fresh: bool, attempt: _Attempt | None = None) -> AgentFunction:
+def import_agent(spec: str, *, fresh: bool, attempt: ImportAttempt | None = None) -> AgentFunction:
+    """:func:`load_agent` in the calling thread; ``attempt`` is told what executes."""
     module_name, sep, attribute = spec.rpartition(":")
     if not sep:
         module_name, attribute = spec, "main"
@@ -199,8 +139,11 @@ def _load(spec: str, *, fresh: bool, attempt: _Attempt | None = None) -> AgentFu
             _fresh_import(module_name, attempt) if fresh else importlib.import_module(module_name)
         )
     except BaseException as error:  # sys.exit() and friends from the module body too
-        if interrupted(error) or isinstance(error, _AbandonedError):
-            raise  # the user's Ctrl-C (on the main thread), or a body nobody waits for
+        if isinstance(error, _AbandonedError) or (
+            isinstance(error, KeyboardInterrupt)
+            and threading.current_thread() is threading.main_thread()
+        ):
+            raise  # a body nobody waits for, or (before any loop routes SIGINT) a Ctrl-C
         where = _where(error, file or _module_file(module_name))
         raise AgentLoadError(
             f"--agent {spec!r}: importing {module_name} failed: {_describe(error)}{where}"
@@ -232,7 +175,7 @@ def _module_file(name: str) -> Path | None:
     return Path(file) if file else None
 
 
-def _fresh_import(name: str, attempt: _Attempt | None = None) -> types.ModuleType:
+def _fresh_import(name: str, attempt: ImportAttempt | None = None) -> types.ModuleType:
     """Execute the current source of module ``name`` in a new module object.
 
     Within an :class:`AgentImporter`'s step, a body abandoned at its time bound leaves
@@ -262,17 +205,21 @@ def _fresh_import(name: str, attempt: _Attempt | None = None) -> types.ModuleTyp
         else:
             sys.modules[name] = old
         raise
-    run = current_run()
-    if attempt is not None and run is not None and run.abandoned:
-        attempt.revert()  # ended after its time bound: nothing of it is used
-        raise _AbandonedError(name)
     return module
 
 
-def _shown_location(location: str) -> str:
-    """``file:line`` with the file relative to the working directory when below it."""
+def shown_path(path: Path) -> str:
+    """``path`` relative to the working directory when below it (as the reload reports)."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def shown_location(location: str) -> str:
+    """``file:line`` with the file as :func:`shown_path` shows it."""
     file, sep, line = location.rpartition(":")
-    return f"{display_path(Path(file))}:{line}" if sep and line.isdigit() else location
+    return f"{shown_path(Path(file))}:{line}" if sep and line.isdigit() else location
 
 
 def _describe(error: BaseException) -> str:
@@ -284,13 +231,13 @@ def _where(error: BaseException, file: Path | None) -> str:
     """`` at file:line`` of the innermost frame of the agent's module, if it is in the
     traceback (a syntax error: its own line)."""
     if isinstance(error, SyntaxError) and error.filename and error.lineno:
-        return f" at {_shown_location(f'{error.filename}:{error.lineno}')}"
+        return f" at {shown_location(f'{error.filename}:{error.lineno}')}"
     if file is None:
         return ""
     wanted = str(file)
     for frame in reversed(traceback.extract_tb(error.__traceback__)):
         if frame.filename == wanted:
-            return f" at {_shown_location(f'{frame.filename}:{frame.lineno}')}"
+            return f" at {shown_location(f'{frame.filename}:{frame.lineno}')}"
     return ""
 
 

@@ -9,7 +9,7 @@ daemon, or input that is not a terminal: CI, piped answers) the agent's end ends
 command, as before; a save of its module still runs it again while it runs.
 
 The module is looked at and executed off the event loop: its body runs in a worker thread
-bounded by ``--import-timeout`` (see :class:`~hotseam.cli._agent.AgentImporter`), so a slow
+bounded by ``--import-timeout`` (see :class:`~hotseam.cli._agent_import.AgentImporter`), so a slow
 body or a ``while True:`` leaves the control socket, the web inbox and the questions in
 flight serving.
 
@@ -47,7 +47,8 @@ from .._context import Context, use_context
 from ..interaction import ASK_CANCELLED
 from ..interaction._pending import AskEnded, on_ask_ended, waiting_for_provider
 from ..reload._guard import is_fatal
-from ._agent import AgentFunction, AgentImporter, AgentLoadError, agent_file
+from ._agent import AgentFunction, AgentLoadError, agent_file, shown_path
+from ._agent_import import AgentImporter
 from ._snapshot import SessionFacts
 
 __all__ = ["DOUBLE_CTRL_C", "AgentLoop", "describe_error", "shown_path"]
@@ -291,14 +292,6 @@ def _terminal_input() -> int | None:
             if os.tcgetpgrp(fd) == os.getpgrp():
                 return fd
     return None
-
-
-def shown_path(path: Path) -> str:
-    """``path`` relative to the working directory when below it (as the reload reports)."""
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return str(path)
 
 
 def describe_error(error: BaseException) -> str:

@@ -57,7 +57,8 @@ from .._scope import Scope
 from ..interaction import USER_INTERACTION, ask_user_question_tool
 from ..providers.scripted import ScriptedProvider
 from ..reload import PollingWatcher, Reloader, ReloaderClosedError, WatchfilesWatcher
-from ._agent import AgentFunction, load_agent
+from ._agent import AgentFunction
+from ._agent_import import load_agent_within
 from ._agent_loop import AgentLoop, describe_error, shown_path
 from ._config import ConfigError
 from ._control import Claim, claim, serving
@@ -190,7 +191,7 @@ def _prepare(args: argparse.Namespace, command: str, style: LogStyle) -> _Sessio
             dispose_timeout=settings.dispose_timeout,
         )
         agent: AgentFunction = (
-            load_agent(settings.agent, timeout=settings.import_timeout)
+            load_agent_within(settings.agent, settings.import_timeout)
             if settings.agent
             else demo_agent
         )
