@@ -3,9 +3,9 @@
 An agent is ``async def agent(context: hotseam.Context) -> object``: it runs in a context
 whose tools include ``ask_user_question`` and whose user-interaction provider is whatever the
 command installed (or hot-reloaded). ``FUNCTION`` defaults to ``main``. ``hotseam dev`` runs
-the agent again when its module is saved: :class:`AgentImporter` executes the module's
-current source in a new module object (never a cached bytecode file, which a save within the
-same second may not invalidate).
+the agent again when its module is saved: :func:`import_agent` with ``fresh=True``
+executes the module's current source in a new module object (never a cached bytecode file,
+which a save within the same second may not invalidate).
 
 The agent's module body is agent code, treated as a provider module's body is: it executes
 in a worker thread of the reloader's kind (see :mod:`._agent_import`), so a slow body
@@ -178,8 +178,8 @@ def _module_file(name: str) -> Path | None:
 def _fresh_import(name: str, attempt: ImportAttempt | None = None) -> types.ModuleType:
     """Execute the current source of module ``name`` in a new module object.
 
-    Within an :class:`AgentImporter`'s step, a body abandoned at its time bound leaves
-    ``sys.modules`` as it found it, however late it ends.
+    With an ``attempt`` (an :class:`~hotseam.cli._agent_import.AgentImporter`'s), a body
+    abandoned at its time bound leaves ``sys.modules`` as it found it, however late it ends.
     """
     old = sys.modules.get(name)
     file = getattr(old, "__file__", None)
