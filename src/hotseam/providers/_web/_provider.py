@@ -21,13 +21,13 @@ from ...interaction import (
 from ._app import build_app
 from ._inbox import Entry, Inbox, InboxError, cancelled_error
 from ._security import HostPolicy, is_loopback, load_token
-from ._server import Listener, run_server
+from ._server import DRAIN_GRACE, Listener, Mount, WebServer
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "WebProvider"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
-_CARRY_KEY = "hotseam.providers.web.listener"
+_CARRY_KEY = "hotseam.providers.web.server"
 
 _log = get_logger("hotseam.providers.web")
 
@@ -42,42 +42,43 @@ class WebProvider:
             web = WebProvider.serve(scope, port=8765)
             scope.provide(USER_INTERACTION, web)
 
-    In a hot-reloaded provider module the listening socket is carried to the next
-    generation (``scope.carry``), so open pages reconnect by themselves and see the
-    re-asked questions. See ``docs/web.md`` for the page, the API and the security model.
+    In a hot-reloaded provider module the server (its listening socket and every open
+    connection) is carried to the next generation (``scope.carry``), which swaps its own
+    app in: no request is dropped by a reload, and open pages see the re-asked questions.
+    See ``docs/web.md`` for the page, the API and the security model.
     """
 
     __slots__ = (
         "_hosts",
         "_inbox",
-        "_listener",
+        "_mount",
         "_scope",
+        "_server",
         "_shutdown",
-        "_stopped",
         "timeout",
         "token",
     )
 
     def __init__(
         self,
-        listener: Listener,
+        server: WebServer,
         token: str,
         hosts: HostPolicy,
         *,
         timeout: float | None,
         scope: Scope,
     ) -> None:
-        self._listener = listener
+        self._server = server
         self._hosts = hosts
         self._scope = scope
         self._inbox = Inbox()
         self._shutdown = anyio.Event()
-        self._stopped: anyio.Event | None = None
+        self._mount: Mount | None = None
         self.token = token
         self.timeout = timeout
 
     def __repr__(self) -> str:
-        return f"<WebProvider {self._listener.address} pending={len(self._inbox)}>"
+        return f"<WebProvider {self._server.listener.address} pending={len(self._inbox)}>"
 
     @classmethod
     def serve(
@@ -95,8 +96,10 @@ class WebProvider:
         """Listen on ``host:port`` and serve the inbox until ``scope`` closes.
 
         Args:
-            scope: Owns the server; a provider module's ``setup`` scope hands the listening
-                socket over to the next generation on a hot reload.
+            scope: Owns the server; a provider module's ``setup`` scope hands it (the
+                listening socket and its connections) over to the next generation on a
+                hot reload. Its task host (its own task group, the reloader's, or a
+                parent's) runs the server.
             host: Where to listen; loopback (the default) unless ``allow_remote`` is true.
             port: The TCP port; 0 picks a free one (see :attr:`url`).
             token: The secret every request must carry (default: ``$HOTSEAM_WEB_TOKEN``,
@@ -126,7 +129,8 @@ class WebProvider:
                 "machines could reach the inbox; pass allow_remote=True (--web-allow-remote) "
                 "to mean it"
             )
-        listener = _listen(scope, host, port)
+        server = _serve_on(scope, host, port)
+        listener = server.listener
         if not listener.loopback:
             _log.warning(
                 "web.remote",
@@ -135,8 +139,8 @@ class WebProvider:
                 address=listener.address,
             )
         hosts = HostPolicy(host, listener.port, tuple(allowed_hosts))
-        web = cls(listener, secret, hosts, timeout=timeout, scope=scope)
-        scope.spawn(web._run, name="web inbox server")
+        web = cls(server, secret, hosts, timeout=timeout, scope=scope)
+        scope.spawn(web._mount_app, name="web inbox app")  # when the generation goes live
         scope.defer_exit(web._close)
         return web
 
@@ -145,7 +149,7 @@ class WebProvider:
     @property
     def url(self) -> str:
         """The inbox page's address, with the token."""
-        listener = self._listener
+        listener = self._server.listener
         wildcard = listener.host in ("0.0.0.0", "::")
         address = f"127.0.0.1:{listener.port}" if wildcard else listener.address
         return f"http://{address}/?token={self.token}"
@@ -153,12 +157,17 @@ class WebProvider:
     @property
     def port(self) -> int:
         """The TCP port listened on."""
-        return self._listener.port
+        return self._server.listener.port
 
     @property
     def listener(self) -> Listener:
         """The listening socket (the same object across hot reloads)."""
-        return self._listener
+        return self._server.listener
+
+    @property
+    def server(self) -> WebServer:
+        """The server: its socket, connections and mounted app (the same across reloads)."""
+        return self._server
 
     @property
     def inbox(self) -> Inbox:
@@ -204,24 +213,34 @@ class WebProvider:
 
     # -- lifecycle ------------------------------------------------------------------------------
 
-    async def _run(self) -> None:
-        self._stopped = stopped = anyio.Event()
-        try:
-            app = build_app(self._current_inbox, self.token, self._hosts)
-            _log.info("web.serving", address=self._listener.address)
-            await run_server(app, self._listener, self._shutdown)
-        finally:
-            stopped.set()
+    async def _mount_app(self) -> None:
+        """Serve this generation's app: a task, so it starts when the generation is live."""
+        if self._scope.closed:
+            return  # closed before it went live: the next generation (if any) serves
+        app = build_app(self._current_inbox, self.token, self._hosts)
+        self._mount = self._server.mount(app)
+        _log.info("web.serving", address=self._server.listener.address)
 
     def _current_inbox(self) -> Inbox | None:
         return None if self._shutdown.is_set() else self._inbox
 
     async def _close(self, exit: ScopeExit) -> None:
+        """Unmount (new requests wait for the next generation's app), tell every open page
+        why the inbox closes (its stream ends after that note), and let this generation's
+        requests in flight finish, within a bound."""
+        mount, self._mount = self._mount, None
         self._inbox.close(_close_note(exit))
+        if mount is not None:
+            left = await self._server.unmount(mount, DRAIN_GRACE)
+            if left:
+                _log.warning(
+                    "web.requests_cut",
+                    summary=f"{left} request(s) still running {DRAIN_GRACE:g} s after the "
+                    "web inbox's app was unmounted were cancelled",
+                    requests=left,
+                )
         self._shutdown.set()
-        if self._stopped is not None:
-            await self._stopped.wait()
-        _log.info("web.stopped", address=self._listener.address, reason=exit.reason.value)
+        _log.info("web.stopped", address=self._server.listener.address, reason=exit.reason.value)
 
     def _withdrawal_note(self, request: AskUserQuestionRequest) -> str:
         exit = self._scope.exit
@@ -251,19 +270,30 @@ def _close_note(exit: ScopeExit) -> str:
         return "the provider was reloaded or removed: whichever provider serves next asks it again"
     if exit.reason is CloseReason.SHUTDOWN:
         return "hotseam is shutting down"
+    if exit.reason is CloseReason.CANCELLED:  # what a stop signal does to the CLI's scope
+        return "the web inbox stopped: the program serving it is stopping"
     return "the web inbox closed"
 
 
-def _listen(scope: Scope, host: str, port: int) -> Listener:
-    """Bind, or take the listener the previous generation carried (a hot reload).
+def _serve_on(scope: Scope, host: str, port: int) -> WebServer:
+    """Start a server, or take the one the previous generation carried (a hot reload).
 
-    A generation that asks for another host or port refuses the carried one; the new
-    address is bound while the old generation still serves (the old socket is closed when
-    the new generation commits).
+    The server outlives generations: it accepts in a task of the scope's task host (the
+    reloader's task group for a provider module: it outlives every generation), and only
+    its disposal, when no generation carries it any more, stops it. A generation that asks
+    for another host or port refuses the carried one; the new address is bound while the
+    old generation still serves (the old server stops when the new generation commits).
     """
+    host_tasks = scope._task_host()  # fails (ScopeError) before anything is bound
+
+    def start() -> WebServer:
+        server = WebServer(Listener(host, port))
+        server.start(host_tasks)
+        return server
+
     return scope.carry(
         _CARRY_KEY,
-        lambda: Listener(host, port),
-        dispose=Listener.close,
+        start,
+        dispose=WebServer.aclose,
         accept=lambda old: old.matches(host, port),
     )

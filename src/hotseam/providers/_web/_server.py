@@ -1,35 +1,75 @@
-"""The listening socket (what a reload hands over) and Hypercorn serving it.
+"""The web inbox's server: the listening socket, its connections, and the app serving now.
 
-The socket is bound once and outlives generations when carried; each generation runs its
-own Hypercorn server on a duplicate of it. Between the old server's shutdown and the new
-one's start, connections wait in the socket's backlog instead of being refused, so open
-pages reconnect by themselves.
+:class:`WebServer` is what a hot reload carries (``scope.carry``). It owns the listening
+socket, the accept loop and every open connection, from the first generation that serves
+the inbox until the last one lets it go. Each generation *mounts* its app on it, and a
+reload swaps the app under the open connections:
+
+* a request runs to its end on the app that started it (the old generation waits for its
+  requests, within a bound, before it finishes closing);
+* a request that arrives while no app is mounted (between the old generation's close and
+  the new one's start) waits for the next app, up to :data:`SWAP_WAIT` seconds;
+* keep-alive connections, open pages and the socket's backlog are never cut by a reload.
+
+The accept loop runs in a task of the scope's task host (the reloader's task group, or the
+task group of the scope itself), shielded from whatever cancels that host's other tasks:
+only :meth:`WebServer.aclose` (the carried value's disposal) stops it, gracefully.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import errno
-import logging
+import json
 import socket
 from typing import Any
 
 import anyio
-from hypercorn.config import Config, Sockets
-from hypercorn.utils import wrap_app
-from starlette.types import ASGIApp
+import anyio.abc
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ._security import is_loopback
+from ..._log import get_logger
+from .._accept import accept_connections, descriptor_limit
+from ._connection import Connections, hypercorn_config
+from ._security import SECURITY_HEADERS, is_loopback
 
-__all__ = ["Listener", "run_server"]
+__all__ = [
+    "IDLE_TIMEOUT",
+    "MAX_CONNECTIONS",
+    "SWAP_WAIT",
+    "Listener",
+    "Mount",
+    "WebServer",
+    "connection_limit",
+]
 
 _BACKLOG = 128
-_GRACE = 0.25
+IDLE_TIMEOUT = 5.0
+"""Seconds a connection may stay without a request in flight (before its first one too)."""
+SWAP_WAIT = 10.0
+"""Seconds a request waits for an app while none is mounted (a reload between two)."""
+DRAIN_GRACE = 2.0
+"""Seconds a generation's requests in flight may take to finish once it unmounts."""
+STOP_GRACE = 2.0
+"""Seconds the server's connections may take to finish at its close."""
+MAX_CONNECTIONS = 256
+"""The most connections served at once (less when the descriptor limit is low)."""
+_REFUSALS = frozenset({401, 403, 421})  # refused before the token was checked, or by it
+
+_log = get_logger("hotseam.providers.web")
+
+
+def connection_limit() -> int:
+    """How many connections one inbox serves at once: at most a quarter of the process's
+    file descriptors, so a flood of connections never starves the rest of the daemon."""
+    soft = descriptor_limit()
+    if soft is None:
+        return MAX_CONNECTIONS
+    return max(8, min(MAX_CONNECTIONS, soft // 4))
 
 
 class Listener:
-    """A bound, listening TCP socket; closing it stops every server that uses it."""
+    """A bound, listening TCP socket."""
 
     __slots__ = ("host", "port", "socket")
 
@@ -79,7 +119,11 @@ class Listener:
         return not self.closed and self.host == host and port in (0, self.port)
 
     def close(self) -> None:
-        """Stop listening (idempotent)."""
+        """Stop listening (idempotent); a task waiting to accept wakes up and ends."""
+        if self.closed:
+            return
+        with contextlib.suppress(Exception):  # no event loop here: nothing can be waiting
+            anyio.notify_closing(self.socket)
         self.socket.close()
 
 
@@ -87,48 +131,229 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
-async def run_server(app: ASGIApp, listener: Listener, shutdown: anyio.Event) -> None:
-    """Serve ``app`` with Hypercorn on ``listener`` until ``shutdown`` is set.
+class Mount:
+    """One generation's app on the server, and the requests it is serving."""
 
-    Runs on asyncio and on trio (Hypercorn has a worker for each). The listener itself is
-    left open: the server works on a duplicate of its socket.
+    __slots__ = ("_drained", "_requests", "app", "mounted")
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.mounted = True
+        self._requests: set[anyio.CancelScope] = set()
+        self._drained: anyio.Event | None = None
+
+    @property
+    def requests(self) -> int:
+        """How many requests this app is serving now."""
+        return len(self._requests)
+
+    async def serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+        with anyio.CancelScope() as request:
+            self._requests.add(request)
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                self._requests.discard(request)
+                if not self._requests and self._drained is not None:
+                    self._drained.set()
+
+    async def drain(self, grace: float) -> int:
+        """Wait for the requests in flight (after unmounting); cancel those left after
+        ``grace`` seconds and return how many were."""
+        if not self._requests:
+            return 0
+        self._drained = anyio.Event()
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(grace):
+                await self._drained.wait()
+            left = len(self._requests)
+            for request in list(self._requests):
+                request.cancel()
+            if self._requests:
+                await self._drained.wait()
+        return left
+
+
+class WebServer:
+    """The carried server: a listener, its accept loop and connections, the mounted app.
+
+    Create it in a scope (:meth:`start` puts its accept loop on the scope's task host),
+    :meth:`mount` a generation's app on it, and :meth:`aclose` it when no generation
+    carries it any more.
     """
-    config = Config()
-    config.accesslog = None  # an access log would hold each URL's ?token=
-    config.errorlog = _server_logger()
-    config.graceful_timeout = _GRACE
-    config.include_server_header = False
-    config.keep_alive_timeout = 30
-    config.h11_max_incomplete_size = 16 * 1024
-    duplicate = listener.socket.dup()
-    duplicate.setblocking(False)
-    sockets = Sockets(secure_sockets=[], insecure_sockets=[duplicate], quic_sockets=[])
-    wrapped: Any = wrap_app(app, config.wsgi_max_body_size, "asgi")  # type: ignore[arg-type]
-    try:
-        if _on_asyncio():
-            from hypercorn.asyncio.run import worker_serve as asyncio_serve
 
-            await asyncio_serve(wrapped, config, sockets=sockets, shutdown_trigger=shutdown.wait)
+    __slots__ = (
+        "_connections",
+        "_idle_timeout",
+        "_limit",
+        "_mount",
+        "_mounted",
+        "_running",
+        "_stop",
+        "_stopped",
+        "listener",
+    )
+
+    def __init__(
+        self, listener: Listener, *, idle_timeout: float = IDLE_TIMEOUT, limit: int | None = None
+    ) -> None:
+        self.listener = listener
+        self._idle_timeout = idle_timeout
+        self._limit = connection_limit() if limit is None else limit
+        self._mount: Mount | None = None
+        self._mounted = anyio.Event()  # set (and replaced) whenever the mounted app changes
+        self._stop = anyio.CancelScope()
+        self._stopped = anyio.Event()
+        self._running = False
+        self._connections: Connections | None = None
+
+    def __repr__(self) -> str:
+        return f"<WebServer {self.listener.address} mounted={self._mount is not None}>"
+
+    @property
+    def closing(self) -> bool:
+        """True once :meth:`aclose` began."""
+        return self.listener.closed
+
+    def matches(self, host: str, port: int) -> bool:
+        """True when this server listens where ``host``/``port`` asks (port 0: anywhere)."""
+        return self.listener.matches(host, port)
+
+    def start(self, host: anyio.abc.TaskGroup) -> None:
+        """Start accepting in a task of ``host``, which must outlive this server."""
+        if self._running or self.closing:
+            return
+        self._running = True
+        host.start_soon(self._run, name=f"web inbox server {self.listener.address}")
+
+    async def _run(self) -> None:
+        # Shielded: the host's other tasks may be cancelled (a stop signal cancels the
+        # CLI's task group) while this one must keep serving until aclose() ends it
+        # gracefully, so that open pages hear the inbox's closing note.
+        try:
+            with anyio.CancelScope(shield=True), self._stop:
+                config = hypercorn_config(self._idle_timeout)
+                self._connections = Connections(self._dispatch, config)
+                await accept_connections(
+                    self.listener.socket,
+                    self._connections.serve,
+                    limit=self._limit,
+                    what=f"web inbox {self.listener.address}",
+                    logger=_log,
+                )
+        finally:
+            self._stopped.set()
+
+    # -- generations ----------------------------------------------------------------------------
+
+    def mount(self, app: ASGIApp) -> Mount:
+        """Serve new requests with ``app`` (the previous app keeps those it started)."""
+        mount = Mount(app)
+        if self._mount is not None:
+            self._mount.mounted = False
+        self._mount = mount
+        self._changed()
+        return mount
+
+    async def unmount(self, mount: Mount, grace: float = DRAIN_GRACE) -> int:
+        """Stop giving ``mount`` new requests and wait for those it serves (see
+        :meth:`Mount.drain`); new requests wait for the next mount meanwhile."""
+        mount.mounted = False
+        if self._mount is mount:
+            self._mount = None
+            self._changed()
+        return await mount.drain(grace)
+
+    def _changed(self) -> None:
+        self._mounted.set()
+        self._mounted = anyio.Event()
+
+    async def _current(self) -> Mount | None:
+        """The mounted app, waiting for one (bounded) during a swap; None when closing."""
+        with anyio.move_on_after(SWAP_WAIT):
+            while self._mount is None and not self.closing:
+                await self._mounted.wait()
+        return None if self.closing else self._mount
+
+    async def _dispatch(
+        self, scope: Scope, receive: Receive, send: Send, sync_spawn: Any, call_soon: Any
+    ) -> None:
+        """Hypercorn's app: each request goes to the app mounted when it arrives."""
+        mount = self._mount
+        if mount is None or self.closing:
+            mount = await self._current()
+        if scope["type"] != "http":
+            if mount is not None:
+                await mount.serve(scope, receive, send)
+            return
+        if mount is None:
+            await _unavailable(send)
+            return
+        await mount.serve(scope, receive, _guarded_send(send))
+
+    # -- stopping -------------------------------------------------------------------------------
+
+    async def aclose(self, grace: float = STOP_GRACE) -> None:
+        """Stop gracefully: stop accepting, close idle connections, let requests in flight
+        finish for up to ``grace`` seconds, then close everything. Idempotent."""
+        with anyio.CancelScope(shield=True):
+            self.listener.close()
+            self._changed()  # requests waiting for an app are answered 503
+            if not self._running:
+                return
+            if self._connections is not None and not self._connections.terminated:
+                await self._connections.terminate()
+            with anyio.move_on_after(grace):
+                await self._stopped.wait()
+            self._stop.cancel()
+            await self._stopped.wait()
+
+
+def _guarded_send(send: Send) -> Send:
+    """Hypercorn's ``send``, with two changes.
+
+    A refused request ends its connection: whoever lacks the token or sent a foreign Host
+    or Origin gets no kept-alive connection to try again on.
+
+    The message that ends a response is sent shielded from cancellation. Sending it makes
+    Hypercorn recycle the connection and start its idle timer from inside this call (on
+    trio with ``nursery.start``, in the caller's cancel scope); an app that cancels its own
+    scope right after (the event stream does, once the page has gone) would cancel that
+    timer with it, leaving the connection with no idle timeout at all.
+    """
+
+    async def guarded(message: Message) -> None:
+        kind = message["type"]
+        if kind == "http.response.start" and message["status"] in _REFUSALS:
+            headers = [*message.get("headers", []), (b"connection", b"close")]
+            message = {**message, "headers": headers}
+        if kind == "http.response.body" and not message.get("more_body", False):
+            with anyio.CancelScope(shield=True):
+                await send(message)
         else:
-            from hypercorn.trio.run import worker_serve as trio_serve
+            await send(message)
 
-            await trio_serve(wrapped, config, sockets=sockets, shutdown_trigger=shutdown.wait)
-    finally:
-        with contextlib.suppress(OSError):
-            duplicate.close()
+    return guarded
 
 
-def _server_logger() -> logging.Logger:
-    """Hypercorn's errors, without its "Running on http://..." chatter: the CLI prints the
-    one line with the inbox's URL. A private logger, so no logging configuration changes."""
-    logger = logging.Logger("hotseam.providers.web.server", logging.WARNING)
-    logger.parent = logging.getLogger("hotseam.providers.web")
-    return logger
-
-
-def _on_asyncio() -> bool:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return False
-    return True
+async def _unavailable(send: Send) -> None:
+    """503 for a request no app took: the inbox is stopping (or a reload overran)."""
+    body = json.dumps(
+        {
+            "error": {
+                "code": "CLOSED",
+                "message": "the web inbox is not serving (it is stopping, or a reload is "
+                "taking long); retry",
+            }
+        }
+    ).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        (b"retry-after", b"1"),
+        (b"connection", b"close"),
+        *((name.encode(), value.encode()) for name, value in SECURITY_HEADERS.items()),
+    ]
+    with contextlib.suppress(OSError):
+        await send({"type": "http.response.start", "status": 503, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
