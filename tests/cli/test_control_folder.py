@@ -182,6 +182,6 @@ def test_a_runtime_dir_named_on_purpose_is_never_replaced(project: Path) -> None
     result = hotseam("run", "providers", "--agent", "agent", cwd=project, runtime=named)
     assert result.returncode == 2
     assert result.stderr == (
-        f"hotseam run: the control socket folder {named} belongs to uid {STRANGER}, not to "
-        f"this user (uid {os.getuid()}) (HOTSEAM_RUNTIME_DIR); refusing to use it\n"
+        f"hotseam run: HOTSEAM_RUNTIME_DIR: the control socket folder {named} belongs to uid "
+        f"{STRANGER}, not to this user (uid {os.getuid()}); refusing to use it\n"
     )

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import socket
+import stat
 import threading
 import time
 from collections.abc import Iterator
@@ -17,11 +19,19 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hotseam.cli._control import MAX_CONNECTIONS, MAX_PATHS, MAX_REQUEST, answer
+from hotseam.cli._control import (
+    MAX_CONNECTIONS,
+    MAX_PATHS,
+    MAX_REQUEST,
+    Claim,
+    answer,
+    serving,
+)
 
 from ._support import ASKING_AGENT, HELD_PROVIDER, Process, hotseam, write
 
@@ -290,6 +300,50 @@ async def test_a_client_that_never_reads_its_reply_is_dropped(tmp_path: Path) ->
                 await client.send(b'{"op": "status"}\n')
                 with anyio.fail_after(BOUND):
                     await finished.wait()
+
+
+class Recorder:
+    """A logger keeping each line, as structlog's bound logger is called."""
+
+    def __init__(self) -> None:
+        self.lines: list[tuple[str, str]] = []
+
+    def info(self, event: str, **fields: Any) -> None:
+        self.lines.append(("info", event))
+
+    def warning(self, event: str, **fields: Any) -> None:
+        self.lines.append(("warning", event))
+
+    def error(self, event: str, **fields: Any) -> None:
+        self.lines.append(("error", event))
+
+
+@pytest.mark.anyio
+async def test_serving_answers_and_cleans_up_on_both_backends(tmp_path: Path) -> None:
+    """In-process, on asyncio and trio: the socket is the owner's alone, a good request and
+    a hostile one are both answered, a name link points at it, and both go at the end."""
+
+    async def handler(message: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "echo": message}
+
+    path, link = tmp_path / "1.sock", tmp_path / "name.sock"
+    log = Recorder()
+    async with serving(Claim(path, link, notes=("a note",)), handler, log):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+        assert os.readlink(link) == "1.sock"
+        good, deep = await anyio.to_thread.run_sync(
+            lambda: (
+                exchange(path, b'{"op": "reload", "paths": ["a", "a"], "x": 1}\n'),
+                exchange(path, b"[" * 3000 + b"\n"),
+            )
+        )
+    assert one_reply(good) == {"ok": True, "echo": {"op": "reload", "paths": ["a"]}}
+    assert "recursion limit exceeded" in one_reply(deep)["error"]
+    assert not path.exists() and not link.is_symlink()
+    assert log.lines == [
+        ("info", "a note"),
+        ("info", f"control socket: {path} (hotseam status {os.getpid()})"),
+    ]
 
 
 class HostileServer:

@@ -140,7 +140,7 @@ def private_dir() -> tuple[Path, str | None]:
     if problem is None:
         return folder, None
     if os.environ.get("HOTSEAM_RUNTIME_DIR"):  # named on purpose: its owner must fix it
-        raise ControlError(f"{problem} (HOTSEAM_RUNTIME_DIR); refusing to use it")
+        raise ControlError(f"HOTSEAM_RUNTIME_DIR: {problem}; refusing to use it")
     stand_ins = _stand_ins(folder)
     if stand_ins:
         stand_in = stand_ins[0]
