@@ -7,7 +7,8 @@
 //   node interop/client.mjs [SCENARIO...]
 
 import { spawn } from "node:child_process";
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
@@ -34,6 +35,14 @@ function within(promise, what) {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
+/** `within`, for a promise awaited later: its failure while a scenario awaits something
+ * else first is that scenario's, not an unhandled rejection that ends the suite. */
+function later(promise, what) {
+  const bounded = within(promise, what);
+  bounded.catch(() => {});
+  return bounded;
+}
+
 /** A queue of requests from the agent, each answered by the scenario. */
 class Inbox {
   constructor() {
@@ -55,8 +64,11 @@ class Inbox {
   }
 }
 
-/** One `hotseam acp` process and an SDK client connected to it. */
-async function session(name, capabilities, args, body) {
+/** One `hotseam acp` process and an SDK client connected to it.
+ *
+ * `permission: false` leaves session/request_permission unhandled: the SDK then answers
+ * it with -32601, as a client that only chats does. */
+async function session(name, capabilities, args, body, { permission = true } = {}) {
   const child = spawn(HOTSEAM, ["acp", "--log-level", "debug", ...args], {
     stdio: ["pipe", "pipe", "pipe"],
   });
@@ -96,11 +108,16 @@ async function session(name, capabilities, args, body) {
   const chunks = [];
   const queue = (method) => async ({ params, signal }) =>
     new Promise((resolve, reject) => inbox.put({ method, params, signal, resolve, reject }));
-  const app = acp
+  let app = acp
     .client({ name: "hotseam-interop" })
-    .onRequest(acp.methods.client.elicitation.create, queue("elicitation/create"))
-    .onRequest(acp.methods.client.session.requestPermission, queue("session/request_permission"))
-    .onNotification(acp.methods.client.session.update, ({ params }) => {
+    .onRequest(acp.methods.client.elicitation.create, queue("elicitation/create"));
+  if (permission) {
+    app = app.onRequest(
+      acp.methods.client.session.requestPermission,
+      queue("session/request_permission"),
+    );
+  }
+  app = app.onNotification(acp.methods.client.session.update, ({ params }) => {
       const update = params.update;
       if (update.sessionUpdate === "agent_message_chunk" && update.content.type === "text") {
         chunks.push(update.content.text);
@@ -153,6 +170,36 @@ function logs(stderr, event) {
 }
 
 const accept = (content) => ({ action: "accept", content });
+const selected = (optionId) => ({ outcome: { outcome: "selected", optionId } });
+
+/** A provider module that relays each question to the ACP provider one context up. */
+const RELAY = (generation) => `from hotseam.interaction import USER_INTERACTION
+
+
+class Relay:
+    generation = ${generation}
+
+    def __init__(self, acp):
+        self.acp = acp
+
+    async def ask(self, request):
+        return await self.acp.ask(request)
+
+
+def setup(scope):
+    scope.provide(USER_INTERACTION, Relay(scope.context.parent.lookup(USER_INTERACTION)))
+`;
+
+/** Whether `promise` rejects with a JSON-RPC error; returns that error. */
+async function rejection(promise, what) {
+  try {
+    await within(promise, what);
+  } catch (error) {
+    if (error instanceof acp.RequestError) return error;
+    throw error;
+  }
+  throw new Failure(`${what} succeeded; an error was expected`);
+}
 
 /** Answer the demo agent's two questions as forms; return what it said. */
 async function demoByForm(h, first, second) {
@@ -350,6 +397,85 @@ const scenarios = {
     check(late.length === 1 && late[0].level === "warning", JSON.stringify(late));
     const acks = logs(stderr, "acp.cancel_acknowledged");
     check(acks.length === 1 && acks[0].level === "debug", JSON.stringify(acks));
+  },
+
+  async "-32601 to session/request_permission: questions with options in the chat"() {
+    const stderr = await session(
+      "permission-refused",
+      NONE,
+      [],
+      async (h) => {
+        const first = await within(h.prompt("fix the bug"), "the prompt");
+        check(first.stopReason === "end_turn", first.stopReason);
+        check(h.said().includes("2. **Balanced (Recommended)**"), h.said());
+        let before = h.said().length;
+        await within(h.prompt("2"), "the answering prompt");
+        const answered = h.said().slice(before);
+        check(answered.startsWith("Approach: balanced\n"), answered);
+        check(answered.includes("**Notes**: Anything I should keep in mind?"), answered);
+        before = h.said().length;
+        await within(h.prompt("keep it small"), "the second answering prompt");
+        check(h.said().slice(before) === "Notes: keep it small\n", h.said().slice(before));
+      },
+      { permission: false },
+    );
+    const refused = logs(stderr, "acp.permission_request_refused");
+    check(refused.length === 1 && refused[0].level === "warning", JSON.stringify(refused));
+  },
+
+  async "a reload while a permission prompt is open: the withdrawn prompt's answer counts"() {
+    const providers = mkdtempSync(join(tmpdir(), "hotseam-interop-"));
+    const module = join(providers, "relay.py");
+    writeFileSync(module, RELAY(1));
+    try {
+      const stderr = await session("reload-reask", NONE, ["--watch", providers], async (h) => {
+        const turn = later(h.prompt("fix the bug"), "the prompt");
+        // Like Toad, the client leaves a withdrawn prompt on screen: it never rejects it.
+        const old = await h.inbox.next("session/request_permission");
+        writeFileSync(module, RELAY(2));
+        const reasked = await h.inbox.next("session/request_permission");
+        check(old.signal.aborted, "the old prompt was withdrawn ($/cancel_request)");
+        const withdrawn = new Promise((resolve) => reasked.signal.addEventListener("abort", resolve));
+        old.resolve(selected("thorough")); // the human answers the prompt still on screen
+        await within(withdrawn, "$/cancel_request for the question asked again");
+        const { stopReason } = await turn;
+        check(stopReason === "end_turn", stopReason);
+        check(h.said().includes("Approach: thorough\n"), h.said());
+        reasked.resolve(selected("quick")); // and then the other one: dropped
+        await within(h.ctx.request(acp.methods.agent.session.close, { sessionId: h.sessionId }), "close");
+      });
+      check(logs(stderr, "acp.late_answer_delivered").length === 1, "delivered once");
+      check(logs(stderr, "acp.answer_dropped").length === 1, "the second answer dropped");
+      check(logs(stderr, "acp.late_response_ignored").length === 0, "nothing ignored");
+    } finally {
+      rmSync(providers, { recursive: true, force: true });
+    }
+  },
+
+  async "errors name the request: an oversized prompt, an unknown session"() {
+    await session("errors-with-ids", NONE, ["--max-line-bytes", "100000"], async (h) => {
+      const big = await rejection(h.prompt("x".repeat(200000)), "an oversized prompt");
+      check(big.code === -32600, `code ${big.code}`);
+      check(String(big.data?.details).includes("more than the limit of 100000 bytes"), big.message);
+      const unknown = await rejection(
+        h.ctx.request(acp.methods.agent.session.prompt, {
+          sessionId: "sess_unknown",
+          prompt: [{ type: "text", text: "hi" }],
+        }),
+        "a prompt to an unknown session",
+      );
+      check(unknown.code === -32002, `code ${unknown.code}`);
+      check(unknown.data?.sessionId === "sess_unknown", JSON.stringify(unknown.data));
+      // The same code for session/close, which the SDK takes as closed already.
+      await within(
+        h.ctx.request(acp.methods.agent.session.close, { sessionId: "sess_unknown" }),
+        "closing an unknown session",
+      );
+      const turn = later(h.prompt("still serving?"), "a prompt after them");
+      (await h.inbox.next("session/request_permission")).resolve({ outcome: { outcome: "cancelled" } });
+      const { stopReason } = await turn;
+      check(stopReason === "end_turn", stopReason);
+    });
   },
 
   async "session/close releases the session"() {
