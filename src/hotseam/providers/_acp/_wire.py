@@ -13,8 +13,9 @@ when another SDK version lacks them):
    is about to assign, ``Connection._next_request_id``, read just before sending). A late
    answer to it, which the SDK drops silently, is logged: an acknowledgement the spec
    mandates (-32800, a permission outcome ``cancelled``, an elicitation action ``cancel``)
-   at debug level (``acp.cancel_acknowledged``), a human's answer that came too late as a
-   warning (``acp.late_response_ignored``).
+   at debug level (``acp.cancel_acknowledged``). A human's answer is first offered to
+   :attr:`AcpWire.on_late_answer` (the provider gives it to the same question if a reload
+   asked it again), and otherwise logged as a warning (``acp.late_response_ignored``).
 3. An incoming ``$/cancel_request`` hits the SDK router's "method not found" and is logged
    as an unhandled error. The wire adds a route for it: a ``session/prompt`` in progress is
    cancelled as ``session/cancel`` would (it ends with stop reason ``cancelled``, a valid
