@@ -391,3 +391,14 @@ def test_host_policy_names_and_ports() -> None:
     remote = HostPolicy("192.0.2.10", 80)
     assert remote.host_ok("192.0.2.10") and remote.host_ok("192.0.2.10:80")
     assert not remote.host_ok("192.0.2.11")
+
+
+async def test_serving_logs_the_pages_address_with_its_token() -> None:
+    """A provider module's inbox has no CLI line: its ``web.serving`` event gives the URL
+    (the address alone does not open the page)."""
+    with structlog.testing.capture_logs() as logs:
+        async with serving() as s:
+            assert (await s.client.get("/api/questions")).status_code == 200
+            url = s.web.url
+    (served,) = [entry for entry in logs if entry["event"] == "web.serving"]
+    assert served["url"] == url and url.endswith(f"?token={s.web.token}")

@@ -219,7 +219,7 @@ class WebProvider:
             return  # closed before it went live: the next generation (if any) serves
         app = build_app(self._current_inbox, self.token, self._hosts)
         self._mount = self._server.mount(app)
-        _log.info("web.serving", address=self._server.listener.address)
+        _log.info("web.serving", address=self._server.listener.address, url=self.url)
 
     def _current_inbox(self) -> Inbox | None:
         return None if self._shutdown.is_set() else self._inbox
