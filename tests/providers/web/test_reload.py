@@ -99,3 +99,20 @@ async def test_a_reload_keeps_the_socket_and_open_pages_see_the_question_again(
                     assert late.json()["error"]["code"] == "ALREADY_ANSWERED"
     assert [answer.answer for answer in answers] == ["SQLite"]
     assert first.listener.closed  # disposed once nobody carries it
+
+
+async def test_hotseam_status_shows_the_address_of_an_inbox_a_provider_module_serves(
+    tmp_path: Path,
+) -> None:
+    from hotseam.cli._snapshot import SessionFacts, status
+    from hotseam.cli._status import format_status
+
+    port = free_port()
+    (tmp_path / "web_ui.py").write_text(MODULE.format(generation=1, port=port))
+    context = Context("status-web")
+    async with Reloader(context, tmp_path, watch=False) as reloader:
+        web = context.get(USER_INTERACTION)
+        assert isinstance(web, WebProvider)
+        reply = status(SessionFacts("hotseam run", reloader))
+        assert reply["web"] == [{"url": web.url, "pending": 0, "context": "status-web"}]
+        assert f"web inbox: {web.url} (0 waiting there)" in format_status(reply).splitlines()
