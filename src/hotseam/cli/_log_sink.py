@@ -196,6 +196,23 @@ class StderrSink:
             view = view[written:]
 
 
+LINE_LIMIT = 64 * 1024
+"""An unfinished line longer than this is written as it is (output with no newline at all
+must not pile up)."""
+
+_DRAIN_WAIT = 0.25
+"""How long :meth:`OutputCapture.stop` waits for the rest of the pipe (read in microseconds
+once its write ends close; only a child process that still holds it makes this wait)."""
+
+QUIET = 0.05
+"""How long the output pipe stays quiet before an unfinished line on it is written."""
+
+_PIPE_SIZE = 1024 * 1024
+"""The output pipe's buffer (the default 64 KiB on Linux otherwise): C code that writes to
+fd 2 while holding the interpreter lock cannot let the draining thread run, so the pipe
+must take its writes whole."""
+
+
 class OutputCapture:
     """Send what the program's code writes to stdout and stderr through ``sink``.
 
@@ -245,7 +262,7 @@ class OutputCapture:
         )
         self._pump.start()
 
-    def stop(self, timeout: float = EXIT_WAIT) -> None:
+    def stop(self, timeout: float = _DRAIN_WAIT) -> None:
         """Put the descriptors and streams back; wait at most ``timeout`` for the pipe to
         be drained (a child process may keep it open: it is then left to the thread)."""
         if self._pump is None or self._streams is None:
@@ -268,19 +285,6 @@ class OutputCapture:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
-
-
-LINE_LIMIT = 64 * 1024
-"""An unfinished line longer than this is written as it is (output with no newline at all
-must not pile up)."""
-
-QUIET = 0.05
-"""How long the output pipe stays quiet before an unfinished line on it is written."""
-
-_PIPE_SIZE = 1024 * 1024
-"""The output pipe's buffer (the default 64 KiB on Linux otherwise): C code that writes to
-fd 2 while holding the interpreter lock cannot let the draining thread run, so the pipe
-must take its writes whole."""
 
 
 class _Lines:
