@@ -126,11 +126,13 @@ class Committer:
                 record.state = ModuleState.FAILED
                 record.generation = None
                 record.error = lost
+                record.failed_at = batch.id
                 emit(ReloadAborted(batch.id, record.path, name, lost, None))
                 continue
             record.kind = prepared.kinds[name]
             record.last_generation += 1
             record.generation = record.last_generation
+            record.since = batch.id
             record.state = ModuleState.ACTIVE
             record.error = None
             emit(
@@ -163,6 +165,7 @@ class Committer:
                 record.missing = _names(attempt.missing)
             record.state = ModuleState.FAILED
             record.error = load_error
+            record.failed_at = batch.id
             emit(ReloadAborted(batch.id, record.path, name, load_error, record.generation))
 
     @asynccontextmanager

@@ -125,6 +125,11 @@ class ModuleRecord:
     error: LoadError | None = None
     load_ms: float | None = None
     blocker: Blocker | None = None
+    since: int = 0
+    """The batch whose commit made the serving generation (0: none yet)."""
+    failed_at: int = 0
+    """The batch of the last failure (0: none): it happened while every generation
+    committed before it was alive, which is what a retry after an unload looks at."""
 
     def status(self) -> ModuleStatus:
         """The public, frozen view of this record."""

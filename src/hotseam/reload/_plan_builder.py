@@ -15,6 +15,7 @@ import anyio
 
 from .._log import get_logger
 from ._errors import LoadError
+from ._heir import carrier_of, waiting_heirs
 from ._loader import NOTHING, Loader, ModuleRecord
 from ._planner import (
     ModuleIndex,
@@ -63,9 +64,14 @@ class PlanBuilder:
         date; ``None``: the graph must be built afresh."""
 
     async def build(
-        self, candidates: Collection[Path] | None, force: bool, retry_failed: bool
+        self,
+        candidates: Collection[Path] | None,
+        force: bool,
+        retry_failed: bool,
+        retry: Collection[str] = (),
     ) -> Plan:
-        """The plan for ``candidates`` (paths that may have changed; ``None``: everything)."""
+        """The plan for ``candidates`` (paths that may have changed; ``None``: everything),
+        and the failed modules ``retry`` (their file unchanged: what failed them is gone)."""
         index = self._index
         index.refresh(candidates)
         records = self._loader.records
@@ -94,6 +100,11 @@ class PlanBuilder:
                 await self._consider(name, plan, force, appeared, retry_failed=retry_failed)
         finally:
             self._prefetched = {}
+        await self._retry(retry, plan, appeared)
+        if plan.unload:
+            carrier = plan.carrier = carrier_of(plan.unload, records)
+            if carrier is not None:
+                await self._retry(waiting_heirs(records[carrier], records), plan, appeared)
         if plan.empty and not self._any_blocked():
             return plan  # a save that changed nothing: the import graph is not even looked at
         graph = self._imports()
@@ -204,6 +215,15 @@ class PlanBuilder:
             if record.state is ModuleState.UNLOADED:
                 continue
             await self._consider(name, plan, True, appeared, dependent=True)
+
+    async def _retry(self, names: Collection[str], plan: Plan, appeared: set[str]) -> None:
+        """Add the failed modules ``names`` whatever their content (what failed them left)."""
+        for name in sorted(names):
+            if name in plan.sources or name in plan.unload or name in plan.unreadable:
+                continue
+            await self._consider(name, plan, True, appeared, dependent=True)
+            if name in plan.sources:
+                plan.retries.add(name)
 
     async def _retry_unblocked(self, plan: Plan, appeared: set[str]) -> bool:
         """Add the modules refused for a conflict whose blocking registration is gone, or

@@ -559,6 +559,10 @@ class Plan:
     """Modules whose file is gone (or no longer importable), dependents last."""
     unreadable: dict[str, tuple[Path, LoadError]] = field(default_factory=dict)
     """Modules whose file exists but could not be read."""
+    carrier: str | None = None
+    """The one unloaded module whose generation carries values (``scope.carry``), if one
+    does: a single provider without a serving generation in this plan may take them over
+    (a renamed module; see :mod:`._heir`)."""
 
     @property
     def empty(self) -> bool:

@@ -22,17 +22,21 @@ import anyio.abc
 
 from .._carry import follow
 from .._context import Context, use_context
+from .._log import get_logger
 from .._scope import Scope
 from ._conflicts import check_conflicts
 from ._errors import LoadError
 from ._events import SLOW_NOTICE, display_path, report_slow
 from ._guard import Detached, interrupted, is_fatal, start_detached
+from ._heir import heir_of
 from ._loader import Batch, Blocker, Loader
 from ._planner import Plan, dependency_order
 from ._status import ModuleKind
 from ._teardown import Closer
 
 __all__ = ["Prepared", "Preparer", "propagate"]
+
+_log = get_logger("hotseam.reload")
 
 
 @dataclass(slots=True)
@@ -141,6 +145,7 @@ class Preparer:
         order = dependency_order(batch.staged, imports)
         kinds: dict[str, ModuleKind] = {}
         blockers: dict[str, Blocker] = {}
+        heir = self._heir(batch, plan, order, aborted)
         for name in order:
             if name in aborted or propagate(batch, aborted, only=name):
                 continue
@@ -155,7 +160,7 @@ class Preparer:
             if setup is None:
                 continue
             started = time.perf_counter()
-            scope = scopes[name] = self._staged_scope(name)
+            scope = scopes[name] = self._staged_scope(name, plan.carrier if name == heir else None)
             failure = await self._set_up(name, setup, scope)
             load_ms[name] = load_ms.get(name, 0.0) + (time.perf_counter() - started) * 1000
             if failure is not None:
@@ -170,8 +175,36 @@ class Preparer:
                 await self._closer.discard(scopes.pop(name))
         return Prepared(order, kinds, aborted, load_ms, blockers)
 
-    def _staged_scope(self, name: str) -> Scope:
-        """A staged scope for the next generation of ``name``, its tasks in the reloader's group."""
+    def _heir(
+        self, batch: Batch, plan: Plan, order: list[str], aborted: dict[str, LoadError]
+    ) -> str | None:
+        """The provider that takes over what the unloaded ``plan.carrier`` carries, if the
+        choice is unambiguous (see :mod:`._heir`)."""
+        if plan.carrier is None:
+            return None
+        providers = [
+            name
+            for name in order
+            if name not in aborted and callable(batch.staged[name].__dict__.get("setup"))
+        ]
+        records = self._loader.records
+        heir = heir_of(providers, records)
+        if heir is not None:
+            _log.info(
+                "reload.takeover",
+                path=str(records[heir].path),
+                module=heir,
+                previous=str(records[plan.carrier].path),
+                summary=f"{display_path(records[heir].path)} may take over what "
+                f"{display_path(records[plan.carrier].path)} carries (it is unloaded in the "
+                "same reload: a rename)",
+            )
+        return heir
+
+    def _staged_scope(self, name: str, succeeding: str | None = None) -> Scope:
+        """A staged scope for the next generation of ``name``, its tasks in the reloader's
+        group; it may take over what ``name``'s serving generation carries, or, for a
+        renamed module, what the unloaded module ``succeeding`` carries."""
         record = self._loader.records[name]
         generation = record.last_generation + 1
         task_group = self._task_group()
@@ -186,7 +219,8 @@ class Preparer:
             task_group=host,
             dispose_timeout=self._dispose_timeout,
         )
-        follow(scope, record.scope)  # it may take over what the serving generation carries
+        predecessor = self._loader.records[succeeding].scope if succeeding else record.scope
+        follow(scope, predecessor)  # it may take over what the predecessor carries
         return scope
 
     async def _set_up(self, name: str, setup: Callable[..., Any], scope: Scope) -> LoadError | None:

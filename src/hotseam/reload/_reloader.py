@@ -33,15 +33,15 @@ that crashes is reported (``TaskFailed`` event, ``reload.task_failed`` error log
 module's status error) and its generation stays active: the crash neither vanishes nor takes
 the process down. Saving the module starts a fresh generation with fresh tasks.
 
-This module is the facade: the lifecycle, the worker that gathers changes, and the sequence
-of one reload. Each phase has a module of its own: ``_plan_builder``, ``_prepare`` (with
-``_conflicts``) and ``_commit``; ``_teardown`` closes generations and reports their failures.
+This module is the facade: the lifecycle, and the worker that gathers changes. The steps of
+one reload are in ``_sequence``, and each phase has a module of its own: ``_plan_builder``,
+``_prepare`` (with ``_conflicts``) and ``_commit``; ``_teardown`` closes generations and
+reports their failures; ``_heir`` retries what an unload may have freed.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -53,10 +53,16 @@ from .._context import Context
 from .._effects import CloseReason, ScopeExit
 from .._errors import DisposalError
 from .._log import get_logger
-from .._scope import Scope, exit_task_group
+from .._scope import exit_task_group
 from ._commit import Committer
 from ._errors import LoadError, ReloaderClosedError, ReloadPathError
-from ._events import Emitter, EventStream, ReloadEvent, ReloadPlanned, TaskFailed, display_path
+from ._events import (
+    Emitter,
+    EventStream,
+    ReloadEvent,
+    TaskFailed,
+    display_path,
+)
 from ._guard import Detached
 from ._loader import Loader
 from ._native import WatchfilesWatcher
@@ -65,6 +71,7 @@ from ._planner import ModuleIndex, Root, dependency_order
 from ._prepare import Preparer
 from ._result import ReloadResult
 from ._roots import LinkedRoots
+from ._sequence import Steps
 from ._status import ModuleStatus
 from ._teardown import Closer, as_exception, dispose_failed
 from ._watcher import FileChange, PollingWatcher, Watcher
@@ -174,7 +181,6 @@ class Reloader:
         self._relinked: set[Path] = set()
         self._abandoned: list[Detached] = []
         self._state = "new"
-        self._batches = 0
         self._pending: set[Path] = set()
         self._last_reload = -float("inf")
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -185,7 +191,7 @@ class Reloader:
         self._closed: anyio.Event | None = None
         self._planner = PlanBuilder(self._index, self._loader)
         self._closer = Closer(self._loader, dispose_timeout, self._abandoned)
-        self._preparer = Preparer(
+        preparer = Preparer(
             context,
             self._loader,
             self._closer,
@@ -196,7 +202,10 @@ class Reloader:
             setup_timeout=setup_timeout,
             import_timeout=import_timeout,
         )
-        self._committer = Committer(context, self._loader, self._closer, self._wake)
+        committer = Committer(context, self._loader, self._closer, self._wake)
+        self._steps = Steps(
+            self._planner, preparer, committer, self._loader, self._closer, self._emitter
+        )
 
     def __repr__(self) -> str:
         paths = ", ".join(display_path(p) for p in self.paths)
@@ -518,47 +527,7 @@ class Reloader:
         assert self._lock is not None
         async with self._lock:
             self._check_open()
-            started = time.perf_counter()
-            plan = await self._planner.build(candidates, force, retry_failed)
-            self._planner.report_skipped()
-            if plan.empty:
-                return ReloadResult(None, (), (time.perf_counter() - started) * 1000)
-            self._batches += 1
-            batch_id = self._batches
-            events: list[ReloadEvent] = []
-
-            def emit(event: ReloadEvent) -> None:
-                events.append(event)
-                self._emitter.emit(event)
-
-            records = self._loader.records
-            emit(
-                ReloadPlanned(
-                    batch_id,
-                    changed=tuple(plan.changed),
-                    modules=tuple(plan.sources[name].path for name in plan.order),
-                    unloading=tuple(records[name].path for name in plan.unload),
-                )
-            )
-            batch = self._loader.begin(batch_id, plan.sources)
-            scopes: dict[str, Scope] = {}
-            try:
-                prepared = await self._preparer.prepare(batch, plan, scopes)
-            except BaseException:
-                self._planner.batch_done(None)
-                with anyio.CancelScope(shield=True):
-                    for scope in scopes.values():
-                        await self._closer.discard(scope)
-                    self._loader.end(batch, committed=set(), unloaded=set())
-                raise
-            with anyio.CancelScope(shield=True):
-                try:
-                    await self._committer.commit(batch, plan, prepared, scopes, started, emit)
-                except BaseException:
-                    self._planner.batch_done(None)
-                    raise
-                self._planner.batch_done({*batch.sources, *prepared.aborted})
-            return ReloadResult(batch_id, tuple(events), (time.perf_counter() - started) * 1000)
+            return await self._steps.run(candidates, force, retry_failed)
 
     def _task_failed(self, name: str, generation: int, task: str, error: BaseException) -> None:
         """Report a crash of a background task of ``name``'s generation ``generation``."""
