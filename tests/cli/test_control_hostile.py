@@ -29,7 +29,10 @@ from hotseam.cli._control import (
     MAX_PATHS,
     MAX_REQUEST,
     Claim,
+    ControlError,
+    Endpoint,
     answer,
+    request,
     serving,
 )
 
@@ -369,6 +372,54 @@ class HostileServer:
 
     def close(self) -> None:
         self.server.close()
+
+
+class BusyServer:
+    """A Unix socket that closes its first ``busy`` connections unread, then replies."""
+
+    def __init__(self, path: Path, busy: int) -> None:
+        self.server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.server.bind(str(path))
+        self.server.listen()
+        self.busy = busy
+        self.connections = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                connection, _ = self.server.accept()
+            except OSError:
+                return
+            self.connections += 1
+            with connection, contextlib.suppress(OSError):
+                if self.connections > self.busy:
+                    connection.recv(65536)
+                    connection.sendall(b'{"ok": true}\n')
+
+    def close(self) -> None:
+        self.server.close()
+
+
+def test_a_client_closed_unserved_tries_again(tmp_path: Path) -> None:
+    """A process at its connection limit closes new ones unread: ``hotseam status`` and
+    ``reload`` try again until their time bound, then say what happened."""
+    busy = BusyServer(tmp_path / "busy.sock", busy=3)
+    try:
+        assert request(Endpoint(0, tmp_path / "busy.sock"), {"op": "status"}) == {"ok": True}
+        assert busy.connections == 4
+    finally:
+        busy.close()
+    never = BusyServer(tmp_path / "never.sock", busy=10**9)
+    try:
+        with pytest.raises(ControlError) as caught:
+            request(Endpoint(0, tmp_path / "never.sock"), {"op": "status"}, timeout=0.5)
+    finally:
+        never.close()
+    assert str(caught.value) == (
+        f"{tmp_path / 'never.sock'} closed every connection without a reply for 0.5 s "
+        f"(it serves at most {MAX_CONNECTIONS} at once)"
+    )
 
 
 @pytest.mark.parametrize(

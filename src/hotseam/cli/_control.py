@@ -89,17 +89,44 @@ class BadRequestError(HarnessError):
 def request(endpoint: Endpoint, message: dict[str, Any], timeout: float = CLIENT_TIMEOUT) -> Any:
     """Send one request and return the decoded reply.
 
+    A connection closed before any reply came was not served (the process was serving its
+    most connections at once, or was out of file descriptors): it is tried again, a little
+    later each time, until ``timeout``.
+
     Raises:
         ControlError: the connection failed, the reply did not come within ``timeout``, or it
             is not JSON (nested too deeply, larger than ``MAX_REPLY``...).
     """
     deadline = time.monotonic() + timeout
+    pause = 0.02
+    while True:
+        reply = _exchange(endpoint, json.dumps(message).encode() + b"\n", deadline, timeout)
+        if reply or time.monotonic() + pause >= deadline:
+            break
+        time.sleep(pause)
+        pause = min(pause * 2, 0.5)
+    if not reply:
+        raise ControlError(
+            f"{endpoint.path} closed every connection without a reply for {timeout:g} s "
+            f"(it serves at most {MAX_CONNECTIONS} at once)"
+        )
+    try:
+        # Bounded nesting: a reply of '[[[[...' is an error, not a RecursionError.
+        return pydantic_core.from_json(reply)
+    except ValueError as error:
+        raise ControlError(
+            f"{endpoint.path} replied with something that is not JSON ({error})"
+        ) from None
+
+
+def _exchange(endpoint: Endpoint, data: bytes, deadline: float, timeout: float) -> bytes:
+    """Send ``data`` on a new connection; return all that came back (empty: unserved)."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
-        client.settimeout(timeout)
+        reply = bytearray()
         try:
+            client.settimeout(max(deadline - time.monotonic(), 0.001))
             client.connect(str(endpoint.path))
-            client.sendall(json.dumps(message).encode() + b"\n")
-            reply = bytearray()
+            client.sendall(data)
             while chunk := client.recv(65536):
                 reply += chunk
                 if len(reply) > MAX_REPLY:
@@ -107,15 +134,12 @@ def request(endpoint: Endpoint, message: dict[str, Any], timeout: float = CLIENT
                 client.settimeout(max(deadline - time.monotonic(), 0.001))
         except TimeoutError:
             raise ControlError(f"no reply from {endpoint.path} within {timeout:g} s") from None
+        except (ConnectionResetError, BrokenPipeError):
+            if reply:
+                raise ControlError(f"{endpoint.path} broke the connection mid-reply") from None
         except OSError as error:
             raise ControlError(f"cannot talk to {endpoint.path}: {error}") from None
-    try:
-        # Bounded nesting: a reply of '[[[[...' is an error, not a RecursionError.
-        return pydantic_core.from_json(bytes(reply))
-    except ValueError as error:
-        raise ControlError(
-            f"{endpoint.path} replied with something that is not JSON ({error})"
-        ) from None
+    return bytes(reply)
 
 
 # -- the server side ---------------------------------------------------------------------------
