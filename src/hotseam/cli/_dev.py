@@ -389,7 +389,7 @@ def _reload_report(
     """Show a reload or loop event as its one-line summary (its traceback, if any, below it)."""
     summary = event_dict.get("summary")
     if not isinstance(summary, str) or not str(event_dict.get("event", "")).startswith(
-        ("reload.", "loop.", "ask.")
+        ("reload.", "loop.", "ask.", "accept.")
     ):
         return event_dict
     report: dict[str, Any] = {"event": summary}
