@@ -276,8 +276,10 @@
     questions.forEach((q) => add(q));  // first: a question back from a restart takes its old place
     for (const [id, card] of cards) {
       if (live.has(id)) continue;
-      if (card.stale) forget(id, card);  // a note of a stopped hotseam: it is back now
-      else if (card.classList.contains("held")) {
+      if (card.stale) {  // a note from before hotseam came back: its question may follow
+        clearTimeout(card.timer);
+        card.timer = setTimeout(() => forget(id, card), RETURN_MS);
+      } else if (card.classList.contains("held")) {
         clearTimeout(card.timer);
         card.timer = setTimeout(() => finish(id, "No longer asked."), RETURN_MS);
       } else if (!card.classList.contains("gone")) finish(id, "No longer pending.");
