@@ -292,7 +292,9 @@ class _Lines:
 
     def __init__(self, sink: StderrSink) -> None:
         self._sink = sink
-        self._lock = threading.Lock()
+        # Reentrant: a signal handler that prints while this thread is in feed() must not
+        # deadlock on it (as in StderrSink).
+        self._lock = threading.RLock()
         self._tail = b""
 
     def feed(self, data: bytes) -> None:
