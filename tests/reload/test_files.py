@@ -69,7 +69,8 @@ class TestBigFiles:
         not compiled) while a task ticking every 10 ms never waits more than 100 ms.
 
         Compiling and executing a huge module is the loader's business, not measured here:
-        the module is loaded once before the ticker starts.
+        the module is loaded once before the ticker starts (with no size limit: by default
+        a module this big is refused unread, see test_module_size.py).
         """
         big = folder / "big.py"
         line = b"# " + b"x" * 77 + b"\n"
@@ -77,7 +78,10 @@ class TestBigFiles:
         barrier = write(folder / "barrier.py", "X = 1\n")
         ticker = _Ticker()
         with anyio.fail_after(30):
-            async with Reloader(context, [folder]) as reloader, reloader.events() as events:
+            async with (
+                Reloader(context, [folder], max_module_size=None) as reloader,
+                reloader.events() as events,
+            ):
                 assert reloader.status_of(big).generation == 1
                 async with anyio.create_task_group() as tg:
                     await tg.start(ticker.run)
@@ -151,7 +155,7 @@ class TestSpecialFiles:
 
     def test_read_file_refuses_a_non_regular_file_without_opening_it(self, tmp_path: Path) -> None:
         """The last line of defence (a file swapped for a FIFO after the listing)."""
-        from hotseam.reload._planner import read_file
+        from hotseam.reload._read import read_file
 
         fifo = tmp_path / "late.py"
         os.mkfifo(fifo)
@@ -358,7 +362,7 @@ class TestHalfWrittenFiles:
         """A module file that appears empty (an editor's truncate, its write a moment later)
         is re-read: the content is loaded, never an empty module in place of a provider.
         The read runs in a worker thread, so it can land between the two."""
-        from hotseam.reload._planner import read_source
+        from hotseam.reload._read import read_source
 
         path = tmp_path / "ui.py"
         path.write_bytes(b"")
@@ -375,7 +379,7 @@ class TestHalfWrittenFiles:
 
     async def test_a_file_that_stays_empty_is_loaded_empty(self, tmp_path: Path) -> None:
         """An empty ``__init__.py`` is a real module: believed after the brief re-reads."""
-        from hotseam.reload._planner import read_source
+        from hotseam.reload._read import read_source
 
         path = tmp_path / "__init__.py"
         path.write_bytes(b"")
@@ -387,13 +391,13 @@ class TestHalfWrittenFiles:
 @pytest.fixture(name="thread_reads")
 def _thread_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names of the reading functions sent to a worker thread, in order."""
-    from hotseam.reload import _planner
+    from hotseam.reload import _read
 
     reads: list[str] = []
     real = anyio.to_thread.run_sync
 
     async def run_sync(func: Any, *args: Any, **kwargs: Any) -> Any:
-        if func in (_planner._read_in_thread, _planner.read_many):
+        if func in (_read._read_in_thread, _read.read_many):
             reads.append(func.__name__)
         return await real(func, *args, **kwargs)
 
@@ -449,7 +453,7 @@ class TestReadsOnTheLoop:
     ) -> None:
         """At the limit: on the loop; one byte over: in a thread. Either way the same
         content is seen as unchanged, and a change is loaded."""
-        from hotseam.reload._planner import LOOP_READ_LIMIT
+        from hotseam.reload._read import LOOP_READ_LIMIT
 
         _file_system(monkeypatch, "ext4")
         ui = folder / "my_ui.py"
@@ -493,7 +497,7 @@ class TestReadsOnTheLoop:
         a FIFO swapped in since (opened non-blocking, refused by its ``fstat``), a link
         swapped in (not followed), a file grown past the limit, a file on another file
         system: each is left to the worker thread (``None``)."""
-        from hotseam.reload._planner import LOOP_READ_LIMIT, read_on_loop
+        from hotseam.reload._read import LOOP_READ_LIMIT, read_on_loop
 
         _file_system(monkeypatch, "ext4")
         small = tmp_path / "small.py"
@@ -525,7 +529,7 @@ class TestReadsOnTheLoop:
     ) -> None:
         """Through :func:`read_source`: the loop leaves it to the thread, whose read refuses
         it as before; nothing blocks."""
-        from hotseam.reload._planner import read_source
+        from hotseam.reload._read import read_source
 
         _file_system(monkeypatch, "ext4")
         fifo = tmp_path / "late.py"
@@ -542,7 +546,7 @@ class TestReadsOnTheLoop:
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, thread_reads: list[str]
     ) -> None:
         """The truncate-then-write guard holds on the loop path too."""
-        from hotseam.reload._planner import read_source
+        from hotseam.reload._read import read_source
 
         _file_system(monkeypatch, "ext4")
         path = tmp_path / "ui.py"
@@ -562,7 +566,7 @@ class TestReadsOnTheLoop:
 
 def read_file_stat(path: Path) -> tuple[int, int, int, int] | None:
     """The ``stat`` :func:`read_file` reports for ``path``."""
-    from hotseam.reload._planner import read_file
+    from hotseam.reload._read import read_file
 
     return read_file(path).stat
 

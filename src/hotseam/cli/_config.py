@@ -12,6 +12,7 @@ never silently falls back to a default.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import math
 import re
@@ -22,7 +23,7 @@ from typing import Any
 
 from .._errors import HarnessError
 
-__all__ = ["KEYS", "Config", "ConfigError", "find_config", "load_config"]
+__all__ = ["KEYS", "Config", "ConfigError", "find_config", "load_config", "parse_size"]
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("console", "json")
@@ -38,6 +39,7 @@ KEYS: dict[str, str] = {
     "stall-warning": "seconds the event loop may be blocked before a warning (0: off)",
     "provider-wait": "seconds a question waits for a provider to appear",
     "deletion-grace": "seconds a deleted module file has to come back before it is unloaded",
+    "max-module-size": "the largest module file loaded: bytes, or a size such as '2MiB'",
     "log-level": "one of " + ", ".join(LOG_LEVELS),
     "log-format": "one of " + ", ".join(LOG_FORMATS),
     "name": "a name for the control socket, so 'hotseam status NAME' finds the process",
@@ -145,6 +147,14 @@ def _checked(key: str, value: Any, where: str) -> Any:
         if not isinstance(value, str) or value.lower() not in choices:
             raise wrong("one of " + ", ".join(map(repr, choices)))
         return value.lower()
+    if key == "max-module-size":
+        size = value if isinstance(value, int) and not isinstance(value, bool) else None
+        if isinstance(value, str):
+            with contextlib.suppress(ValueError):
+                size = parse_size(value)
+        if size is None or size <= 0:
+            raise wrong("a number of bytes > 0, or a size such as '512KiB' or '2MiB'")
+        return size
     if key == "web-port":
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 65535:
             raise wrong("a port number from 0 to 65535")
@@ -159,6 +169,24 @@ def _checked(key: str, value: Any, where: str) -> Any:
     if key != "provider-wait" and math.isinf(seconds):
         raise wrong("a finite number of seconds")
     return seconds
+
+
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(?:(k|m|g)i?b?|b)?\s*", re.IGNORECASE)
+_UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+
+
+def parse_size(text: str) -> int:
+    """``'2MiB'`` → 2097152: bytes, or a number with K, M, G (KiB, MiB, GiB; KB, MB, GB are
+    read the same, as powers of 1024).
+
+    Raises:
+        ValueError: ``text`` is not such a size.
+    """
+    found = _SIZE.fullmatch(text)
+    if found is None:
+        raise ValueError(f"not a size: {text!r}")
+    number, unit = found.groups()
+    return int(float(number) * _UNITS.get((unit or "").lower(), 1))
 
 
 def _line_of(text: str, key: str) -> int | None:

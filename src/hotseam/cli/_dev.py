@@ -187,6 +187,7 @@ def _prepare(args: argparse.Namespace, command: str, style: LogStyle) -> _Sessio
             settings.paths,
             watcher=GraceWatcher(inner, settings.deletion_grace),
             import_timeout=settings.import_timeout,
+            max_module_size=settings.max_module_size,
             setup_timeout=settings.setup_timeout,
             dispose_timeout=settings.dispose_timeout,
         )

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ._config import LOG_FORMATS, LOG_LEVELS, Config, find_config, load_config
+from ._config import LOG_FORMATS, LOG_LEVELS, Config, find_config, load_config, parse_size
 
 __all__ = [
     "DEFAULTS",
@@ -25,6 +25,7 @@ __all__ = [
     "resolve_common",
     "seconds",
     "seconds_or_zero",
+    "size",
 ]
 
 DEFAULTS: dict[str, Any] = {
@@ -33,6 +34,7 @@ DEFAULTS: dict[str, Any] = {
     "import_timeout": 10.0,
     "stall_warning": 2.0,
     "deletion_grace": 2.0,
+    "max_module_size": 1024 * 1024,  # the Reloader's default
     "polling": False,
     "log_level": "info",
 }
@@ -46,6 +48,19 @@ def seconds(text: str) -> float:
         value = -1.0
     if not 0 < value < math.inf:
         raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
+    return value
+
+
+def size(text: str) -> int:
+    """An argparse type: a number of bytes > 0, or a size such as ``512KiB`` or ``2MiB``."""
+    try:
+        value = parse_size(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of bytes > 0, or a size such as 512KiB or 2MiB, got {text!r}"
+        )
     return value
 
 
@@ -112,6 +127,14 @@ def add_session_options(parser: argparse.ArgumentParser) -> None:
         "(git stash, branch switches, editors that delete then write; default 2, 0 disables)",
     )
     parser.add_argument(
+        "--max-module-size",
+        type=size,
+        metavar="SIZE",
+        help="refuse to load a module file larger than this (compiling holds the interpreter "
+        "lock, so a huge module would freeze the process): bytes, or 512KiB, 2MiB... "
+        "(default 1MiB)",
+    )
+    parser.add_argument(
         "--name",
         metavar="NAME",
         help="a name for the control socket: 'hotseam status NAME' then finds this process",
@@ -131,6 +154,7 @@ class Settings:
     import_timeout: float
     stall_warning: float
     deletion_grace: float
+    max_module_size: int
     provider_wait: float
     log_level: str
     log_format: str
@@ -178,6 +202,7 @@ def resolve(args: argparse.Namespace, *, log_format: str, provider_wait: float) 
         import_timeout=pick("import_timeout"),
         stall_warning=pick("stall_warning"),
         deletion_grace=pick("deletion_grace"),
+        max_module_size=pick("max_module_size"),
         provider_wait=pick("provider_wait", provider_wait),
         log_level=pick("log_level"),
         log_format=pick("log_format", log_format),

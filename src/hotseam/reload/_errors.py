@@ -8,6 +8,8 @@ The errors the reloader raises::
      └── ReloadPathError       INVALID_RELOAD_PATH  a path is missing or holds no modules
     ImportError
      └── ModuleNameClashError  a watched module's name is taken by another module
+    OSError
+     └── ModuleTooLargeError   a module file is over the reloader's max_module_size
 
 A failure of a watched module (a syntax error, an exception in ``setup``...) is never
 raised: it is reported as a :class:`LoadError`, which keeps strings only, never the
@@ -31,6 +33,7 @@ __all__ = [
     "LoadError",
     "LoadPhase",
     "ModuleNameClashError",
+    "ModuleTooLargeError",
     "ReloadError",
     "ReloadPathError",
     "ReloaderClosedError",
@@ -67,6 +70,13 @@ class ModuleNameClashError(ImportError):
 
     Raised where the module would be imported, so its importers fail as they would on any
     import error; reported in the module's status, never raised to the reloader's caller.
+    """
+
+
+class ModuleTooLargeError(OSError):
+    """A module file is larger than the reloader's ``max_module_size``: it is not read.
+
+    Reported as the module's load failure (phase ``read``), never raised to the caller.
     """
 
 

@@ -45,7 +45,8 @@ from ._errors import LoadError, LoadPhase
 from ._events import SLOW_NOTICE, report_slow
 from ._guard import ThreadRun, Worker, current_run
 from ._names import NameClaims, WatchedModuleSpec, owned
-from ._planner import FileStat, ModuleIndex, Source, read_file
+from ._planner import ModuleIndex
+from ._read import FileStat, Source, read_file
 from ._status import ModuleKind, ModuleState, ModuleStatus
 
 if TYPE_CHECKING:
@@ -485,7 +486,7 @@ class Loader:
                 attempt.missing.add(name)
                 raise ModuleNotFoundError(f"No module named {name!r}", name=name)
             try:
-                batch.sources[name] = read_file(path)
+                batch.sources[name] = read_file(path, self.index.max_size)
             except OSError as error:
                 raise ModuleNotFoundError(f"cannot read {path}: {error}", name=name) from error
         try:

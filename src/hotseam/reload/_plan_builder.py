@@ -17,16 +17,8 @@ from .._log import get_logger
 from ._errors import LoadError
 from ._heir import carrier_of, waiting_heirs
 from ._loader import NOTHING, Loader, ModuleRecord
-from ._planner import (
-    ModuleIndex,
-    Plan,
-    Source,
-    dependency_order,
-    dependents,
-    importers_of,
-    read_many,
-    read_source,
-)
+from ._planner import ModuleIndex, Plan, dependency_order, dependents, importers_of
+from ._read import Source, read_many, read_source
 from ._status import ModuleState
 
 __all__ = ["PlanBuilder"]
@@ -94,7 +86,7 @@ class PlanBuilder:
         if len(names) > _PREFETCH:
             # A start or a reload of everything: all files in one worker thread.
             paths = [file for name in names if (file := index.path_of(name)) is not None]
-            self._prefetched = await anyio.to_thread.run_sync(read_many, paths)
+            self._prefetched = await anyio.to_thread.run_sync(read_many, paths, index.max_size)
         try:
             for name in sorted(names):
                 await self._consider(name, plan, force, appeared, retry_failed=retry_failed)
@@ -303,7 +295,8 @@ class PlanBuilder:
             raise found
         if found is not None:
             return found
-        return await read_source(path, previous, self._index.seen.get(path))
+        index = self._index
+        return await read_source(path, previous, index.seen.get(path), index.max_size)
 
     def report_skipped(self) -> None:
         """Log, once each, the files the index skipped (not importable, or a name clash)."""

@@ -18,8 +18,6 @@ that imported one of them, in dependency order.
 
 from __future__ import annotations
 
-import errno
-import hashlib
 import os
 import stat
 from collections import Counter
@@ -28,42 +26,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import anyio
-
 from ._errors import LoadError, ReloadPathError
-from ._mounts import MOUNTS
-from ._scan import NOT_A_PACKAGE, Scan, file_type
+from ._read import MAX_MODULE_SIZE, Source
+from ._scan import NOT_A_PACKAGE, Scan
 from ._watcher import WatchRoot, is_module_file_name
 
 __all__ = [
-    "FileStat",
     "ModuleIndex",
     "Plan",
     "Root",
-    "Source",
     "WatchedFiles",
     "dependency_order",
-    "digest",
     "importers_of",
-    "read_file",
-    "read_many",
-    "read_on_loop",
-    "read_source",
 ]
 
 RootKind = Literal["file", "folder", "package"]
-
-# A file caught between an editor's truncate and its write reads as empty (Vite #610): an empty
-# read is re-read a few times before it is believed, unless the module was empty before. A
-# file that appears (created, renamed back) is no exception: loading its empty moment would
-# replace a provider with an empty helper module until the write lands.
-_EMPTY_RETRIES = 5
-_EMPTY_RETRY_DELAY = 0.01
-_DIGEST_SIZE = 16
-_CHUNK = 1 << 20
-_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
-LOOP_READ_LIMIT = 64 * 1024
-"""Files of at most this many bytes on a local file system are read on the event loop."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,150 +102,6 @@ class Root:
         return WatchRoot(self.path, recursive=True)
 
 
-FileStat = tuple[int, int, int, int]
-"""A file's ``(mtime_ns, ctime_ns, size, inode)``: changes on a save or a touch, not on a read."""
-
-
-@dataclass(frozen=True, slots=True)
-class Source:
-    """The content of one module file at planning time (``stat``: the file's, as read)."""
-
-    path: Path
-    data: bytes
-    digest: str
-    stat: FileStat | None = None
-
-
-def digest(data: bytes) -> str:
-    """The content hash used to tell a real change from a touch."""
-    return hashlib.blake2b(data, digest_size=_DIGEST_SIZE).hexdigest()
-
-
-def read_file(path: Path) -> Source:
-    """Read ``path`` and the stat of the file read (one open, so the two agree).
-
-    Only a regular file is ever opened: a FIFO, a socket or a device named ``x.py`` would
-    block the read (or act on the device), so it is refused from its stat; the open is
-    non-blocking and the opened file checked again, in case it was swapped in between.
-    Blocking: call it in a worker thread (:func:`read_source` does).
-
-    Raises:
-        OSError: the file cannot be read, or is not a regular file (``FileNotFoundError``:
-            it is gone).
-    """
-    _require_regular(path, os.stat(path).st_mode)
-    fd = os.open(path, _OPEN_FLAGS)
-    try:
-        st = os.fstat(fd)
-        _require_regular(path, st.st_mode)
-        # In chunks, hashed as they come: a single huge read (and the copies around it)
-        # would hold the GIL, and so stall the event loop, for as long as it takes.
-        hasher = hashlib.blake2b(digest_size=_DIGEST_SIZE)
-        chunks: list[bytes] = []
-        while chunk := os.read(fd, _CHUNK):
-            hasher.update(chunk)
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
-    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-    return Source(
-        path, data, hasher.hexdigest(), (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
-    )
-
-
-def _require_regular(path: Path, mode: int) -> None:
-    if not stat.S_ISREG(mode):
-        raise OSError(errno.EINVAL, f"not a regular file ({file_type(mode)})", str(path))
-
-
-def read_on_loop(path: Path, seen: os.stat_result) -> Source | None:
-    """Read ``path`` at once, on the event loop, if that cannot block; ``None``: read it in
-    a worker thread instead (:func:`read_file`, which also reports every failure).
-
-    ``seen`` is the ``lstat`` of ``path`` just taken (by the index): only a regular file of
-    at most :data:`LOOP_READ_LIMIT` bytes on a file system known to be local
-    (:mod:`._mounts`) is opened, without following a link, non-blocking; the opened file
-    must still be a regular file of that size on that file system, or it is left to the
-    thread. Saves the worker-thread round trip (most of a save that changed nothing).
-    """
-    if (
-        not stat.S_ISREG(seen.st_mode)
-        or seen.st_size > LOOP_READ_LIMIT
-        or not MOUNTS.is_local(seen.st_dev)
-    ):
-        return None
-    try:
-        fd = os.open(path, _OPEN_FLAGS | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_dev != seen.st_dev or st.st_size > LOOP_READ_LIMIT:
-            return None
-        data = os.read(fd, st.st_size + 1)
-        while len(data) <= LOOP_READ_LIMIT and (more := os.read(fd, LOOP_READ_LIMIT + 1)):
-            data += more  # it grew since the fstat
-        if len(data) > LOOP_READ_LIMIT:
-            return None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return Source(path, data, digest(data), (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino))
-
-
-def _read_in_thread(path: Path) -> Source:
-    """:func:`read_file` in a worker thread, which also brings the mount table up to date
-    (it is never read on the event loop)."""
-    MOUNTS.learn()
-    return read_file(path)
-
-
-async def read_source(
-    path: Path, previous: str | None, seen: os.stat_result | None = None
-) -> Source | None:
-    """Read ``path``; ``None`` if it is gone. An unexpectedly empty read is retried briefly.
-
-    The read and the hash run in a worker thread, so a big file (or a slow file system)
-    never blocks the event loop — except a small file on a local file system, read at once
-    when ``seen`` (its ``lstat``, just taken) allows it: see :func:`read_on_loop`.
-    ``previous`` (the digest last loaded) only decides whether an empty read is believed at
-    once: only when the module was empty before.
-    """
-    for attempt in range(_EMPTY_RETRIES + 1):
-        source = read_on_loop(path, seen) if seen is not None and not attempt else None
-        if source is None:
-            try:
-                source = await anyio.to_thread.run_sync(_read_in_thread, path)
-            except FileNotFoundError:
-                return None
-        empty_ok = previous == _EMPTY_DIGEST or attempt == _EMPTY_RETRIES
-        if source.data or empty_ok:
-            return source
-        await anyio.sleep(_EMPTY_RETRY_DELAY)
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-_EMPTY_DIGEST = digest(b"")
-
-
-def read_many(paths: Collection[Path]) -> dict[Path, Source | OSError]:
-    """Read every file of ``paths`` (blocking: one worker thread for all, where
-    :func:`read_source` would take one hop per file). An empty read is left out, for
-    :func:`read_source` to retry and decide."""
-    MOUNTS.learn()
-    found: dict[Path, Source | OSError] = {}
-    for path in paths:
-        try:
-            source = read_file(path)
-        except OSError as error:
-            found[path] = error
-            continue
-        if source.data:
-            found[path] = source
-    return found
-
-
 @dataclass(slots=True)
 class ModuleIndex:
     """Every importable module under the watched paths: name ⇄ file, and what loads on start.
@@ -322,7 +155,9 @@ class ModuleIndex:
     seen: dict[Path, os.stat_result] = field(default_factory=dict)
     """The ``lstat`` of each reported path the latest :meth:`refresh` found a regular file:
     what decides, a moment later, whether reading it may skip the worker thread
-    (:func:`read_on_loop`)."""
+    (:func:`._read.read_on_loop`)."""
+    max_size: int | None = MAX_MODULE_SIZE
+    """The largest module file read, in bytes (``None``: no limit); see :mod:`._read`."""
 
     def rescan(self) -> None:
         """List the watched paths again (the new index replaces the old one at once)."""

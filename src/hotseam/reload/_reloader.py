@@ -69,6 +69,7 @@ from ._native import WatchfilesWatcher
 from ._plan_builder import PlanBuilder
 from ._planner import ModuleIndex, Root, dependency_order
 from ._prepare import Preparer
+from ._read import MAX_MODULE_SIZE
 from ._result import ReloadResult
 from ._roots import LinkedRoots
 from ._sequence import Steps
@@ -112,6 +113,10 @@ class Reloader:
         import_timeout: Time bound, in seconds, of executing one module body (bodies run in
             the reloader's worker thread); past it the body is abandoned and the module
             fails.
+        max_module_size: The largest module file loaded, in bytes (default 1 MiB; ``None``:
+            no limit). Compiling holds the interpreter lock, so a module of many megabytes
+            would stall the event loop for seconds; a larger file fails to load with an error
+            naming it, its size and the limit, and the running generation keeps serving.
         on_event: Called with every :class:`ReloadEvent` (errors it raises are logged).
 
     Without a watcher (``watch=False``) the reloader is fully deterministic, which is what a
@@ -136,6 +141,7 @@ class Reloader:
         dispose_timeout: float = 5.0,
         setup_timeout: float = 30.0,
         import_timeout: float = 10.0,
+        max_module_size: int | None = MAX_MODULE_SIZE,
         on_event: Callable[[ReloadEvent], object] | None = None,
     ) -> None:
         if isinstance(paths, str | os.PathLike):
@@ -158,6 +164,14 @@ class Reloader:
         ):
             if not value > 0:
                 raise ValueError(f"{option} must be a number of seconds > 0, got {value!r}")
+        if max_module_size is not None and (
+            isinstance(max_module_size, bool)
+            or not isinstance(max_module_size, int)
+            or max_module_size <= 0
+        ):
+            raise ValueError(
+                f"max_module_size must be a number of bytes > 0 (or None), got {max_module_size!r}"
+            )
         if watcher is not None and not watch:
             raise ValueError("watcher= was given with watch=False; drop one of them")
         if watch and watcher is None:
@@ -171,7 +185,7 @@ class Reloader:
         self.context = context
         self.paths: tuple[Path, ...] = tuple(root.path for root in roots)
         self.watcher = watcher
-        self._index = ModuleIndex(tuple(roots))
+        self._index = ModuleIndex(tuple(roots), max_size=max_module_size)
         self._loader = Loader(self._index)
         self._emitter = Emitter(on_event)
         self._coalesce = coalesce

@@ -1,0 +1,239 @@
+"""Reading module files: off the event loop, only regular files, never beyond a size limit.
+
+A module is read and hashed in a worker thread, in chunks, so that neither a big file nor a
+slow file system holds up the event loop; only a small file on a local file system is read
+on the loop (the thread's round trip is most of a save that changed nothing).
+
+Compiling is another matter: ``compile()`` holds the interpreter lock from start to end, so
+a module of many megabytes (a generated table, a mistake) stalls the event loop while it
+compiles even in the reloader's worker thread — seconds for tens of megabytes. A file over
+the reloader's ``max_module_size`` is therefore refused before it is even opened: its load
+fails with :class:`ModuleTooLargeError` naming the file, its size and the limit, like any
+failed load (the running generation keeps serving).
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import stat
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+
+from ._errors import ModuleTooLargeError
+from ._mounts import MOUNTS
+from ._scan import file_type
+
+__all__ = [
+    "LOOP_READ_LIMIT",
+    "MAX_MODULE_SIZE",
+    "FileStat",
+    "Source",
+    "check_size",
+    "digest",
+    "read_file",
+    "read_many",
+    "read_on_loop",
+    "read_source",
+]
+
+MAX_MODULE_SIZE = 1024 * 1024
+"""The default largest module file, in bytes (1 MiB). Hand-written modules are far below it;
+of 56,365 ``.py`` files on a development machine (site-packages, a cloud SDK) 11 were over
+it, all generated code (API clients, data tables) of 1 to 6 MB, whose compile holds the
+interpreter lock for about 40 ms per MB (more for some content)."""
+
+# A file caught between an editor's truncate and its write reads as empty (Vite #610): an empty
+# read is re-read a few times before it is believed, unless the module was empty before. A
+# file that appears (created, renamed back) is no exception: loading its empty moment would
+# replace a provider with an empty helper module until the write lands.
+_EMPTY_RETRIES = 5
+_EMPTY_RETRY_DELAY = 0.01
+_DIGEST_SIZE = 16
+_CHUNK = 1 << 20
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
+LOOP_READ_LIMIT = 64 * 1024
+"""Files of at most this many bytes on a local file system are read on the event loop."""
+
+FileStat = tuple[int, int, int, int]
+"""A file's ``(mtime_ns, ctime_ns, size, inode)``: changes on a save or a touch, not on a read."""
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """The content of one module file at planning time (``stat``: the file's, as read)."""
+
+    path: Path
+    data: bytes
+    digest: str
+    stat: FileStat | None = None
+
+
+def digest(data: bytes) -> str:
+    """The content hash used to tell a real change from a touch."""
+    return hashlib.blake2b(data, digest_size=_DIGEST_SIZE).hexdigest()
+
+
+def check_size(path: Path, size: int, limit: int | None) -> None:
+    """Refuse a module file of ``size`` bytes over ``limit`` (``None``: no limit).
+
+    Raises:
+        ModuleTooLargeError: naming the file, its size and the limit.
+    """
+    if limit is not None and size > limit:
+        raise ModuleTooLargeError(
+            errno.EFBIG,
+            f"{path} is {_size(size)}, over the limit of {_size(limit)} for a module file: "
+            "compiling it would stall the event loop, so it is not loaded (raise the limit "
+            "with the Reloader's max_module_size, or hotseam's --max-module-size or "
+            "[tool.hotseam] max-module-size)",
+            str(path),
+        )
+
+
+def _size(count: int) -> str:
+    """``26.2 MiB (27,482,112 bytes)``, or ``1 MiB`` for an exact power."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if count >= scale:
+            if count % scale == 0:
+                return f"{count // scale} {unit}"
+            return f"{count / scale:.1f} {unit} ({count:,} bytes)"
+    return f"{count} bytes"
+
+
+def read_file(path: Path, limit: int | None = None) -> Source:
+    """Read ``path`` and the stat of the file read (one open, so the two agree).
+
+    Only a regular file is ever opened: a FIFO, a socket or a device named ``x.py`` would
+    block the read (or act on the device), so it is refused from its stat; the open is
+    non-blocking and the opened file checked again, in case it was swapped in between. A
+    file over ``limit`` bytes is refused from its stat too (or as soon as it has grown past
+    it). Blocking: call it in a worker thread (:func:`read_source` does).
+
+    Raises:
+        OSError: the file cannot be read, or is not a regular file (``FileNotFoundError``:
+            it is gone; :class:`ModuleTooLargeError`: it is over ``limit``).
+    """
+    seen = os.stat(path)
+    _require_regular(path, seen.st_mode)
+    check_size(path, seen.st_size, limit)
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        st = os.fstat(fd)
+        _require_regular(path, st.st_mode)
+        check_size(path, st.st_size, limit)
+        # In chunks, hashed as they come: a single huge read (and the copies around it)
+        # would hold the GIL, and so stall the event loop, for as long as it takes.
+        hasher = hashlib.blake2b(digest_size=_DIGEST_SIZE)
+        chunks: list[bytes] = []
+        total = 0
+        while chunk := os.read(fd, _CHUNK):
+            total += len(chunk)
+            check_size(path, total, limit)
+            hasher.update(chunk)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    return Source(
+        path, data, hasher.hexdigest(), (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+    )
+
+
+def _require_regular(path: Path, mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        raise OSError(errno.EINVAL, f"not a regular file ({file_type(mode)})", str(path))
+
+
+def read_on_loop(path: Path, seen: os.stat_result, limit: int | None = None) -> Source | None:
+    """Read ``path`` at once, on the event loop, if that cannot block; ``None``: read it in
+    a worker thread instead (:func:`read_file`, which also reports every failure).
+
+    ``seen`` is the ``lstat`` of ``path`` just taken (by the index): only a regular file of
+    at most :data:`LOOP_READ_LIMIT` bytes (and at most ``limit``) on a file system known to
+    be local (:mod:`._mounts`) is opened, without following a link, non-blocking; the
+    opened file must still be a regular file of that size on that file system, or it is
+    left to the thread. Saves the worker-thread round trip (most of a save that changed
+    nothing).
+    """
+    most = LOOP_READ_LIMIT if limit is None else min(limit, LOOP_READ_LIMIT)
+    if not stat.S_ISREG(seen.st_mode) or seen.st_size > most or not MOUNTS.is_local(seen.st_dev):
+        return None
+    try:
+        fd = os.open(path, _OPEN_FLAGS | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_dev != seen.st_dev or st.st_size > most:
+            return None
+        data = os.read(fd, st.st_size + 1)
+        while len(data) <= most and (more := os.read(fd, most + 1)):
+            data += more  # it grew since the fstat
+        if len(data) > most:
+            return None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return Source(path, data, digest(data), (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino))
+
+
+def _read_in_thread(path: Path, limit: int | None) -> Source:
+    """:func:`read_file` in a worker thread, which also brings the mount table up to date
+    (it is never read on the event loop)."""
+    MOUNTS.learn()
+    return read_file(path, limit)
+
+
+async def read_source(
+    path: Path,
+    previous: str | None,
+    seen: os.stat_result | None = None,
+    limit: int | None = None,
+) -> Source | None:
+    """Read ``path``; ``None`` if it is gone. An unexpectedly empty read is retried briefly.
+
+    The read and the hash run in a worker thread, so a big file (or a slow file system)
+    never blocks the event loop — except a small file on a local file system, read at once
+    when ``seen`` (its ``lstat``, just taken) allows it: see :func:`read_on_loop`.
+    ``previous`` (the digest last loaded) only decides whether an empty read is believed at
+    once: only when the module was empty before. A file over ``limit`` bytes is refused
+    (:class:`ModuleTooLargeError`) without being read.
+    """
+    for attempt in range(_EMPTY_RETRIES + 1):
+        source = read_on_loop(path, seen, limit) if seen is not None and not attempt else None
+        if source is None:
+            try:
+                source = await anyio.to_thread.run_sync(_read_in_thread, path, limit)
+            except FileNotFoundError:
+                return None
+        empty_ok = previous == _EMPTY_DIGEST or attempt == _EMPTY_RETRIES
+        if source.data or empty_ok:
+            return source
+        await anyio.sleep(_EMPTY_RETRY_DELAY)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+_EMPTY_DIGEST = digest(b"")
+
+
+def read_many(paths: Collection[Path], limit: int | None = None) -> dict[Path, Source | OSError]:
+    """Read every file of ``paths`` (blocking: one worker thread for all, where
+    :func:`read_source` would take one hop per file). An empty read is left out, for
+    :func:`read_source` to retry and decide."""
+    MOUNTS.learn()
+    found: dict[Path, Source | OSError] = {}
+    for path in paths:
+        try:
+            source = read_file(path, limit)
+        except OSError as error:
+            found[path] = error
+            continue
+        if source.data:
+            found[path] = source
+    return found
