@@ -269,3 +269,38 @@ async def test_a_cancelled_serving_scope_stops_gracefully_and_pages_hear_why() -
     assert [event["type"] for event in rest] == ["removed", "closing"]
     assert web.listener.closed
     assert not [log for log in logs if log["log_level"] == "error"], logs
+
+
+async def test_a_peer_that_stops_reading_holds_up_neither_a_swap_nor_a_stop() -> None:
+    """A response that waits for a peer that never reads is cut after the grace: a reload
+    and a stop still end in bounded time (Hypercorn's trio server writes shielded)."""
+    writing = anyio.Event()
+
+    async def endless(scope: Any, receive: Any, send: Any) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        writing.set()
+        while True:
+            await send({"type": "http.response.body", "body": b"x" * 65536, "more_body": True})
+
+    async with server() as web:
+        port = web.listener.port
+        mount = web.mount(endless)
+        async with connected(port) as deaf:
+            request = h11.Request(method="GET", target="/", headers=[("host", "127.0.0.1")])
+            await deaf.stream.send(deaf.connection.send(request))
+            await writing.wait()
+            await anyio.wait_all_tasks_blocked()  # the socket's buffers are full: it waits
+            assert mount.requests == 1
+            with anyio.fail_after(5):
+                assert await web.unmount(mount, grace=0.2) == 1
+            assert mount.requests == 0
+            second = web.mount(endless)
+            writing = anyio.Event()
+            async with connected(port) as deaf_too:
+                await deaf_too.stream.send(deaf_too.connection.send(request))
+                await writing.wait()
+                await anyio.wait_all_tasks_blocked()
+                assert second.requests == 1
+                with anyio.fail_after(5):
+                    await web.aclose(grace=0.2)
+                assert second.requests == 0

@@ -168,7 +168,7 @@ def test_a_stop_with_a_page_open_is_clean_and_the_page_hears_it(
         write(project / "providers" / "web_ui.py", WEB_MODULE)
         daemon = Daemon("run", "providers", "--agent", "agent.py", cwd=project)
         daemons.append(daemon)
-        port = int(daemon.expect(r'"address": "127\.0\.0\.1:(\d+)", "event": "web\.serving"')[1])
+        port = int(daemon.expect(r'"address": "127\.0\.0\.1:(\d+)".*"event": "web\.serving"')[1])
     else:
         daemon = Daemon(
             "run", "providers", "--agent", "agent.py", "--web", "--web-port", "0", cwd=project

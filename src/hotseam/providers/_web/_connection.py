@@ -40,19 +40,26 @@ def hypercorn_config(idle_timeout: float) -> Config:
     return config
 
 
+Peer = tuple[Any, ...]
+"""A connection's peer address as the ASGI scope's ``client`` gives it: ``(host, port)``."""
+
+
 class Connections:
     """Serves accepted sockets with Hypercorn on the backend running now (asyncio or trio).
 
     ``terminate()`` is Hypercorn's graceful stop: idle keep-alive connections close at once
-    and busy ones close after their response.
+    and busy ones close after their response. :meth:`abort` is the forced one, for a peer
+    that stopped reading: Hypercorn's trio server writes shielded from cancellation, so only
+    closing the socket ends a write that waits for such a peer.
     """
 
-    __slots__ = ("_asyncio", "_config", "_context", "_dispatch", "_state")
+    __slots__ = ("_asyncio", "_config", "_context", "_dispatch", "_live", "_state")
 
     def __init__(self, dispatch: Dispatch, config: Config) -> None:
         self._dispatch: Any = dispatch  # Hypercorn's AppWrapper protocol, untyped here
         self._config = config
         self._state: dict[str, Any] = {}  # the lifespan state: no lifespan events are sent
+        self._live: dict[Peer, Callable[[], object]] = {}  # what closes each connection now
         self._asyncio = _on_asyncio()
         if self._asyncio:
             from hypercorn.asyncio.worker_context import WorkerContext as AsyncioContext
@@ -72,15 +79,34 @@ class Connections:
         """Close idle connections now; close the others once their response is sent."""
         await self._context.terminated.set()
 
+    def abort(self, peer: Peer | None) -> None:
+        """Close the connection of ``peer`` (the ``client`` of a request's scope) now."""
+        close = self._live.get(tuple(peer)) if peer is not None else None
+        if close is not None:
+            close()
+
+    def abort_all(self) -> None:
+        """Close every connection now."""
+        for close in list(self._live.values()):
+            close()
+
     async def serve(self, connection: socket.socket) -> None:
         """Serve HTTP on ``connection`` until either side closes it."""
-        if self._asyncio:
-            await self._serve_asyncio(connection)
-        else:
-            await self._serve_trio(connection)
+        try:
+            peer: Peer = tuple(connection.getpeername()[:2])
+        except OSError:
+            return  # gone already
+        try:
+            if self._asyncio:
+                await self._serve_asyncio(connection, peer)
+            else:
+                await self._serve_trio(connection, peer)
+        finally:
+            self._live.pop(peer, None)
 
-    async def _serve_asyncio(self, connection: socket.socket) -> None:
+    async def _serve_asyncio(self, connection: socket.socket, peer: Peer) -> None:
         reader, writer = await asyncio.open_connection(sock=connection)
+        self._live[peer] = writer.transport.abort
         try:
             await _asyncio_server()(
                 self._dispatch,
@@ -97,10 +123,11 @@ class Connections:
             # registration of the next socket that reuses its number.
             writer.transport.abort()
 
-    async def _serve_trio(self, connection: socket.socket) -> None:
+    async def _serve_trio(self, connection: socket.socket, peer: Peer) -> None:
         import trio
 
         stream: Any = trio.SocketStream(trio.socket.from_stdlib_socket(connection))  # not TLS
+        self._live[peer] = stream.socket.close  # wakes a write waiting on it, then closes
         try:
             await _trio_server()(self._dispatch, self._config, self._context, self._state, stream)
         finally:

@@ -240,7 +240,10 @@ class WebProvider:
                     requests=left,
                 )
         self._shutdown.set()
-        _log.info("web.stopped", address=self._server.listener.address, reason=exit.reason.value)
+        if mount is not None:  # else this generation never served (a failed reload)
+            _log.info(
+                "web.stopped", address=self._server.listener.address, reason=exit.reason.value
+            )
 
     def _withdrawal_note(self, request: AskUserQuestionRequest) -> str:
         exit = self._scope.exit

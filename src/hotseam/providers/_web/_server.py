@@ -22,6 +22,7 @@ import contextlib
 import errno
 import json
 import socket
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -52,6 +53,8 @@ DRAIN_GRACE = 2.0
 """Seconds a generation's requests in flight may take to finish once it unmounts."""
 STOP_GRACE = 2.0
 """Seconds the server's connections may take to finish at its close."""
+ABORT_WAIT = 1.0
+"""Seconds to wait for requests to end once their connections were closed by force."""
 MAX_CONNECTIONS = 256
 """The most connections served at once (less when the descriptor limit is low)."""
 _REFUSALS = frozenset({401, 403, 421})  # refused before the token was checked, or by it
@@ -139,7 +142,7 @@ class Mount:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
         self.mounted = True
-        self._requests: set[anyio.CancelScope] = set()
+        self._requests: dict[anyio.CancelScope, Callable[[], object]] = {}
         self._drained: anyio.Event | None = None
 
     @property
@@ -147,30 +150,35 @@ class Mount:
         """How many requests this app is serving now."""
         return len(self._requests)
 
-    async def serve(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def serve(
+        self, scope: Scope, receive: Receive, send: Send, abort: Callable[[], object]
+    ) -> None:
+        """Run the app for one request; ``abort`` closes the request's connection."""
         with anyio.CancelScope() as request:
-            self._requests.add(request)
+            self._requests[request] = abort
             try:
                 await self.app(scope, receive, send)
             finally:
-                self._requests.discard(request)
+                del self._requests[request]
                 if not self._requests and self._drained is not None:
                     self._drained.set()
 
     async def drain(self, grace: float) -> int:
-        """Wait for the requests in flight (after unmounting); cancel those left after
-        ``grace`` seconds and return how many were."""
+        """Wait for the requests in flight (after unmounting); past ``grace`` seconds,
+        cancel those left and close their connections. Return how many were left."""
         if not self._requests:
             return 0
-        self._drained = anyio.Event()
+        self._drained = drained = anyio.Event()
         with anyio.CancelScope(shield=True):
             with anyio.move_on_after(grace):
-                await self._drained.wait()
+                await drained.wait()
             left = len(self._requests)
-            for request in list(self._requests):
+            for request, abort in list(self._requests.items()):
                 request.cancel()
-            if self._requests:
-                await self._drained.wait()
+                abort()  # a write to a peer that does not read ends only so
+            with anyio.move_on_after(ABORT_WAIT):
+                if self._requests:
+                    await drained.wait()
         return left
 
 
@@ -282,14 +290,20 @@ class WebServer:
         mount = self._mount
         if mount is None or self.closing:
             mount = await self._current()
+        connections = self._connections
+        assert connections is not None
+
+        def abort() -> None:
+            connections.abort(scope.get("client"))
+
         if scope["type"] != "http":
             if mount is not None:
-                await mount.serve(scope, receive, send)
+                await mount.serve(scope, receive, send, abort)
             return
         if mount is None:
             await _unavailable(send)
             return
-        await mount.serve(scope, receive, _guarded_send(send))
+        await mount.serve(scope, receive, _guarded_send(send), abort)
 
     # -- stopping -------------------------------------------------------------------------------
 
@@ -301,12 +315,25 @@ class WebServer:
             self._changed()  # requests waiting for an app are answered 503
             if not self._running:
                 return
-            if self._connections is not None and not self._connections.terminated:
-                await self._connections.terminate()
+            connections = self._connections
+            if connections is not None and not connections.terminated:
+                await connections.terminate()
             with anyio.move_on_after(grace):
                 await self._stopped.wait()
+            if self._stopped.is_set():
+                return
             self._stop.cancel()
-            await self._stopped.wait()
+            if connections is not None:
+                connections.abort_all()  # a write to a peer that does not read ends only so
+            with anyio.move_on_after(ABORT_WAIT):
+                await self._stopped.wait()
+            if not self._stopped.is_set():
+                _log.warning(
+                    "web.stop_overran",
+                    summary=f"the web inbox server on {self.listener.address} has not "
+                    f"stopped {grace + ABORT_WAIT:g} s after it was asked to",
+                    address=self.listener.address,
+                )
 
 
 def _guarded_send(send: Send) -> Send:
