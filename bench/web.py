@@ -1,6 +1,8 @@
-"""The web inbox on loopback: latency both ways, rendering 100 questions, memory over 10,000.
+"""The web inbox on loopback: latency both ways, rendering 100 questions, memory over 10,000;
+and (``--reload``) requests lost while a provider module serving the inbox is saved.
 
     .venv/bin/python bench/web.py [--samples 300] [--questions 10000] [--no-browser]
+    .venv/bin/python bench/web.py --reload [--saves 100] [--clients 4] [--backend trio]
 
 * ask → visible: from calling ``ask()`` to an open page's event stream delivering the
   question (a raw HTTP/1.1 client reading Server-Sent Events, in the same process);
@@ -12,8 +14,14 @@
 * memory: 10,000 questions asked and answered through the API with one page listening;
   traced Python memory and RSS at checkpoints (flat means no growth per question).
 
+* reload under load (``--reload``): a provider module serving the inbox is saved
+  ``--saves`` times (the real watcher sees each save) while ``--clients`` clients ask all
+  the time: readers on kept-alive connections, one answering every question (POSTs), one
+  page whose event stream ends at each reload and reconnects. A lost request is one that
+  got no response (reset, or closed unanswered); the exit status is 1 if any was lost.
+
 Goals (issue 16): each latency median and p95 <= 20 ms; render <= 200 ms; memory flat.
-Every request stays on 127.0.0.1.
+Issue 21: no request lost across reloads. Every request stays on 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -24,7 +32,10 @@ import json
 import os
 import platform
 import resource
+import socket
 import statistics
+import sys
+import tempfile
 import time
 import tracemalloc
 from collections.abc import AsyncIterator
@@ -45,6 +56,7 @@ from hotseam.interaction import (
     ask,
 )
 from hotseam.providers.web import WebProvider
+from hotseam.reload import ReloadCommitted, Reloader
 
 REQUEST = AskUserQuestionRequest(
     "Which database should the service use?",
@@ -227,6 +239,167 @@ async def render(web: WebProvider, context: Context) -> tuple[float, float, floa
     return statistics.median(paints), percentile(paints, 0.95), statistics.median(loads)
 
 
+RELOAD_TOKEN = "bench-reload-token-0123456789"
+RELOAD_MODULE = """
+from hotseam.interaction import USER_INTERACTION
+from hotseam.providers.web import WebProvider
+
+GENERATION = {generation}
+
+
+def setup(scope):
+    web = WebProvider.serve(scope, port={port}, token={token!r})
+    scope.provide(USER_INTERACTION, web)
+"""
+ANSWERED = {"200", "409 ALREADY_ANSWERED", "409 NOT_PENDING", "503 ASKED_ELSEWHERE"}
+"""What a request racing a reload may get: an answer, or "decided already", or "being asked
+again, retry" (docs/web.md). Anything else, or no response at all, is a failure."""
+
+
+class ReloadLoad:
+    """Clients asking all the time; each request is counted as answered or lost."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.base = f"http://127.0.0.1:{port}"
+        self.answered = 0
+        self.lost: list[str] = []
+        self.statuses: dict[str, int] = {}
+        self.streams = 0
+        self.progress = anyio.Event()
+
+    def count(self, response: httpx.Response) -> None:
+        self.answered += 1
+        status = str(response.status_code)
+        if response.status_code >= 400:
+            status += " " + response.json()["error"]["code"]
+        self.statuses[status] = self.statuses.get(status, 0) + 1
+        self.progress.set()
+        self.progress = anyio.Event()
+
+    async def until_more(self, count: int) -> None:
+        target = self.answered + count
+        with anyio.fail_after(30):
+            while self.answered < target:
+                await self.progress.wait()
+
+    def client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
+            base_url=self.base, headers={"x-hotseam-token": RELOAD_TOKEN}, timeout=30
+        )
+
+    async def reader(self) -> None:
+        async with self.client() as client:
+            while True:
+                try:
+                    self.count(await client.get("/api/questions"))
+                except httpx.TransportError as error:
+                    self.lost.append(f"GET /api/questions: {error!r}")
+
+    async def answerer(self) -> None:
+        async with self.client() as client:
+            while True:
+                try:
+                    response = await client.get("/api/questions")
+                    self.count(response)
+                    for question in response.json().get("questions", []):
+                        self.count(
+                            await client.post(
+                                f"/api/questions/{question['id']}/answer", json={"option": 1}
+                            )
+                        )
+                except httpx.TransportError as error:
+                    self.lost.append(f"POST answer: {error!r}")
+
+    async def page(self) -> None:
+        while True:
+            try:
+                async with await anyio.connect_tcp("127.0.0.1", self.port) as stream:
+                    reader = Page(stream)
+                    request = h11.Request(
+                        method="GET",
+                        target=f"/api/events?token={RELOAD_TOKEN}",
+                        headers=[("host", f"127.0.0.1:{self.port}")],
+                    )
+                    await stream.send(
+                        reader.connection.send(request) + reader.connection.send(h11.EndOfMessage())
+                    )
+                    self.streams += 1
+                    while (await reader.next())["type"] != "closing":
+                        pass
+            except (OSError, anyio.BrokenResourceError, anyio.EndOfStream) as error:
+                self.lost.append(f"event stream: {error!r}")
+            except EOFError:
+                self.lost.append("event stream: ended without its closing event")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def reload_under_load(saves: int, clients: int) -> int:
+    """Save a provider module serving the inbox ``saves`` times under load; 1 if any request
+    was lost."""
+    port = free_port()
+    context = Context("bench-web-reload")
+    answers = 0
+    swaps: list[float] = []
+    with tempfile.TemporaryDirectory() as folder:
+        module = os.path.join(folder, "web_ui.py")
+        with open(module, "w") as file:  # noqa: ASYNC230 - before anything runs
+            file.write(RELOAD_MODULE.format(generation=1, port=port, token=RELOAD_TOKEN))
+        load = ReloadLoad(port)
+        started = time.perf_counter()
+        async with (
+            Reloader(context, folder, debounce_ms=10) as reloader,
+            reloader.events() as events,
+            anyio.create_task_group() as tg,
+        ):
+
+            async def agent() -> None:
+                nonlocal answers
+                while True:
+                    await ask(REQUEST, context=context)
+                    answers += 1
+
+            tg.start_soon(agent)
+            for _ in range(max(1, clients - 2)):
+                tg.start_soon(load.reader)
+            tg.start_soon(load.answerer)
+            tg.start_soon(load.page)
+            await load.until_more(20)
+            for generation in range(2, saves + 2):
+                with open(module, "w") as file:  # noqa: ASYNC230 - a real save, small
+                    file.write(
+                        RELOAD_MODULE.format(generation=generation, port=port, token=RELOAD_TOKEN)
+                    )
+                with anyio.fail_after(30):
+                    committed = await events.next(ReloadCommitted, generation=generation)
+                swaps.append(committed.swap_ms)
+                await load.until_more(20)  # the new generation serves, the connections kept
+            tg.cancel_scope.cancel()
+        seconds = time.perf_counter() - started
+    unexpected = {status: n for status, n in load.statuses.items() if status not in ANSWERED}
+    print(f"| reload under load ({saves} saves, {clients} clients) | |")
+    print("| --- | ---: |")
+    print(f"| requests answered | {load.answered:,} ({load.answered / seconds:,.0f}/s) |")
+    print(f"| requests lost (no response) | {len(load.lost)} |")
+    print(f"| responses | {', '.join(f'{k}: {v:,}' for k, v in sorted(load.statuses.items()))} |")
+    print(f"| event streams opened (one per generation) | {load.streams} |")
+    print(f"| questions answered through the API | {answers} |")
+    print(
+        f"| provider swap (dispose old, activate new) | median {statistics.median(swaps):.1f} "
+        f"ms, p95 {percentile(swaps, 0.95):.1f} ms |"
+    )
+    for failure in load.lost[:10]:
+        print(f"lost: {failure}")
+    if unexpected:
+        print(f"unexpected responses: {unexpected}")
+    return 1 if load.lost or unexpected else 0
+
+
 async def main(args: argparse.Namespace) -> None:
     context = Context("bench-web")
     async with Scope("bench", context=context) as scope:
@@ -275,5 +448,16 @@ if __name__ == "__main__":
     parser.add_argument("--questions", type=int, default=10_000)
     parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
     parser.add_argument("--no-browser", action="store_true")
+    parser.add_argument(
+        "--reload", action="store_true", help="only measure requests lost across reloads"
+    )
+    parser.add_argument("--saves", type=int, default=100)
+    parser.add_argument("--clients", type=int, default=4)
     arguments = parser.parse_args()
+    if arguments.reload:
+        sys.exit(
+            anyio.run(
+                reload_under_load, arguments.saves, arguments.clients, backend=arguments.backend
+            )
+        )
     anyio.run(main, arguments, backend=arguments.backend)
