@@ -116,3 +116,45 @@ async def test_hotseam_status_shows_the_address_of_an_inbox_a_provider_module_se
         reply = status(SessionFacts("hotseam run", reloader))
         assert reply["web"] == [{"url": web.url, "pending": 0, "context": "status-web"}]
         assert f"web inbox: {web.url} (0 waiting there)" in format_status(reply).splitlines()
+
+
+async def test_a_question_answered_before_a_reload_is_already_answered_after_it(
+    tmp_path: Path,
+) -> None:
+    """The next generation's inbox is a new one: it still tells a late script the truth
+    (409 ALREADY_ANSWERED, with what), not that the question never existed (404)."""
+    port = free_port()
+    module = tmp_path / "web_ui.py"
+    module.write_text(MODULE.format(generation=1, port=port))
+    context = Context("reload-answered")
+    async with Reloader(context, tmp_path, watch=False) as reloader:
+        web = context.get(USER_INTERACTION)
+        assert isinstance(web, WebProvider)
+        async with (
+            httpx.AsyncClient(
+                base_url=f"http://127.0.0.1:{port}", headers={"x-hotseam-token": web.token}
+            ) as client,
+            anyio.create_task_group() as tg,
+        ):
+            answers: list[AskUserQuestionAnswer] = []
+            done = anyio.Event()
+
+            async def agent() -> None:
+                answers.append(await ask(DB, context=context))
+                done.set()
+
+            tg.start_soon(agent)
+            async with open_events(port, web.token) as page:
+                event = await page.next()
+                questions = event["questions"] or [(await page.next())["question"]]
+            url = f"/api/questions/{questions[0]['id']}/answer"
+            assert (await client.post(url, json={"option": 1})).status_code == 200
+            with anyio.fail_after(10):
+                await done.wait()
+            module.write_text(MODULE.format(generation=2, port=port))
+            assert (await reloader.reload()).committed
+            late = await client.post(url, json={"option": 0})
+            assert late.status_code == 409, late.text
+            error = late.json()["error"]
+            assert error["code"] == "ALREADY_ANSWERED" and error["answer"] == {"label": "SQLite"}
+    assert [answer.answer for answer in answers] == ["SQLite"]

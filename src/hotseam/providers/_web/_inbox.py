@@ -128,6 +128,11 @@ class Entry:
         }
 
 
+_decided: OrderedDict[str, Decision] = OrderedDict()
+"""How the latest questions ended, process-wide: ids are the asks' own, so the inbox of a
+reload's next generation still answers "already answered" for what its predecessor saw."""
+
+
 class Subscription:
     """One open event stream: iterate it for events; it ends when dropped or closed."""
 
@@ -173,11 +178,10 @@ class Subscription:
 class Inbox:
     """Pending questions in arrival order, and the pages listening to them."""
 
-    __slots__ = ("_closed", "_entries", "_recent", "_seq", "_subscribers")
+    __slots__ = ("_closed", "_entries", "_seq", "_subscribers")
 
     def __init__(self) -> None:
         self._entries: OrderedDict[str, Entry] = OrderedDict()
-        self._recent: OrderedDict[str, Decision] = OrderedDict()
         self._subscribers: set[Subscription] = set()
         self._seq = itertools.count(1)
         self._closed = False
@@ -210,7 +214,7 @@ class Inbox:
         question_id = ask_id()
         if question_id is None or question_id in self._entries:
             question_id = secrets.token_hex(8)
-        self._recent.pop(question_id, None)  # asked again here: pending, not decided
+        _decided.pop(question_id, None)  # asked again: pending, not decided
         entry = Entry(question_id, next(self._seq), request, time.time())
         self._entries[entry.id] = entry
         self._publish({"type": "added", "question": entry.to_dict()})
@@ -231,9 +235,9 @@ class Inbox:
         self._entries.pop(entry.id, None)
         answer = entry.answer if outcome == "answered" else None
         decision = Decision(outcome, note, client, None if answer is None else _shown(answer))
-        self._recent[entry.id] = decision
-        while len(self._recent) > _RECENT:
-            self._recent.popitem(last=False)
+        _decided[entry.id] = decision
+        while len(_decided) > _RECENT:
+            _decided.popitem(last=False)
         entry.done.set()
         self._publish({"type": "removed", "id": entry.id, "reason": outcome, **decision.to_dict()})
         return True
@@ -267,15 +271,14 @@ class Inbox:
         entry = self._entries.get(question_id)
         if entry is not None:
             return entry
-        recent = self._recent.get(question_id)
-        if recent is not None:
-            if recent.outcome == "answered":
-                shown = "" if recent.answer is None else f": {_label(recent.answer)}"
-                message = f"the question was already answered{shown}"
-                raise InboxError(409, "ALREADY_ANSWERED", message, recent.to_dict())
-            message = f"the question is no longer pending: {recent.note}"
-            raise InboxError(409, "NOT_PENDING", message, recent.to_dict())
-        if any(ask.question_id == question_id for ask in pending_asks()):
+        recent = _decided.get(question_id)
+        if recent is not None and recent.outcome == "answered":
+            shown = "" if recent.answer is None else f": {_label(recent.answer)}"
+            message = f"the question was already answered{shown}"
+            raise InboxError(409, "ALREADY_ANSWERED", message, recent.to_dict())
+        if (recent is None or recent.outcome == "withdrawn") and any(
+            ask.question_id == question_id for ask in pending_asks()
+        ):  # withdrawn by a reload, not asked again yet (or shown by another provider)
             raise InboxError(
                 503,
                 "ASKED_ELSEWHERE",
@@ -283,6 +286,9 @@ class Inbox:
                 "is being asked again after a reload, or another provider shows it): retry "
                 "in a moment",
             )
+        if recent is not None:
+            message = f"the question is no longer pending: {recent.note}"
+            raise InboxError(409, "NOT_PENDING", message, recent.to_dict())
         raise InboxError(404, "UNKNOWN_QUESTION", f"no question with id {question_id!r}")
 
     # -- pages ------------------------------------------------------------------------------------
