@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 
 from .._log import get_logger
-from ._errors import LoadError
+from ._errors import LoadError, ModuleTooLargeError
 from ._heir import carrier_of, waiting_heirs
 from ._loader import NOTHING, Loader, ModuleRecord
 from ._planner import ModuleIndex, Plan, dependency_order, dependents, importers_of
@@ -267,6 +267,12 @@ class PlanBuilder:
         previous = record.digest if record is not None else None
         try:
             source = await self._read(path, previous)
+        except ModuleTooLargeError as error:  # refused, not failed: no traceback to show
+            plan.unreadable[name] = (
+                path,
+                LoadError.at("read", "ModuleTooLargeError", str(error), str(path)),
+            )
+            return
         except OSError as error:
             plan.unreadable[name] = (path, LoadError.from_exception("read", error, (), str(path)))
             return

@@ -25,6 +25,7 @@ from pathlib import Path
 import anyio
 
 from ._errors import ModuleTooLargeError
+from ._events import display_path
 from ._mounts import MOUNTS
 from ._scan import file_type
 
@@ -86,12 +87,10 @@ def check_size(path: Path, size: int, limit: int | None) -> None:
     """
     if limit is not None and size > limit:
         raise ModuleTooLargeError(
-            errno.EFBIG,
-            f"{path} is {_size(size)}, over the limit of {_size(limit)} for a module file: "
-            "compiling it would stall the event loop, so it is not loaded (raise the limit "
-            "with the Reloader's max_module_size, or hotseam's --max-module-size or "
-            "[tool.hotseam] max-module-size)",
-            str(path),
+            f"{display_path(path)} is {_size(size)}, over the limit of {_size(limit)} for a "
+            "module file: compiling it would stall the event loop, so it is not loaded (the "
+            "limit: Reloader(max_module_size=...), hotseam --max-module-size, [tool.hotseam] "
+            "max-module-size)"
         )
 
 
