@@ -12,8 +12,8 @@ Exit codes: 0 when every module loaded, 1 when one failed or no process could be
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from pathlib import Path
 
 from ._control import ControlError, locate, request
 
@@ -35,7 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Ask for the reload; return the exit code."""
-    paths = [str(Path(path).resolve()) for path in args.paths]
+    # Absolute, links kept: the process resolves them, and names a link it refuses.
+    paths = [os.path.abspath(path) for path in args.paths]
     try:
         endpoint, notes = locate(args.to)
         for note in notes:

@@ -71,7 +71,7 @@ from ._planner import ModuleIndex, Root, dependency_order
 from ._prepare import Preparer
 from ._read import MAX_MODULE_SIZE
 from ._result import ReloadResult
-from ._roots import LinkedRoots
+from ._roots import LinkedRoots, refused_link
 from ._sequence import Steps
 from ._status import ModuleStatus
 from ._teardown import Closer, as_exception, dispose_failed
@@ -351,7 +351,8 @@ class Reloader:
         once the reload is committed (or aborted).
 
         Raises:
-            ReloadPathError: ``path`` is not under a watched path.
+            ReloadPathError: ``path`` is not under a watched path, or leads out of them
+                through a symbolic link (refused: only code under them runs).
             ReloaderClosedError: the reloader is not open.
         """
         self._check_open()
@@ -364,7 +365,10 @@ class Reloader:
                     resolved == root.path or resolved.is_relative_to(root.base)
                     for root in self._index.roots
                 ):
-                    raise ReloadPathError(f"{os.fspath(path)!r} is not under a watched path")
+                    raise ReloadPathError(
+                        refused_link(Path(path), self._index.roots)
+                        or f"{os.fspath(path)!r} is not under a watched path"
+                    )
             candidates = [resolved]
         return await self._apply(candidates, force=force, retry_failed=True)
 

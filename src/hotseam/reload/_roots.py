@@ -19,7 +19,7 @@ from ._errors import ReloadPathError
 from ._events import display_path
 from ._planner import Root
 
-__all__ = ["LinkedRoots"]
+__all__ = ["LinkedRoots", "refused_link"]
 
 _log = get_logger("hotseam.reload")
 
@@ -74,3 +74,35 @@ class LinkedRoots:
             )
             moved[root] = new
         return moved
+
+
+def refused_link(path: Path, roots: tuple[Root, ...]) -> str | None:
+    """Why ``path``, spelled under a watched path but resolving outside every one, is
+    refused: the symbolic link it goes through, and where that leads. ``None`` when it is
+    not spelled under a watched path (or no link explains it)."""
+    spelled = Path(os.path.abspath(path))
+    tops = [
+        folder.parent if root.kind == "file" else folder
+        for root in roots
+        for folder in (root.path, root.given)
+        if folder is not None
+    ]
+    top = next((top for top in tops if spelled.is_relative_to(top)), None)
+    if top is None:
+        return None
+    for candidate in (spelled, *spelled.parents):
+        if candidate == top or not candidate.is_relative_to(top):
+            break
+        if candidate.is_symlink():
+            target = os.path.realpath(candidate)
+            through = (
+                f"is a symbolic link to {target}"
+                if candidate == spelled
+                else f"goes through the symbolic link {display_path(candidate)} -> {target}"
+            )
+            return (
+                f"{os.fspath(path)!r} {through}, outside the watched paths: refused, as when "
+                "the watched folders are loaded (only code under the watched paths runs; a "
+                "link is followed only when it leads inside them)"
+            )
+    return None
