@@ -1,0 +1,76 @@
+"""The ask journal: questions and answers that outlive the process (design invariant 10).
+
+A journal records each daemon, each run of an agent, and each ask of a run with its state
+(``pending``, ``answered``, ``failed`` with a code, ``withdrawn``, ``abandoned``), its answer
+and its times. A recorded answer is delivered to exactly one ask (of the same unfinished run
+and the same question); a finished run is never answered again; across processes the first
+answer wins in one transaction. ``ask()``, agent runs and resume, the CLI and the fleet
+inbox are built on :class:`Journal` (``open_journal(url)``).
+
+Engines, one interface, one behaviour (a contract test suite runs every behaviour on each):
+
+* ``sqlite`` — the embedded default: plain tables in one file under hotseam's state folder
+  (mode 0600, WAL, ``BEGIN IMMEDIATE`` writes), the standard library's ``sqlite3`` run in
+  anyio worker threads. Other processes' changes are seen by polling ``PRAGMA
+  data_version`` (about 0.2 s); this process's at once.
+* ``postgresql`` — for several processes or machines: the same tables and the same SQL,
+  through psycopg 3 (the ``hotseam[postgres]`` extra) with *sync* connections in worker
+  threads, so asyncio and trio work alike. Wake-ups across processes use ``LISTEN/NOTIFY``
+  on a dedicated connection whose thread blocks in ``conn.notifies()`` and hands each
+  notification to the event loop with ``anyio.from_thread``.
+* ``memory`` — the same behaviour in this process's memory, for tests.
+
+Why not DBOS (durable workflows on the same two databases, which was considered): its
+workflows and steps are functions registered by decorators at import time and run on
+asyncio. hotseam hot-reloads the modules that hold agents and providers (a module object is
+replaced, so a registered function goes stale) and supports trio as well as asyncio. What
+hotseam needs is narrower than a workflow engine — record a question, let the first answer
+win, wake the waiter, replay answers of an unfinished run — and is a handful of statements
+on plain tables (``UPDATE ... WHERE id = ? AND state = 'pending' RETURNING ...`` is first-
+answer-wins in one statement), which both engines run the same way.
+"""
+
+from __future__ import annotations
+
+from ._errors import JournalError, JournalErrorCode
+from ._open import DEFAULT_LIVENESS_TIMEOUT, DEFAULT_POLL_INTERVAL, open_journal
+from ._records import (
+    SETTLED_STATES,
+    AskRecord,
+    AskState,
+    DaemonRecord,
+    InboxEntry,
+    JournalEvent,
+    PurgeReport,
+    RunRecord,
+    RunState,
+    Settlement,
+    question_digest,
+)
+from ._schema import SCHEMA_VERSION
+from ._store import Journal
+from ._url import JournalLocation, default_journal_path, parse_journal_url
+
+__all__ = [
+    "DEFAULT_LIVENESS_TIMEOUT",
+    "DEFAULT_POLL_INTERVAL",
+    "SCHEMA_VERSION",
+    "SETTLED_STATES",
+    "AskRecord",
+    "AskState",
+    "DaemonRecord",
+    "InboxEntry",
+    "Journal",
+    "JournalError",
+    "JournalErrorCode",
+    "JournalEvent",
+    "JournalLocation",
+    "PurgeReport",
+    "RunRecord",
+    "RunState",
+    "Settlement",
+    "default_journal_path",
+    "open_journal",
+    "parse_journal_url",
+    "question_digest",
+]

@@ -1,0 +1,92 @@
+"""open_journal(): a journal by its URL, open for the duration of an ``async with``."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import AsyncIterator
+
+import anyio
+
+from ..._log import get_logger
+from ._errors import JournalError, JournalErrorCode
+from ._store import Journal
+from ._url import default_journal_path, parse_journal_url
+
+__all__ = ["DEFAULT_LIVENESS_TIMEOUT", "DEFAULT_POLL_INTERVAL", "open_journal"]
+
+DEFAULT_LIVENESS_TIMEOUT = 15.0
+"""Seconds without a heartbeat after which a daemon counts as dead."""
+
+DEFAULT_POLL_INTERVAL = 0.2
+"""Seconds between two looks for other processes' changes (SQLite only)."""
+
+_log = get_logger("hotseam.journal")
+
+
+@contextlib.asynccontextmanager
+async def open_journal(
+    url: str | os.PathLike[str] | None = None,
+    *,
+    liveness_timeout: float = DEFAULT_LIVENESS_TIMEOUT,
+    poll_interval: float = DEFAULT_POLL_INTERVAL,
+) -> AsyncIterator[Journal]:
+    """Open the journal at ``url`` (default: ``journal.sqlite3`` in hotseam's state folder).
+
+    The schema is created or migrated on open. Within the block the journal serves the
+    event loop that opened it; at its end, waiters and feed readers are woken (they see
+    ``JOURNAL_UNAVAILABLE``) and connections are closed.
+
+    Args:
+        url: ``memory:``, ``sqlite:///PATH``, a file path, or ``postgresql://...``.
+        liveness_timeout: Seconds without a heartbeat after which a daemon is dead.
+        poll_interval: SQLite only: seconds between looks for other processes' changes.
+
+    Raises:
+        JournalError: ``JOURNAL_INVALID_URL``, ``JOURNAL_UNAVAILABLE`` (no such folder, no
+            server, no driver), ``JOURNAL_NEWER``.
+    """
+    journal = _build(url, liveness_timeout, poll_interval)
+    async with anyio.create_task_group() as task_group:
+        try:
+            await journal._start(task_group)
+            _log.info("journal.opened", engine=journal.engine, url=journal.url)
+            yield journal
+        finally:
+            await journal._closing()
+            task_group.cancel_scope.cancel()
+            with anyio.CancelScope(shield=True):
+                await journal._stop()
+            _log.info("journal.closed", engine=journal.engine, url=journal.url)
+
+
+def _build(
+    url: str | os.PathLike[str] | None, liveness_timeout: float, poll_interval: float
+) -> Journal:
+    if url is None:
+        try:
+            path = default_journal_path()
+        except RuntimeError as error:  # Path.home(): no $HOME and no password entry
+            raise JournalError(
+                f"no state folder for the default journal ({error}): give a journal URL",
+                JournalErrorCode.JOURNAL_UNAVAILABLE,
+            ) from None
+        from ._sqlite import SqliteJournal
+
+        return SqliteJournal(
+            path, liveness_timeout=liveness_timeout, poll_interval=poll_interval, make_folder=True
+        )
+    location = parse_journal_url(url)
+    if location.engine == "memory":
+        from ._memory import MemoryJournal
+
+        return MemoryJournal(liveness_timeout=liveness_timeout)
+    if location.engine == "sqlite":
+        from ._sqlite import SqliteJournal
+
+        return SqliteJournal(
+            location.target, liveness_timeout=liveness_timeout, poll_interval=poll_interval
+        )
+    from ._postgres import PostgresJournal
+
+    return PostgresJournal(location.target, shown=location.shown, liveness_timeout=liveness_timeout)

@@ -1,0 +1,150 @@
+"""The journal's tables, their version, and the migrations from older versions.
+
+``hotseam_meta`` holds ``schema_version`` (and the hotseam that last wrote the schema). On
+open, inside one write transaction (under an advisory lock on PostgreSQL, so that processes
+opening a new database at once make it once):
+
+* no tables: version :data:`SCHEMA_VERSION` is created;
+* an older version: each migration ``n -> n + 1`` runs in turn;
+* a newer version: refused (``JOURNAL_NEWER``), naming both versions and the journal — an
+  older hotseam cannot know what a newer one's records mean.
+
+Version 0 is the layout of hotseam's unreleased first journal (no ``hotseam_meta`` table;
+asks without ``settled_by`` and ``change_no``). Its migration is kept, and tested on both
+SQL engines, so that the mechanism is proven before the first real migration needs it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ._errors import JournalError, JournalErrorCode
+from ._sql import Db
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "ensure_schema"]
+
+SCHEMA_VERSION = 1
+"""The version this hotseam writes."""
+
+_STATES = "'pending', 'answered', 'failed', 'withdrawn', 'abandoned'"
+_RUN_STATES = "'running', 'finished', 'failed', 'abandoned'"
+
+_META = "CREATE TABLE IF NOT EXISTS hotseam_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+
+_INDEXES = [
+    # At most one unfinished run per agent (two starts at once: one wins, RUN_EXISTS).
+    "CREATE UNIQUE INDEX IF NOT EXISTS hotseam_runs_unfinished ON hotseam_runs (agent)"
+    " WHERE state = 'running'",
+    # At most one live ask per position of a run (abandoned ones make room).
+    "CREATE UNIQUE INDEX IF NOT EXISTS hotseam_asks_position ON hotseam_asks (run_id, seq)"
+    " WHERE state <> 'abandoned'",
+    "CREATE INDEX IF NOT EXISTS hotseam_asks_pending ON hotseam_asks (created_at)"
+    " WHERE state = 'pending'",
+    "CREATE INDEX IF NOT EXISTS hotseam_asks_change ON hotseam_asks (change_no)",
+    "CREATE INDEX IF NOT EXISTS hotseam_asks_settled ON hotseam_asks (settled_at)",
+    "CREATE INDEX IF NOT EXISTS hotseam_runs_daemon ON hotseam_runs (daemon_id)",
+]
+
+_VERSION_1 = [
+    _META,
+    "CREATE TABLE IF NOT EXISTS hotseam_daemons ("
+    " id TEXT PRIMARY KEY, name TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,"
+    " agent TEXT, started_at {real} NOT NULL, heartbeat_at {real} NOT NULL,"
+    " stopped_at {real})",
+    "CREATE TABLE IF NOT EXISTS hotseam_runs ("
+    " id TEXT PRIMARY KEY, agent TEXT NOT NULL,"
+    " daemon_id TEXT NOT NULL REFERENCES hotseam_daemons (id),"
+    f" state TEXT NOT NULL CHECK (state IN ({_RUN_STATES})),"
+    " started_at {real} NOT NULL, claimed_at {real} NOT NULL, finished_at {real})",
+    "CREATE TABLE IF NOT EXISTS hotseam_asks ("
+    " id TEXT PRIMARY KEY, run_id TEXT NOT NULL REFERENCES hotseam_runs (id),"
+    " seq INTEGER NOT NULL, caller_key TEXT, digest TEXT NOT NULL, request TEXT NOT NULL,"
+    f" state TEXT NOT NULL CHECK (state IN ({_STATES})), code TEXT, answer TEXT,"
+    " settled_by TEXT, created_at {real} NOT NULL, settled_at {real}, change_no {bigint})",
+    *_INDEXES,
+]
+
+
+def _migrate_0_to_1(db: Db) -> None:
+    """Version 0 had no meta table, and asks without ``settled_by`` and ``change_no``."""
+    db.count("ALTER TABLE hotseam_asks ADD COLUMN settled_by TEXT")
+    db.count("ALTER TABLE hotseam_asks ADD COLUMN change_no {bigint}")
+    db.count(_META)
+    for statement in _INDEXES:
+        db.count(statement)
+
+
+MIGRATIONS: dict[int, Callable[[Db], None]] = {0: _migrate_0_to_1}
+"""``MIGRATIONS[n]`` turns a version ``n`` journal into version ``n + 1``."""
+
+
+def ensure_schema(db: Db, where: str) -> int | None:
+    """Make the journal's tables current, in the caller's write transaction.
+
+    Args:
+        where: The journal as shown in errors (a file, a URL without password).
+
+    Returns:
+        The version found (``None`` for a new journal).
+
+    Raises:
+        JournalError: ``JOURNAL_NEWER``; ``JOURNAL_CORRUPT`` for an unreadable version.
+    """
+    from ... import __version__
+
+    found = _version(db, where)
+    if found is None:
+        for statement in _VERSION_1:
+            db.count(statement)
+    elif found > SCHEMA_VERSION:
+        written_by = db.one("SELECT value FROM hotseam_meta WHERE key = 'hotseam_version'")
+        by = f" (hotseam {written_by[0]})" if written_by else ""
+        raise JournalError(
+            f"the journal {where} was written by a newer hotseam{by}: its schema version is "
+            f"{found}, and this hotseam ({__version__}) reads versions up to "
+            f"{SCHEMA_VERSION}. Upgrade hotseam, or use another journal",
+            JournalErrorCode.JOURNAL_NEWER,
+            details={"found": found, "supported": SCHEMA_VERSION},
+        )
+    else:
+        for version in range(found, SCHEMA_VERSION):
+            MIGRATIONS[version](db)
+    if found != SCHEMA_VERSION:
+        _set(db, "schema_version", str(SCHEMA_VERSION))
+        _set(db, "hotseam_version", __version__)
+    if db.one("SELECT value FROM hotseam_meta WHERE key = 'change'") is None:
+        _set(db, "change", "0")
+    return found
+
+
+def _version(db: Db, where: str) -> int | None:
+    """The schema version of the journal: ``None`` when it has no tables yet."""
+    if db.one(db.dialect.table_exists, ("hotseam_meta",)) is not None:
+        row = db.one("SELECT value FROM hotseam_meta WHERE key = 'schema_version'")
+        if row is None:
+            return _missing(where)
+        try:
+            return int(row[0])
+        except ValueError:
+            raise JournalError(
+                f"the journal {where} has an unreadable schema version {row[0]!r}",
+                JournalErrorCode.JOURNAL_CORRUPT,
+            ) from None
+    if db.one(db.dialect.table_exists, ("hotseam_asks",)) is not None:
+        return 0
+    return None
+
+
+def _missing(where: str) -> int:
+    raise JournalError(
+        f"the journal {where} has a hotseam_meta table without a schema version",
+        JournalErrorCode.JOURNAL_CORRUPT,
+    )
+
+
+def _set(db: Db, key: str, value: str) -> None:
+    db.count(
+        "INSERT INTO hotseam_meta (key, value) VALUES (?, ?)"
+        " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        (key, value),
+    )

@@ -1,0 +1,302 @@
+"""The embedded engine: one SQLite file, the standard library's ``sqlite3`` in worker threads.
+
+The file is created mode 0600 (SQLite gives its ``-wal`` and ``-shm`` files the same mode),
+in WAL mode (readers and one writer at once, across processes on one machine), with
+``synchronous=FULL`` (a committed answer survives a power cut, not only a crash). Every
+write is one ``BEGIN IMMEDIATE`` transaction, so writers queue for the lock instead of
+failing halfway; a writer waits up to the busy timeout (10 s) for another process's.
+
+Wake-ups: an answer given through this journal object wakes its waiters at once. SQLite
+cannot notify another process, so while someone here waits or reads the change feed, the
+journal polls ``PRAGMA data_version`` (it changes when another connection commits) every
+``poll_interval`` seconds (default 0.2): an answer given by another process is seen within
+that interval plus one query, about 0.1 s on average. For milliseconds across processes,
+use PostgreSQL.
+
+The feed is read back from the file: every change of an ask takes the next number of a
+counter kept in ``hotseam_meta`` (writers are serialised, so the numbers follow commit
+order), and the feed reads the asks whose number is above the last one it saw.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import stat
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+import anyio
+import anyio.abc
+import anyio.to_thread
+
+from ..._log import get_logger
+from ._errors import JournalError, JournalErrorCode
+from ._records import AskRecord, AskState, JournalEvent
+from ._schema import SCHEMA_VERSION, ensure_schema
+from ._sql import Db, Dialect
+from ._sql_engine import SqlJournal
+
+__all__ = ["SqliteJournal"]
+
+T = TypeVar("T")
+
+_log = get_logger("hotseam.journal")
+
+BUSY_TIMEOUT = 10.0
+"""Seconds a writer waits for another process's write transaction."""
+
+DIALECT = Dialect(
+    now="((julianday('now') - 2440587.5) * 86400.0)",
+    share="",
+    update="",
+    change="(SELECT CAST(value AS INTEGER) + 1 FROM hotseam_meta WHERE key = 'change')",
+    param="?",
+    real="REAL",
+    bigint="INTEGER",
+    table_exists="SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+)
+
+
+class _SqliteDb(Db):
+    def announce(self, asks: Sequence[AskRecord]) -> None:
+        if asks:  # the number the changed asks took becomes the last one given
+            self.count(
+                "UPDATE hotseam_meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
+                " WHERE key = 'change'"
+            )
+
+
+class SqliteJournal(SqlJournal):
+    """A journal in an SQLite file."""
+
+    engine = "sqlite"
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        liveness_timeout: float,
+        poll_interval: float,
+        make_folder: bool = False,
+    ) -> None:
+        super().__init__(str(path), liveness_timeout=liveness_timeout)
+        if not poll_interval > 0:
+            raise ValueError(f"poll_interval must be seconds > 0, got {poll_interval!r}")
+        self.path = Path(path)
+        self._poll_interval = poll_interval
+        self._make_folder = make_folder
+        self._connection: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+        self._limiter = anyio.CapacityLimiter(1)
+        self._nudged = anyio.Event()
+        self._catching_up = anyio.Lock()
+        self._data_version = 0
+        self._last_change = 0
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    async def _start(self, task_group: anyio.abc.TaskGroup) -> None:
+        await anyio.to_thread.run_sync(self._open_file, limiter=self._limiter)
+        task_group.start_soon(self._watch_changes)
+
+    async def _stop(self) -> None:
+        await anyio.to_thread.run_sync(self._close_file, limiter=self._limiter)
+
+    def _open_file(self) -> None:
+        created = self._create_private()
+        try:
+            connection = sqlite3.connect(
+                self.path,
+                timeout=BUSY_TIMEOUT,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error as error:
+            raise self._unavailable(error) from None
+        try:
+            self._use_wal(connection)
+            connection.execute("PRAGMA synchronous = FULL")
+            connection.execute("PRAGMA foreign_keys = ON")
+            found = self._transaction(
+                connection, lambda db: ensure_schema(db, str(self.path)), write=True
+            )
+            self._data_version = connection.execute("PRAGMA data_version").fetchone()[0]
+            self._last_change = self._current_change(connection)
+        except sqlite3.Error as error:
+            connection.close()
+            raise self._unavailable(error) from None
+        except BaseException:
+            connection.close()
+            raise
+        self._connection = connection
+        if not created:
+            self._warn_if_shared()
+        if found is not None and found < SCHEMA_VERSION:
+            _log.info(
+                "journal.migrated",
+                summary=f"the journal {self.path} was migrated from schema version {found} "
+                f"to {SCHEMA_VERSION}",
+                path=str(self.path),
+                from_version=found,
+            )
+
+    def _use_wal(self, connection: sqlite3.Connection) -> None:
+        mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        if str(mode).lower() != "wal":
+            raise JournalError(
+                f"the journal {self.path} cannot use WAL mode (got {mode!r})",
+                JournalErrorCode.JOURNAL_UNAVAILABLE,
+            )
+
+    def _close_file(self) -> None:
+        with self._lock:
+            connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.close()
+
+    def _create_private(self) -> bool:
+        """Create the file owner-only when missing; True when this call created it."""
+        folder = self.path.parent
+        if self._make_folder:
+            try:
+                folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            except OSError as error:
+                raise self._unavailable(error) from None
+        elif not folder.is_dir():
+            raise JournalError(
+                f"cannot open the journal {self.path}: the folder {folder} does not exist",
+                JournalErrorCode.JOURNAL_UNAVAILABLE,
+            )
+        flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+        try:
+            os.close(os.open(self.path, flags, 0o600))
+        except FileExistsError:
+            return False
+        except OSError as error:
+            raise self._unavailable(error) from None
+        return True
+
+    def _warn_if_shared(self) -> None:
+        with contextlib.suppress(OSError):
+            mode = stat.S_IMODE(self.path.stat().st_mode)
+            if mode & 0o077:
+                _log.warning(
+                    "journal.file_shared",
+                    summary=f"the journal {self.path} can be read by other users (mode "
+                    f"{mode:o}) and holds answers, which are personal data: run chmod 600 "
+                    f"{self.path} unless this is meant",
+                    path=str(self.path),
+                )
+
+    # -- transactions -------------------------------------------------------------------------
+
+    async def _write(self, operation: Callable[[Db], T]) -> T:
+        return await anyio.to_thread.run_sync(self._run, operation, True, limiter=self._limiter)
+
+    async def _read(self, operation: Callable[[Db], T]) -> T:
+        return await anyio.to_thread.run_sync(self._run, operation, False, limiter=self._limiter)
+
+    def _run(self, operation: Callable[[Db], T], write: bool) -> T:
+        with self._lock:
+            if self._connection is None:
+                raise JournalError(
+                    f"the journal {self.path} is closed", JournalErrorCode.JOURNAL_UNAVAILABLE
+                )
+            try:
+                return self._transaction(self._connection, operation, write=write)
+            except sqlite3.Error as error:
+                raise self._unavailable(error) from None
+
+    @staticmethod
+    def _transaction(
+        connection: sqlite3.Connection, operation: Callable[[Db], T], *, write: bool
+    ) -> T:
+        if not write:
+            return operation(_SqliteDb(connection, DIALECT))
+        connection.execute("BEGIN IMMEDIATE")
+        try:
+            result = operation(_SqliteDb(connection, DIALECT))
+        except BaseException:
+            if connection.in_transaction:
+                connection.execute("ROLLBACK")
+            raise
+        connection.execute("COMMIT")
+        return result
+
+    def _unavailable(self, error: BaseException) -> JournalError:
+        reason = getattr(error, "strerror", None) or error
+        return JournalError(
+            f"the journal {self.path} cannot be used: {reason}",
+            JournalErrorCode.JOURNAL_UNAVAILABLE,
+            cause=error,
+        )
+
+    # -- changes ------------------------------------------------------------------------------
+
+    def _changed(self, asks: Sequence[AskRecord]) -> None:
+        super()._changed(asks)  # this process's waiters, at once
+        if self._notices.has_subscribers:
+            self._nudged.set()  # the feed reads it back in order
+
+    async def _before_subscribe(self) -> None:
+        await self._catch_up()
+
+    async def _watch_changes(self) -> None:
+        """While anyone waits or reads the feed: catch up when nudged by a local change, or
+        when ``PRAGMA data_version`` says another process committed (polled)."""
+        while True:
+            await self._notices.wait_interest()
+            with anyio.move_on_after(self._poll_interval):
+                await self._nudged.wait()
+            nudged = self._nudged.is_set()
+            self._nudged = anyio.Event()
+            if not self._notices.interested:
+                continue
+            try:
+                version = await self._read(lambda db: db.one("PRAGMA data_version"))
+                if version is not None and version[0] != self._data_version:
+                    self._data_version = version[0]
+                    nudged = True
+                if nudged:
+                    await self._catch_up()
+            except JournalError as error:
+                _log.warning(
+                    "journal.poll_failed",
+                    summary=f"cannot read the journal {self.path} for changes: {error}",
+                )
+                await anyio.sleep(1.0)
+
+    async def _catch_up(self) -> None:
+        """Publish, in order, the changes numbered above the last one seen."""
+        async with self._catching_up:
+            since = self._last_change
+            rows = await self._read(
+                lambda db: db.all(
+                    "SELECT id, run_id, state, change_no FROM hotseam_asks"
+                    " WHERE change_no > ? ORDER BY change_no, id",
+                    (since,),
+                )
+            )
+            if not rows:
+                return
+            self._last_change = max(int(row[3]) for row in rows)
+            self._notices.publish(
+                [
+                    JournalEvent(
+                        "created" if state == AskState.PENDING.value else "settled",
+                        ask_id,
+                        run_id,
+                        AskState(state),
+                    )
+                    for ask_id, run_id, state, _ in rows
+                ]
+            )
+
+    @staticmethod
+    def _current_change(connection: sqlite3.Connection) -> int:
+        row = connection.execute("SELECT value FROM hotseam_meta WHERE key = 'change'").fetchone()
+        return int(row[0]) if row is not None else 0
