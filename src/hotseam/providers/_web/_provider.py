@@ -165,11 +165,6 @@ class WebProvider:
         return self._server.listener
 
     @property
-    def server(self) -> WebServer:
-        """The server: its socket, connections and mounted app (the same across reloads)."""
-        return self._server
-
-    @property
     def inbox(self) -> Inbox:
         """The pending questions."""
         return self._inbox
