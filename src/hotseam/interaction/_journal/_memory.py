@@ -111,7 +111,7 @@ class MemoryJournal(Journal):
 
     async def _start_run(self, run_id: str, agent: str, daemon_id: str) -> RunRecord:
         await anyio.lowlevel.checkpoint()
-        self._live_daemon_row(daemon_id)
+        self._live_daemon_row(daemon_id)["heartbeat_at"] = time.time()
         existing = self._unfinished(agent)
         if existing is not None:
             raise run_exists(existing)
@@ -137,7 +137,7 @@ class MemoryJournal(Journal):
 
     async def _claim_run(self, run_id: str, daemon_id: str) -> RunRecord:
         await anyio.lowlevel.checkpoint()
-        self._live_daemon_row(daemon_id)
+        self._live_daemon_row(daemon_id)["heartbeat_at"] = time.time()
         run = self._run(self._run_row(run_id)["id"])
         if not run.unfinished:
             raise run_finished(run)

@@ -48,14 +48,21 @@ class Subscription:
     memory.
     """
 
-    __slots__ = ("_buffer", "_closed", "_ready")
+    __slots__ = ("_buffer", "_closed", "_ready", "armed")
 
     def __init__(self) -> None:
         self._buffer: deque[JournalEvent] = deque()
         self._ready = anyio.Event()
         self._closed = False
+        self.armed = anyio.Event()
+
+    def arm(self) -> None:
+        """Deliver the events published from now on (until now they were not its own)."""
+        self.armed.set()
 
     def push(self, event: JournalEvent) -> None:
+        if not self.armed.is_set():
+            return
         if len(self._buffer) >= _FEED_BUFFER:
             self._buffer.clear()
             event = JournalEvent("resync")
@@ -119,7 +126,7 @@ class Notices:
 
     @contextlib.contextmanager
     def subscribe(self) -> Iterator[Subscription]:
-        """Within the block, every published event reaches the subscription."""
+        """Within the block, every event published once it is armed reaches it."""
         subscription = Subscription()
         self._subscribers.add(subscription)
         self._interest.set()

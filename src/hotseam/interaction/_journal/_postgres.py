@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -30,6 +31,7 @@ import anyio.to_thread
 
 from ..._log import get_logger
 from ._errors import JournalError, JournalErrorCode
+from ._notices import Subscription
 from ._records import AskRecord, AskState, JournalEvent
 from ._schema import SCHEMA_VERSION, ensure_schema
 from ._sql import Db, Dialect
@@ -47,16 +49,17 @@ _log = get_logger("hotseam.journal")
 POOL_SIZE = 4
 """Connections serving operations at once (the listener has its own)."""
 
+_SYNC = "sync "  # a notification that only marks a point of the stream
+
 _SCHEMA_LOCK = 0x686F747365616D  # "hotseam": the advisory lock of schema creation
 
 DIALECT = Dialect(
     now="(EXTRACT(EPOCH FROM clock_timestamp())::float8)",
     share=" FOR SHARE",
     update=" FOR UPDATE",
-    change="NULL",
+    change_log=False,
     param="%s",
     real="DOUBLE PRECISION",
-    bigint="BIGINT",
     table_exists="SELECT 1 WHERE to_regclass(?) IS NOT NULL",
 )
 
@@ -86,6 +89,7 @@ class PostgresJournal(SqlJournal):
         self._idle: list[psycopg.Connection[Any]] = []
         self._limiter = anyio.CapacityLimiter(POOL_SIZE)
         self._stopping = threading.Event()
+        self._arming: dict[str, Subscription] = {}
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -230,40 +234,77 @@ class PostgresJournal(SqlJournal):
     def _listen_in_thread(self, connection: psycopg.Connection[Any] | None) -> None:
         """Hand each notification to the event loop until the journal stops; reconnect
         (and tell readers ``resync``) when the connection drops."""
+        try:
+            while not self._stopping.is_set():
+                if connection is None:
+                    connection = self._reopen_listener()
+                    continue
+                self._relay(connection)
+                connection.close()
+                connection = None
+        finally:
+            if connection is not None:
+                connection.close()
+
+    def _reopen_listener(self) -> psycopg.Connection[Any] | None:
+        try:
+            connection = self._open_listener()
+        except JournalError as error:
+            _log.debug("journal.listen_retry", url=self.url, error=str(error))
+            self._stopping.wait(1.0)
+            return None
+        _log.info("journal.listen_recovered", url=self.url)
+        anyio.from_thread.run_sync(self._heard, None)
+        return connection
+
+    def _relay(self, connection: psycopg.Connection[Any]) -> None:
+        """Until the journal stops or the connection fails: notifications to the loop."""
         import psycopg
 
-        while not self._stopping.is_set():
-            if connection is None:
-                try:
-                    connection = self._open_listener()
-                except JournalError as error:
-                    _log.debug("journal.listen_retry", url=self.url, error=str(error))
-                    self._stopping.wait(1.0)
-                    continue
-                _log.info("journal.listen_recovered", url=self.url)
-                anyio.from_thread.run_sync(self._heard, None)
-            try:
-                with connection:
-                    while not self._stopping.is_set():
-                        for notification in connection.notifies(timeout=1.0):
-                            if self._stopping.is_set():
-                                break
-                            if notification.payload:
-                                anyio.from_thread.run_sync(self._heard, notification.payload)
-            except psycopg.Error as error:
-                if not self._stopping.is_set():
-                    _log.warning(
-                        "journal.listen_lost",
-                        summary=f"lost the notification connection to the journal {self.url} "
-                        f"({_first_line(error)}); reconnecting (answers from other processes "
-                        "wake waiters again once it is back)",
-                    )
-            connection = None
+        try:
+            while not self._stopping.is_set():
+                for notification in connection.notifies(timeout=1.0):
+                    if self._stopping.is_set():
+                        return
+                    if notification.payload:
+                        anyio.from_thread.run_sync(self._heard, notification.payload)
+        except psycopg.Error as error:
+            if not self._stopping.is_set():
+                _log.warning(
+                    "journal.listen_lost",
+                    summary=f"lost the notification connection to the journal {self.url} "
+                    f"({_first_line(error)}); reconnecting (answers from other processes "
+                    "wake waiters again once it is back)",
+                )
+
+    async def _attach(self, subscription: Subscription) -> None:
+        """Arm the reader when a notification sent now comes back: every change committed
+        before was heard before it (notifications arrive in commit order)."""
+        token = uuid.uuid4().hex
+        self._arming[token] = subscription
+        try:
+            await self._read(
+                lambda db: db.one("SELECT pg_notify(?, ?)", (self._channel, _SYNC + token))
+            )
+            with anyio.fail_after(10):
+                await subscription.armed.wait()
+        except TimeoutError:
+            raise JournalError(
+                f"the journal {self.url} did not echo a notification within 10 s",
+                JournalErrorCode.JOURNAL_UNAVAILABLE,
+            ) from None
+        finally:
+            self._arming.pop(token, None)
 
     def _heard(self, payload: str | None) -> None:
         """In the event loop: one notification (``None``: the listener reconnected)."""
         if payload is None:
             self._notices.publish([JournalEvent("resync")])
+            return
+        if payload.startswith(_SYNC):
+            arming = self._arming.pop(payload[len(_SYNC) :], None)
+            if arming is not None:
+                arming.arm()
             return
         try:
             ask_id, run_id, state = json.loads(payload)

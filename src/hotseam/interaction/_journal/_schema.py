@@ -10,7 +10,7 @@ opening a new database at once make it once):
   older hotseam cannot know what a newer one's records mean.
 
 Version 0 is the layout of hotseam's unreleased first journal (no ``hotseam_meta`` table;
-asks without ``settled_by`` and ``change_no``). Its migration is kept, and tested on both
+asks without ``settled_by``; no change log). Its migration is kept, and tested on both
 SQL engines, so that the mechanism is proven before the first real migration needs it.
 """
 
@@ -40,7 +40,6 @@ _INDEXES = [
     " WHERE state <> 'abandoned'",
     "CREATE INDEX IF NOT EXISTS hotseam_asks_pending ON hotseam_asks (created_at)"
     " WHERE state = 'pending'",
-    "CREATE INDEX IF NOT EXISTS hotseam_asks_change ON hotseam_asks (change_no)",
     "CREATE INDEX IF NOT EXISTS hotseam_asks_settled ON hotseam_asks (settled_at)",
     "CREATE INDEX IF NOT EXISTS hotseam_runs_daemon ON hotseam_runs (daemon_id)",
 ]
@@ -60,18 +59,28 @@ _VERSION_1 = [
     " id TEXT PRIMARY KEY, run_id TEXT NOT NULL REFERENCES hotseam_runs (id),"
     " seq INTEGER NOT NULL, caller_key TEXT, digest TEXT NOT NULL, request TEXT NOT NULL,"
     f" state TEXT NOT NULL CHECK (state IN ({_STATES})), code TEXT, answer TEXT,"
-    " settled_by TEXT, created_at {real} NOT NULL, settled_at {real}, change_no {bigint})",
+    " settled_by TEXT, created_at {real} NOT NULL, settled_at {real})",
     *_INDEXES,
 ]
 
 
+# SQLite's change feed reads this log back in order (writers are serialised, so the numbers
+# follow commit order); PostgreSQL announces changes with NOTIFY and has no such table.
+_CHANGE_LOG = (
+    "CREATE TABLE IF NOT EXISTS hotseam_changes ("
+    " change_no INTEGER PRIMARY KEY AUTOINCREMENT, ask_id TEXT NOT NULL, run_id TEXT NOT NULL,"
+    " state TEXT NOT NULL, at {real} NOT NULL)"
+)
+
+
 def _migrate_0_to_1(db: Db) -> None:
-    """Version 0 had no meta table, and asks without ``settled_by`` and ``change_no``."""
+    """Version 0 had no meta table, no change log, and asks without ``settled_by``."""
     db.count("ALTER TABLE hotseam_asks ADD COLUMN settled_by TEXT")
-    db.count("ALTER TABLE hotseam_asks ADD COLUMN change_no {bigint}")
     db.count(_META)
     for statement in _INDEXES:
         db.count(statement)
+    if db.dialect.change_log:
+        db.count(_CHANGE_LOG)
 
 
 MIGRATIONS: dict[int, Callable[[Db], None]] = {0: _migrate_0_to_1}
@@ -96,6 +105,8 @@ def ensure_schema(db: Db, where: str) -> int | None:
     if found is None:
         for statement in _VERSION_1:
             db.count(statement)
+        if db.dialect.change_log:
+            db.count(_CHANGE_LOG)
     elif found > SCHEMA_VERSION:
         written_by = db.one("SELECT value FROM hotseam_meta WHERE key = 'hotseam_version'")
         by = f" (hotseam {written_by[0]})" if written_by else ""
@@ -112,8 +123,6 @@ def ensure_schema(db: Db, where: str) -> int | None:
     if found != SCHEMA_VERSION:
         _set(db, "schema_version", str(SCHEMA_VERSION))
         _set(db, "hotseam_version", __version__)
-    if db.one("SELECT value FROM hotseam_meta WHERE key = 'change'") is None:
-        _set(db, "change", "0")
     return found
 
 

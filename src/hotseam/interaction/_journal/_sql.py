@@ -60,20 +60,19 @@ class Dialect:
         now: The journal's clock in seconds since the epoch.
         share / update: Row-lock suffixes of a SELECT (empty where a write transaction
             already locks the whole database, as SQLite's ``BEGIN IMMEDIATE`` does).
-        change: The ``change_no`` an ask gets when it changes (SQLite's feed reads asks
-            by it; ``NULL`` on PostgreSQL, whose feed is ``NOTIFY``).
+        change_log: Whether the journal keeps ``hotseam_changes``, the log its change feed
+            reads back (SQLite; PostgreSQL's feed is ``NOTIFY``).
         param: The driver's parameter mark (texts are written with ``?``).
-        real / bigint: Column types.
+        real: The type of a time column.
         table_exists: A query with one parameter, a table name, giving a row if it exists.
     """
 
     now: str
     share: str
     update: str
-    change: str
+    change_log: bool
     param: str
     real: str
-    bigint: str
     table_exists: str
     _cache: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
@@ -85,9 +84,7 @@ class Dialect:
                 now=self.now,
                 share=self.share,
                 update=self.update,
-                change=self.change,
                 real=self.real,
-                bigint=self.bigint,
             )
             if self.param != "?":
                 done = done.replace("?", self.param)
@@ -138,9 +135,7 @@ _DAEMON_D = f"{_columns(DAEMON_COLUMNS, 'd')}, {_ALIVE}"
 _SELECT_DAEMON = f"SELECT {_DAEMON_D} FROM hotseam_daemons d WHERE d.id = ?"
 _SELECT_RUN = f"SELECT {_RUN} FROM hotseam_runs WHERE id = ?"
 _SELECT_ASK = f"SELECT {_ASK} FROM hotseam_asks WHERE id = ?"
-_SETTLED = (
-    "state = ?, code = ?, answer = ?, settled_by = ?, settled_at = {now}, change_no = {change}"
-)
+_SETTLED = "state = ?, code = ?, answer = ?, settled_by = ?, settled_at = {now}"
 
 
 class Sql:
@@ -247,7 +242,7 @@ class Sql:
         ask_state = AskState.ABANDONED if state is RunState.ABANDONED else AskState.WITHDRAWN
         settled = self._asks(
             db,
-            "UPDATE hotseam_asks SET state = ?, settled_at = {now}, change_no = {change}"
+            "UPDATE hotseam_asks SET state = ?, settled_at = {now}"
             f" WHERE run_id = ? AND state = ? RETURNING {_ASK}",
             (ask_state.value, run_id, AskState.PENDING.value),
         )
@@ -299,7 +294,7 @@ class Sql:
             return existing, False
         row = db.one(
             "INSERT INTO hotseam_asks (id, run_id, seq, caller_key, digest, request, state,"
-            " created_at, change_no) VALUES (?, ?, ?, ?, ?, ?, ?, {now}, {change})"
+            " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, {now})"
             f" ON CONFLICT DO NOTHING RETURNING {_ASK}",
             (ask_id, run_id, seq, key, digest, request, AskState.PENDING.value),
         )
@@ -351,8 +346,8 @@ class Sql:
     def abandon_asks(self, db: Db, run_id: str, from_seq: int) -> list[AskRecord]:
         asks = self._asks(
             db,
-            "UPDATE hotseam_asks SET state = ?, settled_at = COALESCE(settled_at, {now}),"
-            " change_no = {change} WHERE run_id = ? AND seq >= ? AND state <> ?"
+            "UPDATE hotseam_asks SET state = ?, settled_at = COALESCE(settled_at, {now})"
+            " WHERE run_id = ? AND seq >= ? AND state <> ?"
             f" RETURNING {_ASK}",
             (AskState.ABANDONED.value, run_id, from_seq, AskState.ABANDONED.value),
         )

@@ -13,9 +13,11 @@ journal polls ``PRAGMA data_version`` (it changes when another connection commit
 that interval plus one query, about 0.1 s on average. For milliseconds across processes,
 use PostgreSQL.
 
-The feed is read back from the file: every change of an ask takes the next number of a
-counter kept in ``hotseam_meta`` (writers are serialised, so the numbers follow commit
-order), and the feed reads the asks whose number is above the last one it saw.
+The feed is read back from the file: every change of an ask is appended to
+``hotseam_changes`` in its transaction (writers are serialised, so the numbers follow commit
+order), and the feed reads the entries numbered above the last one it saw. Entries older
+than ten minutes are trimmed as new ones come; a reader that fell further behind than that
+is told ``resync``.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import os
 import sqlite3
 import stat
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
@@ -35,6 +38,7 @@ import anyio.to_thread
 
 from ..._log import get_logger
 from ._errors import JournalError, JournalErrorCode
+from ._notices import Subscription
 from ._records import AskRecord, AskState, JournalEvent
 from ._schema import SCHEMA_VERSION, ensure_schema
 from ._sql import Db, Dialect
@@ -50,24 +54,30 @@ BUSY_TIMEOUT = 10.0
 """Seconds a writer waits for another process's write transaction."""
 
 DIALECT = Dialect(
-    now="((julianday('now') - 2440587.5) * 86400.0)",
+    now="hotseam_now()",
     share="",
     update="",
-    change="(SELECT CAST(value AS INTEGER) + 1 FROM hotseam_meta WHERE key = 'change')",
+    change_log=True,
     param="?",
     real="REAL",
-    bigint="INTEGER",
     table_exists="SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
 )
 
 
+LOG_KEPT = 600.0
+"""Seconds an entry of the change log is kept (trimmed every 1,000 entries)."""
+
+
 class _SqliteDb(Db):
     def announce(self, asks: Sequence[AskRecord]) -> None:
-        if asks:  # the number the changed asks took becomes the last one given
-            self.count(
-                "UPDATE hotseam_meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
-                " WHERE key = 'change'"
+        for ask in asks:
+            row = self.one(
+                "INSERT INTO hotseam_changes (ask_id, run_id, state, at) VALUES (?, ?, ?, {now})"
+                " RETURNING change_no",
+                (ask.id, ask.run_id, ask.state.value),
             )
+            if row is not None and row[0] % 1000 == 0:
+                self.count("DELETE FROM hotseam_changes WHERE at < {now} - ?", (LOG_KEPT,))
 
 
 class SqliteJournal(SqlJournal):
@@ -119,6 +129,8 @@ class SqliteJournal(SqlJournal):
             raise self._unavailable(error) from None
         try:
             self._use_wal(connection)
+            # SQLite's own clock ticks in milliseconds: asks made in one would tie.
+            connection.create_function("hotseam_now", 0, time.time)
             connection.execute("PRAGMA synchronous = FULL")
             connection.execute("PRAGMA foreign_keys = ON")
             found = self._transaction(
@@ -242,8 +254,9 @@ class SqliteJournal(SqlJournal):
         if self._notices.has_subscribers:
             self._nudged.set()  # the feed reads it back in order
 
-    async def _before_subscribe(self) -> None:
-        await self._catch_up()
+    async def _attach(self, subscription: Subscription) -> None:
+        await self._catch_up()  # what was logged before goes to the readers already there
+        subscription.arm()
 
     async def _watch_changes(self) -> None:
         """While anyone waits or reads the feed: catch up when nudged by a local change, or
@@ -276,27 +289,34 @@ class SqliteJournal(SqlJournal):
             since = self._last_change
             rows = await self._read(
                 lambda db: db.all(
-                    "SELECT id, run_id, state, change_no FROM hotseam_asks"
-                    " WHERE change_no > ? ORDER BY change_no, id",
+                    "SELECT change_no, ask_id, run_id, state FROM hotseam_changes"
+                    " WHERE change_no > ? OR change_no = (SELECT MIN(change_no)"
+                    " FROM hotseam_changes) ORDER BY change_no",
                     (since,),
                 )
             )
-            if not rows:
+            if not rows or rows[-1][0] <= since:
                 return
-            self._last_change = max(int(row[3]) for row in rows)
-            self._notices.publish(
-                [
-                    JournalEvent(
-                        "created" if state == AskState.PENDING.value else "settled",
-                        ask_id,
-                        run_id,
-                        AskState(state),
+            events = []
+            if rows[0][0] > since + 1:  # trimmed before this reader saw them
+                events.append(JournalEvent("resync"))
+            for change_no, ask_id, run_id, state in rows:
+                if change_no > since:
+                    events.append(
+                        JournalEvent(
+                            "created" if state == AskState.PENDING.value else "settled",
+                            ask_id,
+                            run_id,
+                            AskState(state),
+                        )
                     )
-                    for ask_id, run_id, state, _ in rows
-                ]
-            )
+            self._last_change = rows[-1][0]
+            self._notices.publish(events)
 
     @staticmethod
     def _current_change(connection: sqlite3.Connection) -> int:
-        row = connection.execute("SELECT value FROM hotseam_meta WHERE key = 'change'").fetchone()
+        """The number of the last change logged (trimmed or not)."""
+        row = connection.execute(
+            "SELECT seq FROM sqlite_sequence WHERE name = 'hotseam_changes'"
+        ).fetchone()
         return int(row[0]) if row is not None else 0

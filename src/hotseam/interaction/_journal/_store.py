@@ -351,7 +351,10 @@ class Journal(abc.ABC):
         self._check_open()
         state = AskState(state)
         if state not in SETTLED_STATES or state is AskState.ANSWERED:
-            raise ValueError(f"settle_ask takes failed, withdrawn or abandoned, not {state}")
+            raise ValueError(
+                f"settle_ask takes failed, withdrawn or abandoned, not {state} (an answer is "
+                "recorded by answer_ask)"
+            )
         if (state is AskState.FAILED) != (code is not None):
             raise ValueError("a code is given with state failed, and only then")
         settlement = await self._settle_ask(ask_id, state, code, None, by)
@@ -405,8 +408,8 @@ class Journal(abc.ABC):
         resync) for changes made from now on, by any process. Subscribe, then list: no
         change falls in between."""
         self._check_open()
-        await self._before_subscribe()
         with self._notices.subscribe() as subscription:
+            await self._attach(subscription)
             yield subscription
 
     async def purge(
@@ -447,8 +450,10 @@ class Journal(abc.ABC):
     async def _stop(self) -> None:  # noqa: B027
         """Close connections (background tasks are cancelled by the caller)."""
 
-    async def _before_subscribe(self) -> None:  # noqa: B027
-        """Bring the feed up to date before a new reader joins (SQLite catches up)."""
+    async def _attach(self, subscription: Subscription) -> None:
+        """Start telling ``subscription`` the changes from now on (it was registered, not yet
+        armed: an engine whose changes arrive late arms it once the earlier ones are in)."""
+        subscription.arm()
 
     def _changed(self, asks: Sequence[AskRecord]) -> None:
         """These asks were created or settled through this object: wake their waiters."""
