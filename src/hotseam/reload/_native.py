@@ -8,10 +8,11 @@ nothing done under the path is ever reported again, and saves to the *old* folde
 reported under the watched path. A folder moved away and back keeps its inode, but
 reports nothing of its return.
 
-So each watched folder's identity (device and inode) is checked: at once when a change of
-the folder itself is reported, and every ``root_check`` seconds (one ``stat`` per folder,
-in the watch thread, between two waits for changes). When it changed, the native watch is
-made again on what is at the path now and the folder itself is reported — as ``modified``
+So the native watch of a folder is made again when a deletion of the folder itself is
+reported (a folder made again at once may even reuse the inode number), and when the
+folder's identity (device and inode) changed, which is checked every ``root_check``
+seconds: one ``stat`` per folder on the event loop (cheaper than waking the watch thread;
+idle CPU did not move measurably). The folder itself is then reported — as ``modified``
 (replaced) or ``added`` (back), which makes the reloader list it again and apply what
 appeared, changed or vanished in the swap — or as ``deleted`` when it is gone (or no longer
 a folder), after which its return is waited for. Each of these is logged once. When the
@@ -24,7 +25,6 @@ from __future__ import annotations
 import os
 import stat
 import threading
-import time
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
@@ -51,6 +51,8 @@ _log = get_logger("hotseam.reload")
 _BUFFERED_BATCHES = 256
 _KINDS = {1: ChangeKind.ADDED, 2: ChangeKind.MODIFIED, 3: ChangeKind.DELETED}
 _T = TypeVar("_T")
+_THREAD_WAIT = 5.0
+"""Seconds the watch thread waits for changes before it returns to be called again."""
 _Identity = tuple[int, int]
 """A folder's ``(st_dev, st_ino)``: what a native watch is attached to."""
 
@@ -131,7 +133,10 @@ class _Group:
         self.identities: dict[str, _Identity | None] = {}
         self.notifier: Any = None
         self.failure: BaseException | None = None
-        self._checked = 0.0
+        self._wake = threading.Event()
+        """Ends the thread's wait: set when the task is cancelled, or a check found a folder
+        changed (then ``_changed`` is set too)."""
+        self._changed = False
 
     def start(self) -> bool:
         """(Re)make the native watch on the folders present now; False if it cannot be made
@@ -142,8 +147,7 @@ class _Group:
         from watchfiles._rust_notify import RustNotify
 
         self.close()
-        self.identities = {path: _identity(path)[0] for path in self.paths}
-        self._checked = time.monotonic()
+        self.identities = self._identify()
         present = [path for path in self.paths if self.identities[path] is not None]
         if not present:
             return True
@@ -163,17 +167,23 @@ class _Group:
             notifier.close()
 
     async def run(self, send: MemoryObjectSendStream[Collection[FileChange]]) -> None:
-        """Report native changes; make the watch again whenever a folder's identity changed."""
-        async with send:
+        """Report native changes; make the watch again whenever a folder's own watch ended or
+        the periodic check found it changed."""
+        async with send, anyio.create_task_group() as checks:
+            checks.start_soon(self._check)
             while True:
                 try:
-                    raw, identities, dropped = await _in_thread(self._wait)
+                    raw = await _in_thread(self._wait, self._wake)
                 except Exception as error:  # the native watch broke: poll instead
                     self.failure = error
                     break
                 if raw == "signal":
                     raise RuntimeError("the watch thread unexpectedly received a signal")
+                dropped: set[str] = set()
                 if isinstance(raw, set):
+                    # A deletion of the folder itself ends its watch whatever is at the path
+                    # now (a folder made again at once may even reuse the inode number).
+                    dropped = {path for kind, path in raw if kind == 3 and path in self.identities}
                     batch = {
                         FileChange(_KINDS[change], Path(path))
                         for change, path in raw
@@ -181,12 +191,24 @@ class _Group:
                     }
                     if batch:
                         await send.send(batch)
-                if dropped or (identities is not None and identities != self.identities):
+                if dropped or self._changed:
+                    self._changed = False
+                    self._wake.clear()
                     before = self.identities
                     if not self.start():
                         break
                     await send.send(self._report(before, dropped))
+            checks.cancel_scope.cancel()
             await self._poll(send, rescan=True)
+
+    async def _check(self) -> None:
+        """Every ``root_check`` seconds, one ``stat`` per folder on the event loop (cheaper
+        than waking the watch thread); a change ends the thread's wait."""
+        while True:
+            await anyio.sleep(self.watcher.root_check)
+            if not self._changed and self._identify() != self.identities:
+                self._changed = True
+                self._wake.set()
 
     async def poll(self, send: MemoryObjectSendStream[Collection[FileChange]]) -> None:
         """The native watch could not be made at all: poll from the start."""
@@ -212,32 +234,18 @@ class _Group:
             async for batch in batches:
                 await send.send(batch)
 
-    def _wait(
-        self, stop: threading.Event
-    ) -> tuple[object, dict[str, _Identity | None] | None, set[str]]:
-        """In the watch thread: wait for changes (or ``root_check``); then, if it is time or
-        a folder's own watch ended, check the folders. Returns the changes, the identities
-        (``None``: not checked) and the folders whose watch ended (deleted or moved)."""
+    def _wait(self, wake: threading.Event) -> object:
+        """In the watch thread: the next batch of native changes, or ``"stop"`` once
+        ``wake`` is set (``"timeout"`` now and then)."""
         watcher = self.watcher
         if self.notifier is None:
-            raw: object = "stop" if stop.wait(watcher.root_check) else "timeout"
-        else:
-            timeout_ms = max(1, round(watcher.root_check * 1000))
-            raw = self.notifier.watch(watcher.debounce_ms, watcher.step_ms, timeout_ms, stop)
-        if raw == "stop":
-            return raw, None, set()
-        # A deletion of the folder itself ends its watch whatever is at the path now (a new
-        # folder made at once may even reuse the inode number, so its identity cannot tell).
-        dropped = (
-            {path for kind, path in raw if kind == 3 and path in self.identities}
-            if isinstance(raw, set)
-            else set()
+            return "stop" if wake.wait(_THREAD_WAIT) else "timeout"
+        return self.notifier.watch(
+            watcher.debounce_ms, watcher.step_ms, round(_THREAD_WAIT * 1000), wake
         )
-        now = time.monotonic()
-        if not dropped and now - self._checked < watcher.root_check:
-            return raw, None, dropped
-        self._checked = now
-        return raw, {path: _identity(path)[0] for path in self.paths}, dropped
+
+    def _identify(self) -> dict[str, _Identity | None]:
+        return {path: _identity(path)[0] for path in self.paths}
 
     def _report(self, before: dict[str, _Identity | None], dropped: set[str]) -> set[FileChange]:
         """Log what happened to each folder whose identity changed or whose watch ended;
@@ -290,21 +298,23 @@ def _identity(path: str) -> tuple[_Identity | None, str | None]:
     return (st.st_dev, st.st_ino), None
 
 
-async def _in_thread(function: Callable[[threading.Event], _T]) -> _T:
-    """Run ``function(stop)`` in a worker thread; cancellation sets ``stop``, which ends
-    a native wait within one step."""
-    stop = threading.Event()
+async def _in_thread(function: Callable[[threading.Event], _T], wake: threading.Event) -> _T:
+    """Run ``function(wake)`` in a worker thread; cancellation sets ``wake``, which ends a
+    native wait within one step."""
+    returned = False
 
-    async def stop_when_cancelled() -> None:
+    async def wake_when_cancelled() -> None:
         try:
             await anyio.sleep_forever()
         finally:
-            stop.set()
+            if not returned:  # cancelled from outside, not ended below
+                wake.set()
 
     async with anyio.create_task_group() as tg:
-        tg.start_soon(stop_when_cancelled)
+        tg.start_soon(wake_when_cancelled)
         try:
-            outcome = await anyio.to_thread.run_sync(function, stop)
+            outcome = await anyio.to_thread.run_sync(function, wake)
         finally:
+            returned = True
             tg.cancel_scope.cancel()
     return outcome
