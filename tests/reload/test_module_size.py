@@ -54,7 +54,7 @@ class _Ticker:
 async def test_a_generated_module_over_the_limit_is_refused_and_the_loop_keeps_running(
     context: Context, folder: Path, probe: Probe
 ) -> None:
-    """A 2 MiB table saved over a serving provider (compiling it took about 1.5 s with the
+    """A 2 MiB table saved over a serving provider (compiling it took about 0.5 s with the
     loop frozen): refused unread, the old generation answers, and the loop never stalls."""
     ui = write(folder / "ui.py", provider_source(1))
     ticker = _Ticker()
