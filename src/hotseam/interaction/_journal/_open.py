@@ -47,23 +47,29 @@ async def open_journal(
             server, no driver), ``JOURNAL_NEWER``.
     """
     journal = _build(url, liveness_timeout, poll_interval)
+    # Errors leave as they are, not in the group of the task group that holds the
+    # journal's background tasks.
     failure: BaseException | None = None
     async with anyio.create_task_group() as task_group:
         try:
-            await journal._start(task_group)
-            _log.info("journal.opened", engine=journal.engine, url=journal.url)
             try:
-                yield journal
-            except BaseException as error:  # raised as it is, not in the task group's group
+                await journal._start(task_group)
+            except BaseException as error:
                 failure = error
+            else:
+                _log.info("journal.opened", engine=journal.engine, url=journal.url)
+                try:
+                    yield journal
+                except BaseException as error:
+                    failure = error
         finally:
             await journal._closing()
             task_group.cancel_scope.cancel()
             with anyio.CancelScope(shield=True):
                 await journal._stop()
-            _log.info("journal.closed", engine=journal.engine, url=journal.url)
     if failure is not None:
         raise failure
+    _log.info("journal.closed", engine=journal.engine, url=journal.url)
 
 
 def _build(

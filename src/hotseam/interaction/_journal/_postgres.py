@@ -33,7 +33,7 @@ from ..._log import get_logger
 from ._errors import JournalError, JournalErrorCode
 from ._notices import Subscription
 from ._records import AskRecord, AskState, JournalEvent
-from ._schema import SCHEMA_VERSION, ensure_schema
+from ._schema import SCHEMA_VERSION, ensure_schema, schema_is_current
 from ._sql import Db, Dialect
 from ._sql_engine import SqlJournal
 
@@ -114,9 +114,7 @@ class PostgresJournal(SqlJournal):
         listener = await anyio.to_thread.run_sync(self._open_listener)
         task_group.start_soon(self._listen, listener)
 
-    @staticmethod
-    def _prepare(db: Db) -> tuple[int | None, str]:
-        db.one("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
+    def _prepare(self, db: Db) -> tuple[int | None, str]:
         schema = db.one("SELECT current_schema()")
         if schema is None or schema[0] is None:
             raise JournalError(
@@ -124,7 +122,11 @@ class PostgresJournal(SqlJournal):
                 "none that exists)",
                 JournalErrorCode.JOURNAL_UNAVAILABLE,
             )
-        return ensure_schema(db, "(PostgreSQL)"), str(schema[0])
+        where = f"{self.url} (schema {schema[0]})"
+        if schema_is_current(db, where):
+            return SCHEMA_VERSION, str(schema[0])
+        db.one("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))  # one creator at a time
+        return ensure_schema(db, where), str(schema[0])
 
     async def _closing(self) -> None:
         self._stopping.set()

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from ._errors import JournalError, JournalErrorCode
 from ._sql import Db
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "ensure_schema"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "ensure_schema", "schema_is_current"]
 
 SCHEMA_VERSION = 1
 """The version this hotseam writes."""
@@ -108,15 +108,7 @@ def ensure_schema(db: Db, where: str) -> int | None:
         if db.dialect.change_log:
             db.count(_CHANGE_LOG)
     elif found > SCHEMA_VERSION:
-        written_by = db.one("SELECT value FROM hotseam_meta WHERE key = 'hotseam_version'")
-        by = f" (hotseam {written_by[0]})" if written_by else ""
-        raise JournalError(
-            f"the journal {where} was written by a newer hotseam{by}: its schema version is "
-            f"{found}, and this hotseam ({__version__}) reads versions up to "
-            f"{SCHEMA_VERSION}. Upgrade hotseam, or use another journal",
-            JournalErrorCode.JOURNAL_NEWER,
-            details={"found": found, "supported": SCHEMA_VERSION},
-        )
+        raise _newer(db, where, found)
     else:
         for version in range(found, SCHEMA_VERSION):
             MIGRATIONS[version](db)
@@ -124,6 +116,33 @@ def ensure_schema(db: Db, where: str) -> int | None:
         _set(db, "schema_version", str(SCHEMA_VERSION))
         _set(db, "hotseam_version", __version__)
     return found
+
+
+def schema_is_current(db: Db, where: str) -> bool:
+    """True when the journal is at :data:`SCHEMA_VERSION` already: a read, so that opening a
+    current journal never waits for another process's write transaction.
+
+    Raises:
+        JournalError: ``JOURNAL_NEWER``.
+    """
+    found = _version(db, where)
+    if found is not None and found > SCHEMA_VERSION:
+        raise _newer(db, where, found)
+    return found == SCHEMA_VERSION
+
+
+def _newer(db: Db, where: str, found: int) -> JournalError:
+    from ... import __version__
+
+    written_by = db.one("SELECT value FROM hotseam_meta WHERE key = 'hotseam_version'")
+    by = f" (hotseam {written_by[0]})" if written_by else ""
+    return JournalError(
+        f"the journal {where} was written by a newer hotseam{by}: its schema version is "
+        f"{found}, and this hotseam ({__version__}) reads versions up to {SCHEMA_VERSION}. "
+        "Upgrade hotseam, or use another journal",
+        JournalErrorCode.JOURNAL_NEWER,
+        details={"found": found, "supported": SCHEMA_VERSION},
+    )
 
 
 def _version(db: Db, where: str) -> int | None:

@@ -246,6 +246,7 @@ class Sql:
             f" WHERE run_id = ? AND state = ? RETURNING {_ASK}",
             (ask_state.value, run_id, AskState.PENDING.value),
         )
+        settled.sort(key=lambda ask: (ask.seq, ask.created_at))
         db.announce(settled)
         return run_from_row(row), settled
 

@@ -40,7 +40,7 @@ from ..._log import get_logger
 from ._errors import JournalError, JournalErrorCode
 from ._notices import Subscription
 from ._records import AskRecord, AskState, JournalEvent
-from ._schema import SCHEMA_VERSION, ensure_schema
+from ._schema import SCHEMA_VERSION, ensure_schema, schema_is_current
 from ._sql import Db, Dialect
 from ._sql_engine import SqlJournal
 
@@ -133,9 +133,14 @@ class SqliteJournal(SqlJournal):
             connection.create_function("hotseam_now", 0, time.time)
             connection.execute("PRAGMA synchronous = FULL")
             connection.execute("PRAGMA foreign_keys = ON")
-            found = self._transaction(
-                connection, lambda db: ensure_schema(db, str(self.path)), write=True
-            )
+            where = str(self.path)
+            found: int | None = SCHEMA_VERSION
+            if not self._transaction(
+                connection, lambda db: schema_is_current(db, where), write=False
+            ):
+                found = self._transaction(
+                    connection, lambda db: ensure_schema(db, where), write=True
+                )
             self._data_version = connection.execute("PRAGMA data_version").fetchone()[0]
             self._last_change = self._current_change(connection)
         except sqlite3.Error as error:

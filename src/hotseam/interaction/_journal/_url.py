@@ -1,8 +1,8 @@
 """Where a journal is: the URL forms hotseam accepts, and the default file.
 
 * ``memory:`` — a new journal in this process's memory (tests);
-* ``sqlite:///abs/path.sqlite3``, ``sqlite:relative/path``, or a plain path — an SQLite
-  file (the embedded default);
+* ``sqlite:///abs/path.sqlite3`` (or SQLAlchemy's ``sqlite:////abs/path.sqlite3``),
+  ``sqlite:relative/path``, or a plain path — an SQLite file (the embedded default);
 * ``postgresql://…`` or ``postgres://…`` — a PostgreSQL database, as libpq reads the URL
   (``?host=/run/postgresql`` for a Unix socket, ``options=-csearch_path%3Dname`` for a schema).
 
@@ -96,7 +96,7 @@ def parse_journal_url(url: str | os.PathLike[str]) -> JournalLocation:
                 raise _invalid(text, f"an SQLite file has no host ({parts.netloc!r}): {_FORMS}")
             if parts.query or parts.fragment:
                 raise _invalid(text, "an SQLite file URL takes no ?query or #fragment")
-            rest = parts.path
+            rest = re.sub(r"^/+", "/", parts.path)  # sqlite:////abs (SQLAlchemy's) too
         return _sqlite_file(rest, text)
     if scheme == "memory":
         raise _invalid(text, "the in-memory journal is written exactly 'memory:'")
