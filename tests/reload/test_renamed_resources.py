@@ -9,6 +9,7 @@ renamed module that carries the same key takes the carried socket over instead.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from collections.abc import MutableMapping
@@ -21,6 +22,14 @@ import structlog
 
 from hotseam import Context
 from hotseam.cli._grace import GraceWatcher
+from hotseam.interaction import (
+    USER_INTERACTION,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    ask,
+    waiting_for_provider,
+)
+from hotseam.providers.web import WebProvider
 from hotseam.reload import (
     ModuleState,
     ModuleUnloaded,
@@ -244,3 +253,79 @@ class TestRetryAfterUnload:
             os.unlink(folder / "after.py")
             result = await reloader.reload(folder / "after.py")
             assert _outcomes(list(result.events)) == [("unloaded", "after")]
+
+
+WEB = """
+from hotseam.interaction import USER_INTERACTION
+from hotseam.providers.web import WebProvider
+
+
+def setup(scope):
+    scope.provide(USER_INTERACTION, WebProvider.serve(scope, port={port}, token={token!r}))
+"""
+
+
+async def test_the_web_inbox_renamed_by_git_mv_keeps_its_port_and_its_question(
+    context: Context, folder: Path, port: int
+) -> None:
+    """The issue's case: ``providers/web.py`` serving the inbox on a fixed port becomes
+    ``providers/inbox.py``. Under the deletion grace the new module first fails (the port
+    is taken), then takes the carried listener over when web.py is unloaded; the question
+    asked meanwhile is answered on the same port."""
+    import httpx
+
+    token = "t" * 24
+    write(folder / "web.py", WEB.format(port=port, token=token))
+    question = AskUserQuestionRequest(
+        "Which database?",
+        options=(AskUserQuestionOption("SQLite"), AskUserQuestionOption("Postgres")),
+    )
+    answers: list[str] = []
+    with anyio.fail_after(15):
+        async with (
+            Reloader(context, [folder], watcher=_grace_watcher()) as reloader,
+            reloader.events() as events,
+            anyio.create_task_group() as tg,
+            httpx.AsyncClient(
+                base_url=f"http://127.0.0.1:{port}", headers={"x-hotseam-token": token}
+            ) as client,
+        ):
+            first = context.get(USER_INTERACTION)
+            assert isinstance(first, WebProvider)
+
+            async def agent() -> None:
+                with waiting_for_provider():
+                    answers.append((await ask(question, context=context)).answer)
+
+            tg.start_soon(agent)
+            os.rename(folder / "web.py", folder / "inbox.py")
+            aborted = await events.next(ReloadAborted, module="inbox")
+            assert aborted.error.type == "OSError" and "in use" in aborted.error.message
+            unloaded = await events.next(ModuleUnloaded, module="web")
+            committed = await events.next(ReloadCommitted, module="inbox")
+            assert committed.batch == unloaded.batch
+            second = context.get(USER_INTERACTION)
+            assert isinstance(second, WebProvider)
+            assert second.listener is first.listener and not first.listener.closed
+            question_id = await _first_question(port, token)
+            reply = await client.post(f"/api/questions/{question_id}/answer", json={"option": 1})
+            assert reply.status_code == 200, reply.text
+    assert answers == ["Postgres"]
+
+
+async def _first_question(port: int, token: str) -> str:
+    """The id of the first question the inbox's event stream shows, read as a page's
+    EventSource reads it (plain HTTP over TCP: no streaming client's async generators)."""
+    async with await anyio.connect_tcp("127.0.0.1", port) as stream:
+        await stream.send(
+            f"GET /api/events?token={token} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode()
+        )
+        rest = b""
+        while True:
+            *lines, rest = (rest + await stream.receive()).split(b"\n")
+            for line in lines:  # complete lines only
+                if line.startswith(b"data:"):
+                    event = json.loads(line[len(b"data:") :])
+                    shown = event.get("questions") or [event.get("question")]
+                    if shown[0] is not None:
+                        return str(shown[0]["id"])
