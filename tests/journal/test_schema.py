@@ -162,3 +162,22 @@ async def test_a_missing_folder_is_named_in_the_error(tmp_path: Path) -> None:
     assert refused.value.code == JournalErrorCode.JOURNAL_UNAVAILABLE
     assert f"the folder {path.parent} does not exist" in str(refused.value)
     assert not path.parent.exists()
+
+
+async def test_an_ask_left_pending_in_a_finished_run_is_never_answered(
+    shared_url: str, raw: Callable[[list[str]], list[tuple[object, ...]]]
+) -> None:
+    """A journal where a finished run still has a pending ask (left by a crash of an older
+    hotseam, or a hand edit): the answer is refused, never recorded."""
+    async with open_journal(shared_url) as journal:
+        daemon = await journal.register_daemon("d")
+        run = await journal.start_run("agent", daemon.id)
+        await journal.record_ask("stale", run.id, 0, QUESTION)
+    raw([f"UPDATE hotseam_runs SET state = 'finished', finished_at = 5.0 WHERE id = '{run.id}'"])
+    async with open_journal(shared_url) as journal:
+        with pytest.raises(JournalError) as refused:
+            await journal.answer_ask("stale", AskUserQuestionAnswer("yesterday's answer"))
+        assert refused.value.code == JournalErrorCode.RUN_FINISHED
+        assert run.id in str(refused.value)
+        stale = await journal.get_ask("stale")
+        assert stale.pending and stale.answer is None
