@@ -23,6 +23,15 @@ def anyio_backend(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
 
 
 @pytest.fixture(autouse=True)
+def _private_state_folder(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What hotseam keeps between runs (the web inbox's token, the journal) goes to a folder
+    of the test's own, never the user's home; the processes a test starts inherit it."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
+@pytest.fixture(autouse=True)
 def _structlog_defaults() -> Iterator[None]:
     """Undo structlog configuration a test made (capture_logs leaves it 'configured')."""
     yield

@@ -111,6 +111,22 @@ class Process:
             self._queues[name].put(line.rstrip("\n"))
         self._queues[name].put(None)
 
+    def expect_each(self, *patterns: str, stream: str = "stderr") -> list[re.Match[str]]:
+        """Wait until each of ``patterns`` matched a line, in whatever order the lines come
+        (lines logged by different tasks); the matches in the order of ``patterns``."""
+        found: dict[str, re.Match[str]] = {}
+        start = len(self.lines[stream])
+        while len(found) < len(patterns):
+            missing = [pattern for pattern in patterns if pattern not in found]
+            either = "|".join(f"(?:{pattern})" for pattern in missing)
+            self.expect(either, stream=stream)
+            for line in self.lines[stream][start:]:
+                for pattern in missing:
+                    match = re.search(pattern, line)
+                    if match is not None and pattern not in found:
+                        found[pattern] = match
+        return [found[pattern] for pattern in patterns]
+
     def expect(self, pattern: str, *, stream: str = "stderr") -> re.Match[str]:
         """Wait for a line matching ``pattern`` (a regex); fail at the deadline or EOF."""
         deadline = time.monotonic() + DEADLINE

@@ -274,7 +274,7 @@ async def _serve_session(session: _Session, log: Any, stop: Callable[[], None]) 
         cli_scope.register_tool(ask_user_question_tool())
         if session.answers is not None:
             cli_scope.provide(USER_INTERACTION, session.answers)
-        if session.web is not None and not start_web(cli_scope, session.web, log, session.command):
+        if session.web is not None and not start_web(cli_scope, session.web, session.command):
             return EXIT_BAD_INPUT
         cli_scope.spawn(Hints(reloader, log).run)
         # The control socket serves from before the first load: a stuck load can be seen.
@@ -376,10 +376,12 @@ def _add_processors(*, quiet: bool, one_line: bool) -> None:
 def _drop_lifecycle_chatter(
     logger: object, method_name: str, event_dict: MutableMapping[str, Any]
 ) -> MutableMapping[str, Any]:
-    """Keep reload reports, the CLI's own lines, and every warning and error."""
+    """Keep reload reports, the CLI's own lines, the address of a web inbox a provider
+    module starts serving (its token is in it), and every warning and error."""
     if method_name in ("debug", "info"):
         source = str(event_dict.get("logger", ""))
-        if not source.startswith(("hotseam.reload", "hotseam.cli")):
+        first_serving = event_dict.get("event") == "web.serving" and event_dict.get("first")
+        if not source.startswith(("hotseam.reload", "hotseam.cli")) and not first_serving:
             raise structlog.DropEvent
     return event_dict
 
@@ -390,7 +392,7 @@ def _reload_report(
     """Show a reload or loop event as its one-line summary (its traceback, if any, below it)."""
     summary = event_dict.get("summary")
     if not isinstance(summary, str) or not str(event_dict.get("event", "")).startswith(
-        ("reload.", "loop.", "ask.", "accept.")
+        ("reload.", "loop.", "ask.", "accept.", "web.")
     ):
         return event_dict
     report: dict[str, Any] = {"event": summary}

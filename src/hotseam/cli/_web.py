@@ -138,8 +138,9 @@ def web_options(args: argparse.Namespace) -> WebOptions | None:
     )
 
 
-def start_web(scope: Scope, options: WebOptions, log: Any, command: str) -> WebProvider | None:
-    """Serve the inbox for the CLI's lifetime and announce its URL in one stderr line.
+def start_web(scope: Scope, options: WebOptions, command: str) -> WebProvider | None:
+    """Serve the inbox for the CLI's lifetime; its ``web.serving`` event announces the URL
+    (one line, as for an inbox a provider module serves).
 
     Returns ``None`` after one line on stderr when the port cannot be listened on (in use,
     not allowed) or the host is not an address of this machine: bad input, exit 2.
@@ -156,7 +157,6 @@ def start_web(scope: Scope, options: WebOptions, log: Any, command: str) -> WebP
         print(f"{command}: {error}", file=sys.stderr)
         return None
     scope.provide(USER_INTERACTION, web)
-    log.info(f"web inbox: {web.url}")
     return web
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import resource
 import socket
 import time
 from collections.abc import Awaitable, Callable
@@ -63,11 +64,10 @@ _log = get_logger("hotseam.providers.accept")
 
 
 def descriptor_limit() -> int | None:
-    """The process's soft limit on open files (``RLIMIT_NOFILE``), ``None`` if unlimited."""
-    try:
-        import resource
-    except ImportError:  # pragma: no cover - not Unix
-        return None
+    """The process's soft limit on open files (``RLIMIT_NOFILE``), ``None`` if unlimited.
+
+    ``resource`` is imported with this module: at ``EMFILE`` an import would fail itself.
+    """
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     return None if soft == resource.RLIM_INFINITY else int(soft)
 

@@ -12,7 +12,6 @@ import anyio
 import anyio.abc
 import h11
 import httpx
-import pytest
 
 from hotseam import Agent, Context, Scope
 from hotseam.interaction import (
@@ -42,15 +41,6 @@ STRICT = AskUserQuestionRequest(
     allow_custom=False,
 )
 FREE = AskUserQuestionRequest("What colour?", header="Theme")
-
-
-@pytest.fixture(autouse=True)
-def _private_state_folder(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The kept web token goes to a folder of the test's own, never the user's home (the
-    processes a test starts inherit it)."""
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
 
 
 @dataclass

@@ -139,6 +139,12 @@ async def test_malformed_json_and_huge_bodies_are_refused() -> None:
         assert bad.status_code == 400 and bad.json()["error"]["code"] == "BAD_REQUEST"
         huge = await s.client.post(url, content=b'"' + b"x" * 70_000 + b'"', headers=headers)
         assert huge.status_code == 413
+        # Nesting under the size bound: a decoder that recurses per level would raise
+        # RecursionError here (a 500 and a traceback) instead of refusing the body.
+        for deep in (b"[" * 60_000, b'{"option": ' + b"[" * 30_000 + b"0" + b"]" * 30_000 + b"}"):
+            refused = await s.client.post(url, content=deep, headers=headers)
+            assert refused.status_code == 400, refused.text
+            assert refused.json()["error"]["code"] == "BAD_REQUEST"
         assert s.web.pending == 1
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import selectors
+import select
 import signal
 import socket
 import stat
@@ -49,19 +49,28 @@ def _hotseam(*args: str, cwd: Path) -> subprocess.Popen[str]:
 
 
 def _url_line(process: subprocess.Popen[str]) -> tuple[str, list[str]]:
-    """Read stderr until the line with the inbox's URL (bounded)."""
+    """Read stderr until the line with the inbox's URL (bounded).
+
+    Reads the descriptor itself: a text stream's ``readline`` buffers the lines after the
+    one it returns, which ``select`` then no longer sees (a line logged right after
+    another would wait for the deadline).
+    """
     assert process.stderr is not None
-    selector = selectors.DefaultSelector()
-    selector.register(process.stderr, selectors.EVENT_READ)
+    fd = process.stderr.fileno()
     deadline = time.monotonic() + 20
     lines: list[str] = []
+    pending = b""
     while time.monotonic() < deadline:
-        if selector.select(timeout=deadline - time.monotonic()):
-            line = process.stderr.readline()
-            if not line:
-                break
-            lines.append(line)
+        ready, _, _ = select.select([fd], [], [], deadline - time.monotonic())
+        chunk = os.read(fd, 65536) if ready else b""
+        if not chunk:
+            break
+        *complete, pending = (pending + chunk).split(b"\n")
+        lines.extend(raw.decode() + "\n" for raw in complete)
+        for line in lines:
             if "web inbox: http://" in line:
+                if pending:
+                    lines.append(pending.decode())  # the rest of it comes with communicate()
                 # a JSON log line (run) or a console one (dev): the URL ends at '"' or a space
                 url = line.split("web inbox: ", 1)[1].split('"', 1)[0].split()[0]
                 return url, lines
@@ -235,3 +244,48 @@ def test_web_keys_in_tool_hotseam_are_checked_and_flags_win(
     options = web_options(argparse.Namespace(web=True))
     assert options is not None and options.token == "from-the-project-file-123"
     assert options.token_file == str(tmp_path.resolve() / "token.txt")
+
+
+WEB_MODULE = """
+from hotseam.interaction import USER_INTERACTION
+from hotseam.providers.web import WebProvider
+
+VERSION = {version}
+
+def setup(scope):
+    web = WebProvider.serve(scope, port=0)
+    scope.provide(USER_INTERACTION, web)
+"""
+
+
+def test_dev_shows_the_url_of_an_inbox_a_provider_module_serves_once(tmp_path: Path) -> None:
+    """``hotseam dev`` keeps its output to reload reports, but a provider module's inbox
+    is unreachable without its URL (the token is in it): its first serving is shown, in
+    one line; a reload of the module serves the same URL and adds no line."""
+    (tmp_path / "providers").mkdir()
+    module = tmp_path / "providers" / "inbox_ui.py"
+    module.write_text(WEB_MODULE.format(version=1))
+    (tmp_path / "my_agent.py").write_text(AGENT)
+    process = Process("dev", "providers", "--agent", "my_agent.py", cwd=tmp_path)
+    try:
+        found = process.expect(r"web inbox: (http://\S+)")
+        url = found.group(1)
+        assert found.string.rstrip().endswith(f"web inbox: {url}")  # the summary alone
+        module.write_text(WEB_MODULE.format(version=2))
+        process.expect(r"inbox_ui\.py \(generation 2\)")
+        base, token = url.split("/?token=")
+        with httpx.Client(base_url=base, headers={"x-hotseam-token": token}) as client:
+            deadline = time.monotonic() + 20
+            questions: list[dict[str, object]] = []
+            while not questions and time.monotonic() < deadline:
+                questions = client.get("/api/questions").json()["questions"]
+                time.sleep(0.05)  # another process: nothing to await
+            (question,) = questions
+            answered = client.post(f"/api/questions/{question['id']}/answer", json={"option": 0})
+            assert answered.is_success
+        process.expect("answer: Blue", stream="stdout")
+    finally:
+        code = process.finish(signal.SIGTERM)
+    every = process.lines["stderr"]
+    assert sum(url in line for line in every) == 1, every
+    assert code == 0, every

@@ -129,8 +129,10 @@ def test_a_flood_of_idle_connections_leaves_the_daemon_serving(
         cwd=project, descriptors=DESCRIPTORS,
     )  # fmt: skip
     daemons.append(daemon)
-    port = int(daemon.expect(r"web inbox: http://127\.0\.0\.1:(\d+)/").group(1))
-    pid = daemon.expect(r"hotseam status (\d+)").group(1)
+    pid_found, port_found = daemon.expect_each(
+        r"hotseam status (\d+)", r"web inbox: http://127\.0\.0\.1:(\d+)/"
+    )
+    pid, port = pid_found.group(1), int(port_found.group(1))
     with ExitStack() as flood:
         for _ in range(DESCRIPTORS + 44):
             connection = flood.enter_context(socket.create_connection(("127.0.0.1", port), 10))

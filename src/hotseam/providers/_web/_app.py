@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 import anyio
+import pydantic_core
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -144,7 +145,9 @@ async def _json_body(request: Request, *, optional: bool = False) -> object:
     if optional and not raw.strip():
         return None
     try:
-        return json.loads(raw)
+        # pydantic-core's parser stops at a fixed nesting depth with a ValueError, where
+        # json.loads would recurse into a RecursionError on a body of '[[[[...'.
+        return pydantic_core.from_json(raw)
     except (ValueError, UnicodeDecodeError):
         raise InboxError(400, "BAD_REQUEST", "the request body is not valid JSON") from None
 

@@ -214,7 +214,14 @@ class WebProvider:
             return  # closed before it went live: the next generation (if any) serves
         app = build_app(self._current_inbox, self.token, self._hosts)
         self._mount = self._server.mount(app)
-        _log.info("web.serving", address=self._server.listener.address, url=self.url)
+        first = self._server.mounts == 1  # later generations serve the same URL
+        _log.info(
+            "web.serving",
+            summary=f"web inbox: {self.url}" if first else f"web inbox reloaded: {self.url}",
+            address=self._server.listener.address,
+            url=self.url,
+            first=first,
+        )
 
     def _current_inbox(self) -> Inbox | None:
         return None if self._shutdown.is_set() else self._inbox

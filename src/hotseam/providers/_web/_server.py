@@ -200,6 +200,7 @@ class WebServer:
         "_stop",
         "_stopped",
         "listener",
+        "mounts",
     )
 
     def __init__(
@@ -214,6 +215,8 @@ class WebServer:
         self._stopped = anyio.Event()
         self._running = False
         self._connections: Connections | None = None
+        self.mounts = 0
+        """How many apps were mounted: 1 after the first generation's (its URL is news)."""
 
     def __repr__(self) -> str:
         return f"<WebServer {self.listener.address} mounted={self._mount is not None}>"
@@ -257,6 +260,7 @@ class WebServer:
     def mount(self, app: ASGIApp) -> Mount:
         """Serve new requests with ``app`` (the previous app keeps those it started)."""
         mount = Mount(app)
+        self.mounts += 1
         if self._mount is not None:
             self._mount.mounted = False
         self._mount = mount
