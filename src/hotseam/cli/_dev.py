@@ -293,6 +293,9 @@ async def _serve_session(session: _Session, log: Any, stop: Callable[[], None]) 
                     )
                 else:
                     log.info("every generation was disposed")
+                # The CLI's own effects (its web inbox tells open pages why it closes)
+                # see a shutdown, not the stop signal's cancellation.
+                await cli_scope.aclose(CloseReason.SHUTDOWN)
     return outcome
 
 
