@@ -329,3 +329,21 @@ class TestFallback:
         assert fallback["log_level"] == "warning"
         assert "OS file watch limit reached" in fallback["summary"]
         assert "polling it instead" in fallback["summary"]
+
+
+class TestSingleFile:
+    async def test_the_folder_of_a_watched_file_replaced_is_watched_again(
+        self, context: Context, folder: Path, probe: Probe, tmp_path: Path
+    ) -> None:
+        """A single watched file: its folder (what is watched) swapped by renames for one
+        with a new version of the file; it is reloaded, and later saves are seen."""
+        ui = write(folder / "my_ui.py", provider_source(1))
+        write(tmp_path / "next" / "my_ui.py", provider_source(2))
+        with anyio.fail_after(10):
+            async with Reloader(context, [ui]) as reloader, reloader.events() as events:
+                os.rename(folder, tmp_path / "old")
+                os.rename(tmp_path / "next", folder)
+                await events.next(ReloadCommitted, module="my_ui", generation=2)
+                write(ui, provider_source(3))
+                await events.next(ReloadCommitted, module="my_ui", generation=3)
+                assert (await ask(QUESTION, context=context)).answer == "answer v3"

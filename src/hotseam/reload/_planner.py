@@ -203,6 +203,8 @@ class ModuleIndex:
 
     def _update(self, path: Path) -> bool:
         """Apply a report of ``path`` to its one entry; False when only a listing can."""
+        if path in self.siblings:
+            return False  # the folder of a single-file root (made again, say): list it
         if not self._watches(path):
             return True  # outside the watched paths, or hidden: nothing of ours
         parent = path.parent
@@ -327,6 +329,8 @@ class ModuleIndex:
         or a name no listing ever met), so nobody needs to look under it."""
         if self.has_links or directory in self.folders or directory in self.former_folders:
             return True
+        if directory in self.siblings:
+            return True  # the folder of a single-file root
         if directory in self.skipped or any(root.path == directory for root in self.roots):
             return True
         return any(folder.is_relative_to(directory) for folder in self.former_folders)
