@@ -48,11 +48,16 @@ docs: $(DOCS_STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/effects.py
 
-# Reload torture (real files, the real watcher, 1,000 edits) on both backends, then the
-# stateful invariant suite with many examples. Under 15 minutes on 2 cores.
+# Reload torture (real files, the real watcher, 1,000 edits) on both backends, a flood of
+# the control socket (1,100 idle connections at a 1,024-file limit, 2,000 hostile lines),
+# 100 saves of a module serving the web inbox under load (0 requests lost), then the
+# stateful invariant suite with many examples. Under 20 minutes on 2 cores.
 stress: $(STAMP)
 	$(BIN)/python bench/torture.py --edits 1000 --backend asyncio
 	$(BIN)/python bench/torture.py --edits 1000 --backend trio
+	$(BIN)/python bench/control_flood.py
+	$(BIN)/python bench/web.py --reload --saves 100 --backend asyncio
+	$(BIN)/python bench/web.py --reload --saves 100 --backend trio
 	HOTSEAM_STATEFUL_EXAMPLES=2000 $(BIN)/pytest -p no:cacheprovider tests/test_invariants.py -q
 
 # The ACP interop suite: a Node client written on the official TypeScript SDK (pinned,
