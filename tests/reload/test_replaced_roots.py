@@ -305,6 +305,22 @@ class TestAroundTheFolder:
                 await events.next(ReloadCommitted, module="my_ui", generation=3)
         assert 9 not in probe.entries("exec")
 
+    async def test_a_folder_replaced_by_a_link_to_another_is_followed(
+        self, context: Context, folder: Path, probe: Probe, tmp_path: Path
+    ) -> None:
+        """``mv providers providers.old && ln -s releases/v2 providers``: the watched path
+        now leads through a link; the folder it leads to is watched and loaded."""
+        write(folder / "my_ui.py", provider_source(1))
+        v2 = write(tmp_path / "releases" / "v2" / "my_ui.py", provider_source(2))
+        with anyio.fail_after(10):
+            async with Reloader(context, [folder]) as reloader, reloader.events() as events:
+                os.rename(folder, tmp_path / "providers.old")
+                os.symlink(v2.parent, folder)
+                await events.next(ReloadCommitted, module="my_ui", generation=2)
+                write(v2, provider_source(3))
+                await events.next(ReloadCommitted, module="my_ui", generation=3)
+                assert (await ask(QUESTION, context=context)).answer == "answer v3"
+
 
 class TestFallback:
     async def test_a_native_watch_that_cannot_be_made_falls_back_to_polling(
