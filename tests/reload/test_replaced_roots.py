@@ -338,13 +338,40 @@ class TestFallback:
         write(folder / "my_ui.py", provider_source(1))
         with anyio.fail_after(10), structlog.testing.capture_logs() as logs:
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
-                await anyio.sleep(0.05)  # the poller's first scan
                 write(folder / "my_ui.py", provider_source(2))
                 await events.next(ReloadCommitted, module="my_ui", generation=2)
         [fallback] = _logged(logs, "reload.watch_fallback")
         assert fallback["log_level"] == "warning"
         assert "OS file watch limit reached" in fallback["summary"]
         assert "polling it instead" in fallback["summary"]
+
+    async def test_a_watch_that_cannot_be_made_again_falls_back_to_polling(
+        self, context: Context, folder: Path, probe: Probe, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """The folder is replaced and its new native watch cannot be made (the watch limit
+        reached meanwhile): a warning, and the new folder is polled; nothing is missed."""
+        import watchfiles._rust_notify
+
+        real = watchfiles._rust_notify.RustNotify
+        made: list[object] = []
+
+        def first_only(*args: object) -> object:
+            if made:
+                raise OSError("OS file watch limit reached.")
+            made.append(real(*args))
+            return made[-1]
+
+        monkeypatch.setattr(watchfiles._rust_notify, "RustNotify", first_only)
+        write(folder / "my_ui.py", provider_source(1))
+        with anyio.fail_after(10), structlog.testing.capture_logs() as logs:
+            async with Reloader(context, [folder]) as reloader, reloader.events() as events:
+                shutil.rmtree(folder)
+                write(folder / "my_ui.py", provider_source(2))
+                await events.next(ReloadCommitted, module="my_ui", generation=2)
+                write(folder / "my_ui.py", provider_source(3))
+                await events.next(ReloadCommitted, module="my_ui", generation=3)
+        [fallback] = _logged(logs, "reload.watch_fallback")
+        assert "OS file watch limit reached" in fallback["summary"]
 
 
 class TestSingleFile:

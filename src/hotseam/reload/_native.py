@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import anyio
+import anyio.abc
 from anyio.streams.memory import MemoryObjectSendStream
 
 from .._log import get_logger
@@ -114,7 +115,10 @@ class WatchfilesWatcher:
             started = [group.start() for group in groups]
             async with anyio.create_task_group() as tg, send, receive:
                 for group, ok in zip(groups, started, strict=True):
-                    tg.start_soon(group.run if ok else group.poll, send.clone())
+                    if ok:
+                        tg.start_soon(group.run, send.clone())
+                    else:  # polling instead: its first scan is taken before this is entered
+                        await tg.start(group.poll, send.clone())
                 yield receive
                 tg.cancel_scope.cancel()
         finally:
@@ -168,38 +172,47 @@ class _Group:
 
     async def run(self, send: MemoryObjectSendStream[Collection[FileChange]]) -> None:
         """Report native changes; make the watch again whenever a folder's own watch ended or
-        the periodic check found it changed."""
-        async with send, anyio.create_task_group() as checks:
-            checks.start_soon(self._check)
-            while True:
-                try:
-                    raw = await _in_thread(self._wait, self._wake)
-                except Exception as error:  # the native watch broke: poll instead
-                    self.failure = error
-                    break
-                if raw == "signal":
-                    raise RuntimeError("the watch thread unexpectedly received a signal")
-                dropped: set[str] = set()
-                if isinstance(raw, set):
-                    # A deletion of the folder itself ends its watch whatever is at the path
-                    # now (a folder made again at once may even reuse the inode number).
-                    dropped = {path for kind, path in raw if kind == 3 and path in self.identities}
-                    batch = {
-                        FileChange(_KINDS[change], Path(path))
-                        for change, path in raw
-                        if may_matter(Path(path))
-                    }
-                    if batch:
-                        await send.send(batch)
-                if dropped or self._changed:
-                    self._changed = False
-                    self._wake.clear()
-                    before = self.identities
-                    if not self.start():
-                        break
-                    await send.send(self._report(before, dropped))
-            checks.cancel_scope.cancel()
-            await self._poll(send, rescan=True)
+        the periodic check found it changed; poll instead if the watch breaks."""
+        async with send:
+            async with anyio.create_task_group() as checks:
+                checks.start_soon(self._check)
+                await self._watch(send)
+                checks.cancel_scope.cancel()
+            async with self._polling() as batches:
+                # What changed between the native watch's end and the first scan.
+                await send.send({FileChange(ChangeKind.MODIFIED, r.directory) for r in self.roots})
+                async for batch in batches:
+                    await send.send(batch)
+
+    async def _watch(self, send: MemoryObjectSendStream[Collection[FileChange]]) -> None:
+        """The native watch's loop; returns when the watch broke (``failure`` says why)."""
+        while True:
+            try:
+                raw = await _in_thread(self._wait, self._wake)
+            except Exception as error:  # a watchfiles error
+                self.failure = error
+                return
+            if raw == "signal":
+                raise RuntimeError("the watch thread unexpectedly received a signal")
+            dropped: set[str] = set()
+            if isinstance(raw, set):
+                # A deletion of the folder itself ends its watch whatever is at the path now
+                # (a folder made again at once may even reuse the inode number).
+                dropped = {path for kind, path in raw if kind == 3 and path in self.identities}
+                batch = {
+                    FileChange(_KINDS[change], Path(path))
+                    for change, path in raw
+                    if may_matter(Path(path))
+                }
+                if batch:
+                    await send.send(batch)
+            if dropped or self._changed:
+                self._changed = False
+                self._wake.clear()
+                before = self.identities
+                if not self.start():
+                    return
+                await send.send(self._report(before, dropped))
 
     async def _check(self) -> None:
         """Every ``root_check`` seconds, one ``stat`` per folder on the event loop (cheaper
@@ -210,14 +223,21 @@ class _Group:
                 self._changed = True
                 self._wake.set()
 
-    async def poll(self, send: MemoryObjectSendStream[Collection[FileChange]]) -> None:
-        """The native watch could not be made at all: poll from the start."""
-        async with send:
-            await self._poll(send, rescan=False)
-
-    async def _poll(
-        self, send: MemoryObjectSendStream[Collection[FileChange]], *, rescan: bool
+    async def poll(
+        self,
+        send: MemoryObjectSendStream[Collection[FileChange]],
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
+        """The native watch could not be made at all: poll from the start."""
+        async with send, self._polling() as batches:
+            task_status.started()
+            async for batch in batches:
+                await send.send(batch)
+
+    @asynccontextmanager
+    async def _polling(self) -> AsyncIterator[AsyncIterator[Collection[FileChange]]]:
+        """Say loudly that the folders are polled from now on, and poll them."""
         self.close()
         error = self.failure
         shown = ", ".join(display_path(Path(path)) for path in self.paths)
@@ -229,10 +249,7 @@ class _Group:
             "polling it instead (changes are seen within about a second)",
         )
         async with PollingWatcher().open(self.roots) as batches:
-            if rescan:  # what changed between the native watch's end and the first scan
-                await send.send({FileChange(ChangeKind.MODIFIED, r.directory) for r in self.roots})
-            async for batch in batches:
-                await send.send(batch)
+            yield batches
 
     def _wait(self, wake: threading.Event) -> object:
         """In the watch thread: the next batch of native changes, or ``"stop"`` once
