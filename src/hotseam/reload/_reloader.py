@@ -486,13 +486,15 @@ class Reloader:
             moved = self._linked.moved(self._index.roots)
             if not moved:
                 continue
-            index = self._index
-            index.roots = tuple(moved.get(root, root) for root in index.roots)
-            self.paths = tuple(root.path for root in index.roots)
-            for old, new in moved.items():
-                self._relinked.update((old.path, new.path))
-            if self._watching is not None:
-                self._watching.cancel()  # watch the new roots, then apply what differs
+            assert self._lock is not None
+            async with self._lock:  # never under a reload in progress
+                index = self._index
+                index.roots = tuple(moved.get(root, root) for root in index.roots)
+                self.paths = tuple(root.path for root in index.roots)
+                for old, new in moved.items():
+                    self._relinked.update((old.path, new.path))
+                if self._watching is not None:
+                    self._watching.cancel()  # watch the new roots, then apply what differs
 
     def _note(self, batch: Collection[FileChange]) -> None:
         assert self._wakeup is not None

@@ -16,7 +16,12 @@ __all__ = ["ReloadResult"]
 
 @dataclass(frozen=True, slots=True)
 class ReloadResult:
-    """What one :meth:`Reloader.reload` did (``batch`` is ``None`` when nothing changed)."""
+    """What one :meth:`Reloader.reload` did (``batch`` is ``None`` when nothing changed).
+
+    A reload that unloaded provider generations is followed at once by a reload of the
+    modules that failed while those were alive (see ``docs/reload.md``): ``events`` then
+    holds the events of both, and ``batch`` is the first one's number.
+    """
 
     batch: int | None
     events: tuple[ReloadEvent, ...]
