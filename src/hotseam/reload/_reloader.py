@@ -347,8 +347,9 @@ class Reloader:
 
         Files whose content hash did not change are skipped unless ``force`` is true, or
         their module's last load failed (it is retried). Modules refused for a conflict whose
-        blocking registration is gone are retried too. A deleted file is unloaded. Returns
-        once the reload is committed (or aborted).
+        blocking registration is gone are retried too. A deleted file is unloaded, and the
+        modules that failed while its generation was alive are retried right after. Returns
+        once the reload (and those retries) is committed (or aborted).
 
         Raises:
             ReloadPathError: ``path`` is not under a watched path, or leads out of them
