@@ -7,8 +7,8 @@ run as root: then an unprivileged system user, ``hotseam-pg``, is created once i
 and runs ``initdb``/``pg_ctl`` through ``runuser``. ``stop()`` is ``pg_ctl -m immediate
 stop`` and removes the folder.
 
-The binaries are looked for in ``$HOTSEAM_PG_BINDIR``, then the newest
-``/usr/lib/postgresql/*/bin`` (Debian's layout; not on PATH), then ``pg_ctl`` on PATH.
+The binaries are looked for in ``$HOTSEAM_PG_BINDIR`` (only there, when it is set), else in
+the newest ``/usr/lib/postgresql/*/bin`` (Debian's layout; not on PATH), then on PATH.
 ``.ci/run`` installs Debian's ``postgresql`` package when it is missing.
 """
 
@@ -22,6 +22,7 @@ import subprocess
 import tempfile
 import uuid
 from pathlib import Path
+from typing import NoReturn
 from urllib.parse import quote
 
 PG_USER = "hotseam-pg"
@@ -32,25 +33,37 @@ class PostgresUnavailableError(RuntimeError):
     """No PostgreSQL server can be started here (the message says why)."""
 
 
+def postgres_unavailable(reason: str) -> NoReturn:
+    """Skip the test that needs PostgreSQL, saying why; under ``$CI``, fail it instead (CI
+    must never pass without the PostgreSQL tests)."""
+    import pytest
+
+    if os.environ.get("CI"):
+        pytest.fail(f"PostgreSQL must run in CI, and cannot start: {reason}", pytrace=False)
+    pytest.skip(f"no PostgreSQL server can be started here: {reason}")
+
+
 def find_bindir() -> Path:
     """The folder of ``initdb`` and ``pg_ctl``."""
     given = os.environ.get("HOTSEAM_PG_BINDIR")
-    candidates = [Path(given)] if given else []
-    debian = sorted(
-        Path("/usr/lib/postgresql").glob("*/bin"),
-        key=lambda path: int(path.parent.name) if path.parent.name.isdigit() else 0,
-        reverse=True,
-    )
-    candidates += debian
-    on_path = shutil.which("pg_ctl")
-    if on_path:
-        candidates.append(Path(on_path).parent)
+    if given:
+        candidates = [Path(given)]
+    else:
+        candidates = sorted(
+            Path("/usr/lib/postgresql").glob("*/bin"),
+            key=lambda path: int(path.parent.name) if path.parent.name.isdigit() else 0,
+            reverse=True,
+        )
+        on_path = shutil.which("pg_ctl")
+        if on_path:
+            candidates.append(Path(on_path).parent)
     for folder in candidates:
         if (folder / "initdb").is_file() and (folder / "pg_ctl").is_file():
             return folder
     raise PostgresUnavailableError(
-        "no PostgreSQL binaries (initdb, pg_ctl) in $HOTSEAM_PG_BINDIR, "
-        "/usr/lib/postgresql/*/bin or on PATH: apt-get install postgresql"
+        "no PostgreSQL binaries (initdb, pg_ctl) in "
+        f"{', '.join(map(str, candidates)) or '/usr/lib/postgresql/*/bin or on PATH'}: "
+        "apt-get install postgresql"
     )
 
 

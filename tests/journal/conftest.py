@@ -9,23 +9,14 @@ except when ``$CI`` is set: there they fail, so CI never passes without them.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import NoReturn
 
 import pytest
 
-from _postgres import PostgresServer, PostgresUnavailableError
+from _postgres import PostgresServer, PostgresUnavailableError, postgres_unavailable
 
 ENGINES = ["memory", "sqlite", "postgres"]
-
-
-def postgres_unavailable(reason: str) -> NoReturn:
-    """Skip (or, under ``$CI``, fail) a test that needs PostgreSQL."""
-    if os.environ.get("CI"):
-        pytest.fail(f"PostgreSQL must run in CI, and cannot start: {reason}", pytrace=False)
-    pytest.skip(f"no PostgreSQL server can be started here: {reason}")
 
 
 @pytest.fixture(scope="session")

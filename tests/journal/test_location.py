@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
+from _postgres import PostgresUnavailableError, find_bindir, postgres_unavailable
 from hotseam.interaction._journal import (
     JournalError,
     JournalErrorCode,
@@ -125,3 +126,19 @@ async def test_a_journal_file_others_can_read_is_warned_about(tmp_path: Path) ->
     warnings = [log for log in logs if log["event"] == "journal.file_shared"]
     assert len(warnings) == 1 and warnings[0]["log_level"] == "warning"
     assert "chmod 600" in warnings[0]["summary"] and str(path) in warnings[0]["summary"]
+
+
+def test_without_postgresql_its_tests_skip_saying_why_except_in_ci(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("HOTSEAM_PG_BINDIR", str(tmp_path))  # no initdb there
+    with pytest.raises(PostgresUnavailableError) as missing:
+        find_bindir()
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception) as skipped:
+        postgres_unavailable(str(missing.value))
+    assert f"no PostgreSQL binaries (initdb, pg_ctl) in {tmp_path}" in str(skipped.value)
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception) as failed:
+        postgres_unavailable(str(missing.value))
+    assert "PostgreSQL must run in CI" in str(failed.value)
