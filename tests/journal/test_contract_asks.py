@@ -11,6 +11,7 @@ from hotseam.interaction import (
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    validate_request,
 )
 from hotseam.interaction._journal import (
     AskState,
@@ -53,7 +54,7 @@ async def test_recording_an_ask_keeps_the_question_and_twice_is_once(journal_url
             "region",
             AskState.PENDING,
         )
-        assert ask.request == CHOICE  # options, header, agent: the JSON round trip is exact
+        assert ask.request == validate_request(CHOICE)  # options, header, agent: all kept
         assert ask.digest == question_digest(CHOICE)
         assert (ask.answer, ask.code, ask.settled_at, ask.settled_by) == (None, None, None, None)
         again = await journal.record_ask("a1", run.id, 0, FREE)  # the same id: the record
@@ -263,7 +264,7 @@ async def test_the_inbox_lists_pending_asks_of_every_daemon_with_its_liveness(
             11,
         )
         assert first.daemon.alive and not second.daemon.alive
-        assert first.ask.request == CHOICE
+        assert first.ask.request == validate_request(CHOICE)
         held = await journal.answer_ask("down-0", AskUserQuestionAnswer("held for its resume"))
         assert held.won  # a question whose daemon is down still takes an answer
         assert [entry.ask.id for entry in await journal.inbox()] == ["up-0"]

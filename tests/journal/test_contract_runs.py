@@ -12,6 +12,7 @@ import pytest
 from hotseam.interaction import AskUserQuestionAnswer, AskUserQuestionRequest
 from hotseam.interaction._journal import (
     AskState,
+    DaemonRecord,
     JournalError,
     JournalErrorCode,
     RunState,
@@ -206,3 +207,23 @@ async def test_a_closed_journal_refuses_every_call(journal_url: str) -> None:
         await journal.daemons()
     assert closed.value.code == JournalErrorCode.JOURNAL_UNAVAILABLE
     assert "closed" in str(closed.value)
+
+
+async def test_keep_alive_heartbeats_until_its_daemon_is_marked_stopped(journal_url: str) -> None:
+    async with open_journal(journal_url) as journal:
+        daemon = await journal.register_daemon("beating")
+        beats: list[float] = []
+        real_heartbeat = journal.heartbeat
+
+        async def counted(daemon_id: str) -> DaemonRecord:
+            beat = await real_heartbeat(daemon_id)
+            beats.append(beat.heartbeat_at)
+            if len(beats) == 3:
+                await journal.stop_daemon(daemon_id)  # another process found it dead
+            return beat
+
+        journal.heartbeat = counted  # type: ignore[method-assign]
+        with anyio.fail_after(5), pytest.raises(JournalError) as lost:
+            await journal.keep_alive(daemon.id, interval=0.01)
+        assert lost.value.code == JournalErrorCode.DAEMON_STOPPED
+        assert len(beats) == 3 and beats == sorted(beats) and beats[0] > daemon.heartbeat_at

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ._errors import JournalError, JournalErrorCode
@@ -67,7 +68,8 @@ def answer_json(answer: Any) -> str:
 
 
 def ask_from_row(row: Row) -> AskRecord:
-    """An :class:`AskRecord` from a row in :data:`ASK_COLUMNS` order.
+    """An :class:`AskRecord` from a row in :data:`ASK_COLUMNS` order; its request has its
+    options as a tuple, as ``validate_request`` (and so ``ask()``) gives them.
 
     Raises:
         JournalError: ``JOURNAL_CORRUPT`` naming the ask, when its request or answer cannot
@@ -79,6 +81,8 @@ def ask_from_row(row: Row) -> AskRecord:
     (ask_id, run_id, seq, key, digest, request, state, code, answer) = row[:9]
     try:
         parsed_request = AskUserQuestionRequest.from_dict(json.loads(request))
+        if parsed_request.options is not None:  # as validate_request() gives it: a tuple
+            parsed_request = replace(parsed_request, options=tuple(parsed_request.options) or None)
         parsed_answer = (
             None if answer is None else AskUserQuestionAnswer.from_dict(json.loads(answer))
         )
