@@ -33,8 +33,7 @@ from ._records import (
     RunState,
     Settlement,
 )
-from ._store import (
-    Journal,
+from ._refusals import (
     ask_conflict,
     daemon_stopped,
     run_claimed,
@@ -42,6 +41,7 @@ from ._store import (
     run_finished,
     unknown,
 )
+from ._store import Journal
 
 __all__ = ["MemoryJournal"]
 

@@ -38,7 +38,7 @@ from ._records import (
     RunState,
     Settlement,
 )
-from ._store import (
+from ._refusals import (
     ask_conflict,
     daemon_stopped,
     run_claimed,

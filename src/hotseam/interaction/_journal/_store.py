@@ -35,6 +35,7 @@ from ._records import (
     Settlement,
     question_digest,
 )
+from ._refusals import unknown
 
 if TYPE_CHECKING:
     from .._model import AskUserQuestionAnswer, AskUserQuestionRequest
@@ -128,7 +129,7 @@ class Journal(abc.ABC):
         self._check_open()
         daemon = await self._get_daemon(daemon_id)
         if daemon is None:
-            raise _unknown_daemon(daemon_id)
+            raise unknown("daemon", daemon_id)
         return daemon
 
     async def daemons(self) -> list[DaemonRecord]:
@@ -186,7 +187,7 @@ class Journal(abc.ABC):
         self._check_open()
         run = await self._get_run(run_id)
         if run is None:
-            raise _unknown_run(run_id)
+            raise unknown("run", run_id)
         return run
 
     async def unfinished_run(self, agent: str) -> RunRecord | None:
@@ -293,7 +294,7 @@ class Journal(abc.ABC):
         self._check_open()
         ask = await self._get_ask(ask_id)
         if ask is None:
-            raise _unknown_ask(ask_id)
+            raise unknown("ask", ask_id)
         return ask
 
     async def run_asks(self, run_id: str) -> list[AskRecord]:
@@ -560,68 +561,3 @@ class Journal(abc.ABC):
 def _nonblank(what: str, value: object) -> None:
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"{what} must be a non-empty string, got {value!r}")
-
-
-def _unknown_daemon(daemon_id: str) -> JournalError:
-    return JournalError(f"no daemon {daemon_id} in the journal", JournalErrorCode.DAEMON_UNKNOWN)
-
-
-def _unknown_run(run_id: str) -> JournalError:
-    return JournalError(f"no run {run_id} in the journal", JournalErrorCode.RUN_UNKNOWN)
-
-
-def _unknown_ask(ask_id: str) -> JournalError:
-    return JournalError(f"no ask {ask_id} in the journal", JournalErrorCode.ASK_UNKNOWN)
-
-
-def unknown(kind: str, ident: str) -> JournalError:
-    """``DAEMON_UNKNOWN``, ``RUN_UNKNOWN`` or ``ASK_UNKNOWN`` for engines."""
-    return {"daemon": _unknown_daemon, "run": _unknown_run, "ask": _unknown_ask}[kind](ident)
-
-
-def run_finished(run: RunRecord) -> JournalError:
-    """``RUN_FINISHED`` for a run that is no longer running."""
-    return JournalError(
-        f"run {run.id} of agent {run.agent!r} is {run.state.value}: it takes no more asks "
-        "or answers",
-        JournalErrorCode.RUN_FINISHED,
-        details={"run_id": run.id, "state": run.state.value},
-    )
-
-
-def run_claimed(run: RunRecord, by: str) -> JournalError:
-    """``RUN_CLAIMED`` for a run owned by another (live) daemon."""
-    return JournalError(
-        f"run {run.id} of agent {run.agent!r} belongs to daemon {run.daemon_id}, not {by}",
-        JournalErrorCode.RUN_CLAIMED,
-        details={"run_id": run.id, "owner": run.daemon_id},
-    )
-
-
-def daemon_stopped(daemon: DaemonRecord) -> JournalError:
-    """``DAEMON_STOPPED`` for a daemon that was marked stopped."""
-    return JournalError(
-        f"daemon {daemon.id} ({daemon.name} on {daemon.host}, pid {daemon.pid}) was marked stopped",
-        JournalErrorCode.DAEMON_STOPPED,
-        details={"daemon_id": daemon.id},
-    )
-
-
-def run_exists(run: RunRecord) -> JournalError:
-    """``RUN_EXISTS`` for an agent that already has an unfinished run."""
-    return JournalError(
-        f"agent {run.agent!r} already has an unfinished run {run.id} (owned by daemon "
-        f"{run.daemon_id}): resume it or abandon it first",
-        JournalErrorCode.RUN_EXISTS,
-        details={"run_id": run.id, "owner": run.daemon_id},
-    )
-
-
-def ask_conflict(run_id: str, seq: int, ask_id: str) -> JournalError:
-    """``ASK_CONFLICT``: another live ask holds this position of the run."""
-    return JournalError(
-        f"position {seq} of run {run_id} is held by another live ask than {ask_id}: abandon "
-        "it first (abandon_asks)",
-        JournalErrorCode.ASK_CONFLICT,
-        details={"run_id": run_id, "seq": seq},
-    )

@@ -1,0 +1,80 @@
+"""The refusals every engine raises the same way, worded once."""
+
+from __future__ import annotations
+
+from ._errors import JournalError, JournalErrorCode
+from ._records import DaemonRecord, RunRecord
+
+__all__ = [
+    "ask_conflict",
+    "daemon_stopped",
+    "run_claimed",
+    "run_exists",
+    "run_finished",
+    "unknown",
+]
+
+
+def _unknown_daemon(daemon_id: str) -> JournalError:
+    return JournalError(f"no daemon {daemon_id} in the journal", JournalErrorCode.DAEMON_UNKNOWN)
+
+
+def _unknown_run(run_id: str) -> JournalError:
+    return JournalError(f"no run {run_id} in the journal", JournalErrorCode.RUN_UNKNOWN)
+
+
+def _unknown_ask(ask_id: str) -> JournalError:
+    return JournalError(f"no ask {ask_id} in the journal", JournalErrorCode.ASK_UNKNOWN)
+
+
+def unknown(kind: str, ident: str) -> JournalError:
+    """``DAEMON_UNKNOWN``, ``RUN_UNKNOWN`` or ``ASK_UNKNOWN`` for engines."""
+    return {"daemon": _unknown_daemon, "run": _unknown_run, "ask": _unknown_ask}[kind](ident)
+
+
+def run_finished(run: RunRecord) -> JournalError:
+    """``RUN_FINISHED`` for a run that is no longer running."""
+    return JournalError(
+        f"run {run.id} of agent {run.agent!r} is {run.state.value}: it takes no more asks "
+        "or answers",
+        JournalErrorCode.RUN_FINISHED,
+        details={"run_id": run.id, "state": run.state.value},
+    )
+
+
+def run_claimed(run: RunRecord, by: str) -> JournalError:
+    """``RUN_CLAIMED`` for a run owned by another (live) daemon."""
+    return JournalError(
+        f"run {run.id} of agent {run.agent!r} belongs to daemon {run.daemon_id}, not {by}",
+        JournalErrorCode.RUN_CLAIMED,
+        details={"run_id": run.id, "owner": run.daemon_id},
+    )
+
+
+def daemon_stopped(daemon: DaemonRecord) -> JournalError:
+    """``DAEMON_STOPPED`` for a daemon that was marked stopped."""
+    return JournalError(
+        f"daemon {daemon.id} ({daemon.name} on {daemon.host}, pid {daemon.pid}) was marked stopped",
+        JournalErrorCode.DAEMON_STOPPED,
+        details={"daemon_id": daemon.id},
+    )
+
+
+def run_exists(run: RunRecord) -> JournalError:
+    """``RUN_EXISTS`` for an agent that already has an unfinished run."""
+    return JournalError(
+        f"agent {run.agent!r} already has an unfinished run {run.id} (owned by daemon "
+        f"{run.daemon_id}): resume it or abandon it first",
+        JournalErrorCode.RUN_EXISTS,
+        details={"run_id": run.id, "owner": run.daemon_id},
+    )
+
+
+def ask_conflict(run_id: str, seq: int, ask_id: str) -> JournalError:
+    """``ASK_CONFLICT``: another live ask holds this position of the run."""
+    return JournalError(
+        f"position {seq} of run {run_id} is held by another live ask than {ask_id}: abandon "
+        "it first (abandon_asks)",
+        JournalErrorCode.ASK_CONFLICT,
+        details={"run_id": run_id, "seq": seq},
+    )
