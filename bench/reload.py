@@ -61,9 +61,9 @@ from typing import Any
 
 import anyio
 
-import hotseam._context as core_context
+import hotseam._core._registry as core_context
 from hotseam import Context, Scope
-from hotseam._carry import follow, hand_over
+from hotseam._core import follow, hand_over
 from hotseam.interaction import AskUserQuestionRequest, ask
 from hotseam.reload import ReloadCommitted, Reloader, WatchfilesWatcher
 

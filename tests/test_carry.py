@@ -14,7 +14,7 @@ import anyio
 import pytest
 
 from hotseam import Context, DisposalError, Scope, ScopeClosedError, ScopeError
-from hotseam._carry import follow, hand_over
+from hotseam._core import follow, hand_over
 from hotseam.testing import ReloadDriver, StrictModeError
 
 pytestmark = pytest.mark.anyio

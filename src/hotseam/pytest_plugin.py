@@ -36,10 +36,7 @@ from typing import Any
 
 import pytest
 
-from . import _tracking
-from ._context import Context
-from ._errors import DisposalError, HarnessError
-from ._scope import Scope
+from ._core import Context, DisposalError, HarnessError, Scope, _tracking
 from .interaction import USER_INTERACTION
 from .providers.scripted import ScriptedProvider
 from .testing import LeakTracker, ReloadDriver, format_leaks, strict_setup

@@ -173,7 +173,7 @@ async def test_registrations_in_setup_and_outside_a_load_are_fine(context: Conte
         assert isinstance(_a_tool, Tool)
         scope.register_tool(_a_tool)
     with pytest.raises(ScopeError):  # the refusal is a ScopeError, only inside a body
-        from hotseam._module_body import executing
+        from hotseam._core import executing
 
         with executing("x.py"):
             context.provide(seam, object())

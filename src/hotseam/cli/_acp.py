@@ -21,7 +21,7 @@ from contextlib import AbstractAsyncContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from .._log import get_logger
+from .._core import get_logger
 from ._agent import AgentLoadError, load_agent
 from ._config import ConfigError
 from ._log_sink import OutputCapture
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     import anyio
 
-    from .._context import Context
+    from .._core import Context
     from ..providers.acp import AgentFunction
 
 __all__ = ["add_arguments", "run"]
@@ -134,8 +134,7 @@ async def _main(
 ) -> int:
     import anyio
 
-    from .._context import Context
-    from .._scope import Scope
+    from .._core import Context, Scope
     from ..interaction import USER_INTERACTION, ask_user_question_tool
     from ..providers.acp import AcpProvider, serve
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._agent import Agent
-from .._context import Context
+from .._core import Agent, Context
 from ..providers.acp import current_turn
 
 __all__ = ["ACP_DEMO_AGENT", "ACP_DEMO_QUESTIONS", "acp_demo_agent"]

@@ -28,8 +28,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from .._context import Context
-from .._errors import HarnessError
+from .._core import Context, HarnessError
 
 __all__ = [
     "AgentFunction",

@@ -43,7 +43,7 @@ import anyio
 import anyio.to_thread
 import sniffio
 
-from .._context import Context, use_context
+from .._core import Context, use_context
 from ..interaction import ASK_CANCELLED
 from ..interaction._pending import AskEnded, on_ask_ended, waiting_for_provider
 from ..reload._guard import is_fatal

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._errors import HarnessError
+from .._core import HarnessError
 
 __all__ = ["KEYS", "Config", "ConfigError", "find_config", "load_config", "parse_size"]
 

@@ -33,7 +33,7 @@ import anyio.abc
 import pydantic_core
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
-from .._errors import HarnessError
+from .._core import HarnessError
 from ..providers._accept import accept_connections
 from ._control_folder import (
     UNREACHABLE,

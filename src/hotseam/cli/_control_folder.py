@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._errors import HarnessError
+from .._core import HarnessError
 
 __all__ = [
     "UNREACHABLE",

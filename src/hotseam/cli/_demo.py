@@ -17,8 +17,7 @@ from typing import Any
 
 import anyio
 
-from .._context import Context
-from .._scope import Scope
+from .._core import Context, Scope
 from ..interaction import ASK_CANCELLED, USER_INTERACTION, ask_user_question_tool
 from ..providers.terminal import TerminalProvider
 from ._demo_agent import demo_agent

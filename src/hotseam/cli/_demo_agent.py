@@ -11,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .._agent import Agent
-from .._context import Context
+from .._core import Agent, Context
 
 __all__ = ["DEMO_AGENT", "DEMO_QUESTIONS", "demo_agent"]
 

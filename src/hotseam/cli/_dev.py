@@ -50,10 +50,7 @@ from typing import Any
 import anyio
 import structlog
 
-from .._context import Context
-from .._effects import CloseReason
-from .._errors import DisposalError, HarnessError
-from .._scope import Scope
+from .._core import CloseReason, Context, DisposalError, HarnessError, Scope
 from ..interaction import USER_INTERACTION, ask_user_question_tool
 from ..providers.scripted import ScriptedProvider
 from ..reload import PollingWatcher, Reloader, ReloaderClosedError, WatchfilesWatcher

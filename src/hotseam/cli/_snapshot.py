@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .._context import Context
+from .._core import BaseContext
 from ..interaction._pending import pending_asks
 from ..reload import ModuleState, Reloader
 from ..reload._events import display_path
@@ -63,7 +63,7 @@ def status(facts: SessionFacts) -> dict[str, Any]:
     ]
     providers: list[dict[str, Any]] = []
     inboxes: dict[int, dict[str, Any]] = {}
-    context: Context | None = reloader.context
+    context: BaseContext | None = reloader.context
     while context is not None:
         for seam, registration in sorted(
             context.providers().items(), key=lambda item: item[0].name

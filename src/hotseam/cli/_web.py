@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._scope import Scope
+from .._core import Scope
 from ..interaction import USER_INTERACTION
 from ..providers._web._security import is_loopback, load_token, stored_token_path
 from ..providers.web import DEFAULT_HOST, DEFAULT_PORT, WebProvider

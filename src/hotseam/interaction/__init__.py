@@ -9,8 +9,7 @@ is replaced mid-question); :func:`ask_user_question_tool` is the model-facing to
 
 from __future__ import annotations
 
-from .._agent import Agent
-from .._public import present_as
+from .._core import Agent, present_as
 from ._ask import ask
 from ._errors import (
     ASK_ABORTED,

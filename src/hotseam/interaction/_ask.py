@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import time
 import uuid
-from contextlib import ExitStack
+from contextlib import nullcontext
 
 import anyio
 
-from .._abort import abort_exception
-from .._context import DEFAULT_SWAP_WAIT, Context, current_context
-from .._errors import HarnessError
-from .._log import get_logger
+from .._core import (
+    DEFAULT_SWAP_WAIT,
+    BaseContext,
+    HarnessError,
+    abort_exception,
+    current_context,
+    get_logger,
+)
 from . import _pending
 from ._crash import log_provider_crash
 from ._errors import (
@@ -34,7 +38,7 @@ _log = get_logger("hotseam.interaction")
 async def ask(
     request: AskUserQuestionRequest,
     *,
-    context: Context | None = None,
+    context: BaseContext | None = None,
     timeout: float | None = None,
     swap_timeout: float = DEFAULT_SWAP_WAIT,
 ) -> AskUserQuestionAnswer:
@@ -72,45 +76,20 @@ async def ask(
         options=len(request.choices),
     )
     signal = request.signal
-    served_by: list[str] = []
-    # Filled only when the provider answered: a cancel scope may swallow the block.
-    answered: list[AskUserQuestionAnswer] = []
     pending = PendingAsk(question_id, agent, request.header, ctx.name)
     _pending.opened(pending)
     ended: tuple[str | None, str | None] = ("ASK_ABORTED", "cancelled")
     try:
         if signal is not None and signal.aborted:
             raise _aborted(signal.reason)
-        with ExitStack() as stack:
-            deadline: anyio.CancelScope | None = None
-            if timeout is not None:
-                deadline = stack.enter_context(anyio.move_on_after(timeout))
-                stack.enter_context(_pending.deadline_of(timeout))  # providers show it
-            abort_scope: anyio.CancelScope | None = None
-            if signal is not None:
-                abort_scope = stack.enter_context(signal.cancel_scope(raise_reason=False))
-            answered.append(
-                await _ask_until_answered(
-                    ctx, request, question_id, swap_timeout, served_by, pending
-                )
-            )
-        if not answered:
-            if abort_scope is not None and abort_scope.cancelled_caught:
-                assert signal is not None
-                raise _aborted(signal.reason)
-            assert deadline is not None
-            raise UserInteractionError(
-                f"no answer within the time limit of {timeout} s (nothing was chosen for the "
-                "human)",
-                ASK_TIMEOUT,
-            )
+        answer = await _ask_in_time(ctx, request, question_id, timeout, swap_timeout, pending)
     except HarnessError as error:
         ended = (error.code, str(error))
         _log.info(
             "ask.failed",
             question_id=question_id,
             agent=agent,
-            provider=served_by[-1] if served_by else None,
+            provider=pending.provider,
             code=error.code,
             duration_ms=_since(started),
         )
@@ -119,29 +98,54 @@ async def ask(
         ended = (None, None)
     finally:
         _pending.closed(pending, *ended)
-    answer = answered[0]
     _log.info(
         "ask.answered",
         question_id=question_id,
         agent=agent,
-        provider=served_by[-1] if served_by else None,
+        provider=pending.provider,
         option=answer.option is not None,
-        attempts=len(served_by),
+        attempts=pending.attempts,
         duration_ms=_since(started),
     )
     _log.debug("ask.answer_text", question_id=question_id, answer=answer.answer)
     return answer
 
 
+async def _ask_in_time(
+    ctx: BaseContext,
+    request: AskUserQuestionRequest,
+    question_id: str,
+    timeout: float | None,
+    swap_timeout: float,
+    pending: PendingAsk,
+) -> AskUserQuestionAnswer:
+    """:func:`_ask_until_answered` within ``timeout`` and the request's signal: when either
+    ends the ask first, ``ASK_TIMEOUT`` or ``ASK_ABORTED``."""
+    signal = request.signal
+    aborted = signal.cancel_scope(raise_reason=False) if signal is not None else nullcontext(None)
+    # move_on_after(None) never fires; deadline_of(None) shows none.
+    with anyio.move_on_after(timeout), _pending.deadline_of(timeout), aborted as abort_scope:
+        return await _ask_until_answered(ctx, request, question_id, swap_timeout, pending)
+    # Only the deadline or the signal ends the block without a return.
+    if abort_scope is not None and abort_scope.cancelled_caught:
+        assert signal is not None
+        raise _aborted(signal.reason)
+    raise UserInteractionError(
+        f"no answer within the time limit of {timeout} s (nothing was chosen for the human)",
+        ASK_TIMEOUT,
+    )
+
+
 async def _ask_until_answered(
-    ctx: Context,
+    ctx: BaseContext,
     request: AskUserQuestionRequest,
     question_id: str,
     swap_timeout: float,
-    served_by: list[str],
     pending: PendingAsk,
 ) -> AskUserQuestionAnswer:
     """Ask the active provider; on a swap, ask its replacement. Returns once answered.
+
+    ``pending`` records which provider shows the question and how many were asked.
 
     A provider's returned answer stands even when its lease was revoked in the same turn:
     the question was answered, so it is never asked again.
@@ -160,9 +164,8 @@ async def _ask_until_answered(
                 async with lease:
                     entered = True
                     provider = lease.provider
-                    served_by.append(_describe(provider))
-                    pending.provider = served_by[-1]
-                    pending.attempts = len(served_by)
+                    pending.provider = _describe(provider)
+                    pending.attempts += 1
                     asking = True
                     answer = await lease.provider.ask(request)
                     returned = True
@@ -173,7 +176,7 @@ async def _ask_until_answered(
                     continue
                 if migrated and not entered and error.code == NO_PROVIDER:
                     raise _withdrawn(
-                        served_by[-1], "the swap that replaced it ended without a provider"
+                        pending.provider, "the swap that replaced it ended without a provider"
                     ) from error
                 if not lease.revoked:
                     raise
@@ -189,7 +192,7 @@ async def _ask_until_answered(
                     )
                 if not lease.revoked:
                     raise UserInteractionError(
-                        f"the user-interaction provider {served_by[-1]} failed: "
+                        f"the user-interaction provider {pending.provider} failed: "
                         f"{type(failure).__name__}: {failure}",
                         PROVIDER_FAILED,
                         cause=failure,
@@ -197,15 +200,15 @@ async def _ask_until_answered(
             if returned or not lease.revoked:
                 return check_answer(request, answer)
             if not lease.replaced and wait is None:
-                raise _withdrawn(served_by[-1], "nothing replaced it")
+                raise _withdrawn(pending.provider, "nothing replaced it")
             migrated = True
-            _log.info("ask.migrated", question_id=question_id, from_provider=served_by[-1])
+            _log.info("ask.migrated", question_id=question_id, from_provider=pending.provider)
     finally:
         lease.close()
 
 
 async def _wait_for_provider(
-    ctx: Context,
+    ctx: BaseContext,
     wait: ProviderWait,
     deadline: float,
     pending: PendingAsk,
@@ -229,7 +232,7 @@ async def _wait_for_provider(
     _log.info("ask.provider_appeared", question_id=pending.question_id, context=ctx.name)
 
 
-def _withdrawn(provider: str, why: str) -> UserInteractionError:
+def _withdrawn(provider: str | None, why: str) -> UserInteractionError:
     return UserInteractionError(
         f"the user-interaction provider {provider} was disposed while the question was open, "
         f"and {why}",

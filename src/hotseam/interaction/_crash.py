@@ -17,7 +17,7 @@ import sys
 import traceback
 from pathlib import Path
 
-from .._log import EventLogger
+from .._core import EventLogger
 
 __all__ = ["log_provider_crash"]
 

@@ -15,9 +15,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from .._abort import AbortSignal
-from .._agent import Agent
-from .._tools import format_validation_error
+from .._core import AbortSignal, Agent, format_validation_error
 from ._errors import INVALID_ANSWER, INVALID_REQUEST, UserInteractionError
 
 __all__ = [

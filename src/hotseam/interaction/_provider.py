@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from .._seam import Seam
+from .._core import Seam
 from ._errors import NO_PROVIDER, UserInteractionError
 from ._model import AskUserQuestionAnswer, AskUserQuestionRequest
 

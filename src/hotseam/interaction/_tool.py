@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._tools import Tool, ToolCall
+from .._core import BaseContext, Tool, ToolCall
 from ._ask import ask
 from ._model import AskUserQuestionInput
 
@@ -32,7 +32,10 @@ ASK_TIMEOUT, NO_PROVIDER...); do not assume an answer then."""
 
 async def _handle(input: AskUserQuestionInput, call: ToolCall) -> dict[str, Any]:
     request = input.to_request(agent=call.agent, signal=call.signal)
-    answer = await ask(request, context=call.context)
+    context = call.context
+    # A tool runs in the context that holds it; tools know it only as a ToolContext.
+    assert isinstance(context, BaseContext), context
+    answer = await ask(request, context=context)
     return answer.to_dict()
 
 

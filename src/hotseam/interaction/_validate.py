@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from .._abort import AbortSignal
-from .._agent import Agent
+from .._core import AbortSignal, Agent
 from ._errors import INVALID_ANSWER, INVALID_REQUEST, UserInteractionError
 from ._model import AskUserQuestionAnswer, AskUserQuestionOption, AskUserQuestionRequest
 

@@ -29,7 +29,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 
-from .._log import get_logger
+from .._core import get_logger
 
 __all__ = ["AcceptLogger", "accept_connections", "descriptor_limit"]
 

@@ -32,7 +32,7 @@ from typing import Any, Literal, TypeAlias, cast
 
 import anyio
 
-from .._errors import HarnessError
+from .._core import HarnessError
 from ..interaction import (
     PROVIDER_FAILED,
     AskUserQuestionAnswer,

@@ -15,7 +15,7 @@ A hot-reloaded provider keeps the half-typed reply across reloads by carrying a
 
 from __future__ import annotations
 
-from .._public import present_as
+from .._core import present_as
 from ._terminal._draft import Draft
 from ._terminal._provider import Mode, TerminalProvider
 

@@ -16,7 +16,7 @@ inside hotseam's own event loop (asyncio or trio). See ``docs/web.md``::
 
 from __future__ import annotations
 
-from .._public import present_as
+from .._core import present_as
 from ._web._provider import DEFAULT_HOST, DEFAULT_PORT, WebProvider
 from ._web._security import TOKEN_ENV, TOKEN_FILE_ENV
 

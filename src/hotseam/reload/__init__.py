@@ -35,7 +35,7 @@ change); ``on_event=`` is a callback; every event is also a structlog event
 
 from __future__ import annotations
 
-from .._public import present_as
+from .._core import present_as
 from ._errors import (
     LoadError,
     LoadPhase,

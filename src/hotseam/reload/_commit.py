@@ -13,11 +13,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
-from .._carry import hand_over
-from .._context import Context, Registration
-from .._effects import CloseReason
-from .._scope import Scope
-from .._seam import Seam
+from .._core import CloseReason, Context, Registration, Scope, Seam, hand_over
 from ._errors import LoadError
 from ._events import DisposeFailed, ModuleUnloaded, ReloadAborted, ReloadCommitted, ReloadEvent
 from ._loader import NOTHING, Batch, Loader

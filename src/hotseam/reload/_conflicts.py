@@ -12,10 +12,7 @@ import weakref
 from collections.abc import Sequence
 from typing import Any
 
-from .._context import Registration
-from .._scope import Scope
-from .._seam import Seam
-from .._tools import ToolRegistration
+from .._core import Registration, Scope, Seam, ToolRegistration
 from ._errors import LoadError
 from ._loader import Batch, Blocker, ModuleRecord
 from ._planner import Plan

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .._errors import HarnessError
+from .._core import HarnessError
 
 __all__ = [
     "LoadError",

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, TypeVar
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from .._log import get_logger
+from .._core import get_logger
 from ._errors import LoadError
 from ._status import ModuleKind
 

@@ -31,8 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 
-from .._carry import CarriedEffect
-from .._scope import Scope
+from .._core import CarriedEffect, Scope
 from ._loader import ModuleRecord
 from ._status import ModuleState
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from .._module_body import executing
+from .._core import executing
 from ._errors import LoadError, LoadPhase
 from ._events import SLOW_NOTICE, report_slow
 from ._guard import ThreadRun, Worker, current_run
@@ -50,9 +50,7 @@ from ._read import FileStat, Source, read_file
 from ._status import ModuleKind, ModuleState, ModuleStatus
 
 if TYPE_CHECKING:
-    from .._context import Registration
-    from .._scope import Scope
-    from .._tools import ToolRegistration
+    from .._core import Registration, Scope, ToolRegistration
 
 __all__ = ["NOTHING", "Batch", "Blocker", "Loader", "ModuleRecord"]
 

@@ -34,7 +34,7 @@ import anyio
 import anyio.abc
 from anyio.streams.memory import MemoryObjectSendStream
 
-from .._log import get_logger
+from .._core import get_logger
 from ._events import display_path
 from ._scan import file_type
 from ._watcher import (

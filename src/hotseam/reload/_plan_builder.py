@@ -13,7 +13,7 @@ from pathlib import Path
 
 import anyio
 
-from .._log import get_logger
+from .._core import get_logger
 from ._errors import LoadError, ModuleTooLargeError
 from ._heir import carrier_of, waiting_heirs
 from ._loader import NOTHING, Loader, ModuleRecord

@@ -20,10 +20,7 @@ from typing import Any, cast
 import anyio
 import anyio.abc
 
-from .._carry import follow
-from .._context import Context, use_context
-from .._log import get_logger
-from .._scope import Scope
+from .._core import Context, Scope, follow, get_logger, use_context
 from ._conflicts import check_conflicts
 from ._errors import LoadError
 from ._events import SLOW_NOTICE, display_path, report_slow

@@ -49,11 +49,8 @@ from types import TracebackType
 import anyio
 import anyio.abc
 
-from .._context import Context
-from .._effects import CloseReason, ScopeExit
-from .._errors import DisposalError
-from .._log import get_logger
-from .._scope import exit_task_group
+from .._core import CloseReason, Context, DisposalError, ScopeExit, get_logger
+from .._core._scope import exit_task_group
 from ._commit import Committer
 from ._errors import LoadError, ReloaderClosedError, ReloadPathError
 from ._events import (

@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .._log import get_logger
+from .._core import get_logger
 from ._errors import ReloadPathError
 from ._events import display_path
 from ._planner import Root

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import anyio
 
-from .._log import get_logger
-from .._scope import Scope
+from .._core import Scope, get_logger
 from ._commit import Committer
 from ._events import Emitter, ModuleUnloaded, ReloadEvent, ReloadPlanned, display_path
 from ._heir import due_after_unload

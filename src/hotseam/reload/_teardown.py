@@ -11,10 +11,7 @@ from collections.abc import Sequence
 
 import anyio
 
-from .._effects import CloseReason
-from .._errors import DisposalError, DisposerTimeoutError
-from .._log import get_logger
-from .._scope import Scope
+from .._core import CloseReason, DisposalError, DisposerTimeoutError, Scope, get_logger
 from ._errors import LoadError
 from ._events import DisposeFailed
 from ._guard import Detached, interrupted, start_detached

@@ -6,8 +6,7 @@ fixtures and options; they work without pytest too.
 
 from __future__ import annotations
 
-from .._public import present_as
-from .._tracking import mark_long_lived
+from .._core import mark_long_lived, present_as
 from ._asserts import DisposalRecorder, assert_no_provider
 from ._driver import ReloadDriver, assert_generation_active
 from ._leaks import Leak, LeakError, LeakTracker, format_leaks, track_leaks

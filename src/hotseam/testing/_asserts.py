@@ -6,8 +6,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .._context import Context
-from .._seam import Seam
+from .._core import Context, Seam
 
 __all__ = ["DisposalRecorder", "assert_no_provider"]
 

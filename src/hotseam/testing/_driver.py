@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
-from .._context import Context
+from .._core import Context
 from ..reload import ModuleState, ModuleStatus, Reloader, ReloadResult
 from ._strict import StrictModeError, leftovers, snapshot
 

@@ -21,8 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import _tracking
-from .._errors import HarnessError
+from .._core import HarnessError, _tracking
 
 __all__ = ["Leak", "LeakError", "LeakTracker", "StackFrame", "track_leaks"]
 

@@ -15,10 +15,7 @@ from typing import Any
 
 import anyio
 
-from .._carry import carried_since, carry_mark
-from .._context import Context
-from .._errors import HarnessError
-from .._scope import Scope
+from .._core import BaseContext, HarnessError, Scope, carried_since, carry_mark
 
 __all__ = ["StrictModeError", "leftovers", "snapshot", "strict_setup"]
 
@@ -42,13 +39,13 @@ class _Snapshot:
     locations: dict[tuple[str, str], str]  # (context, seam) -> file:line that provided it
 
 
-def snapshot(context: Context, probe: Callable[[], object] | None) -> _Snapshot:
+def snapshot(context: BaseContext, probe: Callable[[], object] | None) -> _Snapshot:
     """Picture what is live: providers and tools (here and inherited), tasks, probed state,
     and a mark after which carried values must all be disposed."""
     providers: set[tuple[str, str]] = set()
     tools: set[tuple[str, str]] = set()
     locations: dict[tuple[str, str], str] = {}
-    ctx: Context | None = context
+    ctx: BaseContext | None = context
     while ctx is not None:
         for seam, registration in ctx.providers().items():
             providers.add((ctx.name, seam.name))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-from ..._errors import HarnessError
+from ..._core import HarnessError
 
 __all__ = ["JournalError", "JournalErrorCode"]
 

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import anyio
 
-from ..._log import get_logger
+from ..._core import get_logger
 from ._errors import JournalError, JournalErrorCode
 from ._store import Journal
 from ._url import default_journal_path, parse_journal_url

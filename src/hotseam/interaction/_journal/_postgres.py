@@ -29,7 +29,7 @@ import anyio.abc
 import anyio.from_thread
 import anyio.to_thread
 
-from ..._log import get_logger
+from ..._core import get_logger
 from ._errors import JournalError, JournalErrorCode
 from ._notices import Subscription
 from ._records import AskRecord, AskState, JournalEvent

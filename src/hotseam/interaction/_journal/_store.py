@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, NoReturn
 import anyio
 import anyio.abc
 
-from ..._log import get_logger
+from ..._core import get_logger
 from ._codec import answer_json, request_json
 from ._errors import JournalError, JournalErrorCode
 from ._notices import Notices, Subscription

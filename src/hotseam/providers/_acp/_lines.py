@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final
 
-from ..._log import get_logger
+from ..._core import get_logger
 from ._envelope import PREFIX_BYTES, Envelope, envelope_of, is_request_id, scan_envelope
 from ._form import type_name
 

@@ -35,7 +35,7 @@ from acp.schema import (
 )
 from pydantic import ValidationError
 
-from ..._tools import format_validation_error
+from ..._core import format_validation_error
 from ...interaction import (
     ASK_CANCELLED,
     INVALID_ANSWER,

@@ -44,7 +44,7 @@ from acp.exceptions import RequestError
 from acp.helpers import update_agent_message_text
 from acp.schema import ClientCapabilities
 
-from ..._log import get_logger
+from ..._core import get_logger
 from ...interaction import (
     ASK_CANCELLED,
     ASK_DECLINED,

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from ..._abort import AbortSignal
+from ..._core import AbortSignal
 
 __all__ = ["AskScope", "ask_scope", "current_ask_scope"]
 

@@ -9,8 +9,7 @@ import anyio
 from acp.agent.connection import AgentSideConnection
 from acp.stdio import stdio_streams
 
-from ..._context import Context
-from ..._scope import Scope
+from ..._core import Context, Scope
 from ...interaction import USER_INTERACTION, ask_user_question_tool
 from ._agent import AcpAgent, AgentFunction
 from ._lines import DEFAULT_MAX_LINE_BYTES

@@ -16,13 +16,12 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import Literal, TypeAlias
 
 import anyio
 from acp.exceptions import RequestError
 
-if TYPE_CHECKING:
-    from ._agent import PromptTurn
+from ._turn import PromptTurn
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT", "Run", "Session", "Sessions", "StopReason"]
 

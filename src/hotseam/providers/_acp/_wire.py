@@ -44,7 +44,7 @@ from acp.connection import Connection, StreamDirection, StreamEvent
 from acp.exceptions import RequestError
 from acp.router import MessageRouter, Route
 
-from ..._log import get_logger
+from ..._core import get_logger
 from ._lines import GuardedLines
 
 __all__ = [

@@ -28,7 +28,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..._log import get_logger
+from ..._core import get_logger
 from ._inbox import Inbox, InboxError
 from ._security import SECURITY_HEADERS, HostPolicy, token_matches
 

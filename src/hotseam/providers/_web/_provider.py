@@ -7,9 +7,7 @@ import os
 
 import anyio
 
-from ..._effects import CloseReason, ScopeExit
-from ..._log import get_logger
-from ..._scope import Scope
+from ..._core import CloseReason, Scope, ScopeExit, get_logger
 from ...interaction import (
     ASK_ABORTED,
     ASK_TIMEOUT,

@@ -18,7 +18,7 @@ import socket
 import stat
 from pathlib import Path
 
-from ..._log import get_logger
+from ..._core import get_logger
 
 __all__ = [
     "SECURITY_HEADERS",

@@ -29,7 +29,7 @@ import anyio
 import anyio.abc
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..._log import get_logger
+from ..._core import get_logger
 from .._accept import accept_connections, descriptor_limit
 from ._connection import Connections, hypercorn_config
 from ._security import SECURITY_HEADERS, is_loopback

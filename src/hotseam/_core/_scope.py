@@ -17,6 +17,8 @@ The model is Effect-TS's ``Scope`` run on anyio:
 
 The effects themselves (and :class:`ScopeExit`, what each undo learns) are in
 :mod:`._effects`; this module is the owner: the tree of scopes, their order and their close.
+A scope registers providers and tools with a :class:`~._registry.BaseContext` (below it);
+the public :class:`~hotseam.Context`, which makes scopes, sits above it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import warnings
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import anyio
 import anyio.abc
@@ -48,11 +50,9 @@ from ._effects import (
 )
 from ._errors import DisposalError, ScopeClosedError, ScopeError
 from ._log import get_logger
-
-if TYPE_CHECKING:
-    from ._context import Context, Registration
-    from ._seam import Seam
-    from ._tools import Tool, ToolRegistration
+from ._registry import BaseContext, Registration, current
+from ._seam import Seam
+from ._tools import Tool, ToolRegistration
 
 # CloseReason, Effect, EnteredEffect, ScopeExit and TaskEffect live in ._effects; they are
 # listed here too because the CLI and older imports take the scope's vocabulary from here.
@@ -116,16 +116,14 @@ class Scope(Carrying):
         self,
         name: str = "scope",
         *,
-        context: Context | None = None,
+        context: BaseContext | None = None,
         dispose_timeout: float = DEFAULT_DISPOSE_TIMEOUT,
         task_group: anyio.abc.TaskGroup | None = None,
         staged: bool = False,
         _parent: Scope | None = None,
     ) -> None:
         if context is None:
-            from ._context import lookup_current_context
-
-            context = lookup_current_context()
+            context = current.get()
         if dispose_timeout <= 0 or math.isnan(dispose_timeout):
             raise ValueError(f"dispose_timeout must be > 0 seconds, got {dispose_timeout!r}")
         self.name = name
@@ -182,7 +180,7 @@ class Scope(Carrying):
         return self._exit
 
     @property
-    def context(self) -> Context | None:
+    def context(self) -> BaseContext | None:
         """The context this scope registers providers and tools on."""
         return self._context
 
@@ -212,9 +210,6 @@ class Scope(Carrying):
 
     def registrations(self) -> list[Registration[Any] | ToolRegistration]:
         """Every provider and tool registration in this scope's tree, oldest first per scope."""
-        from ._context import Registration
-        from ._tools import ToolRegistration
-
         return [
             effect
             for scope in self.walk()
@@ -238,6 +233,9 @@ class Scope(Carrying):
         tracker = _tracking._tracker
         if tracker is not None:
             tracker.track(effect, self)
+
+    def _release(self, effect: Effect) -> None:
+        self._effects.pop(effect, None)
 
     def defer(self, callback: Callable[[], object]) -> Effect:
         """Run ``callback()`` (sync or async) when the scope closes; return its handle."""
@@ -325,12 +323,11 @@ class Scope(Carrying):
         self._check_open()
         context = self._require_context("register_tool")
         if _module_body.executing_path() is not None:
-            from ._context import _caller_location
-
-            _module_body.refuse_registration(f"register_tool({tool.name!r})", _caller_location(2))
+            location = _module_body.caller_location(2)
+            _module_body.refuse_registration(f"register_tool({tool.name!r})", location)
         return context.tools._register(tool, owner=self)
 
-    def _require_context(self, what: str) -> Context:
+    def _require_context(self, what: str) -> BaseContext:
         if self._context is None:
             raise ScopeError(
                 f"scope {self.name!r} has no context, so scope.{what}() has nowhere to "

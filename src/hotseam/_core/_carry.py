@@ -30,16 +30,14 @@ import sys
 import weakref
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
+from typing import Any, Generic, Protocol, TypeVar, cast, overload
 
-from ._effects import Effect, ScopeExit, run_undo
+from ._effects import Effect, EffectOwner, ScopeExit, run_undo
 from ._errors import ScopeClosedError, ScopeError
-
-if TYPE_CHECKING:
-    from ._scope import Scope
 
 __all__ = [
     "CarriedEffect",
+    "CarryHost",
     "Carrying",
     "Handover",
     "carried_since",
@@ -104,12 +102,29 @@ class Handover:
         return effect._slot
 
 
+class CarryHost(EffectOwner, Protocol):
+    """What carrying needs of a scope (:class:`~hotseam.Scope`, which mixes
+    :class:`Carrying` in): its place in the tree and its generation's handover."""
+
+    _handover: Handover | None
+
+    @property
+    def _parent(self) -> CarryHost | None: ...
+
+    @property
+    def closed(self) -> bool:
+        """True once the scope started closing."""
+        ...
+
+    def _check_open(self) -> None: ...
+
+
 class CarriedEffect(Effect, Generic[T]):
     """A generation's hold on a carried value; only the owning hold disposes it."""
 
     __slots__ = ("_slot",)
 
-    def __init__(self, scope: Scope, slot: _Slot) -> None:
+    def __init__(self, scope: EffectOwner, slot: _Slot) -> None:
         super().__init__(scope)
         self._slot = slot
 
@@ -146,7 +161,7 @@ class CarriedEffect(Effect, Generic[T]):
         return undo()
 
 
-def follow(scope: Scope, predecessor: Scope | None) -> None:
+def follow(scope: CarryHost, predecessor: CarryHost | None) -> None:
     """Let the (staged) generation ``scope`` take over what ``predecessor`` carries."""
     previous = predecessor._handover if predecessor is not None else None
     if previous is not None and previous.carried:
@@ -154,7 +169,7 @@ def follow(scope: Scope, predecessor: Scope | None) -> None:
     # else: nothing to take over; a first carry() makes the scope's handover then
 
 
-def hand_over(scope: Scope) -> None:
+def hand_over(scope: CarryHost) -> None:
     """Commit: ``scope``'s generation now owns every value it took over.
 
     Called before its predecessor closes, so that close disposes only what the successor
@@ -358,8 +373,8 @@ class Carrying:
 
     def _carry_start(
         self, key: str, version: object, accept: Callable[[Any], bool] | None
-    ) -> tuple[Scope, Handover, _Slot | None]:
-        scope = cast("Scope", self)
+    ) -> tuple[CarryHost, Handover, _Slot | None]:
+        scope = cast("CarryHost", self)
         scope._check_open()
         if not isinstance(key, str) or not key:
             raise TypeError(f"a carried value's key is a non-empty str, got {key!r}")
@@ -385,9 +400,9 @@ def _caller() -> str:
     return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
-def _handover_of(scope: Scope) -> Handover:
+def _handover_of(scope: CarryHost) -> Handover:
     """The handover of ``scope``'s generation: the nearest one up the tree, else the root's."""
-    node: Scope | None = scope
+    node: CarryHost | None = scope
     root = scope
     while node is not None:
         if node._handover is not None:
@@ -398,7 +413,7 @@ def _handover_of(scope: Scope) -> Handover:
     return root._handover
 
 
-def _hold(scope: Scope, handover: Handover, slot: _Slot) -> CarriedEffect[Any]:
+def _hold(scope: CarryHost, handover: Handover, slot: _Slot) -> CarriedEffect[Any]:
     effect = CarriedEffect[Any](scope, slot)
     if slot.owner is None:
         slot.owner = effect  # created here: owned from the start

@@ -1,15 +1,15 @@
-"""Context: at most one active provider per seam, found through a context variable.
+"""The providers of a context: at most one active provider per seam, borrowed and swapped.
 
-A provider is registered with :meth:`Context.provide` (or ``scope.provide``) and removed by
-disposing the returned :class:`Registration`. A second provider for a seam that already has
-one is a :class:`~hotseam.ProviderConflictError`, never a silent replacement.
+A provider is registered with ``provide`` (or ``scope.provide``) and removed by disposing
+the returned :class:`Registration`. A second provider for a seam that already has one is a
+:class:`~hotseam.ProviderConflictError`, never a silent replacement.
 
 Two primitives exist for code that must survive a provider being replaced while it uses it
 (the hot reloader and ``ask()``):
 
-* :meth:`Context.swap` marks seams as being swapped. While a swap runs, callers that find no
-  provider (``wait_for``, ``lease``) wait for the swap to end instead of failing.
-* :meth:`Context.lease` borrows the active provider for the duration of a block. When the
+* ``swap`` marks seams as being swapped. While a swap runs, callers that find no provider
+  (``wait_for``, ``lease``) wait for the swap to end instead of failing.
+* ``lease`` borrows the active provider for the duration of a block. When the
   registration's scope starts closing, the block is cancelled (so the provider sees
   cancellation) and the disposal waits for it to unwind; ``lease.revoked`` then tells the
   caller to try again on whatever replaced it.
@@ -18,51 +18,53 @@ A registration is withdrawn at the first instant of its scope's close, not when 
 undo comes round in last-in-first-out order: from then on no caller is handed it, even while
 disposers registered after it (and so run before it) are still running.
 
-The lease and swap machinery is in :mod:`._lease`; this module is the registry: contexts,
-registrations, and finding the current context.
+:class:`BaseContext` is everything a :class:`~hotseam.Context` is except the factory of
+scopes: scopes register here (:mod:`._scope` sits above this module), and the public
+``Context`` (:mod:`._context`) adds ``scope()`` on top. Registrations, leases and the
+provider table refer to each other, so they share this module.
 """
 
 from __future__ import annotations
 
 import enum
+import itertools
 import math
-import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from types import TracebackType
+from typing import Any, Generic, TypeVar
 
 import anyio
 
 from . import _tracking
-from ._effects import Effect, ScopeExit
-from ._errors import HarnessError, ProviderConflictError
-from ._lease import InactiveCallbacks, Lease, Swap
+from ._callbacks import InactiveCallbacks
+from ._effects import Effect, EffectOwner, ScopeExit
+from ._errors import ProviderConflictError
 from ._log import get_logger
-from ._module_body import refuse_registration
-from ._scope import Scope
+from ._module_body import caller_location, refuse_registration
 from ._seam import Seam
+from ._swap import DEFAULT_SWAP_WAIT, Swap
+from ._tools import ToolRegistry
 
-if TYPE_CHECKING:
-    from ._tools import ToolRegistry
-
-# InactiveCallbacks, Lease and Swap live in ._lease; listed here too because callers
-# import the context's vocabulary from here.
 __all__ = [
-    "Context",
+    "DEFAULT_SWAP_WAIT",
+    "BaseContext",
+    "Lease",
     "Registration",
     "RegistrationState",
-    "current_context",
-    "lookup_current_context",
-    "use_context",
+    "current",
 ]
 
 T = TypeVar("T")
 _log = get_logger("hotseam.context")
-_current: ContextVar[Context | None] = ContextVar("hotseam_context", default=None)
 
-DEFAULT_SWAP_WAIT = 10.0
+current: ContextVar[BaseContext | None] = ContextVar("hotseam_context", default=None)
+"""The context set by ``use_context`` (read by scopes opened without ``context=``)."""
+
+# Lease order: the arrival order of callers, kept by leases that rejoin after a swap.
+_lease_order = itertools.count()
 
 
 class RegistrationState(enum.Enum):
@@ -90,10 +92,10 @@ class Registration(Effect, Generic[T]):
 
     def __init__(
         self,
-        context: Context,
+        context: BaseContext,
         seam: Seam[T],
         provider: T,
-        owner: Scope | None,
+        owner: EffectOwner | None,
         location: str,
     ) -> None:
         super().__init__(owner)
@@ -198,16 +200,14 @@ class Registration(Effect, Generic[T]):
                 await lease._released.wait()
 
 
-class Context:
-    """Holds at most one active provider per seam, and the tools offered to models.
+class BaseContext:
+    """A :class:`~hotseam.Context` without its factory of scopes: the providers (at most
+    one active per seam) and the tools offered to models.
 
-    A child context (:meth:`child`) sees its parent's providers and tools and may shadow
-    them with its own.
+    A child context sees its parent's providers and tools and may shadow them with its own.
     """
 
-    def __init__(self, name: str = "context", *, parent: Context | None = None) -> None:
-        from ._tools import ToolRegistry
-
+    def __init__(self, name: str = "context", *, parent: BaseContext | None = None) -> None:
         self.name = name
         self.parent = parent
         self._active: dict[Seam[Any], Registration[Any]] = {}
@@ -236,9 +236,9 @@ class Context:
         return self._register_provider(seam, provider, owner=None, stacklevel=2)
 
     def _register_provider(
-        self, seam: Seam[T], provider: T, *, owner: Scope | None, stacklevel: int
+        self, seam: Seam[T], provider: T, *, owner: EffectOwner | None, stacklevel: int
     ) -> Registration[T]:
-        location = _caller_location(stacklevel + 1)
+        location = caller_location(stacklevel + 1)
         refuse_registration(f"provide({seam.name!r})", location)
         seam.check(provider)
         registration = Registration(self, seam, provider, owner, location)
@@ -255,7 +255,7 @@ class Context:
 
     def registration(self, seam: Seam[T]) -> Registration[T] | None:
         """Return the active registration for ``seam`` here or in a parent, or ``None``."""
-        context: Context | None = self
+        context: BaseContext | None = self
         while context is not None:
             registration = context._active.get(seam)
             if registration is not None:
@@ -297,8 +297,8 @@ class Context:
         provider = self.lookup(seam)
         if provider is not None:
             return provider
-        chain: list[Context] = []
-        context: Context | None = self
+        chain: list[BaseContext] = []
+        context: BaseContext | None = self
         while context is not None:
             chain.append(context)
             context = context.parent
@@ -398,7 +398,7 @@ class Context:
     def _shadow_swap(self, seam: Seam[Any], registration: Registration[Any]) -> bool:
         """True while a swap below ``registration``'s context may install a provider that
         shadows it: callers must wait for that one, not fall through to the inherited one."""
-        context: Context | None = self
+        context: BaseContext | None = self
         while context is not None and context is not registration.context:
             if any(swap.covers(seam) for swap in context._swaps):
                 return True
@@ -418,7 +418,7 @@ class Context:
 
     def _first_swap(self, covers: Callable[[Swap], bool]) -> Swap | None:
         """The first running swap, here or in an ancestor, that ``covers`` accepts."""
-        context: Context | None = self
+        context: BaseContext | None = self
         while context is not None:
             for swap in context._swaps:
                 if covers(swap):
@@ -463,48 +463,117 @@ class Context:
 
     # -- structure ------------------------------------------------------------------------------
 
-    def child(self, name: str | None = None) -> Context:
-        """Return a child context that inherits this one's providers and tools."""
-        return Context(name or f"{self.name}.child", parent=self)
-
-    def scope(self, name: str = "scope", **options: Any) -> Scope:
-        """Return a new root :class:`~hotseam.Scope` bound to this context."""
-        return Scope(name, context=self, **options)
-
     def providers(self) -> dict[Seam[Any], Registration[Any]]:
         """The registrations active in this context itself (not inherited ones)."""
         return dict(self._active)
 
 
-def current_context() -> Context:
-    """Return the context set by :func:`use_context`.
+class Lease(Generic[T]):
+    """A provider borrowed for one block: ``async with ctx.lease(seam) as lease:``.
 
-    Raises:
-        HarnessError: (code ``NO_CONTEXT``) when no context is set.
+    If the registration's scope starts closing while the block runs, the block is cancelled
+    (the provider's coroutine sees cancellation) and exits quietly; ``revoked`` is then true
+    and ``replaced`` tells whether a swap was under way, so a replacement is coming.
+
+    A lease taken with ``rejoin=True`` may be entered again after a revocation, and keeps
+    its holder's place in line: callers that rejoin after a swap reach the replacement in
+    the order they first arrived, ahead of callers that came later. Its holder must call
+    :meth:`close` once it will not enter it again, or later callers wait for its turn.
     """
-    context = _current.get()
-    if context is None:
-        raise HarnessError(
-            "no hotseam context is active: pass context= or run the code inside "
-            "'with hotseam.use_context(ctx):'",
-            "NO_CONTEXT",
-        )
-    return context
 
+    __slots__ = (
+        "_cancel_scope",
+        "_context",
+        "_registration",
+        "_rejoin",
+        "_released",
+        "_seam",
+        "_timeout",
+        "order",
+        "replaced",
+        "revoked",
+    )
 
-def lookup_current_context() -> Context | None:
-    """Return the context set by :func:`use_context`, or ``None``."""
-    return _current.get()
+    def __init__(
+        self, context: BaseContext, seam: Seam[T], timeout: float, *, rejoin: bool = False
+    ) -> None:
+        self._context = context
+        self._seam = seam
+        self._timeout = timeout
+        self._rejoin = rejoin
+        self.order = next(_lease_order)
+        self._registration: Registration[T] | None = None
+        self._cancel_scope: anyio.CancelScope | None = None
+        self._released: anyio.Event | None = None
+        self.revoked = False
+        self.replaced = False
 
+    @property
+    def provider(self) -> T:
+        """The borrowed provider."""
+        if self._registration is None:
+            raise RuntimeError("lease.provider is only available inside 'async with'")
+        return self._registration.provider
 
-@contextmanager
-def use_context(context: Context) -> Iterator[Context]:
-    """Make ``context`` the current context for the block (and tasks started in it)."""
-    token = _current.set(context)
-    try:
-        yield context
-    finally:
-        _current.reset(token)
+    @property
+    def registration(self) -> Registration[T]:
+        """The registration the provider came from."""
+        if self._registration is None:
+            raise RuntimeError("lease.registration is only available inside 'async with'")
+        return self._registration
+
+    async def __aenter__(self) -> Lease[T]:
+        if self._released is not None and not self._released.is_set():
+            raise RuntimeError("this lease is already entered")
+        if self._released is not None and not self._rejoin:
+            raise RuntimeError("a lease is entered once; take it with rejoin=True to re-enter")
+        context = self._context
+        seam = self._seam
+        # The common case, nobody in line and a provider serving, costs no await.
+        registration = None if context._rejoining else context._serving(seam)
+        if registration is None:
+            try:
+                await context._rejoin_turn(seam, self.order)
+                registration = await context._wait_registration(seam, self._timeout)
+            finally:
+                # Leaving the line before the caller reaches the provider: the next one in
+                # line runs only once this task suspends, inside the provider.
+                context._rejoin_leave(seam, self.order)
+        self._registration = registration
+        self._released = anyio.Event()
+        self.revoked = self.replaced = False
+        self._cancel_scope = anyio.CancelScope()
+        registration._leases[self] = None
+        self._cancel_scope.__enter__()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        assert self._cancel_scope is not None
+        try:
+            suppressed = self._cancel_scope.__exit__(exc_type, exc, tb)
+        finally:
+            assert self._registration is not None
+            assert self._released is not None
+            self._registration._leases.pop(self, None)
+            self._released.set()
+        return bool(suppressed) and self.revoked
+
+    def close(self) -> None:
+        """Give up this lease's place in line (a rejoining lease that will not re-enter)."""
+        self._context._rejoin_leave(self._seam, self.order)
+
+    def _revoke(self, replaced: bool) -> None:
+        self.revoked = True
+        self.replaced = replaced
+        if replaced and self._rejoin:
+            self._context._rejoin_hold(self._seam, self.order)
+        if self._cancel_scope is not None:
+            self._cancel_scope.cancel()
 
 
 def _conflict_error(
@@ -526,16 +595,3 @@ def _conflict_error(
 
 def _describe(provider: object) -> str:
     return f"{type(provider).__module__}.{type(provider).__qualname__}"
-
-
-# The registration machinery itself; the caller of these is where a provider was registered
-# (a provider module, a test, or hotseam's own CLI).
-_REGISTRATION_MODULES = frozenset({"hotseam._context", "hotseam._scope", "hotseam._tools"})
-
-
-def _caller_location(stacklevel: int) -> str:
-    """Return ``file:line`` of the nearest caller outside the registration machinery."""
-    frame = sys._getframe(stacklevel)
-    while frame.f_back is not None and frame.f_globals.get("__name__") in _REGISTRATION_MODULES:
-        frame = frame.f_back
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}"

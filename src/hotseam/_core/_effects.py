@@ -1,8 +1,9 @@
 """Effects: what a scope owns, each a handle that undoes one thing exactly once.
 
-Split from :mod:`._scope` so that the scope (ownership, order, closing) and the things it
-owns (a deferred callback, an entered context manager, a background task; registrations
-subclass :class:`Effect` elsewhere) can each be read on their own. Every undo learns why its
+The bottom of the ownership story: the things a scope owns (a deferred callback, an entered
+context manager, a background task; registrations and carried values subclass
+:class:`Effect` in their own modules) can be read without the scope, which sits above them
+(:mod:`._scope`) and is seen here only as an :class:`EffectOwner`. Every undo learns why its
 scope closed (:class:`ScopeExit`) and runs shielded, with a time bound when it is async.
 """
 
@@ -14,20 +15,19 @@ import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import anyio
+import anyio.abc
 
 from . import _tracking
 from ._errors import DisposerTimeoutError
-
-if TYPE_CHECKING:
-    from ._scope import Scope
 
 __all__ = [
     "DEFAULT_DISPOSE_TIMEOUT",
     "CloseReason",
     "Effect",
+    "EffectOwner",
     "EnteredEffect",
     "ScopeExit",
     "TaskEffect",
@@ -78,6 +78,38 @@ class ScopeExit:
         return self.reason is CloseReason.CANCELLED
 
 
+class EffectOwner(Protocol):
+    """What an effect needs of the scope that owns it (:class:`~hotseam.Scope` is the one
+    implementation; effects sit below it, so they know it by this shape only)."""
+
+    @property
+    def name(self) -> str:
+        """The scope's name, for reprs and messages."""
+        ...
+
+    @property
+    def dispose_timeout(self) -> float:
+        """The bound on each async undo."""
+        ...
+
+    @property
+    def staged(self) -> bool:
+        """True while registrations are recorded but not live."""
+        ...
+
+    def _adopt(self, effect: Effect) -> None:
+        """Take ``effect`` into the scope (launching it unless the scope is staged)."""
+        ...
+
+    def _release(self, effect: Effect) -> None:
+        """Forget ``effect``: it was undone early, or (a task) it ended on its own."""
+        ...
+
+    def _task_host(self) -> anyio.abc.TaskGroup:
+        """Where the scope's background tasks run."""
+        ...
+
+
 class Effect(abc.ABC):
     """A handle to one thing a scope owns; ``await effect.dispose()`` undoes it early.
 
@@ -90,7 +122,7 @@ class Effect(abc.ABC):
     serves: ClassVar[bool] = False
     """True for effects that hand something out (registrations): withdrawn at close start."""
 
-    def __init__(self, scope: Scope | None) -> None:
+    def __init__(self, scope: EffectOwner | None) -> None:
         self._scope = scope
         self._done = False
 
@@ -105,7 +137,7 @@ class Effect(abc.ABC):
         return type(self).__name__
 
     @property
-    def scope(self) -> Scope | None:
+    def scope(self) -> EffectOwner | None:
         """The scope that owns this effect (``None`` for an unowned registration)."""
         return self._scope
 
@@ -123,7 +155,7 @@ class Effect(abc.ABC):
             return
         self._done = True
         if self._scope is not None:
-            self._scope._effects.pop(self, None)
+            self._scope._release(self)
         exit_ = ScopeExit(CloseReason.EXIT)
         timeout = (
             self._scope.dispose_timeout if self._scope is not None else DEFAULT_DISPOSE_TIMEOUT
@@ -152,7 +184,9 @@ class Effect(abc.ABC):
 class _Deferred(Effect):
     __slots__ = ("_callback", "_pass_exit")
 
-    def __init__(self, scope: Scope, callback: Callable[..., object], pass_exit: bool) -> None:
+    def __init__(
+        self, scope: EffectOwner, callback: Callable[..., object], pass_exit: bool
+    ) -> None:
         self._scope = scope
         self._done = False
         self._callback = callback
@@ -168,7 +202,7 @@ class _Deferred(Effect):
         return self._callback()
 
 
-def deferred(scope: Scope, callback: Callable[..., object], pass_exit: bool) -> Effect:
+def deferred(scope: EffectOwner, callback: Callable[..., object], pass_exit: bool) -> Effect:
     """The effect of ``scope.defer`` (``pass_exit``: of ``scope.defer_exit``)."""
     return _Deferred(scope, callback, pass_exit)
 
@@ -180,7 +214,7 @@ class EnteredEffect(Effect, Generic[T]):
 
     def __init__(
         self,
-        scope: Scope,
+        scope: EffectOwner,
         exit_method: Callable[
             [type[BaseException] | None, BaseException | None, TracebackType | None], object
         ],
@@ -210,7 +244,7 @@ class TaskEffect(Effect):
 
     def __init__(
         self,
-        scope: Scope,
+        scope: EffectOwner,
         func: Callable[..., Awaitable[object]],
         args: tuple[Any, ...],
         label: str,
@@ -248,7 +282,7 @@ class TaskEffect(Effect):
             # A task that ended on its own is no longer an effect of its scope.
             if not self._done and self._scope is not None:
                 self._done = True
-                self._scope._effects.pop(self, None)
+                self._scope._release(self)
                 tracker = _tracking._tracker
                 if tracker is not None:
                     tracker.disposed(self)

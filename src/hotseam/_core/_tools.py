@@ -4,6 +4,10 @@
 :class:`ToolResult` whose ``error`` keeps a :class:`~hotseam.HarnessError`'s ``name`` and
 ``code`` exactly (``{"name": "UserInteractionError", "code": "NO_PROVIDER", ...}``), so a
 model learns what went wrong. Cancellation of the caller is never swallowed.
+
+Tools sit below the context that holds them (:mod:`._registry`): a tool call sees the
+context it runs in as a :class:`ToolContext`, and a registration's owner as an
+:class:`~._effects.EffectOwner`.
 """
 
 from __future__ import annotations
@@ -13,29 +17,29 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_type_hints
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, get_type_hints
 
 import anyio
 
 from . import _module_body, _tracking
-from ._effects import Effect, ScopeExit
+from ._abort import AbortSignal
+from ._agent import Agent
+from ._callbacks import InactiveCallbacks
+from ._effects import Effect, EffectOwner, ScopeExit
 from ._errors import DisposalError, HarnessError, ToolError
-from ._lease import InactiveCallbacks
 from ._log import get_logger
-from ._scope import Scope
+from ._seam import Seam
+from ._swap import DEFAULT_SWAP_WAIT, Swap
 
 if TYPE_CHECKING:
     # Imported where used at run time: pydantic costs ~55 ms, and ``import hotseam`` must
     # not pay it before anyone defines a tool (whose input model imports it anyway).
     from pydantic import BaseModel, ValidationError
 
-    from ._abort import AbortSignal
-    from ._agent import Agent
-    from ._context import Context
-
 __all__ = [
     "Tool",
     "ToolCall",
+    "ToolContext",
     "ToolFormat",
     "ToolRegistration",
     "ToolRegistry",
@@ -46,16 +50,47 @@ __all__ = [
 ]
 
 InputT = TypeVar("InputT", bound="BaseModel")
+T = TypeVar("T")
 ToolFormat = Literal["anthropic", "openai", "mcp"]
 _FORMATS: tuple[ToolFormat, ...] = ("anthropic", "openai", "mcp")
 _log = get_logger("hotseam.tools")
+
+
+class ToolContext(Protocol):
+    """The context a tool runs in, as tools see it: a :class:`~hotseam.Context`, whose
+    providers a handler looks up and whose tools (and inherited ones) are offered."""
+
+    @property
+    def name(self) -> str:
+        """The context's name."""
+        ...
+
+    @property
+    def parent(self) -> ToolContext | None:
+        """The context whose tools this one inherits."""
+        ...
+
+    @property
+    def tools(self) -> ToolRegistry:
+        """The tools offered in the context."""
+        ...
+
+    def lookup(self, seam: Seam[T]) -> T | None:
+        """The active provider of ``seam``, or ``None``."""
+        ...
+
+    def get(self, seam: Seam[T]) -> T:
+        """The active provider of ``seam``, or the seam's "no provider" error."""
+        ...
+
+    def _swap_covering_tool(self, name: str) -> Swap | None: ...
 
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """What a tool handler learns about the call: who, in which context, and a signal."""
 
-    context: Context
+    context: ToolContext
     tool: str
     agent: Agent | None = None
     signal: AbortSignal | None = None
@@ -174,7 +209,7 @@ class ToolRegistration(Effect):
 
     serves = True
 
-    def __init__(self, registry: ToolRegistry, tool: Tool[Any], owner: Scope | None) -> None:
+    def __init__(self, registry: ToolRegistry, tool: Tool[Any], owner: EffectOwner | None) -> None:
         super().__init__(owner)
         self.registry = registry
         self.tool = tool
@@ -229,7 +264,7 @@ class ToolRegistration(Effect):
 class ToolRegistry:
     """The tools visible in a context (its own, then inherited ones), and their execution."""
 
-    def __init__(self, context: Context) -> None:
+    def __init__(self, context: ToolContext) -> None:
         self.context = context
         self._own: dict[str, ToolRegistration] = {}
 
@@ -245,12 +280,11 @@ class ToolRegistry:
                 body executes: nothing would dispose it at the next reload.
         """
         if _module_body.executing_path() is not None:
-            from ._context import _caller_location
-
-            _module_body.refuse_registration(f"register({tool.name!r})", _caller_location(2))
+            location = _module_body.caller_location(2)
+            _module_body.refuse_registration(f"register({tool.name!r})", location)
         return self._register(tool, owner=None)
 
-    def _register(self, tool: Tool[Any], *, owner: Scope | None) -> ToolRegistration:
+    def _register(self, tool: Tool[Any], *, owner: EffectOwner | None) -> ToolRegistration:
         registration = ToolRegistration(self, tool, owner)
         if owner is None or not owner.staged:
             registration._start()
@@ -264,7 +298,7 @@ class ToolRegistry:
 
     def get(self, name: str) -> Tool[Any] | None:
         """Return the visible tool called ``name``, or ``None``."""
-        context: Context | None = self.context
+        context: ToolContext | None = self.context
         while context is not None:
             registration = context.tools._own.get(name)
             if registration is not None:
@@ -274,8 +308,6 @@ class ToolRegistry:
 
     async def _wait_for_swap(self, name: str) -> Tool[Any] | None:
         """Wait (bounded) for a swap that may bring the tool ``name`` back; return it."""
-        from ._context import DEFAULT_SWAP_WAIT
-
         with anyio.move_on_after(DEFAULT_SWAP_WAIT):
             while (swap := self.context._swap_covering_tool(name)) is not None:
                 await swap._finished.wait()
@@ -289,7 +321,7 @@ class ToolRegistry:
 
     def __iter__(self) -> Iterator[Tool[Any]]:
         seen: set[str] = set()
-        context: Context | None = self.context
+        context: ToolContext | None = self.context
         while context is not None:
             for name, registration in context.tools._own.items():
                 if name not in seen:

@@ -4,18 +4,19 @@ A registration made at module level (``ctx.provide(...)`` outside ``setup``) bel
 generation's scope: nothing disposes it at the next reload, so every save would add one
 more provider. The reloader marks the thread that executes a module body with
 :func:`executing`; the core's registration paths call :func:`refuse_registration`, which
-fails the load with a message pointing at the line.
+fails the load with a message pointing at the line, found by :func:`caller_location`.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ._errors import ScopeError
 
-__all__ = ["executing", "executing_path", "refuse_registration"]
+__all__ = ["caller_location", "executing", "executing_path", "refuse_registration"]
 
 _state = threading.local()
 
@@ -54,3 +55,23 @@ def refuse_registration(what: str, location: str) -> None:
         "MODULE_LEVEL_REGISTRATION",
         details={"location": location, "module": path},
     )
+
+
+# The registration machinery itself; the caller of these is where a provider or a tool was
+# registered (a provider module, a test, or hotseam's own CLI).
+_REGISTRATION_MODULES = frozenset(
+    {
+        "hotseam._core._registry",
+        "hotseam._core._context",
+        "hotseam._core._scope",
+        "hotseam._core._tools",
+    }
+)
+
+
+def caller_location(stacklevel: int) -> str:
+    """Return ``file:line`` of the nearest caller outside the registration machinery."""
+    frame = sys._getframe(stacklevel)
+    while frame.f_back is not None and frame.f_globals.get("__name__") in _REGISTRATION_MODULES:
+        frame = frame.f_back
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
