@@ -173,9 +173,13 @@ async def test_an_unknown_ask_is_named_in_the_error(journal_url: str) -> None:
                 await attempt
             assert unknown.value.code == JournalErrorCode.ASK_UNKNOWN
             assert "ghost" in str(unknown.value)
-        with pytest.raises(JournalError) as no_run:
-            await journal.record_ask("a", "no-run", 0, FREE)
-        assert no_run.value.code == JournalErrorCode.RUN_UNKNOWN
+        for no_such_run in (
+            journal.record_ask("a", "no-run", 0, FREE),
+            journal.abandon_asks("no-run", 0),
+        ):
+            with pytest.raises(JournalError) as no_run:
+                await no_such_run
+            assert no_run.value.code == JournalErrorCode.RUN_UNKNOWN
 
 
 async def test_a_waiter_wakes_when_its_ask_is_answered_and_only_then(journal_url: str) -> None:

@@ -150,6 +150,7 @@ async def test_a_finished_run_withdraws_its_pending_asks_and_takes_nothing_more(
             journal.finish_run(run.id),
             journal.abandon_run(run.id),
             journal.claim_run(run.id, daemon.id),
+            journal.abandon_asks(run.id, 0),
         ):
             with pytest.raises(JournalError) as refused:
                 await attempt
