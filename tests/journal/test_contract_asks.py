@@ -164,21 +164,21 @@ async def test_an_ask_settles_once_whatever_settles_it(journal_url: str) -> None
 async def test_an_unknown_ask_is_named_in_the_error(journal_url: str) -> None:
     async with open_journal(journal_url) as journal:
         for attempt in (
-            journal.get_ask("ghost"),
-            journal.answer_ask("ghost", AskUserQuestionAnswer("x")),
-            journal.settle_ask("ghost", AskState.WITHDRAWN),
-            journal.wait_settled("ghost"),
+            lambda: journal.get_ask("ghost"),
+            lambda: journal.answer_ask("ghost", AskUserQuestionAnswer("x")),
+            lambda: journal.settle_ask("ghost", AskState.WITHDRAWN),
+            lambda: journal.wait_settled("ghost"),
         ):
             with pytest.raises(JournalError) as unknown:
-                await attempt
+                await attempt()
             assert unknown.value.code == JournalErrorCode.ASK_UNKNOWN
             assert "ghost" in str(unknown.value)
         for no_such_run in (
-            journal.record_ask("a", "no-run", 0, FREE),
-            journal.abandon_asks("no-run", 0),
+            lambda: journal.record_ask("a", "no-run", 0, FREE),
+            lambda: journal.abandon_asks("no-run", 0),
         ):
             with pytest.raises(JournalError) as no_run:
-                await no_such_run
+                await no_such_run()
             assert no_run.value.code == JournalErrorCode.RUN_UNKNOWN
 
 
