@@ -67,29 +67,36 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-import platform
 import random
 import sys
 import tempfile
 import time
 import traceback
-from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 import anyio
 import anyio.lowlevel
 import sniffio
+from _torture_files import EDITS, Files
+from _torture_ledger import (
+    ALT,
+    EXAMPLES,
+    LEDGER,
+    PROVIDER_MODULES,
+    UI,
+    WORDS,
+    Generation,
+    Ledger,
+    Outcome,
+    Report,
+    Settings,
+)
 
-from hotseam import Context, DisposalError, ScopeState
+from hotseam import Context, DisposalError
 from hotseam.interaction import (
     ASK_ABORTED,
     NO_PROVIDER,
     USER_INTERACTION,
-    AskUserQuestionAnswer,
     AskUserQuestionRequest,
     UserInteractionError,
     ask,
@@ -106,485 +113,45 @@ from hotseam.reload import (
     TaskFailed,
 )
 
-__all__ = ["Report", "Settings", "run_torture"]
-
-LEDGER = "torture_ledger"
-UI = "torture_ui"
-ALT = "torture_ui_alt"
-WORDS = "torture_words"
-BARRIER = "torture_barrier"
-PROVIDER_MODULES = (UI, ALT)
-MUST_BE_ZERO = (
-    "served while closing",
-    "answers discarded",
-    "answers given twice",
-    "asks hung",
-    "wrong question",
-    "unexplained failures",
-)
-EXAMPLES = 5
-
-PROVIDER_SOURCE = """\
-import torture_ledger
-import torture_words as words
-from hotseam.interaction import USER_INTERACTION
-
-VERSION = {version}
-{module_line}
-
-class Provider:
-    def __init__(self, scope):
-        self.scope = scope
-        self.generation = torture_ledger.set_up(__name__, VERSION, words.WORD)
-
-    async def ask(self, request):
-        return await torture_ledger.serve(self, request)
-
-
-def setup(scope):
-    provider = Provider(scope)
-    scope.provide(USER_INTERACTION, provider)
-
-    async def close():
-        await torture_ledger.close(provider, {disposer!r})
-
-    scope.defer(close)
-{setup_line}
-"""
-
-HELPER_SOURCE = 'WORD = "w{number}"\n'
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What one torture run does."""
-
-    edits: int = 1000
-    seed: int = 1
-    askers: int = 4
-    cancel_ratio: float = 0.15
-    hang_after: float = 30.0
-    swap_timeout: float = 10.0
-    dispose_timeout: float = 0.1
-    slow_disposer: float = 0.5
-    settle_timeout: float = 30.0
-
-
-# -- the bookkeeping every generation reports to --------------------------------------------------
-
-
-@dataclass(eq=False)
-class Generation:
-    """One provider set up by one execution of a provider module."""
-
-    id: int
-    module: str
-    version: int
-    word: str
-    disposer_runs: int = 0
-    closing_since: float | None = None  # when its disposer started (anyio clock)
-    disposer: str | None = None  # normal, raise or slow: known once it ran
-
-    def __repr__(self) -> str:
-        return f"{self.module}:g{self.id}:v{self.version}:{self.word}"
-
-
-class Ledger:
-    """Shared by every generation (``import torture_ledger``): setups, answers, disposers."""
-
-    def __init__(self, rng: random.Random, settings: Settings) -> None:
-        self._rng = rng
-        self._settings = settings
-        self.generations: list[Generation] = []
-        self.returned: defaultdict[str, list[str]] = defaultdict(list)
-        self.calls: Counter[str] = Counter()
-        self.served_closing = 0
-        self.closing_examples: list[str] = []
-        self.due_as_close_began = 0
-        # (module kind, number) of saves that fail for now, like a setup whose service is down
-        self.transient: dict[tuple[str, int], int] = {}
-
-    def module(self) -> ModuleType:
-        module = ModuleType(LEDGER, "torture bookkeeping shared by every generation")
-        module.__dict__.update(
-            set_up=self.set_up, serve=self.serve, close=self.close, check=self.check
-        )
-        return module
-
-    def set_up(self, module: str, version: int, word: str) -> Generation:
-        generation = Generation(len(self.generations) + 1, module, version, word)
-        self.generations.append(generation)
-        return generation
-
-    def check(self, what: str, number: int) -> None:
-        """Fail while the harness says the save ``number`` of ``what`` fails for now."""
-        if (what, number) in self.transient:
-            raise RuntimeError(f"torture: transient failure of {what} {number}")
-
-    async def serve(self, provider: Any, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
-        """A provider's ``ask``: answer at once or after a short sleep; note if it was closing.
-
-        Entering while closing is always counted. Answering while closing is counted when the
-        disposer started before the answer was due: the close began while the provider was
-        still waiting, so the ask should have been withdrawn. An answer that came due before
-        the close began (the provider's task was already runnable in that event-loop turn,
-        and anyio delivers cancellation only at its next checkpoint) is the same-turn race
-        invariant 6 gives to the answer; it is counted apart, as information.
-        """
-        question = request.question
-        generation: Generation = provider.generation
-        self.calls[question] += 1
-        entered_closing = _closing(provider)
-        roll = self._rng.random()
-        delay = 0.0 if roll < 0.3 else self._rng.uniform(0, 0.02 if roll < 0.85 else 0.08)
-        due = anyio.current_time() + delay
-        if delay:
-            await anyio.sleep(delay)
-        since = generation.closing_since
-        if entered_closing or (since is not None and since < due):
-            self.served_closing += 1
-            if len(self.closing_examples) < EXAMPLES:
-                when = "entered" if entered_closing else "answered"
-                began = "not started" if since is None else f"started {due - since:+.4f} s"
-                self.closing_examples.append(
-                    f"{question} {when} by {generation!r} (scope {provider.scope.state.value}, "
-                    f"disposer {began} before the answer was due)"
-                )
-        elif _closing(provider):
-            self.due_as_close_began += 1
-        answer = f"{question}@{generation!r}"
-        self.returned[question].append(answer)
-        return AskUserQuestionAnswer(answer)
-
-    async def close(self, provider: Any, mode: str) -> None:
-        """A generation's async disposer: mark closing, sleep; maybe raise or overrun."""
-        generation: Generation = provider.generation
-        generation.closing_since = anyio.current_time()
-        generation.disposer_runs += 1
-        generation.disposer = mode
-        if mode == "slow":
-            await anyio.sleep(self._settings.slow_disposer)  # cancelled at dispose_timeout
-            return
-        await anyio.sleep(self._rng.uniform(0, 0.02))
-        if mode == "raise":
-            raise RuntimeError(f"torture: the disposer of {generation!r} raises")
-
-
-def _closing(provider: Any) -> bool:
-    closing = provider.generation.closing_since is not None
-    return closing or provider.scope.state is not ScopeState.OPEN
-
-
-# -- the files ------------------------------------------------------------------------------------
-
-
-@dataclass
-class Good:
-    """The last content saved that loads."""
-
-    number: int
-    source: str
-
-
-def provider_source(
-    version: int, *, disposer: str = "normal", module_line: str = "", setup_line: str = ""
-) -> str:
-    return PROVIDER_SOURCE.format(
-        version=version, disposer=disposer, module_line=module_line, setup_line=setup_line
-    )
-
-
-class Files:
-    """The watched folder and every edit the torture makes to it (plain, blocking file I/O)."""
-
-    def __init__(self, folder: Path, rng: random.Random, ledger: Ledger) -> None:
-        self.folder = folder
-        self.rng = rng
-        self.ledger = ledger
-        self.number = 0
-        self.barrier_token = 0
-        self.ui_at: str | None = f"{UI}.py"  # torture_ui.py, torture_ui_alt.py, .moved, None
-        self.words_at: str | None = f"{WORDS}.py"
-        self.good_ui = Good(0, provider_source(0))
-        self.good_words = Good(0, HELPER_SOURCE.format(number=0))
-
-    def path(self, name: str) -> Path:
-        return self.folder / name
-
-    def write(self, name: str, source: str, *, atomic: bool = False) -> None:
-        if atomic:
-            staging = self.path(f"{name}.tmp")  # an editor temporary: never a module
-            staging.write_text(source, encoding="utf-8")
-            os.replace(staging, self.path(name))
-        else:
-            self.path(name).write_text(source, encoding="utf-8")
-
-    def create(self) -> Path:
-        self.write(f"{WORDS}.py", self.good_words.source)
-        self.write(f"{UI}.py", self.good_ui.source)
-        return self.write_barrier()
-
-    def write_barrier(self) -> Path:
-        self.barrier_token += 1
-        self.write(f"{BARRIER}.py", f"TOKEN = {self.barrier_token}\n")
-        return self.path(f"{BARRIER}.py")
-
-    def restore(self) -> None:
-        """Only the two modules, under their own names, with their last good content."""
-        for stray in (f"{ALT}.py", f"{UI}.py.moved", f"{WORDS}.py.moved"):
-            self.path(stray).unlink(missing_ok=True)
-        self.write(f"{WORDS}.py", self.good_words.source)
-        self.write(f"{UI}.py", self.good_ui.source)
-        self.ui_at = f"{UI}.py"
-        self.words_at = f"{WORDS}.py"
-
-    # -- one edit ---------------------------------------------------------------------------------
-
-    def edit(self, kind: str) -> str:
-        """Make one edit of ``kind`` (see ``EDITS``); return what was done."""
-        self.number += 1
-        target, _, what = kind.partition(": ")
-        if target == "provider":
-            return "provider: " + self._edit_provider(what)
-        return "helper: " + self._edit_helper(what)
-
-    def _ui_target(self) -> str:
-        """Where a provider save goes: where the module is, else its own name."""
-        if self.ui_at in (f"{UI}.py", f"{ALT}.py"):
-            return self.ui_at
-        self.path(f"{UI}.py.moved").unlink(missing_ok=True)
-        self.ui_at = f"{UI}.py"
-        return self.ui_at
-
-    def _save_ui(self, source: str, *, good: bool, atomic: bool = False) -> None:
-        self.write(self._ui_target(), source, atomic=atomic)
-        if good:
-            self.good_ui = Good(self.number, source)
-
-    def _edit_provider(self, what: str) -> str:
-        n = self.number
-        if what == "valid version":
-            self._save_ui(provider_source(n), good=True)
-        elif what == "atomic save":
-            self._save_ui(provider_source(n), good=True, atomic=True)
-        elif what in ("raising disposer", "slow disposer"):
-            mode = what.split()[0].replace("raising", "raise")
-            self._save_ui(provider_source(n, disposer=mode), good=True)
-        elif what == "syntax error":
-            self._save_ui(provider_source(n) + "\ndef broken(:\n", good=False)
-        elif what == "exception at import":
-            line = f"raise RuntimeError('torture: importing version {n} fails')"
-            self._save_ui(provider_source(n, module_line=line), good=False)
-        elif what == "exception in setup":
-            line = f"    raise RuntimeError('torture: setup of version {n} fails')"
-            self._save_ui(provider_source(n, setup_line=line), good=False)
-        elif what == "setup failing for now":
-            # Good content whose setup fails until the harness lifts the failure: only a
-            # later save of the same bytes (or of a helper it imports) can load it.
-            self.ledger.transient["provider", n] = self.number
-            line = f"    torture_ledger.check('provider', {n})"
-            self._save_ui(provider_source(n, setup_line=line), good=True)
-        elif what == "same bytes again":
-            if self.ui_at not in (f"{UI}.py", f"{ALT}.py"):
-                return self._edit_provider("delete / re-create")
-            self.write(self.ui_at, self.path(self.ui_at).read_text(encoding="utf-8"))
-        elif what == "delete / re-create":
-            if self.ui_at in (f"{UI}.py", f"{ALT}.py"):
-                self.path(self.ui_at).unlink()
-                self.ui_at = None
-                return "deleted"
-            self._save_ui(provider_source(n), good=True)
-            return "re-created"
-        elif what == "rename":
-            return self._rename_provider()
-        else:
-            raise ValueError(f"unknown provider edit {what!r}")
-        return what
-
-    def _rename_provider(self) -> str:
-        ui = f"{UI}.py"
-        if self.ui_at == ui:
-            to = self.rng.choice([f"{UI}.py.moved", f"{ALT}.py"])
-            os.replace(self.path(ui), self.path(to))
-            self.ui_at = to
-            return "renamed to another module" if to == f"{ALT}.py" else "renamed away"
-        if self.ui_at is None:  # re-created by renaming a new file into place
-            source = provider_source(self.number)
-            self.write(f"{UI}.py.moved", source)
-            self.good_ui = Good(self.number, source)
-            os.replace(self.path(f"{UI}.py.moved"), self.path(ui))
-            self.ui_at = ui
-            return "re-created by a rename"
-        os.replace(self.path(self.ui_at), self.path(ui))
-        self.ui_at = ui
-        return "renamed back"
-
-    def _save_words(self, source: str, *, good: bool, atomic: bool = False) -> None:
-        self.path(f"{WORDS}.py.moved").unlink(missing_ok=True)
-        self.words_at = f"{WORDS}.py"
-        self.write(self.words_at, source, atomic=atomic)
-        if good:
-            self.good_words = Good(self.number, source)
-
-    def _edit_helper(self, what: str) -> str:
-        n = self.number
-        valid = HELPER_SOURCE.format(number=n)
-        if what == "valid version":
-            self._save_words(valid, good=True)
-        elif what == "atomic save":
-            self._save_words(valid, good=True, atomic=True)
-        elif what == "syntax error":
-            self._save_words(valid + "if True\n", good=False)
-        elif what == "exception at import":
-            self._save_words(
-                valid + f"raise RuntimeError('torture: importing helper {n} fails')\n", good=False
-            )
-        elif what == "import failing for now":
-            self.ledger.transient["helper", n] = self.number
-            self._save_words(
-                f"import torture_ledger\ntorture_ledger.check('helper', {n})\n{valid}", good=True
-            )
-        elif what == "same bytes again":
-            if self.words_at != f"{WORDS}.py":
-                return self._edit_helper("delete / re-create")
-            self.write(self.words_at, self.path(self.words_at).read_text(encoding="utf-8"))
-        elif what == "delete / re-create":
-            if self.words_at == f"{WORDS}.py":
-                self.path(self.words_at).unlink()
-                self.words_at = None
-                return "deleted"
-            self._save_words(valid, good=True)
-            return "re-created"
-        elif what == "rename":
-            if self.words_at == f"{WORDS}.py":
-                os.replace(self.path(self.words_at), self.path(f"{WORDS}.py.moved"))
-                self.words_at = f"{WORDS}.py.moved"
-                return "renamed away"
-            created = self.words_at is None
-            if created:  # re-created by renaming a new file into place
-                self.write(f"{WORDS}.py.moved", valid)
-                self.good_words = Good(n, valid)
-            os.replace(self.path(f"{WORDS}.py.moved"), self.path(f"{WORDS}.py"))
-            self.words_at = f"{WORDS}.py"
-            return "re-created by a rename" if created else "renamed back"
-        else:
-            raise ValueError(f"unknown helper edit {what!r}")
-        return what
-
-
-EDITS: dict[str, int] = {
-    "provider: valid version": 14,
-    "provider: atomic save": 10,
-    "provider: raising disposer": 6,
-    "provider: slow disposer": 6,
-    "provider: syntax error": 7,
-    "provider: exception at import": 6,
-    "provider: exception in setup": 6,
-    "provider: setup failing for now": 4,
-    "provider: delete / re-create": 6,
-    "provider: rename": 7,
-    "provider: same bytes again": 3,
-    "helper: valid version": 10,
-    "helper: atomic save": 4,
-    "helper: syntax error": 5,
-    "helper: exception at import": 4,
-    "helper: import failing for now": 2,
-    "helper: delete / re-create": 4,
-    "helper: rename": 3,
-    "helper: same bytes again": 2,
-}
-
-
-# -- the run --------------------------------------------------------------------------------------
-
-
-@dataclass
-class Outcome:
-    """What the caller of one question got."""
-
-    question: str
-    answer: str | None = None
-    code: str | None = None
-    legitimate: bool = False
-    cancelled: bool = False
-    hung: bool = False
-
-
-@dataclass
-class Report:
-    """Every counter of one run, the problems found, and how to print them."""
-
-    settings: Settings
-    backend: str
-    seconds: float = 0.0
-    edits: Counter[str] = field(default_factory=Counter)
-    asks: Counter[str] = field(default_factory=Counter)
-    legitimate: Counter[str] = field(default_factory=Counter)
-    unexplained: Counter[str] = field(default_factory=Counter)
-    reloads: Counter[str] = field(default_factory=Counter)
-    zero: dict[str, int] = field(default_factory=lambda: dict.fromkeys(MUST_BE_ZERO, 0))
-    examples: defaultdict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
-    problems: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.problems and not any(self.zero.values())
-
-    def example(self, counter: str, text: str) -> None:
-        if len(self.examples[counter]) < EXAMPLES:
-            self.examples[counter].append(text)
-
-    def render(self) -> str:
-        rows: list[tuple[str, object]] = [("edits", sum(self.edits.values()))]
-        rows += [(f"edits: {kind}", count) for kind, count in sorted(self.edits.items())]
-        rows += [(f"asks: {what}", count) for what, count in self.asks.items()]
-        rows += [
-            (f"legitimate failures: {code}", count)
-            for code, count in sorted(self.legitimate.items())
-        ]
-        rows += [(f"reloads: {what}", count) for what, count in sorted(self.reloads.items())]
-        rows += [(f"**{name}** (must be 0)", count) for name, count in self.zero.items()]
-        rows.append(("**final state**", "ok" if not self.problems else "FAILED"))
-        lines = [
-            f"Reload torture, {self.backend}, seed {self.settings.seed}: "
-            f"{sum(self.edits.values())} edits in {self.seconds:.1f} s on {machine()}.",
-            "",
-            "| counter | value |",
-            "|---|---:|",
-            *(f"| {name} | {value} |" for name, value in rows),
-        ]
-        if self.unexplained:
-            listed = ", ".join(f"{code} {n}" for code, n in sorted(self.unexplained.items()))
-            lines += ["", f"Unexplained failures by code: {listed}."]
-        for counter, examples in self.examples.items():
-            if examples:
-                lines += ["", f"Examples of {counter}:", *(f"- {text}" for text in examples)]
-        if self.problems:
-            lines += ["", "Final state problems:", *(f"- {problem}" for problem in self.problems)]
-        lines += ["", "Result: " + ("all guarantees held." if self.ok else "GUARANTEES BROKEN.")]
-        return "\n".join(lines)
-
-
-def machine() -> str:
-    return (
-        f"{platform.system()} {platform.release()} {platform.machine()}, "
-        f"{os.cpu_count()} CPUs, Python {platform.python_version()}"
-    )
+__all__ = ["Report", "Settings", "Torture", "run_torture"]
 
 
 class Torture:
+    """One run: the reloader, the askers, the edit loop, the final state and the tally.
+
+    ``bench/torture_daemon.py`` subclasses it (its hooks: ``make_ledger``, ``make_files``,
+    ``make_report``, ``make_reloader``, ``edit_step``, ``settle``, ``check_final_state``).
+    """
+
     def __init__(self, folder: Path, settings: Settings) -> None:
         self.folder = folder.resolve()
         self.settings = settings
         self.rng = random.Random(settings.seed)
-        self.ledger = Ledger(random.Random(settings.seed + 2), settings)
-        self.files = Files(self.folder, random.Random(settings.seed + 1), self.ledger)
+        self.ledger = self.make_ledger(random.Random(settings.seed + 2))
+        self.files = self.make_files(random.Random(settings.seed + 1))
         self.context = Context("torture")
-        self.report = Report(settings, sniffio.current_async_library())
+        self.report = self.make_report()
         self.outcomes: dict[str, Outcome] = {}
         self.active: set[str] = set()  # provider modules with an active generation
         self.stopping = False
         self.reported_transient = False
+
+    def make_ledger(self, rng: random.Random) -> Ledger:
+        return Ledger(rng, self.settings)
+
+    def make_files(self, rng: random.Random) -> Files:
+        return Files(self.folder, rng, self.ledger)
+
+    def make_report(self) -> Report:
+        return Report(self.settings, sniffio.current_async_library())
+
+    def make_reloader(self) -> Reloader:
+        return Reloader(
+            self.context,
+            [self.folder],
+            dispose_timeout=self.settings.dispose_timeout,
+            on_event=self.on_event,
+        )
 
     # -- reload events (the on_event callback: called as each event happens) ---------------------
 
@@ -625,10 +192,10 @@ class Torture:
                 await anyio.sleep(rng.uniform(0.002, 0.02))
 
     async def ask_once(self, question: str, cancel_after: float, cancel: bool) -> Outcome:
-        outcome = self.outcomes[question] = Outcome(question)
+        started = anyio.current_time()
+        outcome = self.outcomes[question] = Outcome(question, started)
         asks = self.report.asks
         asks["started"] += 1
-        started = anyio.current_time()
         with anyio.move_on_after(self.settings.hang_after) as bound:
             with anyio.CancelScope() as harness:
                 if cancel:
@@ -652,6 +219,7 @@ class Torture:
                     outcome.answer = answer.answer
             outcome.cancelled = harness.cancelled_caught
         outcome.hung = bound.cancelled_caught
+        outcome.ended = anyio.current_time()
         if outcome.hung:
             asks["hung"] += 1
             self.report.zero["asks hung"] += 1
@@ -682,16 +250,24 @@ class Torture:
 
     # -- edits ------------------------------------------------------------------------------------
 
-    async def edit_loop(self) -> None:
-        kinds, weights = list(EDITS), list(EDITS.values())
+    async def edit_loop(self, reloader: Reloader) -> None:
         for _ in range(self.settings.edits):
             self.lift_transient_failures()
-            done = self.files.edit(self.rng.choices(kinds, weights)[0])
-            self.report.edits[done] += 1
-            if self.rng.random() < 1 / 7:
-                await anyio.sleep(self.rng.uniform(0.1, 0.3))
-            else:
-                await anyio.sleep(self.rng.uniform(0.002, 0.05))
+            await self.edit_step(reloader)
+
+    async def edit_step(self, reloader: Reloader) -> None:
+        """One random ordinary edit, then a pause."""
+        kinds, weights = list(EDITS), list(EDITS.values())
+        done = self.files.edit(self.rng.choices(kinds, weights)[0])
+        self.report.edits[done] += 1
+        await self.pause()
+
+    async def pause(self) -> None:
+        """A few ms to 50 ms between edits; one in seven pauses is 0.1-0.3 s (reloads alone)."""
+        if self.rng.random() < 1 / 7:
+            await anyio.sleep(self.rng.uniform(0.1, 0.3))
+        else:
+            await anyio.sleep(self.rng.uniform(0.002, 0.05))
 
     def lift_transient_failures(self, *, now: bool = False) -> None:
         """Transient failures last until one was reported, or for 8 edits at most."""
@@ -706,7 +282,12 @@ class Torture:
     # -- the end ----------------------------------------------------------------------------------
 
     async def settle_and_check(self, reloader: Reloader) -> None:
-        """Put the last good content back, wait for the barrier, check the serving state.
+        """Put the last good content back, wait until it is applied, check the serving state."""
+        if await self.settle(reloader):
+            await self.check_final_state(reloader)
+
+    async def settle(self, reloader: Reloader) -> bool:
+        """Put the last good content back and wait for the barrier; False if it never came.
 
         Before that, one last good save whose setup fails for now: once its failure was
         reported and lifted, saving the same bytes again must load it.
@@ -736,7 +317,13 @@ class Torture:
                 await events.next(ReloadCommitted, path=barrier)
         if settle.cancelled_caught:
             problems.append(f"the barrier save was not committed within {timeout} s")
-            return
+            return False
+        return True
+
+    async def check_final_state(self, reloader: Reloader) -> Generation | None:
+        """The serving state equals loading the last good content once; the serving
+        generation (``None`` when no torture generation serves)."""
+        problems = self.report.problems
         status = {s.module: s for s in reloader.status()}
         for name in (UI, WORDS):
             found = status.get(name)
@@ -752,7 +339,7 @@ class Torture:
         live = [g for g in self.ledger.generations if g.disposer_runs == 0]
         if not isinstance(generation, Generation):
             problems.append(f"no torture generation serves ({serving!r}); live: {live}")
-            return
+            return None
         if (generation.module, generation.version, generation.word) != expected:
             problems.append(
                 f"serving {generation!r}; loading the last good content gives "
@@ -768,6 +355,7 @@ class Torture:
                 f"the final ask got {outcome.answer or outcome.code!r}; expected an answer of "
                 f"the serving {generation!r}"
             )
+        return generation
 
     def tally(self) -> None:
         """Discarded and duplicated answers, once every caller has its outcome."""
@@ -811,7 +399,7 @@ class Torture:
 
     async def run(self) -> Report:
         started = time.perf_counter()
-        self.files.create()
+        self.prepare_folder()
         sys.modules[LEDGER] = self.ledger.module()
         try:
             await self._run()
@@ -823,16 +411,15 @@ class Torture:
         self.tally()
         return self.report
 
+    def prepare_folder(self) -> None:
+        """The watched folder's first content."""
+        self.files.create()
+
     async def _run(self) -> None:
         settings = self.settings
         live: list[Generation] = []
         try:
-            async with Reloader(
-                self.context,
-                [self.folder],
-                dispose_timeout=settings.dispose_timeout,
-                on_event=self.on_event,
-            ) as reloader:
+            async with self.make_reloader() as reloader:
                 if reloader.status_of(self.folder / f"{UI}.py").state is not ModuleState.ACTIVE:
                     self.report.problems.append("the first version did not load")
                     return
@@ -840,7 +427,7 @@ class Torture:
                     for index in range(settings.askers):
                         tasks.start_soon(self.asker, index)
                     try:
-                        await self.edit_loop()
+                        await self.edit_loop(reloader)
                         await self.settle_and_check(reloader)
                     finally:
                         self.stopping = True

@@ -164,18 +164,22 @@ async def test_an_ask_settles_once_whatever_settles_it(journal_url: str) -> None
 async def test_an_unknown_ask_is_named_in_the_error(journal_url: str) -> None:
     async with open_journal(journal_url) as journal:
         for attempt in (
-            journal.get_ask("ghost"),
-            journal.answer_ask("ghost", AskUserQuestionAnswer("x")),
-            journal.settle_ask("ghost", AskState.WITHDRAWN),
-            journal.wait_settled("ghost"),
+            lambda: journal.get_ask("ghost"),
+            lambda: journal.answer_ask("ghost", AskUserQuestionAnswer("x")),
+            lambda: journal.settle_ask("ghost", AskState.WITHDRAWN),
+            lambda: journal.wait_settled("ghost"),
         ):
             with pytest.raises(JournalError) as unknown:
-                await attempt
+                await attempt()
             assert unknown.value.code == JournalErrorCode.ASK_UNKNOWN
             assert "ghost" in str(unknown.value)
-        with pytest.raises(JournalError) as no_run:
-            await journal.record_ask("a", "no-run", 0, FREE)
-        assert no_run.value.code == JournalErrorCode.RUN_UNKNOWN
+        for no_such_run in (
+            lambda: journal.record_ask("a", "no-run", 0, FREE),
+            lambda: journal.abandon_asks("no-run", 0),
+        ):
+            with pytest.raises(JournalError) as no_run:
+                await no_such_run()
+            assert no_run.value.code == JournalErrorCode.RUN_UNKNOWN
 
 
 async def test_a_waiter_wakes_when_its_ask_is_answered_and_only_then(journal_url: str) -> None:

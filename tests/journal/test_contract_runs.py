@@ -146,13 +146,14 @@ async def test_a_finished_run_withdraws_its_pending_asks_and_takes_nothing_more(
         assert not late.won and late.ask.answer is None
         assert late.error().code == JournalErrorCode.ASK_NOT_PENDING
         for attempt in (
-            journal.record_ask("new", run.id, 2, QUESTION),
-            journal.finish_run(run.id),
-            journal.abandon_run(run.id),
-            journal.claim_run(run.id, daemon.id),
+            lambda: journal.record_ask("new", run.id, 2, QUESTION),
+            lambda: journal.finish_run(run.id),
+            lambda: journal.abandon_run(run.id),
+            lambda: journal.claim_run(run.id, daemon.id),
+            lambda: journal.abandon_asks(run.id, 0),
         ):
             with pytest.raises(JournalError) as refused:
-                await attempt
+                await attempt()
             assert refused.value.code == JournalErrorCode.RUN_FINISHED
         assert await journal.unfinished_run("looper") is None
         assert (await journal.start_run("looper", daemon.id)).id != run.id  # a fresh run
@@ -190,11 +191,11 @@ async def test_a_daemon_that_lost_its_run_cannot_ask_in_it_or_end_it(journal_url
         await journal.stop_daemon(stalled.id)
         await journal.claim_run(run.id, heir.id)
         for attempt in (
-            journal.record_ask("q1", run.id, 1, QUESTION, owner=stalled.id),
-            journal.finish_run(run.id, owner=stalled.id),
+            lambda: journal.record_ask("q1", run.id, 1, QUESTION, owner=stalled.id),
+            lambda: journal.finish_run(run.id, owner=stalled.id),
         ):
             with pytest.raises(JournalError) as fenced:
-                await attempt
+                await attempt()
             assert fenced.value.code == JournalErrorCode.RUN_CLAIMED
         await journal.record_ask("q1", run.id, 1, QUESTION, owner=heir.id)
         assert (await journal.finish_run(run.id, owner=heir.id)).state is RunState.FINISHED

@@ -82,7 +82,7 @@ def children() -> Iterator[list[Child]]:
         child.close()
 
 
-COUNT = 40
+COUNT = 25
 
 
 async def _prepare_race(url: str) -> None:

@@ -9,7 +9,7 @@ loading the last good content once. ``make stress`` runs the long version (1,000
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import logging
 import sys
 from pathlib import Path
@@ -19,20 +19,14 @@ import pytest
 
 pytestmark = pytest.mark.anyio
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "torture.py"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 
 
 def _load_torture() -> ModuleType:
-    name = "hotseam_bench_torture"
-    loaded = sys.modules.get(name)
-    if loaded is not None:
-        return loaded
-    spec = importlib.util.spec_from_file_location(name, BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up here
-    spec.loader.exec_module(module)
-    return module
+    """bench/torture.py, which imports its neighbours (_torture_ledger, _torture_files)."""
+    if str(BENCH) not in sys.path:
+        sys.path.insert(0, str(BENCH))
+    return importlib.import_module("torture")
 
 
 torture = _load_torture()

@@ -57,7 +57,10 @@ class GraceWatcher:
                             pending = held.pop(change.path, None)
                             if pending is not None:
                                 pending.cancel()  # it is back (or changed again)
-                            if change.kind is ChangeKind.DELETED and self.grace > 0:
+                            # A path gone by now (saved, then deleted in one batch) is a deletion.
+                            if self.grace > 0 and (
+                                change.kind is ChangeKind.DELETED or not change.path.exists()
+                            ):
                                 held[change.path] = await waits.start(
                                     self._hold, change, send, held
                                 )

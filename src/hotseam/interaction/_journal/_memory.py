@@ -246,6 +246,9 @@ class MemoryJournal(Journal):
 
     async def _abandon_asks(self, run_id: str, from_seq: int) -> list[AskRecord]:
         await anyio.lowlevel.checkpoint()
+        run = self._run(self._run_row(run_id)["id"])
+        if not run.unfinished:
+            raise run_finished(run)
         now = time.time()
         changed = []
         for row in self._ask_rows.values():

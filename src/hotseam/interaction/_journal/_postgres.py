@@ -167,13 +167,25 @@ class PostgresJournal(SqlJournal):
         return await self._with_connection(operation, write=False)
 
     async def _with_connection(self, operation: Callable[[Db], T], *, write: bool) -> T:
+        """Run ``operation`` on a pooled connection. One that turns out broken (the server
+        restarted) is dropped with every idle one, since they share its fate; a read is then
+        tried once more on a new connection (a write is not: it may have committed)."""
         async with self._limiter:
-            connection = self._idle.pop() if self._idle else None
-            connection, outcome = await anyio.to_thread.run_sync(
-                self._call, connection, operation, write
-            )
-            if connection is not None:
-                self._idle.append(connection)
+            for attempt in (1, 2):
+                reused = self._idle.pop() if self._idle else None
+                connection, outcome = await anyio.to_thread.run_sync(
+                    self._call, reused, operation, write
+                )
+                if connection is not None:
+                    self._idle.append(connection)
+                    break
+                if reused is None:
+                    break
+                stale, self._idle = self._idle, []
+                for idle in stale:
+                    await anyio.to_thread.run_sync(idle.close)
+                if write or attempt == 2:
+                    break
         if isinstance(outcome, BaseException):
             raise outcome
         return outcome
@@ -299,8 +311,12 @@ class PostgresJournal(SqlJournal):
             self._arming.pop(token, None)
 
     def _heard(self, payload: str | None) -> None:
-        """In the event loop: one notification (``None``: the listener reconnected)."""
+        """In the event loop: one notification (``None``: the listener reconnected, and what
+        was sent meanwhile is lost: readers waiting for their echo are armed, and told to
+        list again)."""
         if payload is None:
+            for waiting in self._arming.values():
+                waiting.arm()
             self._notices.publish([JournalEvent("resync")])
             return
         if payload.startswith(_SYNC):

@@ -345,6 +345,8 @@ class Sql:
         return Settlement(False, current)
 
     def abandon_asks(self, db: Db, run_id: str, from_seq: int) -> list[AskRecord]:
+        """With the run's row locked first, as ``end_run`` does: the two never deadlock."""
+        self._locked_run(db, run_id, db.dialect.update)
         asks = self._asks(
             db,
             "UPDATE hotseam_asks SET state = ?, settled_at = COALESCE(settled_at, {now})"

@@ -363,10 +363,13 @@ class Journal(abc.ABC):
         return settlement
 
     async def abandon_asks(self, run_id: str, from_seq: int) -> list[AskRecord]:
-        """Mark every ask of the run at ``seq >= from_seq`` abandoned, whatever its state
-        (a resumed run asked something else there: those records are superseded).
+        """Mark every ask of an unfinished run at ``seq >= from_seq`` abandoned, whatever
+        its state (a resumed run asked something else there: those records are superseded).
 
         Returns the asks it changed, in ``seq`` order.
+
+        Raises:
+            JournalError: ``RUN_FINISHED``, ``RUN_UNKNOWN``.
         """
         self._check_open()
         abandoned = await self._abandon_asks(run_id, from_seq)
