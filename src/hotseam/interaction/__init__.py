@@ -4,7 +4,10 @@
 is active (waiting out a hot-reload swap, and re-asking on the new provider if the old one
 is replaced mid-question); :func:`ask_user_question_tool` is the model-facing tool.
 :func:`pending_asks` lists the open questions (never their answers) and
-:func:`waiting_for_provider` lets questions wait for a provider to appear.
+:func:`waiting_for_provider` lets questions wait for a provider to appear. With a
+:data:`JOURNAL` (an :class:`AskJournal` over :func:`open_journal`), asks made inside an
+agent run (:meth:`AskJournal.run`) are recorded, replayed when the run resumes after a
+restart, and answerable from any process's inbox.
 """
 
 from __future__ import annotations
@@ -23,6 +26,19 @@ from ._errors import (
     ErrorCode,
     UserInteractionError,
 )
+from ._journal import (
+    AskRecord,
+    AskState,
+    DaemonRecord,
+    InboxEntry,
+    Journal,
+    JournalError,
+    JournalEvent,
+    RunRecord,
+    RunState,
+    Settlement,
+    open_journal,
+)
 from ._model import (
     AskUserQuestionAnswer,
     AskUserQuestionInput,
@@ -39,6 +55,7 @@ from ._pending import (
     waiting_for_provider,
 )
 from ._provider import USER_INTERACTION, UserInteractionProvider
+from ._runs import JOURNAL, AgentRun, AskJournal, current_run
 from ._tool import ASK_USER_QUESTION_DESCRIPTION, ask_user_question_tool
 from ._validate import check_answer, validate_request
 
@@ -58,9 +75,22 @@ __all__ = [
     "ErrorCode",
     "INVALID_ANSWER",
     "INVALID_REQUEST",
+    "JOURNAL",
     "NO_PROVIDER",
     "PROVIDER_FAILED",
+    "AgentRun",
+    "AskJournal",
+    "AskRecord",
+    "AskState",
+    "DaemonRecord",
+    "InboxEntry",
+    "Journal",
+    "JournalError",
+    "JournalEvent",
     "PendingAsk",
+    "RunRecord",
+    "RunState",
+    "Settlement",
     "USER_INTERACTION",
     "UserInteractionError",
     "UserInteractionProvider",
@@ -68,7 +98,9 @@ __all__ = [
     "ask_deadline",
     "ask_user_question_tool",
     "check_answer",
+    "current_run",
     "on_ask_ended",
+    "open_journal",
     "pending_asks",
     "validate_request",
     "waiting_for_provider",

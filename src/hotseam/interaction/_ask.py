@@ -25,9 +25,11 @@ from ._errors import (
     PROVIDER_FAILED,
     UserInteractionError,
 )
+from ._journaled import answer_recorded, place, replay
 from ._model import AskUserQuestionAnswer, AskUserQuestionRequest
 from ._pending import PendingAsk, ProviderWait
 from ._provider import USER_INTERACTION
+from ._runs import current_run
 from ._validate import check_answer, validate_request
 
 __all__ = ["ask"]
@@ -41,6 +43,7 @@ async def ask(
     context: BaseContext | None = None,
     timeout: float | None = None,
     swap_timeout: float = DEFAULT_SWAP_WAIT,
+    key: str | None = None,
 ) -> AskUserQuestionAnswer:
     """Ask the human through the active user-interaction provider and return the answer.
 
@@ -50,11 +53,18 @@ async def ask(
         timeout: An optional time limit for the human; when it passes the ask fails with
             ``ASK_TIMEOUT``. No option is ever picked on the human's behalf.
         swap_timeout: How long to wait for a provider swap in progress (default 10 s).
+        key: Inside an agent run (:meth:`~hotseam.interaction.AskJournal.run`), names the
+            ask for the journal, so a resumed run replays it wherever it comes in the run;
+            without one, an ask is known by its position in the run and its question.
 
     If the provider serving the question is replaced by a swap (a hot reload), the question
     is withdrawn from it and asked again on its replacement; the caller just gets the answer.
     Inside :func:`~hotseam.interaction.waiting_for_provider`, a question that finds no
     provider (or loses its provider with nothing to take over) waits for one to appear.
+
+    Inside an agent run, the ask is recorded in the run's journal: a resumed run replays
+    what was answered, an answer given in another process's inbox is taken (the prompt
+    here is withdrawn), and a cancelled ask stays pending for the run's resume.
 
     Raises:
         UserInteractionError: ``NO_PROVIDER``, ``ASK_ABORTED`` (the request's signal fired,
@@ -65,7 +75,14 @@ async def ask(
     """
     request = validate_request(request)
     ctx = context if context is not None else current_context()
-    question_id = uuid.uuid4().hex[:12]
+    run = current_run()
+    signal = request.signal
+    if signal is not None and signal.aborted:
+        raise _aborted(signal.reason)
+    record = None if run is None else await place(run, request, key)
+    if record is not None and not record.pending:
+        return replay(record, request)
+    question_id = uuid.uuid4().hex[:12] if record is None else record.id
     agent = request.agent.id if request.agent is not None else None
     started = time.perf_counter()
     _log.info(
@@ -75,14 +92,24 @@ async def ask(
         header=request.header,
         options=len(request.choices),
     )
-    signal = request.signal
     pending = PendingAsk(question_id, agent, request.header, ctx.name)
     _pending.opened(pending)
     ended: tuple[str | None, str | None] = ("ASK_ABORTED", "cancelled")
     try:
-        if signal is not None and signal.aborted:
-            raise _aborted(signal.reason)
-        answer = await _ask_in_time(ctx, request, question_id, timeout, swap_timeout, pending)
+        if record is None:
+            answer = await _ask_in_time(ctx, request, question_id, timeout, swap_timeout, pending)
+        else:
+            assert run is not None
+
+            async def ask_here() -> AskUserQuestionAnswer:
+                with _pending.deadline_of(timeout):  # providers show the time left
+                    return await _ask_until_answered(
+                        ctx, request, question_id, swap_timeout, pending
+                    )
+
+            answer = await answer_recorded(
+                run, record, request, ask_here, timeout=timeout, signal=signal
+            )
     except HarnessError as error:
         ended = (error.code, str(error))
         _log.info(

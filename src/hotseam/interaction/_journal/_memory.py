@@ -190,10 +190,11 @@ class MemoryJournal(Journal):
         for row in self._ask_rows.values():
             if (
                 row["run_id"] == run_id
-                and row["seq"] == seq
                 and row["state"] != AskState.ABANDONED.value
+                and row["caller_key"] == key
+                and (key is not None or row["seq"] == seq)
             ):
-                raise ask_conflict(run_id, seq, ask_id)
+                raise ask_conflict(run_id, seq, ask_id, key)
         row = {
             "id": ask_id,
             "run_id": run_id,

@@ -70,11 +70,12 @@ def run_exists(run: RunRecord) -> JournalError:
     )
 
 
-def ask_conflict(run_id: str, seq: int, ask_id: str) -> JournalError:
-    """``ASK_CONFLICT``: another live ask holds this position of the run."""
+def ask_conflict(run_id: str, seq: int, ask_id: str, key: str | None = None) -> JournalError:
+    """``ASK_CONFLICT``: another live ask holds this position (or this key) of the run."""
+    where = f"position {seq}" if key is None else f"key {key!r}"
     return JournalError(
-        f"position {seq} of run {run_id} is held by another live ask than {ask_id}: abandon "
-        "it first (abandon_asks)",
+        f"{where} of run {run_id} is held by another live ask than {ask_id}: abandon it "
+        "first (abandon_asks)",
         JournalErrorCode.ASK_CONFLICT,
-        details={"run_id": run_id, "seq": seq},
+        details={"run_id": run_id, "seq": seq, "key": key},
     )

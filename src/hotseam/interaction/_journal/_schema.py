@@ -35,9 +35,12 @@ _INDEXES = [
     # At most one unfinished run per agent (two starts at once: one wins, RUN_EXISTS).
     "CREATE UNIQUE INDEX IF NOT EXISTS hotseam_runs_unfinished ON hotseam_runs (agent)"
     " WHERE state = 'running'",
-    # At most one live ask per position of a run (abandoned ones make room).
+    # At most one live ask per position of a run (abandoned ones make room); an ask the
+    # caller keyed is known by its key instead, wherever it comes in the run.
     "CREATE UNIQUE INDEX IF NOT EXISTS hotseam_asks_position ON hotseam_asks (run_id, seq)"
-    " WHERE state <> 'abandoned'",
+    " WHERE state <> 'abandoned' AND caller_key IS NULL",
+    "CREATE UNIQUE INDEX IF NOT EXISTS hotseam_asks_key ON hotseam_asks (run_id, caller_key)"
+    " WHERE state <> 'abandoned' AND caller_key IS NOT NULL",
     "CREATE INDEX IF NOT EXISTS hotseam_asks_pending ON hotseam_asks (created_at)"
     " WHERE state = 'pending'",
     "CREATE INDEX IF NOT EXISTS hotseam_asks_settled ON hotseam_asks (settled_at)",

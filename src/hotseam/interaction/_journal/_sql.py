@@ -303,7 +303,7 @@ class Sql:
             existing = self.ask(db, ask_id)
             if existing is not None:  # recorded at the same instant by another process
                 return existing, False
-            raise ask_conflict(run_id, seq, ask_id)
+            raise ask_conflict(run_id, seq, ask_id, key)
         ask = ask_from_row(row)
         db.announce([ask])
         return ask, True

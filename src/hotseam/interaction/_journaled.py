@@ -1,0 +1,218 @@
+"""An ask inside an agent run: recorded, replayed on resume, answerable from any inbox.
+
+``ask()`` calls :func:`place` first: the ask takes the next position in the run, and either
+replays what the record holds (an answer, or how it failed) or is recorded as pending —
+re-attached under its recorded id when the run resumes with that question still open.
+A pending ask is then put to this process's provider *and* waited for in the journal at
+once (:func:`answer_recorded`): whichever settles it first wins, in one transaction — an
+answer the human gives here, or one given in another process's inbox while this one asks
+(its prompt here is withdrawn) or while this process was down.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
+from dataclasses import replace
+
+import anyio
+
+from .._core import AbortSignal, get_logger
+from ._errors import ASK_ABORTED, ASK_TIMEOUT, NO_PROVIDER, UserInteractionError
+from ._journal import AskRecord, AskState, Journal, JournalError, question_digest
+from ._model import AskUserQuestionAnswer, AskUserQuestionRequest
+from ._runs import AgentRun
+from ._validate import check_answer
+
+__all__ = ["answer_recorded", "place", "replay"]
+
+_log = get_logger("hotseam.interaction")
+
+
+async def place(run: AgentRun, request: AskUserQuestionRequest, key: str | None) -> AskRecord:
+    """The record of this ask in ``run``: the recorded one it replays or re-attaches to
+    (same position or key, same question), or a new pending one."""
+    position = run.take_position(key)
+    digest = question_digest(request)
+    recorded = run.recorded_at(position, key)
+    if recorded is not None and recorded.digest != digest:
+        await run.diverged(recorded.seq)
+        recorded = None
+    if recorded is not None:
+        run.replayed += 1
+        return recorded
+    journal = run.journal
+    return await journal.journal.record_ask(
+        uuid.uuid4().hex[:12],
+        run.id,
+        position,
+        request,
+        key=key,
+        digest=digest,
+        owner=journal.daemon.id,
+    )
+
+
+def replay(record: AskRecord, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+    """What a settled record says the ask returned: its answer, or its failure raised."""
+    _log.info(
+        "ask.replayed",
+        question_id=record.id,
+        run_id=record.run_id,
+        position=record.seq,
+        state=record.state.value,
+        summary=f"question {record.seq + 1} of the resumed run replayed from the journal "
+        f"({record.state.value})",
+    )
+    return _outcome(record, request)
+
+
+async def answer_recorded(
+    run: AgentRun,
+    record: AskRecord,
+    request: AskUserQuestionRequest,
+    ask_here: Callable[[], Awaitable[AskUserQuestionAnswer]],
+    *,
+    timeout: float | None,
+    signal: AbortSignal | None,
+) -> AskUserQuestionAnswer:
+    """Ask here (``ask_here``: this process's providers) while waiting for the record to be
+    settled elsewhere; the first settlement wins. ``timeout`` and ``signal`` bound both.
+
+    Cancelling the caller leaves the record pending: the run resumes it after a restart.
+    When the journal cannot be reached, an answer given here is still returned (and the
+    failure logged): the journal is there to keep answers, never to lose one.
+    """
+    journal = run.journal.journal
+    by = f"{run.journal.daemon.name} (pid {run.journal.daemon.pid})"
+    here: AskRecord | AskUserQuestionAnswer | UserInteractionError | None = None
+    elsewhere: AskRecord | None = None
+
+    async def ask_this_process() -> None:
+        nonlocal here
+        here = await _settle_here(journal, record.id, ask_here, by)
+        race.cancel_scope.cancel()
+
+    async def wait_in_journal() -> None:
+        nonlocal elsewhere
+        try:
+            elsewhere = await journal.wait_settled(record.id)
+        except JournalError as error:  # unreachable: this process's providers still ask
+            _log.warning("ask.journal_unavailable", question_id=record.id, code=error.code)
+            return
+        race.cancel_scope.cancel()
+
+    aborted = signal.cancel_scope(raise_reason=False) if signal is not None else nullcontext(None)
+    with anyio.move_on_after(timeout), aborted as abort_scope:
+        async with anyio.create_task_group() as race:
+            race.start_soon(wait_in_journal)
+            race.start_soon(ask_this_process)
+    if isinstance(here, AskUserQuestionAnswer):  # answered here, but not recorded
+        return here
+    if isinstance(here, UserInteractionError):  # failed here, and recorded so
+        raise here
+    settled = here if here is not None else elsewhere
+    if settled is None:  # the deadline or the signal came first
+        cut = abort_scope is not None and abort_scope.cancelled_caught
+        try:
+            settled = await _record_end(journal, record.id, by, withdrawn=cut)
+        except JournalError as failure:
+            _log.warning("ask.not_recorded", question_id=record.id, code=failure.code)
+            state = AskState.WITHDRAWN if cut else AskState.FAILED
+            settled = replace(record, state=state, code=None if cut else ASK_TIMEOUT)
+    if settled.state is AskState.ANSWERED and settled.settled_by != by:
+        _log.info(
+            "ask.answered_elsewhere",
+            question_id=record.id,
+            settled_by=settled.settled_by,
+            summary=f"question {record.id} was answered elsewhere ({settled.settled_by})",
+        )
+    return _outcome(settled, request, timeout=timeout, signal=signal)
+
+
+async def _settle_here(
+    journal: Journal,
+    ask_id: str,
+    ask_here: Callable[[], Awaitable[AskUserQuestionAnswer]],
+    by: str,
+) -> AskRecord | AskUserQuestionAnswer | UserInteractionError:
+    """Ask this process's providers and record the outcome (first settlement wins).
+
+    Returns the record as settled; the error this process's ask ended with, when its
+    settlement won; or the answer given here when the journal could not record it. With
+    no provider here, waits (for the journal to be settled elsewhere) until cancelled.
+    """
+    try:
+        answer = await ask_here()
+    except UserInteractionError as error:
+        if error.code == NO_PROVIDER:
+            _log.info(
+                "ask.journal_only",
+                question_id=ask_id,
+                summary=f"no provider here: question {ask_id} waits for an answer from "
+                "another inbox",
+            )
+            await anyio.sleep_forever()
+        state = AskState.WITHDRAWN if error.code == ASK_ABORTED else AskState.FAILED
+        code = error.code if state is AskState.FAILED else None
+        try:
+            settlement = await journal.settle_ask(ask_id, state, code=code, by=by)
+        except JournalError as failure:
+            _log.warning("ask.not_recorded", question_id=ask_id, code=failure.code)
+            return error
+        return error if settlement.won else settlement.ask
+    try:
+        settlement = await journal.answer_ask(ask_id, answer, by=by)
+    except JournalError as failure:
+        _log.error(
+            "ask.answer_not_recorded",
+            question_id=ask_id,
+            code=failure.code,
+            summary=f"the answer to question {ask_id} could not be recorded in the journal "
+            f"({failure.code}); it is returned, and would be asked again after a restart",
+        )
+        return answer
+    return settlement.ask
+
+
+async def _record_end(journal: Journal, ask_id: str, by: str, *, withdrawn: bool) -> AskRecord:
+    """Record that the deadline or the signal ended the ask (an answer recorded meanwhile
+    stands: the returned record says which came first)."""
+    with anyio.CancelScope(shield=True):
+        if withdrawn:
+            settlement = await journal.settle_ask(ask_id, AskState.WITHDRAWN, by=by)
+        else:
+            settlement = await journal.settle_ask(ask_id, AskState.FAILED, code=ASK_TIMEOUT, by=by)
+    return settlement.ask
+
+
+def _outcome(
+    record: AskRecord,
+    request: AskUserQuestionRequest,
+    *,
+    timeout: float | None = None,
+    signal: AbortSignal | None = None,
+) -> AskUserQuestionAnswer:
+    if record.state is AskState.ANSWERED:
+        assert record.answer is not None
+        return check_answer(request, record.answer)
+    if record.state is AskState.FAILED:
+        code = record.code or ASK_ABORTED
+        if code == ASK_TIMEOUT and timeout is not None:
+            message = f"no answer within the time limit of {timeout} s (nothing was chosen)"
+        else:
+            message = f"the question ended with {code} (recorded by {record.settled_by})"
+        return _raise(UserInteractionError(message, code))
+    reason = signal.reason if signal is not None and signal.aborted else None
+    error = UserInteractionError(
+        f"the question was {record.state.value}"
+        + (f" by {record.settled_by}" if record.settled_by else ""),
+        ASK_ABORTED,
+    )
+    error.reason = reason
+    return _raise(error)
+
+
+def _raise(error: UserInteractionError) -> AskUserQuestionAnswer:
+    raise error

@@ -1,0 +1,278 @@
+"""Agent runs in a journal: the unit that resumes after a restart and never replays once done.
+
+A *run* is one call of an agent's function, from its start until it returns or raises.
+Every ``ask()`` inside it is recorded in the journal at its position in the run (0, 1, 2…,
+or by the caller's ``key``). When the process dies inside a run — ``kill -9``, a crash, a
+reboot, a stop for a deploy — the run stays unfinished, and the next start of the same
+agent *resumes* it: its questions that were answered return their recorded answers at once,
+in order, without asking anyone; the question that was pending is asked again under the
+same id (never a duplicate), and an answer given meanwhile, from any inbox, is delivered
+once. Replay stops at the first question that differs from the record: from there the
+run asks anew, and the records it superseded are abandoned.
+
+A run that finished never replays: when the agent function returns or raises, the run ends
+and its pending questions are withdrawn, so an agent that loops ("Deploy now?" for each
+task) never receives yesterday's answer. A cancelled run (the process stopping, ``hotseam
+dev`` re-running a saved agent) is left unfinished, to resume.
+
+The journal is a capability like any other: :data:`JOURNAL`'s provider is an
+:class:`AskJournal`, the journal as this process writes to it (as one *daemon*, kept alive
+by a heartbeat). Tests provide one on the in-memory engine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+from collections.abc import AsyncIterator
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+import anyio
+
+from .._core import Scope, Seam, get_logger
+from ._journal import (
+    AskRecord,
+    AskState,
+    DaemonRecord,
+    Journal,
+    JournalError,
+    RunRecord,
+    open_journal,
+)
+
+__all__ = ["JOURNAL", "AgentRun", "AskJournal", "current_run"]
+
+_log = get_logger("hotseam.interaction")
+
+
+class AskJournal:
+    """A journal as this process writes to it: as one daemon, alive while it is open.
+
+    Open it with :meth:`open` (it registers the daemon, beats its heart and marks it stopped
+    at the end) and provide it as :data:`JOURNAL`; :meth:`run` starts or resumes a run.
+
+    Attributes:
+        journal: The journal itself.
+        daemon: This process's record in it.
+    """
+
+    __slots__ = ("_runs", "daemon", "journal")
+
+    def __init__(self, journal: Journal, daemon: DaemonRecord) -> None:
+        self.journal = journal
+        self.daemon = daemon
+        self._runs: dict[str, AgentRun] = {}  # the runs open in this process, by agent
+
+    def __repr__(self) -> str:
+        return f"<AskJournal {self.journal.url} daemon={self.daemon.name!r}>"
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def open(
+        cls, journal: Journal | str | None = None, *, name: str, agent: str | None = None
+    ) -> AsyncIterator[AskJournal]:
+        """Write to ``journal`` (a :class:`Journal`, or a URL to open: ``None`` is the
+        embedded default file) as the daemon ``name`` for the block.
+
+        Raises:
+            JournalError: the journal cannot be opened (a bad URL, a newer schema...).
+        """
+        async with contextlib.AsyncExitStack() as stack:
+            if not isinstance(journal, Journal):
+                journal = await stack.enter_async_context(open_journal(journal))
+            daemon = await journal.register_daemon(name, agent=agent)
+            journaling = cls(journal, daemon)
+            # A scope's task, not a task group around the block: the block's own errors
+            # reach the caller as they are.
+            async with Scope("journal heartbeat") as beats:
+                beats.spawn(journaling._beat, name="journal heartbeat")
+                try:
+                    yield journaling
+                finally:
+                    with anyio.CancelScope(shield=True), contextlib.suppress(JournalError):
+                        await journal.stop_daemon(journaling.daemon.id)
+
+    async def _beat(self) -> None:
+        """Heartbeats until cancelled. A daemon another process declared stopped (it took
+        this one for dead: a stall longer than the liveness timeout) registers again, so
+        that its next runs are its own; what it ran may have been taken over."""
+        while True:
+            try:
+                await self.journal.keep_alive(self.daemon.id)
+            except JournalError as error:
+                _log.error(
+                    "journal.daemon_replaced",
+                    code=error.code,
+                    daemon_id=self.daemon.id,
+                    summary=f"this daemon was marked stopped in the journal ({error.code}); "
+                    "registering again (a run it owned may have been taken over)",
+                )
+                self.daemon = await self.journal.register_daemon(
+                    self.daemon.name, agent=self.daemon.agent
+                )
+
+    @contextlib.asynccontextmanager
+    async def run(self, agent: str, *, fresh: bool = False) -> AsyncIterator[AgentRun]:
+        """Run ``agent`` (its key: the same key resumes the same unfinished run) for the
+        block; inside it, :func:`current_run` is the run and every ask is recorded in it.
+
+        The agent's unfinished run is resumed (taken over from a dead daemon if need be)
+        unless ``fresh``, which abandons it and starts anew. The block returning finishes
+        the run, raising fails it; a cancelled block leaves it unfinished, to resume.
+
+        Raises:
+            JournalError: ``RUN_CLAIMED`` when a live daemon runs the agent already.
+        """
+        run = await self._start(agent, fresh)
+        self._runs[agent] = run
+        token = _current.set(run)
+        outcome: bool | None = None  # None: cancelled, left to resume
+        try:
+            yield run
+            outcome = False
+        except BaseException as error:
+            if not isinstance(error, anyio.get_cancelled_exc_class()):
+                outcome = True
+            raise
+        finally:
+            _current.reset(token)
+            if self._runs.get(agent) is run:
+                del self._runs[agent]
+            if outcome is not None:
+                with anyio.CancelScope(shield=True):
+                    await self._end(run, failed=outcome)
+
+    async def _start(self, agent: str, fresh: bool) -> AgentRun:
+        journal = self.journal
+        record = await journal.unfinished_run(agent)
+        if record is not None and fresh:
+            await journal.abandon_run(record.id)
+            _log.info("run.abandoned", agent=agent, run_id=record.id, why="a fresh start")
+            record = None
+        if record is None:
+            record = await journal.start_run(agent, self.daemon.id)
+            return AgentRun(self, record, [])
+        if record.daemon_id != self.daemon.id:
+            await self._release_if_dead(record.daemon_id)
+            record = await journal.claim_run(record.id, self.daemon.id)
+        recorded = [
+            ask for ask in await journal.run_asks(record.id) if ask.state != AskState.ABANDONED
+        ]
+        _log.info(
+            "run.resumed",
+            agent=agent,
+            run_id=record.id,
+            recorded=len(recorded),
+            summary=f"resuming the unfinished run of {agent!r}: {len(recorded)} question(s) "
+            "recorded",
+        )
+        return AgentRun(self, record, recorded)
+
+    async def _release_if_dead(self, daemon_id: str) -> None:
+        """A previous process of this machine that owned the run and is gone (``kill -9``)
+        is marked stopped at once, rather than after its heartbeat times out."""
+        with contextlib.suppress(JournalError):
+            owner = await self.journal.get_daemon(daemon_id)
+            if owner.alive and owner.host == socket.gethostname() and not _pid_alive(owner.pid):
+                await self.journal.stop_daemon(owner.id)
+                _log.info("run.owner_gone", daemon_id=owner.id, pid=owner.pid)
+
+    async def _end(self, run: AgentRun, *, failed: bool) -> None:
+        try:
+            await self.journal.finish_run(run.record.id, failed=failed, owner=self.daemon.id)
+        except JournalError as error:  # taken over meanwhile, or already ended
+            _log.warning("run.not_finished", run_id=run.record.id, code=error.code)
+
+
+@dataclass(eq=False, slots=True)
+class AgentRun:
+    """A run of an agent in a journal (see the module docstring): its asks are numbered in
+    the order they are made; while it resumes, those the record holds replay.
+
+    Attributes:
+        journal: The journal (and daemon) it is recorded in.
+        record: The run's record as it was when it started or resumed.
+        recorded: The asks recorded before this process took the run, in order (the
+            replay still ahead shrinks as asks consume it).
+    """
+
+    journal: AskJournal
+    record: RunRecord
+    recorded: list[AskRecord]
+    replayed: int = 0
+    _next: int = field(default=0, repr=False)
+    _replaying: bool = field(default=True, repr=False)
+
+    @property
+    def id(self) -> str:
+        """The run's id."""
+        return self.record.id
+
+    @property
+    def agent(self) -> str:
+        """The agent's key."""
+        return self.record.agent
+
+    @property
+    def resumed(self) -> bool:
+        """True when the run existed before this process started it (it may replay)."""
+        return bool(self.recorded) or self.replayed > 0
+
+    def take_position(self, key: str | None = None) -> int:
+        """The position of the next ask in the run: asks are numbered as they are made,
+        except those the caller keyed, which take the next number without using it up (a
+        keyed ask added or removed moves no other ask)."""
+        position = self._next
+        if key is None:
+            self._next += 1
+        return position
+
+    def recorded_at(self, position: int, key: str | None) -> AskRecord | None:
+        """The record an ask at ``position`` (or with ``key``) replays, while replaying."""
+        if not self._replaying:
+            return None
+        for record in self.recorded:
+            if (key is not None and record.key == key) or (
+                key is None and record.key is None and record.seq == position
+            ):
+                return record
+        return None
+
+    async def diverged(self, position: int) -> None:
+        """The ask at ``position`` differs from the record: replay ends here, and the
+        records from ``position`` on are abandoned (the agent asks anew)."""
+        self._replaying = False
+        abandoned = await self.journal.journal.abandon_asks(self.record.id, position)
+        self.recorded = [record for record in self.recorded if record.seq < position]
+        _log.info(
+            "run.diverged",
+            run_id=self.record.id,
+            position=position,
+            abandoned=len(abandoned),
+            summary=f"the agent asked something else at question {position + 1}: "
+            f"{len(abandoned)} recorded question(s) abandoned, asking anew",
+        )
+
+
+JOURNAL: Seam[AskJournal] = Seam("journal", AskJournal)
+"""The ask journal of a context: with a provider, every ``ask()`` is recorded (see
+:class:`AskJournal`); without one, asks live in this process only."""
+
+_current: ContextVar[AgentRun | None] = ContextVar("hotseam_agent_run", default=None)
+
+
+def current_run() -> AgentRun | None:
+    """The agent run the calling code is inside (:meth:`AskJournal.run`), if any."""
+    return _current.get()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
