@@ -398,6 +398,9 @@ class Plan:
     """Modules whose file is gone (or no longer importable), dependents last."""
     unreadable: dict[str, tuple[Path, LoadError]] = field(default_factory=dict)
     """Modules whose file exists but could not be read."""
+    deferred: list[Path] = field(default_factory=list)
+    """Paths left out because they could not be read or listed for a passing reason (out
+    of file descriptors...): the reloader retries them (see :mod:`._transient`)."""
     carrier: str | None = None
     """The one unloaded module whose generation carries values (``scope.carry``), if one
     does: a single provider without a serving generation in this plan may take them over
