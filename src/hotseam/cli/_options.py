@@ -20,6 +20,7 @@ __all__ = [
     "Common",
     "Settings",
     "add_common_options",
+    "add_log_options",
     "add_session_options",
     "resolve",
     "resolve_common",
@@ -78,6 +79,11 @@ def seconds_or_zero(text: str) -> float:
 
 def add_common_options(parser: argparse.ArgumentParser) -> None:
     """The time bounds and the log options (``dev``, ``run`` and ``acp``)."""
+    _add_time_bounds(parser)
+    add_log_options(parser)
+
+
+def _add_time_bounds(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--setup-timeout",
         type=seconds,
@@ -96,6 +102,12 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="fail a module whose body is still executing after this long (default 10)",
     )
+
+
+def add_log_options(
+    parser: argparse.ArgumentParser, *, default_format: str = "console for dev, json for run"
+) -> None:
+    """``--log-level`` and ``--log-format`` (every long-running command, ``inbox`` too)."""
     parser.add_argument(
         "--log-level",
         type=str.lower,
@@ -106,7 +118,7 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
         "--log-format",
         type=str.lower,
         choices=LOG_FORMATS,
-        help="console lines or one JSON object per line (default: console for dev, json for run)",
+        help=f"console lines or one JSON object per line (default: {default_format})",
     )
 
 
