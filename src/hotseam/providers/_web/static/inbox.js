@@ -53,7 +53,7 @@
   }
 
   function held(name) {
-    return name ? " Held for " + name + "’s resume." : "";
+    return name ? " Held for " + name + "'s resume." : "";
   }
 
   // Which daemon asks, for a question of the fleet inbox ("" for a process's own inbox).
