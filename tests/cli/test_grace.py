@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 from collections.abc import AsyncIterator, Collection, Iterator, Sequence
@@ -200,6 +201,31 @@ class _Counted(GraceWatcher):
         while not self.holds or self._running:
             self._idle = anyio.Event()
             await self._idle.wait()
+
+
+async def test_a_path_that_cannot_be_looked_at_is_not_taken_for_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its ``stat`` fails for another reason than "not there" (out of file descriptors): the
+    watcher goes on, and the held deletion ends as a modification (the reloader's read
+    decides) rather than an unload."""
+    unsure = tmp_path / "unsure.py"
+    real = os.stat
+
+    def stat(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if os.fspath(path) == str(unsure):
+            raise OSError(errno.EMFILE, "Too many open files", str(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", stat)
+    inner = Scripted()
+    async with GraceWatcher(inner, grace=0.05).open([WatchRoot(tmp_path)]) as batches:
+        await inner.send.send([FileChange(ChangeKind.MODIFIED, unsure)])
+        await inner.send.send([FileChange(ChangeKind.DELETED, unsure)])
+        with anyio.fail_after(5):
+            assert list(await batches.__anext__()) == [FileChange(ChangeKind.MODIFIED, unsure)]
+            assert list(await batches.__anext__()) == [FileChange(ChangeKind.MODIFIED, unsure)]
+    inner.send.close()
 
 
 async def test_no_grace_passes_deletions_at_once(tmp_path: Path) -> None:
