@@ -390,3 +390,39 @@ async def test_a_process_own_inbox_has_nothing_to_clear() -> None:
         assert s.web.pending == 1
         assert (await s.client.post("/api/questions/nope/clear", json={})).status_code == 404
         assert (await s.answer(question["id"], {"option": 1})).status_code == 200
+
+
+async def test_the_fleet_inbox_has_the_guard_of_a_daemons_own_inbox() -> None:
+    async with fleet() as f:
+        _, run = await f.daemon("alpha")
+        await f.ask(run, "q1", DB)
+        token = f.served.token
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{f.served.port}") as bare:
+            assert (await bare.get("/api/questions")).status_code == 401
+            rebound = await bare.get(
+                "/api/questions", headers={"x-hotseam-token": token, "host": "evil.example"}
+            )
+            assert rebound.status_code == 421
+            foreign = await bare.post(
+                "/api/questions/q1/answer",
+                json={"option": 0},
+                headers={"x-hotseam-token": token, "origin": "http://evil.example"},
+            )
+            assert foreign.status_code == 403
+            form = await bare.post(
+                "/api/questions/q1/answer",
+                content="option=0",
+                headers={
+                    "x-hotseam-token": token,
+                    "content-type": "application/x-www-form-urlencoded",
+                },
+            )
+            assert form.status_code == 415
+            page = await bare.get(f"/?token={token}")
+            assert page.status_code == 200 and "hotseam inbox" in page.text
+            assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+        assert (await f.journal.get_ask("q1")).pending  # nothing got through
+    async with open_journal("memory:") as journal:
+        with pytest.raises(ValueError, match="not a loopback address"):
+            async with serve_journal_inbox(journal, host="0.0.0.0", port=0):
+                pass

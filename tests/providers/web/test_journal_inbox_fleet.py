@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, MutableMapping
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,8 +29,12 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from structlog.testing import capture_logs
 
+from _postgres import PostgresServer
+from hotseam.interaction import AskUserQuestionRequest
 from hotseam.interaction._journal import AskState, open_journal
+from hotseam.providers._web._fleet_server import serve_journal_inbox
 from journal.conftest import postgres_server, postgres_url  # noqa: F401 (fixtures)
 
 from .conftest import EventReader, open_events
@@ -39,6 +43,7 @@ pytestmark = pytest.mark.anyio
 
 DEADLINE = 20.0
 HOST = socket.gethostname()
+QUESTION = AskUserQuestionRequest("Merge?")
 
 # A daemon as the journal sees one: it registers, starts a run of its agent, records its
 # asks and waits for each to be settled (printing what it got), heart-beating unless told
@@ -421,3 +426,54 @@ async def test_down_daemons_and_abandoned_runs_across_two_inboxes(
             assert (await journal.get_ask("delta-0")).state is AskState.ABANDONED
             ask = await journal.get_ask("gamma-0")
             assert ask.answer is not None and ask.answer.answer == "Yes"
+
+
+async def test_the_inbox_outlives_the_postgresql_server_going_away_and_coming_back(
+    postgres_server: PostgresServer,  # noqa: F811
+    postgres_url: str,  # noqa: F811
+) -> None:
+    """While the journal is out of reach the inbox says so once, shows what it knew, and
+    refuses answers with a 503 that changes nothing; once it is back the inbox lists again
+    and shows what was asked meanwhile."""
+    unreachable = anyio.Event()
+
+    def spot(logger: object, method: str, event: MutableMapping[str, Any]) -> Any:
+        if event["event"] == "web.fleet_journal_unreachable":
+            unreachable.set()
+        return event
+
+    with capture_logs(processors=[spot]) as logs:
+        async with (
+            open_journal(postgres_url) as daemon_side,
+            open_journal(postgres_url, liveness_timeout=0.8) as inbox_side,
+            serve_journal_inbox(inbox_side, port=0) as served,
+            open_events(served.port, served.token) as events,
+            httpx.AsyncClient(
+                base_url=f"http://127.0.0.1:{served.port}",
+                headers={"x-hotseam-token": served.token},
+                timeout=DEADLINE,
+            ) as client,
+        ):
+            daemon = await daemon_side.register_daemon("alpha")
+            run = await daemon_side.start_run("alpha", daemon.id)
+            await daemon_side.record_ask("before", run.id, 0, QUESTION)
+            await events.until(lambda e: e["type"] == "added" and e["question"]["id"] == "before")
+            await anyio.to_thread.run_sync(postgres_server._pg_ctl, "stop", "-m", "fast")
+            try:
+                with anyio.fail_after(DEADLINE):
+                    await unreachable.wait()
+                refused = await client.post("/api/questions/before/answer", json={"text": "x"})
+                assert refused.status_code == 503, refused.text
+                assert refused.json()["error"]["code"] == "JOURNAL_UNAVAILABLE"
+                listed = (await client.get("/api/questions")).json()["questions"]
+                assert [q["id"] for q in listed] == ["before"]  # what it knew
+            finally:
+                await anyio.to_thread.run_sync(postgres_server._pg_ctl, "start")
+            assert (await daemon_side.get_ask("before")).pending  # the 503 changed nothing
+            await daemon_side.record_ask("after", run.id, 1, QUESTION)
+            await events.until(lambda e: e["type"] == "added" and e["question"]["id"] == "after")
+            reply = await client.post("/api/questions/after/answer", json={"text": "ok"})
+            assert reply.status_code == 200, reply.text
+            assert (await daemon_side.wait_settled("after")).state is AskState.ANSWERED
+    warned = [e for e in logs if e["event"] == "web.fleet_journal_unreachable"]
+    assert len(warned) == 1 and any(e["event"] == "web.fleet_journal_recovered" for e in logs)
