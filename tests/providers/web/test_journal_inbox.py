@@ -280,6 +280,22 @@ async def test_a_daemon_that_stops_beating_or_is_stopped_shows_down_and_still_ta
         assert alpha.id != beta.id
 
 
+async def test_a_run_resumed_by_a_restarted_daemon_shows_its_new_asker() -> None:
+    async with fleet(liveness=1.2) as f:  # listed again every 0.3 s
+        old, run = await f.daemon("alpha", pid=101)
+        await f.ask(run, "q1", DB)
+        async with f.events() as events:
+            await events.until(lambda e: e["type"] == "snapshot")
+            await f.journal.stop_daemon(old.id)  # killed for a deploy...
+            await events.until(changed("q1", up=False))
+            new = await f.journal.register_daemon("alpha", host="build-1", pid=202)
+            await f.journal.claim_run(run.id, new.id)  # ...and resumed by its next start
+            moved = await events.until(changed("q1", up=True))
+        assert moved["question"]["daemon"]["pid"] == 202
+        assert moved["question"]["daemon"]["id"] == new.id
+        assert [q["daemon"]["pid"] for q in await f.listed()] == [202]
+
+
 async def test_an_abandoned_runs_question_stays_marked_until_it_is_cleared() -> None:
     async with fleet() as f:
         _, run = await f.daemon("alpha")

@@ -292,7 +292,8 @@ class JournalInbox:
                 if ask.pending:
                     run = await self.journal.get_run(ask.run_id)
                     daemon = await self.journal.get_daemon(run.daemon_id)
-                    if ask_id not in self._entries and ask_id not in self._deciding:
+                    known = self._entries.keys() | self._deciding.keys() | self._decided.keys()
+                    if ask_id not in known:  # nothing decided it while this was read
                         self._add(InboxEntry(ask, run, daemon))
                     return
             except JournalError as error:
