@@ -442,3 +442,24 @@ async def test_the_fleet_inbox_has_the_guard_of_a_daemons_own_inbox() -> None:
         with pytest.raises(ValueError, match="not a loopback address"):
             async with serve_journal_inbox(journal, host="0.0.0.0", port=0):
                 pass
+
+
+async def test_a_daemons_own_inbox_tells_its_pages_an_answer_came_from_another_process() -> None:
+    """What the daemon does when the journal says another process answered (``by``)."""
+    async with serving() as s:
+        s.ask_soon("db", DB)
+        (question,) = await s.pending(1)
+        (entry,) = list(s.web.inbox)
+        async with s.events() as events:
+            await events.until(lambda e: e["type"] == "snapshot")
+            entry.answer = AskUserQuestionAnswer("sqlite")
+            assert s.web.inbox.settle(entry, "answered", "answered", by="inbox b:7")
+            gone = await events.until(removed(question["id"]))
+        assert (gone["by"], gone["answer"], gone["client"]) == (
+            "inbox b:7",
+            {"text": "sqlite"},
+            None,
+        )
+        assert (await s.result("db")).answer == "sqlite"
+        late = await s.answer(question["id"], {"option": 0})
+        assert late.status_code == 409 and late.json()["error"]["by"] == "inbox b:7"

@@ -318,11 +318,20 @@ class Inbox:
         return entry
 
     def settle(
-        self, entry: Entry, outcome: Outcome, note: str, *, client: str | None = None
+        self,
+        entry: Entry,
+        outcome: Outcome,
+        note: str,
+        *,
+        client: str | None = None,
+        by: str | None = None,
     ) -> bool:
         """Decide ``entry`` unless it is decided already; return whether this call did.
 
-        ``client`` is who answered or dismissed it (a page's id), told to every page.
+        ``client`` is who answered or dismissed it (a page's id), told to every page;
+        ``by`` who did when that was another process (a journal's ``settled_by``: the
+        pages say "answered elsewhere (by ...)"). For ``answered``, set ``entry.answer``
+        first: pages are told what was answered.
         """
         if entry.outcome is not None:
             return False
@@ -331,7 +340,8 @@ class Inbox:
         entry.client = client
         self._entries.pop(entry.id, None)
         answer = entry.answer if outcome == "answered" else None
-        decision = Decision(outcome, note, client, None if answer is None else shown_answer(answer))
+        shown = None if answer is None else shown_answer(answer)
+        decision = Decision(outcome, note, client, shown, by=by)
         _decided[entry.id] = decision
         while len(_decided) > _RECENT:
             _decided.popitem(last=False)
