@@ -44,7 +44,9 @@ from hotseam.reload import (
     _native,
 )
 from hotseam.reload._errors import ModuleTooLargeError
+from hotseam.reload._planner import Root
 from hotseam.reload._read import read_file
+from hotseam.reload._roots import LinkedRoots
 from hotseam.reload._transient import is_transient
 
 from .conftest import write
@@ -467,3 +469,63 @@ async def test_a_native_watch_that_cannot_be_made_for_want_of_descriptors_comes_
     assert "Too many open files" in fallback["summary"]
     assert fallback["summary"].endswith("until the native watch can be made again")
     assert len(_logged(logs, "reload.watch_restored")) == 1
+
+
+@pytest.mark.anyio
+async def test_a_watched_folder_that_cannot_be_looked_at_is_not_taken_for_gone(
+    context: Context, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The native watcher's check of the watched folder fails for a passing reason (a
+    network file system's EIO): the folder keeps its identity (nothing unloaded, said once),
+    is looked at again at the next check (said once), and saves are still applied."""
+    real = os.stat
+    failures = 3
+    recovered = anyio.Event()
+
+    def flaky(path: Any, *args: Any, **kwargs: Any) -> Any:
+        nonlocal failures
+        if path == str(folder):  # the check's stat, by string
+            if failures:
+                failures -= 1
+                raise OSError(errno.EIO, "Input/output error", path)
+            recovered.set()
+        return real(path, *args, **kwargs)
+
+    write(folder / "my_ui.py", announcing("my_ui", 1))
+    with anyio.fail_after(10), structlog.testing.capture_logs() as logs:
+        reloader = Reloader(context, [folder], root_check=0.01)
+        async with reloader, reloader.events() as events:
+            monkeypatch.setattr(os, "stat", flaky)
+            await recovered.wait()
+            write(folder / "my_ui.py", announcing("my_ui", 2))
+            await events.next(ReloadCommitted, module="my_ui", generation=2)
+    assert not _logged(logs, "reload.root_gone")
+    assert not _logged(logs, "reload.unloaded")
+    (deferred,) = _logged(logs, "reload.scan_deferred")
+    assert (deferred["paths"], deferred["errno"]) == ([str(folder)], "EIO")
+    assert len(_logged(logs, "reload.scan_recovered")) == 1
+
+
+def test_a_linked_path_that_cannot_be_resolved_now_is_looked_at_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A watched path given through a link, pointed elsewhere, whose new target cannot be
+    looked at for a passing reason: the check goes on (the reloader's link follower does
+    not die) and follows the link at the next check."""
+    (tmp_path / "v1").mkdir()
+    (tmp_path / "v2").mkdir()
+    link = tmp_path / "current"
+    link.symlink_to(tmp_path / "v1")
+    root = Root.from_path(link)
+    link.unlink()
+    link.symlink_to(tmp_path / "v2")
+    real = Root.from_path
+
+    def unreachable(cls: type[Root], given: Any) -> Root:
+        raise OSError(errno.EIO, "Input/output error", str(given))
+
+    linked = LinkedRoots()
+    monkeypatch.setattr(Root, "from_path", classmethod(unreachable))
+    assert linked.moved((root,)) == {}
+    monkeypatch.setattr(Root, "from_path", real)
+    assert linked.moved((root,)) == {root: Root.from_path(link)}

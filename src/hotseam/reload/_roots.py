@@ -18,6 +18,7 @@ from .._log import get_logger
 from ._errors import ReloadPathError
 from ._events import display_path
 from ._planner import Root
+from ._transient import is_transient
 
 __all__ = ["LinkedRoots", "refused_link"]
 
@@ -49,6 +50,10 @@ class LinkedRoots:
                 continue
             try:
                 new = Root.from_path(given)
+            except OSError as error:
+                if not is_transient(error):
+                    raise
+                continue  # cannot be looked at now (see ._transient): again at the next check
             except ReloadPathError as error:
                 if given not in self._broken:
                     self._broken.add(given)
