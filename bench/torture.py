@@ -127,10 +127,10 @@ class Torture:
         self.folder = folder.resolve()
         self.settings = settings
         self.rng = random.Random(settings.seed)
+        self.report = self.make_report()
         self.ledger = self.make_ledger(random.Random(settings.seed + 2))
         self.files = self.make_files(random.Random(settings.seed + 1))
         self.context = Context("torture")
-        self.report = self.make_report()
         self.outcomes: dict[str, Outcome] = {}
         self.active: set[str] = set()  # provider modules with an active generation
         self.stopping = False

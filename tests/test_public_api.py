@@ -66,7 +66,7 @@ def test_harness_error_name_code_and_dict() -> None:
 
 def test_errors_module_draws_the_tree() -> None:
     """The error tree is documented in one docstring naming every error."""
-    from hotseam import _errors
+    from hotseam._core import _errors
 
     doc = _errors.__doc__ or ""
     for name in _errors.__all__:

@@ -23,7 +23,8 @@ from hypothesis import strategies as st
 from hotseam import Context
 from hotseam.reload import Reloader, _planner
 from hotseam.reload._loader import Loader
-from hotseam.reload._planner import ModuleIndex, Root
+from hotseam.reload._planner import ModuleIndex
+from hotseam.reload._roots import Root
 
 pytestmark = pytest.mark.anyio
 

@@ -23,6 +23,7 @@ _COMMANDS = {
     "acp": ("hotseam.cli._acp", "serve as an Agent Client Protocol agent over stdio"),
     "status": ("hotseam.cli._status", "show what a running dev or run is doing"),
     "reload": ("hotseam.cli._reload_cmd", "reload modules of a running dev or run"),
+    "inbox": ("hotseam.cli._inbox_cmd", "one web inbox for every daemon writing to a journal"),
 }
 
 

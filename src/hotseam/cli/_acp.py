@@ -4,9 +4,13 @@ An ACP client (an editor such as Zed) launches ``hotseam acp`` and talks to it o
 stdin and stdout. For each prompt the agent (``--agent MODULE:FUNCTION``, default: a demo
 that asks one or two questions) runs once, and its questions reach the human as ACP form
 elicitations. With ``--watch``, provider modules are loaded and hot-reloaded into the
-agent's context, where they may shadow the ACP provider. stdout carries protocol messages
-only: everything else the process writes to it goes to stderr, with the JSON log lines,
-through a queue that never blocks (a client may never read stderr).
+agent's context, where they may shadow the ACP provider, by the reloader ``dev`` and
+``run`` use, made from the same options (``--import-timeout``, ``--deletion-grace``,
+``--max-module-size``, ``--polling``...: :func:`~._options.add_reload_options`). The
+agent's module executes in a worker thread, bounded by ``--import-timeout``, as theirs
+does. stdout carries protocol messages only: everything else the process writes to it
+goes to stderr, with the JSON log lines, through a queue that never blocks (a client may
+never read stderr).
 """
 
 from __future__ import annotations
@@ -22,10 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from .._core import get_logger
-from ._agent import AgentLoadError, load_agent
+from ._agent import AgentLoadError
 from ._config import ConfigError
 from ._log_sink import OutputCapture
-from ._options import add_common_options, resolve_common
+from ._options import ReloadOptions, add_common_options, resolve_common
 
 if TYPE_CHECKING:
     import asyncio
@@ -52,12 +56,13 @@ class _UsageError(Exception):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--agent``, ``--watch``, the time bounds and the log options."""
+    """``--agent``, ``--watch``, the reloader's options (as ``dev`` and ``run`` take them)
+    and the log options."""
     parser.add_argument(
         "--agent",
         metavar="MODULE:FUNCTION",
         help="the agent run for each prompt turn, 'async def agent(context)' "
-        "(default: the built-in ACP demo agent)",
+        "(default: the built-in ACP demo agent); its module executes within --import-timeout",
     )
     parser.add_argument(
         "--watch",
@@ -83,7 +88,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="release a session the client never closed after this long without a prompt "
         "(a question still waiting in it is cancelled; default: 3600)",
     )
-    add_common_options(parser)  # the time bounds, --log-level, --log-format
+    add_common_options(parser)  # the reloader's options (dev's and run's), the log options
 
 
 def run(args: argparse.Namespace) -> int:
@@ -98,23 +103,26 @@ def run(args: argparse.Namespace) -> int:
     try:
         _check_stdio()
         paths = _watch_paths(args.watch)
+        common = resolve_common(args, log_format="json")
         with _stdout_reserved() as protocol_out:
+            configure_logging(common.log_format, level=common.log_level)  # type: ignore[arg-type]
             if args.agent:
-                agent = load_agent(args.agent)
+                # As dev and run do: a slow body leaves signals handled, and is abandoned.
+                from ._agent_import import load_agent_within
+
+                agent = load_agent_within(args.agent, common.import_timeout)
             else:
                 from ._acp_agent import acp_demo_agent
 
                 agent = acp_demo_agent
-            common = resolve_common(args, log_format="json")
-            configure_logging(common.log_format, level=common.log_level)  # type: ignore[arg-type]
             return anyio.run(
                 _main,
                 agent,
                 paths,
                 protocol_out,
+                common.reload,
                 args.max_line_bytes,
                 args.session_idle_timeout,
-                common.reloader_options,
                 backend="asyncio",
             )
     except (_UsageError, AgentLoadError, ConfigError) as error:
@@ -128,9 +136,9 @@ async def _main(
     agent: AgentFunction,
     paths: Sequence[Path],
     protocol_out: BinaryIO,
+    reload: ReloadOptions,
     max_line_bytes: int | None = None,
     session_idle_timeout: float | None = 3600.0,
-    reloader_options: dict[str, float] | None = None,
 ) -> int:
     import anyio
 
@@ -142,7 +150,7 @@ async def _main(
     agent_context = base.child("acp.agent")
     provider = AcpProvider()
     try:
-        watching = _reloader(agent_context, paths, reloader_options)
+        watching = _reloader(agent_context, paths, reload)
     except _UsageError as error:
         print(f"hotseam acp: {error}", file=sys.stderr)
         return 2
@@ -153,10 +161,12 @@ async def _main(
                 scope.provide(USER_INTERACTION, provider)
                 scope.register_tool(ask_user_question_tool())
                 reader, writer = await _stdio_streams(protocol_out)
+                watcher = getattr(watching, "watcher", None)
                 _log.info(
                     "acp.serving",
                     agent=f"{agent.__module__}:{agent.__qualname__}",
                     watch=[str(path) for path in paths],
+                    watcher=repr(watcher) if watcher is not None else None,
                 )
                 async with watching:
                     await serve(
@@ -187,24 +197,16 @@ async def _stop_on_signals(scope: anyio.CancelScope) -> None:
 
 
 def _reloader(
-    context: Context, paths: Sequence[Path], options: dict[str, float] | None = None
+    context: Context, paths: Sequence[Path], options: ReloadOptions
 ) -> AbstractAsyncContextManager[object]:
-    """Load and hot-reload the provider modules under ``paths`` into ``context`` (``options``:
-    the time bounds of ``--setup-timeout`` and co.)."""
+    """Load and hot-reload the provider modules under ``paths`` into ``context``, by the
+    reloader ``dev`` and ``run`` make from the same ``options``."""
     if not paths:
         return nullcontext()
-    from ..reload import Reloader, ReloadPathError
+    from ..reload import ReloadPathError
 
     try:
-        if options is None:
-            return Reloader(context, paths)
-        return Reloader(
-            context,
-            paths,
-            setup_timeout=options["setup_timeout"],
-            dispose_timeout=options["dispose_timeout"],
-            import_timeout=options["import_timeout"],
-        )
+        return options.reloader(context, paths)
     except ReloadPathError as error:
         raise _UsageError(f"--watch: {error}") from None
 

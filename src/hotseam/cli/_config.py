@@ -48,6 +48,7 @@ KEYS: dict[str, str] = {
     "web-port": "the web inbox's TCP port (0 picks a free one)",
     "web-allow-remote": "let web-host be an address other machines reach (true or false)",
     "web-token-file": "a file holding the web inbox's token",
+    "journal": "the ask journal: a file path, sqlite:///PATH or postgresql://...",
 }
 
 
@@ -132,7 +133,7 @@ def _checked(key: str, value: Any, where: str) -> Any:
         if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
             raise wrong("a non-empty list of paths")
         return value
-    if key in ("agent", "answers", "name", "web-host", "web-token-file"):
+    if key in ("agent", "answers", "name", "web-host", "web-token-file", "journal"):
         if not isinstance(value, str) or not value:
             raise wrong("a non-empty string")
         if key == "name" and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", value):

@@ -53,14 +53,13 @@ import structlog
 from .._core import CloseReason, Context, DisposalError, HarnessError, Scope
 from ..interaction import USER_INTERACTION, ask_user_question_tool
 from ..providers.scripted import ScriptedProvider
-from ..reload import PollingWatcher, Reloader, ReloaderClosedError, WatchfilesWatcher
+from ..reload import Reloader, ReloaderClosedError
 from ._agent import AgentFunction
 from ._agent_import import load_agent_within
 from ._agent_loop import AgentLoop, describe_error, shown_path
 from ._config import ConfigError
 from ._control import Claim, claim, serving
 from ._demo_agent import demo_agent
-from ._grace import GraceWatcher
 from ._hints import Hints
 from ._logging import LogStyle, configure_logging
 from ._options import Settings, add_common_options, add_session_options, resolve, seconds_or_zero
@@ -115,13 +114,6 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="warn when the event loop is blocked this long, naming the line (default 2, "
         "0 disables); a second Ctrl-C or SIGTERM while it is blocked exits at once",
-    )
-    parser.add_argument(
-        "--polling",
-        action="store_true",
-        default=None,
-        help="scan for changes instead of using file-system notifications "
-        "(network mounts, some containers)",
     )
     add_web_arguments(parser)
 
@@ -178,16 +170,7 @@ def _prepare(args: argparse.Namespace, command: str, style: LogStyle) -> _Sessio
                 "no PATH given, and no 'paths' in a [tool.hotseam] table of a pyproject.toml "
                 "here or above; for example: hotseam dev providers/"
             )
-        inner = PollingWatcher() if settings.polling else WatchfilesWatcher()
-        reloader = Reloader(
-            providers,
-            settings.paths,
-            watcher=GraceWatcher(inner, settings.deletion_grace),
-            import_timeout=settings.import_timeout,
-            max_module_size=settings.max_module_size,
-            setup_timeout=settings.setup_timeout,
-            dispose_timeout=settings.dispose_timeout,
-        )
+        reloader = settings.reload.reloader(providers, settings.paths)
         agent: AgentFunction = (
             load_agent_within(settings.agent, settings.import_timeout)
             if settings.agent

@@ -4,15 +4,22 @@
 a module file vanish for a moment. Unloading it then would dispose the provider (its
 question withdrawn, the UI gone) only to load it again a moment later. :class:`GraceWatcher`
 wraps the reloader's watcher and holds each reported deletion back for ``grace`` seconds:
-if the file is back by then, the deletion is dropped and the reloader sees only the new
-content (a reload when it changed, nothing when it did not); if it is still gone, the
-deletion is passed on and the module is unloaded.
+if the file is back by then, the deletion is passed on as a modification, so the reloader
+reads the file again (a reload when it changed, nothing when it did not: it compares
+content hashes, so a spurious report costs one read); if it is still gone, the deletion is
+passed on and the module is unloaded.
+
+A watcher may report the return itself (hotseam's do: ``added``), which ends the hold at
+once; but the :class:`~hotseam.reload.Watcher` protocol is public, and one that reports
+only the deletion must not lose the return (a folder moved away and back, ``git stash``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import math
+import os
 from collections.abc import AsyncIterator, Collection, Sequence
 from pathlib import Path
 
@@ -59,7 +66,7 @@ class GraceWatcher:
                                 pending.cancel()  # it is back (or changed again)
                             # A path gone by now (saved, then deleted in one batch) is a deletion.
                             if self.grace > 0 and (
-                                change.kind is ChangeKind.DELETED or not change.path.exists()
+                                change.kind is ChangeKind.DELETED or _gone(change.path)
                             ):
                                 held[change.path] = await waits.start(
                                     self._hold, change, send, held
@@ -96,6 +103,19 @@ class GraceWatcher:
             await anyio.sleep(self.grace)
             if held.get(change.path) is scope:
                 del held[change.path]
-            if not change.path.exists():
-                with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    await send.send([change])
+            # Still gone: the deletion. Back (unreported, or not yet): the reloader looks.
+            passed = change if _gone(change.path) else FileChange(ChangeKind.MODIFIED, change.path)
+            with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                await send.send([passed])
+
+
+def _gone(path: Path) -> bool:
+    """True when nothing is at ``path`` (a link to nothing, or a loop, counts as nothing,
+    as for ``Path.exists``). A ``stat`` that fails otherwise (out of file descriptors, a
+    network file system away) tells nothing: the path is not taken for gone, and the
+    reloader's read decides."""
+    try:
+        os.stat(path)
+    except OSError as error:
+        return error.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)
+    return False

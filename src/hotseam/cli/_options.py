@@ -9,17 +9,26 @@ from __future__ import annotations
 import argparse
 import contextlib
 import math
+import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._config import LOG_FORMATS, LOG_LEVELS, Config, find_config, load_config, parse_size
+
+if TYPE_CHECKING:
+    from .._core import Context
+    from ..reload import Reloader
 
 __all__ = [
     "DEFAULTS",
     "Common",
+    "ReloadOptions",
     "Settings",
     "add_common_options",
+    "add_log_options",
+    "add_reload_options",
     "add_session_options",
     "resolve",
     "resolve_common",
@@ -77,7 +86,15 @@ def seconds_or_zero(text: str) -> float:
 
 
 def add_common_options(parser: argparse.ArgumentParser) -> None:
-    """The time bounds and the log options (``dev``, ``run`` and ``acp``)."""
+    """The reloader's options and the log options (``dev``, ``run`` and ``acp``)."""
+    add_reload_options(parser)
+    add_log_options(parser)
+
+
+def add_reload_options(parser: argparse.ArgumentParser) -> None:
+    """The options of the reloader, the same for every command that runs one (``dev``,
+    ``run`` and ``acp --watch``): one function, so that they cannot drift apart. They make
+    :class:`ReloadOptions` (:func:`resolve`), which makes the reloader."""
     parser.add_argument(
         "--setup-timeout",
         type=seconds,
@@ -97,29 +114,6 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
         help="fail a module whose body is still executing after this long (default 10)",
     )
     parser.add_argument(
-        "--log-level",
-        type=str.lower,
-        choices=LOG_LEVELS,
-        help="the lowest level logged on stderr (default info)",
-    )
-    parser.add_argument(
-        "--log-format",
-        type=str.lower,
-        choices=LOG_FORMATS,
-        help="console lines or one JSON object per line (default: console for dev, json for run)",
-    )
-
-
-def add_session_options(parser: argparse.ArgumentParser) -> None:
-    """The options of ``dev`` and ``run`` that ``acp`` has no use for."""
-    parser.add_argument(
-        "--provider-wait",
-        type=seconds,
-        metavar="SECONDS",
-        help="how long a question waits for a provider to appear before failing with "
-        "NO_PROVIDER (default: as long as it takes for dev, 60 for run)",
-    )
-    parser.add_argument(
         "--deletion-grace",
         type=seconds_or_zero,
         metavar="SECONDS",
@@ -135,10 +129,80 @@ def add_session_options(parser: argparse.ArgumentParser) -> None:
         "(default 1MiB)",
     )
     parser.add_argument(
+        "--polling",
+        action="store_true",
+        default=None,
+        help="scan for changes instead of using file-system notifications "
+        "(network mounts, some containers)",
+    )
+
+
+def add_log_options(
+    parser: argparse.ArgumentParser, *, default_format: str = "console for dev, json for run"
+) -> None:
+    """``--log-level`` and ``--log-format`` (every long-running command, ``inbox`` too)."""
+    parser.add_argument(
+        "--log-level",
+        type=str.lower,
+        choices=LOG_LEVELS,
+        help="the lowest level logged on stderr (default info)",
+    )
+    parser.add_argument(
+        "--log-format",
+        type=str.lower,
+        choices=LOG_FORMATS,
+        help=f"console lines or one JSON object per line (default: {default_format})",
+    )
+
+
+def add_session_options(parser: argparse.ArgumentParser) -> None:
+    """The options of ``dev`` and ``run`` that ``acp`` has no use for."""
+    parser.add_argument(
+        "--provider-wait",
+        type=seconds,
+        metavar="SECONDS",
+        help="how long a question waits for a provider to appear before failing with "
+        "NO_PROVIDER (default: as long as it takes for dev, 60 for run)",
+    )
+    parser.add_argument(
         "--name",
         metavar="NAME",
         help="a name for the control socket: 'hotseam status NAME' then finds this process",
     )
+
+
+@dataclass(frozen=True, slots=True)
+class ReloadOptions:
+    """The options :func:`add_reload_options` adds, merged with ``[tool.hotseam]``: all the
+    reloader of ``dev``, ``run`` and ``acp --watch`` is made of (:meth:`reloader`)."""
+
+    setup_timeout: float
+    dispose_timeout: float
+    import_timeout: float
+    deletion_grace: float
+    max_module_size: int
+    polling: bool
+
+    def reloader(self, context: Context, paths: Sequence[str | os.PathLike[str]]) -> Reloader:
+        """The reloader of ``paths`` into ``context``: native notifications (or polling),
+        each deletion held for the grace, these time bounds and this size limit.
+
+        Raises:
+            ReloadPathError: a path does not exist, or is not a module or a folder.
+        """
+        from ..reload import PollingWatcher, Reloader, WatchfilesWatcher
+        from ._grace import GraceWatcher
+
+        inner = PollingWatcher() if self.polling else WatchfilesWatcher()
+        return Reloader(
+            context,
+            paths,
+            watcher=GraceWatcher(inner, self.deletion_grace),
+            setup_timeout=self.setup_timeout,
+            dispose_timeout=self.dispose_timeout,
+            import_timeout=self.import_timeout,
+            max_module_size=self.max_module_size,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +224,18 @@ class Settings:
     log_format: str
     name: str | None
     config: Path | None
+
+    @property
+    def reload(self) -> ReloadOptions:
+        """The reloader's options."""
+        return ReloadOptions(
+            self.setup_timeout,
+            self.dispose_timeout,
+            self.import_timeout,
+            self.deletion_grace,
+            self.max_module_size,
+            self.polling,
+        )
 
 
 def resolve(args: argparse.Namespace, *, log_format: str, provider_wait: float) -> Settings:
@@ -220,10 +296,13 @@ class Common:
     import_timeout: float
     log_level: str
     log_format: str
+    reload: ReloadOptions
+    """Everything the reloader is made of (the time bounds above among it)."""
 
     @property
     def reloader_options(self) -> dict[str, float]:
-        """Keyword arguments for :class:`~hotseam.reload.Reloader`."""
+        """The time bounds, as keyword arguments of :class:`~hotseam.reload.Reloader`
+        (:meth:`ReloadOptions.reloader` passes every option)."""
         return {
             "setup_timeout": self.setup_timeout,
             "dispose_timeout": self.dispose_timeout,
@@ -244,6 +323,7 @@ def resolve_common(args: argparse.Namespace, *, log_format: str) -> Common:
         settings.import_timeout,
         settings.log_level,
         settings.log_format,
+        settings.reload,
     )
 
 

@@ -36,16 +36,20 @@ class WebOptions:
     token: str
 
 
-def add_web_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--web [--web-host HOST] [--web-port PORT] [--web-allow-remote] [--web-token-file F]``."""
+def add_web_arguments(
+    parser: argparse.ArgumentParser, *, switch: bool = True, default_port: int = DEFAULT_PORT
+) -> None:
+    """``--web [--web-host HOST] [--web-port PORT] [--web-allow-remote] [--web-token-file F]``;
+    without ``switch``, no ``--web`` (``hotseam inbox`` is nothing but an inbox)."""
     group = parser.add_argument_group("web inbox")
-    group.add_argument(
-        "--web",
-        action=argparse.BooleanOptionalAction,
-        help="answer questions in a browser: prints the inbox's URL (with its token) on "
-        "stderr; 'hotseam status' shows it too (--no-web: not even with web = true in "
-        "[tool.hotseam])",
-    )
+    if switch:
+        group.add_argument(
+            "--web",
+            action=argparse.BooleanOptionalAction,
+            help="answer questions in a browser: prints the inbox's URL (with its token) on "
+            "stderr; 'hotseam status' shows it too (--no-web: not even with web = true in "
+            "[tool.hotseam])",
+        )
     group.add_argument(
         "--web-host",
         metavar="HOST",
@@ -56,7 +60,7 @@ def add_web_arguments(parser: argparse.ArgumentParser) -> None:
         "--web-port",
         type=_port,
         metavar="PORT",
-        help=f"the inbox's TCP port (default {DEFAULT_PORT}; 0 picks a free one)",
+        help=f"the inbox's TCP port (default {default_port}; 0 picks a free one)",
     )
     group.add_argument(
         "--web-allow-remote",
@@ -73,11 +77,14 @@ def add_web_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def web_options(args: argparse.Namespace) -> WebOptions | None:
+def web_options(
+    args: argparse.Namespace, *, implied: bool = False, default_port: int = DEFAULT_PORT
+) -> WebOptions | None:
     """The checked options (flags over ``[tool.hotseam]``), or ``None`` without the inbox.
 
     The token is read (or made, the first time) here, so a bad token file is bad input
-    found before anything starts.
+    found before anything starts. ``implied``: the command always serves the inbox
+    (``hotseam inbox``): ``web`` and ``answers`` are not consulted.
 
     Raises:
         ValueError: a ``--web-*`` flag without the inbox, the inbox with ``--answers``, a
@@ -97,7 +104,7 @@ def web_options(args: argparse.Namespace) -> WebOptions | None:
             return config.get(key), f"{key} in {config.path}"
         return None, f"--{key}"
 
-    web, web_from = pick("web")
+    web, web_from = (True, "the inbox") if implied else pick("web")
     if not web:
         given = [
             f"--{attribute.replace('_', '-')}"
@@ -108,7 +115,7 @@ def web_options(args: argparse.Namespace) -> WebOptions | None:
             off = " (--no-web turned it off)" if web is False else ""
             raise ValueError(f"{given[0]} needs --web{off}")
         return None
-    answers, answers_from = pick("answers")
+    answers, answers_from = (None, "") if implied else pick("answers")
     if answers:
         raise ValueError(
             f"{web_from} and {answers_from} both answer questions: choose one"
@@ -131,7 +138,7 @@ def web_options(args: argparse.Namespace) -> WebOptions | None:
     token = load_token(token_file=token_file)  # a bad file is bad input, found early
     return WebOptions(
         host=host,
-        port=DEFAULT_PORT if port is None else port,
+        port=default_port if port is None else port,
         allow_remote=bool(allow_remote),
         token_file=token_file,
         token=token,

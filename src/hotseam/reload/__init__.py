@@ -26,7 +26,9 @@ generation untouched and is reported (status, events, a ``reload.aborted`` log e
 With ``watch=False`` nothing runs in the background: ``reload(path)`` plans, executes, sets
 up and commits before it returns, so the new provider serves the very next ask. ``reload()``
 with no argument rescans every watched path (new, changed and deleted files); ``force=True``
-reloads even files whose content hash did not change.
+reloads even files whose content hash did not change. The one exception: a file that could
+not be read for a passing reason (out of file descriptors...) is listed in the result's
+``deferred`` and read again in the background until it can be (``reload.deferred``).
 
 **Events** — :meth:`Reloader.events` is an async iterator (create it before causing the
 change); ``on_event=`` is a callback; every event is also a structlog event

@@ -48,6 +48,7 @@ from ._names import NameClaims, WatchedModuleSpec, owned
 from ._planner import ModuleIndex
 from ._read import FileStat, Source, read_file
 from ._status import ModuleKind, ModuleState, ModuleStatus
+from ._transient import is_transient
 
 if TYPE_CHECKING:
     from .._core import Registration, Scope, ToolRegistration
@@ -171,6 +172,9 @@ class Batch:
     failed: dict[str, LoadError] = field(default_factory=dict)
     attempts: dict[str, _Attempt] = field(default_factory=dict)
     load_ms: dict[str, float] = field(default_factory=dict)
+    transient: dict[str, OSError] = field(default_factory=dict)
+    """Modules that failed because a watched module they import could not be read for a
+    passing reason (out of file descriptors...) → that failure: they are tried again."""
 
     def imports_of(self, name: str) -> frozenset[str]:
         attempt = self.attempts.get(name)
@@ -486,6 +490,8 @@ class Loader:
             try:
                 batch.sources[name] = read_file(path, self.index.max_size)
             except OSError as error:
+                if is_transient(error):
+                    batch.transient.setdefault(attempt.name, error)
                 raise ModuleNotFoundError(f"cannot read {path}: {error}", name=name) from error
         try:
             return self._execute(batch, name)

@@ -18,6 +18,13 @@ appeared, changed or vanished in the swap — or as ``deleted`` when it is gone 
 a folder), after which its return is waited for. Each of these is logged once. When the
 native watch cannot be made (the inotify watch limit, a watchfiles error), a warning says
 so and the folders are polled instead (:class:`~._watcher.PollingWatcher`).
+
+A failure that passes (:mod:`._transient`: out of file descriptors — an inotify instance
+is one — or a folder's ``stat`` answered ``EIO`` by a network file system) is never taken
+for a folder gone or for a watch lost for good: a folder that cannot be looked at keeps its
+identity until it can (logged once), and a native watch that cannot be made for such a
+reason is polled for only until it can be made again (tried every
+:data:`~._transient.LAST_RETRY` seconds; ``reload.watch_restored`` says so).
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from anyio.streams.memory import MemoryObjectSendStream
 from .._core import get_logger
 from ._events import display_path
 from ._scan import file_type
+from ._transient import LAST_RETRY, describe_errno, is_transient
 from ._watcher import (
     ChangeKind,
     FileChange,
@@ -114,11 +122,9 @@ class WatchfilesWatcher:
             # Watching by the time this is entered: each group's watch is made here.
             started = [group.start() for group in groups]
             async with anyio.create_task_group() as tg, send, receive:
-                for group, ok in zip(groups, started, strict=True):
-                    if ok:
-                        tg.start_soon(group.run, send.clone())
-                    else:  # polling instead: its first scan is taken before this is entered
-                        await tg.start(group.poll, send.clone())
+                for group, native in zip(groups, started, strict=True):
+                    # Polling instead: its first scan is taken before this is entered.
+                    await tg.start(group.run, send.clone(), native)
                 yield receive
                 tg.cancel_scope.cancel()
         finally:
@@ -137,6 +143,8 @@ class _Group:
         self.identities: dict[str, _Identity | None] = {}
         self.notifier: Any = None
         self.failure: BaseException | None = None
+        self._unreachable: set[str] = set()
+        """Folders whose ``stat`` failed for a passing reason (logged once until it works)."""
         self._wake = threading.Event()
         """Ends the thread's wait: set when the task is cancelled, or a check found a folder
         changed (then ``_changed`` is set too)."""
@@ -170,19 +178,73 @@ class _Group:
         if notifier is not None:
             notifier.close()
 
-    async def run(self, send: MemoryObjectSendStream[Collection[FileChange]]) -> None:
-        """Report native changes; make the watch again whenever a folder's own watch ended or
-        the periodic check found it changed; poll instead if the watch breaks."""
+    async def run(
+        self,
+        send: MemoryObjectSendStream[Collection[FileChange]],
+        native: bool,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Report native changes (``native``: the watch is made; else poll from the start);
+        make the watch again whenever a folder's own watch ended or the periodic check
+        found it changed; poll instead if the watch breaks — until it can be made again,
+        when what broke it passes."""
         async with send:
-            async with anyio.create_task_group() as checks:
-                checks.start_soon(self._check)
-                await self._watch(send)
-                checks.cancel_scope.cancel()
-            async with self._polling() as batches:
-                # What changed between the native watch's end and the first scan.
+            while True:
+                if native:
+                    task_status.started()
+                    task_status = anyio.TASK_STATUS_IGNORED
+                    async with anyio.create_task_group() as checks:
+                        checks.start_soon(self._check)
+                        await self._watch(send)
+                        checks.cancel_scope.cancel()
+                native = await self._poll(send, native, task_status)
+                task_status = anyio.TASK_STATUS_IGNORED
+                _log.info(
+                    "reload.watch_restored",
+                    paths=self.paths,
+                    summary=f"watching {self._shown()} natively again (no longer polled)",
+                )
+                # What changed between the last scan and the new native watch.
                 await send.send({FileChange(ChangeKind.MODIFIED, r.directory) for r in self.roots})
-                async for batch in batches:
-                    await send.send(batch)
+
+    async def _poll(
+        self,
+        send: MemoryObjectSendStream[Collection[FileChange]],
+        after_native: bool,
+        task_status: anyio.abc.TaskStatus[None],
+    ) -> bool:
+        """Poll the folders, for good — or, when the native watch failed for a passing
+        reason, until it can be made again (then True)."""
+        async with self._polling() as batches:
+            task_status.started()
+            if after_native:  # what changed between the native watch's end and the scan
+                await send.send({FileChange(ChangeKind.MODIFIED, r.directory) for r in self.roots})
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._forward, batches, send)
+                if self.failure is not None and is_transient(self.failure):
+                    await self._until_native()
+                    tg.cancel_scope.cancel()
+                    return True
+        raise RuntimeError("polling the watched folders stopped")
+
+    @staticmethod
+    async def _forward(
+        batches: AsyncIterator[Collection[FileChange]],
+        send: MemoryObjectSendStream[Collection[FileChange]],
+    ) -> None:
+        async for batch in batches:
+            await send.send(batch)
+
+    async def _until_native(self) -> None:
+        """Try to make the native watch every ``LAST_RETRY`` seconds, until it is made (or
+        fails for a reason that does not pass: then poll for good)."""
+        while True:
+            await anyio.sleep(LAST_RETRY)
+            if self.start():
+                return
+            if self.failure is None or not is_transient(self.failure):
+                await anyio.sleep_forever()
 
     async def _watch(self, send: MemoryObjectSendStream[Collection[FileChange]]) -> None:
         """The native watch's loop; returns when the watch broke (``failure`` says why)."""
@@ -223,30 +285,19 @@ class _Group:
                 self._changed = True
                 self._wake.set()
 
-    async def poll(
-        self,
-        send: MemoryObjectSendStream[Collection[FileChange]],
-        *,
-        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
-    ) -> None:
-        """The native watch could not be made at all: poll from the start."""
-        async with send, self._polling() as batches:
-            task_status.started()
-            async for batch in batches:
-                await send.send(batch)
-
     @asynccontextmanager
     async def _polling(self) -> AsyncIterator[AsyncIterator[Collection[FileChange]]]:
         """Say loudly that the folders are polled from now on, and poll them."""
         self.close()
         error = self.failure
-        shown = ", ".join(display_path(Path(path)) for path in self.paths)
+        passing = error is not None and is_transient(error)
         _log.warning(
             "reload.watch_fallback",
             paths=self.paths,
             error=f"{type(error).__name__}: {error}",
-            summary=f"cannot watch {shown} natively ({type(error).__name__}: {error}); "
-            "polling it instead (changes are seen within about a second)",
+            summary=f"cannot watch {self._shown()} natively ({type(error).__name__}: {error}); "
+            "polling it instead (changes are seen within about a second)"
+            + (", until the native watch can be made again" if passing else ""),
         )
         async with PollingWatcher().open(self.roots) as batches:
             yield batches
@@ -261,8 +312,38 @@ class _Group:
             watcher.debounce_ms, watcher.step_ms, round(_THREAD_WAIT * 1000), wake
         )
 
+    def _shown(self) -> str:
+        return ", ".join(display_path(Path(path)) for path in self.paths)
+
     def _identify(self) -> dict[str, _Identity | None]:
-        return {path: _identity(path)[0] for path in self.paths}
+        """Each folder's identity; one that cannot be looked at for a passing reason keeps
+        the one it had (logged once, and when it can be looked at again)."""
+        found: dict[str, _Identity | None] = {}
+        for path in self.paths:
+            try:
+                found[path] = _identity(path)[0]
+            except OSError as error:
+                found[path] = self.identities.get(path)
+                if path not in self._unreachable:
+                    self._unreachable.add(path)
+                    code, text = describe_errno(error)
+                    _log.warning(
+                        "reload.scan_deferred",
+                        paths=[path],
+                        errno=code,
+                        error=text,
+                        summary=f"cannot look at watched folder {display_path(Path(path))} "
+                        f"now ({code}: {text}): taken as unchanged until it can be",
+                    )
+            else:
+                if path in self._unreachable:
+                    self._unreachable.discard(path)
+                    _log.info(
+                        "reload.scan_recovered",
+                        paths=[path],
+                        summary=f"watched folder {display_path(Path(path))} can be looked at again",
+                    )
+        return found
 
     def _report(self, before: dict[str, _Identity | None], dropped: set[str]) -> set[FileChange]:
         """Log what happened to each folder whose identity changed or whose watch ended;
@@ -274,7 +355,10 @@ class _Group:
                 continue
             shown = display_path(Path(path))
             if now is None:
-                why = _identity(path)[1] or "gone"
+                try:
+                    why = _identity(path)[1] or "gone"
+                except OSError:  # a passing failure just now: it was gone a moment ago
+                    why = "gone"
                 _log.warning(
                     "reload.root_gone",
                     path=path,
@@ -302,12 +386,18 @@ class _Group:
 
 
 def _identity(path: str) -> tuple[_Identity | None, str | None]:
-    """The identity of the folder at ``path``, or ``None`` and why there is none."""
+    """The identity of the folder at ``path``, or ``None`` and why there is none.
+
+    Raises:
+        OSError: it cannot be looked at for a reason that passes (:mod:`._transient`).
+    """
     try:
         st = os.stat(path)
     except (FileNotFoundError, NotADirectoryError):
         return None, "gone (deleted or moved away)"
     except OSError as error:
+        if is_transient(error):
+            raise
         return None, f"unreachable ({error.strerror or error})"
     if not stat.S_ISDIR(st.st_mode):
         kind = "a file" if stat.S_ISREG(st.st_mode) else file_type(st.st_mode)

@@ -8,6 +8,7 @@ import a module that appeared), and modules refused for a conflict whose blocker
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from ._loader import NOTHING, Loader, ModuleRecord
 from ._planner import ModuleIndex, Plan, dependency_order, dependents, importers_of
 from ._read import Source, read_many, read_source
 from ._status import ModuleState
+from ._transient import EVERYTHING, Deferrals, is_transient
 
 __all__ = ["PlanBuilder"]
 
@@ -32,6 +34,7 @@ class PlanBuilder:
 
     __slots__ = (
         "_blocked",
+        "_deferrals",
         "_graph",
         "_importers",
         "_index",
@@ -42,9 +45,10 @@ class PlanBuilder:
         "_touched",
     )
 
-    def __init__(self, index: ModuleIndex, loader: Loader) -> None:
+    def __init__(self, index: ModuleIndex, loader: Loader, deferrals: Deferrals) -> None:
         self._index = index
         self._loader = loader
+        self._deferrals = deferrals
         self._reported_skips: set[Path] = set()
         self._graph: dict[str, frozenset[str]] = {}
         self._importers: dict[str, set[str]] = {}
@@ -63,10 +67,29 @@ class PlanBuilder:
         retry: Collection[str] = (),
     ) -> Plan:
         """The plan for ``candidates`` (paths that may have changed; ``None``: everything),
-        and the failed modules ``retry`` (their file unchanged: what failed them is gone)."""
+        and the failed modules ``retry`` (their file unchanged: what failed them is gone).
+
+        A listing or a read that fails for a passing reason (:mod:`._transient`) leaves its
+        paths out of the plan, deferred: the reloader tries them again a moment later.
+        """
         index = self._index
-        index.refresh(candidates)
         records = self._loader.records
+        # A listing of everything looks at every path waiting for a retry as well.
+        looked = [EVERYTHING, *self._deferrals.paths()] if candidates is None else list(candidates)
+        try:
+            index.refresh(candidates)
+        except OSError as error:
+            if not is_transient(error):
+                raise
+            # Nothing is known of these paths: every one is looked at again later (and
+            # the failed modules this plan was to retry with them).
+            retried = [records[name].path for name in retry if name in records]
+            for path in [EVERYTHING] if candidates is None else [*looked, *retried]:
+                self._deferrals.deferred(path, error, "list")
+            folder = getattr(error, "filename", None)
+            unlisted = Path(os.fsdecode(folder)) if folder else index.roots[0].path
+            return Plan(deferred=[unlisted])
+        self._deferrals.looked_at(looked)
         names: set[str] = set()
         if candidates is None:
             names = set(index.autoload) | set(records)
@@ -268,14 +291,21 @@ class PlanBuilder:
         try:
             source = await self._read(path, previous)
         except ModuleTooLargeError as error:  # refused, not failed: no traceback to show
+            self._deferrals.looked_at((path,))
             plan.unreadable[name] = (
                 path,
                 LoadError.at("read", "ModuleTooLargeError", str(error), str(path)),
             )
             return
         except OSError as error:
+            if is_transient(error):  # neither a failed load nor a file gone: later
+                self._deferrals.deferred(path, error)
+                plan.deferred.append(path)
+                return
+            self._deferrals.looked_at((path,))
             plan.unreadable[name] = (path, LoadError.from_exception("read", error, (), str(path)))
             return
+        self._deferrals.looked_at((path,))
         if source is None:
             if record is not None and record.state is not ModuleState.UNLOADED:
                 plan.unload.append(name)

@@ -24,82 +24,20 @@ from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
 
-from ._errors import LoadError, ReloadPathError
+from ._errors import LoadError
 from ._read import MAX_MODULE_SIZE, Source
+from ._roots import Root
 from ._scan import NOT_A_PACKAGE, Scan
 from ._watcher import WatchRoot, is_module_file_name
 
 __all__ = [
     "ModuleIndex",
     "Plan",
-    "Root",
     "WatchedFiles",
     "dependency_order",
     "importers_of",
 ]
-
-RootKind = Literal["file", "folder", "package"]
-
-
-@dataclass(frozen=True, slots=True)
-class Root:
-    """One watched path, resolved: what it is and which folder acts as the import path."""
-
-    path: Path
-    kind: RootKind
-    base: Path
-    given: Path | None = field(default=None, compare=False)
-    """The path as given (absolute, not resolved) when it leads through a symbolic link:
-    the reloader follows it when the link is pointed elsewhere (``ln -sfn``)."""
-    text: str = field(init=False, repr=False, compare=False)
-    """``str(path)``, for comparisons by string on the hot path."""
-    prefix: str = field(init=False, repr=False, compare=False)
-    """``text`` ending with a separator: what every path below ``path`` starts with."""
-
-    def __post_init__(self) -> None:
-        text = str(self.path)
-        object.__setattr__(self, "text", text)
-        object.__setattr__(self, "prefix", text if text.endswith(os.sep) else text + os.sep)
-
-    @classmethod
-    def from_path(cls, given: str | os.PathLike[str]) -> Root:
-        """Classify ``given``.
-
-        Raises:
-            ReloadPathError: the path does not exist, or is a file that is not an
-                importable ``name.py``.
-        """
-        path = Path(given).resolve()
-        if not path.exists():
-            raise ReloadPathError(f"reload path {os.fspath(given)!r} does not exist")
-        spelled = Path(os.path.abspath(given))
-        linked = spelled if spelled != path else None
-        if path.is_file():
-            if not is_module_file_name(path.name):
-                raise ReloadPathError(
-                    f"reload path {os.fspath(given)!r} is not a Python module: expected "
-                    "name.py with an identifier as name"
-                )
-            return cls(path, "file", path.parent, linked)
-        if not path.is_dir():
-            raise ReloadPathError(f"reload path {os.fspath(given)!r} is not a file or a folder")
-        if (path / "__init__.py").is_file():
-            if not path.name.isidentifier():
-                raise ReloadPathError(
-                    f"reload path {os.fspath(given)!r} is a package whose name is not an "
-                    "identifier, so it cannot be imported"
-                )
-            return cls(path, "package", path.parent, linked)
-        return cls(path, "folder", path, linked)
-
-    @property
-    def watch_root(self) -> WatchRoot:
-        """The directory to watch: the folder itself, or a single file's parent (flat)."""
-        if self.kind == "file":
-            return WatchRoot(self.base, recursive=False)
-        return WatchRoot(self.path, recursive=True)
 
 
 @dataclass(slots=True)
@@ -398,6 +336,9 @@ class Plan:
     """Modules whose file is gone (or no longer importable), dependents last."""
     unreadable: dict[str, tuple[Path, LoadError]] = field(default_factory=dict)
     """Modules whose file exists but could not be read."""
+    deferred: list[Path] = field(default_factory=list)
+    """Paths left out because they could not be read or listed for a passing reason (out
+    of file descriptors...): the reloader retries them (see :mod:`._transient`)."""
     carrier: str | None = None
     """The one unloaded module whose generation carries values (``scope.carry``), if one
     does: a single provider without a serving generation in this plan may take them over

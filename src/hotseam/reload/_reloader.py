@@ -64,14 +64,15 @@ from ._guard import Detached
 from ._loader import Loader
 from ._native import WatchfilesWatcher
 from ._plan_builder import PlanBuilder
-from ._planner import ModuleIndex, Root, dependency_order
+from ._planner import ModuleIndex, dependency_order
 from ._prepare import Preparer
 from ._read import MAX_MODULE_SIZE
 from ._result import ReloadResult
-from ._roots import LinkedRoots, refused_link
+from ._roots import LinkedRoots, Root, refused_link
 from ._sequence import Steps
 from ._status import ModuleStatus
 from ._teardown import Closer, as_exception, dispose_failed
+from ._transient import EVERYTHING, Deferrals
 from ._watcher import FileChange, PollingWatcher, Watcher
 
 __all__ = ["Reloader"]
@@ -120,6 +121,12 @@ class Reloader:
     test needs: write a file, then ``result = await reloader.reload(path)``; ``result``
     lists what was committed, aborted and unloaded, and the new provider serves by the time
     ``reload`` returns. ``reload()`` with no path rescans everything.
+
+    A file (or folder) that cannot be read (or listed) for a passing reason — out of file
+    descriptors or memory, a network file system that does not answer: see
+    ``docs/reload.md`` — is neither a failure nor a file gone: it is left out, logged once
+    (``reload.deferred``), and read again on its own with a bounded backoff until it can be,
+    with a watcher or without.
     """
 
     def __init__(
@@ -200,7 +207,8 @@ class Reloader:
         self._services: anyio.CancelScope | None = None
         self._services_done: anyio.Event | None = None
         self._closed: anyio.Event | None = None
-        self._planner = PlanBuilder(self._index, self._loader)
+        self._deferrals = Deferrals()
+        self._planner = PlanBuilder(self._index, self._loader, self._deferrals)
         self._closer = Closer(self._loader, dispose_timeout, self._abandoned)
         preparer = Preparer(
             context,
@@ -215,7 +223,13 @@ class Reloader:
         )
         committer = Committer(context, self._loader, self._closer, self._wake)
         self._steps = Steps(
-            self._planner, preparer, committer, self._loader, self._closer, self._emitter
+            self._planner,
+            preparer,
+            committer,
+            self._loader,
+            self._closer,
+            self._emitter,
+            self._deferrals,
         )
 
     def __repr__(self) -> str:
@@ -236,9 +250,8 @@ class Reloader:
         await task_group.__aenter__()
         self._task_group = task_group
         try:
-            if self.watcher is not None:
-                self._services_done = anyio.Event()
-                await task_group.start(self._run_services)
+            self._services_done = anyio.Event()
+            await task_group.start(self._run_services)
             await self._apply(None, force=False)
         except BaseException as error:
             with anyio.CancelScope(shield=True):
@@ -445,13 +458,16 @@ class Reloader:
     async def _run_services(
         self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
     ) -> None:
-        assert self.watcher is not None
         assert self._services_done is not None
         assert self._services is not None
         ready = task_status
         try:
             with self._services:
                 async with anyio.create_task_group() as tg:
+                    tg.start_soon(self._retry_deferred)
+                    if self.watcher is None:
+                        ready.started()
+                        return  # the retries run on; nothing else runs in the background
                     tg.start_soon(self._work)
                     if any(root.given is not None for root in self._index.roots):
                         tg.start_soon(self._follow_links)
@@ -475,6 +491,17 @@ class Reloader:
                                 )
         finally:
             self._services_done.set()
+
+    async def _retry_deferred(self) -> None:
+        """Look again at what could not be read or listed for a passing reason, each path
+        when its backoff is over, until it can be (see :mod:`._transient`)."""
+        async for paths in self._deferrals.due():
+            try:
+                await self._apply(
+                    None if EVERYTHING in paths else paths, force=False, retry_failed=True
+                )
+            except ReloaderClosedError:
+                return
 
     async def _follow_links(self) -> None:
         """Every ``root_check`` seconds: watch the new target of a path given through a

@@ -7,6 +7,7 @@ unloaded, ``raise_for_errors``) without the machinery that produced it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from ._errors import ReloadError
 from ._events import ModuleUnloaded, ReloadAborted, ReloadCommitted, ReloadEvent, display_path
@@ -26,6 +27,12 @@ class ReloadResult:
     batch: int | None
     events: tuple[ReloadEvent, ...]
     duration_ms: float
+    deferred: tuple[Path, ...] = ()
+    """Files (or folders) that could not be read (or listed) for a passing reason — out of
+    file descriptors or memory, a network file system that does not answer — and were
+    left out: the reloader tries them again on its own until it can (logged once as
+    ``reload.deferred``), so a later event or :meth:`Reloader.status_of` tells how they
+    loaded."""
 
     @property
     def committed(self) -> tuple[ReloadCommitted, ...]:

@@ -1,4 +1,5 @@
-"""Watched paths given through a symbolic link, followed when the link is pointed elsewhere.
+"""Watched paths: what each is (:class:`Root`), and those given through a symbolic link,
+followed when the link is pointed elsewhere.
 
 A watched path is resolved once, when the reloader is made (``current/providers`` with
 ``current -> releases/v1`` watches ``releases/v1/providers``). An atomic deploy points the
@@ -12,16 +13,80 @@ loads what changed, as for a folder replaced in place.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from .._core import get_logger
 from ._errors import ReloadPathError
 from ._events import display_path
-from ._planner import Root
+from ._transient import is_transient
+from ._watcher import WatchRoot, is_module_file_name
 
-__all__ = ["LinkedRoots", "refused_link"]
+__all__ = ["LinkedRoots", "Root", "RootKind", "refused_link"]
 
 _log = get_logger("hotseam.reload")
+
+RootKind = Literal["file", "folder", "package"]
+
+
+@dataclass(frozen=True, slots=True)
+class Root:
+    """One watched path, resolved: what it is and which folder acts as the import path."""
+
+    path: Path
+    kind: RootKind
+    base: Path
+    given: Path | None = field(default=None, compare=False)
+    """The path as given (absolute, not resolved) when it leads through a symbolic link:
+    the reloader follows it when the link is pointed elsewhere (``ln -sfn``)."""
+    text: str = field(init=False, repr=False, compare=False)
+    """``str(path)``, for comparisons by string on the hot path."""
+    prefix: str = field(init=False, repr=False, compare=False)
+    """``text`` ending with a separator: what every path below ``path`` starts with."""
+
+    def __post_init__(self) -> None:
+        text = str(self.path)
+        object.__setattr__(self, "text", text)
+        object.__setattr__(self, "prefix", text if text.endswith(os.sep) else text + os.sep)
+
+    @classmethod
+    def from_path(cls, given: str | os.PathLike[str]) -> Root:
+        """Classify ``given``.
+
+        Raises:
+            ReloadPathError: the path does not exist, or is a file that is not an
+                importable ``name.py``.
+        """
+        path = Path(given).resolve()
+        if not path.exists():
+            raise ReloadPathError(f"reload path {os.fspath(given)!r} does not exist")
+        spelled = Path(os.path.abspath(given))
+        linked = spelled if spelled != path else None
+        if path.is_file():
+            if not is_module_file_name(path.name):
+                raise ReloadPathError(
+                    f"reload path {os.fspath(given)!r} is not a Python module: expected "
+                    "name.py with an identifier as name"
+                )
+            return cls(path, "file", path.parent, linked)
+        if not path.is_dir():
+            raise ReloadPathError(f"reload path {os.fspath(given)!r} is not a file or a folder")
+        if (path / "__init__.py").is_file():
+            if not path.name.isidentifier():
+                raise ReloadPathError(
+                    f"reload path {os.fspath(given)!r} is a package whose name is not an "
+                    "identifier, so it cannot be imported"
+                )
+            return cls(path, "package", path.parent, linked)
+        return cls(path, "folder", path, linked)
+
+    @property
+    def watch_root(self) -> WatchRoot:
+        """The directory to watch: the folder itself, or a single file's parent (flat)."""
+        if self.kind == "file":
+            return WatchRoot(self.base, recursive=False)
+        return WatchRoot(self.path, recursive=True)
 
 
 class LinkedRoots:
@@ -49,6 +114,10 @@ class LinkedRoots:
                 continue
             try:
                 new = Root.from_path(given)
+            except OSError as error:
+                if not is_transient(error):
+                    raise
+                continue  # cannot be looked at now (see ._transient): again at the next check
             except ReloadPathError as error:
                 if given not in self._broken:
                     self._broken.add(given)

@@ -3,6 +3,10 @@
 One full listing (:class:`Scan`) is what :class:`~._planner.ModuleIndex` starts from, and
 what it falls back to whenever a reported path could change more than one entry (a folder,
 an ``__init__.py``, a symbolic link, a name clash). The rules are the index's.
+
+A folder or entry that cannot be looked at for a passing reason (out of file descriptors,
+see :mod:`._transient`) raises its :class:`OSError` instead of being skipped: the listing
+would otherwise leave out modules that are there, and the reloader unload them.
 """
 
 from __future__ import annotations
@@ -11,12 +15,10 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from ._roots import Root
+from ._transient import is_transient
 from ._watcher import is_module_file_name
-
-if TYPE_CHECKING:
-    from ._planner import Root
 
 __all__ = ["NOT_A_PACKAGE", "Scan", "file_type", "outside"]
 
@@ -108,6 +110,8 @@ class Scan:
         except (FileNotFoundError, NotADirectoryError):
             return []
         except OSError as error:
+            if is_transient(error):
+                raise  # not the folder's fault: the whole listing is tried again later
             self.skipped[folder] = f"cannot be listed: {error.strerror or error}"
             return []
         real = real if real is not None else folder
@@ -129,6 +133,8 @@ class Scan:
                     target = path if real == folder else real / item.name
                     mode = item.stat(follow_symlinks=False).st_mode
             except OSError as error:
+                if is_transient(error):
+                    raise
                 if item.name.endswith(".py") or item.is_dir(follow_symlinks=False):
                     self.skipped[path] = (
                         f"broken symbolic link: {error.strerror or error}"
@@ -218,10 +224,13 @@ def outside(real: Path) -> str:
 
 
 def _is_file(path: Path) -> bool:
-    """``path`` is a regular file (following links); False when it cannot be told."""
+    """``path`` is a regular file (following links); False when it cannot be told (a
+    failure that passes is raised: it tells nothing)."""
     try:
         return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError:
+    except OSError as error:
+        if is_transient(error):
+            raise
         return False
 
 
@@ -229,5 +238,7 @@ def _holds_python(folder: Path) -> bool:
     try:
         with os.scandir(folder) as entries:
             return any(entry.name.endswith(".py") for entry in entries)
-    except OSError:
+    except OSError as error:
+        if is_transient(error):
+            raise
         return False

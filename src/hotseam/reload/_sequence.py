@@ -23,6 +23,7 @@ from ._plan_builder import PlanBuilder
 from ._prepare import Preparer
 from ._result import ReloadResult
 from ._teardown import Closer
+from ._transient import Deferrals
 
 __all__ = ["Steps"]
 
@@ -36,6 +37,7 @@ class Steps:
         "_batches",
         "_closer",
         "_committer",
+        "_deferrals",
         "_emitter",
         "_loader",
         "_planner",
@@ -50,8 +52,10 @@ class Steps:
         loader: Loader,
         closer: Closer,
         emitter: Emitter,
+        deferrals: Deferrals,
     ) -> None:
         self._planner = planner
+        self._deferrals = deferrals
         self._preparer = preparer
         self._committer = committer
         self._loader = loader
@@ -65,14 +69,20 @@ class Steps:
         """Reload ``candidates`` (``None``: everything), then the retries unloads make due.
         The result holds the events of every batch; ``batch`` is the first one's."""
         started = time.perf_counter()
-        first, events = await self._batch(candidates, force, retry_failed, ())
+        deferred: list[Path] = []
+        first, events = await self._batch(candidates, force, retry_failed, (), deferred)
         due = self._due(events)
         while due:
-            batch_id, more = await self._batch([], False, True, due)
+            batch_id, more = await self._batch([], False, True, due, deferred)
             first = first if first is not None else batch_id
             events += more
             due = self._due(more)
-        return ReloadResult(first, tuple(events), (time.perf_counter() - started) * 1000)
+        return ReloadResult(
+            first,
+            tuple(events),
+            (time.perf_counter() - started) * 1000,
+            tuple(dict.fromkeys(deferred)),
+        )
 
     def _due(self, events: list[ReloadEvent]) -> list[str]:
         """The failed modules to load again after the unloads among ``events``."""
@@ -101,11 +111,28 @@ class Steps:
         force: bool,
         retry_failed: bool,
         retry: Collection[str],
+        deferred: list[Path],
     ) -> tuple[int | None, list[ReloadEvent]]:
         """Plan, prepare and commit one batch; its number (``None``: nothing to do) and
-        events."""
+        events. What could not be read for a passing reason is added to ``deferred`` (and
+        retried later: see :mod:`._transient`)."""
+        self._deferrals.begin()
+        try:
+            return await self._plan_and_apply(candidates, force, retry_failed, retry, deferred)
+        finally:
+            self._deferrals.end()
+
+    async def _plan_and_apply(
+        self,
+        candidates: Collection[Path] | None,
+        force: bool,
+        retry_failed: bool,
+        retry: Collection[str],
+        deferred: list[Path],
+    ) -> tuple[int | None, list[ReloadEvent]]:
         started = time.perf_counter()
         plan = await self._planner.build(candidates, force, retry_failed, retry)
+        deferred += plan.deferred
         self._planner.report_skipped()
         if plan.empty:
             return None, []
@@ -144,4 +171,8 @@ class Steps:
                 self._planner.batch_done(None)
                 raise
             self._planner.batch_done({*batch.sources, *prepared.aborted})
+        for name, error in batch.transient.items():
+            if name in prepared.aborted:  # it imports a module that could not be read now
+                self._deferrals.deferred(records[name].path, error, "import")
+                deferred.append(records[name].path)
         return batch_id, events

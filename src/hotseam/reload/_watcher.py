@@ -32,6 +32,10 @@ from typing import NamedTuple, Protocol, TypeVar
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 
+from .._core import get_logger
+from ._events import display_path
+from ._transient import describe_errno, is_transient
+
 __all__ = [
     "ChangeKind",
     "FileChange",
@@ -44,6 +48,7 @@ __all__ = [
     "minimal_roots",
 ]
 
+_log = get_logger("hotseam.reload")
 _MODULE_FILE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.py$")
 _BUFFERED_BATCHES = 256
 
@@ -141,6 +146,9 @@ class _Seen(NamedTuple):
 _Key = TypeVar("_Key", str, Path)
 _FileKey = tuple[int, int, int, int]
 """A file's ``(mtime_ns, ctime_ns, size, inode)``."""
+_UNLISTED = (-1, -1, -1)
+"""The key of a folder that could not be listed (or looked at) for a passing reason: no
+stat has it, so the next scan lists the folder again."""
 
 
 class _Folder:
@@ -169,6 +177,11 @@ class _Tree:
     :meth:`scan` stats every folder and module file and returns what changed since the
     previous scan. A quiet scan allocates nothing that outlives it: per file one ``stat``
     call, one comparison with the previous key, and the racy test.
+
+    A folder that cannot be listed, or a file or folder that cannot be stat-ed, for a
+    passing reason (out of file descriptors: see :mod:`._transient`) is neither empty nor
+    gone: what the previous scan knew of it stands, and it is looked at again by the next
+    scan. :attr:`failing` holds those paths (:meth:`settle` tells the episodes).
     """
 
     def __init__(
@@ -185,10 +198,27 @@ class _Tree:
         """``stat`` calls made so far (the tests count them)."""
         self.listed = 0
         """Folders listed so far (the tests count them)."""
+        self.failing: dict[str, OSError] = {}
+        """Paths the latest scan could not look at for a passing reason → why."""
+        self._episodes: dict[str, float] = {}
+
+    def settle(self) -> tuple[dict[str, OSError], dict[str, float]]:
+        """After a scan: the paths that began failing (→ why) and those that stopped
+        (→ seconds since they began)."""
+        now = time.monotonic()
+        began = {path: e for path, e in self.failing.items() if path not in self._episodes}
+        ended = {
+            path: now - self._episodes.pop(path)
+            for path in list(self._episodes)
+            if path not in self.failing
+        }
+        self._episodes.update(dict.fromkeys(began, now))
+        return began, ended
 
     def scan(self, previous_scan: float) -> set[FileChange]:
         """The module files added, modified (or racy) and deleted since the previous scan,
         which started at ``previous_scan``."""
+        self.failing = {}
         racy_ns = int((previous_scan - self._racy_window) * 1e9)
         changes: list[tuple[ChangeKind, str]] = []
         folders: dict[str, _Folder] = {}
@@ -214,15 +244,19 @@ class _Tree:
     ) -> None:
         if folder in folders:
             return
+        known = self._folders.get(folder)
         try:
             st = os.stat(folder)
-        except OSError:
-            return  # gone: the end of the scan reports its files deleted
-        self.stats += 1
-        key = (st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-        known = self._folders.get(folder)
-        if known is None or known.key != key or st.st_mtime_ns >= racy_ns:
-            known = self._list(folder, key, known, changes)
+        except OSError as error:
+            if known is None or not is_transient(error):
+                return  # gone: the end of the scan reports its files deleted
+            self.failing[folder] = error
+            known.key = _UNLISTED  # as it was; listed again once it can be
+        else:
+            self.stats += 1
+            key = (st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+            if known is None or known.key != key or st.st_mtime_ns >= racy_ns:
+                known = self._list(folder, key, known, changes)
         folders[folder] = known
         # The loop of every scan. A folder's stat does not change when a file in it is
         # written in place, so every file is stat-ed; while nothing changes, nothing is
@@ -232,8 +266,10 @@ class _Tree:
         for index, path in enumerate(files):
             try:
                 file_st = stat(path)
-            except OSError:
-                if keys[index] is not None:  # vanished since it was listed
+            except OSError as error:
+                if is_transient(error):
+                    self.failing[path] = error  # as it was: looked at again next scan
+                elif keys[index] is not None:  # vanished since it was listed
                     keys[index] = None
                     changes.append((ChangeKind.DELETED, path))
                 continue
@@ -260,7 +296,9 @@ class _Tree:
         changes: list[tuple[ChangeKind, str]],
     ) -> _Folder:
         """List ``folder`` again: the importable-looking ``.py`` files and the folders
-        (hidden ones and caches left out); files no longer there are reported deleted."""
+        (hidden ones and caches left out); files no longer there are reported deleted. A
+        listing that fails for a passing reason keeps what was known (``_UNLISTED``: it
+        is listed again by the next scan)."""
         self.listed += 1
         files: list[str] = []
         folders: list[str] = []
@@ -275,16 +313,46 @@ class _Tree:
                             folders.append(entry.path)
                         elif is_module_file_name(name):
                             files.append(entry.path)
-                    except OSError:
+                    except OSError as error:
+                        if is_transient(error):
+                            raise
                         continue
-        except OSError:
-            pass
+        except OSError as error:
+            if is_transient(error):
+                self.failing[folder] = error
+                if known is None:
+                    return _Folder(_UNLISTED, [], [], [])
+                known.key = _UNLISTED
+                return known
         previous: dict[str, _FileKey | None] = (
             dict(zip(known.files, known.keys, strict=True)) if known is not None else {}
         )
         keys = [previous.pop(path, None) for path in files]
         changes.extend((ChangeKind.DELETED, path) for path, k in previous.items() if k is not None)
         return _Folder(key, files, keys, folders)
+
+
+def _report_failing(tree: _Tree) -> None:
+    """Log, once per episode, each path a scan could not look at for a passing reason, and
+    each that it can look at again."""
+    began, ended = tree.settle()
+    for path, error in began.items():
+        code, text = describe_errno(error)
+        _log.warning(
+            "reload.scan_deferred",
+            paths=[path],
+            errno=code,
+            error=text,
+            summary=f"cannot look at {display_path(Path(path))} now ({code}: {text}): "
+            "polling tries again at each scan, and reports what changed there once it can",
+        )
+    for path, seconds in ended.items():
+        _log.info(
+            "reload.scan_recovered",
+            paths=[path],
+            seconds=round(seconds, 3),
+            summary=f"{display_path(Path(path))} can be looked at again (after {seconds:.1f} s)",
+        )
 
 
 def _timed_scan(tree: _Tree, previous_scan: float) -> tuple[set[FileChange], float]:
@@ -375,6 +443,7 @@ class PollingWatcher:
         tree = self._tree(roots)
         scanned_at = time.time()
         await anyio.to_thread.run_sync(tree.scan, scanned_at)
+        _report_failing(tree)
         send, receive = anyio.create_memory_object_stream[Collection[FileChange]](_BUFFERED_BATCHES)
         async with anyio.create_task_group() as tg, receive:
             tg.start_soon(self._poll, tree, scanned_at, send)
@@ -399,6 +468,7 @@ class PollingWatcher:
                 now = time.time()
                 batch, took = await anyio.to_thread.run_sync(_timed_scan, tree, scanned_at)
                 scanned_at = now
+                _report_failing(tree)
                 if batch:
                     delay = self.interval
                     await send.send(batch)

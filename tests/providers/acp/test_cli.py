@@ -235,12 +235,13 @@ def setup(scope):
 @pytest.mark.anyio
 async def test_watched_providers_shadow_the_acp_provider_and_hot_reload(tmp_path: Path) -> None:
     """--watch: a watched provider module answers instead of the client; editing it serves
-    the new generation; deleting it hands the questions back to the ACP client."""
+    the new generation; deleting it hands the questions back to the ACP client (once the
+    deletion grace has passed, as for dev and run)."""
     providers = tmp_path / "providers"
     providers.mkdir()
     module = providers / "canned.py"
     module.write_text(CANNED.format(version=1))
-    async with spawned("--watch", str(providers), stderr=None) as acp:
+    async with spawned("--watch", str(providers), "--deletion-grace", "0.2", stderr=None) as acp:
         assert await _turn(acp, []) == (
             "end_turn",
             "You asked: go\nApproach: canned v1\nNotes: canned v1\n",
@@ -255,6 +256,61 @@ async def test_watched_providers_shadow_the_acp_provider_and_hot_reload(tmp_path
             "You asked: go\nApproach: quick\nNotes: ok\n",
         )
         assert len(acp.elicitations()) == 2  # only after the watched provider was unloaded
+
+
+@pytest.mark.anyio
+async def test_watch_takes_the_reload_options_of_dev_and_run(tmp_path: Path) -> None:
+    """--watch with the reloader options dev and run take: polled, under a deletion grace
+    of 0.2 s, and a module over --max-module-size refused, naming the file and the limit."""
+    providers = tmp_path / "providers"
+    providers.mkdir()
+    (providers / "canned.py").write_text(CANNED.format(version=1))
+    big = providers / "big.py"
+    big.write_text("def setup(scope):\n    pass\n" + "#" * 2048 + "\n")
+    flags = ["--polling", "--deletion-grace", "0.2", "--max-module-size", "1KiB"]
+    async with spawned("--watch", str(providers), *flags, stderr=None) as acp:
+        serving = await acp.wait_for_log(lambda e: e["event"] == "acp.serving")
+        refused = await acp.wait_for_log(lambda e: e["event"] == "reload.aborted")
+        assert (await _turn(acp, []))[1] == "You asked: go\nApproach: canned v1\nNotes: canned v1\n"
+    assert refused["path"] == str(big)
+    assert refused["error_type"] == "ModuleTooLargeError"
+    assert "over the limit of 1 KiB for a module file" in refused["error"]
+    assert serving["watcher"].startswith("GraceWatcher(PollingWatcher(interval=0.3")
+    assert serving["watcher"].endswith(", grace=0.2)")
+
+
+SLOW_AGENT = """
+import time
+
+time.sleep(60)
+
+
+async def main(context):
+    pass
+"""
+
+
+TIMEOUT = ("--import-timeout", "0.3")
+
+
+def test_the_agents_module_is_bounded_by_the_import_timeout(tmp_path: Path) -> None:
+    """--agent whose module body sleeps: abandoned after --import-timeout (in a worker
+    thread, as dev and run do), one line naming the line it is stuck at, exit 2."""
+    agent = tmp_path / "slow_agent.py"
+    agent.write_text(SLOW_AGENT)
+    completed = subprocess.run(
+        [sys.executable, "-m", "hotseam", "acp", "--agent", f"{agent}:main", *TIMEOUT],
+        stdin=subprocess.PIPE,
+        capture_output=True,
+        text=True,
+        timeout=WAIT * 2,
+        check=False,
+    )
+    assert (completed.returncode, completed.stdout) == (2, "")
+    assert completed.stderr == (
+        f"hotseam acp: --agent '{agent}:main': executing {agent} did not finish within 0.3 s "
+        f"(stuck at {agent}:4); abandoned: its thread runs on, and nothing it creates is used\n"
+    )
 
 
 @pytest.mark.parametrize(

@@ -29,7 +29,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..._core import get_logger
-from ._inbox import Inbox, InboxError
+from ._inbox import InboxError, ServedInbox
 from ._security import SECURITY_HEADERS, HostPolicy, token_matches
 
 __all__ = ["HEARTBEAT", "MAX_BODY", "MAX_STREAMS", "build_app"]
@@ -43,11 +43,13 @@ _RETRY_MS = 300
 CLIENT_HEADER = "x-hotseam-client"
 _CLIENT = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
-Lookup = Callable[[], Inbox | None]
+Lookup = Callable[[], ServedInbox | None]
 
 
 def build_app(inbox: Lookup, token: str, hosts: HostPolicy) -> ASGIApp:
-    """The ASGI app serving whichever inbox ``inbox()`` returns at the time of a request."""
+    """The ASGI app serving whichever inbox ``inbox()`` returns at the time of a request
+    (a process's own :class:`~._inbox.Inbox`, or the journal-backed inbox of many daemons:
+    the same page, API and guard for both)."""
 
     async def page(request: Request) -> Response:
         nonce = secrets.token_urlsafe(16)
@@ -64,14 +66,23 @@ def build_app(inbox: Lookup, token: str, hosts: HostPolicy) -> ASGIApp:
     async def answer(request: Request) -> Response:
         client = _client(request)
         body = await _json_body(request)
-        _current(inbox).answer(request.path_params["question_id"], body, client=client)
-        return JSONResponse({"ok": True, "outcome": "answered"})
+        question_id = request.path_params["question_id"]
+        extra = await _current(inbox).submit_answer(question_id, body, client=client)
+        return JSONResponse({"ok": True, "outcome": "answered", **extra})
 
     async def dismiss(request: Request) -> Response:
         client = _client(request)
         await _json_body(request, optional=True)
-        _current(inbox).dismiss(request.path_params["question_id"], client=client)
-        return JSONResponse({"ok": True, "outcome": "dismissed"})
+        question_id = request.path_params["question_id"]
+        extra = await _current(inbox).submit_dismissal(question_id, client=client)
+        return JSONResponse({"ok": True, "outcome": "dismissed", **extra})
+
+    async def clear(request: Request) -> Response:
+        client = _client(request)
+        await _json_body(request, optional=True)
+        question_id = request.path_params["question_id"]
+        extra = await _current(inbox).submit_clear(question_id, client=client)
+        return JSONResponse({"ok": True, "outcome": "cleared", **extra})
 
     async def events(scope: Scope, receive: Receive, send: Send) -> None:
         await _stream_events(_current(inbox), receive, send)
@@ -90,6 +101,7 @@ def build_app(inbox: Lookup, token: str, hosts: HostPolicy) -> ASGIApp:
             Route("/api/questions", questions, methods=["GET"]),
             Route("/api/questions/{question_id}/answer", answer, methods=["POST"]),
             Route("/api/questions/{question_id}/dismiss", dismiss, methods=["POST"]),
+            Route("/api/questions/{question_id}/clear", clear, methods=["POST"]),
             Route("/api/events", _EventsEndpoint(events), methods=["GET"]),
         ],
         exception_handlers={InboxError: inbox_error, HTTPException: http_error},
@@ -110,7 +122,7 @@ class _EventsEndpoint:
             await _error(error.status, error.code, error.message)(scope, receive, send)
 
 
-def _current(lookup: Lookup) -> Inbox:
+def _current(lookup: Lookup) -> ServedInbox:
     inbox = lookup()
     if inbox is None:
         raise InboxError(503, "CLOSED", "the web inbox is not serving (it is being reloaded?)")
@@ -152,7 +164,7 @@ async def _json_body(request: Request, *, optional: bool = False) -> object:
         raise InboxError(400, "BAD_REQUEST", "the request body is not valid JSON") from None
 
 
-async def _stream_events(inbox: Inbox, receive: Receive, send: Send) -> None:
+async def _stream_events(inbox: ServedInbox, receive: Receive, send: Send) -> None:
     """Server-Sent Events: a snapshot, then changes; ends when the page or the inbox goes."""
     if inbox.subscribers >= MAX_STREAMS:
         raise InboxError(503, "TOO_MANY_STREAMS", f"at most {MAX_STREAMS} event streams")

@@ -20,7 +20,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
@@ -35,15 +35,20 @@ from ...interaction._pending import ask_id, pending_asks
 
 __all__ = [
     "MAX_ANSWER_CHARS",
+    "Audience",
     "Decision",
     "Entry",
     "Inbox",
     "InboxError",
+    "ServedInbox",
     "Subscription",
     "cancelled_error",
+    "parse_answer",
+    "question_dict",
+    "shown_answer",
 ]
 
-Outcome = Literal["answered", "dismissed", "withdrawn", "timed_out", "closed"]
+Outcome = Literal["answered", "dismissed", "withdrawn", "timed_out", "failed", "cleared", "closed"]
 
 MAX_ANSWER_CHARS = 20_000
 """A custom answer longer than this is refused (a model reads it; a page can paste a lot)."""
@@ -70,15 +75,62 @@ class InboxError(Exception):
         return {"error": {"code": self.code, "message": self.message, **self.details}}
 
 
+class ServedInbox(Protocol):
+    """What the web app (``build_app``) needs of an inbox: the in-memory :class:`Inbox` of
+    one process, or the journal-backed inbox of many daemons (``_journal_inbox``).
+
+    ``submit_*`` decide a question or refuse with an :class:`InboxError` (nothing changes
+    then); each returns the extra fields of its ``200`` body.
+    """
+
+    @property
+    def subscribers(self) -> int:
+        """How many event streams are open."""
+        ...
+
+    def snapshot(self) -> list[dict[str, Any]]:
+        """Every question shown, oldest first."""
+        ...
+
+    async def submit_answer(
+        self, question_id: str, body: object, *, client: str | None
+    ) -> dict[str, Any]:
+        """Answer from an API body; the first answer wins."""
+        ...
+
+    async def submit_dismissal(self, question_id: str, *, client: str | None) -> dict[str, Any]:
+        """Dismiss: the ask fails with ``ASK_CANCELLED``."""
+        ...
+
+    async def submit_clear(self, question_id: str, *, client: str | None) -> dict[str, Any]:
+        """Take a question nobody owns any more (its run abandoned) off the pages."""
+        ...
+
+    def subscribe(self) -> Subscription:
+        """An event stream whose first event is the snapshot."""
+        ...
+
+    def close(self, note: str) -> None:
+        """End every stream with a ``closing`` event saying ``note``."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Decision:
     """How a question ended, as pages and scripts are told (never logged: it holds the
-    answer's text)."""
+    answer's text).
+
+    ``by`` is who settled it when that was another process (a journal's ``settled_by``:
+    another inbox, a daemon's own page); ``held_for`` names the daemon that was down when
+    it was answered (the answer waits for its resume).
+    """
 
     outcome: Outcome
     note: str
     client: str | None = None
     answer: dict[str, Any] | None = None
+    by: str | None = None
+    held_for: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The fields a ``removed`` event and a ``409`` carry beyond the outcome."""
@@ -87,6 +139,10 @@ class Decision:
             facts["client"] = self.client
         if self.answer is not None:
             facts["answer"] = self.answer
+        if self.by is not None:
+            facts["by"] = self.by
+        if self.held_for is not None:
+            facts["heldFor"] = self.held_for
         return facts
 
 
@@ -106,26 +162,32 @@ class Entry:
 
     def to_dict(self) -> dict[str, Any]:
         """The question as the API and the page see it (model-written text, never HTML)."""
-        request = self.request
-        agent = request.agent
-        return {
-            "id": self.id,
-            "seq": self.seq,
-            "askedAt": self.asked_at,
-            "agent": None if agent is None else agent.to_dict(),
-            "header": request.header,
-            "question": request.question,
-            "options": [
-                {
-                    "index": index,
-                    "label": option.label,
-                    "description": option.description,
-                    "recommended": option.recommended,
-                }
-                for index, option in enumerate(request.choices)
-            ],
-            "allowCustom": request.accepts_custom,
-        }
+        return question_dict(self.id, self.seq, self.asked_at, self.request)
+
+
+def question_dict(
+    question_id: str, seq: int, asked_at: float, request: AskUserQuestionRequest
+) -> dict[str, Any]:
+    """A question as the API and the page see it, whichever inbox shows it."""
+    agent = request.agent
+    return {
+        "id": question_id,
+        "seq": seq,
+        "askedAt": asked_at,
+        "agent": None if agent is None else agent.to_dict(),
+        "header": request.header,
+        "question": request.question,
+        "options": [
+            {
+                "index": index,
+                "label": option.label,
+                "description": option.description,
+                "recommended": option.recommended,
+            }
+            for index, option in enumerate(request.choices)
+        ],
+        "allowCustom": request.accepts_custom,
+    }
 
 
 _decided: OrderedDict[str, Decision] = OrderedDict()
@@ -136,13 +198,13 @@ reload's next generation still answers "already answered" for what its predecess
 class Subscription:
     """One open event stream: iterate it for events; it ends when dropped or closed."""
 
-    __slots__ = ("_inbox", "_receive", "_send", "dropped")
+    __slots__ = ("_audience", "_receive", "_send", "dropped")
 
-    def __init__(self, inbox: Inbox) -> None:
+    def __init__(self, audience: set[Subscription]) -> None:
         send: ObjectSendStream[dict[str, Any]]
         receive: ObjectReceiveStream[dict[str, Any]]
         send, receive = anyio.create_memory_object_stream[dict[str, Any]](_SUBSCRIBER_BUFFER)
-        self._inbox = inbox
+        self._audience = audience
         self._send = send
         self._receive = receive
         self.dropped = False
@@ -159,7 +221,7 @@ class Subscription:
 
     def close(self) -> None:
         """End the stream (the reader sees its end after the events already queued)."""
-        self._inbox._subscribers.discard(self)
+        self._audience.discard(self)
         self._send.close()
 
     async def receive(self) -> dict[str, Any] | None:
@@ -175,14 +237,49 @@ class Subscription:
         self._receive.close()
 
 
+class Audience:
+    """The open event streams of an inbox: each is handed every event, none waited for."""
+
+    __slots__ = ("_subscribers", "closed")
+
+    def __init__(self) -> None:
+        self._subscribers: set[Subscription] = set()
+        self.closed = False
+
+    def __len__(self) -> int:
+        return len(self._subscribers)
+
+    def subscribe(self, snapshot: list[dict[str, Any]]) -> Subscription:
+        """A stream whose first event is ``snapshot`` (one that ends at once when closed)."""
+        subscription = Subscription(self._subscribers)
+        if self.closed:
+            subscription.close()
+            return subscription
+        subscription.offer({"type": "snapshot", "questions": snapshot})
+        self._subscribers.add(subscription)
+        return subscription
+
+    def publish(self, event: dict[str, Any]) -> None:
+        """Queue ``event`` on every stream (a stream that does not read is dropped)."""
+        for subscription in list(self._subscribers):
+            subscription.offer(event)
+
+    def close(self, note: str) -> None:
+        """Tell every stream ``closing`` with ``note``, then end them; no stream opens again."""
+        self.closed = True
+        self.publish({"type": "closing", "note": note})
+        for subscription in list(self._subscribers):
+            subscription.close()
+
+
 class Inbox:
     """Pending questions in arrival order, and the pages listening to them."""
 
-    __slots__ = ("_closed", "_entries", "_seq", "_subscribers")
+    __slots__ = ("_audience", "_closed", "_entries", "_seq")
 
     def __init__(self) -> None:
         self._entries: OrderedDict[str, Entry] = OrderedDict()
-        self._subscribers: set[Subscription] = set()
+        self._audience = Audience()
         self._seq = itertools.count(1)
         self._closed = False
 
@@ -195,7 +292,7 @@ class Inbox:
     @property
     def subscribers(self) -> int:
         """How many event streams are open."""
-        return len(self._subscribers)
+        return len(self._audience)
 
     def snapshot(self) -> list[dict[str, Any]]:
         """Every pending question, oldest first."""
@@ -221,11 +318,20 @@ class Inbox:
         return entry
 
     def settle(
-        self, entry: Entry, outcome: Outcome, note: str, *, client: str | None = None
+        self,
+        entry: Entry,
+        outcome: Outcome,
+        note: str,
+        *,
+        client: str | None = None,
+        by: str | None = None,
     ) -> bool:
         """Decide ``entry`` unless it is decided already; return whether this call did.
 
-        ``client`` is who answered or dismissed it (a page's id), told to every page.
+        ``client`` is who answered or dismissed it (a page's id), told to every page;
+        ``by`` who did when that was another process (a journal's ``settled_by``: the
+        pages say "answered elsewhere (by ...)"). For ``answered``, set ``entry.answer``
+        first: pages are told what was answered.
         """
         if entry.outcome is not None:
             return False
@@ -234,7 +340,8 @@ class Inbox:
         entry.client = client
         self._entries.pop(entry.id, None)
         answer = entry.answer if outcome == "answered" else None
-        decision = Decision(outcome, note, client, None if answer is None else _shown(answer))
+        shown = None if answer is None else shown_answer(answer)
+        decision = Decision(outcome, note, client, shown, by=by)
         _decided[entry.id] = decision
         while len(_decided) > _RECENT:
             _decided.popitem(last=False)
@@ -257,7 +364,7 @@ class Inbox:
                 Nothing changes in any of these cases.
         """
         entry = self._pending(question_id)
-        answer = _parse_answer(entry.request, body)
+        answer = parse_answer(entry.request, body)
         entry.answer = answer
         self.settle(entry, "answered", "answered", client=client)
         return answer
@@ -266,6 +373,29 @@ class Inbox:
         """Dismiss a pending question: the agent's ask fails with ``ASK_CANCELLED``."""
         entry = self._pending(question_id)
         self.settle(entry, "dismissed", "dismissed", client=client)
+
+    # What the web app calls (ServedInbox): each decides in one event-loop step.
+
+    async def submit_answer(
+        self, question_id: str, body: object, *, client: str | None
+    ) -> dict[str, Any]:
+        """:meth:`answer`, for the web app."""
+        self.answer(question_id, body, client=client)
+        return {}
+
+    async def submit_dismissal(self, question_id: str, *, client: str | None) -> dict[str, Any]:
+        """:meth:`dismiss`, for the web app."""
+        self.dismiss(question_id, client=client)
+        return {}
+
+    async def submit_clear(self, question_id: str, *, client: str | None) -> dict[str, Any]:
+        """Refused: every question of a process's own inbox has its asker waiting."""
+        self._pending(question_id)  # 404 or 409 for one that is gone
+        raise InboxError(
+            409,
+            "NOT_ABANDONED",
+            f"question {question_id!r} is waiting for its answer: answer or dismiss it",
+        )
 
     def _pending(self, question_id: str) -> Entry:
         entry = self._entries.get(question_id)
@@ -295,29 +425,20 @@ class Inbox:
 
     def subscribe(self) -> Subscription:
         """Open an event stream whose first event is the snapshot of pending questions."""
-        subscription = Subscription(self)
-        if self._closed:
-            subscription.close()
-            return subscription
-        subscription.offer({"type": "snapshot", "questions": self.snapshot()})
-        self._subscribers.add(subscription)
-        return subscription
+        return self._audience.subscribe(self.snapshot())
 
     def close(self, note: str) -> None:
         """Withdraw every pending question and end every stream with a ``closing`` event."""
         self._closed = True
         for entry in list(self._entries.values()):
             self.settle(entry, "withdrawn", note)
-        self._publish({"type": "closing", "note": note})
-        for subscription in list(self._subscribers):
-            subscription.close()
+        self._audience.close(note)
 
     def _publish(self, event: dict[str, Any]) -> None:
-        for subscription in list(self._subscribers):
-            subscription.offer(event)
+        self._audience.publish(event)
 
 
-def _shown(answer: AskUserQuestionAnswer) -> dict[str, Any]:
+def shown_answer(answer: AskUserQuestionAnswer) -> dict[str, Any]:
     """What pages are told was answered: the option's label, or the start of the text."""
     option = answer.option
     if option is not None:
@@ -337,7 +458,7 @@ def cancelled_error() -> UserInteractionError:
     return UserInteractionError("the human dismissed the question in the web inbox", ASK_CANCELLED)
 
 
-def _parse_answer(request: AskUserQuestionRequest, body: object) -> AskUserQuestionAnswer:
+def parse_answer(request: AskUserQuestionRequest, body: object) -> AskUserQuestionAnswer:
     """``{"option": index}`` or ``{"text": "..."}`` → the seam's answer, or a clear 4xx."""
     if not isinstance(body, dict):
         raise InboxError(

@@ -4,6 +4,11 @@
 // connection is gone: shown in place, not answerable), or gone (a note saying why). A card on
 // hold comes back in place when its question does (the same id after a reload; the same
 // question after a restart), so nothing jumps; otherwise it says it is no longer asked.
+//
+// The fleet inbox (`hotseam inbox --journal URL`) serves the same page for many daemons: its
+// questions carry `daemon` (who asks, and whether it is up) and `state` ("abandoned": nobody
+// owns the question any more; it can only be cleared), and `changed` events update a card in
+// place (a daemon went down or came back), keeping whatever was chosen or typed.
 "use strict";
 (function () {
   const token = new URLSearchParams(location.search).get("token") || "";
@@ -47,6 +52,15 @@
     return answer.label !== undefined ? answer.label : "“" + answer.text + "”";
   }
 
+  function held(name) {
+    return name ? " Held for " + name + "'s resume." : "";
+  }
+
+  // Which daemon asks, for a question of the fleet inbox ("" for a process's own inbox).
+  function asker(d) {
+    return d.name + " on " + d.host + ", pid " + d.pid + (d.agent ? ", agent " + d.agent : "");
+  }
+
   function setStatus(text, alert) {
     if (status.textContent !== text) status.textContent = text;  // announced once, not per retry
     status.classList.toggle("alert", Boolean(alert));
@@ -54,7 +68,7 @@
 
   // The empty note, the title's count: what is waiting, as far as this page knows.
   function refresh() {
-    const waiting = list.querySelectorAll("li.card:not(.gone)").length;
+    const waiting = list.querySelectorAll("li.card:not(.gone):not(.abandoned)").length;
     empty.hidden = connection !== "live" || waiting > 0;
     const away = connection === "stopped" || connection === "bad-token";
     document.title = (waiting && !away ? "(" + waiting + ") " : "") + TITLE + (away ? " (not connected)" : "");
@@ -104,15 +118,20 @@
     const hold = el("p", { class: "hold", role: "status" });
     const answerButton = el("button", { type: "submit", class: "answer", text: "Answer" });
     const dismissButton = el("button", { type: "button", class: "dismiss", text: "Dismiss" });
+    const clearButton = el("button", { type: "button", class: "clear", text: "Clear", hidden: true });
     const fieldset = el("fieldset", {}, [el("legend", { id: base + "-title", text: q.question }), ...controls]);
+    const situation = el("p", { class: "situation", role: "status" });
     const form = el("form", { "aria-labelledby": base + "-title", novalidate: true }, [
       fieldset,
-      el("div", { class: "actions" }, [answerButton, dismissButton]),
+      el("div", { class: "actions" }, [answerButton, dismissButton, clearButton]),
+      situation,
       hold,
       error,
     ]);
+    const daemonState = el("span", { class: "daemon-state" });
     const card = el("li", { class: "card", id: base, "data-id": q.id }, [
       el("p", { class: "meta", text: "Asked by " + who + " at " + asked }),
+      q.daemon ? el("p", { class: "daemon" }, [el("span", { text: asker(q.daemon) }), daemonState]) : null,
       q.header ? el("h2", { text: q.header }) : null,
       form,
     ]);
@@ -123,13 +142,30 @@
     };
     card.labelOf = (body) => body.option !== undefined ? q.options[body.option].label : "“" + body.text + "”";
     card.enable = (on) => {
-      fieldset.disabled = !on;
-      answerButton.disabled = dismissButton.disabled = !on || Boolean(card.sending);
+      const live = on && !card.abandoned;
+      fieldset.disabled = !live;
+      answerButton.disabled = dismissButton.disabled = !live || Boolean(card.sending);
+      clearButton.disabled = !on || Boolean(card.sending);
     };
     card.holdNote = hold;
+    // Who asks and what can be done, from the latest word on the question (in place).
+    card.update = (latest) => {
+      const d = latest.daemon;
+      card.heldFor = d && !d.up ? d.name : null;
+      card.abandoned = latest.state === "abandoned";
+      card.classList.toggle("down", Boolean(card.heldFor));
+      card.classList.toggle("abandoned", card.abandoned);
+      if (d) daemonState.textContent = d.up ? " — up" : " — down" + (d.stopped ? " (stopped)" : " (no heartbeat)");
+      situation.textContent = card.abandoned
+        ? "Nobody owns this question any more: its run was abandoned, and nothing will read an answer. Clear it."
+        : card.heldFor ? card.heldFor + " is down: an answer is held for its resume." : "";
+      answerButton.hidden = dismissButton.hidden = card.abandoned;
+      clearButton.hidden = !card.abandoned;
+      card.enable(!card.classList.contains("held"));
+    };
     form.addEventListener("submit", (e) => {
       e.preventDefault();
-      if (card.classList.contains("held")) return;
+      if (card.classList.contains("held") || card.abandoned) return;
       const chosen = form.querySelector("input[type=radio]:checked");
       let body;
       if (q.options.length && (!chosen || chosen.value !== "own")) {
@@ -142,6 +178,8 @@
       send(card, "answer", body, error);
     });
     dismissButton.addEventListener("click", () => send(card, "dismiss", {}, error));
+    clearButton.addEventListener("click", () => send(card, "clear", {}, error));
+    card.update(q);
     return card;
   }
 
@@ -156,17 +194,21 @@
         body: JSON.stringify(body),
         cache: "no-store",
       });
+      const data = await response.json().catch(() => ({}));
       if (response.ok) {
         drafts.delete(card.fingerprint);
-        finish(card.dataset.id, action === "answer" ? "Answered: " + card.labelOf(body) + "." : "Dismissed.");
+        finish(card.dataset.id, action === "answer" ? "Answered: " + card.labelOf(body) + "." + held(data.heldFor)
+          : action === "clear" ? "Cleared." : "Dismissed.");
         return;
       }
-      const data = await response.json().catch(() => ({}));
       const failure = data.error || {};
       const message = failure.message || "HTTP " + response.status;
-      if (response.status === 409 || response.status === 404) {
+      if (response.status === 409 && failure.code === "NOT_ABANDONED") {
+        error.textContent = message;
+      } else if (response.status === 409 || response.status === 404) {
         finish(card.dataset.id, failure.code === "ALREADY_ANSWERED"
-          ? removedNote({ reason: "answered", client: failure.client, answer: failure.answer })
+          ? removedNote({ reason: "answered", client: failure.client, answer: failure.answer,
+                          by: failure.by, heldFor: failure.heldFor })
           : "No longer pending: " + message);
         return;
       }
@@ -178,17 +220,20 @@
     card.enable(!card.classList.contains("held"));
   }
 
-  function elsewhere(by) {
-    return by ? "in another tab" : "elsewhere (by a script or another client)";
+  // Who decided a question, when not this tab: another tab of this inbox, another process
+  // (`by`: another inbox, a daemon's own page), or a script that did not say.
+  function elsewhere(event) {
+    if (event.by) return "elsewhere (by " + event.by + ")";
+    return event.client ? "in another tab" : "elsewhere (by a script or another client)";
   }
 
   // What a removed event says, from this tab's point of view.
   function removedNote(event) {
-    const mine = event.client === client;
+    const mine = event.client === client && !event.by;
     if (event.reason === "answered") {
-      return (mine ? "Answered" : "Answered " + elsewhere(event.client)) + ": " + shown(event.answer) + ".";
+      return (mine ? "Answered" : "Answered " + elsewhere(event)) + ": " + shown(event.answer) + "." + held(event.heldFor);
     }
-    if (event.reason === "dismissed") return mine ? "Dismissed." : "Dismissed " + elsewhere(event.client) + ".";
+    if (event.reason === "dismissed") return mine ? "Dismissed." : "Dismissed " + elsewhere(event) + ".";
     if (event.reason === "timed_out") return "Timed out: nobody answered in time.";
     return sentence(event.note);
   }
@@ -295,6 +340,11 @@
   function onEvent(event) {
     if (event.type === "snapshot") snapshot(event.questions);
     else if (event.type === "added") { add(event.question); refresh(); }
+    else if (event.type === "changed") {
+      const card = cards.get(event.question.id);
+      if (card && !card.classList.contains("gone")) card.update(event.question); else add(event.question);
+      refresh();
+    }
     else if (event.type === "removed") {
       const card = cards.get(event.id);
       if (!card) return;
