@@ -147,7 +147,7 @@ def test_run_ends_with_the_agent_sys_exit_0_is_a_finish_and_a_provider_crash_is_
 
     code, out, events = outputs["finishes"]
     assert (code, out) == (0, "code: PROVIDER_FAILED\n"), events
-    assert events[-1]["event"] == "every generation was disposed"
+    _disposed_last(events)
     assert "the agent finished (it called sys.exit(0))" in [event["event"] for event in events]
     (crash,) = [event for event in events if event["event"] == "ask.provider_failed"]
     ui = tmp_path / "finishes" / "providers" / "broken_ui.py"
@@ -176,4 +176,14 @@ def test_run_ends_with_the_agent_sys_exit_0_is_a_finish_and_a_provider_crash_is_
         (failed,) = [event for event in events if event["event"] == reported]
         assert failed["level"] == "error"
         assert 'File "' in failed["exception"]  # where the agent raised it
-        assert events[-1]["event"] == "every generation was disposed"
+        _disposed_last(events)
+
+
+def _disposed_last(events: list[dict[str, object]]) -> None:
+    """Every generation was disposed at the end: only the journal's own closing lines (info)
+    come after it."""
+    names = [event["event"] for event in events]
+    assert "every generation was disposed" in names, names
+    after = events[names.index("every generation was disposed") + 1 :]
+    assert all(event["level"] == "info" for event in after), after
+    assert all(str(event.get("logger", "")).startswith("hotseam.") for event in after), after

@@ -82,7 +82,7 @@ def test_a_spinning_agent_body_leaves_the_daemon_serving_and_is_abandoned(
     write(tmp_path / "providers" / "file_ui.py", FILE_UI)
     runtime = tmp_path / "rt"
     process = Process(
-        "run", "providers", "--agent", "agent.py", "--import-timeout", "2",
+        "run", "providers", "--agent", "agent.py", "--import-timeout", "2", "--no-journal",
         cwd=tmp_path, runtime=runtime,
     )  # fmt: skip
     try:

@@ -20,6 +20,7 @@ from hotseam.interaction import (
     ASK_CANCELLED,
     ASK_TIMEOUT,
     JOURNAL,
+    NO_PROVIDER,
     USER_INTERACTION,
     AskJournal,
     AskUserQuestionAnswer,
@@ -28,6 +29,7 @@ from hotseam.interaction import (
     UserInteractionError,
     ask,
     current_run,
+    waiting_for_provider,
 )
 from hotseam.interaction._journal import AskState, Journal, JournalError, open_journal
 from hotseam.providers.scripted import Reply, ScriptedProvider
@@ -178,24 +180,42 @@ async def test_an_answer_given_here_is_recorded_and_a_late_one_elsewhere_loses(
     assert late.ask.answer is not None and late.ask.answer.answer == "SQLite"
 
 
-async def test_with_no_provider_here_the_question_waits_for_an_answer_elsewhere(
+async def test_with_no_provider_here_an_answer_elsewhere_wins_while_the_ask_waits(
     journal: Journal,
 ) -> None:
+    """No provider in this process (a daemon answered from a fleet inbox): while the ask
+    waits for one (``waiting_for_provider``), an answer written to the journal wins."""
     context = Context("daemon")  # no user-interaction provider at all
     async with AskJournal.open(journal, name="headless") as journaling:
         async with journaling.run("deployer"), anyio.create_task_group() as tasks:
             got: list[str] = []
 
             async def agent() -> None:
-                got.append((await ask(NAME, context=context)).answer)
+                with waiting_for_provider():
+                    got.append((await ask(NAME, context=context)).answer)
 
             tasks.start_soon(agent)
             pending: list[Any] = []
             while not pending:
-                await anyio.sleep(0.005)
+                await anyio.sleep(0.005)  # another "process" polls the journal
                 pending = [ask for ask in await journal.list_asks() if ask.pending]
             await journal.answer_ask(pending[0].id, AskUserQuestionAnswer("api", None))
         assert got == ["api"]
+
+
+async def test_with_no_provider_and_no_wait_the_ask_fails_and_is_recorded(
+    journal: Journal,
+) -> None:
+    context = Context("daemon")
+    async with AskJournal.open(journal, name="headless") as journaling:
+        with anyio.CancelScope() as stop:
+            async with journaling.run("deployer"):
+                with pytest.raises(UserInteractionError) as missing:
+                    await ask(NAME, context=context)
+                assert missing.value.code == NO_PROVIDER
+                stop.cancel()
+        (record,) = await journal.list_asks()
+        assert record.state is AskState.FAILED and record.code == NO_PROVIDER
 
 
 async def test_a_timeout_and_a_signal_are_recorded_and_replayed(journal: Journal) -> None:

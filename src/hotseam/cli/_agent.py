@@ -64,6 +64,27 @@ def load_agent(spec: str, *, fresh: bool = False) -> AgentFunction:
     return import_agent(spec, fresh=fresh)
 
 
+def agent_key(spec: str | None, name: str | None) -> str:
+    """The agent's name in the journal: a process that runs the same agent again resumes
+    its unfinished run under it.
+
+    ``--name`` when given; else the agent's module file made absolute (``path/agent.py``
+    and ``pkg.agent`` name the same agent from anywhere), with its function; the built-in
+    demo agent is named by the folder it runs in.
+    """
+    if name:
+        return name
+    if spec is None:
+        return f"demo@{Path.cwd()}"
+    module, _, function = spec.rpartition(":") if ":" in spec else (spec, "", "main")
+    function = function or "main"
+    if module.endswith(".py"):
+        return f"{Path(module).resolve()}:{function}"
+    found = _module_file(module)
+    where = str(found) if found is not None else f"{module}@{Path.cwd()}"
+    return f"{where}:{function}"
+
+
 class ImportAttempt:
     """One execution of the agent's module, shared by its thread and the event loop.
 

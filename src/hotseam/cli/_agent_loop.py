@@ -35,7 +35,7 @@ import contextlib
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +44,7 @@ import anyio.to_thread
 import sniffio
 
 from .._core import Context, use_context
-from ..interaction import ASK_CANCELLED
+from ..interaction import ASK_CANCELLED, AskJournal
 from ..interaction._pending import AskEnded, on_ask_ended, waiting_for_provider
 from ..reload._guard import is_fatal
 from ._agent import AgentFunction, AgentLoadError, agent_file, shown_path
@@ -73,6 +73,10 @@ class AgentLoop:
         on_wait: Called (with the seam's name) when questions start waiting for one.
         stop: Stops the command (a second Ctrl-C).
         import_timeout: Seconds the module's body may execute when it is saved.
+        journal: Where each run of the agent is recorded (``None``: nowhere); a run cut
+            short (a stop, a save of the agent's module) is resumed by the next one.
+        agent_key: The agent's name in the journal.
+        fresh: Abandon the agent's unfinished run instead of resuming it (first run only).
     """
 
     def __init__(
@@ -88,6 +92,9 @@ class AgentLoop:
         on_wait: Callable[[str], object],
         stop: Callable[[], None],
         import_timeout: float = 10.0,
+        journal: AskJournal | None = None,
+        agent_key: str = "demo",
+        fresh: bool = False,
     ) -> None:
         self._spec = spec
         self._agent = agent
@@ -103,6 +110,9 @@ class AgentLoop:
         self._restart = anyio.Event()
         self._running: anyio.CancelScope | None = None
         self._last_dismissal = -float("inf")
+        self._journal = journal
+        self._agent_key = agent_key
+        self._fresh = fresh
 
     @property
     def file(self) -> Path | None:
@@ -155,7 +165,8 @@ class AgentLoop:
                     use_context(self._context),
                     waiting_for_provider(self._provider_wait, self._on_wait),
                 ):
-                    await self._agent(self._context)
+                    async with self._recorded():
+                        await self._agent(self._context)
             except BaseException as error:  # SystemExit, KeyboardInterrupt... are the agent's
                 if not _raised_by_agent(error):
                     raise
@@ -169,6 +180,25 @@ class AgentLoop:
             facts.agent_state = "restarting"
             return EXIT_OK, True
         return outcome, False
+
+    @contextlib.asynccontextmanager
+    async def _recorded(self) -> AsyncIterator[None]:
+        """The run of the agent in the journal (resumed when the last one was cut short)."""
+        if self._journal is None:
+            yield
+            return
+        fresh, self._fresh = self._fresh, False
+        async with self._journal.run(self._agent_key, fresh=fresh) as run:
+            self._facts.run = f"run {run.id[:12]}"
+            if run.recorded:
+                self._log.info(
+                    f"resuming the agent's run {run.id[:12]}: {len(run.recorded)} question(s) "
+                    "recorded; those answered are replayed without asking"
+                )
+            try:
+                yield
+            finally:
+                self._facts.run = f"run {run.id[:12]} ({run.replayed} replayed)"
 
     def _ended_by(self, error: BaseException) -> int:
         """Report how ``error`` ended the agent's run; return the exit code it earns."""

@@ -51,10 +51,11 @@ import anyio
 import structlog
 
 from .._core import CloseReason, Context, DisposalError, HarnessError, Scope
-from ..interaction import USER_INTERACTION, ask_user_question_tool
+from ..interaction import JOURNAL, USER_INTERACTION, AskJournal, ask_user_question_tool
+from ..interaction._journal import JournalError, JournalErrorCode, parse_journal_url
 from ..providers.scripted import ScriptedProvider
 from ..reload import Reloader, ReloaderClosedError
-from ._agent import AgentFunction
+from ._agent import AgentFunction, agent_key
 from ._agent_import import load_agent_within
 from ._agent_loop import AgentLoop, describe_error, shown_path
 from ._config import ConfigError
@@ -133,6 +134,7 @@ class _Session:
     web: WebOptions | None = None
     settings: Settings | None = None
     control: Claim | None = None
+    agent_key: str = "demo"
 
 
 def run_session(args: argparse.Namespace, *, style: LogStyle, verbose: bool = True) -> int:
@@ -177,6 +179,8 @@ def _prepare(args: argparse.Namespace, command: str, style: LogStyle) -> _Sessio
             else demo_agent
         )
         answers = ScriptedProvider.from_file(settings.answers) if settings.answers else None
+        if settings.journaled and settings.journal is not None:
+            parse_journal_url(settings.journal)  # JOURNAL_INVALID_URL, naming it
         web = web_options(args)
         control = claim(settings.name)
     except (HarnessError, ValueError) as error:
@@ -191,6 +195,7 @@ def _prepare(args: argparse.Namespace, command: str, style: LogStyle) -> _Sessio
         web=web,
         settings=settings,
         control=control,
+        agent_key=agent_key(settings.agent, settings.name),
     )
 
 
@@ -257,26 +262,65 @@ async def _serve_session(session: _Session, log: Any, stop: Callable[[], None]) 
         if session.web is not None and not start_web(cli_scope, session.web, session.command):
             return EXIT_BAD_INPUT
         cli_scope.spawn(Hints(reloader, log).run)
-        # The control socket serves from before the first load: a stuck load can be seen.
-        async with _controlled(session, log) as facts, reloader:
-            watched = ", ".join(shown_path(path) for path in reloader.paths)
-            try:
-                outcome = await _run_agent(session, log, stop, watched, facts)
-            finally:
+        async with contextlib.AsyncExitStack() as stack:
+            journal = await _open_journal(session, stack, cli_scope, log)
+            if isinstance(journal, int):
+                return journal
+            # The control socket serves from before the first load: a stuck load can be seen.
+            async with _controlled(session, log) as facts, reloader:
+                watched = ", ".join(shown_path(path) for path in reloader.paths)
+                facts.journal = None if journal is None else journal.journal.url
                 try:
-                    await reloader.aclose(CloseReason.SHUTDOWN)
-                except DisposalError as failure:
-                    outcome = EXIT_FATAL
-                    log.error(  # noqa: TRY400 - each failure was logged as reload.dispose_failed
-                        f"{len(failure.exceptions)} disposer(s) failed at shutdown",
-                        failures=[describe_error(error) for error in failure.exceptions],
-                    )
-                else:
-                    log.info("every generation was disposed")
-                # The CLI's own effects (its web inbox tells open pages why it closes)
-                # see a shutdown, not the stop signal's cancellation.
-                await cli_scope.aclose(CloseReason.SHUTDOWN)
+                    outcome = await _run_agent(session, log, stop, watched, facts, journal)
+                finally:
+                    try:
+                        await reloader.aclose(CloseReason.SHUTDOWN)
+                    except DisposalError as failure:
+                        outcome = EXIT_FATAL
+                        log.error(  # noqa: TRY400 - each failure was logged as reload.dispose_failed
+                            f"{len(failure.exceptions)} disposer(s) failed at shutdown",
+                            failures=[describe_error(error) for error in failure.exceptions],
+                        )
+                    else:
+                        log.info("every generation was disposed")
+                    # The CLI's own effects (its web inbox tells open pages why it closes)
+                    # see a shutdown, not the stop signal's cancellation.
+                    await cli_scope.aclose(CloseReason.SHUTDOWN)
     return outcome
+
+
+async def _open_journal(
+    session: _Session, stack: contextlib.AsyncExitStack, scope: Scope, log: Any
+) -> AskJournal | int | None:
+    """The journal the agent's questions are recorded in (``None`` with --no-journal), open
+    until ``stack`` closes and provided in ``scope``'s context meanwhile; an exit code when
+    it cannot be opened (one line on stderr)."""
+    settings = session.settings
+    assert settings is not None
+    if not settings.journaled:
+        return None
+    name = settings.name or session.command
+    try:
+        journal = await stack.enter_async_context(
+            AskJournal.open(settings.journal, name=name, agent=session.agent_key)
+        )
+    except JournalError as error:
+        print(f"{session.command}: {error}", file=sys.stderr)
+        unreachable = error.code == JournalErrorCode.JOURNAL_UNAVAILABLE
+        return EXIT_FATAL if unreachable else EXIT_BAD_INPUT
+    owner = await journal.running_elsewhere(session.agent_key)
+    if owner is not None:
+        print(
+            f"{session.command}: the agent {session.agent_key!r} is run by {owner.name} "
+            f"(host {owner.host}, pid {owner.pid}) in {journal.journal.url}; stop that one "
+            "first, or name this agent otherwise with --name",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    registration = scope.provide(JOURNAL, journal)
+    stack.push_async_callback(registration.dispose)  # gone before the journal closes
+    log.info(f"journal: {journal.journal.url} (agent {session.agent_key})")
+    return journal
 
 
 @contextlib.asynccontextmanager
@@ -298,7 +342,12 @@ async def _controlled(session: _Session, log: Any) -> AsyncIterator[SessionFacts
 
 
 async def _run_agent(
-    session: _Session, log: Any, stop: Callable[[], None], watched: str, facts: SessionFacts
+    session: _Session,
+    log: Any,
+    stop: Callable[[], None],
+    watched: str,
+    facts: SessionFacts,
+    journal: AskJournal | None,
 ) -> int:
     """Run the agent (again and again in ``dev``)."""
     settings = session.settings
@@ -322,6 +371,9 @@ async def _run_agent(
         on_wait=waiting,
         stop=stop,
         import_timeout=settings.import_timeout,
+        journal=journal,
+        agent_key=session.agent_key,
+        fresh=settings.fresh,
     )
     word = "Ctrl-C" if dev else "SIGTERM"
     log.info(f"{session.command}: watching {watched} ({word} to stop)")

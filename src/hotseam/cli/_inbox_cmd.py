@@ -27,7 +27,6 @@ import signal
 import sys
 from collections.abc import MutableMapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -44,7 +43,7 @@ from ..interaction._journal import (
 from ..providers._web._fleet_server import DEFAULT_FLEET_PORT, serve_journal_inbox
 from ._config import find_config, load_config
 from ._logging import LogStyle, configure_logging
-from ._options import add_log_options, seconds
+from ._options import add_log_options, journal_from_config, seconds
 from ._web import WebOptions, add_web_arguments, web_options
 
 __all__ = ["add_arguments", "run"]
@@ -110,7 +109,7 @@ def _prepare(args: argparse.Namespace) -> _Options:
     config = load_config(found) if found is not None else None
     journal = args.journal
     if journal is None and config is not None and config.get("journal") is not None:
-        journal = _from_config(config.root, config.get("journal"))
+        journal = journal_from_config(config.root, config.get("journal"))
     if journal is not None:
         parse_journal_url(journal)  # JOURNAL_INVALID_URL, naming the URL
     web = web_options(args, implied=True, default_port=DEFAULT_FLEET_PORT)
@@ -124,14 +123,6 @@ def _prepare(args: argparse.Namespace) -> _Options:
         log_level=level or "info",
         log_format=style or "console",
     )
-
-
-def _from_config(root: Path, url: str) -> str:
-    """A journal written in the file: a relative file path is relative to the file's folder."""
-    location = parse_journal_url(url)
-    if location.engine != "sqlite" or Path(location.target).is_absolute():
-        return url
-    return str(root / location.target)
 
 
 async def _serve(options: _Options) -> int:

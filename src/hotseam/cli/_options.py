@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..interaction._journal import parse_journal_url
 from ._config import LOG_FORMATS, LOG_LEVELS, Config, find_config, load_config, parse_size
 
 if TYPE_CHECKING:
@@ -167,7 +168,29 @@ def add_session_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--name",
         metavar="NAME",
-        help="a name for the control socket: 'hotseam status NAME' then finds this process",
+        help="a name for the control socket: 'hotseam status NAME' then finds this process; "
+        "also the agent's name in the journal (its unfinished run resumes under it)",
+    )
+    journal = parser.add_mutually_exclusive_group()
+    journal.add_argument(
+        "--journal",
+        metavar="URL",
+        help="record every question in this journal, so that an agent run cut short "
+        "resumes: sqlite:///PATH, a file path, or postgresql://... (default: 'journal' of "
+        "[tool.hotseam], else the embedded journal in hotseam's state folder)",
+    )
+    journal.add_argument(
+        "--no-journal",
+        action="store_true",
+        default=None,
+        help="keep questions in this process only (a restart asks everything again)",
+    )
+    parser.add_argument(
+        "--fresh",
+        action="store_true",
+        default=None,
+        help="start the agent's run anew: its unfinished run (cut short by a stop or a "
+        "crash) is abandoned instead of resumed",
     )
 
 
@@ -224,6 +247,12 @@ class Settings:
     log_format: str
     name: str | None
     config: Path | None
+    journal: str | None = None
+    """The journal's URL (``None``: the embedded default), when :attr:`journaled`."""
+    journaled: bool = True
+    """False with ``--no-journal``: questions live in this process only."""
+    fresh: bool = False
+    """``--fresh``: the agent's unfinished run is abandoned, not resumed."""
 
     @property
     def reload(self) -> ReloadOptions:
@@ -268,6 +297,9 @@ def resolve(args: argparse.Namespace, *, log_format: str, provider_wait: float) 
     answers = getattr(args, "answers", None)
     if answers is None and config is not None and config.get("answers"):
         answers = _from_config(config, config.get("answers"))
+    journal = getattr(args, "journal", None)
+    if journal is None and config is not None and config.get("journal") is not None:
+        journal = journal_from_config(config.root, config.get("journal"))
     return Settings(
         paths=paths,
         agent=agent,
@@ -284,7 +316,22 @@ def resolve(args: argparse.Namespace, *, log_format: str, provider_wait: float) 
         log_format=pick("log_format", log_format),
         name=pick("name"),
         config=config.path if config is not None else None,
+        journal=journal,
+        journaled=not getattr(args, "no_journal", None),
+        fresh=bool(getattr(args, "fresh", None)),
     )
+
+
+def journal_from_config(root: Path, url: str) -> str:
+    """A journal written in the file: a relative file path is relative to the file's folder.
+
+    Raises:
+        JournalError: ``JOURNAL_INVALID_URL``, naming the URL.
+    """
+    location = parse_journal_url(url)
+    if location.engine != "sqlite" or Path(location.target).is_absolute():
+        return url
+    return str(root / location.target)
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,10 @@ class SessionFacts:
     agent: str = "the demo agent"
     agent_state: str = "starting"
     agent_runs: int = 0
+    journal: str | None = None
+    """Where the agent's questions are recorded (``None``: in this process only)."""
+    run: str | None = None
+    """The agent's run in the journal, and what it replayed (``run 3f2a… (2 replayed)``)."""
     started: float = field(default_factory=time.monotonic)
     started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
 
@@ -105,6 +109,7 @@ def status(facts: SessionFacts) -> dict[str, Any]:
         "started_at": facts.started_at,
         "uptime_s": round(time.monotonic() - facts.started, 1),
         "agent": {"name": facts.agent, "state": facts.agent_state, "runs": facts.agent_runs},
+        "journal": {"url": facts.journal, "run": facts.run} if facts.journal else None,
         "modules": modules,
         "providers": providers,
         "web": list(inboxes.values()),

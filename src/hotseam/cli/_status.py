@@ -64,6 +64,7 @@ def format_status(reply: dict[str, Any]) -> str:
         f"{reply['command']}, pid {reply['pid']}{name}, up {_duration(reply['uptime_s'])}",
         f"  watching {', '.join(reply.get('watching', []))} from {reply.get('cwd')}",
         f"  agent: {agent.get('name')} ({agent.get('state')}, {agent.get('runs')} run(s))",
+        _journal_line(reply.get("journal")),
         "modules:",
     ]
     for module in reply.get("modules", []):
@@ -110,3 +111,11 @@ def _duration(seconds: float) -> str:
         return f"{minutes} min {secs} s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min"
+
+
+def _journal_line(journal: object) -> str:
+    """Where the questions are recorded, and the agent's run there."""
+    if not isinstance(journal, dict):
+        return "  journal: none (questions live in this process only)"
+    run = f", {journal['run']}" if journal.get("run") else ""
+    return f"  journal: {journal.get('url')}{run}"

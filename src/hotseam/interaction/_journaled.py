@@ -19,7 +19,7 @@ from dataclasses import replace
 import anyio
 
 from .._core import AbortSignal, get_logger
-from ._errors import ASK_ABORTED, ASK_TIMEOUT, NO_PROVIDER, UserInteractionError
+from ._errors import ASK_ABORTED, ASK_TIMEOUT, UserInteractionError
 from ._journal import AskRecord, AskState, Journal, JournalError, question_digest
 from ._model import AskUserQuestionAnswer, AskUserQuestionRequest
 from ._runs import AgentRun
@@ -140,20 +140,14 @@ async def _settle_here(
     """Ask this process's providers and record the outcome (first settlement wins).
 
     Returns the record as settled; the error this process's ask ended with, when its
-    settlement won; or the answer given here when the journal could not record it. With
-    no provider here, waits (for the journal to be settled elsewhere) until cancelled.
+    settlement won; or the answer given here when the journal could not record it. (With
+    no provider here the ask fails with ``NO_PROVIDER`` as without a journal, once the
+    caller's wait for one — ``waiting_for_provider`` — is over; an answer given elsewhere
+    meanwhile wins.)
     """
     try:
         answer = await ask_here()
     except UserInteractionError as error:
-        if error.code == NO_PROVIDER:
-            _log.info(
-                "ask.journal_only",
-                question_id=ask_id,
-                summary=f"no provider here: question {ask_id} waits for an answer from "
-                "another inbox",
-            )
-            await anyio.sleep_forever()
         state = AskState.WITHDRAWN if error.code == ASK_ABORTED else AskState.FAILED
         code = error.code if state is AskState.FAILED else None
         try:

@@ -28,6 +28,7 @@ import socket
 from collections.abc import AsyncIterator
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import anyio
 
@@ -143,6 +144,20 @@ class AskJournal:
             if outcome is not None:
                 with anyio.CancelScope(shield=True):
                     await self._end(run, failed=outcome)
+
+    async def running_elsewhere(self, agent: str) -> DaemonRecord | None:
+        """The live daemon (not this one) whose run of ``agent`` is unfinished, if any: this
+        process cannot resume that run while it lives. A gone process of this machine is
+        marked stopped on the way, so it does not count."""
+        record = await self.journal.unfinished_run(agent)
+        if record is None or record.daemon_id == self.daemon.id:
+            return None
+        await self._release_if_dead(record.daemon_id)
+        try:
+            owner = await self.journal.get_daemon(record.daemon_id)
+        except JournalError:
+            return None
+        return owner if owner.alive else None
 
     async def _start(self, agent: str, fresh: bool) -> AgentRun:
         journal = self.journal
@@ -269,10 +284,16 @@ def current_run() -> AgentRun | None:
 
 
 def _pid_alive(pid: int) -> bool:
+    """True while a process ``pid`` runs here. A killed process nobody reaped (a zombie:
+    in a container whose first process does not reap) is dead."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc here: the signal's answer stands
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
