@@ -224,3 +224,27 @@ def test_two_daemons_cannot_run_the_same_agent_at_once(project: Path) -> None:
     finally:
         assert first.finish(signal.SIGTERM) == 0
     assert len(_pending(project)) == 1  # still waiting for its answer, for the resume
+
+
+def test_dev_replays_what_was_answered_when_the_agent_is_saved(project: Path) -> None:
+    """Developing an agent no longer means answering its first questions after each edit:
+    a save re-runs it, and what this run already answered is replayed."""
+    dev = Process(
+        "dev", "providers", "--agent", "agent.py", "--log-format", "json", "--verbose",
+        "--answers", _answers(project, "a.json", ["Postgres", {"never": True}, "ok"]),
+        cwd=project,
+    )  # fmt: skip
+    try:
+        dev.expect("Which database\\? -> Postgres", stream="stdout")
+        dev.expect('"ask.started"')
+        dev.expect('"ask.started"')  # the second question is open
+        write(project / "agent.py", AGENT.replace("-> {shown}", "=> {shown}"))  # an edit
+        dev.expect("Which database\\? => Postgres", stream="stdout")  # the new code, at once
+        replayed = dev.expect('"ask.replayed"')
+        assert '"position": 0' in replayed.string
+    finally:
+        dev.finish(signal.SIGTERM)
+    started = [json.loads(line) for line in dev.lines["stderr"] if '"ask.started"' in line]
+    # Asked live: the database once, the service name before the save, and again after it
+    # (re-attached: the same question id), never the database a second time.
+    assert len({event["question_id"] for event in started}) == 2
