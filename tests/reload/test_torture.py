@@ -9,27 +9,17 @@ loading the last good content once. ``make stress`` runs the long version (1,000
 
 from __future__ import annotations
 
-import importlib
 import logging
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from _bench import load_bench
+
 pytestmark = pytest.mark.anyio
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
 
-
-def _load_torture() -> ModuleType:
-    """bench/torture.py, which imports its neighbours (_torture_ledger, _torture_files)."""
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))
-    return importlib.import_module("torture")
-
-
-torture = _load_torture()
+torture = load_bench("torture")
 
 
 @pytest.mark.timeout(60)

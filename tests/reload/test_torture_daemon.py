@@ -13,24 +13,21 @@ long versions (600 steps per backend, 200 against the CLI).
 
 from __future__ import annotations
 
-import importlib
 import logging
 import shutil
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from _bench import load_bench
+
 GIT = shutil.which("git") is not None
 
 
 def _bench(name: str) -> ModuleType:
-    """A bench script's module (they import their neighbours: bench/ goes on the path)."""
-    if str(BENCH) not in sys.path:
-        sys.path.insert(0, str(BENCH))
-    return importlib.import_module(name)
+    """A bench script's module (torture_daemon imports the CLI torture lazily)."""
+    return load_bench(name, "_torture_cli")
 
 
 @pytest.mark.anyio
