@@ -296,3 +296,42 @@ async def test_a_run_a_live_daemon_owns_is_refused_and_a_dead_ones_taken_over(
     # The first daemon stopped (its block ended): its unfinished run is taken over.
     async with AskJournal.open(journal, name="third") as third, third.run("deployer") as run:
         assert run.resumed or run.record.daemon_id == third.daemon.id
+
+
+async def test_a_web_inbox_here_says_who_answered_elsewhere(journal: Journal) -> None:
+    """The daemon's own inbox shows the question; a fleet inbox answers it: the daemon's
+    pages hear "answered elsewhere (by ...)" with the answer, not "withdrawn"."""
+    from hotseam.providers.web import WebProvider
+
+    context = Context("daemon")
+    async with (
+        AskJournal.open(journal, name="daemon-a") as journaling,
+        context.scope("ui") as scope,
+    ):
+        web = WebProvider.serve(scope, port=0, token="test-token-0123456789abcdef")
+        scope.provide(USER_INTERACTION, web)
+        async with journaling.run("deployer"), anyio.create_task_group() as tasks:
+            got: list[str] = []
+
+            async def agent() -> None:
+                got.append((await ask(DB, context=context)).answer)
+
+            events = web.inbox.subscribe()
+            try:
+                tasks.start_soon(agent)
+                added = await events.receive()
+                while added is not None and added.get("type") != "added":
+                    added = await events.receive()
+                (pending,) = [ask for ask in await journal.list_asks() if ask.pending]
+                await journal.answer_ask(
+                    pending.id, AskUserQuestionAnswer("SQLite", DB.choices[1]), by="fleet"
+                )
+                removed = await events.receive()
+                while removed is not None and removed.get("type") != "removed":
+                    removed = await events.receive()
+            finally:
+                events.release()
+        assert got == ["SQLite"]
+        assert removed is not None
+        assert removed["reason"] == "answered" and removed["by"] == "fleet"
+        assert removed["answer"] == {"label": "SQLite"}

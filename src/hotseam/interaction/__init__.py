@@ -47,8 +47,10 @@ from ._model import (
     AskUserQuestionRequest,
 )
 from ._pending import (
+    AnsweredElsewhere,
     AskEnded,
     PendingAsk,
+    answered_elsewhere,
     ask_deadline,
     on_ask_ended,
     pending_asks,
@@ -67,6 +69,7 @@ __all__ = [
     "ASK_USER_QUESTION_DESCRIPTION",
     "Agent",
     "AgentRun",
+    "AnsweredElsewhere",
     "AskEnded",
     "AskJournal",
     "AskRecord",
@@ -94,6 +97,7 @@ __all__ = [
     "USER_INTERACTION",
     "UserInteractionError",
     "UserInteractionProvider",
+    "answered_elsewhere",
     "ask",
     "ask_deadline",
     "ask_user_question_tool",

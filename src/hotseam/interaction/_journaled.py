@@ -19,9 +19,11 @@ from dataclasses import replace
 import anyio
 
 from .._core import AbortSignal, get_logger
+from . import _pending
 from ._errors import ASK_ABORTED, ASK_TIMEOUT, UserInteractionError
 from ._journal import AskRecord, AskState, Journal, JournalError, question_digest
 from ._model import AskUserQuestionAnswer, AskUserQuestionRequest
+from ._pending import AnsweredElsewhere
 from ._runs import AgentRun
 from ._validate import check_answer
 
@@ -101,6 +103,10 @@ async def answer_recorded(
         except JournalError as error:  # unreachable: this process's providers still ask
             _log.warning("ask.journal_unavailable", question_id=record.id, code=error.code)
             return
+        if elsewhere.answer is not None and elsewhere.settled_by != by:
+            # Before the prompt here is withdrawn: its provider can say who answered.
+            outcome = AnsweredElsewhere(elsewhere.settled_by, elsewhere.answer)
+            _pending.settled_elsewhere(record.id, outcome)
         race.cancel_scope.cancel()
 
     aborted = signal.cancel_scope(raise_reason=False) if signal is not None else nullcontext(None)

@@ -20,11 +20,15 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 
+from ._model import AskUserQuestionAnswer
+
 __all__ = [
+    "AnsweredElsewhere",
     "AskEnded",
     "PendingAsk",
     "ProviderWait",
     "ask_deadline",
+    "answered_elsewhere",
     "ask_id",
     "on_ask_ended",
     "pending_asks",
@@ -73,6 +77,16 @@ class AskEnded:
 
 
 @dataclass(frozen=True, slots=True)
+class AnsweredElsewhere:
+    """A question answered in another process (a fleet inbox): why a provider's prompt is
+    withdrawn. ``by`` is who answered; ``answer`` what (for the UI that showed the question:
+    personal data, never logged)."""
+
+    by: str | None
+    answer: AskUserQuestionAnswer = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class ProviderWait:
     """An ask that finds no provider waits for one, at most ``timeout`` seconds (``inf``:
     until one appears); ``on_wait(seam_name)`` is called when the first such ask starts
@@ -93,6 +107,7 @@ _deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
 )
 _asking: contextvars.ContextVar[str | None] = contextvars.ContextVar("hotseam_ask_id", default=None)
 _asking_tokens: dict[str, contextvars.Token[str | None]] = {}
+_elsewhere: dict[str, AnsweredElsewhere] = {}
 
 
 def ask_id() -> str | None:
@@ -102,6 +117,14 @@ def ask_id() -> str | None:
     it again after a reload (a web page, a script holding the id) can keep its identity.
     """
     return _asking.get()
+
+
+def answered_elsewhere(question_id: str | None = None) -> AnsweredElsewhere | None:
+    """Why the question being asked (by default: in this task) is being withdrawn, when
+    the reason is an answer given in another process: a provider withdrawing its prompt can
+    then say who answered, and what, instead of "withdrawn"."""
+    asked = question_id if question_id is not None else _asking.get()
+    return None if asked is None else _elsewhere.get(asked)
 
 
 def ask_deadline() -> float | None:
@@ -169,7 +192,13 @@ def opened(ask: PendingAsk) -> None:
     _asking_tokens[ask.question_id] = _asking.set(ask.question_id)
 
 
+def settled_elsewhere(question_id: str, outcome: AnsweredElsewhere) -> None:
+    """Tell providers (:func:`answered_elsewhere`) before their ask is cancelled."""
+    _elsewhere[question_id] = outcome
+
+
 def closed(ask: PendingAsk, code: str | None, message: str | None) -> None:
+    _elsewhere.pop(ask.question_id, None)
     token = _asking_tokens.pop(ask.question_id, None)
     if token is not None:
         with contextlib.suppress(ValueError):  # closed in another context than opened

@@ -15,6 +15,7 @@ from ...interaction import (
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
     UserInteractionError,
+    answered_elsewhere,
 )
 from ._app import build_app
 from ._inbox import Entry, Inbox, InboxError, cancelled_error
@@ -193,7 +194,12 @@ class WebProvider:
             if entry.outcome == "answered":
                 assert entry.answer is not None
                 return entry.answer  # answered in the same turn: the answer stands
-            self._inbox.settle(entry, "withdrawn", self._withdrawal_note(request))
+            elsewhere = answered_elsewhere()
+            if elsewhere is not None:  # another process's inbox answered: pages say so
+                entry.answer = elsewhere.answer
+                self._inbox.settle(entry, "answered", "answered elsewhere", by=elsewhere.by)
+            else:
+                self._inbox.settle(entry, "withdrawn", self._withdrawal_note(request))
             raise
         if entry.outcome is None:
             self._inbox.settle(entry, "timed_out", "timed out")
