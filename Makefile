@@ -48,13 +48,19 @@ docs: $(DOCS_STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/effects.py
 
-# Reload torture (real files, the real watcher, 1,000 edits) on both backends, a flood of
-# the control socket (1,100 idle connections at a 1,024-file limit, 2,000 hostile lines),
-# 100 saves of a module serving the web inbox under load (0 requests lost), then the
-# stateful invariant suite with many examples. Under 20 minutes on 2 cores.
+# Reload torture (real files, the real watcher, 1,000 edits) on both backends; the daemon
+# torture (carried values, the deletion grace, the watched folder replaced, moved and
+# restored by git: 600 steps) on both backends, and against a real `hotseam run` with
+# SIGHUP and its control socket hammered (200 steps); a flood of the control socket (1,100
+# idle connections at a 1,024-file limit, 2,000 hostile lines), 100 saves of a module
+# serving the web inbox under load (0 requests lost), then the stateful invariant suite with
+# many examples. Under 20 minutes on 2 cores.
 stress: $(STAMP)
 	$(BIN)/python bench/torture.py --edits 1000 --backend asyncio
 	$(BIN)/python bench/torture.py --edits 1000 --backend trio
+	$(BIN)/python bench/torture_daemon.py --edits 600 --backend asyncio
+	$(BIN)/python bench/torture_daemon.py --edits 600 --backend trio
+	$(BIN)/python bench/torture_daemon.py --cli --edits 200
 	$(BIN)/python bench/control_flood.py
 	$(BIN)/python bench/web.py --reload --saves 100 --backend asyncio
 	$(BIN)/python bench/web.py --reload --saves 100 --backend trio

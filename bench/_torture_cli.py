@@ -14,7 +14,8 @@ git repository (``providers/`` untracked), its control socket in a folder of its
 * **the harness** makes ``--edits`` steps: ordinary edits (valid versions, atomic saves,
   syntax errors, exceptions in ``setup``, the helper saved or broken, the counter's version
   changed, the listener dropped and carried again, the provider deleted or renamed away),
-  SIGHUP (every module reloaded) in one step of ten, and episodes in one of eight — the
+  SIGHUP in one step of ten (its "SIGHUP: N module(s) reloaded" line must follow), and
+  episodes in one of ten, their kinds taken in turns — the
   provider deleted or renamed away and back within the grace and past it, the folder
   removed and made again, deployed by renames, moved away and back within and past the
   grace, taken by ``git stash -u`` and brought back by ``git stash pop`` — each started
@@ -26,6 +27,9 @@ git repository (``providers/`` untracked), its control socket in a folder of its
   commands), the hostile lines of ``bench/control_flood.py`` (deep nesting, random bytes,
   64 KB without a newline, clients that hang up or never read), and bursts of 80 idle
   connections (more than the 64 it serves at once) with a status request among them.
+  Reload requests wait while an episode's files are away: an explicit reload then unloads
+  a module within its grace (a known bug, ``tests/reload/test_torture_findings.py``;
+  ``--reload-in-grace`` lets them land, and a run then shows it now and then).
 
 At the end the good content is put back, converged, and SIGTERM sent.
 
@@ -36,10 +40,11 @@ the daemon's own log, no provider module was active at some moment of the ask
 (*unexplained*); an ask with no outcome at SIGTERM that started more than ``hang_after``
 before (*hung*; the last ask of each task is cut by the stop); a control request not
 answered, a status not ok, a hostile line without exactly one reply line, a real
-``hotseam status``/``reload`` that failed; a disposer not run exactly once, a carried value
-not disposed exactly once, a carried socket found closed while carried; a module unloaded,
-or a question lost, within the grace; a module not unloaded past it; an episode that did
-not converge; an error-level log line other than a refused save (``reload.aborted``).
+``hotseam status``/``reload`` that failed, a SIGHUP not followed by its reload; a disposer
+not run exactly once, a carried value not disposed exactly once, a carried socket found
+closed while carried; a module unloaded, or a question lost, within the grace; a module not
+unloaded past it; an episode that did not converge; an error-level log line other than a
+refused save (``reload.aborted``).
 """
 
 from __future__ import annotations
@@ -79,6 +84,7 @@ CLI_ZERO = (
     "control requests unanswered",
     "hostile lines without one reply",
     "hotseam status/reload commands failed",
+    "SIGHUP without its reload",
     "disposers not run exactly once",
     "carried values not disposed exactly once",
     "carried socket closed while still carried",
@@ -102,18 +108,19 @@ STEPS: dict[str, int] = {
     "SIGHUP": 7,
     "episode": 7,
 }
-EPISODES: dict[str, int] = {
-    "grace: deleted, back within the grace": 3,
-    "grace: deleted, back past the grace": 2,
-    "grace: renamed away, back within the grace": 2,
-    "grace: renamed away, back past the grace": 1,
-    "folder: rm -rf and made again": 3,
-    "folder: atomic deploy by renames": 3,
-    "folder: moved away, back within the grace": 2,
-    "folder: moved away, back past the grace": 2,
-    "folder: git stash -u, pop within the grace": 2,
-    "folder: git stash -u, pop past the grace": 1,
-}
+EPISODES = (
+    "grace: deleted, back within the grace",
+    "grace: deleted, back past the grace",
+    "grace: renamed away, back within the grace",
+    "grace: renamed away, back past the grace",
+    "folder: rm -rf and made again",
+    "folder: atomic deploy by renames",
+    "folder: moved away, back within the grace",
+    "folder: moved away, back past the grace",
+    "folder: git stash -u, pop within the grace",
+    "folder: git stash -u, pop past the grace",
+)
+"""Taken in turns, each round in a new random order: every kind is tried in a run of 200."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +131,9 @@ class CliSettings(Settings):
     converge_within: float = 10.0
     hang_after: float = 30.0
     git: bool = True
+    reload_in_grace: bool = False
+    """Let reload requests land while an episode's files are away (a known bug unloads
+    them then: see tests/reload/test_torture_findings.py)."""
 
 
 class Daemon:
@@ -179,17 +189,24 @@ class Daemon:
         with self.lock:
             return self.events[index:]
 
-    def committed_since(self, when: float, name: str) -> bool:
-        """The log says ``name`` was (re)loaded after ``when`` (the daemon's clock is ours)."""
+    def mark(self) -> int:
+        """Where the log is now (what comes later is read from here)."""
+        with self.lock:
+            return len(self.events)
+
+    def committed_since(self, index: int, name: str) -> bool:
+        """The log says ``name`` was (re)loaded after line ``index``."""
         return any(
-            at >= when and e.get("event") == "reload.committed" and e.get("module") == name
-            for at, e in self.since(0)
+            e.get("event") == "reload.committed" and e.get("module") == name
+            for _, e in self.since(index)
         )
 
-    def unloaded(self, start: float, end: float) -> list[str]:
+    def unloaded(self, index: int, start: float, end: float) -> list[str]:
+        """Modules whose generation the log says was unloaded between ``start`` and ``end``
+        (looked at from line ``index`` on)."""
         return [
             str(e.get("module"))
-            for at, e in self.since(0)
+            for at, e in self.since(index)
             if start <= at <= end and e.get("event") == "reload.unloaded" and e.get("generation")
         ]
 
@@ -224,13 +241,36 @@ class Daemon:
 class Client(threading.Thread):
     """Hammers the control socket until stopped; counts what went wrong."""
 
-    def __init__(self, daemon: Daemon, report: Report, seed: int) -> None:
+    def __init__(self, daemon: Daemon, report: Report, seed: int, *, hold: bool) -> None:
         super().__init__(daemon=True)
         self.daemon_process = daemon
         self.report = report
         self.rng = random.Random(seed)
         self.stopping = threading.Event()
         self.counts = report.section("control socket")
+        self.hold = hold
+        self.gate = threading.Lock()
+        """Held by a reload request while it runs, and by the harness to start an episode."""
+        self.held = threading.Event()
+        """Set while an episode's files are away: reloads wait (see ``reload_in_grace``)."""
+
+    def reloading(self) -> bool:
+        """Take the gate for a reload request; False (gate released) while reloads are held."""
+        self.gate.acquire()
+        if self.hold and self.held.is_set():
+            self.gate.release()
+            self.counts["reloads held while an episode's files were away"] += 1
+            return False
+        return True
+
+    def hold_reloads(self) -> None:
+        """From now until ``release_reloads``, no reload request starts (one running ends
+        first)."""
+        with self.gate:
+            self.held.set()
+
+    def release_reloads(self) -> None:
+        self.held.clear()
 
     def run(self) -> None:
         while not self.stopping.is_set():
@@ -275,8 +315,13 @@ class Client(threading.Thread):
 
     def reload(self) -> None:
         paths = [] if self.rng.random() < 0.5 else ["providers/torture_ui.py"]
-        self.counts["reload requests"] += 1
-        self.ask({"op": "reload", "paths": paths}, f"reload {paths}")
+        if not self.reloading():
+            return
+        try:
+            self.counts["reload requests"] += 1
+            self.ask({"op": "reload", "paths": paths}, f"reload {paths}")
+        finally:
+            self.gate.release()
 
     def hostile(self) -> None:
         data, read = hostile_line(self.rng)
@@ -306,15 +351,21 @@ class Client(threading.Thread):
         """The real ``hotseam status --json`` or ``hotseam reload``."""
         args = ["status", "--json", "torture"] if self.rng.random() < 0.5 else ["reload"]
         args += [] if args[0] == "status" else ["--to", "torture"]
-        done = subprocess.run(
-            [sys.executable, "-m", "hotseam", *args],
-            cwd=self.daemon_process.project,
-            env=self.daemon_process.env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        if args[0] == "reload" and not self.reloading():
+            return
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "hotseam", *args],
+                cwd=self.daemon_process.project,
+                env=self.daemon_process.env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+        finally:
+            if args[0] == "reload":
+                self.gate.release()
         self.counts[f"hotseam {args[0]} commands"] += 1
         allowed = (0,) if args[0] == "status" else (0, 1)  # reload: 1 when a module failed
         ok = done.returncode in allowed
@@ -343,14 +394,17 @@ class CliTorture:
         self.files = CliFiles(project, self.ledgers.folder, random.Random(settings.seed + 1))
         self.windows: list[tuple[str, float, float]] = []  # within-the-grace episodes
         self.converged: list[float] = []  # seconds from a folder settled to converged
+        self.episodes: list[str] = []  # the kinds left in this round
         self.daemon: Daemon | None = None
+        self.client: Client | None = None
         self.stopped = 0.0
 
     def run(self) -> Report:
         started = time.perf_counter()
         self.files.create(git=self.settings.git)
         self.daemon = daemon = Daemon(self.project, self.settings)
-        client = Client(daemon, self.report, self.settings.seed + 2)
+        hold = not self.settings.reload_in_grace
+        self.client = client = Client(daemon, self.report, self.settings.seed + 2, hold=hold)
         try:
             if not daemon.started.wait(60) or self.wait_answer(time.time(), 60) is None:
                 self.report.problems.append("the daemon did not start answering")
@@ -376,12 +430,12 @@ class CliTorture:
     def step(self) -> None:
         kind = self.rng.choices(list(STEPS), list(STEPS.values()))[0]
         if kind == "SIGHUP":
-            assert self.daemon is not None
-            self.daemon.child.send_signal(signal.SIGHUP)
-            self.report.edits["SIGHUP (every module reloaded)"] += 1
+            self.sighup()
         elif kind == "episode":
-            episodes = {k: w for k, w in EPISODES.items() if self.settings.git or "git" not in k}
-            kind = self.rng.choices(list(episodes), list(episodes.values()))[0]
+            if not self.episodes:
+                self.episodes = [k for k in EPISODES if self.settings.git or "git" not in k]
+                self.rng.shuffle(self.episodes)
+            kind = self.episodes.pop()
             self.report.edits[kind] += 1
             self.episode(kind)
             return
@@ -389,23 +443,52 @@ class CliTorture:
             self.report.edits[self.files.edit(kind)] += 1
         time.sleep(self.rng.uniform(0.02, 0.3))
 
+    def sighup(self) -> None:
+        """SIGHUP, and its reload of every module seen in the log (within 10 s)."""
+        assert self.daemon is not None
+        index = self.daemon.mark()
+        self.daemon.child.send_signal(signal.SIGHUP)
+        self.report.edits["SIGHUP (every module reloaded)"] += 1
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline and self.daemon.alive():
+            if any(
+                str(e.get("event", "")).startswith("SIGHUP: ") and "reloaded" in str(e["event"])
+                for _, e in self.daemon.since(index)
+            ):
+                return
+            time.sleep(0.02)
+        self.report.count("SIGHUP without its reload", "no 'SIGHUP: N module(s) reloaded' line")
+
     def episode(self, kind: str) -> None:
+        """Quiet and converged first; the edits with reload requests held (unless
+        ``reload_in_grace``); converged again; what the grace says of the window."""
         if not self.quiesce(f"before '{kind}'"):
             return
         assert self.daemon is not None
+        assert self.client is not None
+        self.client.hold_reloads()
+        try:
+            self.episode_edits(kind)
+        finally:
+            self.client.release_reloads()
+
+    def episode_edits(self, kind: str) -> None:
+        assert self.daemon is not None
+        assert self.client is not None
         files, rng = self.files, self.rng
         within = "past" not in kind
         new = rng.random() < 0.5
+        index = self.daemon.mark()
         started = time.time()
         if kind.startswith("grace: deleted"):
             source = files.ui.read_text(encoding="utf-8")
             files.ui.unlink()
-            self.away(within, started, folder=False)
+            self.away(within, index, folder=False)
             files.write_ui(files.next_version() if new else source)
         elif kind.startswith("grace: renamed away"):
             moved = files.ui.with_name("torture_ui.py.moved")
             os.replace(files.ui, moved)
-            self.away(within, started, folder=False)
+            self.away(within, index, folder=False)
             if new:
                 moved.write_text(files.next_version(), encoding="utf-8")
             os.replace(moved, files.ui)
@@ -415,14 +498,15 @@ class CliTorture:
             files.deploy(new_version=new)
         elif kind.startswith("folder: moved away"):
             away = files.move_away()
-            self.away(within, started, folder=True)
+            self.away(within, index, folder=True)
             files.move_back(away, new_version=new)
         elif kind.startswith("folder: git stash"):
             files.git("stash", "push", "--include-untracked", "--quiet", "--", "providers")
-            self.away(within, started, folder=True)
+            self.away(within, index, folder=True)
             files.git("stash", "pop", "--quiet")
         else:
             raise ValueError(f"unknown episode {kind!r}")
+        self.client.release_reloads()  # everything is back
         if self.converge(kind, time.time()) and within:
             # The window stays open past the grace and the folders' check (1 s in hotseam
             # run): a module unloaded at the end of its grace falls inside it.
@@ -432,10 +516,10 @@ class CliTorture:
         self.report.section("episodes")["episodes"] += 1
         if within:
             self.windows.append((kind, started, ended))
-            for module in self.daemon.unloaded(started, ended):
+            for module in self.daemon.unloaded(index, started, ended):
                 self.report.count("unloaded within the grace", f"{kind}: {module}")
 
-    def away(self, within: bool, since: float, *, folder: bool) -> None:
+    def away(self, within: bool, index: int, *, folder: bool) -> None:
         """Within the grace: gone a moment. Past it: gone until the log says unloaded."""
         grace = self.settings.grace
         if within:
@@ -445,7 +529,7 @@ class CliTorture:
         bound = grace + (1.0 if folder else 0.0) + 5.0  # hotseam run checks folders each 1 s
         deadline = time.monotonic() + bound
         while time.monotonic() < deadline:
-            if "torture_ui" in self.daemon.unloaded(since, float("inf")):
+            if "torture_ui" in self.daemon.unloaded(index, 0.0, float("inf")):
                 return
             time.sleep(0.02)
         self.report.count("not unloaded past the grace", f"still loaded {bound:g} s after")
@@ -454,10 +538,10 @@ class CliTorture:
         """Good content back, a barrier module's commit in the log, converged."""
         assert self.daemon is not None
         self.files.restore()
-        written = time.time()
+        index = self.daemon.mark()
         name = self.files.write_barrier()
         deadline = time.monotonic() + self.settings.converge_within
-        while not self.daemon.committed_since(written, name):
+        while not self.daemon.committed_since(index, name):
             if time.monotonic() > deadline or not self.daemon.alive():
                 self.report.count("did not converge to the files", f"{what}: no barrier commit")
                 return False

@@ -411,7 +411,7 @@ class Ledgers:
             given = returned.get(question, [])
             if len(given) > 1:
                 report.count("answers given twice", f"{question}: {given}")
-            if ask.ended is None:
+            if ask.ended is None or (ask.code is not None and ask.ended >= stopped):
                 if last[question.rpartition("-q")[0]] != question:
                     report.count("asks hung", f"{question}: no outcome, not the last ask")
                 elif stopped - ask.asked > hang_after:

@@ -445,13 +445,23 @@ if __name__ == "__main__":
     parser.add_argument("--no-git", action="store_true", help="no git checkout/stash episodes")
     parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
     parser.add_argument("--cli", action="store_true", help="against a real hotseam run")
+    parser.add_argument(
+        "--reload-in-grace",
+        action="store_true",
+        help="--cli: let reload requests land while an episode's files are away (a known bug "
+        "then unloads them now and then: tests/reload/test_torture_findings.py)",
+    )
     options = parser.parse_args()
     if options.cli:
         from _torture_cli import CliSettings, run_cli
 
-        cli = CliSettings(seed=options.seed, grace=options.grace, git=not options.no_git)
-        if options.edits is not None:
-            cli = CliSettings(**{**cli.__dict__, "edits": options.edits})
+        cli = CliSettings(
+            edits=CliSettings.edits if options.edits is None else options.edits,
+            seed=options.seed,
+            grace=options.grace,
+            git=not options.no_git,
+            reload_in_grace=options.reload_in_grace,
+        )
         sys.exit(run_cli(cli))
     chosen = DaemonSettings(
         edits=DaemonSettings.edits if options.edits is None else options.edits,

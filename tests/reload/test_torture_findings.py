@@ -121,3 +121,37 @@ async def test_a_helper_saved_while_its_importer_is_within_the_grace_keeps_the_i
         unloaded = [e.module for e in seen if isinstance(e, ModuleUnloaded)]
         assert unloaded == [], f"unloaded within the grace: {unloaded}"
         assert getattr(context.lookup(USER_INTERACTION), "word", None) == "plum"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="hotseam bug found by bench/torture_daemon.py --cli: an explicit reload (SIGHUP, "
+    "hotseam reload, the control socket's reload) while a file or its folder is within its "
+    "deletion grace unloads the module at once (the grace only holds back watcher events)",
+)
+@pytest.mark.parametrize("gone", ["file", "folder"])
+async def test_an_explicit_reload_within_the_grace_keeps_the_module(
+    tmp_path: Path, gone: str
+) -> None:
+    """A deploy script's ``hotseam reload`` lands while ``git`` has the file (or the whole
+    folder) away for a moment: the module must keep serving, as the grace promises."""
+    folder = tmp_path / "providers"
+    write(folder / "words.py", 'WORD = "teal"\n')
+    source = write(folder / "ui.py", PROVIDER).read_text()
+    context = Context("findings")
+    async with _reloader(context, folder) as reloader, reloader.events() as events:
+        serving = context.lookup(USER_INTERACTION)
+        if gone == "file":
+            (folder / "ui.py").unlink()
+        else:
+            os.rename(folder, tmp_path / "providers.away")
+        result = await reloader.reload(force=True)  # what SIGHUP and `hotseam reload` do
+        if gone == "file":
+            (folder / "ui.py").write_text(source)
+        else:
+            os.rename(tmp_path / "providers.away", folder)
+        seen = await _until_barrier(events, folder)
+        assert [e.module for e in result.unloaded] == []
+        assert [e for e in seen if isinstance(e, ModuleUnloaded)] == []
+        assert context.lookup(USER_INTERACTION) is not None
+        assert serving is not None
