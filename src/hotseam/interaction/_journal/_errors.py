@@ -40,6 +40,9 @@ class JournalErrorCode(enum.StrEnum):
     """Another answer was recorded first (first answer wins)."""
     ASK_NOT_PENDING = "ASK_NOT_PENDING"
     """The ask was settled otherwise (failed, withdrawn, abandoned) before this answer."""
+    ASK_NOT_ABANDONED = "ASK_NOT_ABANDONED"
+    """Only an abandoned ask is cleared: a pending one is answered or dismissed, a settled
+    one stays until purged."""
 
 
 class JournalError(HarnessError):

@@ -23,19 +23,22 @@ from ._codec import (
     run_from_row,
 )
 from ._records import (
+    CLEARED,
     AskRecord,
     AskState,
     DaemonRecord,
     InboxEntry,
-    JournalEvent,
     PurgeReport,
+    RunOverview,
     RunRecord,
     RunState,
     Settlement,
+    change_event,
 )
 from ._refusals import (
     ask_conflict,
     daemon_stopped,
+    not_abandoned,
     run_claimed,
     run_exists,
     run_finished,
@@ -60,12 +63,10 @@ class MemoryJournal(Journal):
         self._ask_rows: dict[str, _Row] = {}
 
     def _changed(self, asks: Sequence[AskRecord]) -> None:
-        self._notices.publish(
-            [
-                JournalEvent("created" if ask.pending else "settled", ask.id, ask.run_id, ask.state)
-                for ask in asks
-            ]
-        )
+        self._notices.publish([change_event(ask.id, ask.run_id, ask.state.value) for ask in asks])
+
+    def _cleared(self, ask: AskRecord) -> None:
+        self._notices.publish([change_event(ask.id, ask.run_id, CLEARED)])
 
     # -- daemons ------------------------------------------------------------------------------
 
@@ -134,6 +135,28 @@ class MemoryJournal(Journal):
     async def _unfinished_run(self, agent: str) -> RunRecord | None:
         await anyio.lowlevel.checkpoint()
         return self._unfinished(agent)
+
+    async def _runs(
+        self, states: frozenset[RunState], agent: str | None, limit: int | None
+    ) -> list[RunOverview]:
+        await anyio.lowlevel.checkpoint()
+        wanted = {state.value for state in states}
+        rows = [
+            row
+            for row in self._run_rows.values()
+            if row["state"] in wanted and (agent is None or row["agent"] == agent)
+        ]
+        rows.sort(key=lambda row: (row["started_at"], row["id"]), reverse=True)
+        overviews = []
+        for row in rows[:limit]:
+            counts: dict[AskState, int] = {}
+            for ask in self._ask_rows.values():
+                if ask["run_id"] == row["id"]:
+                    state = AskState(ask["state"])
+                    counts[state] = counts.get(state, 0) + 1
+            run = self._run(row["id"])
+            overviews.append(RunOverview(run, self._daemon(run.daemon_id), counts))
+        return overviews
 
     async def _claim_run(self, run_id: str, daemon_id: str) -> RunRecord:
         await anyio.lowlevel.checkpoint()
@@ -229,6 +252,20 @@ class MemoryJournal(Journal):
         rows.sort(key=lambda row: (row["created_at"], row["id"]), reverse=True)
         return [self._ask(row) for row in rows[:limit]]
 
+    async def _list_entries(
+        self, states: frozenset[AskState], agent: str | None, limit: int | None
+    ) -> list[InboxEntry]:
+        await anyio.lowlevel.checkpoint()
+        wanted = {state.value for state in states}
+        rows = [
+            row
+            for row in self._ask_rows.values()
+            if row["state"] in wanted
+            and (agent is None or self._run_rows[row["run_id"]]["agent"] == agent)
+        ]
+        rows.sort(key=lambda row: (row["created_at"], row["id"]), reverse=True)
+        return [self._entry(row) for row in rows[:limit]]
+
     async def _settle_ask(
         self, ask_id: str, state: AskState, code: str | None, answer: str | None, by: str | None
     ) -> Settlement:
@@ -263,47 +300,57 @@ class MemoryJournal(Journal):
                 changed.append(row)
         return [self._ask(row) for row in _by_seq(changed)]
 
+    async def _clear(self, ask_id: str) -> AskRecord:
+        await anyio.lowlevel.checkpoint()
+        row = self._ask_rows.get(ask_id)
+        if row is None:
+            raise unknown("ask", ask_id)
+        ask = self._ask(row)
+        if ask.state is not AskState.ABANDONED:
+            raise not_abandoned(ask)
+        del self._ask_rows[ask_id]
+        return ask
+
     async def _inbox(self) -> list[InboxEntry]:
         await anyio.lowlevel.checkpoint()
         rows = [row for row in self._ask_rows.values() if row["state"] == AskState.PENDING.value]
         rows.sort(key=lambda row: (row["created_at"], row["id"]))
-        entries = []
-        for row in rows:
-            run = self._run(row["run_id"])
-            entries.append(InboxEntry(self._ask(row), run, self._daemon(run.daemon_id)))
-        return entries
+        return [self._entry(row) for row in rows]
 
-    async def _purge(self, states: frozenset[AskState], older_than: float) -> PurgeReport:
+    async def _purge(
+        self, states: frozenset[AskState], older_than: float, dry_run: bool
+    ) -> PurgeReport:
         await anyio.lowlevel.checkpoint()
         cutoff = time.time() - older_than
         wanted = {state.value for state in states}
-        asks = [
+        asks = {
             ask_id
             for ask_id, row in self._ask_rows.items()
             if row["state"] in wanted
             and row["settled_at"] is not None
             and row["settled_at"] < cutoff
-        ]
-        for ask_id in asks:
-            del self._ask_rows[ask_id]
-        asked = {row["run_id"] for row in self._ask_rows.values()}
-        runs = [
+        }
+        asked = {row["run_id"] for ask_id, row in self._ask_rows.items() if ask_id not in asks}
+        runs = {
             run_id
             for run_id, row in self._run_rows.items()
             if row["state"] != RunState.RUNNING.value
             and row["finished_at"] < cutoff
             and run_id not in asked
-        ]
-        for run_id in runs:
-            del self._run_rows[run_id]
-        owners = {row["daemon_id"] for row in self._run_rows.values()}
-        daemons = [
+        }
+        owners = {row["daemon_id"] for run_id, row in self._run_rows.items() if run_id not in runs}
+        daemons = {
             daemon_id
             for daemon_id, row in self._daemon_rows.items()
             if not self._alive(row) and row["heartbeat_at"] < cutoff and daemon_id not in owners
-        ]
-        for daemon_id in daemons:
-            del self._daemon_rows[daemon_id]
+        }
+        if not dry_run:
+            for ask_id in asks:
+                del self._ask_rows[ask_id]
+            for run_id in runs:
+                del self._run_rows[run_id]
+            for daemon_id in daemons:
+                del self._daemon_rows[daemon_id]
         return PurgeReport(len(asks), len(runs), len(daemons))
 
     # -- rows ---------------------------------------------------------------------------------
@@ -351,6 +398,10 @@ class MemoryJournal(Journal):
     @staticmethod
     def _ask(row: _Row) -> AskRecord:
         return ask_from_row([row[column] for column in ASK_COLUMNS])
+
+    def _entry(self, row: _Row) -> InboxEntry:
+        run = self._run(row["run_id"])
+        return InboxEntry(self._ask(row), run, self._daemon(run.daemon_id))
 
 
 def _by_seq(rows: list[_Row]) -> list[_Row]:

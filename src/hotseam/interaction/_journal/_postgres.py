@@ -32,7 +32,7 @@ import anyio.to_thread
 from ..._core import get_logger
 from ._errors import JournalError, JournalErrorCode
 from ._notices import Subscription
-from ._records import AskRecord, AskState, JournalEvent
+from ._records import JournalEvent, change_event
 from ._schema import SCHEMA_VERSION, ensure_schema, schema_is_current
 from ._sql import Db, Dialect
 from ._sql_engine import SqlJournal
@@ -69,12 +69,11 @@ class _PostgresDb(Db):
         super().__init__(connection, DIALECT)
         self.channel = channel
 
-    def announce(self, asks: Sequence[AskRecord]) -> None:
-        if asks:
-            self.connection.execute(
-                "SELECT pg_notify(%s, payload) FROM unnest(%s::text[]) AS payload",
-                (self.channel, [json.dumps([a.id, a.run_id, a.state.value]) for a in asks]),
-            )
+    def publish(self, changes: Sequence[tuple[str, str, str]]) -> None:
+        self.connection.execute(
+            "SELECT pg_notify(%s, payload) FROM unnest(%s::text[]) AS payload",
+            (self.channel, [json.dumps(list(change)) for change in changes]),
+        )
 
 
 class PostgresJournal(SqlJournal):
@@ -325,13 +324,8 @@ class PostgresJournal(SqlJournal):
                 arming.arm()
             return
         try:
-            ask_id, run_id, state = json.loads(payload)
-            event = JournalEvent(
-                "created" if state == AskState.PENDING.value else "settled",
-                str(ask_id),
-                str(run_id),
-                AskState(state),
-            )
+            ask_id, run_id, mark = json.loads(payload)
+            event = change_event(str(ask_id), str(run_id), str(mark))
         except (ValueError, TypeError):
             _log.debug("journal.notification_ignored", payload=payload[:200])
             return

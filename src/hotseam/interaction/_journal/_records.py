@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from .._model import AskUserQuestionAnswer, AskUserQuestionRequest
 
 __all__ = [
+    "CLEARED",
     "SETTLED_STATES",
     "AskRecord",
     "AskState",
@@ -27,9 +29,11 @@ __all__ = [
     "InboxEntry",
     "JournalEvent",
     "PurgeReport",
+    "RunOverview",
     "RunRecord",
     "RunState",
     "Settlement",
+    "change_event",
     "question_digest",
 ]
 
@@ -203,7 +207,8 @@ class Settlement:
 
 @dataclass(frozen=True, slots=True)
 class InboxEntry:
-    """A pending ask with its run and its daemon (is the asker up?), for a fleet inbox."""
+    """An ask with its run and the run's daemon (is the asker up?): what a fleet inbox shows
+    of a pending ask, and an operator's listing of any ask."""
 
     ask: AskRecord
     run: RunRecord
@@ -211,16 +216,38 @@ class InboxEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class RunOverview:
+    """A run with its owner daemon and how many asks it holds, for an operator's listing.
+
+    Attributes:
+        run: The run.
+        daemon: The daemon that owns it (started it, or claimed it last).
+        asks: How many of its asks are in each state (states it has none of are left out).
+    """
+
+    run: RunRecord
+    daemon: DaemonRecord
+    asks: Mapping[AskState, int]
+
+    @property
+    def total(self) -> int:
+        """How many asks the run holds."""
+        return sum(self.asks.values())
+
+
+@dataclass(frozen=True, slots=True)
 class JournalEvent:
     """A change seen on the journal's change feed.
 
     ``created``: an ask was recorded; ``settled``: it left ``pending`` (``state`` says how);
-    ``resync``: changes may have been missed (a lost database connection, a reader too slow
-    to keep up): list again. A subscriber is told an ask's latest state; on SQLite across
-    processes, an ask created and settled between two polls is told once, as ``settled``.
+    ``cleared``: an abandoned ask was removed from the journal (``Journal.clear``: every
+    inbox drops it); ``resync``: changes may have been missed (a lost database connection, a
+    reader too slow to keep up): list again. A subscriber is told an ask's latest state; on
+    SQLite across processes, an ask created and settled between two polls is told once, as
+    ``settled``.
     """
 
-    kind: Literal["created", "settled", "resync"]
+    kind: Literal["created", "settled", "cleared", "resync"]
     ask_id: str | None = None
     run_id: str | None = None
     state: AskState | None = None
@@ -233,6 +260,26 @@ class PurgeReport:
     asks: int
     runs: int
     daemons: int
+
+
+CLEARED = "cleared"
+"""How the change log (SQLite) and notifications (PostgreSQL) mark an ask that was cleared,
+where other changes carry the ask's new state."""
+
+
+def change_event(ask_id: str, run_id: str, mark: str) -> JournalEvent:
+    """The feed's event for a change an engine logged or notified as ``(ask, run, mark)``,
+    ``mark`` being the ask's new state or :data:`CLEARED`.
+
+    Raises:
+        ValueError: ``mark`` is neither.
+    """
+    if mark == CLEARED:
+        return JournalEvent("cleared", ask_id, run_id)
+    state = AskState(mark)
+    return JournalEvent(
+        "created" if state is AskState.PENDING else "settled", ask_id, run_id, state
+    )
 
 
 def question_digest(request: AskUserQuestionRequest) -> str:

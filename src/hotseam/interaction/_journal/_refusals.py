@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from ._errors import JournalError, JournalErrorCode
-from ._records import DaemonRecord, RunRecord
+from ._records import AskRecord, DaemonRecord, RunRecord
 
 __all__ = [
     "ask_conflict",
     "daemon_stopped",
+    "not_abandoned",
     "run_claimed",
     "run_exists",
     "run_finished",
@@ -78,4 +79,17 @@ def ask_conflict(run_id: str, seq: int, ask_id: str, key: str | None = None) -> 
         "first (abandon_asks)",
         JournalErrorCode.ASK_CONFLICT,
         details={"run_id": run_id, "seq": seq, "key": key},
+    )
+
+
+def not_abandoned(ask: AskRecord) -> JournalError:
+    """``ASK_NOT_ABANDONED``: only an abandoned ask is cleared."""
+    if ask.pending:
+        why = "it is pending (answer or dismiss it)"
+    else:
+        why = f"it was {ask.state.value} (a settled ask stays until purged)"
+    return JournalError(
+        f"ask {ask.id} cannot be cleared: {why}; only an abandoned ask is cleared",
+        JournalErrorCode.ASK_NOT_ABANDONED,
+        details={"ask_id": ask.id, "state": ask.state.value},
     )

@@ -29,11 +29,13 @@ from ._codec import (
     run_from_row,
 )
 from ._records import (
+    CLEARED,
     AskRecord,
     AskState,
     DaemonRecord,
     InboxEntry,
     PurgeReport,
+    RunOverview,
     RunRecord,
     RunState,
     Settlement,
@@ -41,6 +43,7 @@ from ._records import (
 from ._refusals import (
     ask_conflict,
     daemon_stopped,
+    not_abandoned,
     run_claimed,
     run_exists,
     run_finished,
@@ -115,9 +118,16 @@ class Db(abc.ABC):
         rowcount: int = self.connection.execute(self.dialect.sql(text), params).rowcount
         return rowcount
 
+    def announce(self, asks: Sequence[AskRecord], *, cleared: bool = False) -> None:
+        """These asks changed (or were ``cleared``) in this transaction: tell the other
+        processes (at commit)."""
+        if asks:
+            self.publish([(a.id, a.run_id, CLEARED if cleared else a.state.value) for a in asks])
+
     @abc.abstractmethod
-    def announce(self, asks: Sequence[AskRecord]) -> None:
-        """These asks changed in this transaction: tell the other processes (at commit)."""
+    def publish(self, changes: Sequence[tuple[str, str, str]]) -> None:
+        """Tell the other processes, at commit, of these changes: ``(ask id, run id, mark)``
+        where the mark is the ask's new state or ``cleared`` (:func:`change_event`)."""
 
 
 def _columns(names: Sequence[str], alias: str = "") -> str:
@@ -131,6 +141,11 @@ _RUN = _columns(RUN_COLUMNS)
 _RUN_R = _columns(RUN_COLUMNS, "r")
 _ALIVE = "(d.stopped_at IS NULL AND d.heartbeat_at > {now} - ?)"
 _DAEMON_D = f"{_columns(DAEMON_COLUMNS, 'd')}, {_ALIVE}"
+_ENTRY_FROM = (
+    f"SELECT {_ASK_A}, {_RUN_R}, {_DAEMON_D} FROM hotseam_asks a"
+    " JOIN hotseam_runs r ON r.id = a.run_id"
+    " JOIN hotseam_daemons d ON d.id = r.daemon_id"
+)
 
 _SELECT_DAEMON = f"SELECT {_DAEMON_D} FROM hotseam_daemons d WHERE d.id = ?"
 _SELECT_RUN = f"SELECT {_RUN} FROM hotseam_runs WHERE id = ?"
@@ -195,6 +210,40 @@ class Sql:
             (agent, RunState.RUNNING.value),
         )
         return None if row is None else run_from_row(row)
+
+    def runs(
+        self, db: Db, states: frozenset[RunState], agent: str | None, limit: int | None
+    ) -> list[RunOverview]:
+        """One query: the chosen runs, each joined with its daemon and its asks counted by
+        state (one row per run and state)."""
+        if not states or limit == 0:
+            return []
+        marks = ", ".join("?" for _ in states)
+        params: list[object] = [self.ttl, *sorted(state.value for state in states)]
+        of_agent = ""
+        if agent is not None:
+            of_agent = " AND agent = ?"
+            params.append(agent)
+        tail = "" if limit is None else f" LIMIT {int(limit)}"
+        grouped = f"{_RUN_R}, {_columns(DAEMON_COLUMNS, 'd')}, a.state"
+        rows = db.all(
+            f"SELECT {_RUN_R}, {_DAEMON_D}, a.state, COUNT(a.id) FROM"
+            f" (SELECT {_RUN} FROM hotseam_runs WHERE state IN ({marks}){of_agent}"
+            f" ORDER BY started_at DESC, id DESC{tail}) r"
+            " JOIN hotseam_daemons d ON d.id = r.daemon_id"
+            " LEFT JOIN hotseam_asks a ON a.run_id = r.id"
+            f" GROUP BY {grouped} ORDER BY r.started_at DESC, r.id DESC",
+            params,
+        )
+        width = len(RUN_COLUMNS)
+        found: dict[str, tuple[RunRecord, DaemonRecord, dict[AskState, int]]] = {}
+        for row in rows:  # in order: a run's rows follow one another
+            run_id, state, count = row[0], row[-2], row[-1]
+            if run_id not in found:
+                found[run_id] = (run_from_row(row[:width]), daemon_from_row(row[width:-2]), {})
+            if state is not None:
+                found[run_id][2][AskState(state)] = int(count)
+        return [RunOverview(run, daemon, asks) for run, daemon, asks in found.values()]
 
     def start_run(self, db: Db, run_id: str, agent: str, daemon_id: str) -> RunRecord:
         self.heartbeat(db, daemon_id)
@@ -274,6 +323,25 @@ class Sql:
             f" ORDER BY created_at DESC, id DESC{tail}",
             sorted(state.value for state in states),
         )
+
+    def list_entries(
+        self, db: Db, states: frozenset[AskState], agent: str | None, limit: int | None
+    ) -> list[InboxEntry]:
+        if not states or limit == 0:
+            return []
+        marks = ", ".join("?" for _ in states)
+        params: list[object] = [self.ttl, *sorted(state.value for state in states)]
+        of_agent = ""
+        if agent is not None:
+            of_agent = " AND r.agent = ?"
+            params.append(agent)
+        tail = "" if limit is None else f" LIMIT {int(limit)}"
+        rows = db.all(
+            f"{_ENTRY_FROM} WHERE a.state IN ({marks}){of_agent}"
+            f" ORDER BY a.created_at DESC, a.id DESC{tail}",
+            params,
+        )
+        return [entry_from_row(row) for row in rows]
 
     def record_ask(
         self,
@@ -358,12 +426,25 @@ class Sql:
         db.announce(asks)
         return asks
 
+    def clear(self, db: Db, ask_id: str) -> AskRecord:
+        """One DELETE decides (an abandoned ask stays abandoned: of two clears, one wins and
+        the other finds it gone)."""
+        row = db.one(
+            f"DELETE FROM hotseam_asks WHERE id = ? AND state = ? RETURNING {_ASK}",
+            (ask_id, AskState.ABANDONED.value),
+        )
+        if row is None:
+            current = self.ask(db, ask_id)
+            if current is None:
+                raise unknown("ask", ask_id)
+            raise not_abandoned(current)
+        ask = ask_from_row(row)
+        db.announce([ask], cleared=True)
+        return ask
+
     def inbox(self, db: Db) -> list[InboxEntry]:
         rows = db.all(
-            f"SELECT {_ASK_A}, {_RUN_R}, {_DAEMON_D} FROM hotseam_asks a"
-            " JOIN hotseam_runs r ON r.id = a.run_id"
-            " JOIN hotseam_daemons d ON d.id = r.daemon_id"
-            " WHERE a.state = ? ORDER BY a.created_at, a.id",
+            f"{_ENTRY_FROM} WHERE a.state = ? ORDER BY a.created_at, a.id",
             (self.ttl, AskState.PENDING.value),
         )
         return [entry_from_row(row) for row in rows]

@@ -13,6 +13,7 @@ from ._records import (
     DaemonRecord,
     InboxEntry,
     PurgeReport,
+    RunOverview,
     RunRecord,
     RunState,
     Settlement,
@@ -69,6 +70,11 @@ class SqlJournal(Journal):
     async def _unfinished_run(self, agent: str) -> RunRecord | None:
         return await self._read(lambda db: self._sql.unfinished_run(db, agent))
 
+    async def _runs(
+        self, states: frozenset[RunState], agent: str | None, limit: int | None
+    ) -> list[RunOverview]:
+        return await self._read(lambda db: self._sql.runs(db, states, agent, limit))
+
     async def _claim_run(self, run_id: str, daemon_id: str) -> RunRecord:
         return await self._write(lambda db: self._sql.claim_run(db, run_id, daemon_id))
 
@@ -100,6 +106,11 @@ class SqlJournal(Journal):
     async def _list_asks(self, states: frozenset[AskState], limit: int | None) -> list[AskRecord]:
         return await self._read(lambda db: self._sql.list_asks(db, states, limit))
 
+    async def _list_entries(
+        self, states: frozenset[AskState], agent: str | None, limit: int | None
+    ) -> list[InboxEntry]:
+        return await self._read(lambda db: self._sql.list_entries(db, states, agent, limit))
+
     async def _settle_ask(
         self, ask_id: str, state: AskState, code: str | None, answer: str | None, by: str | None
     ) -> Settlement:
@@ -110,8 +121,30 @@ class SqlJournal(Journal):
     async def _abandon_asks(self, run_id: str, from_seq: int) -> list[AskRecord]:
         return await self._write(lambda db: self._sql.abandon_asks(db, run_id, from_seq))
 
+    async def _clear(self, ask_id: str) -> AskRecord:
+        return await self._write(lambda db: self._sql.clear(db, ask_id))
+
     async def _inbox(self) -> list[InboxEntry]:
         return await self._read(self._sql.inbox)
 
-    async def _purge(self, states: frozenset[AskState], older_than: float) -> PurgeReport:
-        return await self._write(lambda db: self._sql.purge(db, states, older_than))
+    async def _purge(
+        self, states: frozenset[AskState], older_than: float, dry_run: bool
+    ) -> PurgeReport:
+        if not dry_run:
+            return await self._write(lambda db: self._sql.purge(db, states, older_than))
+
+        def counted(db: Db) -> PurgeReport:
+            raise _RolledBack(self._sql.purge(db, states, older_than))
+
+        try:
+            return await self._write(counted)
+        except _RolledBack as done:  # the transaction was rolled back: nothing deleted
+            return done.report
+
+
+class _RolledBack(Exception):  # noqa: N818 (not an error: how a dry run ends its transaction)
+    """Raised inside a write transaction to roll it back, carrying what it counted."""
+
+    def __init__(self, report: PurgeReport) -> None:
+        super().__init__("dry run")
+        self.report = report

@@ -39,7 +39,7 @@ import anyio.to_thread
 from ..._core import get_logger
 from ._errors import JournalError, JournalErrorCode
 from ._notices import Subscription
-from ._records import AskRecord, AskState, JournalEvent
+from ._records import AskRecord, JournalEvent, change_event
 from ._schema import SCHEMA_VERSION, ensure_schema, schema_is_current
 from ._sql import Db, Dialect
 from ._sql_engine import SqlJournal
@@ -69,12 +69,12 @@ LOG_KEPT = 600.0
 
 
 class _SqliteDb(Db):
-    def announce(self, asks: Sequence[AskRecord]) -> None:
-        for ask in asks:
+    def publish(self, changes: Sequence[tuple[str, str, str]]) -> None:
+        for ask_id, run_id, mark in changes:
             row = self.one(
                 "INSERT INTO hotseam_changes (ask_id, run_id, state, at) VALUES (?, ?, ?, {now})"
                 " RETURNING change_no",
-                (ask.id, ask.run_id, ask.state.value),
+                (ask_id, run_id, mark),
             )
             if row is not None and row[0] % 1000 == 0:
                 self.count("DELETE FROM hotseam_changes WHERE at < {now} - ?", (LOG_KEPT,))
@@ -259,6 +259,11 @@ class SqliteJournal(SqlJournal):
         if self._notices.has_subscribers:
             self._nudged.set()  # the feed reads it back in order
 
+    def _cleared(self, ask: AskRecord) -> None:
+        super()._cleared(ask)
+        if self._notices.has_subscribers:
+            self._nudged.set()
+
     async def _attach(self, subscription: Subscription) -> None:
         await self._catch_up()  # what was logged before goes to the readers already there
         subscription.arm()
@@ -305,16 +310,9 @@ class SqliteJournal(SqlJournal):
             events = []
             if rows[0][0] > since + 1:  # trimmed before this reader saw them
                 events.append(JournalEvent("resync"))
-            for change_no, ask_id, run_id, state in rows:
+            for change_no, ask_id, run_id, mark in rows:
                 if change_no > since:
-                    events.append(
-                        JournalEvent(
-                            "created" if state == AskState.PENDING.value else "settled",
-                            ask_id,
-                            run_id,
-                            AskState(state),
-                        )
-                    )
+                    events.append(change_event(ask_id, run_id, mark))
             self._last_change = rows[-1][0]
             self._notices.publish(events)
 

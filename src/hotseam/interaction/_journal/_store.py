@@ -1,28 +1,28 @@
 """The journal's one async interface: :class:`Journal`, whatever engine stores it.
 
 The public methods live here and check what every engine must check the same way (names,
-states, codes); each engine implements the ``_`` primitives below them, in one transaction
-each. An open journal belongs to the event loop that opened it (``open_journal``).
+states, codes); each engine implements the ``_`` primitives of :class:`~._base.JournalBase`,
+in one transaction each. An open journal belongs to the event loop that opened it
+(``open_journal``).
 """
 
 from __future__ import annotations
 
-import abc
 import contextlib
-import math
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator, Collection, Sequence
+from collections.abc import AsyncIterator, Collection
 from typing import TYPE_CHECKING, NoReturn
 
 import anyio
 import anyio.abc
 
 from ..._core import get_logger
+from ._base import JournalBase
 from ._codec import answer_json, request_json
 from ._errors import JournalError, JournalErrorCode
-from ._notices import Notices, Subscription
+from ._notices import Subscription
 from ._records import (
     SETTLED_STATES,
     AskRecord,
@@ -30,6 +30,7 @@ from ._records import (
     DaemonRecord,
     InboxEntry,
     PurgeReport,
+    RunOverview,
     RunRecord,
     RunState,
     Settlement,
@@ -45,7 +46,7 @@ __all__ = ["Journal"]
 _log = get_logger("hotseam.journal")
 
 
-class Journal(abc.ABC):
+class Journal(JournalBase):
     """An open ask journal: daemons, their agents' runs, and every ask with its answer.
 
     Obtained from :func:`open_journal` (``async with open_journal(url) as journal``). The
@@ -58,19 +59,6 @@ class Journal(abc.ABC):
         liveness_timeout: A daemon is alive while its last heartbeat is younger than this
             many seconds (and it was not marked stopped).
     """
-
-    engine: str
-
-    def __init__(self, url: str, *, liveness_timeout: float) -> None:
-        if not liveness_timeout > 0 or math.isinf(liveness_timeout):
-            raise ValueError(f"liveness_timeout must be seconds > 0, got {liveness_timeout!r}")
-        self.url = url
-        self.liveness_timeout = float(liveness_timeout)
-        self._notices = Notices()
-        self._closed = False
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self.url}>"
 
     # -- daemons ------------------------------------------------------------------------------
 
@@ -195,6 +183,21 @@ class Journal(abc.ABC):
         self._check_open()
         return await self._unfinished_run(agent)
 
+    async def runs(
+        self,
+        *,
+        states: Collection[RunState] | None = None,
+        agent: str | None = None,
+        limit: int | None = None,
+    ) -> list[RunOverview]:
+        """Runs in these states (default: all), of ``agent`` when given, newest first (by
+        their start), at most ``limit``; each with its owner daemon and how many asks it
+        holds in each state (what an operator reads to learn why an agent resumed)."""
+        self._check_open()
+        _check_limit(limit)
+        chosen = frozenset(RunState) if states is None else frozenset(map(RunState, states))
+        return await self._runs(chosen, agent, limit)
+
     async def claim_run(self, run_id: str, daemon_id: str) -> RunRecord:
         """Make ``daemon_id`` the owner of an unfinished run, to resume it.
 
@@ -308,10 +311,23 @@ class Journal(abc.ABC):
     ) -> list[AskRecord]:
         """Asks in these states (default: all), newest first, at most ``limit``."""
         self._check_open()
-        if limit is not None and limit < 0:
-            raise ValueError(f"limit must be >= 0, got {limit!r}")
+        _check_limit(limit)
         chosen = frozenset(AskState) if states is None else frozenset(map(AskState, states))
         return await self._list_asks(chosen, limit)
+
+    async def list_entries(
+        self,
+        *,
+        states: Collection[AskState] | None = None,
+        agent: str | None = None,
+        limit: int | None = None,
+    ) -> list[InboxEntry]:
+        """Like :meth:`list_asks` (newest first), each ask with its run and the run's daemon;
+        only the asks of ``agent``'s runs when given."""
+        self._check_open()
+        _check_limit(limit)
+        chosen = frozenset(AskState) if states is None else frozenset(map(AskState, states))
+        return await self._list_entries(chosen, agent, limit)
 
     async def answer_ask(
         self, ask_id: str, answer: AskUserQuestionAnswer, *, by: str | None = None
@@ -399,6 +415,24 @@ class Journal(abc.ABC):
                 await watch.wait()
                 self._check_open()
 
+    async def clear(self, ask_id: str) -> AskRecord:
+        """Remove an abandoned ask from the journal (nobody will read an answer to it): the
+        change feed tells ``cleared``, so every inbox that shows it drops it.
+
+        Returns:
+            The ask as it was recorded.
+
+        Raises:
+            JournalError: ``ASK_UNKNOWN`` (never recorded, or cleared or purged already);
+                ``ASK_NOT_ABANDONED`` for a pending ask (answer or dismiss it) or one
+                settled otherwise (it stays until purged).
+        """
+        self._check_open()
+        ask = await self._clear(ask_id)
+        self._cleared(ask)
+        _log.info("journal.ask_cleared", ask_id=ask.id, run_id=ask.run_id)
+        return ask
+
     async def inbox(self) -> list[InboxEntry]:
         """Every pending ask of every daemon, oldest first, with its run and its daemon
         (``daemon.alive``: is the asker up? An ask of a dead daemon still takes an answer,
@@ -421,11 +455,16 @@ class Journal(abc.ABC):
         *,
         older_than: float,
         states: Collection[AskState] = SETTLED_STATES,
+        dry_run: bool = False,
     ) -> PurgeReport:
         """Delete what retention no longer keeps: asks in ``states`` settled more than
         ``older_than`` seconds ago, then ended runs left without asks, then stopped or
         dead daemons left without runs (each also older than that). Pending asks and
         unfinished runs are never purged.
+
+        Args:
+            dry_run: Count what would be deleted, in the same transaction, and delete
+                nothing (it is rolled back).
 
         Raises:
             ValueError: ``pending`` among ``states``, or a negative age.
@@ -436,7 +475,9 @@ class Journal(abc.ABC):
             raise ValueError("pending asks are never purged: abandon their run first")
         if not older_than >= 0:
             raise ValueError(f"older_than must be seconds >= 0, got {older_than!r}")
-        report = await self._purge(chosen, float(older_than))
+        report = await self._purge(chosen, float(older_than), dry_run)
+        if dry_run:
+            return report
         _log.info(
             "journal.purged",
             asks=report.asks,
@@ -446,101 +487,7 @@ class Journal(abc.ABC):
         )
         return report
 
-    # -- what engines implement ---------------------------------------------------------------
-
-    async def _start(self, task_group: anyio.abc.TaskGroup) -> None:  # noqa: B027
-        """Open connections and start background tasks in ``task_group``."""
-
-    async def _stop(self) -> None:  # noqa: B027
-        """Close connections (background tasks are cancelled by the caller)."""
-
-    async def _attach(self, subscription: Subscription) -> None:
-        """Start telling ``subscription`` the changes from now on (it was registered, not yet
-        armed: an engine whose changes arrive late arms it once the earlier ones are in)."""
-        subscription.arm()
-
-    def _changed(self, asks: Sequence[AskRecord]) -> None:
-        """These asks were created or settled through this object: wake their waiters."""
-        self._notices.wake(ask.id for ask in asks)
-
-    @abc.abstractmethod
-    async def _register_daemon(
-        self, daemon_id: str, name: str, host: str, pid: int, agent: str | None
-    ) -> DaemonRecord: ...
-
-    @abc.abstractmethod
-    async def _heartbeat(self, daemon_id: str) -> DaemonRecord: ...
-
-    @abc.abstractmethod
-    async def _stop_daemon(self, daemon_id: str) -> DaemonRecord: ...
-
-    @abc.abstractmethod
-    async def _get_daemon(self, daemon_id: str) -> DaemonRecord | None: ...
-
-    @abc.abstractmethod
-    async def _daemons(self) -> list[DaemonRecord]: ...
-
-    @abc.abstractmethod
-    async def _start_run(self, run_id: str, agent: str, daemon_id: str) -> RunRecord: ...
-
-    @abc.abstractmethod
-    async def _get_run(self, run_id: str) -> RunRecord | None: ...
-
-    @abc.abstractmethod
-    async def _unfinished_run(self, agent: str) -> RunRecord | None: ...
-
-    @abc.abstractmethod
-    async def _claim_run(self, run_id: str, daemon_id: str) -> RunRecord: ...
-
-    @abc.abstractmethod
-    async def _end_run(
-        self, run_id: str, state: RunState, owner: str | None
-    ) -> tuple[RunRecord, list[AskRecord]]: ...
-
-    @abc.abstractmethod
-    async def _record_ask(
-        self,
-        ask_id: str,
-        run_id: str,
-        seq: int,
-        key: str | None,
-        digest: str,
-        request: str,
-        owner: str | None,
-    ) -> tuple[AskRecord, bool]: ...
-
-    @abc.abstractmethod
-    async def _get_ask(self, ask_id: str) -> AskRecord | None: ...
-
-    @abc.abstractmethod
-    async def _run_asks(self, run_id: str) -> list[AskRecord]: ...
-
-    @abc.abstractmethod
-    async def _list_asks(
-        self, states: frozenset[AskState], limit: int | None
-    ) -> list[AskRecord]: ...
-
-    @abc.abstractmethod
-    async def _settle_ask(
-        self, ask_id: str, state: AskState, code: str | None, answer: str | None, by: str | None
-    ) -> Settlement: ...
-
-    @abc.abstractmethod
-    async def _abandon_asks(self, run_id: str, from_seq: int) -> list[AskRecord]: ...
-
-    @abc.abstractmethod
-    async def _inbox(self) -> list[InboxEntry]: ...
-
-    @abc.abstractmethod
-    async def _purge(self, states: frozenset[AskState], older_than: float) -> PurgeReport: ...
-
     # -- shared -------------------------------------------------------------------------------
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise JournalError(
-                f"the journal {self.url} is closed", JournalErrorCode.JOURNAL_UNAVAILABLE
-            )
 
     def _settled(self, settlement: Settlement) -> None:
         ask = settlement.ask
@@ -555,10 +502,10 @@ class Journal(abc.ABC):
             by=ask.settled_by,
         )
 
-    async def _closing(self) -> None:
-        """Refuse new calls and wake every waiter and reader (they see the journal closed)."""
-        self._closed = True
-        self._notices.close()
+
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
+        raise ValueError(f"limit must be an int >= 0, got {limit!r}")
 
 
 def _nonblank(what: str, value: object) -> None:

@@ -11,7 +11,8 @@ keeps a mirror of the journal's pending asks, each with the run and the daemon t
   take an answer, held for its resume), one marked stopped, a run taken over by a
   restarted daemon;
 * a question whose run is abandoned stays, marked so, until someone clears it (nobody will
-  read an answer to it any more).
+  read an answer to it any more). Clearing removes it from the journal (``Journal.clear``),
+  so every inbox drops it at once (the feed says ``cleared``), and none shows it again.
 
 Deciding goes to the journal: ``answer_ask`` records the first answer in one transaction,
 so of two inboxes answering at once exactly one gets ``200``; the other gets ``409
@@ -204,26 +205,39 @@ class JournalInbox:
             return {}
 
     async def submit_clear(self, question_id: str, *, client: str | None) -> dict[str, Any]:
-        """Take an abandoned question off every page of this inbox (the journal keeps its
-        record until purged).
+        """Remove an abandoned question from the journal: it leaves every page of every
+        inbox (they hear ``cleared`` on the feed), and no inbox shows it again.
 
         Raises:
             InboxError: 409 ``NOT_ABANDONED`` for a question still waiting for its answer;
-                404 for an unknown one; 409 for one settled otherwise.
+                404 for an unknown one; 409 for one settled otherwise; 503 when the journal
+                cannot be reached (nothing changes).
         """
         async with self._decision(question_id):
             entry = self._entries.get(question_id)
+            if entry is not None and not entry.abandoned:
+                raise _not_abandoned(question_id)
             if entry is None:
                 recent = self._decided.get(question_id)
                 if recent is not None and recent.outcome == "cleared":
                     return {}
-                ask = await self._ask(question_id, entry)
-                if ask.state is not AskState.ABANDONED:
-                    raise _not_abandoned(question_id) if ask.pending else self._lost(ask, None)
-                return {}  # nothing of it is shown here
-            if not entry.abandoned:
-                raise _not_abandoned(question_id)
-            self._remove(question_id, Decision("cleared", "cleared", client))
+            try:
+                await self.journal.clear(question_id)
+            except JournalError as error:
+                if error.code == JournalErrorCode.ASK_NOT_ABANDONED:
+                    ask = await self._ask(question_id, entry)
+                    refusal = _not_abandoned(question_id) if ask.pending else self._lost(ask, None)
+                    raise refusal from None
+                if error.code != JournalErrorCode.ASK_UNKNOWN:
+                    raise _unavailable(error) from None
+                if entry is None:
+                    raise InboxError(
+                        404, "UNKNOWN_QUESTION", f"no question with id {question_id!r}"
+                    ) from None
+                # Shown here, gone from the journal: cleared elsewhere (or purged) already.
+            if entry is not None:
+                self._remove(question_id, Decision("cleared", "cleared", client))
+            _log.info("web.fleet_cleared", ask_id=question_id, by=self.by)
             return {}
 
     # -- keeping the mirror ---------------------------------------------------------------------
@@ -286,6 +300,10 @@ class JournalInbox:
         ask_id = event.ask_id
         if ask_id is None or ask_id in self._deciding:
             return  # a decision made here in flight tells the pages itself
+        if event.kind == "cleared":
+            if ask_id in self._entries:
+                self._remove(ask_id, Decision("cleared", "cleared in another inbox"))
+            return
         if event.kind == "created" and ask_id not in self._entries:
             try:
                 ask = await self.journal.get_ask(ask_id)
@@ -324,6 +342,19 @@ class JournalInbox:
         ]
         for ask_id in gone:
             await self._settled(ask_id)
+        abandoned = [ask_id for ask_id, entry in self._entries.items() if entry.abandoned]
+        for ask_id in abandoned:  # cleared or purged while the feed missed it
+            await self._still_recorded(ask_id)
+
+    async def _still_recorded(self, ask_id: str) -> None:
+        """An abandoned question no longer in the journal leaves the pages."""
+        try:
+            await self.journal.get_ask(ask_id)
+        except JournalError as error:
+            if error.code == JournalErrorCode.JOURNAL_UNAVAILABLE:
+                raise
+            if ask_id in self._entries and ask_id not in self._deciding:
+                self._remove(ask_id, Decision("cleared", "no longer in the journal"))
 
     async def _settled(self, ask_id: str) -> None:
         """A shown question left ``pending`` somewhere: say how on every page."""
