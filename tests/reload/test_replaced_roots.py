@@ -334,6 +334,7 @@ class TestFallback:
             def __init__(self, *args: object) -> None:
                 raise OSError("OS file watch limit reached. about [...]")
 
+        monkeypatch.setattr("hotseam.reload._native.inotify_available", lambda: False)
         monkeypatch.setattr(watchfiles._rust_notify, "RustNotify", Limited)
         write(folder / "my_ui.py", provider_source(1))
         with anyio.fail_after(10), structlog.testing.capture_logs() as logs:
@@ -361,6 +362,7 @@ class TestFallback:
             made.append(real(*args))
             return made[-1]
 
+        monkeypatch.setattr("hotseam.reload._native.inotify_available", lambda: False)
         monkeypatch.setattr(watchfiles._rust_notify, "RustNotify", first_only)
         write(folder / "my_ui.py", provider_source(1))
         with anyio.fail_after(10), structlog.testing.capture_logs() as logs:

@@ -454,6 +454,7 @@ async def test_a_native_watch_that_cannot_be_made_for_want_of_descriptors_comes_
         return real(*args)
 
     monkeypatch.setattr(watchfiles._rust_notify, "RustNotify", scarce)
+    monkeypatch.setattr("hotseam.reload._native.inotify_available", lambda: False)
     monkeypatch.setattr(_native, "LAST_RETRY", 0.05)
     write(folder / "my_ui.py", announcing("my_ui", 1))
     with anyio.fail_after(10), structlog.testing.capture_logs() as logs:

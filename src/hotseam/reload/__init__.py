@@ -56,7 +56,7 @@ from ._events import (
     ReloadPlanned,
     TaskFailed,
 )
-from ._native import WatchfilesWatcher
+from ._native import NativeWatcher, WatchfilesWatcher
 from ._reloader import Reloader
 from ._result import ReloadResult
 from ._status import ModuleKind, ModuleState, ModuleStatus
@@ -80,6 +80,7 @@ __all__ = [
     "ModuleState",
     "ModuleStatus",
     "ModuleUnloaded",
+    "NativeWatcher",
     "PollingWatcher",
     "ReloadAborted",
     "ReloadCommitted",

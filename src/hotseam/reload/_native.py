@@ -1,4 +1,10 @@
-"""Native watching (watchfiles), kept on the watched folders when they are replaced.
+"""Native watching (inotify on Linux, else watchfiles), kept on the watched folders when they
+are replaced.
+
+On Linux with ``inotify_simple`` installed the watch is event-driven and read on the event
+loop (:mod:`._inotify`): a save is reported the moment it completes, and nothing runs while
+nothing changes. Elsewhere (macOS, Windows, the BSDs; or ``backend="watchfiles"``)
+watchfiles' notifier runs in a worker thread, waking every ``step_ms``.
 
 A native watch (inotify, FSEvents, kqueue) holds a folder's *inode*, not its path. When the
 folder at a watched path is replaced — ``rm -rf providers`` and a ``git checkout`` that
@@ -35,7 +41,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio
 import anyio.abc
@@ -43,6 +49,8 @@ from anyio.streams.memory import MemoryObjectSendStream
 
 from .._core import get_logger
 from ._events import display_path
+from ._inotify import InotifyNotifier
+from ._inotify import available as inotify_available
 from ._scan import file_type
 from ._transient import LAST_RETRY, describe_errno, is_transient
 from ._watcher import (
@@ -54,7 +62,7 @@ from ._watcher import (
     minimal_roots,
 )
 
-__all__ = ["WatchfilesWatcher"]
+__all__ = ["Backend", "NativeWatcher", "WatchfilesWatcher"]
 
 _log = get_logger("hotseam.reload")
 _BUFFERED_BATCHES = 256
@@ -64,41 +72,74 @@ _THREAD_WAIT = 5.0
 """Seconds the watch thread waits for changes before it returns to be called again."""
 _Identity = tuple[int, int]
 """A folder's ``(st_dev, st_ino)``: what a native watch is attached to."""
+Backend = Literal["auto", "inotify", "watchfiles"]
 
 
-class WatchfilesWatcher:
-    """Native file-system notifications (inotify, FSEvents, ...) through watchfiles.
+class NativeWatcher:
+    """Native file-system notifications: inotify on Linux, watchfiles elsewhere.
 
-    watchfiles yields a batch once the set of changed paths did not grow during one
-    ``step_ms``, or at the latest ``debounce_ms`` after the first change: latency is about one
+    With inotify (:mod:`._inotify`: Linux with ``inotify_simple`` installed, the default
+    there) the event loop itself waits on the inotify descriptor: a module file closed after
+    a write, or moved into place, is reported at once (what else was queued goes in the same
+    batch); other changes once they paused for ``step_ms``, at the latest ``debounce_ms``
+    after the first. Nothing wakes while nothing changes but the ``root_check``.
+
+    With watchfiles (other platforms, or ``backend="watchfiles"``) a worker thread wakes
+    every ``step_ms`` and reports a batch once the set of changed paths did not grow during
+    one step, or at the latest ``debounce_ms`` after the first change: latency is about one
     to two steps, and ``debounce_ms`` is only a cap (``hot-reload-anchors.md`` §1.2).
 
     Args:
         debounce_ms: The longest a batch is held open while changes keep arriving.
-        step_ms: How long the set of changes must stay unchanged before it is reported.
-            It is also how often the watch thread wakes while nothing happens: the default
-            8 ms puts a save's batch out about 12 ms after the write (10 ms: 15 ms) for
-            about 1.25 % of a core while idle (10 ms: 1.0 %).
+        step_ms: How long changes must pause before a batch is reported (inotify: changes
+            other than a completed save). With watchfiles it is also how often the watch
+            thread wakes while nothing happens: the default 8 ms puts a save's batch out
+            about 12 ms after the write for about 1.25 % of a core while idle.
         root_check: Seconds between two checks that each watched folder is still the one
             the native watch is on (see the module's docstring); a replaced folder is seen
             at once when the folder itself reports a change, else within this.
+        backend: ``"auto"`` (inotify where available, else watchfiles), ``"inotify"`` or
+            ``"watchfiles"``.
+
+    Raises:
+        ValueError: a bound out of range, or ``backend="inotify"`` where inotify cannot be
+            used (not Linux, or ``inotify_simple`` not installed).
     """
 
-    def __init__(self, *, debounce_ms: int = 50, step_ms: int = 8, root_check: float = 1.0) -> None:
+    def __init__(
+        self,
+        *,
+        debounce_ms: int = 50,
+        step_ms: int = 8,
+        root_check: float = 1.0,
+        backend: Backend = "auto",
+    ) -> None:
         if step_ms <= 0 or debounce_ms < step_ms:
             raise ValueError(
                 f"need 0 < step_ms <= debounce_ms, got step_ms={step_ms}, debounce_ms={debounce_ms}"
             )
         if not 0 < root_check < float("inf"):
             raise ValueError(f"root_check must be a number of seconds > 0, got {root_check!r}")
+        if backend not in ("auto", "inotify", "watchfiles"):
+            raise ValueError(f"backend must be 'auto', 'inotify' or 'watchfiles', got {backend!r}")
+        if backend == "inotify" and not inotify_available():
+            raise ValueError(
+                "backend='inotify' needs Linux and the inotify_simple package "
+                "(pip install inotify_simple); 'auto' uses watchfiles where it is missing"
+            )
         self.debounce_ms = debounce_ms
         self.step_ms = step_ms
         self.root_check = root_check
+        self.backend: Literal["inotify", "watchfiles"] = (
+            "watchfiles"
+            if backend == "watchfiles" or (backend == "auto" and not inotify_available())
+            else "inotify"
+        )
 
     def __repr__(self) -> str:
         return (
-            f"WatchfilesWatcher(debounce_ms={self.debounce_ms}, step_ms={self.step_ms}, "
-            f"root_check={self.root_check:g})"
+            f"NativeWatcher(backend={self.backend!r}, debounce_ms={self.debounce_ms}, "
+            f"step_ms={self.step_ms}, root_check={self.root_check:g})"
         )
 
     def open(
@@ -135,7 +176,7 @@ class WatchfilesWatcher:
 class _Group:
     """The watched folders of one kind (recursive, or flat) under one native watch."""
 
-    def __init__(self, roots: list[WatchRoot], watcher: WatchfilesWatcher) -> None:
+    def __init__(self, roots: list[WatchRoot], watcher: NativeWatcher) -> None:
         self.roots = roots
         self.paths = [str(root.directory) for root in roots]
         self.recursive = roots[0].recursive
@@ -148,6 +189,9 @@ class _Group:
         self._wake = threading.Event()
         """Ends the thread's wait: set when the task is cancelled, or a check found a folder
         changed (then ``_changed`` is set too)."""
+        self._waiting: anyio.CancelScope | None = None
+        """Around the wait on the loop (inotify): a check that found a folder changed
+        cancels it."""
         self._changed = False
 
     def start(self) -> bool:
@@ -162,6 +206,19 @@ class _Group:
         self.identities = self._identify()
         present = [path for path in self.paths if self.identities[path] is not None]
         if not present:
+            return True
+        watcher = self.watcher
+        if watcher.backend == "inotify":
+            try:
+                self.notifier = InotifyNotifier(
+                    present,
+                    recursive=self.recursive,
+                    quiet_ms=watcher.step_ms,
+                    cap_ms=watcher.debounce_ms,
+                )
+            except OSError as error:  # the watch limit, out of descriptors or instances
+                self.failure = error
+                return False
             return True
         try:
             # ignore_permission_denied: an unreadable sub-folder is reported by the planner
@@ -250,8 +307,8 @@ class _Group:
         """The native watch's loop; returns when the watch broke (``failure`` says why)."""
         while True:
             try:
-                raw = await _in_thread(self._wait, self._wake)
-            except Exception as error:  # a watchfiles error
+                raw = await self._next()
+            except Exception as error:  # a watchfiles error; inotify: the watch limit...
                 self.failure = error
                 return
             if raw == "signal":
@@ -276,14 +333,27 @@ class _Group:
                     return
                 await send.send(self._report(before, dropped))
 
+    async def _next(self) -> object:
+        """The next native batch: ``{(kind, path)}``, or a word (``"stop"``: a check found
+        a folder changed, or the task is cancelled; ``"timeout"``)."""
+        notifier = self.notifier
+        if isinstance(notifier, InotifyNotifier):
+            with anyio.CancelScope() as self._waiting:
+                return await notifier.changes()
+            # A check found a folder changed: what was gathered so far is reported first.
+            return notifier.take() or "stop"
+        return await _in_thread(self._wait, self._wake)
+
     async def _check(self) -> None:
         """Every ``root_check`` seconds, one ``stat`` per folder on the event loop (cheaper
-        than waking the watch thread); a change ends the thread's wait."""
+        than waking the watch thread); a change ends the native wait."""
         while True:
             await anyio.sleep(self.watcher.root_check)
             if not self._changed and self._identify() != self.identities:
                 self._changed = True
                 self._wake.set()
+                if self._waiting is not None:
+                    self._waiting.cancel()
 
     @asynccontextmanager
     async def _polling(self) -> AsyncIterator[AsyncIterator[Collection[FileChange]]]:
@@ -425,3 +495,7 @@ async def _in_thread(function: Callable[[threading.Event], _T], wake: threading.
             returned = True
             tg.cancel_scope.cancel()
     return outcome
+
+
+WatchfilesWatcher = NativeWatcher
+"""The former name of :class:`NativeWatcher` (it used watchfiles only)."""
