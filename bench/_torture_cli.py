@@ -444,20 +444,30 @@ class CliTorture:
         time.sleep(self.rng.uniform(0.02, 0.3))
 
     def sighup(self) -> None:
-        """SIGHUP, and its reload of every module seen in the log (within 10 s)."""
+        """SIGHUP reloads every module, unchanged ones too: within 10 s its "SIGHUP: N
+        module(s) reloaded" line, and a new generation of the barrier module (never changed
+        between two SIGHUPs; reload requests are held meanwhile, so only SIGHUP reloads it)."""
         assert self.daemon is not None
-        index = self.daemon.mark()
-        self.daemon.child.send_signal(signal.SIGHUP)
-        self.report.edits["SIGHUP (every module reloaded)"] += 1
-        deadline = time.monotonic() + 10.0
-        while time.monotonic() < deadline and self.daemon.alive():
-            if any(
-                str(e.get("event", "")).startswith("SIGHUP: ") and "reloaded" in str(e["event"])
-                for _, e in self.daemon.since(index)
-            ):
-                return
-            time.sleep(0.02)
-        self.report.count("SIGHUP without its reload", "no 'SIGHUP: N module(s) reloaded' line")
+        assert self.client is not None
+        self.client.hold_reloads()
+        try:
+            index = self.daemon.mark()
+            self.daemon.child.send_signal(signal.SIGHUP)
+            self.report.edits["SIGHUP (every module reloaded)"] += 1
+            deadline = time.monotonic() + 10.0
+            while time.monotonic() < deadline and self.daemon.alive():
+                said = [str(e.get("event", "")) for _, e in self.daemon.since(index)]
+                if any(line.startswith("SIGHUP: ") and " reloaded" in line for line in said):
+                    if not self.daemon.committed_since(index, "torture_barrier"):
+                        shown = [line for line in said if line.startswith("SIGHUP")]
+                        self.report.count(
+                            "SIGHUP without its reload", f"{shown}: the barrier module not reloaded"
+                        )
+                    return
+                time.sleep(0.02)
+            self.report.count("SIGHUP without its reload", "no 'SIGHUP: N module(s) reloaded'")
+        finally:
+            self.client.release_reloads()
 
     def episode(self, kind: str) -> None:
         """Quiet and converged first; the edits with reload requests held (unless
