@@ -389,7 +389,7 @@ class TestTool:
         for phrase in ("recommended", "allow_custom", "options", "ASK_DECLINED"):
             assert phrase in definition["description"]
         properties = definition["input_schema"]["properties"]
-        assert set(properties) == {"question", "header", "options", "allowCustom"}
+        assert set(properties) == {"question", "header", "options", "allowCustom", "questions"}
 
 
 class TestLogging:

@@ -2,7 +2,9 @@
 
 ``USER_INTERACTION`` is the seam a UI provides; :func:`ask` asks through whichever provider
 is active (waiting out a hot-reload swap, and re-asking on the new provider if the old one
-is replaced mid-question); :func:`ask_user_question_tool` is the model-facing tool.
+is replaced mid-question); :func:`ask_user_question_tool` is the model-facing tool. A
+request holds one question or several (:class:`Question`, :meth:`AskUserQuestionRequest.of`),
+and its answer one :class:`QuestionAnswer` per question.
 :func:`pending_asks` lists the open questions (never their answers) and
 :func:`waiting_for_provider` lets questions wait for a provider to appear. With a
 :data:`JOURNAL` (an :class:`AskJournal` over :func:`open_journal`), asks made inside an
@@ -40,11 +42,16 @@ from ._journal import (
     open_journal,
 )
 from ._model import (
+    MAX_QUESTIONS,
     AskUserQuestionAnswer,
     AskUserQuestionInput,
     AskUserQuestionOption,
     AskUserQuestionOptionInput,
     AskUserQuestionRequest,
+    Question,
+    QuestionAnswer,
+    QuestionInput,
+    SkipReason,
 )
 from ._pending import (
     AnsweredElsewhere,
@@ -59,7 +66,7 @@ from ._pending import (
 from ._provider import USER_INTERACTION, UserInteractionProvider
 from ._runs import JOURNAL, AgentRun, AskJournal, current_run
 from ._tool import ASK_USER_QUESTION_DESCRIPTION, ask_user_question_tool
-from ._validate import check_answer, validate_request
+from ._validate import check_answer, check_partial_answer, check_question_answer, validate_request
 
 __all__ = [
     "ASK_ABORTED",
@@ -88,12 +95,17 @@ __all__ = [
     "Journal",
     "JournalError",
     "JournalEvent",
+    "MAX_QUESTIONS",
     "NO_PROVIDER",
     "PROVIDER_FAILED",
     "PendingAsk",
+    "Question",
+    "QuestionAnswer",
+    "QuestionInput",
     "RunRecord",
     "RunState",
     "Settlement",
+    "SkipReason",
     "USER_INTERACTION",
     "UserInteractionError",
     "UserInteractionProvider",
@@ -102,6 +114,8 @@ __all__ = [
     "ask_deadline",
     "ask_user_question_tool",
     "check_answer",
+    "check_partial_answer",
+    "check_question_answer",
     "current_run",
     "on_ask_ended",
     "open_journal",

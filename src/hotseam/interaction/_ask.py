@@ -26,9 +26,9 @@ from ._errors import (
     UserInteractionError,
 )
 from ._journaled import answer_recorded, place, replay
-from ._model import AskUserQuestionAnswer, AskUserQuestionRequest
+from ._model import AskUserQuestionAnswer, AskUserQuestionRequest, QuestionAnswer
 from ._pending import PendingAsk, ProviderWait
-from ._provider import USER_INTERACTION
+from ._provider import USER_INTERACTION, UserInteractionProvider
 from ._runs import current_run
 from ._validate import check_answer, validate_request
 
@@ -59,6 +59,13 @@ async def ask(
 
     If the provider serving the question is replaced by a swap (a hot reload), the question
     is withdrawn from it and asked again on its replacement; the caller just gets the answer.
+
+    A request of several questions goes whole to a provider that shows them at once (its
+    ``multiple_questions`` is true); any other provider is asked them one after the other,
+    each as a one-question request (:meth:`~AskUserQuestionRequest.split`), and the answer
+    is assembled from theirs. A question answered stays answered when a swap replaces the
+    provider: its replacement is asked only the rest. A decline or a dismissal of any
+    question ends the whole ask.
     Inside :func:`~hotseam.interaction.waiting_for_provider`, a question that finds no
     provider (or loses its provider with nothing to take over) waits for one to appear.
 
@@ -91,6 +98,7 @@ async def ask(
         agent=agent,
         header=request.header,
         options=len(request.choices),
+        questions=len(request.questions),
     )
     pending = PendingAsk(question_id, agent, request.header, ctx.name)
     _pending.opened(pending)
@@ -131,6 +139,7 @@ async def ask(
         agent=agent,
         provider=pending.provider,
         option=answer.option is not None,
+        questions=len(answer.answers),
         attempts=pending.attempts,
         duration_ms=_since(started),
     )
@@ -179,6 +188,7 @@ async def _ask_until_answered(
     """
     # One lease for every attempt: after a swap it rejoins in the caller's arrival order.
     lease = ctx.lease(USER_INTERACTION, timeout=swap_timeout, rejoin=True)
+    answered: dict[str, QuestionAnswer] = {}  # questions of the request answered so far
     migrated = False
     wait = _pending.provider_wait()
     deadline = None if wait is None else time.monotonic() + wait.timeout
@@ -194,7 +204,7 @@ async def _ask_until_answered(
                     pending.provider = _describe(provider)
                     pending.attempts += 1
                     asking = True
-                    answer = await lease.provider.ask(request)
+                    answer = await _put(lease.provider, request, answered, pending)
                     returned = True
             except HarnessError as error:
                 if not entered and error.code == NO_PROVIDER and wait is not None:
@@ -232,6 +242,45 @@ async def _ask_until_answered(
             _log.info("ask.migrated", question_id=question_id, from_provider=pending.provider)
     finally:
         lease.close()
+
+
+async def _put(
+    provider: UserInteractionProvider,
+    request: AskUserQuestionRequest,
+    answered: dict[str, QuestionAnswer],
+    pending: PendingAsk,
+) -> object:
+    """Ask ``provider`` what of ``request`` is not in ``answered`` yet, and return its
+    answer (for a request of several questions, the whole request's answer).
+
+    A provider that shows one question at a time is asked each question in turn, and each
+    answer is kept in ``answered`` as soon as it is checked: a swap in between leaves the
+    answered questions answered, and the next provider is asked only the rest.
+    """
+    ask_one = provider.ask
+    if not request.is_multi_question:
+        return await ask_one(request)
+    rest = [item for item in request.questions if item.id not in answered]
+    if getattr(provider, "multiple_questions", False) is True:
+        if not answered:
+            return await ask_one(request)
+        part = AskUserQuestionRequest.of(rest, agent=request.agent, signal=request.signal)
+        answered.update((e.id, e) for e in check_answer(part, await ask_one(part)).answers)
+    else:
+        for item in rest:
+            part = AskUserQuestionRequest.of([item], agent=request.agent, signal=request.signal)
+            (entry,) = check_answer(part, await ask_one(part)).answers
+            answered[entry.id] = entry
+            _log.info(
+                "ask.question_answered",
+                question_id=pending.question_id,
+                question=entry.id,
+                answered=len(answered),
+                of=len(request.questions),
+                summary=f"question {entry.id} ({len(answered)} of {len(request.questions)}) "
+                f"of ask {pending.question_id} answered",
+            )
+    return AskUserQuestionAnswer.of([answered[str(item.id)] for item in request.questions], request)
 
 
 async def _wait_for_provider(

@@ -19,6 +19,11 @@ class UserInteractionProvider(Protocol):
     or a reload replaced the provider) it tears its UI down and lets the cancellation
     propagate. It raises :class:`UserInteractionError` with ``ASK_CANCELLED`` when the human
     dismissed the question and ``ASK_DECLINED`` when they declined to answer.
+
+    A provider that shows several questions at once says so with a class attribute,
+    ``multiple_questions = True`` (not part of the protocol: a provider without it is
+    asked one question at a time). It then receives requests of several questions
+    (``request.questions``) and answers each (``AskUserQuestionAnswer.of``).
     """
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:

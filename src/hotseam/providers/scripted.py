@@ -16,6 +16,18 @@ answer. ``ScriptedProvider.from_file("answers.json")`` loads a script for CI (th
 
 or ``{"answers": {"Which database?": "Postgres", "Colour?": ["blue", "red"]}}`` keyed by
 question text (a list answers repeated asks of the same question in turn).
+
+An ask of several questions takes one entry answering each question, in question order or
+keyed by question id, where a list is the choices of a multi-select question and
+``{"skip": true}`` leaves a question unanswered (``{"skip": "dismissed"}`` says why)::
+
+    {"answers": [
+        ["Postgres", ["auth", "billing"], {"skip": true}],      # in question order
+        {"db": "SQLite", "features": [], "notes": "none"}       # by question id
+    ]}
+
+A list entry for an ask of one question is its choices (``[["auth", "billing"]]``). A
+script keyed by question text answers each question of an ask by its own text.
 """
 
 from __future__ import annotations
@@ -25,100 +37,24 @@ import json
 import re
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from os import PathLike
 from pathlib import Path
-from typing import Any, Literal, TypeAlias, cast
+from typing import Any, TypeAlias
 
 import anyio
 
-from .._core import HarnessError
-from ..interaction import (
-    PROVIDER_FAILED,
-    AskUserQuestionAnswer,
-    AskUserQuestionRequest,
-    ErrorCode,
-    UserInteractionError,
-)
+from .._core import present_as
+from ..interaction import AskUserQuestionAnswer, AskUserQuestionRequest
+from ._scripted_replies import Reply, ScriptError, brief, coerce, parse_entry, script_failure
 
 __all__ = ["Reply", "ScriptError", "ScriptedProvider", "ScriptedReply"]
 
 
-class ScriptError(HarnessError):
-    """A script (usually an answers file) is malformed; the message names file and entry."""
-
-    default_code = "INVALID_SCRIPT"
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    """One scripted reaction to a question. Build it with the class methods."""
-
-    kind: Literal["match", "text", "option", "recommended", "error", "never"]
-    text: str | None = None
-    option: int | str | None = None
-    code: str | None = None
-    message: str | None = None
-
-    @classmethod
-    def match(cls, text: str) -> Reply:
-        """An option whose value or label (case-insensitive) is ``text``; else custom text."""
-        return cls("match", text=text)
-
-    @classmethod
-    def exactly(cls, text: str) -> Reply:
-        """Answer with exactly this text (the option is filled in if a value matches)."""
-        return cls("text", text=text)
-
-    @classmethod
-    def choose(cls, which: int | str) -> Reply:
-        """Choose an option by 1-based position, label or value."""
-        return cls("option", option=which)
-
-    @classmethod
-    def recommended(cls) -> Reply:
-        """Choose the recommended option."""
-        return cls("recommended")
-
-    @classmethod
-    def fail(cls, code: str | ErrorCode, message: str | None = None) -> Reply:
-        """Raise ``UserInteractionError(message, code)``, as a UI would (``ASK_DECLINED``...)."""
-        return cls("error", code=str(code), message=message)
-
-    @classmethod
-    def never(cls) -> Reply:
-        """Never answer; the ask waits until it is cancelled."""
-        return cls("never")
-
-    async def resolve(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
-        """Turn this reply into an answer to ``request`` (or raise, or wait forever)."""
-        if self.kind == "never":
-            await anyio.sleep_forever()
-        if self.kind == "error":
-            assert self.code is not None
-            raise UserInteractionError(
-                self.message or f"scripted failure {self.code} for {request.question!r}",
-                self.code,
-            )
-        if self.kind == "recommended":
-            option = request.recommended
-            if option is None:
-                raise _script_failure(request, "chooses the recommended option, but none is")
-            return AskUserQuestionAnswer(option.model_value, option)
-        if self.kind == "option":
-            return _choose(request, self.option)
-        assert self.text is not None
-        if self.kind == "match":
-            folded = self.text.strip().casefold()
-            for option in request.choices:
-                if folded in (option.model_value.casefold(), option.label.strip().casefold()):
-                    return AskUserQuestionAnswer(option.model_value, option)
-        return AskUserQuestionAnswer(self.text)
-
-
-ReplyResult: TypeAlias = "str | AskUserQuestionAnswer | Reply"
+ReplyResult: TypeAlias = (
+    "str | AskUserQuestionAnswer | Reply | Sequence[Any] | Mapping[str, Any]"
+)
 ScriptedReply: TypeAlias = (
-    "str | AskUserQuestionAnswer | Reply"
+    "str | AskUserQuestionAnswer | Reply | Sequence[Any] | Mapping[str, Any]"
     " | Callable[[AskUserQuestionRequest], ReplyResult | Awaitable[ReplyResult]]"
 )
 
@@ -126,15 +62,23 @@ ScriptedReply: TypeAlias = (
 class ScriptedProvider:
     """A user-interaction provider that answers from a script.
 
+    It shows several questions at once (``multiple_questions``): an ask of several
+    questions reaches it whole, and one reply answers each question (see the module).
+
     Args:
         script: A list of replies (used in order), a mapping from question text to a reply
             or a list of replies, or a callable ``request -> reply`` (sync or async). A reply
             is a string (an option's label or value, else custom text), an
-            :class:`~hotseam.interaction.AskUserQuestionAnswer` or a :class:`Reply`.
+            :class:`~hotseam.interaction.AskUserQuestionAnswer` or a :class:`Reply`; a list
+            or a dict is read as in an answers file (choices, answers in question order,
+            or answers keyed by question id).
         default: What to do when the script has nothing for a question; by default the ask
             fails with ``PROVIDER_FAILED`` saying the script ran out.
         name: Shown in logs.
     """
+
+    multiple_questions = True
+    """An ask of several questions is put to it whole."""
 
     def __init__(
         self,
@@ -162,15 +106,18 @@ class ScriptedProvider:
             pass
         elif isinstance(script, Mapping):
             for question, replies in script.items():
+                where = f"<script>: answers[{json.dumps(brief(question))}]"
                 if isinstance(replies, list | tuple):
-                    self._by_question[question] = deque(replies)
+                    self._by_question[question] = deque(
+                        coerce(reply, f"{where}[{i}]") for i, reply in enumerate(replies)
+                    )
                 else:
-                    self._by_question[question] = deque([cast("ScriptedReply", replies)])
+                    self._by_question[question] = deque([coerce(replies, where)])
                 self._scripted += len(self._by_question[question])
         elif callable(script):
             self._callable = script
         else:
-            self._queue.extend(script)
+            self._queue.extend(coerce(r, f"<script>: answers[{i}]") for i, r in enumerate(script))
             self._scripted = len(self._queue)
 
     def __repr__(self) -> str:
@@ -198,16 +145,37 @@ class ScriptedProvider:
     def _next_reply(self, request: AskUserQuestionRequest) -> ScriptedReply:
         if self._callable is not None:
             return self._callable
+        if self._by_question and request.is_multi_question:
+            return self._reply_by_question_text(request)
         queue = self._by_question.get(request.question) if self._by_question else self._queue
         if queue:
             return queue.popleft()
         if self._default is not None:
             return self._default
-        raise _script_failure(
+        raise script_failure(
             request,
             f"has no scripted answer left ({self._scripted} were scripted, "
             f"{len(self.requests)} questions asked)",
         )
+
+    def _reply_by_question_text(self, request: AskUserQuestionRequest) -> Reply:
+        """Each question of an ask answered by its own text's next reply."""
+        replies: list[Reply | str] = []
+        for item in request.questions:
+            queue = self._by_question.get(item.question)
+            reply = queue[0] if queue else self._default
+            if reply is None:
+                raise script_failure(request, f"has no scripted answer for {item.question!r}")
+            if not isinstance(reply, Reply | str):
+                raise script_failure(
+                    request, f"answers {item.question!r} with a {type(reply).__name__}"
+                )
+            replies.append(reply)
+        for item in request.questions:  # taken only once every question has its reply
+            queue = self._by_question.get(item.question)
+            if queue:
+                queue.popleft()
+        return Reply.each(*replies)
 
     # -- controls for tests ---------------------------------------------------------------------
 
@@ -224,7 +192,7 @@ class ScriptedProvider:
 
     def push(self, *replies: ScriptedReply) -> None:
         """Append replies to a list script."""
-        self._queue.extend(replies)
+        self._queue.extend(coerce(reply, "<script>: pushed") for reply in replies)
         self._scripted += len(replies)
 
     async def wait_for_requests(self, count: int = 1) -> AskUserQuestionRequest:
@@ -291,7 +259,7 @@ class ScriptedProvider:
                 f"{file}:{error.lineno}:{error.colno}: not valid JSON: {error.msg}"
             ) from None
         except (ValueError, RecursionError) as error:  # a number too long to convert, ...
-            raise ScriptError(f"{file}: not usable JSON: {_brief(str(error))}") from None
+            raise ScriptError(f"{file}: not usable JSON: {brief(str(error))}") from None
         return cls.from_data(data, source=str(file), name=name or file.name)
 
     @classmethod
@@ -303,16 +271,16 @@ class ScriptedProvider:
             data = data["answers"]
         if isinstance(data, list):
             return cls(
-                [_parse_entry(entry, f"{source}: answers[{i}]") for i, entry in enumerate(data)],
+                [parse_entry(entry, f"{source}: answers[{i}]") for i, entry in enumerate(data)],
                 name=name,
             )
         if isinstance(data, Mapping):
             script: dict[str, list[ScriptedReply]] = {}
             for question, entry in data.items():
-                where = f"{source}: answers[{json.dumps(_brief(question))}]"
+                where = f"{source}: answers[{json.dumps(brief(question))}]"
                 entries = entry if isinstance(entry, list) else [entry]
                 script[question] = [
-                    _parse_entry(item, f"{where}[{i}]" if isinstance(entry, list) else where)
+                    parse_entry(item, f"{where}[{i}]" if isinstance(entry, list) else where)
                     for i, item in enumerate(entries)
                 ]
             return cls(script, name=name)
@@ -322,7 +290,6 @@ class ScriptedProvider:
         )
 
 
-_ENTRY_KEYS = ("text", "option", "recommended", "error", "never")
 _MAX_FILE_BYTES = 16 * 2**20
 _MAX_DEPTH = 64
 # A JSON string (possibly unterminated: json.loads reports that one) or a bracket.
@@ -353,56 +320,6 @@ def _line_column(text: str, offset: int) -> tuple[int, int]:
     return text.count("\n", 0, offset) + 1, offset - line_start + 1
 
 
-def _brief(text: str, limit: int = 60) -> str:
-    """``text`` on one short line, for an error message."""
-    if not text.isprintable():
-        text = json.dumps(text)[1:-1]
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _parse_entry(entry: Any, where: str) -> Reply:
-    if isinstance(entry, str):
-        return Reply.match(entry)
-    if not isinstance(entry, Mapping):
-        raise ScriptError(f"{where}: expected a string or an object, got {type(entry).__name__}")
-    keys = [key for key in entry if key in _ENTRY_KEYS]
-    unknown = sorted(set(entry) - set(_ENTRY_KEYS) - {"message"})
-    if unknown or len(keys) != 1:
-        found = ", ".join(_brief(str(key)) for key in sorted(map(str, entry))) or "nothing"
-        raise ScriptError(
-            f"{where}: an answer object needs exactly one of {', '.join(_ENTRY_KEYS)} "
-            f"(plus 'message' with 'error'); found {found}"
-        )
-    key = keys[0]
-    value = entry[key]
-    if key == "text" and isinstance(value, str):
-        return Reply.exactly(value)
-    if key == "option" and isinstance(value, int | str) and not isinstance(value, bool):
-        return Reply.choose(value)
-    if key == "recommended" and value is True:
-        return Reply.recommended()
-    if key == "never" and value is True:
-        return Reply.never()
-    if key == "error" and isinstance(value, str):
-        if value not in ErrorCode.__members__:
-            raise ScriptError(
-                f"{where}: unknown error code {_brief(repr(value))}; "
-                f"use one of {', '.join(ErrorCode)}"
-            )
-        message = entry.get("message")
-        if message is not None and not isinstance(message, str):
-            raise ScriptError(f"{where}: 'message' must be a string")
-        return Reply.fail(value, message)
-    expected = {
-        "text": "a string",
-        "option": "a 1-based number or a label",
-        "recommended": "true",
-        "never": "true",
-        "error": "an error code string",
-    }[key]
-    raise ScriptError(f"{where}: '{key}' must be {expected}, got {_brief(json.dumps(value))}")
-
-
 async def _resolve(reply: Any, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
     if callable(reply) and not isinstance(reply, Reply):
         reply = reply(request)
@@ -414,24 +331,10 @@ async def _resolve(reply: Any, request: AskUserQuestionRequest) -> AskUserQuesti
         return await Reply.match(reply).resolve(request)
     if isinstance(reply, Reply):
         return await reply.resolve(request)
-    raise _script_failure(request, f"produced {type(reply).__name__}, which is not a reply")
+    if isinstance(reply, list | tuple | Mapping):
+        parsed: Reply = coerce(reply, "<script>: a computed reply")
+        return await parsed.resolve(request)
+    raise script_failure(request, f"produced {type(reply).__name__}, which is not a reply")
 
 
-def _choose(request: AskUserQuestionRequest, which: int | str | None) -> AskUserQuestionAnswer:
-    choices = request.choices
-    if isinstance(which, int):
-        if 1 <= which <= len(choices):
-            option = choices[which - 1]
-            return AskUserQuestionAnswer(option.model_value, option)
-        raise _script_failure(request, f"chooses option {which}, but there are {len(choices)}")
-    folded = str(which).strip().casefold()
-    for option in choices:
-        if folded in (option.label.strip().casefold(), option.model_value.casefold()):
-            return AskUserQuestionAnswer(option.model_value, option)
-    raise _script_failure(request, f"chooses option {which!r}, which is not among the options")
-
-
-def _script_failure(request: AskUserQuestionRequest, problem: str) -> UserInteractionError:
-    return UserInteractionError(
-        f"the scripted provider {problem} (question: {request.question!r})", PROVIDER_FAILED
-    )
+present_as(__name__, globals(), __all__)
