@@ -5,6 +5,8 @@ asyncio and trio."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import anyio
 import pytest
 
@@ -174,3 +176,26 @@ async def test_a_dry_run_purge_counts_what_the_purge_removes_and_removes_nothing
         assert await journal.purge(older_than=0) == planned
         assert [ask.id for ask in await journal.list_asks()] == ["open"]
         assert [d.id for d in await journal.daemons()] == [live.id]
+
+
+async def test_a_purge_leaves_no_trace_of_an_answer_in_the_sqlite_files(tmp_path: Path) -> None:
+    """While a daemon holds the journal open, its write-ahead log keeps former pages: a purge
+    empties it, and what it deleted is overwritten in the file."""
+    path = tmp_path / "journal.sqlite3"
+    secret = "SECRET-answer-5521"
+
+    def traces() -> list[str]:
+        files = sorted(tmp_path.glob("journal.sqlite3*"))
+        return [file.name for file in files if secret.encode() in file.read_bytes()]
+
+    async with open_journal(path) as daemon_side, open_journal(path) as operator_side:
+        daemon = await daemon_side.register_daemon("alpha")
+        run = await daemon_side.start_run("builder", daemon.id)
+        await daemon_side.record_ask("q", run.id, 0, QUESTION)
+        await daemon_side.answer_ask("q", AskUserQuestionAnswer(secret))
+        await daemon_side.finish_run(run.id)
+        assert traces() == ["journal.sqlite3-wal"]
+        report = await operator_side.purge(older_than=0)
+        assert report.asks == 1
+        assert traces() == []
+        await daemon_side.heartbeat(daemon.id)  # the daemon's connection goes on

@@ -24,6 +24,7 @@ _COMMANDS = {
     "status": ("hotseam.cli._status", "show what a running dev or run is doing"),
     "reload": ("hotseam.cli._reload_cmd", "reload modules of a running dev or run"),
     "inbox": ("hotseam.cli._inbox_cmd", "one web inbox for every daemon writing to a journal"),
+    "journal": ("hotseam.cli._journal_cmd", "see and clean the ask journal (list, show, purge)"),
 }
 
 

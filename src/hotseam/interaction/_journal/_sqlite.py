@@ -5,6 +5,8 @@ in WAL mode (readers and one writer at once, across processes on one machine), w
 ``synchronous=FULL`` (a committed answer survives a power cut, not only a crash). Every
 write is one ``BEGIN IMMEDIATE`` transaction, so writers queue for the lock instead of
 failing halfway; a writer waits up to the busy timeout (10 s) for another process's.
+Deleted records are overwritten (``secure_delete``) and a purge empties the write-ahead
+log, so that a purged answer (personal data) leaves no trace in the files.
 
 Wake-ups: an answer given through this journal object wakes its waiters at once. SQLite
 cannot notify another process, so while someone here waits or reads the change feed, the
@@ -39,7 +41,7 @@ import anyio.to_thread
 from ..._core import get_logger
 from ._errors import JournalError, JournalErrorCode
 from ._notices import Subscription
-from ._records import AskRecord, JournalEvent, change_event
+from ._records import AskRecord, AskState, JournalEvent, PurgeReport, change_event
 from ._schema import SCHEMA_VERSION, ensure_schema, schema_is_current
 from ._sql import Db, Dialect
 from ._sql_engine import SqlJournal
@@ -132,6 +134,9 @@ class SqliteJournal(SqlJournal):
             # SQLite's own clock ticks in milliseconds: asks made in one would tie.
             connection.create_function("hotseam_now", 0, time.time)
             connection.execute("PRAGMA synchronous = FULL")
+            # What is deleted (a purge, a clear) is overwritten, not left in free space:
+            # answers are personal data (some builds do this by default, not all).
+            connection.execute("PRAGMA secure_delete = ON")
             connection.execute("PRAGMA foreign_keys = ON")
             where = str(self.path)
             found: int | None = SCHEMA_VERSION
@@ -251,6 +256,24 @@ class SqliteJournal(SqlJournal):
             JournalErrorCode.JOURNAL_UNAVAILABLE,
             cause=error,
         )
+
+    async def _purge(
+        self, states: frozenset[AskState], older_than: float, dry_run: bool
+    ) -> PurgeReport:
+        report = await super()._purge(states, older_than, dry_run)
+        if not dry_run and report != PurgeReport(0, 0, 0):
+            # The removed records' former pages stay in the write-ahead log (which daemons
+            # that hold the journal open keep) until it is checkpointed: copy it into the
+            # file, where they were overwritten, and empty it now.
+            done = await self._read(lambda db: db.one("PRAGMA wal_checkpoint(TRUNCATE)"))
+            if done is None or done[0]:
+                _log.warning(
+                    "journal.checkpoint_busy",
+                    summary=f"the journal {self.path} was purged, but its write-ahead log "
+                    f"({self.path}-wal) is in use and still holds the removed records until "
+                    "its next checkpoint: purge again later to empty it",
+                )
+        return report
 
     # -- changes ------------------------------------------------------------------------------
 
