@@ -296,6 +296,7 @@ def test_on_postgresql_an_operator_lists_shows_and_purges(
     ("args", "code", "words"),
     [
         (["--journal", "mysql://db/x", "list"], 2, "invalid journal URL mysql://db/x"),
+        (["--journal", "memory:", "daemons"], 2, "lives inside one process"),
         (["show", "nope"], 2, "no ask nope in the journal"),
         (["abandon", "nope", "--yes"], 2, "no run 'nope' in the journal"),
         (["purge", "--older-than", "30x"], 2, "bad duration '30x'"),

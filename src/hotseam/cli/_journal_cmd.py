@@ -198,8 +198,10 @@ def _journal_url(given: str | None) -> str | None:
         config = load_config(found) if found is not None else None
         if config is not None and config.get("journal") is not None:
             given = journal_from_config(config.root, config.get("journal"))
-    if given is not None:
-        parse_journal_url(given)  # JOURNAL_INVALID_URL, naming it
+    if given is not None and parse_journal_url(given).engine == "memory":  # or INVALID_URL
+        raise ValueError(
+            "the in-memory journal (memory:) lives inside one process: another cannot see it"
+        )
     return given
 
 
@@ -207,7 +209,10 @@ def _missing_file(url: str | None) -> str | None:
     """Why an SQLite journal cannot be read: its file does not exist (these commands never
     create one)."""
     if url is None:
-        path = default_journal_path()
+        try:
+            path = default_journal_path()
+        except RuntimeError as error:  # Path.home(): no $HOME and no password entry
+            return f"no state folder for the default journal ({error}): give --journal URL"
     else:
         location = parse_journal_url(url)
         if location.engine != "sqlite":
@@ -253,9 +258,10 @@ def _states(given: Sequence[str] | None, allowed: frozenset[AskState]) -> frozen
 
 
 def _limit(given: str | None) -> int:
+    """--limit: a whole number >= 1 (default :data:`DEFAULT_LIMIT`)."""
     if given is None:
         return DEFAULT_LIMIT
-    if not given.strip().isdigit() or int(given) < 1:
+    if not given.strip().isdecimal() or int(given) < 1:
         raise ValueError(f"--limit must be a whole number >= 1, got {given!r}")
     return int(given)
 
@@ -264,6 +270,7 @@ def _limit(given: str | None) -> int:
 
 
 def _list(args: argparse.Namespace) -> Action:
+    """``list``: the questions with their run and daemon, newest first; never an answer."""
     states = _states(args.state, frozenset(AskState))
     limit = _limit(args.limit)
 
@@ -297,6 +304,8 @@ def _list(args: argparse.Namespace) -> Action:
 
 
 def _show(args: argparse.Namespace) -> Action:
+    """``show ID``: one question in full; its answer only with ``--answer``."""
+
     async def action(journal: Journal) -> int:
         ask = await journal.get_ask(args.id)
         run = await journal.get_run(ask.run_id)
@@ -312,6 +321,7 @@ def _show(args: argparse.Namespace) -> Action:
 
 
 def _runs(args: argparse.Namespace) -> Action:
+    """``runs``: each run with its owner daemon and its questions counted by state."""
     limit = _limit(args.limit)
     states = {RunState.RUNNING} if args.unfinished else None
 
@@ -343,6 +353,8 @@ def _runs(args: argparse.Namespace) -> Action:
 
 
 def _daemons(args: argparse.Namespace) -> Action:
+    """``daemons``: every process that wrote to the journal, and whether it is up."""
+
     async def action(journal: Journal) -> int:
         daemons = await journal.daemons()
         if args.json:
@@ -371,6 +383,8 @@ def _daemons(args: argparse.Namespace) -> Action:
 
 
 def _abandon(args: argparse.Namespace) -> Action:
+    """``abandon RUN``: with ``--yes``, give up a run whose daemon is not up."""
+
     async def action(journal: Journal) -> int:
         run = await _find_run(journal, args.run)
         if not run.unfinished:
@@ -403,6 +417,7 @@ def _abandon(args: argparse.Namespace) -> Action:
 
 
 def _purge(args: argparse.Namespace) -> Action:
+    """``purge --older-than D``: remove (``--yes``) or count what retention no longer keeps."""
     if args.older_than is None:
         raise ValueError("purge needs --older-than DURATION (30d, 12h, 90m...)")
     older_than = parse_duration(args.older_than)
