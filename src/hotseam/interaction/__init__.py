@@ -66,7 +66,8 @@ from ._pending import (
 from ._provider import USER_INTERACTION, UserInteractionProvider
 from ._runs import JOURNAL, AgentRun, AskJournal, current_run
 from ._tool import ASK_USER_QUESTION_DESCRIPTION, ask_user_question_tool
-from ._validate import check_answer, check_partial_answer, check_question_answer, validate_request
+from ._validate import validate_request
+from ._validate_answer import check_answer, check_partial_answer, check_question_answer
 
 __all__ = [
     "ASK_ABORTED",

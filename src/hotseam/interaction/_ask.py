@@ -21,16 +21,18 @@ from ._crash import log_provider_crash
 from ._errors import (
     ASK_ABORTED,
     ASK_TIMEOUT,
+    INVALID_ANSWER,
     NO_PROVIDER,
     PROVIDER_FAILED,
     UserInteractionError,
 )
 from ._journaled import answer_recorded, place, replay
-from ._model import AskUserQuestionAnswer, AskUserQuestionRequest, QuestionAnswer
+from ._model import AskUserQuestionAnswer, AskUserQuestionRequest, Question, QuestionAnswer
 from ._pending import PendingAsk, ProviderWait
 from ._provider import USER_INTERACTION, UserInteractionProvider
 from ._runs import current_run
-from ._validate import check_answer, validate_request
+from ._validate import validate_request
+from ._validate_answer import check_answer, check_partial_answer
 
 __all__ = ["ask"]
 
@@ -257,19 +259,18 @@ async def _put(
     answer is kept in ``answered`` as soon as it is checked: a swap in between leaves the
     answered questions answered, and the next provider is asked only the rest.
     """
-    ask_one = provider.ask
     if not request.is_multi_question:
-        return await ask_one(request)
+        return await provider.ask(request)
     rest = [item for item in request.questions if item.id not in answered]
     if getattr(provider, "multiple_questions", False) is True:
         if not answered:
-            return await ask_one(request)
+            return await provider.ask(request)
         part = AskUserQuestionRequest.of(rest, agent=request.agent, signal=request.signal)
-        answered.update((e.id, e) for e in check_answer(part, await ask_one(part)).answers)
+        answered.update((e.id, e) for e in _answers_to(request, rest, await provider.ask(part)))
     else:
         for item in rest:
             part = AskUserQuestionRequest.of([item], agent=request.agent, signal=request.signal)
-            (entry,) = check_answer(part, await ask_one(part)).answers
+            (entry,) = _answers_to(request, [item], await provider.ask(part))
             answered[entry.id] = entry
             _log.info(
                 "ask.question_answered",
@@ -281,6 +282,29 @@ async def _put(
                 f"of ask {pending.question_id} answered",
             )
     return AskUserQuestionAnswer.of([answered[str(item.id)] for item in request.questions], request)
+
+
+def _answers_to(
+    request: AskUserQuestionRequest, asked: list[Question], answer: object
+) -> tuple[QuestionAnswer, ...]:
+    """The checked answers to the questions ``asked`` (some of ``request``'s), named in
+    errors by their place in ``request``. A text answer is read as a one-question UI's."""
+    if not isinstance(answer, AskUserQuestionAnswer):
+        raise UserInteractionError(
+            f"the provider returned {type(answer).__name__}, not an AskUserQuestionAnswer",
+            INVALID_ANSWER,
+        )
+    entries: tuple[QuestionAnswer, ...] = tuple(answer.answers)
+    if len(asked) == 1 and len(entries) == 1 and entries[0]._derived:
+        entries = (QuestionAnswer(str(asked[0].id), answer.answer),)
+    checked = check_partial_answer(request, entries)
+    if [entry.id for entry in checked] != [item.id for item in asked]:
+        raise UserInteractionError(
+            f"the provider answered {len(checked)} of the {len(asked)} question(s) it was "
+            "asked (one entry per question)",
+            INVALID_ANSWER,
+        )
+    return checked
 
 
 async def _wait_for_provider(

@@ -25,7 +25,7 @@ from ._journal import AskRecord, AskState, Journal, JournalError, question_diges
 from ._model import AskUserQuestionAnswer, AskUserQuestionRequest
 from ._pending import AnsweredElsewhere
 from ._runs import AgentRun
-from ._validate import check_answer
+from ._validate_answer import check_answer
 
 __all__ = ["answer_recorded", "place", "replay"]
 

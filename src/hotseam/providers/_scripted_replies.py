@@ -211,7 +211,10 @@ def brief(text: str, limit: int = 60) -> str:
 
 
 def parse_entry(entry: Any, where: str, depth: int = 0) -> Reply:
-    """One reply of a script: ``depth`` 0 answers an ask, 1 a question of it, 2 a choice."""
+    """One reply of a script: ``depth`` 0 answers an ask, 1 a question of it, 2 a choice
+    (a :class:`Reply` in a Python script's list or dict is taken as it is)."""
+    if isinstance(entry, Reply):
+        return entry
     if isinstance(entry, str):
         return Reply.match(entry)
     if isinstance(entry, list):

@@ -1,0 +1,283 @@
+"""The rules an answer must follow, with errors that name the question and never quote what
+the human typed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ._answer import SKIP_REASONS, AskUserQuestionAnswer, QuestionAnswer, answer_text, where
+from ._errors import INVALID_ANSWER, UserInteractionError
+from ._request import AskUserQuestionOption, AskUserQuestionRequest, Question
+from ._validate import one_plain_question, wrong_type
+
+__all__ = ["check_answer", "check_partial_answer", "check_question_answer"]
+
+
+def check_answer(request: AskUserQuestionRequest, answer: object) -> AskUserQuestionAnswer:
+    """Check a provider's answer against the request (validated) and complete it.
+
+    For a one-question request, ``option`` is set to the request's option whose
+    model-facing value equals the answer (and cleared otherwise). When options exist and
+    custom answers are not allowed, an answer that is none of the option values is the
+    provider breaking its contract. ``answers`` then holds one checked entry per question,
+    in question order (see :func:`check_question_answer`), and for several questions
+    ``answer`` is their summary.
+
+    Raises:
+        UserInteractionError: ``INVALID_ANSWER`` saying what is wrong, naming the question
+            (``questions[1] (Which features?)``) and never quoting what the human typed.
+    """
+    if not isinstance(answer, AskUserQuestionAnswer):
+        raise UserInteractionError(
+            f"the provider returned {type(answer).__name__}, not an AskUserQuestionAnswer",
+            INVALID_ANSWER,
+        )
+    items = request.questions
+    entries: object = answer.answers
+    text_only = isinstance(entries, tuple) and len(entries) == 1 and entries[0]._derived
+    if text_only and one_plain_question(items):
+        return _check_plain(request, answer)
+    if text_only:
+        if len(items) > 1:
+            raise UserInteractionError(
+                f"the provider answered an ask of {len(items)} questions with one text; "
+                "give one entry per question in answers (a provider that shows one question "
+                "at a time leaves out multiple_questions and is asked them one by one)",
+                INVALID_ANSWER,
+            )
+        entries = (_from_text(items[0], answer.answer, where(items[0], 0)),)
+    checked = _check_entries(request, entries, complete=True)
+    if one_plain_question(items):
+        (entry,) = checked
+        option = entry.options[0] if len(entry.options) == 1 else None
+        return AskUserQuestionAnswer(entry.answer or "", option)
+    return AskUserQuestionAnswer.of(checked, request)
+
+
+def _check_plain(
+    request: AskUserQuestionRequest, answer: AskUserQuestionAnswer
+) -> AskUserQuestionAnswer:
+    """The seed's rules for the seed's shapes: one question, answered with text."""
+    text: object = answer.answer
+    if not isinstance(text, str):
+        raise UserInteractionError(
+            f"the provider's answer must be a string, got {type(text).__name__}",
+            INVALID_ANSWER,
+        )
+    if not text.strip():
+        raise UserInteractionError(
+            "the provider returned a blank answer (a UI should re-prompt, or decline/cancel)",
+            INVALID_ANSWER,
+        )
+    option = request.option_for(text)
+    if option is None and not request.accepts_custom:
+        # The answer is what the human typed: described, never quoted (errors reach the logs).
+        allowed = ", ".join(repr(o.model_value) for o in request.choices)
+        raise UserInteractionError(
+            f"the provider's answer is none of the options ({allowed}) of a question that "
+            f"allows no custom answer (a custom answer of {len(text)} characters)",
+            INVALID_ANSWER,
+        )
+    if option is answer.option:
+        return answer
+    return AskUserQuestionAnswer(answer.answer, option)
+
+
+def _text_of(text: object, what: str) -> str:
+    if not isinstance(text, str):
+        raise UserInteractionError(
+            f"{what} must be a string, got {type(text).__name__}", INVALID_ANSWER
+        )
+    if not text.strip():
+        raise UserInteractionError(
+            f"{what} is blank (a UI should re-prompt, or decline/cancel)", INVALID_ANSWER
+        )
+    return text
+
+
+def _from_text(question: Question, text: object, named: str) -> QuestionAnswer:
+    """The entry of a question answered with text, as a one-question UI answers: an
+    option's model value, else (for a multi-select question) option values joined by
+    ``","``, else the human's own text."""
+    typed = _text_of(text, f"{named}: the answer")
+    assert question.id is not None
+    option = question.option_for(typed)
+    if option is not None:
+        return QuestionAnswer(question.id, typed, (option,))
+    if question.is_multi_select:
+        parts = [part.strip() for part in typed.split(",")]
+        found = [question.option_for(part) for part in parts]
+        if len(parts) > 1 and all(found) and len(set(parts)) == len(parts):
+            chosen = tuple(o for o in question.choices if o in found)
+            return QuestionAnswer(question.id, answer_text(chosen, None), chosen)
+    if not question.accepts_custom:
+        allowed = ", ".join(repr(o.model_value) for o in question.choices)
+        raise UserInteractionError(
+            f"{named}: the answer is none of the options ({allowed}) of a question that "
+            f"allows no custom answer (a custom answer of {len(typed)} characters)",
+            INVALID_ANSWER,
+        )
+    return QuestionAnswer(question.id, typed, (), typed)
+
+
+def check_question_answer(
+    question: Question, entry: object, *, index: int | None = None
+) -> QuestionAnswer:
+    """Check one question's answer (``question`` from a validated request) and return it
+    normalized: its options are the question's own, in option order, and ``answer`` is
+    computed from them and the custom text. ``index`` (the question's position) is used
+    to name it in errors.
+
+    The rules: skipped only when the question has ``allow_skip`` (and then with no
+    selection); every option one of the question's; custom text only when the question
+    accepts it, never blank; a single-select (or free-form) question has exactly one
+    value; a multi-select one between ``min_selections`` and ``max_selections`` (custom
+    text counts as one). An entry with only ``answer`` text is read as a one-question UI's
+    text answer.
+
+    Raises:
+        UserInteractionError: ``INVALID_ANSWER`` naming the question.
+    """
+    named = where(question, index)
+    if not isinstance(entry, QuestionAnswer):
+        raise UserInteractionError(
+            f"{named}: the answer must be a QuestionAnswer, got {type(entry).__name__}",
+            INVALID_ANSWER,
+        )
+    assert question.id is not None
+    fields: dict[str, object] = {
+        "options": entry.options,
+        "custom": entry.custom,
+        "skipped": entry.skipped,
+        "answer": entry.answer,
+    }
+    if fields["skipped"] is not None:
+        return _skipped(question, named, fields)
+    options = fields["options"]
+    if not isinstance(options, tuple):
+        raise UserInteractionError(
+            f"{named}: options {wrong_type('a tuple of options', options)}", INVALID_ANSWER
+        )
+    custom = fields["custom"]
+    if not options and custom is None and fields["answer"]:  # text, as a one-question UI gives
+        return _check_count(question, named, _from_text(question, fields["answer"], named))
+    chosen: set[int] = set()
+    for position, option in enumerate(options):
+        value = option.model_value if isinstance(option, AskUserQuestionOption) else None
+        index_of = next(
+            (i for i, offered in enumerate(question.choices) if offered.model_value == value),
+            None,
+        )
+        if index_of is None:
+            raise UserInteractionError(
+                f"{named}: options[{position}] is none of the question's options",
+                INVALID_ANSWER,
+            )
+        if index_of in chosen:
+            raise UserInteractionError(
+                f"{named}: options[{position}] chooses an option a second time", INVALID_ANSWER
+            )
+        chosen.add(index_of)
+    if custom is not None:
+        text = _text_of(custom, f"{named}: the custom answer")
+        if not question.accepts_custom:
+            raise UserInteractionError(
+                f"{named}: a custom answer (of {len(text)} characters) to a question that "
+                "allows none",
+                INVALID_ANSWER,
+            )
+    picked = tuple(question.choices[i] for i in sorted(chosen))
+    typed = custom if isinstance(custom, str) else None
+    normalized = QuestionAnswer(question.id, answer_text(picked, typed), picked, typed)
+    return _check_count(question, named, normalized)
+
+
+def _skipped(question: Question, named: str, fields: dict[str, object]) -> QuestionAnswer:
+    assert question.id is not None
+    reason = fields["skipped"]
+    if reason not in SKIP_REASONS:
+        raise UserInteractionError(
+            f"{named}: skipped must be one of {', '.join(map(repr, SKIP_REASONS))} or None",
+            INVALID_ANSWER,
+        )
+    if not question.allow_skip:
+        raise UserInteractionError(
+            f"{named}: was skipped, but the question does not allow skipping (allow_skip)",
+            INVALID_ANSWER,
+        )
+    if fields["options"] or fields["custom"] is not None or fields["answer"] is not None:
+        raise UserInteractionError(
+            f"{named}: is skipped and answered at once (a skipped question has no answer, "
+            "options or custom text)",
+            INVALID_ANSWER,
+        )
+    return QuestionAnswer(question.id, None, skipped=reason)  # type: ignore[arg-type]
+
+
+def _check_count(question: Question, named: str, entry: QuestionAnswer) -> QuestionAnswer:
+    count = len(entry.values)
+    least, most = question.selection_range
+    if not question.is_multi_select:
+        if count != 1:
+            raise UserInteractionError(
+                f"{named}: {count} selections, but the question takes exactly one",
+                INVALID_ANSWER,
+            )
+    elif not least <= count <= most:
+        bounds = f"{least}" if least == most else f"{least} to {most}"
+        raise UserInteractionError(
+            f"{named}: {count} selections, but the question takes {bounds}", INVALID_ANSWER
+        )
+    return entry
+
+
+def check_partial_answer(
+    request: AskUserQuestionRequest, entries: Sequence[QuestionAnswer]
+) -> tuple[QuestionAnswer, ...]:
+    """Check the answers given so far (any subset of the questions, each at most once)
+    against the request (validated), as :func:`check_answer` checks a whole one; returns
+    them normalized, in question order. For a surface that takes answers one by one.
+
+    Raises:
+        UserInteractionError: ``INVALID_ANSWER`` naming the question or the entry.
+    """
+    return _check_entries(request, entries, complete=False)
+
+
+def _check_entries(
+    request: AskUserQuestionRequest, entries: object, *, complete: bool
+) -> tuple[QuestionAnswer, ...]:
+    if not isinstance(entries, list | tuple):
+        raise UserInteractionError(
+            f"answers {wrong_type('a list of QuestionAnswer', entries)}", INVALID_ANSWER
+        )
+    position = {item.id: index for index, item in enumerate(request.questions)}
+    found: dict[int, QuestionAnswer] = {}
+    for number, entry in enumerate(entries):
+        entry_id = getattr(entry, "id", None) if isinstance(entry, QuestionAnswer) else None
+        if not isinstance(entry, QuestionAnswer):
+            raise UserInteractionError(
+                f"answers[{number}] {wrong_type('a QuestionAnswer', entry)}", INVALID_ANSWER
+            )
+        if entry_id not in position:
+            known = ", ".join(repr(item.id) for item in request.questions)
+            raise UserInteractionError(
+                f"answers[{number}].id names no question of the ask (its ids: {known})",
+                INVALID_ANSWER,
+            )
+        index = position[entry_id]
+        item = request.questions[index]
+        if index in found:
+            raise UserInteractionError(
+                f"answers[{number}] answers {where(item, index)} a second time", INVALID_ANSWER
+            )
+        found[index] = check_question_answer(item, entry, index=index)
+    if complete:
+        for index, item in enumerate(request.questions):
+            if index not in found:
+                raise UserInteractionError(
+                    f"{where(item, index)} has no answer (one entry per question; a question "
+                    "that allows skipping takes QuestionAnswer.skip)",
+                    INVALID_ANSWER,
+                )
+    return tuple(found[index] for index in sorted(found))
