@@ -8,9 +8,9 @@ watched folder replaced, moved and restored — in process, or against a real ``
 :class:`hotseam.reload.Reloader` on the real native watcher, four askers, 15 % of the asks
 cancelled, the same random ordinary edits, the same must-be-0 counters and final-state check
 — with the watcher ``hotseam run`` uses: the native watcher (each watched folder's identity
-checked every ``--root-check`` seconds) under the deletion grace (``--grace`` seconds, the
-``GraceWatcher`` of ``--deletion-grace``). The watched folder is ``<project>/providers``, in a
-real git repository (the folder untracked). On top of that:
+checked every ``--root-check`` seconds) under the deletion grace (``--grace`` seconds: the
+reloader's ``deletion_grace``, what ``--deletion-grace`` sets). The watched folder is
+``<project>/providers``, in a real git repository (the folder untracked). On top of that:
 
 * **carry** — every provider version carries a counter (``version=`` and an ``accept=``
   that wants an epoch) and, unless it drops it, a real listening socket (``version=``); edits
@@ -70,7 +70,6 @@ from _torture_folder import CARRY_EDITS, DaemonFiles
 from _torture_ledger import ALT, MUST_BE_ZERO, UI, WORDS, Ledger, Report, Settings
 from torture import Torture
 
-from hotseam.cli._grace import GraceWatcher
 from hotseam.interaction import USER_INTERACTION
 from hotseam.reload import (
     EventStream,
@@ -167,7 +166,8 @@ class DaemonTorture(Torture):
         return Reloader(
             self.context,
             [self.folder],
-            watcher=GraceWatcher(native, settings.grace),
+            watcher=native,
+            deletion_grace=settings.grace,
             dispose_timeout=settings.dispose_timeout,
             on_event=self.on_event,
         )

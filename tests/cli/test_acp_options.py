@@ -12,7 +12,6 @@ import pytest
 
 from hotseam import Context
 from hotseam.cli import build_parser
-from hotseam.cli._grace import GraceWatcher
 from hotseam.cli._options import ReloadOptions, add_reload_options, resolve, resolve_common
 from hotseam.reload import PollingWatcher, WatchfilesWatcher
 
@@ -87,8 +86,6 @@ def test_the_reloader_is_made_from_the_options(tmp_path: Path, polling: bool) ->
     deletion grace, and the size limit."""
     options = ReloadOptions(1.0, 2.0, 3.0, 0.5, 2048, polling)
     reloader = options.reloader(Context("options"), [tmp_path])
-    watcher = reloader.watcher
-    assert isinstance(watcher, GraceWatcher)
-    assert watcher.grace == 0.5
-    assert isinstance(watcher.inner, PollingWatcher if polling else WatchfilesWatcher)
+    assert isinstance(reloader.watcher, PollingWatcher if polling else WatchfilesWatcher)
+    assert reloader.deletion_grace == 0.5
     assert reloader._index.max_size == 2048

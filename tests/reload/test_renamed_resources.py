@@ -21,7 +21,6 @@ import pytest
 import structlog
 
 from hotseam import Context
-from hotseam.cli._grace import GraceWatcher
 from hotseam.interaction import (
     USER_INTERACTION,
     AskUserQuestionOption,
@@ -37,7 +36,6 @@ from hotseam.reload import (
     ReloadCommitted,
     Reloader,
     ReloadEvent,
-    WatchfilesWatcher,
 )
 
 from ._support import Probe
@@ -107,8 +105,8 @@ def _port() -> int:
     return _free_port()
 
 
-def _grace_watcher() -> GraceWatcher:
-    return GraceWatcher(WatchfilesWatcher(), grace=0.2)
+GRACE = 0.2
+"""The deletion grace of these tests (``hotseam dev`` and ``run`` hold for 2 s)."""
 
 
 def _connect(port: int) -> socket.socket:
@@ -168,7 +166,7 @@ class TestTakeover:
         write(folder / "web.py", carried(port))
         with anyio.fail_after(10):
             async with (
-                Reloader(context, [folder], watcher=_grace_watcher()) as reloader,
+                Reloader(context, [folder], deletion_grace=GRACE) as reloader,
                 reloader.events() as events,
             ):
                 listener = probe.values["web"]
@@ -221,7 +219,7 @@ class TestRetryAfterUnload:
             structlog.testing.capture_logs() as logs,
         ):
             async with (
-                Reloader(context, [folder], watcher=_grace_watcher()) as reloader,
+                Reloader(context, [folder], deletion_grace=GRACE) as reloader,
                 reloader.events() as events,
             ):
                 os.rename(folder / "web.py", folder / "inbox.py")
@@ -283,7 +281,7 @@ async def test_the_web_inbox_renamed_by_git_mv_keeps_its_port_and_its_question(
     answers: list[str] = []
     with anyio.fail_after(15):
         async with (
-            Reloader(context, [folder], watcher=_grace_watcher()) as reloader,
+            Reloader(context, [folder], deletion_grace=GRACE) as reloader,
             reloader.events() as events,
             anyio.create_task_group() as tg,
             httpx.AsyncClient(

@@ -20,7 +20,6 @@ import pytest
 import structlog
 
 from hotseam import Context
-from hotseam.cli._grace import GraceWatcher
 from hotseam.interaction import USER_INTERACTION, ask, waiting_for_provider
 from hotseam.reload import (
     ModuleState,
@@ -144,10 +143,10 @@ class TestReplaced:
         run("init", "-q")
         run("add", "providers")
         run("commit", "-q", "-m", "v1")
-        watcher = GraceWatcher(WatchfilesWatcher(root_check=FAST), grace=0.2)
+        watcher = WatchfilesWatcher(root_check=FAST)
         with anyio.fail_after(15):
             async with (
-                Reloader(context, [folder], watcher=watcher) as reloader,
+                Reloader(context, [folder], watcher=watcher, deletion_grace=0.2) as reloader,
                 reloader.events() as events,
             ):
                 shutil.rmtree(folder)
@@ -179,10 +178,10 @@ class TestAwayAndBack:
         answered by the provider that came back."""
         write(folder / "my_ui.py", provider_source(1))
         away = tmp_path / "p.away"
-        watcher = GraceWatcher(WatchfilesWatcher(root_check=FAST), grace=0.2)
+        watcher = WatchfilesWatcher(root_check=FAST)
         with anyio.fail_after(10), structlog.testing.capture_logs() as logs:
             async with (
-                Reloader(context, [folder], watcher=watcher) as reloader,
+                Reloader(context, [folder], watcher=watcher, deletion_grace=0.2) as reloader,
                 reloader.events() as events,
                 anyio.create_task_group() as tg,
             ):
@@ -334,8 +333,8 @@ class TestFallback:
             def __init__(self, *args: object) -> None:
                 raise OSError("OS file watch limit reached. about [...]")
 
-        monkeypatch.setattr("hotseam.reload._native.inotify_available", lambda: False)
         monkeypatch.setattr(watchfiles._rust_notify, "RustNotify", Limited)
+        monkeypatch.setattr("hotseam.reload._native.inotify_available", lambda: False)
         write(folder / "my_ui.py", provider_source(1))
         with anyio.fail_after(10), structlog.testing.capture_logs() as logs:
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
@@ -362,8 +361,8 @@ class TestFallback:
             made.append(real(*args))
             return made[-1]
 
-        monkeypatch.setattr("hotseam.reload._native.inotify_available", lambda: False)
         monkeypatch.setattr(watchfiles._rust_notify, "RustNotify", first_only)
+        monkeypatch.setattr("hotseam.reload._native.inotify_available", lambda: False)
         write(folder / "my_ui.py", provider_source(1))
         with anyio.fail_after(10), structlog.testing.capture_logs() as logs:
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:

@@ -1,8 +1,9 @@
 """What the daemon torture (bench/torture_daemon.py) found, each reduced to one case.
 
-The real native watcher under the deletion grace of ``hotseam dev``/``run`` (``GraceWatcher``)
-and a real ``Reloader``: a module file deleted and back within the grace must be neither
-unloaded nor re-set-up (its provider keeps serving, its question is not withdrawn).
+The real native watcher and a real ``Reloader`` with the deletion grace of ``hotseam
+dev``/``run`` (``deletion_grace``): a module file deleted and back within the grace must
+never be unloaded, whatever plans a reload meanwhile (its provider keeps serving, its
+question is not withdrawn), and is re-set-up only when it changed or what it imports did.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ import anyio
 import pytest
 
 from hotseam import Context
-from hotseam.cli._grace import GraceWatcher
 from hotseam.interaction import USER_INTERACTION
 from hotseam.reload import (
     EventStream,
+    ModuleState,
     ModuleUnloaded,
     ReloadCommitted,
     Reloader,
@@ -48,8 +49,8 @@ def setup(scope):
 
 
 def _reloader(context: Context, folder: Path) -> Reloader:
-    watcher = GraceWatcher(WatchfilesWatcher(root_check=0.1), GRACE)
-    return Reloader(context, [folder], watcher=watcher)
+    watcher = WatchfilesWatcher(root_check=0.1)
+    return Reloader(context, [folder], watcher=watcher, deletion_grace=GRACE)
 
 
 async def _until_barrier(events: EventStream, folder: Path) -> list[ReloadEvent]:
@@ -72,8 +73,8 @@ async def test_a_save_then_a_deletion_in_one_batch_is_held_by_the_grace(
     tmp_path: Path, gone: str
 ) -> None:
     """Saved, then deleted (or its folder moved away) microseconds later: the watcher reports
-    ``modified`` and ``deleted`` in one batch. The ``modified`` of a path that is gone was
-    passed at once and the module unloaded, grace or not (the fix: it is a deletion)."""
+    ``modified`` and ``deleted`` in one batch. Whatever the report says, the plan finds the
+    file gone: it is held, not unloaded, and unchanged when it is back (never re-set-up)."""
     folder = tmp_path / "providers"
     write(folder / "words.py", 'WORD = "teal"\n')
     source = write(folder / "ui.py", PROVIDER).read_text()
@@ -95,19 +96,14 @@ async def test_a_save_then_a_deletion_in_one_batch_is_held_by_the_grace(
         assert context.lookup(USER_INTERACTION) is serving  # never replaced either
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hotseam bug found by bench/torture_daemon.py: a helper saved while a module that "
-    "imports it is within its deletion grace re-executes that importer, finds its file gone "
-    "and unloads it at once (the grace only holds back the deletion event; the plan reads "
-    "the folder)",
-)
 async def test_a_helper_saved_while_its_importer_is_within_the_grace_keeps_the_importer(
     tmp_path: Path,
 ) -> None:
     """``git checkout`` of a branch that changes ``words.py`` and lacks ``ui.py``, and back
     within the grace (or a ``git pull`` that writes the helper between deleting and writing
-    ``ui.py``): ``ui.py`` must be reloaded for the new helper, never unloaded."""
+    ``ui.py``): ``ui.py`` must be reloaded for the new helper, never unloaded. (The grace
+    was a wrapper of the watcher: the helper's plan re-executed ``ui.py``, found it gone and
+    unloaded it at once.)"""
     folder = tmp_path / "providers"
     write(folder / "words.py", 'WORD = "teal"\n')
     source = write(folder / "ui.py", PROVIDER).read_text()
@@ -123,18 +119,13 @@ async def test_a_helper_saved_while_its_importer_is_within_the_grace_keeps_the_i
         assert getattr(context.lookup(USER_INTERACTION), "word", None) == "plum"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="hotseam bug found by bench/torture_daemon.py --cli: an explicit reload (SIGHUP, "
-    "hotseam reload, the control socket's reload) while a file or its folder is within its "
-    "deletion grace unloads the module at once (the grace only holds back watcher events)",
-)
 @pytest.mark.parametrize("gone", ["file", "folder"])
 async def test_an_explicit_reload_within_the_grace_keeps_the_module(
     tmp_path: Path, gone: str
 ) -> None:
     """A deploy script's ``hotseam reload`` lands while ``git`` has the file (or the whole
-    folder) away for a moment: the module must keep serving, as the grace promises."""
+    folder) away for a moment: the module must keep serving, as the grace promises. (The
+    grace held back only the watcher's events: the explicit reload unloaded it.)"""
     folder = tmp_path / "providers"
     write(folder / "words.py", 'WORD = "teal"\n')
     source = write(folder / "ui.py", PROVIDER).read_text()
@@ -153,5 +144,6 @@ async def test_an_explicit_reload_within_the_grace_keeps_the_module(
         seen = await _until_barrier(events, folder)
         assert [e.module for e in result.unloaded] == []
         assert [e for e in seen if isinstance(e, ModuleUnloaded)] == []
-        assert context.lookup(USER_INTERACTION) is not None
         assert serving is not None
+        assert context.lookup(USER_INTERACTION) is not None
+        assert reloader.status_of(folder / "ui.py").state is ModuleState.ACTIVE

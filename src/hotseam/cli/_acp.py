@@ -167,6 +167,7 @@ async def _main(
                     agent=f"{agent.__module__}:{agent.__qualname__}",
                     watch=[str(path) for path in paths],
                     watcher=repr(watcher) if watcher is not None else None,
+                    deletion_grace=getattr(watching, "deletion_grace", None),
                 )
                 async with watching:
                     await serve(

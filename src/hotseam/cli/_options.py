@@ -118,8 +118,9 @@ def add_reload_options(parser: argparse.ArgumentParser) -> None:
         "--deletion-grace",
         type=seconds_or_zero,
         metavar="SECONDS",
-        help="a deleted module file that is back within this long is reloaded, not unloaded "
-        "(git stash, branch switches, editors that delete then write; default 2, 0 disables)",
+        help="a module whose file (or folder) is gone keeps serving this long, and is "
+        "unloaded only if it is still gone then (git stash, branch switches, editors that "
+        "delete then write; default 2, 0 disables)",
     )
     parser.add_argument(
         "--max-module-size",
@@ -208,19 +209,19 @@ class ReloadOptions:
 
     def reloader(self, context: Context, paths: Sequence[str | os.PathLike[str]]) -> Reloader:
         """The reloader of ``paths`` into ``context``: native notifications (or polling),
-        each deletion held for the grace, these time bounds and this size limit.
+        each module whose file is gone held for the deletion grace, these time bounds and
+        this size limit.
 
         Raises:
             ReloadPathError: a path does not exist, or is not a module or a folder.
         """
-        from ..reload import PollingWatcher, Reloader, WatchfilesWatcher
-        from ._grace import GraceWatcher
+        from ..reload import Reloader
 
-        inner = PollingWatcher() if self.polling else WatchfilesWatcher()
         return Reloader(
             context,
             paths,
-            watcher=GraceWatcher(inner, self.deletion_grace),
+            polling=self.polling,
+            deletion_grace=self.deletion_grace,
             setup_timeout=self.setup_timeout,
             dispose_timeout=self.dispose_timeout,
             import_timeout=self.import_timeout,

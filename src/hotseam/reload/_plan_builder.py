@@ -4,6 +4,8 @@ The first of a reload's three phases (plan → prepare → commit). The module i
 file reading live in :mod:`._planner`; this decides, against the module records, what one
 reload must do: changed files, every loaded module importing one of them (or that failed to
 import a module that appeared), and modules refused for a conflict whose blocker is going.
+A loaded module whose file is gone is unloaded, or held for the deletion grace
+(:mod:`._holds`).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import anyio
 from .._core import get_logger
 from ._errors import LoadError, ModuleTooLargeError
 from ._heir import carrier_of, waiting_heirs
+from ._holds import Hold, Holds, report_back, report_held
 from ._loader import NOTHING, Loader, ModuleRecord
 from ._planner import ModuleIndex, Plan, dependency_order, dependents, importers_of
 from ._read import Source, read_many, read_source
@@ -36,19 +39,27 @@ class PlanBuilder:
         "_blocked",
         "_deferrals",
         "_graph",
+        "_holds",
         "_importers",
         "_index",
         "_loader",
+        "_now",
         "_prefetched",
         "_reported_skips",
         "_stale",
         "_touched",
     )
 
-    def __init__(self, index: ModuleIndex, loader: Loader, deferrals: Deferrals) -> None:
+    def __init__(
+        self, index: ModuleIndex, loader: Loader, deferrals: Deferrals, holds: Holds
+    ) -> None:
         self._index = index
         self._loader = loader
         self._deferrals = deferrals
+        self._holds = holds
+        self._now = 0.0
+        """When the plan being built started (``anyio.current_time()``): what the ends of
+        the graces are compared with."""
         self._reported_skips: set[Path] = set()
         self._graph: dict[str, frozenset[str]] = {}
         self._importers: dict[str, set[str]] = {}
@@ -74,6 +85,7 @@ class PlanBuilder:
         """
         index = self._index
         records = self._loader.records
+        self._now = anyio.current_time()
         # A listing of everything looks at every path waiting for a retry as well.
         looked = [EVERYTHING, *self._deferrals.paths()] if candidates is None else list(candidates)
         try:
@@ -104,6 +116,15 @@ class PlanBuilder:
                 if (name is None or path.name == "__init__.py") and index.may_hold(directory):
                     names.update(index.under(directory))
                     names.update(n for n, r in records.items() if r.path.is_relative_to(directory))
+            # Held modules whose file is back, whose name another file took, or whose grace
+            # is over: each is looked at now, whatever was reported.
+            names.update(
+                hold.name
+                for hold in self._holds
+                if hold.path not in index.held
+                or hold.path not in index.missing
+                or hold.until <= self._now
+            )
         plan = Plan()
         appeared: set[str] = set()
         if len(names) > _PREFETCH:
@@ -121,11 +142,13 @@ class PlanBuilder:
             if carrier is not None:
                 await self._retry(waiting_heirs(records[carrier], records), plan, appeared)
         if plan.empty and not self._any_blocked():
+            self._report_holds(plan)
             return plan  # a save that changed nothing: the import graph is not even looked at
         graph = self._imports()
         await self._follow(plan, appeared)
         while await self._retry_unblocked(plan, appeared):
             await self._follow(plan, appeared)
+        self._report_holds(plan)
         plan.order = dependency_order(plan.sources, graph)
         plan.unload = list(reversed(dependency_order(plan.unload, graph)))
         # Its batch may refuse these modules for a conflict, or clear them (and the modules
@@ -280,18 +303,28 @@ class PlanBuilder:
         """
         records = self._loader.records
         record = records.get(name)
-        path = self._index.path_of(name)
+        index = self._index
+        path = index.path_of(name)
+        hold = self._holds.get(name)
+        if hold is not None and path != hold.path:
+            # Another file has its name now (a module turned package): that one is loaded.
+            self._end_hold(hold)
+            hold, path = None, index.path_of(name)
         if path is None:
-            if record is not None and record.state is not ModuleState.UNLOADED:
-                plan.unload.append(name)
+            self._gone(name, None, plan, wanted=force or dependent)
             return
-        if record is None and name not in self._index.autoload:
+        if record is None and name not in index.autoload:
             return  # a single file's sibling that nothing imported
         previous = record.digest if record is not None else None
         try:
-            source = await self._read(path, previous)
+            if hold is not None and path in index.missing:
+                source = None  # held, and still gone: nothing to read
+            else:
+                source = await self._read(path, previous)
         except ModuleTooLargeError as error:  # refused, not failed: no traceback to show
             self._deferrals.looked_at((path,))
+            if hold is not None:
+                self._end_hold(hold)  # back, but too big: refused as any other
             plan.unreadable[name] = (
                 path,
                 LoadError.at("read", "ModuleTooLargeError", str(error), str(path)),
@@ -303,13 +336,18 @@ class PlanBuilder:
                 plan.deferred.append(path)
                 return
             self._deferrals.looked_at((path,))
+            if hold is not None:
+                self._end_hold(hold)  # back, but unreadable: reported as any other
             plan.unreadable[name] = (path, LoadError.from_exception("read", error, (), str(path)))
             return
         self._deferrals.looked_at((path,))
         if source is None:
-            if record is not None and record.state is not ModuleState.UNLOADED:
-                plan.unload.append(name)
+            self._gone(name, path, plan, wanted=force or dependent)
             return
+        if hold is not None:  # back within the grace
+            self._end_hold(hold)
+            plan.back.append(path)
+            force = force or hold.stale
         fresh = record is None or record.state is ModuleState.UNLOADED or record.path != path
         if not force and not fresh and record is not None and record.digest == source.digest:
             if record.state is not ModuleState.FAILED:
@@ -321,6 +359,38 @@ class PlanBuilder:
         if fresh or not dependent or record is None or record.digest != source.digest:
             plan.changed.append(path)
         plan.sources[name] = source
+
+    def _gone(self, name: str, path: Path | None, plan: Plan, *, wanted: bool) -> None:
+        """Module ``name``'s file is gone (``path``: the file the index lists for it, if it
+        still lists one): unload it, or hold it for the deletion grace (:mod:`._holds`).
+        ``wanted``: the plan would have executed it (it is stale when it is back)."""
+        record = self._loader.records.get(name)
+        if record is None or record.state is ModuleState.UNLOADED:
+            return
+        hold = self._holds.get(name)
+        if hold is None and self._holds.grace > 0:
+            where = path if path is not None else record.path
+            if self._index.hold(where, name):
+                hold = self._holds.start(name, where, self._now)
+                plan.held.append(where)
+        if hold is not None:
+            if self._now < hold.until:
+                hold.stale = hold.stale or wanted
+                return  # planned as there and unchanged: it keeps serving
+            self._end_hold(hold)  # the grace is over, and it is still gone
+        plan.unload.append(name)
+
+    def _end_hold(self, hold: Hold) -> None:
+        """End ``hold``: the index forgets its entry if its file is still gone."""
+        self._holds.end(hold.name)
+        self._index.release(hold.path)
+
+    def _report_holds(self, plan: Plan) -> None:
+        """Log the holds this plan began, and those it ended with the file back."""
+        if plan.held:
+            report_held(plan.held, self._holds.grace)
+        if plan.back:
+            report_back(plan.back)
 
     async def _read(self, path: Path, previous: str | None) -> Source | None:
         """The content of ``path`` (``None``: gone), read ahead when the plan is big."""

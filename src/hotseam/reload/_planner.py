@@ -96,6 +96,11 @@ class ModuleIndex:
     (:func:`._read.read_on_loop`)."""
     max_size: int | None = MAX_MODULE_SIZE
     """The largest module file read, in bytes (``None``: no limit); see :mod:`._read`."""
+    held: dict[Path, str] = field(default_factory=dict)
+    """Module files gone within the deletion grace → their module (see :mod:`._holds`):
+    their entries stay, as if the files were there, until :meth:`release`."""
+    missing: set[Path] = field(default_factory=set)
+    """The :attr:`held` files the latest listing (or report) found gone."""
 
     def rescan(self) -> None:
         """List the watched paths again (the new index replaces the old one at once)."""
@@ -125,6 +130,7 @@ class ModuleIndex:
         self.targets = {**previous, **self.linked}
         self.per_top = Counter(name.partition(".")[0] for name in self.paths)
         self.tops = set(self.per_top)
+        self._keep_held()
 
     def refresh(self, changed: Collection[Path] | None) -> None:
         """Bring the index up to date after ``changed`` were reported (``None``: anything may
@@ -185,9 +191,13 @@ class ModuleIndex:
         else:
             return mode is None and path not in self.skipped  # a folder never listed
         if mode is None:
-            self._forget(path)
+            if path in self.held:
+                self.missing.add(path)  # held: the entry stays
+            else:
+                self._forget(path)
             return True
         if path in self.names or path in self.clashes:
+            self.missing.discard(path)
             return True  # saved again: the entry stands
         if not is_module_file_name(name):
             self.skipped[path] = "not an importable module name"
@@ -224,6 +234,54 @@ class ModuleIndex:
         if not self.per_top[top]:
             del self.per_top[top]
             self.tops.discard(top)
+
+    def hold(self, path: Path, name: str) -> bool:
+        """Keep the entry of module ``name`` at ``path``, whose file is gone, as if the file
+        were there (a module executed meanwhile imports the module it had), until
+        :meth:`release`. False when it cannot be kept: the name or the path is another
+        module's now."""
+        if self.paths.get(name, path) != path or self.names.get(path, name) != name:
+            return False
+        self.held[path] = name
+        self.missing.add(path)
+        if path not in self.names:
+            self._insert(name, path)
+        return True
+
+    def release(self, path: Path) -> None:
+        """Stop keeping the entry of ``path``: forget it if its file is still gone."""
+        name = self.held.pop(path, None)
+        if name is not None and path in self.missing:
+            self.missing.discard(path)
+            if self.names.get(path) == name:
+                self._forget(path)
+
+    def _keep_held(self) -> None:
+        """After a listing: put back the entries of the held files it did not find; a held
+        file whose name (or path) another file took now is held no more."""
+        self.missing = set()
+        for path, name in list(self.held.items()):
+            if self.names.get(path) == name:
+                continue  # listed: back
+            if path in self.names or name in self.paths:
+                del self.held[path]  # a module turned package, say: that one loads
+                continue
+            self._insert(name, path)
+            self.missing.add(path)
+
+    def _insert(self, name: str, path: Path) -> None:
+        """Add the entry of module ``name`` at ``path`` (neither is taken)."""
+        self.former.pop(path, None)
+        self.paths[name] = path
+        self.names[path] = name
+        self.real_paths.setdefault(name, path)
+        top = name.partition(".")[0]
+        self.per_top[top] += 1
+        self.tops.add(top)
+        if path.parent not in self.siblings or any(
+            root.kind == "file" and root.path == path for root in self.roots
+        ):
+            self.autoload.add(name)
 
     def _watches(self, path: Path) -> bool:
         """True when ``path`` is under a watched path and not hidden (as the listing sees it).
@@ -339,6 +397,10 @@ class Plan:
     deferred: list[Path] = field(default_factory=list)
     """Paths left out because they could not be read or listed for a passing reason (out
     of file descriptors...): the reloader retries them (see :mod:`._transient`)."""
+    held: list[Path] = field(default_factory=list)
+    """Module files this plan found gone and began to hold (the deletion grace)."""
+    back: list[Path] = field(default_factory=list)
+    """Held module files this plan found back within the grace."""
     carrier: str | None = None
     """The one unloaded module whose generation carries values (``scope.carry``), if one
     does: a single provider without a serving generation in this plan may take them over

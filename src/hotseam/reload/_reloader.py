@@ -61,6 +61,7 @@ from ._events import (
     display_path,
 )
 from ._guard import Detached
+from ._holds import Holds
 from ._loader import Loader
 from ._native import WatchfilesWatcher
 from ._plan_builder import PlanBuilder
@@ -115,6 +116,12 @@ class Reloader:
             no limit). Compiling holds the interpreter lock, so a module of many megabytes
             would stall the event loop for seconds; a larger file fails to load with an error
             naming it, its size and the limit, and the running generation keeps serving.
+        deletion_grace: Seconds a loaded module whose file (or folder) is gone keeps
+            serving before it is unloaded (default 0: unloaded at once; ``hotseam dev`` and
+            ``run`` use 2). A file back within the grace (``git checkout``, ``git stash``,
+            an editor that deletes then writes) is reloaded if it changed, and nothing
+            happens if it did not; whatever plans a reload meanwhile (a save of a module
+            it imports, :meth:`reload`) leaves it serving. See ``docs/reload.md``.
         on_event: Called with every :class:`ReloadEvent` (errors it raises are logged).
 
     Without a watcher (``watch=False``) the reloader is fully deterministic, which is what a
@@ -146,6 +153,7 @@ class Reloader:
         setup_timeout: float = 30.0,
         import_timeout: float = 10.0,
         max_module_size: int | None = MAX_MODULE_SIZE,
+        deletion_grace: float = 0.0,
         on_event: Callable[[ReloadEvent], object] | None = None,
     ) -> None:
         if isinstance(paths, str | os.PathLike):
@@ -208,7 +216,9 @@ class Reloader:
         self._services_done: anyio.Event | None = None
         self._closed: anyio.Event | None = None
         self._deferrals = Deferrals()
-        self._planner = PlanBuilder(self._index, self._loader, self._deferrals)
+        self._holds = Holds(deletion_grace)
+        self.deletion_grace = self._holds.grace
+        self._planner = PlanBuilder(self._index, self._loader, self._deferrals, self._holds)
         self._closer = Closer(self._loader, dispose_timeout, self._abandoned)
         preparer = Preparer(
             context,
@@ -465,6 +475,7 @@ class Reloader:
             with self._services:
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(self._retry_deferred)
+                    tg.start_soon(self._end_holds)
                     if self.watcher is None:
                         ready.started()
                         return  # the retries run on; nothing else runs in the background
@@ -500,6 +511,15 @@ class Reloader:
                 await self._apply(
                     None if EVERYTHING in paths else paths, force=False, retry_failed=True
                 )
+            except ReloaderClosedError:
+                return
+
+    async def _end_holds(self) -> None:
+        """When a deletion grace ends, plan the module it held again: unloaded if its file
+        is still gone, reloaded if it came back changed (see :mod:`._holds`)."""
+        async for paths in self._holds.due():
+            try:
+                await self._apply(paths, force=False, retry_failed=False)
             except ReloaderClosedError:
                 return
 

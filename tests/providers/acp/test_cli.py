@@ -275,8 +275,8 @@ async def test_watch_takes_the_reload_options_of_dev_and_run(tmp_path: Path) -> 
     assert refused["path"] == str(big)
     assert refused["error_type"] == "ModuleTooLargeError"
     assert "over the limit of 1 KiB for a module file" in refused["error"]
-    assert serving["watcher"].startswith("GraceWatcher(PollingWatcher(interval=0.3")
-    assert serving["watcher"].endswith(", grace=0.2)")
+    assert serving["watcher"].startswith("PollingWatcher(interval=0.3")
+    assert serving["deletion_grace"] == 0.2
 
 
 SLOW_AGENT = """
