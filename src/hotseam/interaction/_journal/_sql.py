@@ -439,6 +439,7 @@ class Sql:
                 raise unknown("ask", ask_id)
             raise not_abandoned(current)
         ask = ask_from_row(row)
+        db.announce([ask], cleared=True)
         return ask
 
     def inbox(self, db: Db) -> list[InboxEntry]:
