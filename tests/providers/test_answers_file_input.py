@@ -6,6 +6,7 @@ prints it as one line on stderr and exits 2.
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -98,3 +99,48 @@ def test_the_cli_exits_2_with_one_line(
     assert line.startswith(f"hotseam {command}: answers.json")
     assert message in line
     assert result.stdout == ""
+
+
+MULTI_AGENT = """
+async def main(context):
+    result = await context.tools.execute("ask_user_question", {"questions": [
+        {"question": "Which database?", "header": "Database", "multiSelect": False,
+         "options": [{"label": "Postgres", "description": "A server"}, {"label": "SQLite"}]},
+        {"question": "Which features?", "header": "Features", "multiSelect": True,
+         "options": [{"label": "auth"}, {"label": "billing"}, {"label": "search"}]},
+        {"id": "notes", "question": "Anything else?", "allowSkip": True},
+    ]})
+    print(result.output if result.ok else result.error["code"], flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    "answers",
+    [
+        [["Postgres", ["search", "auth"], {"skip": True}]],
+        [{"q1": "Postgres", "q2": ["auth", "search"], "notes": {"skip": True}}],
+    ],
+    ids=["in-order", "by-id"],
+)
+def test_the_cli_answers_an_ask_of_several_questions_from_a_file(
+    tmp_path: Path, answers: list[object]
+) -> None:
+    """``hotseam run --answers FILE``: Claude Code's shape answered per question, from a
+    list in question order or an object keyed by question id; a list of choices for the
+    multi-select question, {"skip": true} for the skippable one."""
+    (tmp_path / "providers").mkdir()
+    (tmp_path / "agent.py").write_text(MULTI_AGENT)
+    (tmp_path / "answers.json").write_text(json.dumps({"answers": answers}))
+    result = subprocess.run(
+        [sys.executable, "-m", "hotseam", "run", "providers", "--agent", "agent.py",
+         "--answers", "answers.json", "--no-journal"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    output = ast.literal_eval(result.stdout.strip())
+    assert output["answers"] == {"Which database?": "Postgres", "Which features?": "auth, search"}
+    assert [(q["id"], q["values"], q["skipped"]) for q in output["questions"]] == [
+        ("q1", ["Postgres"], None),
+        ("q2", ["auth", "search"], None),
+        ("notes", [], "skipped"),
+    ]

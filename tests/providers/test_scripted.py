@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -17,6 +18,7 @@ from hotseam.interaction import (
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    Question,
     UserInteractionError,
     UserInteractionProvider,
     ask,
@@ -33,6 +35,7 @@ DB = AskUserQuestionRequest(
     ),
 )
 NAME = AskUserQuestionRequest("What is your name?")
+Option = AskUserQuestionOption
 
 
 async def _ask(provider: ScriptedProvider, request: AskUserQuestionRequest) -> str:
@@ -208,3 +211,166 @@ class TestAnswersFile:
         """A missing file names itself."""
         with pytest.raises(ScriptError, match="cannot read the answers file"):
             ScriptedProvider.from_file(tmp_path / "missing.json")
+
+
+# -- several questions in one ask ----------------------------------------------------------------
+
+STACK = AskUserQuestionRequest.of(
+    [
+        Question("Which database?", options=[Option("Postgres", "pg"), Option("SQLite")], id="db"),
+        Question(
+            "Which features?",
+            options=[Option("Auth", "auth", recommended=True), Option("Billing"), Option("Search")],
+            multi_select=True,
+            id="features",
+        ),
+        Question("Anything else?", id="notes", allow_skip=True),
+    ]
+)
+FEATURES_ONLY = AskUserQuestionRequest.of([STACK.questions[1]])
+
+
+async def _answers(provider: ScriptedProvider, request: AskUserQuestionRequest) -> list[object]:
+    """Each question's answer (None when skipped) of one ask."""
+    context = Context("scripted")
+    context.provide(USER_INTERACTION, provider)
+    answer = await ask(request, context=context)
+    return [entry.answer if entry.skipped is None else entry.skipped for entry in answer.answers]
+
+
+class TestSeveralQuestions:
+    async def test_it_shows_several_questions_at_once(self) -> None:
+        """multiple_questions: the whole ask reaches it as one request."""
+        provider = ScriptedProvider([["pg", ["auth"], "no"]])
+        assert ScriptedProvider.multiple_questions is True
+        await _answers(provider, STACK)
+        assert [len(request.questions) for request in provider.requests] == [3]
+
+    async def test_in_question_order_by_id_and_by_question_text(self) -> None:
+        """A list in question order, an object by id, a script keyed by each question's text."""
+        in_order = ScriptedProvider([["Postgres", ["search", "Auth"], {"skip": True}]])
+        assert await _answers(in_order, STACK) == ["pg", "auth, Search", "skipped"]
+        by_id = ScriptedProvider([{"notes": "none", "db": {"option": 2}, "features": []}])
+        with pytest.raises(UserInteractionError, match=r"0 selections"):
+            await _answers(by_id, STACK)  # min_selections defaults to 1
+        by_id = ScriptedProvider([{"notes": "none", "db": {"option": 2}, "features": "Billing"}])
+        assert await _answers(by_id, STACK) == ["SQLite", "Billing", "none"]
+        by_text = ScriptedProvider(
+            {
+                "Which database?": "SQLite",
+                "Which features?": [["Billing", "Dark mode"]],
+                "Anything else?": {"skip": "dismissed"},
+            }
+        )
+        assert await _answers(by_text, STACK) == ["SQLite", "Billing, Dark mode", "dismissed"]
+
+    async def test_a_list_is_the_choices_of_a_single_multi_select_question(self) -> None:
+        """[["auth", "billing"]]: the selection; {"recommended": true}: every recommended."""
+        provider = ScriptedProvider([["Billing", "auth"], {"recommended": True}, "Search"])
+        assert [await _answers(provider, FEATURES_ONLY) for _ in range(3)] == [
+            ["auth, Billing"],
+            ["auth"],
+            ["Search"],
+        ]
+
+    async def test_the_python_replies(self) -> None:
+        """Reply.each / select / by_question_id / skip, and plain lists and dicts."""
+        provider = ScriptedProvider(
+            [
+                Reply.each("SQLite", Reply.select("Search", Reply.choose(1)), Reply.skip()),
+                Reply.by_question_id({"db": "pg", "features": "Billing", "notes": "later"}),
+                {"db": "pg", "features": ["Billing", "Search"], "notes": Reply.skip("dismissed")},
+            ]
+        )
+        assert await _answers(provider, STACK) == ["SQLite", "auth, Search", "skipped"]
+        assert await _answers(provider, STACK) == ["pg", "Billing", "later"]
+        assert await _answers(provider, STACK) == ["pg", "Billing, Search", "dismissed"]
+
+    async def test_a_declining_question_declines_the_whole_ask(self) -> None:
+        """An error reply for one question is the UI's error for the ask."""
+        provider = ScriptedProvider([["pg", {"error": "ASK_DECLINED"}, "x"]])
+        with pytest.raises(UserInteractionError) as caught:
+            await _answers(provider, STACK)
+        assert caught.value.code == ASK_DECLINED
+
+    @pytest.mark.parametrize(
+        ("script", "message"),
+        [
+            (["pg"], "gives one answer to an ask of 3 questions"),
+            ([["pg", "auth"]], "gives 2 answers to an ask of 3 questions"),
+            ([{"db": "pg", "features": "auth"}], "has no answer for question 'notes'"),
+            ([{"db": "pg", "feature": "auth", "notes": "x"}], "unknown question ids 'feature'"),
+            ([["pg", ["one", "two"], "x"]], "gives 'features' more than one custom text"),
+            (
+                [[["pg", "SQLite"], "auth", "x"]],
+                "questions[0] (Which database?): 2 selections, but the question takes exactly one",
+            ),
+            ({"Which database?": "pg"}, "has no scripted answer for 'Which features?'"),
+        ],
+    )
+    async def test_replies_that_do_not_fit_fail_naming_what(
+        self, script: Any, message: str
+    ) -> None:
+        """PROVIDER_FAILED (or INVALID_ANSWER) saying what the script got wrong."""
+        with pytest.raises(UserInteractionError) as caught:
+            await _answers(ScriptedProvider(script), STACK)
+        assert message in str(caught.value)
+
+    async def test_a_script_error_in_python_is_raised_at_once(self) -> None:
+        """A malformed list or dict in a Python script names its entry when built."""
+        with pytest.raises(ScriptError, match=r"<script>: answers\[1\]\[0\]: 'skip' must be"):
+            ScriptedProvider(["a", [{"skip": 3}]])
+
+
+class TestSeveralQuestionsFile:
+    async def test_a_file_of_asks_of_several_questions(self, tmp_path: Path) -> None:
+        """The module docstring's example loads and answers."""
+        path = tmp_path / "answers.json"
+        path.write_text(
+            json.dumps(
+                {
+                    "answers": [
+                        ["Postgres", ["auth", "billing"], {"skip": True}],
+                        {"db": "SQLite", "features": ["Search"], "notes": "none"},
+                        ["auth", "billing"],
+                        [["Search"]],
+                    ]
+                }
+            )
+        )
+        provider = ScriptedProvider.from_file(path)
+        assert await _answers(provider, STACK) == ["pg", "auth, Billing", "skipped"]
+        assert await _answers(provider, STACK) == ["SQLite", "Search", "none"]
+        assert await _answers(provider, FEATURES_ONLY) == ["auth, Billing"]
+        assert await _answers(provider, FEATURES_ONLY) == ["Search"]  # in question order
+
+    @pytest.mark.parametrize(
+        ("content", "message"),
+        [
+            ('[[["a", ["b"]]]]', "answers[0][0][1]: a list inside a list of choices"),
+            (
+                '[{"db": 3}]',
+                "answers[0]: an answer object needs exactly one of text, option, recommended, "
+                "error, never, skip (plus 'message' with 'error'); found db; or, read as "
+                'answers by question id: ["db"]: expected a string or an object, got int',
+            ),
+            (
+                '[{"db": {"features": "x"}}]',
+                'found db; or, read as answers by question id: ["db"]: an answer object needs',
+            ),
+            ('[{"skip": 1}]', 'answers[0]: \'skip\' must be true, "skipped" or "dismissed"'),
+            ('[{"skip": true, "text": "x"}]', "found skip, text"),
+            ('{"Q?": [[1]]}', 'answers["Q?"][0][0]: expected a string or an object, got int'),
+        ],
+    )
+    async def test_bad_entries_name_the_file_and_entry(
+        self, tmp_path: Path, content: str, message: str
+    ) -> None:
+        """A ScriptError naming the file and the entry, as for one question."""
+        path = tmp_path / "answers.json"
+        path.write_text(content)
+        with pytest.raises(ScriptError) as caught:
+            ScriptedProvider.from_file(path)
+        assert str(caught.value).startswith(f"{path}: ")
+        assert message in str(caught.value)
+        assert caught.value.code == "INVALID_SCRIPT"

@@ -128,6 +128,8 @@ class Reply:
             )
         elif self.kind in ("match", "text", "option", "recommended") and questions[0]._derived:
             return self._plain_answer(request)
+        elif self.kind == "list" and len(self.replies) == 1 and self.replies[0].kind == "list":
+            replies = list(self.replies)  # [[choices]]: the one question's, in question order
         else:
             replies = [self]
         entries = []
@@ -200,6 +202,7 @@ class Reply:
 
 
 _ENTRY_KEYS = ("text", "option", "recommended", "error", "never", "skip")
+SKIP_REASONS: tuple[str, ...] = get_args(SkipReason)
 _QUESTION_ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # as validate_request() requires
 
 
@@ -255,8 +258,8 @@ def parse_entry(entry: Any, where: str, depth: int = 0) -> Reply:
         return Reply.recommended()
     if key == "never" and value is True:
         return Reply.never()
-    if key == "skip" and value in (True, *get_args(SkipReason)):
-        return Reply.skip("skipped" if value is True else value)
+    if key == "skip" and (value is True or (isinstance(value, str) and value in SKIP_REASONS)):
+        return Reply.skip("skipped" if value is True else cast("SkipReason", value))
     if key == "error" and isinstance(value, str):
         if value not in ErrorCode.__members__:
             raise ScriptError(
