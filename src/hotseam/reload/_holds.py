@@ -141,7 +141,7 @@ def report_back(paths: list[Path]) -> None:
         "reload.back",
         paths=[str(path) for path in paths],
         summary=f"{_listed(paths)} {'is' if len(paths) == 1 else 'are'} back within the "
-        "deletion grace: reloaded only if changed",
+        "deletion grace: reloaded only if it changed, or if a reload meanwhile wanted it",
     )
 
 
