@@ -27,9 +27,9 @@ git repository (``providers/`` untracked), its control socket in a folder of its
   commands), the hostile lines of ``bench/control_flood.py`` (deep nesting, random bytes,
   64 KB without a newline, clients that hang up or never read), and bursts of 80 idle
   connections (more than the 64 it serves at once) with a status request among them.
-  Reload requests wait while an episode's files are away: an explicit reload then unloads
-  a module within its grace (a known bug, ``tests/reload/test_torture_findings.py``;
-  ``--reload-in-grace`` lets them land, and a run then shows it now and then).
+  Reload requests land at any moment, an episode's files away included (a module within
+  its grace must survive them: ``tests/reload/test_torture_findings.py``); they wait only
+  while a SIGHUP's reload is checked.
 
 At the end the good content is put back, converged, and SIGTERM sent.
 
@@ -131,9 +131,6 @@ class CliSettings(Settings):
     converge_within: float = 10.0
     hang_after: float = 30.0
     git: bool = True
-    reload_in_grace: bool = False
-    """Let reload requests land while an episode's files are away (a known bug unloads
-    them then: see tests/reload/test_torture_findings.py)."""
 
 
 class Daemon:
@@ -241,25 +238,24 @@ class Daemon:
 class Client(threading.Thread):
     """Hammers the control socket until stopped; counts what went wrong."""
 
-    def __init__(self, daemon: Daemon, report: Report, seed: int, *, hold: bool) -> None:
+    def __init__(self, daemon: Daemon, report: Report, seed: int) -> None:
         super().__init__(daemon=True)
         self.daemon_process = daemon
         self.report = report
         self.rng = random.Random(seed)
         self.stopping = threading.Event()
         self.counts = report.section("control socket")
-        self.hold = hold
         self.gate = threading.Lock()
-        """Held by a reload request while it runs, and by the harness to start an episode."""
+        """Held by a reload request while it runs, and by the harness to check a SIGHUP."""
         self.held = threading.Event()
-        """Set while an episode's files are away: reloads wait (see ``reload_in_grace``)."""
+        """Set while a SIGHUP's reload is checked: reload requests wait."""
 
     def reloading(self) -> bool:
         """Take the gate for a reload request; False (gate released) while reloads are held."""
         self.gate.acquire()
-        if self.hold and self.held.is_set():
+        if self.held.is_set():
             self.gate.release()
-            self.counts["reloads held while an episode's files were away"] += 1
+            self.counts["reloads held while a SIGHUP was checked"] += 1
             return False
         return True
 
@@ -403,8 +399,7 @@ class CliTorture:
         started = time.perf_counter()
         self.files.create(git=self.settings.git)
         self.daemon = daemon = Daemon(self.project, self.settings)
-        hold = not self.settings.reload_in_grace
-        self.client = client = Client(daemon, self.report, self.settings.seed + 2, hold=hold)
+        self.client = client = Client(daemon, self.report, self.settings.seed + 2)
         try:
             if not daemon.started.wait(60) or self.wait_answer(time.time(), 60) is None:
                 self.report.problems.append("the daemon did not start answering")
@@ -470,21 +465,11 @@ class CliTorture:
             self.client.release_reloads()
 
     def episode(self, kind: str) -> None:
-        """Quiet and converged first; the edits with reload requests held (unless
-        ``reload_in_grace``); converged again; what the grace says of the window."""
+        """Quiet and converged first; the edits; converged again; what the grace says of
+        the window."""
         if not self.quiesce(f"before '{kind}'"):
             return
         assert self.daemon is not None
-        assert self.client is not None
-        self.client.hold_reloads()
-        try:
-            self.episode_edits(kind)
-        finally:
-            self.client.release_reloads()
-
-    def episode_edits(self, kind: str) -> None:
-        assert self.daemon is not None
-        assert self.client is not None
         files, rng = self.files, self.rng
         within = "past" not in kind
         new = rng.random() < 0.5
@@ -516,7 +501,6 @@ class CliTorture:
             files.git("stash", "pop", "--quiet")
         else:
             raise ValueError(f"unknown episode {kind!r}")
-        self.client.release_reloads()  # everything is back
         if self.converge(kind, time.time()) and within:
             # The window stays open past the grace and the folders' check (1 s in hotseam
             # run): a module unloaded at the end of its grace falls inside it.

@@ -21,12 +21,15 @@ reloader's ``deletion_grace``, what ``--deletion-grace`` sets). The watched fold
 * **episodes** — ``--episodes`` of the steps (8 %) are episodes instead of an ordinary edit,
   each starting from a converged state (the last good content put back, the serving state
   equal to it): the provider deleted, or renamed away, and back within the grace and past
-  it (then its unload is waited for first), and saved just before (the save and the
-  deletion in one watcher batch); renamed to another module past the grace, and
-  back (``git mv``: the renamed module must take over the carried values); the whole folder
+  it (then its unload is waited for first), saved just before (the save and the deletion
+  in one watcher batch), while the helper it imports is saved, and reloaded by hand
+  (``reload(force=True)``, what SIGHUP does) while it is away; renamed to another module
+  past the grace, and back (``git mv``: the renamed module must take over the carried
+  values); the whole folder
   removed and made again (``rm -rf`` and a copy), deployed atomically (``mv providers
   providers.old && mv providers.new providers``), moved away and back within and past the
-  grace (and just after a save), removed and restored by ``git checkout``, taken away by
+  grace (and just after a save, and reloaded by hand while it is away), removed and
+  restored by ``git checkout``, taken away by
   ``git stash -u`` and brought back by ``git stash pop`` within and past the grace. Half of
   them bring a new provider version back. After each, the serving state must *converge*
   within ``converge_within`` seconds of the folder settling: the serving provider is the
@@ -95,6 +98,8 @@ EPISODES: dict[str, int] = {
     "grace: deleted, back within the grace": 3,
     "grace: deleted, back past the grace": 2,
     "grace: saved and deleted at once, back within the grace": 2,
+    "grace: deleted while its helper is saved, back within the grace": 2,
+    "grace: deleted and reloaded by hand, back within the grace": 2,
     "grace: renamed away, back within the grace": 3,
     "grace: renamed away, back past the grace": 2,
     "grace: renamed to another module and back, past the grace": 2,
@@ -103,6 +108,7 @@ EPISODES: dict[str, int] = {
     "folder: moved away, back within the grace": 3,
     "folder: moved away, back past the grace": 2,
     "folder: saved and moved away at once, back within the grace": 2,
+    "folder: moved away and reloaded by hand, back within the grace": 2,
     "folder: rm -rf, git checkout": 2,
     "folder: git stash -u, pop within the grace": 2,
     "folder: git stash -u, pop past the grace": 2,
@@ -221,9 +227,13 @@ class DaemonTorture(Torture):
             if kind.startswith(("grace: deleted", "grace: saved and deleted")):
                 path = files.path(f"{UI}.py")
                 source = path.read_text(encoding="utf-8")
-                if "saved" in kind:  # the save and the deletion share a watcher batch
+                if "saved and deleted" in kind:  # the save and the deletion share a batch
                     path.write_text(source, encoding="utf-8")
                 path.unlink()
+                if "helper is saved" in kind:  # its plan re-executes the importer
+                    self.report.edits[files.edit("helper: valid version")] += 1
+                if "reloaded by hand" in kind:  # what SIGHUP and `hotseam reload` do
+                    await reloader.reload(force=True)
                 await self.away(events, within, away_for)
                 files.write(f"{UI}.py", files.new_version() if new else source)
             elif kind.startswith("grace: renamed away"):
@@ -249,6 +259,8 @@ class DaemonTorture(Torture):
                 if "saved" in kind:  # the save and the move share a watcher batch
                     files.write(f"{UI}.py", files.path(f"{UI}.py").read_text(encoding="utf-8"))
                 away = files.move_away()
+                if "reloaded by hand" in kind:
+                    await reloader.reload(force=True)
                 await self.away(events, within, away_for, folder=True)
                 files.move_back(away, new_version=new)
             elif kind == "folder: rm -rf, git checkout":
@@ -445,12 +457,6 @@ if __name__ == "__main__":
     parser.add_argument("--no-git", action="store_true", help="no git checkout/stash episodes")
     parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
     parser.add_argument("--cli", action="store_true", help="against a real hotseam run")
-    parser.add_argument(
-        "--reload-in-grace",
-        action="store_true",
-        help="--cli: let reload requests land while an episode's files are away (a known bug "
-        "then unloads them now and then: tests/reload/test_torture_findings.py)",
-    )
     options = parser.parse_args()
     if options.cli:
         from _torture_cli import CliSettings, run_cli
@@ -460,7 +466,6 @@ if __name__ == "__main__":
             seed=options.seed,
             grace=options.grace,
             git=not options.no_git,
-            reload_in_grace=options.reload_in_grace,
         )
         sys.exit(run_cli(cli))
     chosen = DaemonSettings(
