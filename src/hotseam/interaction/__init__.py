@@ -3,8 +3,9 @@
 ``USER_INTERACTION`` is the seam a UI provides; :func:`ask` asks through whichever provider
 is active (waiting out a hot-reload swap, and re-asking on the new provider if the old one
 is replaced mid-question); :func:`ask_user_question_tool` is the model-facing tool. A
-request holds one question or several (:class:`Question`, :meth:`AskUserQuestionRequest.of`),
-and its answer one :class:`QuestionAnswer` per question.
+request holds one question or several (:class:`Question`,
+:meth:`~hotseam.interaction.AskUserQuestionRequest.of`), and its answer one
+:class:`QuestionAnswer` per question.
 :func:`pending_asks` lists the open questions (never their answers) and
 :func:`waiting_for_provider` lets questions wait for a provider to appear. With a
 :data:`JOURNAL` (an :class:`AskJournal` over :func:`open_journal`), asks made inside an
@@ -59,6 +60,7 @@ from ._pending import (
     PendingAsk,
     answered_elsewhere,
     ask_deadline,
+    ask_id,
     on_ask_ended,
     pending_asks,
     waiting_for_provider,
@@ -113,6 +115,7 @@ __all__ = [
     "answered_elsewhere",
     "ask",
     "ask_deadline",
+    "ask_id",
     "ask_user_question_tool",
     "check_answer",
     "check_partial_answer",
