@@ -1,11 +1,24 @@
-"""Save → serve beside the peers, and what each one does on the way (every cell measured).
+"""Save → serve beside the peers, at equal settings and at each one's defaults.
 
-    .venv/bin/python bench/peers.py [--saves 30]
+    .venv/bin/python bench/peers.py [--saves 30] [--hmr-python PYTHON]
 
-Methods, each watching its own folder with watchfiles at ``debounce=50, step=8`` (jurigged
-uses watchdog; its debounce is set to the same 50 ms):
+Every method runs twice, interleaved with all the others in a random order each round:
 
-* ``hotseam`` — a :class:`~hotseam.reload.Reloader`; served = an ``ask`` answered;
+* **equal** — the same watcher timings for everyone: a batch once changes paused 8 ms, at
+  the latest 50 ms after the first (watchfiles ``debounce=50, step=8``; jurigged's trailing
+  debounce 8 ms; hotseam's native watcher ``step_ms=8, debounce_ms=50``, which on Linux
+  reports a completed save at once and uses the 8 ms only for other changes);
+* **defaults** — each method as its users get it: watchfiles ``awatch``/``watch``/
+  ``run_process`` defaults (``debounce=1600, step=50``), jurigged's 50 ms debounce, hmr's
+  ``watchfiles.watch()`` defaults, hotseam's ``Reloader`` defaults.
+
+hotseam also runs with its watchfiles backend at the equal settings (what it used before
+the event-driven watch), so the watcher's share is visible.
+
+Methods:
+
+* ``hotseam`` — a :class:`~hotseam.reload.Reloader`; served = an ``ask`` answered. Its
+  own work (the watcher's batch → the answer) is reported too;
 * ``importlib.reload`` — ``watchfiles.awatch`` in the same process, then
   ``importlib.reload`` of each changed module;
 * ``run_process`` (module only / with hotseam) — ``watchfiles.run_process`` restarting a
@@ -17,20 +30,26 @@ The peers are installed on demand: jurigged into this ``.venv`` (``pip install``
 a Python 3.12 venv made in the temporary folder (``--hmr-python`` picks the interpreter);
 none is a dependency of hotseam. A method that cannot be installed is reported, not faked.
 
-The clock starts once the write has completed; saves are spaced 0.15 s apart and the
-methods run in a random order each round. Then each method goes through the same scenario,
+Bytecode: every process may read and write ``__pycache__`` (``PYTHONDONTWRITEBYTECODE``
+is removed from the children's environment, and hotseam's source is compiled before the
+run), so a restart does not recompile hotseam; the report says so.
+
+The clock starts once the write has completed; saves are spaced 0.15 s (+ up to 20 ms at
+random) apart. Then each method goes through the same scenario (at the equal settings),
 and the behaviour table says what it did: whether the old version's registration was
-removed (the provider registers itself on load), whether a module importing the edited
-one saw the change, and whether the old version kept serving after a syntax error and after
-an exception raised while the module executes.
+removed (the provider registers itself on load), whether a module importing the edited one
+saw the change, and whether the old version kept serving after a syntax error and after an
+exception raised while the module executes.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
 import contextlib
 import importlib
 import os
+import platform
 import random
 import shutil
 import statistics
@@ -38,24 +57,36 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator, Collection, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
 import anyio.abc
 from anyio.streams.text import TextReceiveStream
 
+import hotseam
 from hotseam import Context
 from hotseam.interaction import AskUserQuestionRequest, ask
-from hotseam.reload import ReloadCommitted, Reloader
+from hotseam.reload import (
+    FileChange,
+    NativeWatcher,
+    ReloadCommitted,
+    Reloader,
+    Watcher,
+    WatchRoot,
+)
+from hotseam.reload._native import Backend
 
 SETTLE = 0.15
 JITTER = 0.02  # a fixed pause would phase-lock the saves with the watchers' polling steps
-DEBOUNCE, STEP = 50, 8  # hotseam's defaults, for every method
+DEBOUNCE, STEP = 50, 8  # the equal settings: hotseam's defaults, for every method
+WF_DEBOUNCE, WF_STEP = 1600, 50  # watchfiles' own defaults (watch, awatch, run_process)
+JURIGGED_DEFAULT = 0.05  # jurigged.watch's DEFAULT_DEBOUNCE (s)
 QUESTION = AskUserQuestionRequest("Which version is serving?")
 
 HELPER = "VALUE = {value}\n"
-# In-process methods share sys.modules: each gets module names of its own.
-NAMES = {"hotseam": "hs_", "importlib.reload": "il_"}
 # Registers itself at import (a registry outside the watched folder), the way plugin
 # modules do; hmr's on_dispose is the one peer that can undo it.
 PLAIN = """\
@@ -123,7 +154,7 @@ for line in sys.stdin:
 JURIGGED_WATCH = """\
 import jurigged
 jurigged.watch(pattern={folder!r} + "/*.py", logger=lambda event: print(
-    "serving " + state().split()[0], flush=True), debounce=0.05)
+    "serving " + state().split()[0], flush=True), debounce={debounce})
 """
 HMR_ENTRY = """\
 import builtins, sys, threading
@@ -150,7 +181,8 @@ if not getattr(builtins, "_peer_serving", False):
 """
 HMR_LAUNCH = """\
 import functools, sys, watchfiles
-watchfiles.watch = functools.partial(watchfiles.watch, debounce={debounce}, step={step})
+if {equal}:
+    watchfiles.watch = functools.partial(watchfiles.watch, debounce={debounce}, step={step})
 from reactivity.hmr.run import run_path
 run_path(sys.argv[1], sys.argv[1:])
 """
@@ -167,20 +199,40 @@ def write(path: Path, text: str) -> None:
 
 
 class Method:
-    """One way of reloading; ``answer()``: what serves now (``None``: nothing)."""
+    """One way of reloading; ``answer()``: what serves now (``None``: nothing).
+
+    ``equal``: at the settings every method shares; else at its own defaults."""
 
     name = ""
     plain = True
+    in_process = False
+    last_own: float | None = None
+    """hotseam: its own part of the last save served (the watcher's batch → the answer)."""
 
-    def __init__(self, folder: Path, registries: Path) -> None:
+    def __init__(self, folder: Path, registries: Path, equal: bool, number: int) -> None:
         self.folder = folder
         self.registries = registries
+        self.equal = equal
+        # In-process methods share sys.modules: each gets module names of its own, and a
+        # registry of its own.
+        self.prefix = f"m{number}_" if self.in_process else ""
+        self.registry = f"registry_m{number}" if self.in_process else "registry_child"
 
     @property
-    def prefix(self) -> str:
-        return NAMES.get(self.name, "")
+    def label(self) -> str:
+        return f"{self.name}, {'equal settings' if self.equal else 'its defaults'}"
 
-    def provider(self, version: int, broken: str = "", registry: str = "registry_child") -> str:
+    @property
+    def settings(self) -> str:
+        """The watcher settings, as the report shows them."""
+        return (
+            f"debounce={DEBOUNCE}, step={STEP}"
+            if self.equal
+            else (f"debounce={WF_DEBOUNCE}, step={WF_STEP}")
+        )
+
+    def provider(self, version: int, broken: str = "") -> str:
+        registry = self.registry
         if not self.plain:
             return HOTSEAM.format(
                 version=version, registry=registry, broken=BROKEN[broken], prefix=self.prefix
@@ -220,11 +272,12 @@ class Child(Method):
     process: anyio.abc.Process
 
     async def start(self, stack: contextlib.AsyncExitStack) -> None:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         self.process = await stack.enter_async_context(
             await anyio.open_process(
                 self.command,
                 cwd=self.folder,
-                env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1"},
+                env={**env, "PYTHONUNBUFFERED": "1"},
                 stderr=subprocess.DEVNULL,
                 start_new_session=True,
             )
@@ -270,6 +323,7 @@ class Child(Method):
 
 
 def child_script(folder: Path, registries: Path, extra: str = "", watch: str = "") -> Path:
+    """The child's script, beside ``folder`` (not in it: it is not watched)."""
     script = folder.parent / f"{folder.name}_child.py"
     write(
         script,
@@ -284,7 +338,8 @@ class RunProcess(Child):
 
     async def start(self, stack: contextlib.AsyncExitStack) -> None:
         script = child_script(self.folder, self.registries, self.extra)
-        runner = RUN_PROCESS.format(debounce=DEBOUNCE, step=STEP)
+        debounce, step = (DEBOUNCE, STEP) if self.equal else (WF_DEBOUNCE, WF_STEP)
+        runner = RUN_PROCESS.format(debounce=debounce, step=step)
         self.command = [
             sys.executable,
             "-c",
@@ -303,8 +358,13 @@ class RunProcessHotseam(RunProcess):
 class Jurigged(Child):
     name = "jurigged"
 
+    @property
+    def settings(self) -> str:
+        return f"watchdog, debounce={STEP if self.equal else JURIGGED_DEFAULT * 1000:g} ms"
+
     async def start(self, stack: contextlib.AsyncExitStack) -> None:
-        watch = JURIGGED_WATCH.format(folder=str(self.folder))
+        debounce = STEP / 1000 if self.equal else JURIGGED_DEFAULT
+        watch = JURIGGED_WATCH.format(folder=str(self.folder), debounce=debounce)
         script = child_script(self.folder, self.registries, watch=watch)
         self.command = [sys.executable, str(script)]
         await super().start(stack)
@@ -317,29 +377,72 @@ class Hmr(Child):
     async def start(self, stack: contextlib.AsyncExitStack) -> None:
         entry = self.folder / "entry.py"
         write(entry, HMR_ENTRY.format(registries=str(self.registries)))
-        launch = HMR_LAUNCH.format(debounce=DEBOUNCE, step=STEP)
+        launch = HMR_LAUNCH.format(equal=self.equal, debounce=DEBOUNCE, step=STEP)
         self.command = [self.python, "-c", launch, str(entry)]
         await super().start(stack)
+
+
+class TimedWatcher:
+    """A :class:`~hotseam.reload.Watcher` that notes when each batch leaves the watcher,
+    so that hotseam's own work (batch → served) can be told from the watcher's wait."""
+
+    def __init__(self, inner: Watcher) -> None:
+        self.inner = inner
+        self.last_batch = 0.0
+
+    def open(
+        self, roots: Sequence[WatchRoot]
+    ) -> AbstractAsyncContextManager[AsyncIterator[Collection[FileChange]]]:
+        return self._open(roots)
+
+    @asynccontextmanager
+    async def _open(
+        self, roots: Sequence[WatchRoot]
+    ) -> AsyncIterator[AsyncIterator[Collection[FileChange]]]:
+        async with self.inner.open(roots) as batches:
+
+            async def timed() -> AsyncIterator[Collection[FileChange]]:
+                async for batch in batches:
+                    self.last_batch = time.perf_counter()
+                    yield batch
+
+            yield timed()
 
 
 class Hotseam(Method):
     name = "hotseam"
     plain = False
+    in_process = True
+    backend: Backend = "auto"
+
+    @property
+    def label(self) -> str:
+        if self.backend == "watchfiles":
+            return "hotseam, watchfiles backend, equal settings"
+        return f"hotseam ({NativeWatcher().backend}), its defaults = the equal settings"
+
+    @property
+    def settings(self) -> str:
+        watcher = self.watcher.inner
+        assert isinstance(watcher, NativeWatcher)
+        return f"{watcher.backend}, step_ms={watcher.step_ms}, debounce_ms={watcher.debounce_ms}"
 
     async def start(self, stack: contextlib.AsyncExitStack) -> None:
         self.context = Context("peers")
-        self.registry = importlib.import_module("registry_hotseam")
-        reloader = await stack.enter_async_context(Reloader(self.context, [self.folder]))
+        self.registry_module = importlib.import_module(self.registry)
+        native = NativeWatcher(debounce_ms=DEBOUNCE, step_ms=STEP, backend=self.backend)
+        self.watcher = TimedWatcher(native)
+        reloader = await stack.enter_async_context(
+            Reloader(self.context, [self.folder], watcher=self.watcher)
+        )
         self.events = await stack.enter_async_context(reloader.events())
-
-    def provider(self, version: int, broken: str = "", registry: str = "registry_hotseam") -> str:
-        return super().provider(version, broken, registry)
 
     async def until_serving(self, expected: str, timeout: float) -> bool:
         with anyio.move_on_after(timeout):
             while True:
                 await self.events.next(ReloadCommitted)
                 if (await self.state())[0] == expected:
+                    self.last_own = time.perf_counter() - self.watcher.last_batch
                     return True
         return False
 
@@ -349,29 +452,37 @@ class Hotseam(Method):
                 answer: str | None = (await ask(QUESTION, context=self.context)).answer
         except Exception:  # no provider, or it failed
             answer = None
-        return answer, list(self.registry.REGISTRY)
+        return answer, list(self.registry_module.REGISTRY)
+
+
+class HotseamWatchfiles(Hotseam):
+    backend: Backend = "watchfiles"
 
 
 class ImportlibReload(Method):
     name = "importlib.reload"
+    in_process = True
 
     async def start(self, stack: contextlib.AsyncExitStack) -> None:
         import watchfiles
 
         sys.path.insert(0, str(self.folder))
         stack.callback(sys.path.remove, str(self.folder))
-        stack.callback(lambda: [sys.modules.pop(n, None) for n in ("il_helper", "il_provider")])
-        self.registry = importlib.import_module("registry_importlib")
-        self.module = importlib.import_module("il_provider")
+        names = (f"{self.prefix}helper", f"{self.prefix}provider")
+        stack.callback(lambda: [sys.modules.pop(n, None) for n in names])
+        self.registry_module = importlib.import_module(self.registry)
+        self.module = importlib.import_module(f"{self.prefix}provider")
         self.reloaded = anyio.Event()
         group = await stack.enter_async_context(anyio.create_task_group())
         stack.push_async_callback(self._stop, group)
         stop = anyio.Event()
         self._stop_event = stop
 
+        debounce, step = (DEBOUNCE, STEP) if self.equal else (WF_DEBOUNCE, WF_STEP)
+
         async def follow() -> None:
             async for batch in watchfiles.awatch(
-                self.folder, debounce=DEBOUNCE, step=STEP, stop_event=stop
+                self.folder, debounce=debounce, step=step, stop_event=stop
             ):
                 for name in sorted({Path(path).stem for _, path in batch}):
                     module = sys.modules.get(name)
@@ -388,9 +499,6 @@ class ImportlibReload(Method):
         self._stop_event.set()
         group.cancel_scope.cancel()
 
-    def provider(self, version: int, broken: str = "", registry: str = "registry_importlib") -> str:
-        return super().provider(version, broken, registry)
-
     async def until_serving(self, expected: str, timeout: float) -> bool:
         with anyio.move_on_after(timeout):
             while (await self.state())[0] != expected:
@@ -400,10 +508,10 @@ class ImportlibReload(Method):
 
     async def state(self) -> tuple[str | None, list[int]]:
         try:
-            answer: str | None = sys.modules["il_provider"].answer()
+            answer: str | None = sys.modules[f"{self.prefix}provider"].answer()
         except Exception:
             answer = None
-        return answer, list(self.registry.REGISTRY)
+        return answer, list(self.registry_module.REGISTRY)
 
 
 # -- installing the peers -----------------------------------------------------------------------
@@ -452,55 +560,95 @@ def ensure_hmr(python: str | None, where: Path) -> tuple[str | None, str | None]
 # -- the run --------------------------------------------------------------------------------------
 
 
+def machine() -> str:
+    """The machine, the interpreter and the load, for the report's header."""
+    uname = platform.uname()
+    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    return (
+        f"{uname.system} {uname.release} {uname.machine}; {os.cpu_count()} cores (nproc); "
+        f"Python {platform.python_version()}; load average {load}"
+    )
+
+
+def compile_hotseam() -> None:
+    """Write hotseam's bytecode now, so that no process of the run compiles its source."""
+    compileall.compile_dir(Path(hotseam.__file__).parent, quiet=1)
+
+
 async def main(saves: int, hmr_python: str | None) -> None:
     random.seed(1)
+    compile_hotseam()
+    header = f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {machine()}"
     with tempfile.TemporaryDirectory() as tmp:
         top = Path(tmp)
         registries = top / "registries"
         registries.mkdir()
-        for name in ("registry_hotseam", "registry_importlib", "registry_child"):
-            write(registries / f"{name}.py", "REGISTRY = []\nCURRENT = None\n")
+        write(registries / "registry_child.py", "REGISTRY = []\nCURRENT = None\n")
         sys.path.insert(0, str(registries))
-        kinds: list[type[Method]] = [Hotseam, ImportlibReload, RunProcess, RunProcessHotseam]
+        # hotseam's defaults are the equal settings: one row, and its watchfiles backend.
+        kinds: list[tuple[type[Method], bool]] = [(Hotseam, True), (HotseamWatchfiles, True)]
+        peers: list[type[Method]] = [ImportlibReload, RunProcess, RunProcessHotseam]
         missing: dict[str, str] = {}
         if (why := ensure_jurigged()) is None:
-            kinds.append(Jurigged)
+            peers.append(Jurigged)
         else:
             missing["jurigged"] = why
         interpreter, why_not = ensure_hmr(hmr_python, top)
         if interpreter is not None:
             Hmr.python = interpreter
-            kinds.append(Hmr)
+            peers.append(Hmr)
         else:
             missing["hmr"] = why_not or "?"
+        kinds += [(kind, equal) for kind in peers for equal in (True, False)]
         methods: list[Method] = []
-        for number, kind in enumerate(kinds):
+        for number, (kind, equal) in enumerate(kinds):
             folder = top / f"m{number}"
             folder.mkdir()
-            method = kind(folder, registries)
+            method = kind(folder, registries, equal, number)
+            if method.in_process:
+                write(registries / f"{method.registry}.py", "REGISTRY = []\nCURRENT = None\n")
             method.save_helper(0)
             method.save(0)
             methods.append(method)
         async with contextlib.AsyncExitStack() as stack:
             for method in methods:
                 await method.start(stack)
-                print(f"  started: {method.name}", file=sys.stderr)
-            samples = await latencies(methods, saves)
-            behaviour = {method.name: await scenario(method, saves + 1) for method in methods}
+                print(f"  started: {method.label}", file=sys.stderr)
+            samples, own = await latencies(methods, saves)
+            behaviour = {
+                method.name: await scenario(method, saves + 2)
+                for method in methods
+                if method.equal and not isinstance(method, HotseamWatchfiles)
+            }
         sys.path.remove(str(registries))
-    report(samples, behaviour, missing, saves)
+    load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
+    ended = f"{datetime.now(UTC):%H:%M} UTC, load average {load}"
+    report(methods, samples, own, behaviour, missing, saves, header, ended)
 
 
-async def latencies(methods: list[Method], saves: int) -> dict[str, list[float]]:
-    samples: dict[str, list[float]] = {method.name: [] for method in methods}
-    for version in range(1, saves + 1):
+async def latencies(
+    methods: list[Method], saves: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Save → served per method (and hotseam's own part), every method in a random order
+    each round; the first round warms every method up and is not counted."""
+    samples: dict[str, list[float]] = {method.label: [] for method in methods}
+    own: dict[str, list[float]] = {method.label: [] for method in methods}
+    for version in range(1, saves + 2):
         for method in random.sample(methods, len(methods)):
             await anyio.sleep(SETTLE + random.uniform(0, JITTER))
             method.save(version)
             started = time.perf_counter()
-            if await method.until_serving(f"v{version}/0", 5):
-                samples[method.name].append(time.perf_counter() - started)
-    return samples
+            method.last_own = None
+            if await method.until_serving(f"v{version}/0", 5) and version > 1:
+                samples[method.label].append(time.perf_counter() - started)
+                if (part := _own_part(method)) is not None:
+                    own[method.label].append(part)
+    return samples, own
+
+
+def _own_part(method: Method) -> float | None:
+    """What ``until_serving`` noted (read through a call: the await changed it)."""
+    return method.last_own
 
 
 async def scenario(method: Method, version: int) -> dict[str, bool]:
@@ -537,31 +685,50 @@ async def scenario(method: Method, version: int) -> dict[str, bool]:
     return cells
 
 
+def _p95(values: list[float]) -> float:
+    return statistics.quantiles(sorted(values), n=100, method="inclusive")[94]
+
+
 def report(
+    methods: list[Method],
     samples: dict[str, list[float]],
+    own: dict[str, list[float]],
     behaviour: dict[str, dict[str, bool]],
     missing: dict[str, str],
     saves: int,
+    header: str,
+    ended: str,
 ) -> None:
+    print(f"Run of {header}; ended {ended}.")
+    print("Bytecode: cached (hotseam compiled first; no process is told not to write it).\n")
     print(
-        f"Save → serving, watchfiles debounce={DEBOUNCE} ms step={STEP} ms, clock started "
-        f"after the write, {saves} saves each, methods in random order each round (ms):\n"
+        f"Save → serving, clock started after the write, {saves} saves each (after one "
+        "round of warm-up), every method in a random order each round (ms):\n"
     )
-    base = statistics.median(samples["hotseam"])
-    print("| method | saves served | median | p95 | x hotseam |")
-    print("|---|---:|---:|---:|---:|")
-    for name, values in samples.items():
+    base = statistics.median(samples[methods[0].label]) if samples[methods[0].label] else 1.0
+    print("| method | watcher settings | saves served | median | p95 | x hotseam |")
+    print("|---|---|---:|---:|---:|---:|")
+    for method in methods:
+        values = samples[method.label]
         if not values:
-            print(f"| {name} | 0 | - | - | - |")
+            print(f"| {method.label} | {method.settings} | 0 | - | - | - |")
             continue
-        p95 = statistics.quantiles(sorted(values), n=100, method="inclusive")[94]
         median = statistics.median(values)
         print(
-            f"| {name} | {len(values)} | {median * 1000:.1f} | {p95 * 1000:.1f} | "
-            f"{median / base:.2f}x |"
+            f"| {method.label} | {method.settings} | {len(values)} | {median * 1000:.1f} | "
+            f"{_p95(values) * 1000:.1f} | {median / base:.2f}x |"
         )
+    print()
+    for method in methods:
+        if own[method.label]:
+            print(
+                f"{method.label}: own work (the watcher's batch → the answer) median "
+                f"{statistics.median(own[method.label]) * 1000:.2f} ms, p95 "
+                f"{_p95(own[method.label]) * 1000:.2f} ms"
+            )
+    print()
     cells = next(iter(behaviour.values())).keys()
-    print("\n| method | " + " | ".join(cells) + " |")
+    print("| method | " + " | ".join(cells) + " |")
     print("|---|" + "---|" * len(cells))
     for name, row in behaviour.items():
         print(f"| {name} | " + " | ".join("yes" if row[c] else "no" for c in cells) + " |")

@@ -12,14 +12,26 @@ each round. Prints markdown tables:
    of the same files, and memory per loaded module beside the same;
 2. a helper imported by K modules, with 0 / 1,000 / 3,000 unrelated modules beside it;
 3. a chain of D modules each importing the next, the last one edited;
-4. save → new generation serving an ask, native watcher, among 1,000 modules;
-5. idle CPU of native and polling watching over 100 / 1,000 / 3,000 files;
-6. start-up of a fresh interpreter: bare, ``import hotseam``, ``hotseam --help``.
+4. save → new generation serving an ask among 1 and 1,000 modules, native watcher at its
+   defaults (inotify on Linux), then its watchfiles backend: median, p95 and hotseam's own
+   part (from the watcher's batch to the answer);
+5. idle CPU of native (inotify, watchfiles) and polling watching over 100 / 1,000 / 3,000
+   files;
+6. start-up of a fresh interpreter: bare, ``import hotseam``, ``hotseam --help``, ``hotseam
+   run`` until its agent's first question is answered, ``hotseam status`` of a daemon.
+
+Memory per module is given twice: what ``tracemalloc`` traces (Python objects), and the
+resident set (RSS) a fresh process grows by (allocator overhead, code objects' arenas...).
+Every process may use and write bytecode (hotseam is compiled before the run); the header
+says when the run was made, on what, and under what load (``os.getloadavg``), and the end
+line the load when it ended. ``--only`` runs one part.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
+import contextlib
 import gc
 import importlib
 import logging
@@ -32,15 +44,26 @@ import sys
 import tempfile
 import time
 import tracemalloc
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Collection, Iterator, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
 
+import hotseam
 from hotseam import Context, Scope
 from hotseam.interaction import AskUserQuestionRequest, ask
-from hotseam.reload import ReloadCommitted, Reloader
+from hotseam.reload import (
+    FileChange,
+    NativeWatcher,
+    PollingWatcher,
+    ReloadCommitted,
+    Reloader,
+    Watcher,
+    WatchRoot,
+)
+from hotseam.reload._native import Backend
 
 PROVIDER = """\
 VALUE = {value}
@@ -245,21 +268,61 @@ async def chain(depth: int, rounds: int) -> list[float]:
 # -- 4. save → serving ---------------------------------------------------------------------------
 
 
-async def save_to_serve(size: int, saves: int) -> list[float]:
-    """Native watcher: write the serving provider, then time until an ask sees the new one."""
-    with folder_of(size - 1) as folder:
-        target = folder / f"serving_{folder.name}.py"
-        target.write_text(SERVING.format(value=0), encoding="utf-8")
-        context = Context("scale")
-        samples: list[float] = []
-        async with Reloader(context, [folder]) as reloader, reloader.events() as events:
-            for version in range(1, saves + 1):
+class _Timed:
+    """The reloader's watcher, noting when each batch leaves it (own work = batch → served)."""
+
+    def __init__(self, inner: Watcher) -> None:
+        self.inner = inner
+        self.last_batch = 0.0
+
+    def open(
+        self, roots: Sequence[WatchRoot]
+    ) -> AbstractAsyncContextManager[AsyncIterator[Collection[FileChange]]]:
+        return self._open(roots)
+
+    @asynccontextmanager
+    async def _open(
+        self, roots: Sequence[WatchRoot]
+    ) -> AsyncIterator[AsyncIterator[Collection[FileChange]]]:
+        async with self.inner.open(roots) as batches:
+
+            async def timed() -> AsyncIterator[Collection[FileChange]]:
+                async for batch in batches:
+                    self.last_batch = time.perf_counter()
+                    yield batch
+
+            yield timed()
+
+
+async def save_to_serve(
+    sizes: Sequence[int], saves: int, backend: Backend = "auto"
+) -> dict[int, tuple[list[float], list[float]]]:
+    """The native watcher at its defaults: write the serving provider among ``size``
+    modules, then time until an ask sees the new one (and hotseam's own part of it: from
+    the watcher's batch). The sizes are interleaved, in a random order each round."""
+    samples: dict[int, tuple[list[float], list[float]]] = {size: ([], []) for size in sizes}
+    async with contextlib.AsyncExitStack() as stack:
+        setups = {}
+        for size in sizes:
+            folder = stack.enter_context(folder_of(size - 1))
+            target = folder / f"serving_{folder.name}.py"
+            target.write_text(SERVING.format(value=0), encoding="utf-8")
+            context = Context("scale")
+            watcher = _Timed(NativeWatcher(backend=backend))
+            reloader = await stack.enter_async_context(Reloader(context, [folder], watcher=watcher))
+            events = await stack.enter_async_context(reloader.events())
+            setups[size] = (target, context, watcher, events)
+        for version in range(1, saves + 1):
+            for size in random.sample(list(sizes), len(sizes)):
+                target, context, watcher, events = setups[size]
                 await anyio.sleep(0.15 + random.uniform(0, JITTER))
                 write(target, SERVING.format(value=version))
                 started = time.perf_counter()
                 await events.next(ReloadCommitted, path=target)
                 answer = await ask(QUESTION, context=context)
-                samples.append(time.perf_counter() - started)
+                served = time.perf_counter()
+                samples[size][0].append(served - started)
+                samples[size][1].append(served - watcher.last_batch)
                 assert answer.answer == f"v{version}", answer
     return samples
 
@@ -267,40 +330,122 @@ async def save_to_serve(size: int, saves: int) -> list[float]:
 # -- 5. idle CPU --------------------------------------------------------------------------------
 
 
-async def idle_cpu(files: int, polling: bool, seconds: float) -> float:
-    """Percent of one core used by the process while watching and nothing changes."""
+async def idle_cpu(files: int, watcher: str, seconds: float) -> float:
+    """Percent of one core used by the process while watching and nothing changes
+    (``watcher``: ``inotify``, ``watchfiles`` or ``polling``)."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / f"idle{next(_RUN)}"
         for number in range(files):
             sub = folder / f"d{number // 100}"
             sub.mkdir(parents=True, exist_ok=True)
             (sub / f"f{number}.py").write_text("")
+        chosen: Watcher = (
+            PollingWatcher()
+            if watcher == "polling"
+            else NativeWatcher(backend="watchfiles" if watcher == "watchfiles" else "inotify")
+        )
         # A folder without __init__.py: nothing loads, so only the watching costs.
-        async with Reloader(Context("scale"), [folder], polling=polling):
+        async with Reloader(Context("scale"), [folder], watcher=chosen):
             await anyio.sleep(3.0)  # past the first scans and the back-off
             cpu, wall = time.process_time(), time.perf_counter()
             await anyio.sleep(seconds)
             return (time.process_time() - cpu) / (time.perf_counter() - wall) * 100
 
 
-# -- 6. import time ------------------------------------------------------------------------------
+# -- 6. start-up ----------------------------------------------------------------------------------
 
+PROVIDER_FILE = """\
+from hotseam.interaction import USER_INTERACTION, AskUserQuestionAnswer
+
+
+class Provider:
+    async def ask(self, request):
+        return AskUserQuestionAnswer("fine")
+
+
+def setup(scope):
+    scope.provide(USER_INTERACTION, Provider())
+"""
+AGENT_FILE = """\
+import anyio
+from hotseam.interaction import AskUserQuestionRequest, ask
+
+
+async def main(context):
+    answer = await ask(AskUserQuestionRequest("How are you?"), context=context)
+    print("answer:", answer.answer, flush=True)
+    if {wait}:
+        await anyio.sleep_forever()
+"""
+HOTSEAM = [sys.executable, "-m", "hotseam"]
 COMMANDS = {
     "python -c pass": [sys.executable, "-c", "pass"],
     "import hotseam": [sys.executable, "-c", "import hotseam"],
-    "hotseam --help": [sys.executable, "-c", "from hotseam.cli import main; main(['--help'])"],
+    "hotseam --help": [*HOTSEAM, "--help"],
 }
 
 
-def import_times(rounds: int) -> dict[str, list[float]]:
-    """Wall time of fresh interpreters, the three commands in a random order each round."""
-    samples: dict[str, list[float]] = {name: [] for name in COMMANDS}
-    for _ in range(rounds):
-        for name in random.sample(sorted(COMMANDS), len(COMMANDS)):
-            started = time.perf_counter()
-            subprocess.run(COMMANDS[name], check=False, capture_output=True)
-            samples[name].append(time.perf_counter() - started)
+def _environment() -> dict[str, str]:
+    """This environment, with bytecode caching allowed (it is stated in the report)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def start_times(rounds: int, project: Path) -> dict[str, list[float]]:
+    """Wall time of fresh interpreters, in a random order each round: the bare interpreter,
+    ``import hotseam``, ``hotseam --help``, ``hotseam run`` until its agent's first question
+    is answered (a provider module answers at once; the answer printed on stdout), and
+    ``hotseam status`` of a running ``hotseam run`` (a round trip over its control
+    socket)."""
+    env = _environment()
+    names = [*COMMANDS, "hotseam run → first answer", "hotseam status"]
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    run = [*HOTSEAM, "run", "providers", "--agent", "agent.py:main", "--no-journal"]
+    daemon = subprocess.Popen(
+        [*HOTSEAM, "run", "providers", "--agent", "waiting.py:main", "--no-journal"],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert daemon.stdout is not None
+        assert daemon.stdout.readline().startswith(b"answer:")
+        status = [*HOTSEAM, "status", str(daemon.pid)]
+        for _ in range(rounds):
+            for name in random.sample(names, len(names)):
+                started = time.perf_counter()
+                if name == "hotseam run → first answer":
+                    child = subprocess.Popen(
+                        run,
+                        cwd=project,
+                        env=env,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.DEVNULL,
+                    )
+                    assert child.stdout is not None
+                    line = child.stdout.readline()
+                    samples[name].append(time.perf_counter() - started)
+                    child.wait()
+                    assert line.startswith(b"answer:"), line
+                    continue
+                command = status if name == "hotseam status" else COMMANDS[name]
+                done = subprocess.run(command, env=env, capture_output=True, check=False)
+                samples[name].append(time.perf_counter() - started)
+                assert done.returncode == 0, (name, done.stderr[-500:])
+    finally:
+        daemon.terminate()
+        daemon.wait()
     return samples
+
+
+def start_project(folder: Path) -> Path:
+    """A project for ``hotseam run``: one provider module, an agent that asks once (and one
+    that then waits, for the daemon ``hotseam status`` asks)."""
+    (folder / "providers").mkdir()
+    write(folder / "providers" / "ui.py", PROVIDER_FILE)
+    write(folder / "agent.py", AGENT_FILE.format(wait=False))
+    write(folder / "waiting.py", AGENT_FILE.format(wait=True))
+    return folder
 
 
 def import_tree() -> float:
@@ -312,6 +457,7 @@ def import_tree() -> float:
             check=True,
             capture_output=True,
             text=True,
+            env=_environment(),
         )
         line = next(line for line in done.stderr.splitlines() if line.endswith("| hotseam"))
         totals.append(int(line.split("|")[1]) / 1000)
@@ -321,9 +467,125 @@ def import_tree() -> float:
 # -- report --------------------------------------------------------------------------------------
 
 
-async def main(sizes: list[int], quick: bool) -> None:
+def machine() -> str:
+    uname = platform.uname()
+    return (
+        f"{uname.system} {uname.release} {uname.machine}; {os.cpu_count()} cores (nproc); "
+        f"Python {platform.python_version()}; load average {_load()}"
+    )
+
+
+def _load() -> str:
+    return ", ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+RSS_CHILD = """\
+import anyio, gc, importlib, sys
+from pathlib import Path
+from hotseam import Context, Scope
+from hotseam.reload import Reloader
+
+folder = Path(sys.argv[1])
+method = sys.argv[2]
+
+
+def rss() -> int:
+    with open("/proc/self/statm") as file:
+        return int(file.read().split()[1]) * 4096
+
+
+async def main():
+    names = sorted(p.stem for p in folder.glob("*.py"))
+    gc.collect()
+    before = rss()
+    if method == "hotseam":
+        async with Reloader(Context("rss"), [folder], watch=False):
+            gc.collect()
+            print((rss() - before) / len(names))
+    else:
+        sys.path.insert(0, str(folder))
+        async with Scope("plain", context=Context("rss")) as scope:
+            for name in names:
+                importlib.import_module(name).setup(scope.child(name))
+            gc.collect()
+            print((rss() - before) / len(names))
+
+
+anyio.run(main)
+"""
+
+
+def rss_per_module(size: int, rounds: int) -> dict[str, float]:
+    """Resident memory per loaded module (bytes): each method in a fresh process (so that
+    nothing else it allocated counts), the two in a random order each round; median."""
+    found: dict[str, list[float]] = {"hotseam": [], "plain": []}
+    with folder_of(size) as folder:
+        for _ in range(rounds):
+            for method in random.sample(sorted(found), 2):
+                done = subprocess.run(
+                    [sys.executable, "-c", RSS_CHILD, str(folder), method],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    env=_environment(),
+                )
+                found[method].append(float(done.stdout.strip().splitlines()[-1]))
+    return {method: statistics.median(values) for method, values in found.items()}
+
+
+async def main(sizes: list[int], quick: bool, only: str | None) -> None:
     random.seed(1)
     logging.getLogger("hotseam").setLevel(logging.ERROR)  # the idle folders' skip warnings
+    compileall.compile_dir(Path(hotseam.__file__).parent, quiet=1)
+    print(f"Run of {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {machine()}.")
+    print("Bytecode: cached (hotseam compiled first; no process is told not to write it).\n")
+    if only in (None, "sizes"):
+        await per_size(sizes, quick)
+    if only in (None, "serve"):
+        saves = 15 if quick else 60
+        for backend in ("auto", "watchfiles"):
+            served = await save_to_serve((1, 1000), saves, backend)
+            shown = NativeWatcher(backend=backend).backend
+            print(
+                f"Save → new generation serving an ask, native watcher ({shown}) at its "
+                f"defaults, {saves} saves, N = 1 and 1,000 interleaved (ms; own work: from "
+                "the watcher's batch to the answer):\n"
+            )
+            print("| N | median | p95 | own work median | own work p95 |")
+            print("|---:|---:|---:|---:|---:|")
+            for size, (total, own) in served.items():
+                print(
+                    f"| {size:,} | {median_ms(total):.2f} | {p95_ms(total):.2f} | "
+                    f"{median_ms(own):.2f} | {p95_ms(own):.2f} |"
+                )
+            print()
+    if only in (None, "start"):
+        with tempfile.TemporaryDirectory() as tmp:
+            project = start_project(Path(tmp))
+            times = {
+                name: median_ms(values)
+                for name, values in start_times(5 if quick else 15, project).items()
+            }
+        base = times["python -c pass"]
+        print("Start-up of a fresh interpreter (ms, median; the commands interleaved):\n")
+        print("| command | wall | minus `python -c pass` |")
+        print("|---|---:|---:|")
+        for name, value in times.items():
+            print(f"| `{name}` | {value:.1f} | {value - base:.1f} |")
+        print(f"\n`import hotseam` by `-X importtime`: {import_tree():.1f} ms\n")
+    if only in (None, "idle"):
+        seconds = 3.0 if quick else 10.0
+        modes = ("inotify", "watchfiles", "polling")
+        print(f"Idle CPU over {seconds:g} s (% of one core; watchfiles at step_ms=8):\n")
+        print("| files | " + " | ".join(modes) + " |")
+        print("|---:|" + "---:|" * len(modes))
+        for files in (100, 1000, 3000):
+            cells = [await idle_cpu(files, mode, seconds) for mode in modes]
+            print(f"| {files:,} | " + " | ".join(f"{cell:.2f}" for cell in cells) + " |")
+    print(f"\nEnded {datetime.now(UTC):%H:%M} UTC, load average {_load()}.")
+
+
+async def per_size(sizes: list[int], quick: bool) -> None:
     rounds = 10 if quick else 60
     start_rounds = 2 if quick else 5
     rows = []
@@ -331,30 +593,29 @@ async def main(sizes: list[int], quick: bool) -> None:
         edit = await edits(size, rounds)
         start = await startups(size, start_rounds if size <= 1000 else 2)
         mem = await memory(size) if size in (100, 1000) else None
-        rows.append((size, edit, start, mem))
+        rss = rss_per_module(size, 3 if quick else 5) if size in (100, 1000) else None
+        rows.append((size, edit, start, mem, rss))
         print(f"  measured N={size}", file=sys.stderr)
-    per_module = {size: statistics.median(start["hotseam"]) for size, _, start, _ in rows}
+    per_module = {size: statistics.median(start["hotseam"]) for size, _, start, _, _ in rows}
     reference = per_module.get(100, next(iter(per_module.values())))
-    print(
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python "
-        f"{platform.python_version()}, {platform.system()} {platform.release()}.\n"
-    )
     print(
         "| N | edit one module (ms) | x N=1 (same rounds) | no-op save (ms) | no-op p95 (ms) "
         "| startup per module (ms) | x N=100 | x plain importlib + setup "
-        "| memory per module (KB) | plain (KB) |"
+        "| traced memory per module (KB) | plain (KB) | RSS per module (KB) | plain (KB) |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for size, edit, start, mem in rows:
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for size, edit, start, mem, rss in rows:
         hot, plain = statistics.median(start["hotseam"]), statistics.median(start["plain"])
         memory_cells = (
             f"{mem['hotseam'] / 1024:.1f} | {mem['plain'] / 1024:.1f}" if mem else "- | -"
         )
+        rss_cells = f"{rss['hotseam'] / 1024:.1f} | {rss['plain'] / 1024:.1f}" if rss else "- | -"
         print(
             f"| {size:,} | {median_ms(edit['edit']):.2f} | "
             f"{median_ms(edit['edit']) / median_ms(edit['edit 1']):.2f}x | "
             f"{median_ms(edit['noop']):.3f} | {p95_ms(edit['noop']):.3f} | "
-            f"{hot * 1000:.3f} | {hot / reference:.2f}x | {hot / plain:.2f}x | {memory_cells} |"
+            f"{hot * 1000:.3f} | {hot / reference:.2f}x | {hot / plain:.2f}x | {memory_cells} "
+            f"| {rss_cells} |"
         )
 
     print("\nA helper imported by K modules, edited, with U unrelated modules beside it (ms):\n")
@@ -371,34 +632,7 @@ async def main(sizes: list[int], quick: bool) -> None:
     for depth in (1, 10, 50):
         value = median_ms(await chain(depth, rounds // 2))
         print(f"| {depth} | {value:.2f} | {value / depth:.3f} |")
-
-    saves = 15 if quick else 60
-    served = await save_to_serve(1000, saves)
-    print(
-        f"\nSave → new generation serving an ask among 1,000 modules, native watcher "
-        f"({saves} saves): median {median_ms(served):.1f} ms, p95 {p95_ms(served):.1f} ms\n"
-    )
-
-    times = {name: median_ms(values) for name, values in import_times(5 if quick else 15).items()}
-    base = times["python -c pass"]
-    print("\nStart-up of a fresh interpreter (ms, median; the same commands interleaved):\n")
-    print("| command | wall | minus `python -c pass` |")
-    print("|---|---:|---:|")
-    for name, value in times.items():
-        print(f"| `{name}` | {value:.1f} | {value - base:.1f} |")
-    help_ratio = (times["hotseam --help"] - base) / (times["import hotseam"] - base)
-    print(
-        f"\n`import hotseam` by `-X importtime`: {import_tree():.1f} ms; `hotseam --help` costs "
-        f"{help_ratio:.2f}x `import hotseam` (each minus the bare interpreter)\n"
-    )
-
-    seconds = 3.0 if quick else 10.0
-    print(f"Idle CPU over {seconds:g} s (% of one core):\n")
-    print("| files | native | polling |")
-    print("|---:|---:|---:|")
-    for files in (100, 1000, 3000):
-        cells = [await idle_cpu(files, polling, seconds) for polling in (False, True)]
-        print(f"| {files:,} | {cells[0]:.2f} | {cells[1]:.2f} |")
+    print()
 
 
 def _sizes(text: str) -> list[int]:
@@ -409,5 +643,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds, for a smoke run")
     parser.add_argument("--sizes", type=_sizes, default=[1, 10, 100, 1000, 4000])
+    parser.add_argument(
+        "--only", choices=["sizes", "serve", "start", "idle"], help="one part of the run"
+    )
     options = parser.parse_args()
-    anyio.run(main, options.sizes, options.quick)
+    anyio.run(main, options.sizes, options.quick, options.only)
