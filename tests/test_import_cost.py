@@ -1,8 +1,12 @@
-"""``import hotseam`` and ``hotseam --help`` import none of the heavy dependencies.
+"""``import hotseam`` and ``hotseam --help`` import none of the heavy dependencies, and each
+command imports only what it uses.
 
-structlog (~40 ms), pydantic (~55 ms), prompt_toolkit, the ACP SDK and watchfiles are
-imported where they are used; this keeps that from regressing silently. Each check runs in
-a fresh interpreter, since this test process has imported everything long ago.
+structlog (~40 ms), pydantic (~55 ms), prompt_toolkit, the ACP SDK, watchfiles and the web
+stack (Starlette and Hypercorn, ~25 ms) are imported where they are used; this keeps that
+from regressing silently. ``hotseam status`` and ``reload`` import none of them (they only
+talk to a socket), ``hotseam run`` and ``dev`` no web stack without ``--web``, no terminal UI,
+no ACP SDK and no watchfiles where inotify watches. Each check runs in a fresh interpreter,
+since this test process has imported everything long ago.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import sys
 import pytest
 
 HEAVY = ("prompt_toolkit", "pydantic", "structlog", "acp", "watchfiles")
+WEB = ("starlette", "hypercorn", "h11", "h2", "wsproto")
 
 _REPORT = """
 import json, sys
@@ -24,9 +29,10 @@ print(json.dumps(sorted(name for name in sys.modules if name.partition(".")[0] i
 """
 
 
-def _imported(code: str) -> list[str]:
-    """The heavy modules (and CLI subcommand modules) a fresh interpreter holds after ``code``."""
-    script = _REPORT.format(code=code, heavy=set(HEAVY))
+def _imported(code: str, heavy: tuple[str, ...] = HEAVY) -> list[str]:
+    """The ``heavy`` modules (and CLI subcommand modules) a fresh interpreter holds after
+    ``code``."""
+    script = _REPORT.format(code=code, heavy=set(heavy))
     result = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
     )
@@ -61,6 +67,31 @@ def test_a_subcommand_imports_its_own_module_only() -> None:
     modules = [name for name in _imported(code) if name.startswith("hotseam.cli._")]
     assert "hotseam.cli._status" in modules
     assert not {"hotseam.cli._dev", "hotseam.cli._acp", "hotseam.cli._demo"} & set(modules)
+
+
+@pytest.mark.parametrize("command", ["status", "reload"])
+def test_status_and_reload_import_neither_pydantic_nor_structlog(command: str) -> None:
+    """The socket's clients: everything they need is the standard library's and hotseam's
+    own (its core brings anyio); the request model and the log setup are the server's."""
+    code = f"import hotseam.cli._{'reload_cmd' if command == 'reload' else command}\n"
+    heavy = {name.partition(".")[0] for name in _imported(code, (*HEAVY, *WEB))}
+    assert heavy == {"hotseam"}
+
+
+def test_run_imports_no_web_stack_terminal_ui_or_acp_sdk_without_web() -> None:
+    """``hotseam run``/``dev`` without ``--web``: the web inbox's stack, prompt_toolkit,
+    the ACP SDK and watchfiles (imported when a watch opens, and only without inotify)
+    stay out."""
+    code = "import hotseam.cli._run, hotseam.cli._dev\n"
+    heavy = {name.partition(".")[0] for name in _imported(code, (*HEAVY, *WEB))} - {"hotseam"}
+    assert heavy <= {"pydantic", "structlog"}
+
+
+def test_the_cli_knows_the_web_inboxs_defaults_without_importing_it() -> None:
+    from hotseam.cli import _web
+    from hotseam.providers import web
+
+    assert (_web.DEFAULT_HOST, _web.DEFAULT_PORT) == (web.DEFAULT_HOST, web.DEFAULT_PORT)
 
 
 def test_help_imports_no_archive_module_through_shutil() -> None:

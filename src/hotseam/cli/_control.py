@@ -26,12 +26,10 @@ import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import anyio
 import anyio.abc
-import pydantic_core
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from .._core import HarnessError
 from ..providers._accept import accept_connections
@@ -46,6 +44,9 @@ from ._control_folder import (
     runtime_dir,
     search_dirs,
 )
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 __all__ = [
     "BadRequestError",
@@ -111,11 +112,11 @@ def request(endpoint: Endpoint, message: dict[str, Any], timeout: float = CLIENT
             f"(it serves at most {MAX_CONNECTIONS} at once)"
         )
     try:
-        # Bounded nesting: a reply of '[[[[...' is an error, not a RecursionError.
-        return pydantic_core.from_json(reply)
-    except ValueError as error:
+        return json.loads(reply)
+    except (ValueError, RecursionError) as error:  # nested too deeply: '[[[[...'
         raise ControlError(
-            f"{endpoint.path} replied with something that is not JSON ({error})"
+            f"{endpoint.path} replied with something that is not JSON "
+            f"({'recursion limit exceeded' if isinstance(error, RecursionError) else error})"
         ) from None
 
 
@@ -151,15 +152,21 @@ def _no_nul(path: str) -> str:
     return path
 
 
-class _Request(BaseModel):
-    """One request line as the protocol accepts it (unknown fields are ignored)."""
+@functools.cache
+def _request_model() -> Any:
+    """The request line as the protocol accepts it (unknown fields are ignored); made at the
+    first request, so that ``hotseam status`` and ``reload`` never import pydantic."""
+    from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr
 
-    model_config = ConfigDict(extra="ignore", frozen=True)
+    class _Request(BaseModel):
+        model_config = ConfigDict(extra="ignore", frozen=True)
 
-    op: Literal["status", "reload"]
-    paths: Annotated[
-        list[Annotated[StrictStr, AfterValidator(_no_nul)]], Field(max_length=MAX_PATHS)
-    ] = []
+        op: Literal["status", "reload"]
+        paths: Annotated[
+            list[Annotated[StrictStr, AfterValidator(_no_nul)]], Field(max_length=MAX_PATHS)
+        ] = []
+
+    return _Request
 
 
 def parse_request(line: bytes) -> dict[str, Any]:
@@ -174,8 +181,10 @@ def parse_request(line: bytes) -> dict[str, Any]:
         raise BadRequestError(
             'bad request: empty request; expected one JSON object, such as {"op": "status"}'
         )
+    from pydantic import ValidationError
+
     try:
-        checked = _Request.model_validate_json(line)
+        checked = _request_model().model_validate_json(line)
     except ValidationError as error:
         raise BadRequestError(_explain(error)) from None
     return {"op": checked.op, "paths": list(dict.fromkeys(checked.paths))}

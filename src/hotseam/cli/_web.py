@@ -14,15 +14,22 @@ import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._core import Scope
 from ..interaction import USER_INTERACTION
 from ..providers._web._security import is_loopback, load_token, stored_token_path
-from ..providers.web import DEFAULT_HOST, DEFAULT_PORT, WebProvider
 from ._config import Config, find_config, load_config
 
+if TYPE_CHECKING:
+    from ..providers.web import WebProvider
+
 __all__ = ["WebOptions", "add_web_arguments", "start_web", "web_options"]
+
+# The web provider's defaults (tests/test_import_cost.py checks that they agree): the web
+# stack (Starlette, Hypercorn: about 25 ms) is imported only when the inbox is served.
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +159,8 @@ def start_web(scope: Scope, options: WebOptions, command: str) -> WebProvider | 
     Returns ``None`` after one line on stderr when the port cannot be listened on (in use,
     not allowed) or the host is not an address of this machine: bad input, exit 2.
     """
+    from ..providers.web import WebProvider
+
     try:
         web = WebProvider.serve(
             scope,
