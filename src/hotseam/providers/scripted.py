@@ -50,9 +50,7 @@ from ._scripted_replies import Reply, ScriptError, brief, coerce, parse_entry, s
 __all__ = ["Reply", "ScriptError", "ScriptedProvider", "ScriptedReply"]
 
 
-ReplyResult: TypeAlias = (
-    "str | AskUserQuestionAnswer | Reply | Sequence[Any] | Mapping[str, Any]"
-)
+ReplyResult: TypeAlias = "str | AskUserQuestionAnswer | Reply | Sequence[Any] | Mapping[str, Any]"
 ScriptedReply: TypeAlias = (
     "str | AskUserQuestionAnswer | Reply | Sequence[Any] | Mapping[str, Any]"
     " | Callable[[AskUserQuestionRequest], ReplyResult | Awaitable[ReplyResult]]"
