@@ -150,6 +150,10 @@ async def _settle_here(
     no provider here the ask fails with ``NO_PROVIDER`` as without a journal, once the
     caller's wait for one — ``waiting_for_provider`` — is over; an answer given elsewhere
     meanwhile wins.)
+
+    What the providers returned is recorded shielded: it wins over a cancellation or an
+    abort that comes in the same turn (invariant 6), and a process that stops right then
+    keeps it in the journal for its resume instead of asking the human again.
     """
     try:
         answer = await ask_here()
@@ -157,13 +161,15 @@ async def _settle_here(
         state = AskState.WITHDRAWN if error.code == ASK_ABORTED else AskState.FAILED
         code = error.code if state is AskState.FAILED else None
         try:
-            settlement = await journal.settle_ask(ask_id, state, code=code, by=by)
+            with anyio.CancelScope(shield=True):
+                settlement = await journal.settle_ask(ask_id, state, code=code, by=by)
         except JournalError as failure:
             _log.warning("ask.not_recorded", question_id=ask_id, code=failure.code)
             return error
         return error if settlement.won else settlement.ask
     try:
-        settlement = await journal.answer_ask(ask_id, answer, by=by)
+        with anyio.CancelScope(shield=True):
+            settlement = await journal.answer_ask(ask_id, answer, by=by)
     except JournalError as failure:
         _log.error(
             "ask.answer_not_recorded",
