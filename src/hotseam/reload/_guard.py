@@ -324,8 +324,10 @@ class Worker:
             finally:
                 run.current = None
                 _CURRENT.run = None
+                # Scheduled, not waited for: the thread is free at once (a blocking call
+                # would have it wait for the loop, then compete with it for the GIL).
                 with contextlib.suppress(Exception):  # the event loop is gone: nobody waits
-                    anyio.from_thread.run_sync(run.done.set, token=token)
+                    token.backend_class.run_sync_soon(run.done.set, (), token.native_token)
             return not run.abandoned
 
         slow, notify = on_slow if on_slow is not None else (math.inf, None)
