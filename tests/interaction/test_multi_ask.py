@@ -105,7 +105,7 @@ async def test_a_declined_question_ends_the_whole_ask() -> None:
     provider = ScriptedProvider(
         lambda r: Reply.fail(ASK_CANCELLED) if r.question == "Which features?" else "pg"
     )
-    provider.multiple_questions = False  # type: ignore[misc]
+    provider.multiple_questions = False
     with pytest.raises(UserInteractionError) as caught:
         await ask(THREE, context=_context(provider))
     assert caught.value.code == ASK_CANCELLED

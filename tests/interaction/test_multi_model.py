@@ -207,7 +207,7 @@ OPTS = [Option("a"), Option("b"), Option("c")]
             id="id-characters",
         ),
         pytest.param(
-            Request.of([_q("A?"), _q("B?", id=7)]),  # type: ignore[arg-type]
+            Request.of([_q("A?"), _q("B?", id=7)]),
             "questions[1].id must be a string, got int",
             id="id-type",
         ),
@@ -324,12 +324,12 @@ OPTS = [Option("a"), Option("b"), Option("c")]
             id="item-type",
         ),
         pytest.param(
-            Request.of([_q("A?"), _q("B?", options=OPTS, multi_select="yes")]),  # type: ignore[arg-type]
+            Request.of([_q("A?"), _q("B?", options=OPTS, multi_select="yes")]),
             "questions[1].multi_select must be a bool, got str",
             id="flag-type",
         ),
         pytest.param(
-            Request.of([_q("A?"), _q("B?", allow_skip=1)]),  # type: ignore[arg-type]
+            Request.of([_q("A?"), _q("B?", allow_skip=1)]),
             "questions[1].allow_skip must be a bool, got int",
             id="skip-type",
         ),
@@ -339,7 +339,7 @@ OPTS = [Option("a"), Option("b"), Option("c")]
             id="blank-question-and-header",
         ),
         pytest.param(
-            Request.of([_q("A?"), _q("B?", options="a, b")]),  # type: ignore[arg-type]
+            Request.of([_q("A?"), _q("B?", options="a, b")]),
             "questions[1].options must be a list of options, got str",
             id="options-type",
         ),

@@ -204,7 +204,7 @@ async def test_a_declined_question_ends_the_whole_call() -> None:
     one_by_one = ScriptedProvider(
         lambda request: Reply.fail(ASK_DECLINED) if request.question == FEATURES_TEXT else "SQLite"
     )
-    one_by_one.multiple_questions = False  # type: ignore[misc]
+    one_by_one.multiple_questions = False
     for provider in (together, one_by_one):
         result = await _context(provider).tools.execute("ask_user_question", CLAUDE_CODE_INPUT)
         assert result.error is not None and result.error["code"] == ASK_DECLINED
