@@ -23,11 +23,12 @@ keyed by question id, where a list is the choices of a multi-select question and
 
     {"answers": [
         ["Postgres", ["auth", "billing"], {"skip": true}],      # in question order
-        {"db": "SQLite", "features": [], "notes": "none"}       # by question id
+        {"db": "SQLite", "features": ["search"], "notes": "none"}  # by question id
     ]}
 
-A list entry for an ask of one question is its choices (``[["auth", "billing"]]``). A
-script keyed by question text answers each question of an ask by its own text.
+For an ask of one question a list entry is its choices: the file ``[["auth", "billing"]]``
+answers a multi-select question with two. A script keyed by question text answers each
+question of an ask by its own text.
 """
 
 from __future__ import annotations
