@@ -1,0 +1,62 @@
+"""The fleet torture (bench/fleet_torture.py), short: real ``hotseam run`` daemons and two
+``hotseam inbox`` processes on PostgreSQL and on SQLite, killed at random while the agents
+ask and the inboxes race to answer.
+
+Three agents, two runs of four questions each; the two inboxes answer half the questions at
+the same instant; daemons are killed with SIGKILL at random (some frozen first, answered,
+then killed: the answer committed, never received) and restarted, and an inbox is killed
+and restarted. Every must-be-0 counter stays 0: no answer lost, none delivered twice or to
+another question, every replay consistent with the record, every question answered once.
+``make stress`` runs the long version (1,200 questions, 100+ daemon and 20+ inbox kills).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+
+from _bench import load_bench
+
+torture = load_bench("fleet_torture", "_fleet_world", "_fleet_ledger")
+
+
+@pytest.fixture(params=["postgresql", "sqlite"])
+def engine(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
+    """The engine and the URL of a new journal on it."""
+    if request.param == "sqlite":
+        return "sqlite", str(tmp_path / "journal.sqlite3")
+    url: str = request.getfixturevalue("postgres_url")
+    return "postgresql", url
+
+
+@pytest.mark.timeout(180)
+def test_a_fleet_killed_at_random_loses_no_answer_and_delivers_each_once(
+    engine: tuple[str, str], tmp_path: Path
+) -> None:
+    name, url = engine
+    settings = torture.FleetSettings(
+        engine=name,
+        daemons=3,
+        agents=1,
+        questions=24,
+        per_run=4,
+        daemon_kills=6,
+        inbox_kills=1,
+        kill_interval=0.2,
+        window_share=0.5,
+        answer_delay=0.05,
+        restart_delay=0.2,
+        seed=20261201,
+        timeout=120.0,
+    )
+    report = anyio.run(torture.run_torture, settings, tmp_path / "fleet", url)
+    print(report.render())  # shown with -rP, or -s
+    counts = report.counts
+    assert counts["answered"] == counts["questions asked (records)"] == 24, report.render()
+    assert counts["daemon kills (SIGKILL)"] >= 6
+    assert counts["of which the answer was committed while it was frozen"] >= 1
+    assert counts["inbox kills (SIGKILL)"] >= 1
+    assert counts["inbox answers posted"] > 24  # half of them raced in both inboxes
+    assert report.ok, report.render()
