@@ -87,7 +87,6 @@ _MASK: Final = (
     | _DELETE_SELF
     | _MOVE_SELF
     | _ONLYDIR
-    | _DONT_FOLLOW
     | _EXCL_UNLINK
 )
 """What each watched folder reports: every change of an entry and of the folder itself."""
@@ -288,8 +287,12 @@ class InotifyNotifier:
         stack = [top]
         while stack:
             folder = stack.pop()
+            # A watched path may lead through a symbolic link (a folder replaced by a link
+            # to another): it is followed, as it was when the reloader resolved it. Below
+            # it, no link is (a folder found as one and swapped for a link meanwhile).
+            mask = _MASK if folder in self._roots else _MASK | _DONT_FOLLOW
             try:
-                wd = inotify.add_watch(folder, _MASK)
+                wd = inotify.add_watch(folder, mask)
             except OSError as error:
                 if error.errno == errno.ENOSPC:
                     raise WatchLimitError(

@@ -338,8 +338,10 @@ class _Group:
         a folder changed, or the task is cancelled; ``"timeout"``)."""
         notifier = self.notifier
         if isinstance(notifier, InotifyNotifier):
-            with anyio.CancelScope() as self._waiting:
-                return await notifier.changes()
+            if not self._changed:  # (a check may have found it while a batch was sent)
+                with anyio.CancelScope() as self._waiting:
+                    return await notifier.changes()
+                self._waiting = None
             # A check found a folder changed: what was gathered so far is reported first.
             return notifier.take() or "stop"
         return await _in_thread(self._wait, self._wake)
