@@ -20,10 +20,12 @@ each round. Prints markdown tables:
 6. start-up of a fresh interpreter: bare, ``import hotseam``, ``hotseam --help``, ``hotseam
    run`` until its agent's first question is answered, ``hotseam status`` of a daemon.
 
-Memory per module is given twice: what ``tracemalloc`` traces (Python objects), and the
-resident set (RSS) a fresh process grows by (allocator overhead, code objects' arenas...).
-Every process may use and write bytecode (hotseam is compiled before the run); the header
-says when the run was made, on what, and under what load (``os.getloadavg``), and the end
+Plain ``importlib`` is measured without writing bytecode, as hotseam loads watched modules
+(compiled from source at each load, nothing cached); hotseam's own code and the commands'
+may use and write bytecode (hotseam is compiled before the run). Memory per module is given
+twice: what ``tracemalloc`` traces (Python objects), and the resident set (RSS) a fresh
+process grows by (allocator overhead, arenas...). The header says when the run was made, on
+what, and under what load (``os.getloadavg``), and the end
 line the load when it ended. ``--only`` runs one part.
 """
 
@@ -171,20 +173,32 @@ async def startup_hotseam(folder: Path) -> float:
         return time.perf_counter() - started
 
 
+@contextmanager
+def plain_imports(folder: Path) -> Iterator[None]:
+    """``folder`` importable, without writing bytecode: hotseam compiles a watched module
+    from source at each load and caches nothing, so plain importlib is measured alike
+    (writing a ``.pyc`` per module would cost it a file each)."""
+    sys.path.insert(0, str(folder))
+    dont_write = sys.dont_write_bytecode
+    sys.dont_write_bytecode = True
+    try:
+        yield
+    finally:
+        sys.dont_write_bytecode = dont_write
+        sys.path.remove(str(folder))
+        forget(folder)
+
+
 async def startup_plain(folder: Path) -> float:
     context = Context("scale")
     names = module_names(folder)
-    sys.path.insert(0, str(folder))
-    try:
+    with plain_imports(folder):
         started = time.perf_counter()
         async with Scope("plain", context=context) as scope:
             for name in names:
                 module = importlib.import_module(name)
                 module.setup(scope.child(name))
             elapsed = time.perf_counter() - started
-    finally:
-        sys.path.remove(str(folder))
-        forget(folder)
     return elapsed
 
 
@@ -213,16 +227,12 @@ async def memory(size: int) -> dict[str, float]:
                     result[name] = (tracemalloc.get_traced_memory()[0] - before) / size
             else:
                 names = module_names(folder)
-                sys.path.insert(0, str(folder))
-                try:
+                with plain_imports(folder):
                     async with Scope("plain", context=Context("scale")) as scope:
                         for module_name in names:
                             importlib.import_module(module_name).setup(scope.child(module_name))
                         gc.collect()
                         result[name] = (tracemalloc.get_traced_memory()[0] - before) / size
-                finally:
-                    sys.path.remove(str(folder))
-                    forget(folder)
             tracemalloc.stop()
     return result
 
@@ -504,6 +514,7 @@ async def main():
             print((rss() - before) / len(names))
     else:
         sys.path.insert(0, str(folder))
+        sys.dont_write_bytecode = True  # as hotseam: compiled from source, nothing cached
         async with Scope("plain", context=Context("rss")) as scope:
             for name in names:
                 importlib.import_module(name).setup(scope.child(name))
