@@ -13,6 +13,7 @@ from hotseam.interaction import (
     ASK_DECLINED,
     INVALID_REQUEST,
     USER_INTERACTION,
+    AskUserQuestionInput,
     ask_user_question_tool,
 )
 from hotseam.providers.scripted import Reply, ScriptedProvider
@@ -294,3 +295,20 @@ async def test_the_description_tells_a_model_how_to_ask_several_questions() -> N
         "ASK_DECLINED",
     ):
         assert phrase in text, phrase
+
+
+async def test_a_dump_of_the_input_is_the_same_call() -> None:
+    """What a UI reports of the call (ACP's raw input and title) and what re-validates a
+    dumped input (a tool replaced by a reload) see the first question as `question`; the
+    dump, fields at their defaults and all, asks the same."""
+    parsed = AskUserQuestionInput.model_validate(CLAUDE_CODE_INPUT)
+    assert parsed.question == DB_TEXT
+    dump = parsed.model_dump()
+    assert (dump["question"], dump["header"], dump["allow_custom"]) == (DB_TEXT, None, True)
+    provider = ScriptedProvider(
+        [["PostgreSQL (Recommended)", ["Audit log", "Authentication"], "Use the staging cluster"]]
+    )
+    result = await _context(provider).tools.execute("ask_user_question", dump)
+    assert result.output == EXPECTED
+    (request,) = provider.requests
+    assert request.header == "Database"  # mirrored, not the dump's None

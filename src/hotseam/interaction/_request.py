@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal, TypeAlias, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
 from .._core import AbortSignal, Agent, format_validation_error
@@ -412,6 +412,11 @@ def _describe_value(value: object) -> str:
     return "an empty list" if isinstance(value, list | tuple) else type(value).__name__
 
 
+def _no_default(schema: dict[str, Any]) -> None:
+    """Leave the default out of the JSON schema: a model gives `question` or `questions`."""
+    schema.pop("default", None)
+
+
 class _Input(BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True
@@ -501,10 +506,11 @@ class AskUserQuestionInput(_Input):
     question in ``question``, ``header``, ``options``, ``allow_custom``, or several in
     ``questions``."""
 
-    question: str | None = Field(
-        default=None,
+    question: str = Field(
+        default="",
         description="The question, complete and specific, ending with '?'. "
         "Leave out when you give `questions`.",
+        json_schema_extra=_no_default,
     )
     header: str | None = Field(
         default=None, description="A very short label shown above the question (a topic)."
@@ -530,12 +536,26 @@ class AskUserQuestionInput(_Input):
         ),
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _first_question_names_the_call(cls, data: Any) -> Any:
+        """With ``questions`` and no ``question``, ``question`` is the first one's: what a
+        UI showing the call (an ACP tool call's title) reads, in every dump of the input."""
+        if isinstance(data, Mapping) and data.get("question") is None:
+            items = data.get("questions")
+            if isinstance(items, list) and items and isinstance(items[0], Mapping):
+                first = items[0].get("question")
+                if isinstance(first, str):
+                    return {**data, "question": first}
+        return data
+
     def to_request(
         self, *, agent: Agent | None = None, signal: AbortSignal | None = None
     ) -> AskUserQuestionRequest:
         """Return the seam's request dataclass (not yet validated).
 
-        With ``questions``, top-level fields left out mirror the first question.
+        With ``questions``, top-level fields left out (or at their defaults) mirror the
+        first question.
 
         Raises:
             UserInteractionError: ``INVALID_REQUEST`` when neither ``question`` nor
@@ -543,7 +563,7 @@ class AskUserQuestionInput(_Input):
         """
         options = None if self.options is None else [o.to_option() for o in self.options]
         if self.questions is None:
-            if self.question is None:
+            if "question" not in self.model_fields_set:
                 raise UserInteractionError(
                     "invalid request: question: Field required (or give questions: a list "
                     f"of 1 to {MAX_QUESTIONS} questions)",
@@ -554,15 +574,14 @@ class AskUserQuestionInput(_Input):
             )
         items = [item.to_question() for item in self.questions]
         mirrored = AskUserQuestionRequest.of(items, agent=agent, signal=signal)
-        given = self.model_fields_set
+        # Fields at their defaults mirror the first question (a dump of the input has
+        # them all); a field that says otherwise is left for validation to name.
         return replace(
             mirrored,
-            question=self.question
-            if "question" in given and self.question is not None
-            else mirrored.question,
-            header=self.header if "header" in given else mirrored.header,
-            options=options if "options" in given else mirrored.options,
-            allow_custom=self.allow_custom if "allow_custom" in given else mirrored.allow_custom,
+            question=self.question,
+            header=mirrored.header if self.header is None else self.header,
+            options=mirrored.options if options is None else options,
+            allow_custom=mirrored.allow_custom if self.allow_custom else False,
         )
 
 
