@@ -272,6 +272,9 @@ async def check(
     counts["of which the answer was committed while it was frozen"] = ledger.kills[
         "window committed"
     ]
+    for name, count in sorted(ledger.kills.items()):
+        if name.startswith("window missed"):
+            counts[f"frozen, {name}"] = count
     counts["inbox kills (SIGKILL)"] = ledger.kills["inbox"]
     for slot in inboxes:
         for life in slot.lives:
@@ -280,7 +283,20 @@ async def check(
                     "daemons that exited on their own with an error",
                     f"inbox life {life.number} exited {life.code}: {life.problems[-3:]}",
                 )
+    _problems(agents + inboxes, report)
     return report
+
+
+def _problems(slots: list[Slot], report: Report) -> None:
+    """Warnings and errors the children logged, by event (told, not judged: a daemon
+    killed inside a write, an inbox restarted, may rightly warn)."""
+    seen: Counter[str] = Counter()
+    for slot in slots:
+        for life in slot.lives:
+            for problem in life.problems:
+                seen[f"{slot.kind} {problem.get('level', '?')}: {problem.get('event')}"] += 1
+    for name, count in sorted(seen.items()):
+        report.counts[f"logged, {name}"] = count
 
 
 def _check_life(

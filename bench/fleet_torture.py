@@ -286,20 +286,25 @@ class Fleet:
             if not freeze(life):
                 return
             live = [index for index in range(2) if self.base(index) is not None]
-            committed = False
+            committed, why = False, "no open question known"
             if question is not None and live:
                 ask_id = str(question["id"])
                 attempt = self.attempt(
                     ask_id, str(question["question"]), self.rng.choice(live), "window"
                 )
+                why = "journal busy (frozen inside a write)"
                 with anyio.move_on_after(2.0):  # a daemon frozen inside its own SQLite write
+                    why = "answered before the freeze"
                     if (await journal.get_ask(ask_id)).pending:
                         await self.post(client, attempt, 2.0)
                         committed = (await journal.get_ask(ask_id)).state is AskState.ANSWERED
+                        why = f"the answer was refused ({attempt.status} {attempt.code})"
             if not kill(life, "window"):  # it had exited before it was frozen
                 return
         finally:
             self.reserved.discard(life.slot)
+        if not committed:
+            self.ledger.kills[f"window missed: {why}"] += 1
         self.ledger.kills["window"] += 1
         if committed:
             self.ledger.kills["window committed"] += 1
