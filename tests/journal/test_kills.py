@@ -424,3 +424,26 @@ async def test_an_ask_placed_while_a_resumed_run_drops_its_superseded_records_as
             await anyio.wait_all_tasks_blocked()
             slow.set()
         assert got == {"Which database, now?": "asked anew", "Name?": "asked anew"}
+
+
+@pytest.mark.anyio
+async def test_a_daemon_that_stops_cleanly_is_not_taken_for_replaced_by_its_own_heartbeat(
+    tmp_path: Path,
+) -> None:
+    """Its heartbeat ends before it is marked stopped: a beat landing after the stop was
+    read as "another process took this daemon for dead" — an error logged at a clean
+    stop, and the daemon registered again, a record left alive after the process ended."""
+    from structlog.testing import capture_logs
+
+    from hotseam.interaction import AskJournal
+
+    # A heartbeat every millisecond: one falls on nearly every stop.
+    async with open_journal(tmp_path / "journal.sqlite3", liveness_timeout=0.003) as journal:
+        with capture_logs() as logs:
+            for index in range(40):
+                async with AskJournal.open(journal, name=f"daemon-{index}"):
+                    await anyio.sleep(0.004)  # it lives a few heartbeats
+        assert [e for e in logs if e["event"] == "journal.daemon_replaced"] == []
+        daemons = await journal.daemons()
+        assert [d.name for d in daemons] == [f"daemon-{index}" for index in range(40)]
+        assert all(daemon.stopped_at is not None for daemon in daemons)

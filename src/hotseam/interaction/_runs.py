@@ -86,14 +86,15 @@ class AskJournal:
             daemon = await journal.register_daemon(name, agent=agent)
             journaling = cls(journal, daemon)
             # A scope's task, not a task group around the block: the block's own errors
-            # reach the caller as they are.
-            async with Scope("journal heartbeat") as beats:
-                beats.spawn(journaling._beat, name="journal heartbeat")
-                try:
+            # reach the caller as they are. The heartbeat ends before the daemon is marked
+            # stopped: a beat after the stop would take it for replaced and register again.
+            try:
+                async with Scope("journal heartbeat") as beats:
+                    beats.spawn(journaling._beat, name="journal heartbeat")
                     yield journaling
-                finally:
-                    with anyio.CancelScope(shield=True), contextlib.suppress(JournalError):
-                        await journal.stop_daemon(journaling.daemon.id)
+            finally:
+                with anyio.CancelScope(shield=True), contextlib.suppress(JournalError):
+                    await journal.stop_daemon(journaling.daemon.id)
 
     async def _beat(self) -> None:
         """Heartbeats until cancelled. A daemon another process declared stopped (it took
