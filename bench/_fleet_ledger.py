@@ -294,9 +294,23 @@ def _problems(slots: list[Slot], report: Report) -> None:
     for slot in slots:
         for life in slot.lives:
             for problem in life.problems:
-                seen[f"{slot.kind} {problem.get('level', '?')}: {problem.get('event')}"] += 1
+                name = f"logged, {slot.kind} {problem.get('level', '?')}: {problem.get('event')}"
+                seen[name] += 1
+                if len(report.examples[name]) < 3:
+                    what = problem.get("summary") or problem.get("line") or problem
+                    by = [  # who took it for gone (its pid dead), if one of the fleet did
+                        f"{other.name} life {later.number}"
+                        for other in slots
+                        for later in other.lives
+                        for event in later.events
+                        if event["event"] == "run.owner_gone" and event.get("pid") == life.pid
+                    ]
+                    report.examples[name].append(
+                        f"{slot.name} life {life.number} (pid {life.pid}, killed: "
+                        f"{life.killed}; taken for gone by {by or 'none of the fleet'}): {what}"
+                    )
     for name, count in sorted(seen.items()):
-        report.counts[f"logged, {name}"] = count
+        report.counts[name] = count
 
 
 def _check_life(

@@ -100,6 +100,7 @@ KEPT_EVENTS = frozenset(
         "run.diverged",
         "journal.run_started",
         "journal.run_claimed",
+        "run.owner_gone",
         "the agent finished",
     }
 )

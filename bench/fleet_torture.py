@@ -76,11 +76,12 @@ class Fleet:
         self.token = ""
         self.handling: set[str] = set()
         self.decided: set[str] = set()
-        self.listed: dict[str, dict[str, Any]] = {}  # the last listing, by question id
+        self.listed: dict[str, dict[str, Any]] = {}  # the last listings, by question id
         self.paced = anyio.Event()
         self.stopping = False
         self.serial = 0
         self.reserved: set[str] = set()  # agents the killer is about to freeze
+        self.posting: set[str] = set()  # questions whose answers are on their way
         self.relisted = anyio.Event()  # set after each listing of the inboxes
 
     # -- supervisors --------------------------------------------------------------------------
@@ -138,6 +139,7 @@ class Fleet:
     async def watch(self, client: httpx.AsyncClient, group: anyio.abc.TaskGroup) -> None:
         """List both inboxes every ``poll`` seconds; answer what is pending and new."""
         while not self.stopping:
+            listed: dict[str, dict[str, Any]] = {}
             for index in range(2):
                 base = self.base(index)
                 if base is None:
@@ -152,10 +154,11 @@ class Fleet:
                     if question.get("state") != "pending":
                         continue
                     ask_id = question["id"]
-                    self.listed[ask_id] = question
+                    listed[ask_id] = question
                     if ask_id not in self.handling and ask_id not in self.decided:
                         self.handling.add(ask_id)
                         group.start_soon(self.answer, client, question)
+            self.listed = listed  # what is pending now, as both inboxes say
             self.relisted.set()
             self.relisted = anyio.Event()
             await anyio.sleep(self.settings.poll)
@@ -186,6 +189,7 @@ class Fleet:
                 await self.paced.wait()
             if listed["run"]["agent"] in self.reserved:
                 return  # the killer freezes this agent and answers it: listed again later
+            self.posting.add(ask_id)
             live = [index for index in range(2) if self.base(index) is not None]
             if not live:
                 return  # both inboxes are being restarted: listed again later
@@ -204,6 +208,7 @@ class Fleet:
                 self.decided.add(ask_id)
         finally:
             self.handling.discard(ask_id)
+            self.posting.discard(ask_id)
 
     def attempt(self, ask_id: str, question: str, inbox: int, mode: str) -> Attempt:
         """An answer to post: it names its question, and is unique."""
@@ -262,12 +267,14 @@ class Fleet:
             self.paced = anyio.Event()
 
     def open_question(self, life: Life) -> dict[str, Any] | None:
-        """The question the life's agent has open, as last listed (none: not known)."""
+        """The question the life's agent has open, as last listed, and no answer is on its
+        way to (none: not known)."""
         found = None
         for question in self.listed.values():
             run: Any = question["run"]
-            if run["agent"] == life.slot and question["id"] not in self.decided:
-                found = question
+            ask_id = question["id"]
+            if run["agent"] == life.slot and ask_id not in self.decided:
+                found = None if ask_id in self.posting else question
         return found
 
     async def kill_in_window(self, client: httpx.AsyncClient, journal: Journal, life: Life) -> None:
@@ -298,6 +305,8 @@ class Fleet:
                     if (await journal.get_ask(ask_id)).pending:
                         await self.post(client, attempt, 2.0)
                         committed = (await journal.get_ask(ask_id)).state is AskState.ANSWERED
+                        if committed:
+                            self.decided.add(ask_id)
                         why = f"the answer was refused ({attempt.status} {attempt.code})"
             if not kill(life, "window"):  # it had exited before it was frozen
                 return
