@@ -368,15 +368,6 @@ def test_two_inboxes_racing_on_a_daemon_killed_and_restarted_answer_each_questio
 
 
 @pytest.mark.anyio
-@pytest.mark.xfail(
-    strict=True,
-    reason="AgentRun.diverged() ends the replay (_replaying = False) before the superseded "
-    "records are abandoned (an awaited journal call): an ask of the same run placed "
-    "meanwhile skips the record at its position and records a new ask there while the old "
-    "record is still live, so ask() raises JournalError ASK_CONFLICT instead of asking "
-    "anew (seen with concurrent asks of a resumed run on trio, whose scheduler shuffles "
-    "their order)",
-)
 async def test_an_ask_placed_while_a_resumed_run_drops_its_superseded_records_asks_anew() -> None:
     from hotseam import Context
     from hotseam.interaction import USER_INTERACTION, AskJournal, AskUserQuestionRequest, ask

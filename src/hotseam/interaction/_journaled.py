@@ -34,26 +34,31 @@ _log = get_logger("hotseam.interaction")
 
 async def place(run: AgentRun, request: AskUserQuestionRequest, key: str | None) -> AskRecord:
     """The record of this ask in ``run``: the recorded one it replays or re-attaches to
-    (same position or key, same question), or a new pending one."""
-    position = run.take_position(key)
-    digest = question_digest(request)
-    recorded = run.recorded_at(position, key)
-    if recorded is not None and recorded.digest != digest:
-        await run.diverged(recorded.seq)
-        recorded = None
-    if recorded is not None:
-        run.replayed += 1
-        return recorded
-    journal = run.journal
-    return await journal.journal.record_ask(
-        uuid.uuid4().hex[:12],
-        run.id,
-        position,
-        request,
-        key=key,
-        digest=digest,
-        owner=journal.daemon.id,
-    )
+    (same position or key, same question), or a new pending one.
+
+    Asks of one run are placed one at a time, in the order they come: a divergence
+    abandons the superseded records before the next ask looks at its position.
+    """
+    async with run.placing:
+        position = run.take_position(key)
+        digest = question_digest(request)
+        recorded = run.recorded_at(position, key)
+        if recorded is not None and recorded.digest != digest:
+            await run.diverged(recorded.seq)
+            recorded = None
+        if recorded is not None:
+            run.replayed += 1
+            return recorded
+        journal = run.journal
+        return await journal.journal.record_ask(
+            uuid.uuid4().hex[:12],
+            run.id,
+            position,
+            request,
+            key=key,
+            digest=digest,
+            owner=journal.daemon.id,
+        )
 
 
 def replay(record: AskRecord, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:

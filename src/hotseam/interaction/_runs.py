@@ -220,6 +220,8 @@ class AgentRun:
     replayed: int = 0
     _next: int = field(default=0, repr=False)
     _replaying: bool = field(default=True, repr=False)
+    placing: anyio.Lock = field(default_factory=anyio.Lock, repr=False)
+    """Held while an ask takes its place in the run (see ``ask()``): one at a time."""
 
     @property
     def id(self) -> str:
