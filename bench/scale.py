@@ -549,7 +549,10 @@ async def main(sizes: list[int], quick: bool, only: str | None) -> None:
     logging.getLogger("hotseam").setLevel(logging.ERROR)  # the idle folders' skip warnings
     compileall.compile_dir(Path(hotseam.__file__).parent, quiet=1)
     print(f"Run of {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {machine()}.")
-    print("Bytecode: cached (hotseam compiled first; no process is told not to write it).\n")
+    print(
+        "Bytecode: hotseam from its cache (compiled first); watched modules and plain "
+        "importlib's compiled from source at every load, neither caching bytecode.\n"
+    )
     if only in (None, "sizes"):
         await per_size(sizes, quick)
     if only in (None, "serve"):
