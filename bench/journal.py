@@ -1,7 +1,7 @@
 """The ask journal as an agent and an operator feel it: ask() overhead, wake-ups, replay, inbox.
 
     .venv/bin/python bench/journal.py [--asks 400] [--wakeups 60] [--replays 15]
-        [--listings 20] [--folder DIR] [--postgres URL]
+        [--listings 20] [--tables ask,wake,replay,inbox] [--folder DIR] [--postgres URL]
 
 Four tables, each with the median and the 95th percentile:
 
@@ -456,14 +456,22 @@ async def main(options: argparse.Namespace) -> None:
             print(f"# hotseam journal bench — {_versions(postgres())}")
             print(f"# uname -a: {' '.join(platform.uname())}")
             print(f"# files in {folder}; load average {os.getloadavg()}")
-            await ask_overhead(folder, postgres(), options.asks)
-            await table_wakeups(folder, postgres, options.wakeups)
-            await table_replays(folder, postgres, options.replays)
-            await table_listings(folder, postgres, options.listings)
+            tables = set(options.tables.split(","))
+            if "ask" in tables:
+                await ask_overhead(folder, postgres(), options.asks)
+            if "wake" in tables:
+                await table_wakeups(folder, postgres, options.wakeups)
+            if "replay" in tables:
+                await table_replays(folder, postgres, options.replays)
+            if "inbox" in tables:
+                await table_listings(folder, postgres, options.listings)
 
 
 def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument(
+        "--tables", default="ask,wake,replay,inbox", help="which tables, comma-separated"
+    )
     parser.add_argument("--asks", type=int, default=400, help="asks per variant of table 1")
     parser.add_argument("--wakeups", type=int, default=60)
     parser.add_argument("--replays", type=int, default=15)
