@@ -41,14 +41,17 @@ import signal
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 import httpx
 from _fleet_ledger import Attempt, Ledger, Report, check
 from _fleet_world import BREAKS, FleetSettings, Life, Slot, World, freeze, kill, read_life
@@ -377,6 +380,18 @@ class Fleet:
         return report
 
 
+def new_schema(url: str) -> str:
+    """A URL of the database at ``url`` whose tables go to a new, empty schema (the
+    journal's tables are made in the connection's current schema)."""
+    import psycopg
+
+    name = "hotseam_bench_" + uuid.uuid4().hex[:10]
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(f"CREATE SCHEMA {name}")
+    option = quote(f"-csearch_path={name}", safe="")
+    return f"{url}{'&' if '?' in url else '?'}options={option}"
+
+
 @asynccontextmanager
 async def journal_url(
     settings: FleetSettings, folder: Path, postgres: str | None
@@ -386,7 +401,7 @@ async def journal_url(
         yield str(folder / "journal.sqlite3")
         return
     if postgres is not None:
-        yield postgres
+        yield await anyio.to_thread.run_sync(new_schema, postgres)
         return
     sys.path.insert(0, str(TESTS))
     from _postgres import PostgresServer  # type: ignore[import-not-found]

@@ -27,7 +27,8 @@ Four tables, each with the median and the 95th percentile:
 Files go to ``--folder`` (default: a new temporary folder on the disk of /tmp): the
 fsync figures are those of that disk. PostgreSQL is a throw-away server started for the run
 (``tests/_postgres.py``: durability switched off, as in the tests — its figures are not
-those of a durable server), unless ``--postgres`` names one.
+those of a durable server), unless ``--postgres`` names one (each table's journal goes to
+a new schema of it).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import anyio
 import anyio.abc
@@ -357,10 +359,22 @@ async def listings(folder: Path, url: str, repeat: int) -> dict[str, list[float]
 # -- the whole -------------------------------------------------------------------------------
 
 
+def new_schema(url: str) -> str:
+    """A URL of the database at ``url`` whose tables go to a new, empty schema (the
+    journal's tables are made in the connection's current schema)."""
+    import psycopg
+
+    name = "hotseam_bench_" + uuid.uuid4().hex[:10]
+    with psycopg.connect(url, autocommit=True) as connection:
+        connection.execute(f"CREATE SCHEMA {name}")
+    option = quote(f"-csearch_path={name}", safe="")
+    return f"{url}{'&' if '?' in url else '?'}options={option}"
+
+
 @asynccontextmanager
 async def _postgres(given: str | None) -> AsyncIterator[Callable[[], str]]:
     if given is not None:
-        yield lambda: given
+        yield lambda: new_schema(given)
         return
     sys.path.insert(0, str(TESTS))
     from _postgres import PostgresServer  # type: ignore[import-not-found]
