@@ -63,7 +63,7 @@ class JournalBase(abc.ABC):
 
     def _changed(self, asks: Sequence[AskRecord]) -> None:
         """These asks were created or settled through this object: wake their waiters."""
-        self._notices.wake(ask.id for ask in asks)
+        self._notices.wake_with(asks)
 
     def _cleared(self, ask: AskRecord) -> None:
         """This ask was cleared through this object: wake its waiters (they find it gone)."""

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 
 import anyio
 
-from ._records import JournalEvent
+from ._records import AskRecord, JournalEvent
 
 __all__ = ["Notices", "Subscription", "Watch"]
 
@@ -24,14 +24,20 @@ _FEED_BUFFER = 10_000
 
 
 class Watch:
-    """One task's wait for one ask: fired by any change that may concern it."""
+    """One task's wait for one ask: fired by any change that may concern it.
 
-    __slots__ = ("_event",)
+    ``settled`` is the ask as this process settled it, when that is what fired the watch:
+    the waiter need not read it back."""
+
+    __slots__ = ("_event", "settled")
 
     def __init__(self) -> None:
         self._event = anyio.Event()
+        self.settled: AskRecord | None = None
 
-    def fire(self) -> None:
+    def fire(self, settled: AskRecord | None = None) -> None:
+        if settled is not None and not settled.pending:
+            self.settled = settled
         self._event.set()
 
     async def wait(self) -> None:
@@ -142,6 +148,13 @@ class Notices:
         for ask_id in ask_ids:
             for watch in self._waiters.get(ask_id, ()):
                 watch.fire()
+
+    def wake_with(self, asks: Iterable[AskRecord]) -> None:
+        """Fire the watches of these asks, handing them the records (this process's own
+        changes: a settled one need not be read back)."""
+        for ask in asks:
+            for watch in self._waiters.get(ask.id, ()):
+                watch.fire(ask)
 
     def publish(self, events: Sequence[JournalEvent]) -> None:
         """Fire the watches these events concern and hand the events to every reader."""

@@ -159,7 +159,8 @@ class PostgresJournal(SqlJournal):
 
     # -- transactions -------------------------------------------------------------------------
 
-    async def _write(self, operation: Callable[[Db], T]) -> T:
+    async def _write(self, operation: Callable[[Db], T], *, durable: bool = False) -> T:
+        # Every commit is durable here (synchronous_commit stays the server's).
         return await self._with_connection(operation, write=True)
 
     async def _read(self, operation: Callable[[Db], T]) -> T:

@@ -34,9 +34,11 @@ class SqlJournal(Journal):
         self._sql = Sql(self.liveness_timeout)
 
     @abc.abstractmethod
-    async def _write(self, operation: Callable[[Db], T]) -> T:
+    async def _write(self, operation: Callable[[Db], T], *, durable: bool = False) -> T:
         """Run ``operation`` in one write transaction (committed, or rolled back if it
-        raises) on a worker thread."""
+        raises) on a worker thread. ``durable``: the commit must survive a power cut, not
+        only a crash of this process (an answer, how an ask or a run ended); the engine
+        may make other commits cheaper."""
 
     @abc.abstractmethod
     async def _read(self, operation: Callable[[Db], T]) -> T:
@@ -81,7 +83,9 @@ class SqlJournal(Journal):
     async def _end_run(
         self, run_id: str, state: RunState, owner: str | None
     ) -> tuple[RunRecord, list[AskRecord]]:
-        return await self._write(lambda db: self._sql.end_run(db, run_id, state, owner))
+        return await self._write(
+            lambda db: self._sql.end_run(db, run_id, state, owner), durable=True
+        )
 
     async def _record_ask(
         self,
@@ -115,7 +119,7 @@ class SqlJournal(Journal):
         self, ask_id: str, state: AskState, code: str | None, answer: str | None, by: str | None
     ) -> Settlement:
         return await self._write(
-            lambda db: self._sql.settle_ask(db, ask_id, state, code, answer, by)
+            lambda db: self._sql.settle_ask(db, ask_id, state, code, answer, by), durable=True
         )
 
     async def _abandon_asks(self, run_id: str, from_seq: int) -> list[AskRecord]:

@@ -2,9 +2,12 @@
 
 The file is created mode 0600 (SQLite gives its ``-wal`` and ``-shm`` files the same mode),
 in WAL mode (readers and one writer at once, across processes on one machine), with
-``synchronous=FULL`` (a committed answer survives a power cut, not only a crash). Every
-write is one ``BEGIN IMMEDIATE`` transaction, so writers queue for the lock instead of
-failing halfway; a writer waits up to the busy timeout (10 s) for another process's.
+``synchronous=FULL`` for what must survive a power cut — an answer, how an ask or a run
+ended — and ``NORMAL`` for the rest (a question recorded, a heartbeat: in WAL mode those
+survive a crash of the process, and the next durable commit makes them durable too, the
+log being synced in order). Every write is one ``BEGIN IMMEDIATE`` transaction, so writers
+queue for the lock instead of failing halfway; a writer waits up to the busy timeout (10 s)
+for another process's.
 Deleted records are overwritten (``secure_delete``) and a purge empties the write-ahead
 log, so that a purged answer (personal data) leaves no trace in the files.
 
@@ -141,10 +144,10 @@ class SqliteJournal(SqlJournal):
             where = str(self.path)
             found: int | None = SCHEMA_VERSION
             if not self._transaction(
-                connection, lambda db: schema_is_current(db, where), write=False
+                connection, lambda db: schema_is_current(db, where), sync=None
             ):
                 found = self._transaction(
-                    connection, lambda db: ensure_schema(db, where), write=True
+                    connection, lambda db: ensure_schema(db, where), sync="FULL"
                 )
             self._data_version = connection.execute("PRAGMA data_version").fetchone()[0]
             self._last_change = self._current_change(connection)
@@ -216,29 +219,33 @@ class SqliteJournal(SqlJournal):
 
     # -- transactions -------------------------------------------------------------------------
 
-    async def _write(self, operation: Callable[[Db], T]) -> T:
-        return await anyio.to_thread.run_sync(self._run, operation, True, limiter=self._limiter)
+    async def _write(self, operation: Callable[[Db], T], *, durable: bool = False) -> T:
+        sync = "FULL" if durable else "NORMAL"
+        return await anyio.to_thread.run_sync(self._run, operation, sync, limiter=self._limiter)
 
     async def _read(self, operation: Callable[[Db], T]) -> T:
-        return await anyio.to_thread.run_sync(self._run, operation, False, limiter=self._limiter)
+        return await anyio.to_thread.run_sync(self._run, operation, None, limiter=self._limiter)
 
-    def _run(self, operation: Callable[[Db], T], write: bool) -> T:
+    def _run(self, operation: Callable[[Db], T], sync: str | None) -> T:
+        """Run ``operation``: a read (``sync`` None), or a write committed with that
+        ``synchronous`` level."""
         with self._lock:
             if self._connection is None:
                 raise JournalError(
                     f"the journal {self.path} is closed", JournalErrorCode.JOURNAL_UNAVAILABLE
                 )
             try:
-                return self._transaction(self._connection, operation, write=write)
+                return self._transaction(self._connection, operation, sync=sync)
             except sqlite3.Error as error:
                 raise self._unavailable(error) from None
 
     @staticmethod
     def _transaction(
-        connection: sqlite3.Connection, operation: Callable[[Db], T], *, write: bool
+        connection: sqlite3.Connection, operation: Callable[[Db], T], *, sync: str | None
     ) -> T:
-        if not write:
+        if sync is None:
             return operation(_SqliteDb(connection, DIALECT))
+        connection.execute(f"PRAGMA synchronous = {sync}")  # outside a transaction only
         connection.execute("BEGIN IMMEDIATE")
         try:
             result = operation(_SqliteDb(connection, DIALECT))

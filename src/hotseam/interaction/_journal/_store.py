@@ -414,6 +414,8 @@ class Journal(JournalBase):
                     return ask
                 await watch.wait()
                 self._check_open()
+                if watch.settled is not None:  # settled through this object: as it was
+                    return watch.settled
 
     async def clear(self, ask_id: str) -> AskRecord:
         """Remove an abandoned ask from the journal (nobody will read an answer to it): the
