@@ -53,8 +53,9 @@ bench: $(STAMP)
 # restored by git: 600 steps) on both backends, and against a real `hotseam run` with
 # SIGHUP and its control socket hammered (200 steps); a flood of the control socket (1,100
 # idle connections at a 1,024-file limit, 2,000 hostile lines), 100 saves of a module
-# serving the web inbox under load (0 requests lost), then the stateful invariant suite with
-# many examples. Under 20 minutes on 2 cores.
+# serving the web inbox under load (0 requests lost), the fleet torture (daemons and two
+# racing inboxes on one journal, killed at random: 1,200 questions on PostgreSQL and on
+# SQLite), then the stateful invariant suite with many examples. Under 20 minutes on 2 cores.
 stress: $(STAMP)
 	$(BIN)/python bench/torture.py --edits 1000 --backend asyncio
 	$(BIN)/python bench/torture.py --edits 1000 --backend trio
@@ -64,6 +65,8 @@ stress: $(STAMP)
 	$(BIN)/python bench/control_flood.py
 	$(BIN)/python bench/web.py --reload --saves 100 --backend asyncio
 	$(BIN)/python bench/web.py --reload --saves 100 --backend trio
+	$(BIN)/python bench/fleet_torture.py --engine postgresql
+	$(BIN)/python bench/fleet_torture.py --engine sqlite
 	HOTSEAM_STATEFUL_EXAMPLES=2000 $(BIN)/pytest -p no:cacheprovider tests/test_invariants.py -q
 
 # The ACP interop suite: a Node client written on the official TypeScript SDK (pinned,
