@@ -98,6 +98,6 @@ def anyio_backend(request):
     )
     pytester.makepyfile(test_user_multi=USER_TESTS)
     result = pytester.runpytest_subprocess(
-        "--hotseam-strict", "--hotseam-leak-check", "-p", "no:cacheprovider", "-p", "anyio"
+        "--hotseam-strict", "--hotseam-leak-check", "-p", "no:cacheprovider", timeout=120
     )
     result.assert_outcomes(passed=4)
