@@ -25,7 +25,7 @@ class _Named(Protocol):
 
 
 class Swap:
-    """A provider swap in progress; see :meth:`Context.swap <hotseam.Context.swap>`."""
+    """A provider swap in progress; see ``Context.swap``."""
 
     __slots__ = ("_finished", "context", "error", "seams", "tools")
 

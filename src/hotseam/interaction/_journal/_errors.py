@@ -46,7 +46,7 @@ class JournalErrorCode(enum.StrEnum):
 
 
 class JournalError(HarnessError):
-    """A journal operation that could not be done; ``code`` says why (:class:`JournalErrorCode`).
+    """A journal operation that could not be done; ``code`` says why (a ``JournalErrorCode``).
 
     Messages name the journal (its URL without password) or the record concerned; they
     never contain an answer's text.

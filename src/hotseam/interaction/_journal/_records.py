@@ -135,7 +135,7 @@ class AskRecord:
         run_id: The run that asked it.
         seq: Its position in the run (0, 1, 2...).
         key: The caller's key, when ``ask(..., key=)`` gave one.
-        digest: :func:`question_digest` of the request: a resumed run replays the record
+        digest: ``question_digest`` of the request: a resumed run replays the record
             only while the question is the same.
         request: The question (without its signal).
         state: See :class:`AskState`.

@@ -267,7 +267,7 @@ class Journal(JournalBase):
         (whatever its run, position, digest or state: compare them).
 
         Args:
-            digest: Default :func:`question_digest` of ``request``.
+            digest: Default ``question_digest(request)``.
             owner: When given, the run must belong to this daemon (``RUN_CLAIMED``).
 
         Raises:
