@@ -374,3 +374,29 @@ class TestSeveralQuestionsFile:
         assert str(caught.value).startswith(f"{path}: ")
         assert message in str(caught.value)
         assert caught.value.code == "INVALID_SCRIPT"
+
+
+async def test_a_list_in_a_python_script_is_the_choices_of_a_multi_select_question() -> None:
+    """What a test author writes first: ``Reply.each("SQLite", ["auth", "search"], ...)``
+    (a list for the several choices) answers the ask; anything else is refused when the
+    reply is built, not with a crash inside the provider."""
+    from hotseam.interaction import AskUserQuestionOption as Option
+    from hotseam.interaction import Question, validate_request
+
+    request = validate_request(
+        AskUserQuestionRequest.of(
+            [
+                Question("Which database?", options=[Option("Postgres"), Option("SQLite")]),
+                Question(
+                    "Which features?",
+                    options=[Option("auth"), Option("billing"), Option("search")],
+                    multi_select=True,
+                ),
+            ]
+        )
+    )
+    provider = ScriptedProvider([Reply.each("SQLite", ["auth", "search"])])
+    answer = await provider.ask(request)
+    assert [entry.answer for entry in answer.answers] == ["SQLite", "auth, search"]
+    with pytest.raises(TypeError, match="a text, a Reply or a list of them, got int"):
+        Reply.each("SQLite", 3)  # type: ignore[arg-type]

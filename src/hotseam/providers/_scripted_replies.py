@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
@@ -83,20 +83,20 @@ class Reply:
         return cls("skip", text=reason)
 
     @classmethod
-    def select(cls, *choices: str | Reply) -> Reply:
+    def select(cls, *choices: str | Reply | Sequence[str | Reply]) -> Reply:
         """Several choices for one question (each a label, value or text, or a reply that
         picks one option); for an ask of several questions, one reply per question in
         order."""
         return cls("list", replies=tuple(_as_reply(choice) for choice in choices))
 
     @classmethod
-    def each(cls, *replies: str | Reply) -> Reply:
+    def each(cls, *replies: str | Reply | Sequence[str | Reply]) -> Reply:
         """One reply per question of the ask, in question order (same as :meth:`select`:
         which one it is depends on the ask)."""
         return cls.select(*replies)
 
     @classmethod
-    def by_question_id(cls, replies: Mapping[str, str | Reply]) -> Reply:
+    def by_question_id(cls, replies: Mapping[str, str | Reply | Sequence[str | Reply]]) -> Reply:
         """One reply per question of the ask, keyed by question id."""
         return cls("by_id", by_id=tuple((key, _as_reply(value)) for key, value in replies.items()))
 
@@ -299,8 +299,18 @@ def _is_question_id(key: object) -> bool:
     return isinstance(key, str) and _QUESTION_ID.fullmatch(key) is not None
 
 
-def _as_reply(value: str | Reply) -> Reply:
-    return value if isinstance(value, Reply) else Reply.match(value)
+def _as_reply(value: str | Reply | Sequence[str | Reply]) -> Reply:
+    """A reply from what a script writes: a reply, a text, or a list of them (the choices
+    of a multi-select question)."""
+    if isinstance(value, Reply):
+        return value
+    if isinstance(value, str):
+        return Reply.match(value)
+    if isinstance(value, list | tuple):
+        return Reply.select(*value)
+    raise TypeError(
+        f"a scripted reply is a text, a Reply or a list of them, got {type(value).__name__}"
+    )
 
 
 def coerce(reply: Any, where: str) -> Any:
