@@ -316,3 +316,22 @@ def test_inotify_is_the_default_where_it_is_available() -> None:
     assert NativeWatcher(backend="watchfiles").backend == "watchfiles"
     with pytest.raises(ValueError, match="backend must be"):
         NativeWatcher(backend="fsevents")  # type: ignore[arg-type]
+
+
+async def test_a_folder_change_found_while_a_batch_is_sent_is_acted_on_at_once(
+    folder: Path,
+) -> None:
+    """The periodic check may find a watched folder replaced while the watch loop is away
+    sending a batch (its wait is not there to be ended): the next wait must end at once,
+    not at the next event under the folder (white-box: the race cannot be timed)."""
+    from hotseam.reload import WatchRoot
+    from hotseam.reload._native import _Group
+
+    group = _Group([WatchRoot(folder)], NativeWatcher(root_check=3600))
+    assert group.start()
+    try:
+        group._changed = True  # as _check sets it
+        with anyio.fail_after(5):
+            assert await group._next() == "stop"
+    finally:
+        group.close()
