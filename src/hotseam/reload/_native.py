@@ -93,8 +93,9 @@ class NativeWatcher:
         debounce_ms: The longest a batch is held open while changes keep arriving.
         step_ms: How long changes must pause before a batch is reported (inotify: changes
             other than a completed save). With watchfiles it is also how often the watch
-            thread wakes while nothing happens: the default 8 ms puts a save's batch out
-            about 12 ms after the write for about 1.25 % of a core while idle.
+            thread wakes while nothing happens: at the default 8 ms a save's batch comes
+            about 12 ms after the write, and the wake-ups cost 0.6 to 0.8 % of a core
+            while idle (inotify: 0.03 %; see ``docs/performance.md``).
         root_check: Seconds between two checks that each watched folder is still the one
             the native watch is on (see the module's docstring); a replaced folder is seen
             at once when the folder itself reports a change, else within this.
