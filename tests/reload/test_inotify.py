@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import inotify_simple  # type: ignore[import-untyped]
 import pytest
 import structlog
 
@@ -24,6 +23,8 @@ from hotseam.reload import NativeWatcher, ReloadCommitted, Reloader, WatchfilesW
 from hotseam.reload._inotify import ADDED, DELETED, MODIFIED, InotifyNotifier
 
 from .conftest import write
+
+inotify_simple = pytest.importorskip("inotify_simple", reason="inotify watching is Linux-only")
 
 pytestmark = [
     pytest.mark.anyio,
