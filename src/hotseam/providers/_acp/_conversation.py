@@ -9,7 +9,8 @@ the two prompts, and resumes inside the new turn.
 A question with options comes here too when the client cannot take it as a permission
 request either (it answered ``session/request_permission`` with "method not found"): the
 options are a numbered list, and the reply is read back by :func:`read_reply` (a number,
-an option's name or value, or, when allowed, an answer of the human's own).
+an option's name or value, or, when allowed, an answer of the human's own; for a
+multi-select question several of them, separated by commas: ``1, 3``).
 
 This module holds the waiting questions, one per session at a time (a second question in
 the same session waits for the first to be answered); the ACP agent (``_agent``) ends the
@@ -25,8 +26,17 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from ...interaction import AskUserQuestionAnswer, AskUserQuestionOption, AskUserQuestionRequest
-from ._form import RECOMMENDED_SUFFIX, EmptyAnswerError
+from ...interaction import (
+    AskUserQuestionAnswer,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    Question,
+    QuestionAnswer,
+    UserInteractionError,
+    check_question_answer,
+)
+from ._fields import RECOMMENDED_SUFFIX, assemble
+from ._form import EmptyAnswerError
 
 __all__ = [
     "NOT_AN_OPTION_NOTE",
@@ -42,6 +52,16 @@ _CHOICE_HINT = "_(Reply with the number or the name of your choice.)_"
 _CHOICE_OR_OWN_HINT = (
     "_(Reply with the number or the name of your choice, or with an answer of your own.)_"
 )
+_CHOICES_HINT = (
+    "_(Reply with the numbers or the names of your choices, separated by commas: `1, 3`.)_"
+)
+_CHOICES_OR_OWN_HINT = (
+    "_(Reply with the numbers or the names of your choices, separated by commas: `1, 3`; "
+    "an answer of your own counts as one more.)_"
+)
+SKIP_WORD = "skip"
+"""The reply that skips a question the human may skip (when no option is called so)."""
+_SKIP_HINT = f"_(Reply `{SKIP_WORD}` to leave it unanswered.)_"
 NOT_AN_OPTION_NOTE = "That reply is none of the options: please reply with one of them."
 """The one line put before a question with options asked again after a reply that is
 none of them (custom answers not allowed)."""
@@ -50,7 +70,25 @@ _NUMBER = re.compile(r"(\d{1,6})[.)]?")
 
 
 class NotAnOptionError(Exception):
-    """The reply is none of the options, and the question allows no answer of one's own."""
+    """The reply does not answer the question: none of the options, and the question
+    allows no answer of one's own (or, for a multi-select question, more or fewer choices
+    than it takes). ``note`` is the line put before the question asked again."""
+
+    def __init__(
+        self,
+        note: str = NOT_AN_OPTION_NOTE,
+        problem: str = "was none of the options",
+        consequence: str = ", and the question allows no answer of their own",
+    ) -> None:
+        super().__init__(note)
+        self.note = note
+        self.problem = problem
+        self.consequence = consequence
+
+    def describe(self, times: int) -> str:
+        """What went wrong, for the error once the question is no longer asked again."""
+        reply = "the human's reply in the conversation"
+        return f"{reply} {self.problem} {times} times{self.consequence}"
 
 
 def conversation_text(
@@ -60,26 +98,57 @@ def conversation_text(
     *,
     options: Sequence[AskUserQuestionOption] = (),
     allow_custom: bool = True,
+    multi_select: bool = False,
+    hint: str | None = None,
+    allow_skip: bool = False,
 ) -> str:
     """The agent message that asks the question in the chat (Markdown, one idea a line).
 
     Options are a numbered list, each with its description; the recommended one is
-    marked as in the other carriers.
+    marked as in the other carriers. ``hint`` (a question's, when it is more than a plain
+    one: ``pick 1 to 3``) follows the question.
     """
     lines = [] if note is None else [f"_{note}_", ""]
-    lines.append(f"**{header}**: {question}" if header else f"**{question}**")
-    if options:
+    suffix = "" if hint is None else f" _({hint})_"
+    lines.append((f"**{header}**: {question}" if header else f"**{question}**") + suffix)
+    if options and multi_select:
         lines.append("")
-        for number, option in enumerate(options, start=1):
-            name = escape_markdown(option.label) + (
-                RECOMMENDED_SUFFIX if option.recommended else ""
-            )
-            described = f": {option.description}" if option.description else ""
-            lines.append(f"{number}. **{name}**{described}")
+        lines += _numbered(options)
+        lines += ["", _CHOICES_OR_OWN_HINT if allow_custom else _CHOICES_HINT]
+    elif options:
+        lines.append("")
+        lines += _numbered(options)
         lines += ["", _CHOICE_OR_OWN_HINT if allow_custom else _CHOICE_HINT]
     else:
         lines += ["", _REPLY_HINT]
+    if allow_skip:
+        lines.append(_SKIP_HINT)
     return "\n" + "\n".join(lines) + "\n"
+
+
+def question_text(request: AskUserQuestionRequest, note: str | None = None) -> str:
+    """:func:`conversation_text` for the (one) question of ``request``."""
+    question = request.questions[0]
+    plain = not (question.is_multi_select or question.allow_skip)
+    return conversation_text(
+        request.question,
+        request.header,
+        note,
+        options=request.choices,
+        allow_custom=request.allow_custom,
+        multi_select=question.is_multi_select,
+        hint=None if plain else question.hint,
+        allow_skip=question.allow_skip,
+    )
+
+
+def _numbered(options: Sequence[AskUserQuestionOption]) -> list[str]:
+    lines = []
+    for number, option in enumerate(options, start=1):
+        name = escape_markdown(option.label) + (RECOMMENDED_SUFFIX if option.recommended else "")
+        described = f": {option.description}" if option.description else ""
+        lines.append(f"{number}. **{name}**{described}")
+    return lines
 
 
 def read_reply(request: AskUserQuestionRequest, text: str) -> AskUserQuestionAnswer:
@@ -87,23 +156,64 @@ def read_reply(request: AskUserQuestionRequest, text: str) -> AskUserQuestionAns
 
     For a question with options: the option's number (``2``, ``2.``, ``2)``), its label or
     its model-facing value (case and surrounding spaces ignored, a ``(Recommended)``
-    suffix too), else the reply itself when custom answers are allowed.
+    suffix too), else the reply itself when custom answers are allowed. For a
+    multi-select question, several of them separated by commas (``1, 3``,
+    ``auth, billing``); when custom answers are allowed, the parts that name no option
+    are the human's own answer (one more choice). ``skip`` skips a question that may be
+    skipped (unless an option is called so).
 
     Raises:
         EmptyAnswerError: a blank reply.
-        NotAnOptionError: none of the options, and custom answers are not allowed.
+        NotAnOptionError: none of the options, and custom answers are not allowed; or,
+            for a multi-select question, more or fewer choices than it takes.
     """
     reply = text.strip()
     if not reply:
         raise EmptyAnswerError()
-    if request.is_free_form:
-        return AskUserQuestionAnswer(reply)
+    question = request.questions[0]
+    skip = question.allow_skip and reply.casefold() == SKIP_WORD
+    if question.is_free_form:
+        if skip:
+            return assemble(request, [QuestionAnswer.skip(question)])
+        return assemble(request, [QuestionAnswer.chosen(question, (), reply)])
+    if question.is_multi_select:
+        return assemble(request, [_several(question, reply, skip)])
     option = _chosen(request.choices, reply)
     if option is not None:
         return AskUserQuestionAnswer(option.model_value, option)
+    if skip:
+        return assemble(request, [QuestionAnswer.skip(question)])
     if request.allow_custom:
         return AskUserQuestionAnswer(reply)
     raise NotAnOptionError()
+
+
+def _several(question: Question, reply: str, skip: bool) -> QuestionAnswer:
+    """The entry of a multi-select question for a reply of choices separated by commas."""
+    whole = _chosen(question.choices, reply)  # an option's own name may hold a comma
+    parts = [part.strip() for part in reply.split(",") if part.strip()]
+    found = [(part, _chosen(question.choices, part)) for part in parts]
+    picked = [whole] if whole is not None else [o for _, o in found if o is not None]
+    rest = [] if whole is not None else [part for part, o in found if o is None]
+    if skip and not picked:
+        return QuestionAnswer.skip(question)
+    custom = None
+    if rest:
+        if not question.allow_custom:
+            raise NotAnOptionError()
+        custom = reply if not picked else ", ".join(rest)  # nothing named: all of it is theirs
+    entry = QuestionAnswer.chosen(question, picked, custom)
+    try:
+        return check_question_answer(question, entry)
+    except UserInteractionError:
+        least, most = question.selection_range
+        bounds = f"{least}" if least == most else f"{least} to {most}"
+        count = len(entry.values)
+        raise NotAnOptionError(
+            f"That reply has {count} choice{'s' if count != 1 else ''}: please pick {bounds}.",
+            f"had a number of choices the question does not take (pick {bounds})",
+            "",
+        ) from None
 
 
 def _chosen(options: Sequence[AskUserQuestionOption], reply: str) -> AskUserQuestionOption | None:

@@ -1,7 +1,7 @@
-"""A question as an ACP ``elicitation/create`` form, and the client's result read back.
+"""An ask as an ACP ``elicitation/create`` form, and the client's result read back.
 
 Pure functions of the request, with no connection and no event loop, so every rule is
-testable on its own. The form of a question with options and custom answers allowed::
+testable on its own. The form of one question with options and custom answers allowed::
 
     {"sessionId": "sess_1", "toolCallId": "tc_1", "mode": "form",
      "message": "Which database?",                        # the question
@@ -15,57 +15,60 @@ testable on its own. The form of a question with options and custom answers allo
          "custom": {"type": "string", "title": "Other", "description": "..."}},
        "required": ["answer"]}}
 
-``answer`` is always required, so a client that honours ``required`` cannot submit an
-empty form; with custom answers allowed, one more choice ("Other") stands for "my own text
+``answer`` is required, so a client that honours ``required`` cannot submit an empty
+form; with custom answers allowed, one more choice ("Other") stands for "my own text
 below". Without custom answers ``custom`` and "Other" are absent; a free-form question has
-a single required string ``answer`` (``minLength: 1``). Reading the result back, filled
-custom text wins over the selected option; a schema-valid result that carries no answer at
-all (a client that ignores ``required``) is :class:`EmptyAnswerError`, which the provider asks
-again.
+a single required string ``answer`` (``minLength: 1``). An ask of several questions is
+one form with a property per question, named by its id (:mod:`._fields` has the mapping
+of each kind of question). Reading the result back, filled custom text wins over the
+selected option; a schema-valid result that carries no answer at all (a client that
+ignores ``required``) is :class:`EmptyAnswerError`, and one that leaves a question
+unanswered or outside its bounds :class:`IncompleteAnswerError`: the provider asks again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from acp.schema import (
-    CreateFormSessionElicitationRequest,
-    ElicitationSchema,
-    ElicitationStringPropertySchema,
-    EnumOption,
-)
+from acp.schema import CreateFormSessionElicitationRequest, ElicitationSchema
 
 from ...interaction import (
     ASK_CANCELLED,
     ASK_DECLINED,
     INVALID_ANSWER,
     AskUserQuestionAnswer,
-    AskUserQuestionOption,
     AskUserQuestionRequest,
+    QuestionAnswer,
     UserInteractionError,
+    check_question_answer,
+)
+from ._fields import (
+    ANSWER_FIELD,
+    CUSTOM_FIELD,
+    RECOMMENDED_SUFFIX,
+    Problems,
+    PropertySchema,
+    QuestionField,
+    assemble,
+    fields_of,
+    type_name,
 )
 
 __all__ = [
     "ANSWER_FIELD",
-    "EmptyAnswerError",
     "CUSTOM_FIELD",
     "ELICITATION_CREATE",
     "RECOMMENDED_SUFFIX",
+    "EmptyAnswerError",
     "Form",
+    "IncompleteAnswerError",
     "build_form",
     "type_name",
 ]
 
 ELICITATION_CREATE = "elicitation/create"
-ANSWER_FIELD = "answer"
-"""The property that holds the chosen option's value (or the free-form answer)."""
-CUSTOM_FIELD = "custom"
-"""The optional free-text property offered when custom answers are allowed."""
-RECOMMENDED_SUFFIX = " (Recommended)"
-OTHER_TITLE = "Other (type it below)"
-_OTHER_VALUE = "_other"
 _ACTIONS = "accept, decline or cancel"
 
 
@@ -78,19 +81,53 @@ class EmptyAnswerError(Exception):
     """
 
 
+class IncompleteAnswerError(Exception):
+    """The client accepted a form of several answers with some of them missing, or with
+    more or fewer choices than a question takes (a client that does not enforce
+    ``required``, ``minItems`` or ``maxItems``).
+
+    ``note`` says which, for the form asked again; ``given`` is what fitted, to pre-fill
+    it; ``problems`` name each question (never the human's text), for the error once the
+    provider stops asking.
+    """
+
+    def __init__(self, note: str, given: Mapping[str, Any], problems: list[str]) -> None:
+        super().__init__(note)
+        self.note = note
+        self.given = dict(given)
+        self.problems = problems
+
+
 @dataclass(frozen=True, slots=True)
 class Form:
-    """One question as an elicitation form: the schema to send and how to read the reply."""
+    """An ask as an elicitation form: the schema to send and how to read the reply."""
 
     request: AskUserQuestionRequest
     schema: ElicitationSchema
-    other: str | None = None
-    """The ``const`` of the "Other" choice (custom answers allowed), else ``None``."""
+    fields: tuple[QuestionField, ...] = field(default=())
 
     @property
-    def fields(self) -> tuple[str, ...]:
+    def names(self) -> tuple[str, ...]:
         """The property names the form asks for, in order."""
         return tuple(self.schema.properties or ())
+
+    @property
+    def other(self) -> str | None:
+        """The ``const`` of the "Other" choice of a one-question form, else ``None``."""
+        return self.fields[0].other if len(self.fields) == 1 else None
+
+    def message(self) -> str:
+        """The question; for several, each on a numbered line (a client that shows only
+        the message still shows them all)."""
+        request = self.request
+        if not request.is_multi_question:
+            return request.question
+        lines = [f"Please answer these {len(request.questions)} questions:"]
+        for number, question in enumerate(request.questions, start=1):
+            text = " ".join(question.question.split())
+            header = f"{question.header}: " if question.header else ""
+            lines.append(f"{number}. {header}{text}")
+        return "\n".join(lines)
 
     def requested_schema(self) -> dict[str, Any]:
         """The ``requestedSchema`` as sent: always with ``"type": "object"``.
@@ -109,7 +146,7 @@ class Form:
 
         ``note`` (one line) goes before the question when it is asked again.
         """
-        message = self.request.question if note is None else f"{note}\n\n{self.request.question}"
+        message = self.message() if note is None else f"{note}\n\n{self.message()}"
         request = CreateFormSessionElicitationRequest(
             session_id=session_id,
             tool_call_id=tool_call_id,
@@ -130,6 +167,7 @@ class Form:
                 fit (wrong type, unknown action, a field that was not asked, a value that is
                 none of the options).
             EmptyAnswerError: accepted, and everything fits, but there is no answer in it.
+            IncompleteAnswerError: accepted, but a question is unanswered or out of bounds.
         """
         if not isinstance(result, Mapping):
             raise _invalid([("result", f"must be an object, got {type_name(result)}")])
@@ -160,126 +198,75 @@ class Form:
             content = {}
         if not isinstance(content, Mapping):
             raise _invalid([("content", f"must be an object, got {type_name(content)}")])
-        problems: list[tuple[str, str]] = []
-        asked = self.fields
+        problems: Problems = []
+        asked = self.names
         for key in content:
             if key not in asked:
                 listed = ", ".join(repr(name) for name in asked)
                 problems.append(
                     (f"content.{key}", f"was not asked for (the form asks for {listed})")
                 )
-        chosen = _text(problems, content, ANSWER_FIELD)
-        custom = _text(problems, content, CUSTOM_FIELD) if CUSTOM_FIELD in asked else None
-        request = self.request
-        if request.is_free_form:
-            if problems:
-                raise _invalid(problems)
-            if chosen is None or not chosen.strip():
-                raise EmptyAnswerError()
-            return AskUserQuestionAnswer(chosen.strip())
-        option: AskUserQuestionOption | None = None
-        if chosen is not None and chosen != "" and chosen != self.other:
-            option = request.option_for(chosen)
-            if option is None:
-                allowed = ", ".join(repr(o.model_value) for o in request.choices)
-                # What the human sent is described, never quoted: errors reach the logs.
-                problems.append(
-                    (
-                        f"content.{ANSWER_FIELD}",
-                        f"is none of the options ({allowed}) (a value of {len(chosen)} characters)",
-                    )
-                )
+        read = [(item, item.read(content, problems)) for item in self.fields]
         if problems:
             raise _invalid(problems)
-        if custom is not None and custom.strip():
-            return AskUserQuestionAnswer(custom.strip())
-        if option is not None:
-            return AskUserQuestionAnswer(option.model_value, option)
-        raise EmptyAnswerError()
-
-
-def build_form(request: AskUserQuestionRequest) -> Form:
-    """Map a (validated) question onto an elicitation form schema."""
-    properties: dict[str, Any] = {}
-    required: list[str] = []
-    other: str | None = None
-    if request.is_free_form:
-        properties[ANSWER_FIELD] = ElicitationStringPropertySchema(
-            type="string", title="Answer", min_length=1
-        )
-        required.append(ANSWER_FIELD)
-    else:
-        recommended = request.recommended
-        choices = [_enum_option(option) for option in request.choices]
-        if request.allow_custom:
-            other = _other_value(request)
-            choices.append(EnumOption(const=other, title=OTHER_TITLE))
-        properties[ANSWER_FIELD] = ElicitationStringPropertySchema(
-            type="string",
-            title="Choice",
-            one_of=choices,
-            default=recommended.model_value if recommended is not None else None,
-        )
-        if request.allow_custom:
-            properties[CUSTOM_FIELD] = ElicitationStringPropertySchema(
-                type="string",
-                title="Other",
-                description="Your own answer instead of a choice; when filled in, it is used.",
+        entries: list[QuestionAnswer] = []
+        given: dict[str, Any] = {}
+        notes: list[str] = []
+        errors: list[str] = []
+        answered = False
+        for item, entry in read:
+            question = item.question
+            if entry is None and question.allow_skip:
+                entries.append(QuestionAnswer.skip(question))
+                continue
+            text = " ".join(question.question.split())
+            if entry is None:
+                notes.append(f"“{text}” has no answer ({question.hint})")
+                errors.append(f"questions[{item.index}] ({text}) has no answer")
+                continue
+            answered = True
+            try:
+                entries.append(check_question_answer(question, entry, index=item.index))
+            except UserInteractionError as unfit:  # a client that ignores minItems/maxItems
+                count = len(entry.values)
+                notes.append(f"“{text}” has {count} selected, but takes {_bounds(question)}")
+                errors.append(unfit.message)
+                continue
+            given.update((name, content[name]) for name in item.names if name in content)
+        if notes:
+            if not answered:
+                raise EmptyAnswerError()
+            raise IncompleteAnswerError(
+                "Please answer every question: " + "; ".join(notes) + ".", given, errors
             )
-        # Always required: a client that honours it cannot send an empty form (Zed checks).
-        required.append(ANSWER_FIELD)
+        return assemble(self.request, entries)
+
+
+def build_form(request: AskUserQuestionRequest, given: Mapping[str, Any] | None = None) -> Form:
+    """Map a (validated) request onto an elicitation form schema; ``given`` (an
+    :class:`IncompleteAnswerError`'s) pre-fills what the human already answered."""
+    fields = fields_of(request)
+    properties: dict[str, PropertySchema] = {}
+    for item in fields:
+        properties.update(item.properties(given or {}))
     schema = ElicitationSchema(
         type="object",
-        title=request.header,
-        properties=properties,
-        required=required,
+        title=None if request.is_multi_question else request.header,
+        properties=dict(properties),
+        required=[item.name for item in fields if item.required],
     )
-    return Form(request, schema, other)
+    return Form(request, schema, fields)
 
 
-def _other_value(request: AskUserQuestionRequest) -> str:
-    """A ``const`` for "Other" that no option of the question uses."""
-    taken = {option.model_value for option in request.choices}
-    value = _OTHER_VALUE
-    while value in taken:
-        value += "_"
-    return value
+def _bounds(question: Any) -> str:
+    least, most = question.selection_range
+    return f"{least}" if least == most else f"{least} to {most}"
 
 
-def _enum_option(option: AskUserQuestionOption) -> EnumOption:
-    title = option.label + (RECOMMENDED_SUFFIX if option.recommended else "")
-    return EnumOption(const=option.model_value, title=title, description=option.description)
-
-
-def _text(problems: list[tuple[str, str]], content: Mapping[str, Any], key: str) -> str | None:
-    value = content.get(key)
-    if value is None or isinstance(value, str):
-        return value
-    problems.append((f"content.{key}", f"must be a string, got {type_name(value)}"))
-    return None
-
-
-def _invalid(problems: list[tuple[str, str]]) -> UserInteractionError:
+def _invalid(problems: Problems) -> UserInteractionError:
     message = "; ".join(f"{field} {problem}" for field, problem in problems)
     return UserInteractionError(
         f"the ACP client's answer does not fit the question: {message}",
         INVALID_ANSWER,
         details={"errors": [{"field": f, "message": p} for f, p in problems]},
     )
-
-
-def type_name(value: object) -> str:
-    """The JSON name of a value's type, for error messages about wire data."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, Mapping):
-        return "object"
-    return type(value).__name__

@@ -2,12 +2,15 @@
 
 Every ACP client can answer a permission request, but only by picking one of the offered
 options, so this carries the questions that have options. A question that also allows a
-custom answer loses that choice here, and its prompt says so. Each option becomes a
-permission option whose id is the option's model-facing value; the recommended one is
-marked in its name; a clearly negative option ("No", "Cancel"...) is ``reject_once`` so
-that clients style it as a refusal, every other one ``allow_once``. Option descriptions go
-in the tool call's content as a Markdown list, one per line (clients such as Toad render
-it as Markdown, where single newlines would join the lines)::
+custom answer loses that choice here, and its prompt says so; so does a multi-select
+question, which takes one choice here (one that needs at least two goes to the
+conversation instead); a question the human may skip gets one more option, "Skip".
+Each option becomes a permission option whose id is the option's model-facing value; the
+recommended one is marked in its name; a clearly negative option ("No", "Cancel"...) is
+``reject_once`` so that clients style it as a refusal, every other one ``allow_once``.
+Option descriptions go in the tool call's content as a Markdown list, one per line
+(clients such as Toad render it as Markdown, where single newlines would join the
+lines)::
 
     {"sessionId": "sess_1",
      "toolCall": {"toolCallId": "tc_1", "title": "Deploy: Deploy the service now?",
@@ -42,13 +45,16 @@ from ...interaction import (
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    QuestionAnswer,
     UserInteractionError,
 )
 from ._conversation import escape_markdown
-from ._form import RECOMMENDED_SUFFIX, type_name
+from ._fields import RECOMMENDED_SUFFIX, assemble, type_name
 
 __all__ = [
     "CUSTOM_DROPPED",
+    "ONE_CHOICE",
+    "SKIP_NAME",
     "REQUEST_PERMISSION",
     "PermissionForm",
     "build_permission_form",
@@ -62,6 +68,14 @@ CUSTOM_DROPPED = (
     "out: choose one of the options._"
 )
 """The line added to the prompt of a question whose custom-answer choice is dropped."""
+ONE_CHOICE = (
+    "_This question takes several choices, but this client can take one here: choose the "
+    "one that matters most._"
+)
+"""The line added to the prompt of a multi-select question."""
+SKIP_NAME = "Skip"
+"""The name of the permission option that skips a question the human may skip."""
+_SKIP_ID = "_skip"
 
 # First words that make an option a refusal. Kept short on purpose: a wrong "reject" kind
 # on a positive option would mislead more than a missing one on a negative option.
@@ -88,8 +102,10 @@ _NEGATIVE = frozenset(
 
 
 def fits_permission(request: AskUserQuestionRequest) -> bool:
-    """True when a permission request can carry the question: it has options."""
-    return not request.is_free_form
+    """True when a permission request can carry the question: it has options, and one
+    choice can answer it (a multi-select question that needs two or more cannot)."""
+    question = request.questions[0]
+    return not question.is_free_form and question.selection_range[0] <= 1
 
 
 def is_negative(option: AskUserQuestionOption) -> bool:
@@ -117,6 +133,7 @@ class PermissionForm:
         fresh id of its own.
         """
         request = self.request
+        question = request.questions[0]
         options = [
             PermissionOption(
                 option_id=option.model_value,
@@ -125,13 +142,20 @@ class PermissionForm:
             )
             for option in request.choices
         ]
+        if question.allow_skip:
+            options.append(
+                PermissionOption(option_id=self.skip_id, name=SKIP_NAME, kind="reject_once")
+            )
         lines = [
             f"- **{escape_markdown(option.label)}**: {option.description}"
             for option in request.choices
             if option.description is not None
         ]
+        notes = [ONE_CHOICE] if question.is_multi_select else []
         if request.allow_custom:
-            lines.append(("\n" if lines else "") + CUSTOM_DROPPED)
+            notes.append(CUSTOM_DROPPED)
+        if notes:
+            lines.append(("\n" if lines else "") + "\n".join(notes))
         title = (
             request.question if request.header is None else f"{request.header}: {request.question}"
         )
@@ -165,6 +189,9 @@ class PermissionForm:
                 "request with outcome 'cancelled')",
                 ASK_CANCELLED,
             )
+        question = self.request.questions[0]
+        if question.allow_skip and outcome.option_id == self.skip_id:
+            return assemble(self.request, [QuestionAnswer.skip(question)])
         option = self.request.option_for(outcome.option_id)
         if option is None:
             offered = ", ".join(repr(o.model_value) for o in self.request.choices)
@@ -172,13 +199,24 @@ class PermissionForm:
                 f"outcome.optionId is none of the offered options ({offered}) (an id of "
                 f"{len(outcome.option_id)} characters)"
             )
-        return AskUserQuestionAnswer(option.model_value, option)
+        return assemble(self.request, [QuestionAnswer.chosen(question, (option,))])
+
+    @property
+    def skip_id(self) -> str:
+        """The ``optionId`` of "Skip": one that no option of the question uses."""
+        taken = {option.model_value for option in self.request.choices}
+        value = _SKIP_ID
+        while value in taken:
+            value += "_"
+        return value
 
 
 def build_permission_form(request: AskUserQuestionRequest) -> PermissionForm:
     """Map a question with options onto a permission request (custom answers dropped)."""
-    if not fits_permission(request):
-        raise ValueError("only a question with options fits a permission request")
+    if request.is_multi_question or not fits_permission(request):
+        raise ValueError(
+            "only a question with options, one of which can answer it, fits a permission request"
+        )
     return PermissionForm(request)
 
 

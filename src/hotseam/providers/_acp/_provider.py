@@ -11,6 +11,12 @@ human unasked:
 * otherwise, a free-form question: conversation mode (:mod:`._conversation`): the question
   is an agent message, the turn ends, and the next prompt of the session is the answer.
 
+Several questions in one ask are one form, with a property per question: the provider's
+``multiple_questions`` is true while the client takes forms. Without forms it is false, so
+``ask()`` puts the questions to it one after the other (a swap in between keeps the
+answers given); a client that refuses forms in the middle of an ask of several questions
+gets them one after the other from the provider itself.
+
 A client that advertised form but answers ``elicitation/create`` with -32601 (the Python
 SDK without its unstable flag) is treated as one without form from then on, with one
 warning; one that answers ``session/request_permission`` with -32601 gets its questions
@@ -54,15 +60,10 @@ from ...interaction import (
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
     UserInteractionError,
+    check_answer,
 )
-from ._conversation import (
-    NOT_AN_OPTION_NOTE,
-    Conversations,
-    NotAnOptionError,
-    conversation_text,
-    read_reply,
-)
-from ._form import ELICITATION_CREATE, EmptyAnswerError, build_form
+from ._conversation import Conversations, NotAnOptionError, question_text, read_reply
+from ._form import ELICITATION_CREATE, EmptyAnswerError, IncompleteAnswerError, build_form
 from ._lines import ANSWER_REFUSED
 from ._permission import REQUEST_PERMISSION, build_permission_form, fits_permission
 from ._scope import AskScope, current_ask_scope
@@ -124,6 +125,10 @@ class _Pending:
 
 class _RefusedError(Exception):
     """The client answered a carrier's method with -32601: plan the question again."""
+
+
+class _OneByOneError(Exception):
+    """Several questions, and no form to carry them together: ask them one by one."""
 
 
 class AcpProvider:
@@ -197,6 +202,13 @@ class AcpProvider:
         """True when questions go as form elicitations: advertised, and not refused."""
         return self.advertises_form and not self._form_refused
 
+    @property
+    def multiple_questions(self) -> bool:
+        """Whether an ask of several questions comes whole (one form of them all): while
+        the client takes forms. Otherwise ``ask()`` puts them one after the other, each to
+        a fallback, keeping the answers given across a swap."""
+        return self.supports_form
+
     def pending(self, session_id: str | None = None) -> int:
         """How many questions are waiting for the client (in one session, or in all)."""
         if session_id is not None:
@@ -236,12 +248,34 @@ class AcpProvider:
             raise UserInteractionError(
                 "the ACP provider is not attached to a client connection", NO_PROVIDER
             )
+        try:
+            return await self._ask(wire, request, scope)
+        except _OneByOneError:
+            return await self._ask_one_by_one(wire, request, scope)
+
+    async def _ask_one_by_one(
+        self, wire: AcpWire, request: AskUserQuestionRequest, scope: AskScope
+    ) -> AskUserQuestionAnswer:
+        """The questions of ``request``, one after the other, each through a fallback: for
+        a client that refused forms once ``ask()`` had given it the whole ask."""
+        entries = []
+        for item in request.questions:
+            part = AskUserQuestionRequest.of([item], agent=request.agent, signal=request.signal)
+            entries.append(check_answer(part, await self._ask(wire, part, scope)).answers[0])
+        return AskUserQuestionAnswer.of(entries, request)
+
+    async def _ask(
+        self, wire: AcpWire, request: AskUserQuestionRequest, scope: AskScope
+    ) -> AskUserQuestionAnswer:
+        """Carry the question (or a form of several) until answered, asking again after an
+        empty or incomplete answer, and planning again after a refused method."""
         note: str | None = None
+        given: dict[str, Any] | None = None
         asked_again = 0
         while True:
             if scope.cancelled is not None and scope.cancelled.aborted:
                 raise _cancelled_by_client(scope.session_id)
-            carrier = self._plan(request, scope, note)
+            carrier = self._plan(request, scope, note, given)
             try:
                 return await self._carry(wire, carrier, scope, request)
             except _RefusedError:
@@ -253,20 +287,25 @@ class AcpProvider:
                         "chosen or typed); the question is taken as dismissed",
                         ASK_CANCELLED,
                     ) from None
-                note = EMPTY_ANSWER_NOTE
-            except NotAnOptionError:
+                note, given, event = EMPTY_ANSWER_NOTE, None, "acp.empty_answer_asked_again"
+            except IncompleteAnswerError as incomplete:
                 if asked_again >= _ASKED_AGAIN_AT_MOST:
                     raise UserInteractionError(
-                        f"the human's reply in the conversation was none of the options "
-                        f"{asked_again + 1} times, and the question allows no answer of their own",
+                        f"the ACP client's answer left questions unanswered or out of bounds "
+                        f"{asked_again + 1} times: {'; '.join(incomplete.problems)}",
                         INVALID_ANSWER,
                     ) from None
-                note = NOT_AN_OPTION_NOTE
+                note, given = incomplete.note, incomplete.given
+                event = "acp.incomplete_answer_asked_again"
+            except NotAnOptionError as unfit:
+                if asked_again >= _ASKED_AGAIN_AT_MOST:
+                    raise UserInteractionError(
+                        unfit.describe(asked_again + 1), INVALID_ANSWER
+                    ) from None
+                note, given, event = unfit.note, None, "acp.not_an_option_asked_again"
             asked_again += 1
             _log.info(
-                "acp.empty_answer_asked_again"
-                if note == EMPTY_ANSWER_NOTE
-                else "acp.not_an_option_asked_again",
+                event,
                 session_id=scope.session_id,
                 method=carrier.method,
                 attempt=asked_again,
@@ -443,28 +482,36 @@ class AcpProvider:
                 "found'; its questions with options are asked in the conversation from now on",
             )
 
-    def _plan(self, request: AskUserQuestionRequest, scope: AskScope, note: str | None) -> _Carrier:
-        """Choose how to carry the question: form, permission, conversation, or nothing."""
+    def _plan(
+        self,
+        request: AskUserQuestionRequest,
+        scope: AskScope,
+        note: str | None,
+        given: dict[str, Any] | None = None,
+    ) -> _Carrier:
+        """Choose how to carry the question: form, permission, conversation, or nothing.
+
+        Raises:
+            _OneByOneError: several questions, and no form (the fallbacks take one).
+        """
         session_id, tool_call_id = scope.session_id, scope.tool_call_id
         if self.supports_form:
-            form = build_form(request)
+            form = build_form(request, given)
             return _Carrier(
                 ELICITATION_CREATE, form.params(session_id, tool_call_id, note=note), form.read
             )
+        if request.is_multi_question:
+            raise _OneByOneError()
         if self.permission_fallback and fits_permission(request) and not self._permission_refused:
             permission = build_permission_form(request)
             return _Carrier(
                 REQUEST_PERMISSION, permission.params(session_id, tool_call_id), permission.read
             )
-        in_chat = request.is_free_form or (self._permission_refused and self.permission_fallback)
+        in_chat = request.is_free_form or (
+            self.permission_fallback and (self._permission_refused or not fits_permission(request))
+        )
         if self.conversation_fallback and in_chat and scope.end_turn is not None:
-            text = conversation_text(
-                request.question,
-                request.header,
-                note,
-                options=request.choices,
-                allow_custom=request.allow_custom,
-            )
+            text = question_text(request, note)
             return _Carrier(CONVERSATION, {}, partial(read_reply, request), text)
         if self._form_refused:
             reason = "it answered elicitation/create with 'method not found'"
@@ -499,18 +546,22 @@ def _read_late(
         return carrier.read(message["result"])
     except UserInteractionError as error:
         return error if error.code == ASK_DECLINED else None
-    except (EmptyAnswerError, NotAnOptionError):
+    except (EmptyAnswerError, IncompleteAnswerError, NotAnOptionError):
         return None
 
 
 def _no_fallback(provider: AcpProvider, request: AskUserQuestionRequest) -> str:
     if not request.is_free_form and not provider.permission_fallback:
         return "the session/request_permission fallback is turned off"
-    refused = (
-        "it answered session/request_permission with 'method not found', so "
-        if not request.is_free_form
-        else ""
-    )
+    if request.is_free_form:
+        refused = ""
+    elif not fits_permission(request):
+        least = request.questions[0].selection_range[0]
+        refused = (
+            f"a permission request takes one choice, but the question takes at least {least}, so "
+        )
+    else:
+        refused = "it answered session/request_permission with 'method not found', so "
     if not provider.conversation_fallback:
         return f"{refused}the conversation fallback is turned off"
     return (
