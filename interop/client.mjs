@@ -272,6 +272,47 @@ const scenarios = {
     });
   },
 
+  async "three questions in one form: an array field for the multi-select"() {
+    await session("form-three-questions", FORM, ["--agent", "interop/agents.py:three_questions"], async (h) => {
+      const turn = within(h.prompt("plan it"), "the prompt");
+      const form = await h.inbox.next("elicitation/create");
+      const schema = form.params.requestedSchema;
+      check(JSON.stringify(Object.keys(schema.properties)) ===
+        '["q1","q1_custom","q2","q2_custom","q3"]', Object.keys(schema.properties).join(","));
+      const features = schema.properties.q2;
+      check(features.type === "array", `q2 type ${features.type}`);
+      check(features.minItems === 1 && features.maxItems === 4, JSON.stringify(features));
+      const consts = features.items.anyOf.map((option) => option.const).join(",");
+      check(consts === "Auth,Billing,Search,_other", consts);
+      check(schema.properties.q1.oneOf.length === 3, "q1 oneOf");
+      check(JSON.stringify(schema.required) === '["q1","q2","q3"]', JSON.stringify(schema.required));
+      check(form.params.message.startsWith("Please answer these 3 questions:"), form.params.message);
+      form.resolve(accept({ q1: "SQLite", q2: ["Search", "Auth"], q2_custom: "", q3: "Ship it" }));
+      const { stopReason } = await turn;
+      check(stopReason === "end_turn", stopReason);
+      check(h.said() === "q1: SQLite\nq2: Auth, Search\nq3: Ship it\n", JSON.stringify(h.said()));
+    });
+  },
+
+  async "three questions without form: one permission request after the other"() {
+    await session("none-three-questions", NONE, ["--agent", "interop/agents.py:three_questions"], async (h) => {
+      const turn = within(h.prompt("plan it"), "the prompt");
+      const database = await h.inbox.next("session/request_permission");
+      check(database.params.toolCall.title === "Storage: Which database?", database.params.toolCall.title);
+      database.resolve(selected("Postgres"));
+      const features = await h.inbox.next("session/request_permission");
+      const text = features.params.toolCall.content[0].content.text;
+      check(text.includes("this client can take one here"), text);
+      features.resolve(selected("Search"));
+      await turn; // the free-form question waits in the chat
+      check(h.said().includes("**Notes**: Anything else?"), h.said());
+      const before = h.said().length;
+      await within(h.prompt("Ship it"), "the answering prompt");
+      const said = h.said().slice(before);
+      check(said === "q1: Postgres\nq2: Search\nq3: Ship it\n", JSON.stringify(said));
+    });
+  },
+
   async "form advertised, but -32601: fallbacks with one warning"() {
     const stderr = await session("form-refused", FORM, [], async (h) => {
       const turn = within(h.prompt("go"), "the prompt");

@@ -34,7 +34,7 @@ from hotseam.providers._acp._permission import CUSTOM_DROPPED, ONE_CHOICE
 from hotseam.providers.acp import current_turn
 
 from ._harness import ChatOnlyClient, connected, rpc_error
-from .test_reload_reask import Reloading
+from .test_reload_reask import Relay, Reloading
 
 pytestmark = pytest.mark.anyio
 
@@ -475,11 +475,89 @@ class TestFallbacks:
         assert _values(results[0]) == [["eu", "ap"], ["lite"]]
 
 
-async def test_a_reload_keeps_the_answers_given_one_at_a_time() -> None:
-    """The questions go one after the other (no form) through a relay provider module; the
-    module is reloaded while the second question is open: the second is asked again on the
-    new generation, the first never is, and the ask gets both answers once."""
-    reloading = Reloading()
+class TestOneQuestionAtATime:
+    async def test_a_relay_without_the_flag_gets_one_form_per_question(self) -> None:
+        """A provider module that relays questions and does not say multiple_questions, on
+        a client with forms: ask() puts them one by one, so three forms; the multi-select
+        one is a form whose ``answer`` is an array."""
+        reloading = Reloading()
+        results: list[ToolResult] = []
+        async with connected(
+            stack_agent(results), context=reloading.agent_context, provider=reloading.provider
+        ) as acp:
+            pending = acp.start_prompt()
+            (await acp.next_request()).answer(_accept({"answer": "Postgres"}))
+            features = await acp.next_request()
+            features.answer(_accept({"answer": ["Billing", "_other"], "custom": "Audit"}))
+            (await acp.next_request()).answer(_accept({"answer": "fine"}))
+            assert (await pending.result()).stop_reason == "end_turn"
+            _, raw, _ = acp.elicitations()
+        assert raw["params"]["message"] == "Which features?"
+        assert raw["params"]["requestedSchema"] == {
+            "type": "object",
+            "title": "Features",
+            "properties": {
+                "answer": {
+                    "type": "array",
+                    "title": "Choices",
+                    "description": "Pick one or more, or type your own",
+                    "minItems": 1,
+                    "maxItems": 4,
+                    "items": THREE_SCHEMA["properties"]["q2"]["items"],  # type: ignore[index]
+                },
+                "custom": {
+                    "type": "string",
+                    "title": "Other",
+                    "description": "Your own answer; when filled in, it counts as one more choice.",
+                },
+            },
+            "required": ["answer"],
+        }
+        assert acp_schema_errors("CreateElicitationRequest", raw["params"]) == []
+        assert _values(results[0]) == [["Postgres"], ["Billing", "Audit"], ["fine"]]
+
+    async def test_questions_that_may_be_skipped_in_the_fallbacks(self) -> None:
+        """allow_skip without forms: a "Skip" permission option, and ``skip`` in the chat."""
+        optional = {
+            "questions": [
+                {
+                    "question": "Which database?",
+                    "options": [{"label": "pg"}, {"label": "lite"}],
+                    "allowSkip": True,
+                    "id": "db",
+                },
+                {"question": "Any notes?", "allowSkip": True, "id": "notes"},
+            ]
+        }
+        results: list[ToolResult] = []
+        async with connected(stack_agent(results, optional), capabilities=None) as acp:
+            pending = acp.start_prompt()
+            database = await acp.next_request(PERMISSION)
+            (skip,) = [o for o in database.arguments["options"] if o.name == "Skip"]
+            assert (skip.option_id, skip.kind) == ("_skip", "reject_once")
+            database.answer(_selected("_skip"))
+            assert (await pending.result()).stop_reason == "end_turn"
+            assert "_(Reply `skip` to leave it unanswered.)_" in acp.client.said()
+            await acp.prompt("Skip")
+        assert results[0].output["answers"] == {}
+        assert [q["skipped"] for q in results[0].output["questions"]] == ["skipped", "skipped"]
+
+
+class FlagRelay(Relay):
+    """A relay that takes several questions at once exactly when the ACP provider does."""
+
+    @property
+    def multiple_questions(self) -> bool:
+        return self._acp.multiple_questions
+
+
+@pytest.mark.parametrize("relay", [Relay, FlagRelay])
+async def test_a_reload_keeps_the_answers_given_one_at_a_time(relay: type[Relay]) -> None:
+    """The questions go one after the other (no form) through a relay provider module
+    (which passes the ACP provider's multiple_questions on, or has none); the module is
+    reloaded while the second question is open: the second is asked again on the new
+    generation, the first never is, and the ask gets both answers once."""
+    reloading = Reloading(relay)
     results: list[ToolResult] = []
     two = {"questions": STACK["questions"][:2]}
     async with connected(

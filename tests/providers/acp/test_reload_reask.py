@@ -70,20 +70,21 @@ class Relay:
 class Reloading:
     """The ACP provider in the served context, a relay in the agent's, swapped on demand."""
 
-    def __init__(self) -> None:
+    def __init__(self, relay: type[Relay] = Relay) -> None:
         self.provider = AcpProvider()
         self.served = Context("acp")
         self.served.provide(USER_INTERACTION, self.provider)
         self.agent_context = self.served.child("acp.agent")
+        self._make = relay
         self._relay: Registration[Any] = self.agent_context.provide(
-            USER_INTERACTION, Relay(self.provider)
+            USER_INTERACTION, relay(self.provider)
         )
 
     async def reload(self) -> None:
         """What committing a new generation of the relay's module does."""
         async with self.agent_context.swap(USER_INTERACTION):
             await self._relay.dispose()
-            self._relay = self.agent_context.provide(USER_INTERACTION, Relay(self.provider))
+            self._relay = self.agent_context.provide(USER_INTERACTION, self._make(self.provider))
 
 
 async def _reasked(acp: Connected, reloading: Reloading) -> tuple[ClientRequest, ClientRequest]:
