@@ -32,6 +32,8 @@ from ...interaction import (
     UserInteractionError,
 )
 from ...interaction._pending import ask_id, pending_asks
+from ._answers import MAX_ANSWER_CHARS, AnswerError, answer_label, question_dict, shown_answer
+from ._answers import parse_answer as read_answer
 
 __all__ = [
     "MAX_ANSWER_CHARS",
@@ -42,6 +44,7 @@ __all__ = [
     "InboxError",
     "ServedInbox",
     "Subscription",
+    "answer_label",
     "cancelled_error",
     "parse_answer",
     "question_dict",
@@ -50,12 +53,8 @@ __all__ = [
 
 Outcome = Literal["answered", "dismissed", "withdrawn", "timed_out", "failed", "cleared", "closed"]
 
-MAX_ANSWER_CHARS = 20_000
-"""A custom answer longer than this is refused (a model reads it; a page can paste a lot)."""
-
 _SUBSCRIBER_BUFFER = 256
 _RECENT = 1024  # outcomes remembered, so a late second tab hears "already answered"
-_SHOWN_TEXT = 300  # characters of a typed answer that other pages are shown
 
 
 class InboxError(Exception):
@@ -163,31 +162,6 @@ class Entry:
     def to_dict(self) -> dict[str, Any]:
         """The question as the API and the page see it (model-written text, never HTML)."""
         return question_dict(self.id, self.seq, self.asked_at, self.request)
-
-
-def question_dict(
-    question_id: str, seq: int, asked_at: float, request: AskUserQuestionRequest
-) -> dict[str, Any]:
-    """A question as the API and the page see it, whichever inbox shows it."""
-    agent = request.agent
-    return {
-        "id": question_id,
-        "seq": seq,
-        "askedAt": asked_at,
-        "agent": None if agent is None else agent.to_dict(),
-        "header": request.header,
-        "question": request.question,
-        "options": [
-            {
-                "index": index,
-                "label": option.label,
-                "description": option.description,
-                "recommended": option.recommended,
-            }
-            for index, option in enumerate(request.choices)
-        ],
-        "allowCustom": request.accepts_custom,
-    }
 
 
 _decided: OrderedDict[str, Decision] = OrderedDict()
@@ -340,7 +314,7 @@ class Inbox:
         entry.client = client
         self._entries.pop(entry.id, None)
         answer = entry.answer if outcome == "answered" else None
-        shown = None if answer is None else shown_answer(answer)
+        shown = None if answer is None else shown_answer(answer, entry.request)
         decision = Decision(outcome, note, client, shown, by=by)
         _decided[entry.id] = decision
         while len(_decided) > _RECENT:
@@ -403,7 +377,7 @@ class Inbox:
             return entry
         recent = _decided.get(question_id)
         if recent is not None and recent.outcome == "answered":
-            shown = "" if recent.answer is None else f": {_label(recent.answer)}"
+            shown = "" if recent.answer is None else f": {answer_label(recent.answer)}"
             message = f"the question was already answered{shown}"
             raise InboxError(409, "ALREADY_ANSWERED", message, recent.to_dict())
         if (recent is None or recent.outcome == "withdrawn") and any(
@@ -438,59 +412,15 @@ class Inbox:
         self._audience.publish(event)
 
 
-def shown_answer(answer: AskUserQuestionAnswer) -> dict[str, Any]:
-    """What pages are told was answered: the option's label, or the start of the text."""
-    option = answer.option
-    if option is not None:
-        return {"label": option.label}
-    text = answer.answer
-    if len(text) > _SHOWN_TEXT:
-        text = text[: _SHOWN_TEXT - 1] + "…"
-    return {"text": text}
-
-
-def _label(shown: dict[str, Any]) -> str:
-    return str(shown["label"]) if "label" in shown else "a typed answer"
-
-
 def cancelled_error() -> UserInteractionError:
     """The ``ASK_CANCELLED`` error of a question dismissed in the page."""
     return UserInteractionError("the human dismissed the question in the web inbox", ASK_CANCELLED)
 
 
 def parse_answer(request: AskUserQuestionRequest, body: object) -> AskUserQuestionAnswer:
-    """``{"option": index}`` or ``{"text": "..."}`` → the seam's answer, or a clear 4xx."""
-    if not isinstance(body, dict):
-        raise InboxError(
-            400, "BAD_REQUEST", 'expected a JSON object: {"option": 0} or {"text": "..."}'
-        )
-    unknown = sorted(set(body) - {"option", "text"})
-    if unknown:
-        raise InboxError(400, "BAD_REQUEST", f"unknown field(s): {', '.join(unknown)}")
-    has_option = body.get("option") is not None
-    has_text = body.get("text") is not None
-    if has_option == has_text:
-        raise InboxError(400, "BAD_REQUEST", 'give exactly one of "option" (an index) or "text"')
-    if has_option:
-        index = body["option"]
-        choices = request.choices
-        if isinstance(index, bool) or not isinstance(index, int):
-            raise InboxError(400, "BAD_REQUEST", '"option" must be an integer index')
-        if not 0 <= index < len(choices):
-            raise InboxError(
-                422, "INVALID_ANSWER", f"option {index} does not exist ({len(choices)} options)"
-            )
-        option = choices[index]
-        return AskUserQuestionAnswer(option.model_value, option)
-    text = body["text"]
-    if not isinstance(text, str):
-        raise InboxError(400, "BAD_REQUEST", '"text" must be a string')
-    if not text.strip():
-        raise InboxError(422, "INVALID_ANSWER", "the answer is empty")
-    if len(text) > MAX_ANSWER_CHARS:
-        raise InboxError(
-            422, "INVALID_ANSWER", f"the answer is longer than {MAX_ANSWER_CHARS} characters"
-        )
-    if not request.accepts_custom:
-        raise InboxError(422, "INVALID_ANSWER", "this question accepts only one of its options")
-    return AskUserQuestionAnswer(text)
+    """An API body → the seam's answer to the whole ask (see :mod:`._answers`), or the
+    :class:`InboxError` (400, or 422 ``INVALID_ANSWER``) naming the question."""
+    try:
+        return read_answer(request, body)
+    except AnswerError as refused:
+        raise InboxError(refused.status, refused.code, refused.message) from None

@@ -53,7 +53,7 @@ from ._inbox import (
     Decision,
     InboxError,
     Subscription,
-    _label,
+    answer_label,
     parse_answer,
     question_dict,
     shown_answer,
@@ -178,7 +178,7 @@ class JournalInbox:
             note = "answered" if held is None else f"answered; held for {held}'s resume"
             self._remove(
                 question_id,
-                Decision("answered", note, client, shown_answer(answer), held_for=held),
+                Decision("answered", note, client, shown_answer(answer, request), held_for=held),
             )
             _log.info(
                 "web.fleet_answered",
@@ -490,7 +490,7 @@ class JournalInbox:
             if entry is not None and not entry.daemon.alive:
                 held = entry.daemon.name
             note = "answered" if held is None else f"answered; held for {held}'s resume"
-            shown = None if ask.answer is None else shown_answer(ask.answer)
+            shown = None if ask.answer is None else shown_answer(ask.answer, ask.request)
             return Decision("answered", note, None, shown, by=by, held_for=held)
         if ask.state is AskState.FAILED and ask.code == ASK_CANCELLED:
             return Decision("dismissed", "dismissed", None, by=by)
@@ -508,7 +508,7 @@ class JournalInbox:
 def _refusal(decision: Decision) -> InboxError:
     by = f" (by {decision.by})" if decision.by else ""
     if decision.outcome == "answered":
-        shown = "" if decision.answer is None else f": {_label(decision.answer)}"
+        shown = "" if decision.answer is None else f": {answer_label(decision.answer)}"
         return InboxError(
             409,
             "ALREADY_ANSWERED",

@@ -44,8 +44,12 @@ class WebProvider:
     In a hot-reloaded provider module the server (its listening socket and every open
     connection) is carried to the next generation (``scope.carry``), which swaps its own
     app in: no request is dropped by a reload, and open pages see the re-asked questions.
-    See ``docs/web.md`` for the page, the API and the security model.
+    It shows every question of an ask on one card (``multiple_questions``), answered with
+    one Answer button. See ``docs/web.md`` for the page, the API and the security model.
     """
+
+    multiple_questions = True
+    """An ask of several questions is put whole on one card (``ask()`` reads this)."""
 
     __slots__ = (
         "_hosts",
@@ -174,7 +178,8 @@ class WebProvider:
         return len(self._inbox)
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
-        """Put the question in the inbox and wait for the first answer from any page.
+        """Put the ask (every question of it, on one card) in the inbox and wait for the
+        first answer from any page.
 
         Raises:
             UserInteractionError: ``ASK_CANCELLED`` when dismissed in a page, ``ASK_TIMEOUT``

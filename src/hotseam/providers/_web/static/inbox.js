@@ -16,7 +16,7 @@
   const empty = document.getElementById("empty");
   const status = document.getElementById("status");
   const cards = new Map();   // question id -> card element
-  const drafts = new Map();  // fingerprint -> {choice, text}: kept when a question is re-asked
+  const drafts = new Map();  // fingerprint -> {question id: {choices, text, skip}}: kept when an ask is re-asked
   const NOTE_MS = 4000;      // a note of an ended question stays this long
   const HOLD_MS = 1500;      // a withdrawn question stays on hold this long for a reload to follow
   const RETURN_MS = 3000;    // after reconnecting, a question on hold waits this long to be asked again
@@ -38,8 +38,16 @@
     return node;
   }
 
+  // The questions of an ask: `questions` (one or several), else the one of the top-level fields.
+  function questionsOf(q) {
+    if (q.questions && q.questions.length) return q.questions;
+    return [{ id: "q1", header: q.header, question: q.question, options: q.options, allowCustom: q.allowCustom,
+              multiSelect: false, minSelections: 1, maxSelections: 1, allowSkip: false, hint: "" }];
+  }
+
   function fingerprint(q) {
-    return JSON.stringify([q.agent && q.agent.id, q.header, q.question, q.options.map((o) => o.label)]);
+    return JSON.stringify([q.agent && q.agent.id,
+      questionsOf(q).map((item) => [item.id, item.header, item.question, item.options.map((o) => o.label)])]);
   }
 
   function sentence(text) {
@@ -47,9 +55,21 @@
     return text.charAt(0).toUpperCase() + text.slice(1) + ".";
   }
 
+  // What was answered, in words: a label or a typed text; for an ask of several questions (or
+  // choices, or one that may be skipped) each question's, "Which database? SQLite; …".
   function shown(answer) {
     if (!answer) return "";
+    if (answer.answers) {
+      const part = (item) => item.skipped ? "(" + item.skipped + ")"
+        : [...(item.labels || []), ...(item.text !== undefined ? ["“" + item.text + "”"] : [])].join(", ") || "(none)";
+      if (answer.answers.length === 1) return part(answer.answers[0]);
+      return answer.answers.map((item) => item.question + " " + part(item)).join("; ");
+    }
     return answer.label !== undefined ? answer.label : "“" + answer.text + "”";
+  }
+
+  function capital(text) {
+    return text ? text.charAt(0).toUpperCase() + text.slice(1) + "." : "";
   }
 
   function held(name) {
@@ -76,19 +96,26 @@
 
   const clock = new Intl.DateTimeFormat(undefined, { hour: "numeric", minute: "2-digit", second: "2-digit" });
 
-  function render(q) {
-    const base = "q-" + q.id;
-    const who = q.agent ? (q.agent.name || q.agent.id) : "an agent";
-    const asked = clock.format(new Date(q.askedAt * 1000));
-    const draft = drafts.get(fingerprint(q));
-    const controls = [];
+  // One question of a card: a fieldset with its legend, its options (radio buttons for one
+  // choice, checkboxes for several, within its bounds), its own answer, its Skip control.
+  // `prefix` makes its ids; `several` says whether the card has more questions than this one.
+  function field(item, prefix, several, draft, form) {
+    const multi = Boolean(item.multiSelect && item.options.length);
+    const kind = multi ? "checkbox" : "radio";
+    const boxes = [];
+    const rows = [];
+    let own = null;
     let custom = null;
-    q.options.forEach((o, i) => {
-      const id = base + "-o" + i;
-      const checked = draft ? draft.choice === String(i) : o.recommended;
-      controls.push(el("div", { class: "option" }, [
-        el("input", { type: "radio", name: base, id: id, value: String(i), checked: checked,
-                      "aria-describedby": o.description ? id + "-d" : null }),
+    let skip = null;
+    const chosen = (value) => draft ? draft.choices.includes(value) : false;
+    item.options.forEach((o, i) => {
+      const id = prefix + "-o" + i;
+      const box = el("input", { type: kind, name: prefix, id: id, value: String(i),
+                                checked: draft ? chosen(String(i)) : o.recommended,
+                                "aria-describedby": o.description ? id + "-d" : null });
+      boxes.push(box);
+      rows.push(el("div", { class: "option" }, [
+        box,
         el("label", { for: id }, [
           el("span", { text: o.label }),
           o.recommended ? el("span", { class: "badge", text: "Recommended" }) : null,
@@ -96,54 +123,145 @@
         ]),
       ]));
     });
-    if (q.allowCustom && q.options.length) {
-      const id = base + "-own";
+    const error = el("p", { class: "error", id: prefix + "-error", role: "alert" });
+    if (item.allowCustom && item.options.length) {
+      const id = prefix + "-own";
+      own = el("input", { type: kind, name: prefix, id: id, value: "own", checked: chosen("own") });
       custom = el("input", { type: "text", id: id + "-text", "aria-label": "Type your own answer", maxlength: "20000",
                              placeholder: "Type your own answer", autocomplete: "off" });
-      controls.push(el("div", { class: "option" }, [
-        el("input", { type: "radio", name: base, id: id, value: "own", checked: draft && draft.choice === "own" }),
-        el("label", { for: id }, [el("span", { text: "Your own answer" }), custom]),
-      ]));
-      custom.addEventListener("input", () => { document.getElementById(id).checked = true; });
-    } else if (!q.options.length) {
-      custom = el("textarea", { id: base + "-text", maxlength: "20000", "aria-describedby": base + "-hint" });
-      controls.push(el("label", { for: base + "-text", text: "Your answer" }), custom,
-                    el("p", { class: "hint", id: base + "-hint", text: "Ctrl+Enter sends." }));
+      rows.push(el("div", { class: "option" }, [own, el("label", { for: id }, [el("span", { text: "Your own answer" }), custom])]));
+      custom.addEventListener("input", () => {
+        if (own.checked || !custom.value) return;
+        if (multi && count() >= item.maxSelections) { error.textContent = tooMany(); return; }
+        own.checked = true;
+      });
+    } else if (!item.options.length) {
+      custom = el("textarea", { id: prefix + "-text", maxlength: "20000", "aria-describedby": prefix + "-hint" });
+      rows.push(el("label", { for: prefix + "-text", text: "Your answer" }), custom,
+                el("p", { class: "hint", id: prefix + "-hint", text: "Ctrl+Enter sends." }));
       custom.addEventListener("keydown", (e) => {
         if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); form.requestSubmit(); }
       });
     }
     if (custom && draft) custom.value = draft.text || "";
+    const boxesAndOwn = own ? [...boxes, own] : boxes;
+    const count = () => boxesAndOwn.filter((box) => box.checked).length;
+    const named = (text) => several ? item.question + " — " + text + "." : capital(text);
+    const tooMany = () => named("at most " + item.maxSelections + (item.maxSelections === 1 ? " choice" : " choices")
+      + ": uncheck one first");
+    if (multi) {
+      // The bounds are kept as the human clicks: a box past the most is unchecked again, saying why.
+      for (const box of boxesAndOwn) {
+        box.addEventListener("change", () => {
+          if (box.checked && count() > item.maxSelections) { box.checked = false; error.textContent = tooMany(); }
+          else error.textContent = "";
+        });
+      }
+    }
+    if (item.allowSkip) {
+      skip = el("input", { type: "checkbox", id: prefix + "-skip", checked: Boolean(draft && draft.skip) });
+      rows.push(el("div", { class: "option skip" }, [skip, el("label", { for: prefix + "-skip", text: "Skip this question" })]));
+      const follow = () => {
+        for (const control of [...boxesAndOwn, custom]) if (control) control.disabled = skip.checked;
+        if (skip.checked) error.textContent = "";
+      };
+      skip.addEventListener("change", follow);
+      follow();
+    }
+    const rule = several || multi || item.allowSkip
+      ? el("p", { class: "rule", id: prefix + "-rule", text: capital(item.hint) }) : null;
+    const legend = several
+      ? el("legend", { id: prefix + "-title" }, [
+          item.header ? el("span", { class: "chip", text: item.header }) : null,
+          item.header ? document.createTextNode(" ") : null,  // read as two words, not one
+          el("span", { class: "text", text: item.question }),
+        ])
+      : el("legend", { id: prefix + "-title", text: item.question });
+    const describedBy = [rule ? prefix + "-rule" : null, prefix + "-error"].filter(Boolean).join(" ");
+    const fieldset = el("fieldset", { class: multi ? "question multi" : "question", "data-question": item.id,
+                                      "aria-describedby": describedBy },
+                        [legend, rule, ...rows, error]);
+    return {
+      item, fieldset,
+      draft: () => ({ choices: boxesAndOwn.filter((box) => box.checked).map((box) => box.value),
+                      text: custom ? custom.value : "", skip: Boolean(skip && skip.checked) }),
+      // This question's answer as the API takes it, or a refusal said in the page (and focus
+      // put where it is fixed): the bounds and the rules of the seam, before anything is sent.
+      body: () => {
+        const refuse = (text, where) => { error.textContent = text; (where || boxesAndOwn[0] || custom).focus(); return null; };
+        if (skip && skip.checked) return { skip: true };
+        const typed = custom ? custom.value : "";
+        if (multi) {
+          const picked = boxes.filter((box) => box.checked).map((box) => Number(box.value));
+          const total = picked.length + (own && own.checked ? 1 : 0);
+          if (total < item.minSelections) {
+            return refuse(named("pick at least " + item.minSelections + " (" + total + " chosen)"));
+          }
+          if (total > item.maxSelections) return refuse(tooMany());
+          if (own && own.checked && !typed.trim()) return refuse(named("type your own answer, or uncheck it"), custom);
+          return own && own.checked ? { options: picked, text: typed } : { options: picked };
+        }
+        const checked = boxesAndOwn.find((box) => box.checked);
+        if (item.options.length && (!checked || checked.value !== "own")) {
+          if (!checked) return refuse(named("choose an option"));
+          return { option: Number(checked.value) };
+        }
+        if (!typed.trim()) return refuse(named("type an answer first"), custom);
+        return { text: typed };
+      },
+      clear: () => { error.textContent = ""; },
+    };
+  }
+
+  // What this tab answered, in the shape the server tells other pages (for its own note).
+  function answered(fields, body, several) {
+    const one = (item, b) => {
+      if (b.skip) return { question: item.question, skipped: "skipped" };
+      const picked = b.options || (b.option !== undefined ? [b.option] : []);
+      const result = { question: item.question, labels: picked.slice().sort((x, y) => x - y).map((i) => item.options[i].label) };
+      if (b.text !== undefined) result.text = b.text;
+      return result;
+    };
+    const items = fields.map((f) => f.item);
+    if (several) return { answers: items.map((item) => one(item, body.answers[item.id])) };
+    const item = items[0];
+    if (!item.multiSelect && !item.allowSkip) return body.option !== undefined ? { label: item.options[body.option].label } : { text: body.text };
+    return { answers: [one(item, body)] };
+  }
+
+  function render(q) {
+    const base = "q-" + q.id;
+    const who = q.agent ? (q.agent.name || q.agent.id) : "an agent";
+    const asked = clock.format(new Date(q.askedAt * 1000));
+    const draft = drafts.get(fingerprint(q)) || {};
+    const items = questionsOf(q);
+    const several = items.length > 1;
     const error = el("p", { class: "error", role: "alert" });
     const hold = el("p", { class: "hold", role: "status" });
     const answerButton = el("button", { type: "submit", class: "answer", text: "Answer" });
     const dismissButton = el("button", { type: "button", class: "dismiss", text: "Dismiss" });
     const clearButton = el("button", { type: "button", class: "clear", text: "Clear", hidden: true });
-    const fieldset = el("fieldset", {}, [el("legend", { id: base + "-title", text: q.question }), ...controls]);
     const situation = el("p", { class: "situation", role: "status" });
-    const form = el("form", { "aria-labelledby": base + "-title", novalidate: true }, [
-      fieldset,
-      el("div", { class: "actions" }, [answerButton, dismissButton, clearButton]),
-      situation,
-      hold,
-      error,
-    ]);
+    const form = el("form", { "aria-labelledby": several ? base + "-count" : base + "-title", novalidate: true });
+    const fields = items.map((item, i) => field(item, several ? base + "-" + i : base, several, draft[item.id], form));
+    for (const f of fields) form.appendChild(f.fieldset);
+    form.append(el("div", { class: "actions" }, [answerButton, dismissButton, clearButton]), situation, hold, error);
     const daemonState = el("span", { class: "daemon-state" });
-    const card = el("li", { class: "card", id: base, "data-id": q.id }, [
+    const heading = several
+      ? el("h2", { id: base + "-count", text: items.length + " questions" })
+      : q.header ? el("h2", { text: q.header }) : null;
+    const card = el("li", { class: several ? "card several" : "card", id: base, "data-id": q.id }, [
       el("p", { class: "meta", text: "Asked by " + who + " at " + asked }),
       q.daemon ? el("p", { class: "daemon" }, [el("span", { text: asker(q.daemon) }), daemonState]) : null,
-      q.header ? el("h2", { text: q.header }) : null,
+      heading,
       form,
     ]);
     card.fingerprint = fingerprint(q);
-    card.draft = () => {
-      const chosen = form.querySelector("input[type=radio]:checked");
-      return { choice: chosen ? chosen.value : null, text: custom ? custom.value : "" };
-    };
-    card.labelOf = (body) => body.option !== undefined ? q.options[body.option].label : "“" + body.text + "”";
+    card.draft = () => Object.fromEntries(fields.map((f) => [f.item.id, f.draft()]));
+    card.shownOf = (body) => answered(fields, body, several);
     card.enable = (on) => {
       const live = on && !card.abandoned;
-      fieldset.disabled = !live;
+      for (const f of fields) f.fieldset.disabled = !live;
       answerButton.disabled = dismissButton.disabled = !live || Boolean(card.sending);
       clearButton.disabled = !on || Boolean(card.sending);
     };
@@ -163,18 +281,20 @@
       clearButton.hidden = !card.abandoned;
       card.enable(!card.classList.contains("held"));
     };
+    // One Answer for the whole ask: every question is checked in the page first (the first
+    // refused one says why and takes the focus); the server checks them all again.
     form.addEventListener("submit", (e) => {
       e.preventDefault();
       if (card.classList.contains("held") || card.abandoned) return;
-      const chosen = form.querySelector("input[type=radio]:checked");
-      let body;
-      if (q.options.length && (!chosen || chosen.value !== "own")) {
-        if (!chosen) { error.textContent = "Choose an option."; return; }
-        body = { option: Number(chosen.value) };
-      } else {
-        if (!custom.value.trim()) { error.textContent = "Type an answer first."; custom.focus(); return; }
-        body = { text: custom.value };
+      error.textContent = "";
+      for (const f of fields) f.clear();
+      const bodies = [];
+      for (const f of fields) {
+        const body = f.body();
+        if (!body) return;
+        bodies.push(body);
       }
+      const body = several ? { answers: Object.fromEntries(fields.map((f, i) => [f.item.id, bodies[i]])) } : bodies[0];
       send(card, "answer", body, error);
     });
     dismissButton.addEventListener("click", () => send(card, "dismiss", {}, error));
@@ -197,7 +317,7 @@
       const data = await response.json().catch(() => ({}));
       if (response.ok) {
         drafts.delete(card.fingerprint);
-        finish(card.dataset.id, action === "answer" ? "Answered: " + card.labelOf(body) + "." + held(data.heldFor)
+        finish(card.dataset.id, action === "answer" ? "Answered: " + shown(card.shownOf(body)) + "." + held(data.heldFor)
           : action === "clear" ? "Cleared." : "Dismissed.");
         return;
       }
