@@ -16,7 +16,7 @@ from prompt_toolkit.data_structures import Size
 from prompt_toolkit.output.vt100 import Vt100_Output
 
 from hotseam import Agent
-from hotseam.interaction import AskUserQuestionOption, AskUserQuestionRequest
+from hotseam.interaction import AskUserQuestionOption, AskUserQuestionRequest, Question
 
 PLANNER = Agent("planner", "Planner")
 
@@ -37,6 +37,26 @@ STRICT = AskUserQuestionRequest(
     allow_custom=False,
 )
 FREE = AskUserQuestionRequest("What colour?", header="Theme")
+STACK = AskUserQuestionRequest.of(
+    [
+        Question("Which database?", header="Storage", options=DB.options),
+        Question(
+            "Which features?",
+            header="Features",
+            options=(
+                AskUserQuestionOption("Auth", recommended=True),
+                AskUserQuestionOption("Billing", recommended=True),
+                AskUserQuestionOption("Search", description="Full-text search"),
+            ),
+            multi_select=True,
+            max_selections=2,
+            id="features",
+        ),
+        Question("Anything else?", header="Notes", allow_skip=True, id="notes"),
+    ],
+    agent=PLANNER,
+)
+"""The three questions of issue 24: one choice, several (at most 2), free text (optional)."""
 
 
 async def until(predicate: Callable[[], bool], *, timeout: float = 5.0) -> None:
@@ -128,14 +148,20 @@ class PtyChild:
     """
 
     def __init__(
-        self, argv: list[str], *, columns: int = 100, rows: int = 40, cpr: bool = False
+        self,
+        argv: list[str],
+        *,
+        columns: int = 100,
+        rows: int = 40,
+        cpr: bool = False,
+        cwd: str | None = None,
     ) -> None:
         env = dict(os.environ, TERM="xterm-256color", COLUMNS=str(columns), LINES=str(rows))
         env.pop("PROMPT_TOOLKIT_NO_CPR", None)
         if not cpr:
             env["PROMPT_TOOLKIT_NO_CPR"] = "1"
         self.child = pexpect.spawn(
-            argv[0], argv[1:], env=env, dimensions=(rows, columns), encoding="utf-8"
+            argv[0], argv[1:], env=env, dimensions=(rows, columns), encoding="utf-8", cwd=cwd
         )
         self.raw = ""
         self._screen = pyte.Screen(columns, rows)
@@ -215,8 +241,10 @@ def spawn() -> Iterator[Callable[..., PtyChild]]:
     """Start programs on pseudo-terminals; they are stopped after the test."""
     children: list[PtyChild] = []
 
-    def start(*argv: str, columns: int = 100, rows: int = 40, cpr: bool = False) -> PtyChild:
-        child = PtyChild(list(argv), columns=columns, rows=rows, cpr=cpr)
+    def start(
+        *argv: str, columns: int = 100, rows: int = 40, cpr: bool = False, cwd: str | None = None
+    ) -> PtyChild:
+        child = PtyChild(list(argv), columns=columns, rows=rows, cpr=cpr, cwd=cwd)
         children.append(child)
         return child
 

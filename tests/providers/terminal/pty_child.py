@@ -17,8 +17,10 @@ import anyio
 from hotseam import Agent, Context, Scope
 from hotseam.interaction import (
     USER_INTERACTION,
+    AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    Question,
     UserInteractionError,
     ask,
 )
@@ -41,6 +43,33 @@ STRICT = AskUserQuestionRequest(
     allow_custom=False,
 )
 FREE = AskUserQuestionRequest("What colour?", header="Theme")
+STACK = AskUserQuestionRequest.of(
+    [
+        Question(
+            "Which database?",
+            header="Storage",
+            options=(
+                AskUserQuestionOption("Postgres", "pg", "Server database", recommended=True),
+                AskUserQuestionOption("SQLite", description="One file, zero setup"),
+                AskUserQuestionOption("DuckDB"),
+            ),
+        ),
+        Question(
+            "Which features?",
+            header="Features",
+            options=(
+                AskUserQuestionOption("Auth", recommended=True),
+                AskUserQuestionOption("Billing", recommended=True),
+                AskUserQuestionOption("Search", description="Full-text search"),
+            ),
+            multi_select=True,
+            max_selections=2,
+            id="features",
+        ),
+        Question("Anything else?", header="Notes", allow_skip=True, id="notes"),
+    ],
+    agent=Agent("planner", "Planner"),
+)
 
 
 def report(what: str) -> None:
@@ -69,6 +98,27 @@ async def answers() -> None:
     provider = TerminalProvider()
     for request in (DB, DB, DB, FREE, STRICT, DB, FREE):
         await ask_and_report(provider, request)
+
+
+def entries(answer: AskUserQuestionAnswer) -> str:
+    """``q1=SQLite features=Auth,Search notes=(skipped)``: what each question got."""
+    return " ".join(
+        f"{e.id}={f'({e.skipped})' if e.skipped else ','.join(e.values)}" for e in answer.answers
+    )
+
+
+async def stepper() -> None:
+    """The three-question ask, three times through ask(): the test steps through it."""
+    context = Context("pty")
+    async with Scope("ui", context=context) as scope:
+        scope.provide(USER_INTERACTION, TerminalProvider())
+        for _ in range(3):
+            try:
+                answer = await ask(STACK, context=context)
+            except UserInteractionError as error:
+                report(f"error={error.code} {error.message}")
+            else:
+                report(entries(answer))
 
 
 async def withdraw() -> None:
@@ -155,5 +205,11 @@ async def logs() -> None:
 
 if __name__ == "__main__":
     anyio.run(
-        {"answers": answers, "withdraw": withdraw, "reload": reload, "logs": logs}[sys.argv[1]]
+        {
+            "answers": answers,
+            "stepper": stepper,
+            "withdraw": withdraw,
+            "reload": reload,
+            "logs": logs,
+        }[sys.argv[1]]
     )

@@ -12,12 +12,22 @@ from typing import TextIO
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
-from ...interaction import AskUserQuestionAnswer, AskUserQuestionRequest
+from ...interaction import AskUserQuestionAnswer, AskUserQuestionRequest, QuestionAnswer
 from ._outcome import DismissedError, time_left
-from ._protocol import Reprompt, resolve_reply
+from ._protocol import (
+    BACK_COMMAND,
+    SKIP_COMMAND,
+    Back,
+    Reprompt,
+    hint,
+    pick_hint,
+    resolve_reply,
+    resolve_step,
+)
 from ._queue import AskQueue
 from ._reader import LINE_LIMIT, LineReader, TooLong, too_long_reason
-from ._render import plain, question_block, waiting_line
+from ._render import plain, question_block, step_block, waiting_line
+from ._stepper import Stepper
 from ._visible import visible
 
 __all__ = ["LinesSurface"]
@@ -48,6 +58,58 @@ class LinesSurface:
         self._write(plain(question_block(request, banner=banner) + waiting_line(queue.waiting)))
         if deadline is not None:
             self._write(f"(answer within {time_left(deadline)} s)\n")
+        while True:
+            result = resolve_reply(request, await self._reply())
+            if isinstance(result, Reprompt):
+                self._write(f"  {result.reason}\n")
+                continue
+            return result
+
+    async def step(
+        self,
+        stepper: Stepper,
+        *,
+        banner: str | None,
+        queue: AskQueue,
+        deadline: float | None = None,
+    ) -> QuestionAnswer | Back:
+        """Print the stepper's question on screen ("(2 of 3)"), then read lines until one
+        resolves to its answer, or to ``/back``."""
+        question = stepper.question
+        first = stepper.position == 0
+        commands = []
+        if not first:
+            commands.append(f"{BACK_COMMAND} for the previous question")
+        if question.allow_skip:
+            commands.append(f"{SKIP_COMMAND} to skip this one")
+        block = step_block(
+            question,
+            stepper.request.agent,
+            place=(stepper.position + 1, stepper.total) if stepper.total > 1 else None,
+            hints=[
+                pick_hint(question, ticking=False) if question.is_multi_select else hint(question),
+                f"Type {' or '.join(commands)}." if commands else None,
+            ],
+            banner=banner,
+            resumed=stepper.resumed,
+        )
+        self._write(plain(block + waiting_line(queue.waiting)))
+        if deadline is not None:
+            self._write(f"(answer within {time_left(deadline)} s)\n")
+        preselected = frozenset(
+            i for i, option in enumerate(question.choices) if option.recommended
+        )
+        while True:
+            result = resolve_step(
+                question, await self._reply(), ticked=preselected, first=first, ticking=False
+            )
+            if isinstance(result, Reprompt):
+                self._write(f"  {result.reason}\n")
+                continue
+            return result
+
+    async def _reply(self) -> str:
+        """Prompt, and read one reply line (echoed when nothing else echoes it)."""
         echo = not self._reader.is_terminal
         while True:
             self._write(PROMPT)
@@ -66,11 +128,7 @@ class LinesSurface:
                 continue
             if echo:
                 self._write(line + "\n")
-            result = resolve_reply(request, line)
-            if isinstance(result, Reprompt):
-                self._write(f"  {result.reason}\n")
-                continue
-            return result
+            return line
 
     def mark(self, fragments: StyleAndTextTuples) -> None:
         """Print an outcome line, on a line of its own."""

@@ -10,16 +10,49 @@ A reply is resolved in this order (surrounding blanks are ignored):
 
 The reasons are one line each, so both the plain-line path and the prompt's validation line
 can show them as they are.
+
+A question of a stepper (an ask of several questions, or one that is multi-select or may be
+skipped) is resolved by :func:`resolve_step`: ``/back`` and ``/skip`` are commands there,
+and a multi-select question takes several choices separated by commas (``1,3``,
+``auth, search``), the parts that name no option being the human's own answer (one
+selection).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeAlias
 
-from ...interaction import AskUserQuestionAnswer, AskUserQuestionOption, AskUserQuestionRequest
+from ...interaction import (
+    AskUserQuestionAnswer,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    Question,
+    QuestionAnswer,
+)
 from ._visible import visible
 
-__all__ = ["Reprompt", "answer_line", "hint", "resolve_reply"]
+__all__ = [
+    "BACK",
+    "BACK_COMMAND",
+    "SKIP_COMMAND",
+    "Back",
+    "Reprompt",
+    "answer_line",
+    "entry_line",
+    "hint",
+    "pick_hint",
+    "resolve_reply",
+    "resolve_step",
+]
+
+Asked: TypeAlias = AskUserQuestionRequest | Question
+"""A one-question request or one question of a request: both have the fields read here."""
+
+BACK_COMMAND = "/back"
+"""Typed into a stepper's question: back to the previous question."""
+SKIP_COMMAND = "/skip"
+"""Typed into a stepper's question that may be skipped: skip it."""
 
 _QUOTE_LIMIT = 24
 _ANSWER_LIMIT = 60
@@ -32,7 +65,15 @@ class Reprompt:
     reason: str
 
 
-def resolve_reply(request: AskUserQuestionRequest, reply: str) -> AskUserQuestionAnswer | Reprompt:
+@dataclass(frozen=True, slots=True)
+class Back:
+    """The human asked to go back to the previous question of the stepper."""
+
+
+BACK = Back()
+
+
+def resolve_reply(request: Asked, reply: str) -> AskUserQuestionAnswer | Reprompt:
     """Turn one reply line into an answer to ``request``, or the reason to ask again."""
     text = reply.strip()
     choices = request.choices
@@ -41,10 +82,9 @@ def resolve_reply(request: AskUserQuestionRequest, reply: str) -> AskUserQuestio
         if recommended is not None:
             return _chosen(recommended)
         return Reprompt(_empty_reason(request))
-    folded = text.casefold()
-    for option in choices:
-        if folded == option.label.strip().casefold() or folded == option.model_value.casefold():
-            return _chosen(option)
+    named = _option_named(choices, text)
+    if named is not None:
+        return _chosen(choices[named])
     if choices and text.isascii() and text.isdigit():
         number = int(text)
         if 1 <= number <= len(choices):
@@ -58,7 +98,7 @@ def resolve_reply(request: AskUserQuestionRequest, reply: str) -> AskUserQuestio
     )
 
 
-def hint(request: AskUserQuestionRequest) -> str:
+def hint(request: Asked) -> str:
     """One line telling the human what they can type."""
     if request.is_free_form:
         return "Type your answer."
@@ -85,7 +125,7 @@ def _chosen(option: AskUserQuestionOption) -> AskUserQuestionAnswer:
     return AskUserQuestionAnswer(option.model_value, option)
 
 
-def _empty_reason(request: AskUserQuestionRequest) -> str:
+def _empty_reason(request: Asked) -> str:
     if request.is_free_form:
         return "An empty line is not an answer: type your answer."
     if request.allow_custom:
@@ -101,3 +141,130 @@ def _quote(text: str) -> str:
     if len(text) > _QUOTE_LIMIT:
         text = text[: _QUOTE_LIMIT - 3] + "..."
     return repr(text)
+
+
+def resolve_step(
+    question: Question,
+    reply: str,
+    *,
+    ticked: frozenset[int],
+    first: bool,
+    ticking: bool,
+) -> QuestionAnswer | Back | Reprompt:
+    """Turn one reply to a stepper's question into its answer, a step back, or a reason.
+
+    ``ticked`` are the options already selected (indices): an empty reply sends them, and
+    with ``ticking`` (the prompt, where Space ticks) what the reply names is added to them.
+    ``first``: this is the first question (there is nothing to go back to).
+    """
+    text = reply.strip()
+    command = text.casefold()
+    if command == BACK_COMMAND:
+        return Reprompt("This is the first question: there is none before it.") if first else BACK
+    if command == SKIP_COMMAND:
+        if not question.allow_skip:
+            return Reprompt("This question cannot be skipped: it needs an answer.")
+        return QuestionAnswer.skip(question)
+    if question.is_multi_select:
+        return _resolve_selection(question, text, ticked, ticking=ticking)
+    result = resolve_reply(question, text)
+    if isinstance(result, Reprompt):
+        return result
+    if result.option is not None:
+        return QuestionAnswer.chosen(question, [result.option])
+    return QuestionAnswer.chosen(question, (), custom=result.answer)
+
+
+def _resolve_selection(
+    question: Question, text: str, ticked: frozenset[int], *, ticking: bool
+) -> QuestionAnswer | Reprompt:
+    """Several choices: numbers, labels or values separated by commas, plus own text."""
+    choices = question.choices
+    picked = set(ticked) if ticking or not text else set()
+    own: list[str] = []
+    if text:
+        whole = _option_named(choices, text)  # a label may hold a comma
+        for part in [text] if whole is not None else text.split(","):
+            part = part.strip()
+            if not part:
+                continue
+            index = _option_named(choices, part)
+            if index is None and part.isascii() and part.isdigit():
+                number = int(part)
+                if not 1 <= number <= len(choices):
+                    return Reprompt(f"There is no option {number}: choose {_range(choices)}.")
+                index = number - 1
+            if index is None:
+                own.append(part)
+            else:
+                picked.add(index)
+    if own and not question.allow_custom:
+        return Reprompt(
+            f"{_quote(own[0])} is not an option: type numbers or labels separated by commas "
+            f"({', '.join(visible(option.label) for option in choices)})."
+        )
+    custom = ", ".join(own) or None
+    count = len(picked) + (custom is not None)
+    least, most = question.selection_range
+    counted = f"{count} chosen" + (" (your own answer counts as one)" if custom else "")
+    if count < least:
+        more = f"at least {least}"
+        if ticking:
+            return Reprompt(f"{counted}, but this question takes {more}: tick more with Space.")
+        return Reprompt(
+            f"{counted}, but this question takes {more}: type numbers or labels separated "
+            "by commas (1,3)."
+        )
+    if count > most:
+        if ticking:
+            return Reprompt(
+                f"{counted}, but this question takes at most {most}: untick "
+                f"{count - most} with Space."
+            )
+        return Reprompt(f"{counted}, but this question takes at most {most}.")
+    return QuestionAnswer.chosen(question, [choices[i] for i in sorted(picked)], custom)
+
+
+def pick_hint(question: Question, *, ticking: bool) -> str:
+    """The hint line of a multi-select question: how many, and how to choose them."""
+    least, most = question.selection_range
+    everything = len(question.choices) + (1 if question.allow_custom else 0)
+    if least == most:
+        how_many = f"Pick {least}"
+    elif most >= everything:
+        how_many = {0: "Pick any", 1: "Pick one or more"}.get(least, f"Pick {least} or more")
+    else:
+        how_many = f"Pick up to {most}" if least == 0 else f"Pick {least} to {most}"
+    own = ", or add your own answer" if question.allow_custom else ""
+    if ticking:
+        return f"{how_many}{own}: Space ticks, Enter sends what is ticked."
+    recommended = [visible(option.label) for option in question.recommended_options]
+    default = (
+        f"; Enter alone picks {_and(recommended)}"
+        if recommended
+        else ("; Enter alone picks none" if least == 0 else "")
+    )
+    return f"{how_many}: type numbers or labels separated by commas (1,3){own}{default}."
+
+
+def entry_line(entry: QuestionAnswer) -> str:
+    """The outcome line of one answered question of a stepper."""
+    if entry.skipped is not None:
+        return f"-> ({entry.skipped})"
+    labels = ", ".join(visible(option.label) for option in entry.options)
+    if entry.custom is None:
+        return f"-> {labels}" if labels else "-> (nothing chosen)"
+    own = answer_line(AskUserQuestionAnswer(entry.custom)).removeprefix("-> ")
+    return f"-> {labels}; {own}" if labels else f"-> {own}"
+
+
+def _option_named(choices: tuple[AskUserQuestionOption, ...], text: str) -> int | None:
+    folded = text.casefold()
+    for index, option in enumerate(choices):
+        if folded == option.label.strip().casefold() or folded == option.model_value.casefold():
+            return index
+    return None
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"

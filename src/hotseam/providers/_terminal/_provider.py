@@ -9,6 +9,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from typing import IO, Any, Literal, Protocol, TextIO
 
 import anyio
@@ -22,16 +23,20 @@ from ...interaction import (
     PROVIDER_FAILED,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
+    QuestionAnswer,
     UserInteractionError,
+    ask_id,
+    validate_request,
 )
 from ...interaction._pending import ask_deadline
 from ._draft import Draft
 from ._lines import LinesSurface
 from ._outcome import WITHDRAWN, DismissedError, timeout_marker
-from ._protocol import answer_line
+from ._protocol import Back, answer_line, entry_line
 from ._queue import AskQueue
 from ._reader import LineReader, fileno_of
 from ._render import outcome
+from ._stepper import Stepper, needs_stepper
 from ._tty import TtySurface
 
 __all__ = ["Mode", "TerminalProvider"]
@@ -50,6 +55,15 @@ class _Surface(Protocol):
         deadline: float | None = None,
     ) -> AskUserQuestionAnswer: ...
 
+    async def step(
+        self,
+        stepper: Stepper,
+        *,
+        banner: str | None,
+        queue: AskQueue,
+        deadline: float | None = None,
+    ) -> QuestionAnswer | Back: ...
+
     def mark(self, fragments: StyleAndTextTuples) -> None: ...
 
 
@@ -61,6 +75,11 @@ class TerminalProvider:
     the same protocol: a number or a label picks an option, an empty line the recommended
     one, anything else is the human's own answer when the question allows it (else the
     reason is shown and the question asked again). See ``docs/terminal.md``.
+
+    An ask of several questions (or of one multi-select or skippable question) is a
+    stepper: one question after the other in the same ask, with "2 of 3", Space ticking the
+    options of a multi-select question, going back (Shift-Tab, ``/back``) and skipping
+    (Ctrl-S, ``/skip``) before the last answer sends them all (``multiple_questions``).
 
     One question is on screen at a time; concurrent asks wait in arrival order. The
     provider holds nothing between questions (no reader, no raw mode, no patched stdout),
@@ -83,11 +102,15 @@ class TerminalProvider:
         patch_stdout: While a prompt is open, route ``sys.stdout`` and ``sys.stderr`` above
             it so that log lines and prints do not corrupt it (default true).
         draft: Where the prompt keeps a half-typed reply (and its cursor) when its question
-            is withdrawn, to start the re-asked question from it. A hot-reloaded provider
-            carries one across generations: ``TerminalProvider(draft=scope.carry("draft",
-            Draft))``. Default: one of the provider's own. (Line mode needs none: the
-            terminal itself holds a line until Enter.)
+            is withdrawn, to start the re-asked question from it, and a stepper the answers
+            given so far, where it was, and its ticks (by ``hotseam.interaction.ask_id()``).
+            A hot-reloaded provider carries one across generations:
+            ``TerminalProvider(draft=scope.carry("draft", Draft))``. Default: one of the
+            provider's own.
     """
+
+    multiple_questions = True
+    """An ask of several questions comes whole: the stepper shows them one after the other."""
 
     __slots__ = (
         "_draft",
@@ -173,13 +196,62 @@ class TerminalProvider:
         async with self._queue.turn():
             self._showing = request
             try:
+                if needs_stepper(request):
+                    return await self._run_steps(surface, request)
                 return await self._run(surface, request)
             finally:
                 self._showing = None
 
-    async def _run(
+    async def _run_steps(
         self, surface: _Surface, request: AskUserQuestionRequest
     ) -> AskUserQuestionAnswer:
+        """The stepper: each question in turn until the last is answered; withdrawn, the
+        draft keeps where the human was, to resume there on the next prompt of this ask."""
+        request = validate_request(request)  # every question has its id (ask() did this)
+        asked_as = ask_id()
+        stepper = Stepper(request, self._draft.take_steps(asked_as, request))
+
+        async def steps(deadline: float | None) -> AskUserQuestionAnswer:
+            while not stepper.finished:
+                result = await surface.step(
+                    stepper, banner=self.banner, queue=self._queue, deadline=deadline
+                )
+                stepper.resumed = 0  # said once, on the first question shown
+                if isinstance(result, Back):
+                    stepper.back()
+                    where = f"(back to question {stepper.position + 1} of {stepper.total})"
+                    _mark(surface, "back", where)
+                else:
+                    stepper.answer(result)
+                    _mark(surface, "answer", entry_line(result))
+            return stepper.result()
+
+        def withdrawn() -> None:
+            self._draft.keep_steps(asked_as, request, stepper.snapshot())
+
+        def dismissed(message: str) -> str:
+            if stepper.total == 1:
+                return message
+            return (
+                f"{message} at question {stepper.position + 1} of {stepper.total}; the whole "
+                "ask is dismissed"
+            )
+
+        answer = await self._run(surface, request, steps, withdrawn, dismissed)
+        if stepper.total > 1:
+            _mark(surface, "sent", f"(all {stepper.total} answers sent)")
+        return answer
+
+    async def _run(
+        self,
+        surface: _Surface,
+        request: AskUserQuestionRequest,
+        body: Callable[[float | None], Awaitable[AskUserQuestionAnswer]] | None = None,
+        withdrawn: Callable[[], None] | None = None,
+        dismissed: Callable[[str], str] | None = None,
+    ) -> AskUserQuestionAnswer:
+        """Run ``body`` (default: the one-question prompt) under the time limit, and leave
+        the outcome in the scrollback."""
         with anyio.CancelScope() as limit:
             if self._timeout is not None:
                 limit.deadline = anyio.current_time() + self._timeout
@@ -190,19 +262,25 @@ class TerminalProvider:
                 if self._timeout is not None:
                     limits.append(time.monotonic() + self._timeout)
                 deadline = min((limit for limit in limits if limit is not None), default=None)
-                answer = await surface.run(
-                    request, banner=self.banner, queue=self._queue, deadline=deadline
-                )
-            except DismissedError as dismissed:
-                _mark(surface, "dismissed", dismissed.marker)
-                raise UserInteractionError(dismissed.message, ASK_CANCELLED) from None
+                if body is None:
+                    answer = await surface.run(
+                        request, banner=self.banner, queue=self._queue, deadline=deadline
+                    )
+                    _mark(surface, "answer", answer_line(answer))
+                else:
+                    answer = await body(deadline)
+            except DismissedError as human:
+                _mark(surface, "dismissed", human.marker)
+                message = human.message if dismissed is None else dismissed(human.message)
+                raise UserInteractionError(message, ASK_CANCELLED) from None
             except (anyio.get_cancelled_exc_class(), KeyboardInterrupt):
                 # Cancelled by the asking side (its signal, a reload), or the program is
                 # being interrupted (trio delivers SIGINT as KeyboardInterrupt).
                 if not limit.cancel_called:
                     _mark(surface, "withdrawn", WITHDRAWN)
+                    if withdrawn is not None:
+                        withdrawn()
                 raise
-            _mark(surface, "answer", answer_line(answer))
             return answer
         assert self._timeout is not None
         _mark(surface, "timeout", timeout_marker(self._timeout))

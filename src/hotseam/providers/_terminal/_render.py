@@ -7,14 +7,17 @@ through ``visible``: control characters and bidi controls are shown, never obeye
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from prompt_toolkit.formatted_text import StyleAndTextTuples, fragment_list_to_text
 from prompt_toolkit.styles import Style
 
-from ...interaction import AskUserQuestionRequest
+from ..._core import Agent
+from ...interaction import AskUserQuestionRequest, Question
 from ._protocol import hint
 from ._visible import visible
 
-__all__ = ["STYLE", "outcome", "plain", "question_block", "shown", "waiting_line"]
+__all__ = ["STYLE", "outcome", "plain", "question_block", "shown", "step_block", "waiting_line"]
 
 STYLE = Style.from_dict(
     {
@@ -24,6 +27,10 @@ STYLE = Style.from_dict(
         "question": "bold",
         "number": "ansicyan",
         "recommended": "ansigreen",
+        "place": "ansicyan",
+        "resumed": "ansiyellow",
+        "cursor": "ansicyan bold",
+        "tick": "ansigreen bold",
         "description": "ansibrightblack",
         "hint": "ansibrightblack",
         "waiting": "ansiyellow",
@@ -34,6 +41,8 @@ STYLE = Style.from_dict(
         "withdrawn": "ansiyellow",
         "dismissed": "ansiyellow",
         "timeout": "ansiyellow",
+        "back": "ansiyellow",
+        "sent": "ansigreen",
     }
 )
 """The prompt_toolkit style of the TTY path (line mode has no colours)."""
@@ -50,24 +59,73 @@ def question_block(
 
     ``keys`` is a second hint line (the TTY path names Tab and Ctrl-C there).
     """
+    return _block(request, request.agent, banner=banner, hints=[hint(request), keys])
+
+
+def step_block(
+    question: Question,
+    agent: Agent | None,
+    *,
+    place: tuple[int, int] | None,
+    hints: Sequence[str | None],
+    banner: str | None = None,
+    ticked: frozenset[int] | None = None,
+    cursor: int | None = None,
+    resumed: int = 0,
+) -> StyleAndTextTuples:
+    """The block of one question of a stepper: as :func:`question_block`, with its
+    ``place`` (``(2, 3)``: "2 of 3") after who asks, checkboxes when ``ticked`` is given
+    (``[x]``), ``> `` before the option at ``cursor``, and, when answers were kept from a
+    withdrawn prompt (``resumed``), a line saying so."""
+    return _block(
+        question,
+        agent,
+        banner=banner,
+        hints=hints,
+        place=place,
+        ticked=ticked,
+        cursor=cursor,
+        resumed=resumed,
+    )
+
+
+def _block(
+    asked: AskUserQuestionRequest | Question,
+    agent: Agent | None,
+    *,
+    banner: str | None,
+    hints: Sequence[str | None],
+    place: tuple[int, int] | None = None,
+    ticked: frozenset[int] | None = None,
+    cursor: int | None = None,
+    resumed: int = 0,
+) -> StyleAndTextTuples:
     fragments: StyleAndTextTuples = [("", "\n")]
     if banner:
         fragments += [("class:banner", visible(banner)), ("", "\n")]
-    who = visible(request.agent.display_name) if request.agent is not None else None
-    if request.header or who:
-        if request.header:
-            fragments.append(("class:header", f"[{visible(request.header)}]"))
-            if who:
-                fragments.append(("", " "))
-        if who:
-            fragments.append(("class:agent", f"{who} asks:"))
-        fragments.append(("", "\n"))
-    fragments += [("class:question", visible(request.question, lines=True)), ("", "\n")]
-    choices = request.choices
+    if resumed:
+        kept = "1 answer" if resumed == 1 else f"{resumed} answers"
+        fragments += [("class:resumed", f"(resumed: {kept} kept from before)"), ("", "\n")]
+    who = visible(agent.display_name) if agent is not None else None
+    where = f"({place[0]} of {place[1]})" if place is not None else None
+    line: StyleAndTextTuples = []
+    if asked.header:
+        line.append(("class:header", f"[{visible(asked.header)}]"))
+    if who:
+        line.append(("class:agent", f"{who} asks" + (f" {where}:" if where else ":")))
+    elif where:
+        line.append(("class:place", where))
+    if line:
+        fragments += [*_spaced(line), ("", "\n")]
+    fragments += [("class:question", visible(asked.question, lines=True)), ("", "\n")]
+    choices = asked.choices
     width = len(str(len(choices)))
+    box = 0 if ticked is None else 4
     for number, option in enumerate(choices, start=1):
+        fragments.append(("class:cursor", "> ") if cursor == number - 1 else ("", "  "))
+        if ticked is not None:
+            fragments.append(("class:tick", "[x] " if number - 1 in ticked else "[ ] "))
         fragments += [
-            ("", "  "),
             ("class:number", f"{number:>{width}}."),
             ("", " "),
             ("class:label", visible(option.label)),
@@ -76,13 +134,22 @@ def question_block(
             fragments.append(("class:recommended", " (recommended)"))
         fragments.append(("", "\n"))
         if option.description:
-            indent = " " * (width + 4)
+            indent = " " * (width + 4 + box)
             text = visible(option.description, lines=True).replace("\n", "\n" + indent)
             fragments += [("", indent), ("class:description", text), ("", "\n")]
-    fragments += [("class:hint", hint(request)), ("", "\n")]
-    if keys:
-        fragments += [("class:hint", keys), ("", "\n")]
+    for line_of_hint in hints:
+        if line_of_hint:
+            fragments += [("class:hint", line_of_hint), ("", "\n")]
     return fragments
+
+
+def _spaced(parts: StyleAndTextTuples) -> StyleAndTextTuples:
+    spaced: StyleAndTextTuples = []
+    for part in parts:
+        if spaced:
+            spaced.append(("", " "))
+        spaced.append(part)
+    return spaced
 
 
 def waiting_line(waiting: int) -> StyleAndTextTuples:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from typing import TextIO, cast
 
@@ -27,19 +27,28 @@ from prompt_toolkit import PromptSession
 from prompt_toolkit.application import create_app_session, get_app
 from prompt_toolkit.completion import WordCompleter
 from prompt_toolkit.document import Document
+from prompt_toolkit.filters import Condition, has_completions
 from prompt_toolkit.formatted_text import FormattedText, StyleAndTextTuples
 from prompt_toolkit.input import Input
+from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.output import Output
 from prompt_toolkit.patch_stdout import StdoutProxy
 from prompt_toolkit.shortcuts import print_formatted_text
 
-from ...interaction import AskUserQuestionAnswer, AskUserQuestionRequest
+from ...interaction import (
+    AskUserQuestionAnswer,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    Question,
+    QuestionAnswer,
+)
 from ._draft import Draft
 from ._outcome import DismissedError, time_left
-from ._protocol import Reprompt, resolve_reply
+from ._protocol import BACK, Back, Reprompt, hint, pick_hint, resolve_reply, resolve_step
 from ._queue import AskQueue
 from ._reader import LINE_LIMIT, too_long_reason
-from ._render import STYLE, question_block, shown, waiting_line
+from ._render import STYLE, question_block, shown, step_block, waiting_line
+from ._stepper import Stepper
 from ._visible import visible
 from ._wrap import wrap_fragments
 
@@ -106,17 +115,7 @@ class TtySurface:
                 return []
             return [("class:placeholder", visible(recommended.label))]
 
-        completer = None
-        if request.choices:
-            completer = WordCompleter(
-                [option.label for option in request.choices],
-                ignore_case=True,
-                sentence=True,
-                display_dict={o.label: visible(o.label) for o in request.choices},
-                meta_dict={
-                    o.label: visible(o.description) for o in request.choices if o.description
-                },
-            )
+        completer = _label_completer(request.choices)
         with create_app_session(input=self._input, output=self._output):
             session: PromptSession[str] = PromptSession(
                 message,
@@ -133,9 +132,13 @@ class TtySurface:
             unsubscribe = queue.listen(session.app.invalidate)
             kept = self._draft.take(request)  # typed before a reload withdrew the question
             default = Document(*kept) if kept is not None else Document()
+
+            def keep(text: str, cursor: int) -> None:
+                self._draft.keep(request, text, cursor)
+
             try:
                 while True:
-                    reply = await self._prompt(session, request, default)
+                    reply = await self._prompt(session, default, keep)
                     default = Document()
                     first = False
                     if len(reply.encode("utf-8", "surrogatepass")) > LINE_LIMIT:
@@ -148,9 +151,119 @@ class TtySurface:
             finally:
                 unsubscribe()
 
+    async def step(
+        self,
+        stepper: Stepper,
+        *,
+        banner: str | None,
+        queue: AskQueue,
+        deadline: float | None = None,
+    ) -> QuestionAnswer | Back:
+        """One question of a stepper, until its reply resolves to an answer, a skip or a
+        step back (or the human dismisses the ask).
+
+        The prompt stays open on a reply that is not an answer, with the reason above the
+        line, so the ticks and what was typed stay as they are. Space ticks the option at
+        the cursor (Up/Down) of a multi-select question while the line is empty;
+        Shift-Tab (or PageUp) goes back, Ctrl-S skips.
+        """
+        question = stepper.question
+        multi = question.is_multi_select
+        first = stepper.position == 0
+        place = (stepper.position + 1, stepper.total) if stepper.total > 1 else None
+        hints = [
+            pick_hint(question, ticking=True) if multi else hint(question),
+            _step_keys(question, first=first, total=stepper.total),
+        ]
+        resumed = stepper.resumed
+        cursor = [0]  # the option Space ticks
+        refusal: list[str] = []  # why the last Enter (or key) sent nothing
+
+        def message() -> StyleAndTextTuples:
+            app = get_app()
+            done = app.is_done
+            block = step_block(
+                question,
+                stepper.request.agent,
+                place=place,
+                hints=hints,
+                banner=banner,
+                ticked=stepper.ticked(question) if multi else None,
+                cursor=cursor[0] if multi and not done else None,
+                resumed=resumed,
+            )
+            live = [] if done else waiting_line(queue.waiting)
+            if deadline is not None and not done:
+                live = [*live, ("class:waiting", f"time left: {time_left(deadline)} s\n")]
+            if refusal and not done:
+                live = [*live, ("class:reason", f"  {refusal[-1]}"), ("", "\n")]
+            above = wrap_fragments([*block, *live], app.output.get_size().columns)
+            return [*shown(above), ("class:prompt", "> ")]
+
+        recommended = None if multi else question.recommended
+
+        def placeholder() -> StyleAndTextTuples:
+            if recommended is None or get_app().is_done:
+                return []
+            return [("class:placeholder", visible(recommended.label))]
+
+        def resolve(text: str) -> QuestionAnswer | Back | Reprompt:
+            if len(text.encode("utf-8", "surrogatepass")) > LINE_LIMIT:
+                return Reprompt(too_long_reason())
+            ticked = stepper.ticked(question)
+            return resolve_step(question, text, ticked=ticked, first=first, ticking=True)
+
+        def refuse(reason: str | None) -> None:
+            refusal[:] = [] if reason is None else [reason]
+
+        bindings = _step_bindings(
+            question, first=first, cursor=cursor, resolve=resolve, refuse=refuse, stepper=stepper
+        )
+        with create_app_session(input=self._input, output=self._output):
+            session: PromptSession[str] = PromptSession(
+                message,
+                input=self._input,
+                output=self._output,
+                style=STYLE,
+                include_default_pygments_style=False,
+                completer=None if multi else _label_completer(question.choices),
+                complete_while_typing=False,
+                placeholder=placeholder,
+                erase_when_done=False,
+                key_bindings=bindings,
+                refresh_interval=1.0 if deadline is not None else 0,
+            )
+            buffer = session.default_buffer
+            buffer.on_text_changed += lambda _: refusal.clear()
+            unsubscribe = queue.listen(session.app.invalidate)
+            kept = stepper.typed(question)
+            default = Document(*kept) if kept is not None else Document()
+
+            def keep(text: str, cursor_at: int) -> None:
+                stepper.type(question, text, cursor_at)
+
+            try:
+                while True:
+                    try:
+                        reply = await self._prompt(session, default, keep)
+                    except _StepKey as key:
+                        keep(buffer.text, buffer.cursor_position)
+                        return key.result
+                    result = resolve(reply)
+                    if not isinstance(result, Reprompt):
+                        return result
+                    default = Document(reply)  # cannot happen: Enter sends only answers
+            finally:
+                unsubscribe()
+
     async def _prompt(
-        self, session: PromptSession[str], request: AskUserQuestionRequest, default: Document
+        self,
+        session: PromptSession[str],
+        default: Document,
+        keep: Callable[[str, int], None],
     ) -> str:
+        """One prompt: the line accepted. Withdrawn, it hands what was typed (and the
+        cursor) to ``keep`` and lets the cancellation through."""
         # The prompt's result future, kept: prompt_async still awaits its own cleanup after
         # the human pressed Enter, and a cancellation landing there must not lose the line.
         results: list[asyncio.Future[str]] = []
@@ -173,7 +286,7 @@ class TtySurface:
                 # Withdrawn (a reload, the caller's signal): keep what was typed, so the
                 # question re-asked on the next prompt starts from it.
                 buffer = session.default_buffer
-                self._draft.keep(request, buffer.text, buffer.cursor_position)
+                keep(buffer.text, buffer.cursor_position)
                 raise
             # A line the human committed is an answer that exists: it is returned, not lost.
             return committed
@@ -191,6 +304,100 @@ class TtySurface:
         print_formatted_text(
             FormattedText(shown(fragments)), output=self._output, style=STYLE, end=""
         )
+
+
+class _StepKey(Exception):  # noqa: N818 - how a key ends the prompt, not an error
+    """A key that ends a stepper's prompt without a line: back, or skip."""
+
+    def __init__(self, result: QuestionAnswer | Back) -> None:
+        super().__init__()
+        self.result = result
+
+
+def _step_bindings(
+    question: Question,
+    *,
+    first: bool,
+    cursor: list[int],
+    resolve: Callable[[str], QuestionAnswer | Back | Reprompt],
+    refuse: Callable[[str | None], None],
+    stepper: Stepper,
+) -> KeyBindings:
+    """The keys of a stepper's prompt (they take precedence over prompt_toolkit's own)."""
+    bindings = KeyBindings()
+    menu_closed = ~has_completions
+
+    if question.is_multi_select:
+        count = len(question.choices)
+
+        @bindings.add("space", filter=Condition(lambda: not get_app().current_buffer.text))
+        def _tick(event: KeyPressEvent) -> None:
+            stepper.toggle(question, cursor[0])
+            refuse(None)  # the ticks changed: a refusal of the old ones no longer holds
+
+        @bindings.add("up", filter=menu_closed)
+        def _up(event: KeyPressEvent) -> None:
+            cursor[0] = (cursor[0] - 1) % count
+
+        @bindings.add("down", filter=menu_closed)
+        def _down(event: KeyPressEvent) -> None:
+            cursor[0] = (cursor[0] + 1) % count
+
+    @bindings.add("s-tab", filter=menu_closed)
+    @bindings.add("pageup")
+    def _back(event: KeyPressEvent) -> None:
+        if first:
+            refuse("This is the first question: there is none before it.")
+            return
+        event.app.exit(exception=_StepKey(BACK))
+
+    @bindings.add("c-s")
+    def _skip(event: KeyPressEvent) -> None:
+        if not question.allow_skip:
+            refuse("This question cannot be skipped: it needs an answer.")
+            return
+        event.app.exit(exception=_StepKey(QuestionAnswer.skip(question)))
+
+    @bindings.add("enter")
+    def _send(event: KeyPressEvent) -> None:
+        buffer = event.current_buffer
+        result = resolve(buffer.text)
+        if isinstance(result, Reprompt):
+            refuse(result.reason)
+            return
+        buffer.validate_and_handle()
+
+    return bindings
+
+
+def _step_keys(question: Question, *, first: bool, total: int) -> str:
+    """The keys line of a stepper's question: only the keys that do something here."""
+    keys = []
+    if question.is_multi_select:
+        keys.append("Up/Down moves between options")
+    elif question.choices:
+        keys.append("Tab completes a label")
+    if not first:
+        keys.append("Shift-Tab goes back")
+    if question.allow_skip:
+        keys.append("Ctrl-S skips")
+    keys.append(
+        "Ctrl-C or Ctrl-D dismisses " + ("the question" if total == 1 else f"all {total} questions")
+    )
+    return "; ".join(keys) + "."
+
+
+def _label_completer(choices: tuple[AskUserQuestionOption, ...]) -> WordCompleter | None:
+    """Tab completes an option's label (case-insensitive), with its description."""
+    if not choices:
+        return None
+    return WordCompleter(
+        [option.label for option in choices],
+        ignore_case=True,
+        sentence=True,
+        display_dict={o.label: visible(o.label) for o in choices},
+        meta_dict={o.label: visible(o.description) for o in choices if o.description},
+    )
 
 
 def _committed_line(results: list[asyncio.Future[str]]) -> str | None:

@@ -1,0 +1,166 @@
+"""The stepper: an ask of several questions, shown one question after the other.
+
+The state both paths share: which question is on screen ("2 of 3"), the answers given so
+far, the options ticked and the text typed per question. Going back keeps what was given
+(the previous answer is shown again, ready to send), and the whole state is a
+:class:`~._draft.Steps` that a draft keeps across a reload.
+"""
+
+from __future__ import annotations
+
+from ...interaction import (
+    AskUserQuestionAnswer,
+    AskUserQuestionRequest,
+    Question,
+    QuestionAnswer,
+    UserInteractionError,
+    check_question_answer,
+)
+from ._draft import Steps
+
+__all__ = ["Stepper", "needs_stepper"]
+
+
+def needs_stepper(request: AskUserQuestionRequest) -> bool:
+    """Whether ``request`` is more than one plain question (several questions, or one that
+    is multi-select or may be skipped); a plain one keeps the one-question prompt."""
+    if request.is_multi_question:
+        return True
+    (question,) = request.questions
+    return question.is_multi_select or question.allow_skip
+
+
+class Stepper:
+    """Where the human is in ``request``, and what they gave so far."""
+
+    __slots__ = ("_answers", "_position", "_ticked", "_typed", "request", "resumed")
+
+    def __init__(self, request: AskUserQuestionRequest, kept: Steps | None = None) -> None:
+        self.request = request
+        self._position = 0
+        self._answers: dict[str, QuestionAnswer] = {}
+        self._ticked: dict[str, frozenset[int]] = {}
+        self._typed: dict[str, tuple[str, int]] = {}
+        self.resumed = 0
+        """How many answers were kept from a withdrawn prompt (0: a fresh start)."""
+        if kept is not None:
+            self._restore(kept)
+
+    @property
+    def questions(self) -> tuple[Question, ...]:
+        return tuple(self.request.questions)
+
+    @property
+    def total(self) -> int:
+        return len(self.request.questions)
+
+    @property
+    def position(self) -> int:
+        """The index of the question on screen (``total`` once every one is answered)."""
+        return self._position
+
+    @property
+    def finished(self) -> bool:
+        return self._position >= self.total
+
+    @property
+    def question(self) -> Question:
+        """The question on screen."""
+        return self.request.questions[self._position]
+
+    @property
+    def answered(self) -> int:
+        """How many questions have an answer (some may be after the one on screen)."""
+        return len(self._answers)
+
+    def ticked(self, question: Question) -> frozenset[int]:
+        """The options of ``question`` ticked: as the human left them, else those of its
+        answer, else the recommended ones (preselected)."""
+        assert question.id is not None
+        if question.id in self._ticked:
+            return self._ticked[question.id]
+        entry = self._answers.get(question.id)
+        if entry is not None and entry.skipped is None:
+            return frozenset(question.choices.index(option) for option in entry.options)
+        return frozenset(i for i, option in enumerate(question.choices) if option.recommended)
+
+    def toggle(self, question: Question, index: int) -> None:
+        """Tick the option ``index`` of ``question``, or untick it."""
+        assert question.id is not None
+        self._ticked[question.id] = self.ticked(question) ^ {index}
+
+    def typed(self, question: Question) -> tuple[str, int] | None:
+        """The text typed into ``question``'s line and its cursor, if any."""
+        assert question.id is not None
+        return self._typed.get(question.id)
+
+    def type(self, question: Question, text: str, cursor: int) -> None:
+        """Keep what is typed into ``question``'s line (nothing: forget)."""
+        assert question.id is not None
+        if text:
+            self._typed[question.id] = (text, max(0, min(cursor, len(text))))
+        else:
+            self._typed.pop(question.id, None)
+
+    def answer(self, entry: QuestionAnswer) -> None:
+        """Record the answer to the question on screen, and go on to the next one.
+
+        Its line then holds what shows the answer again (a label, the own text), so going
+        back to it and pressing Enter sends the same answer.
+        """
+        question = self.question
+        assert question.id == entry.id
+        self._answers[entry.id] = entry
+        self._ticked.pop(entry.id, None)
+        if question.is_multi_select or len(entry.options) != 1:
+            self.type(question, entry.custom or "", len(entry.custom or ""))
+        else:
+            label = entry.options[0].label
+            self.type(question, label, len(label))
+        self._position += 1
+
+    def back(self) -> None:
+        """Go back to the previous question (its answer stays until it is answered again)."""
+        assert self._position > 0
+        self._position -= 1
+
+    def result(self) -> AskUserQuestionAnswer:
+        """The answer of the whole ask, one entry per question, in question order."""
+        entries = [self._answers[str(item.id)] for item in self.request.questions]
+        return AskUserQuestionAnswer.of(entries, self.request)
+
+    def snapshot(self) -> Steps:
+        """The state, as plain data a draft keeps."""
+        return Steps(
+            position=min(self._position, self.total - 1),
+            answers=tuple(self._answers.values()),
+            ticked=tuple((key, tuple(sorted(ticks))) for key, ticks in self._ticked.items()),
+            typed=tuple((key, text, cursor) for key, (text, cursor) in self._typed.items()),
+        )
+
+    def _restore(self, kept: Steps) -> None:
+        """Take what ``kept`` holds that still fits the questions (the draft was keyed by
+        them; anything else is dropped, never trusted)."""
+        by_id = {str(item.id): item for item in self.request.questions}
+        for entry in kept.answers:
+            question = by_id.get(entry.id)
+            if question is None:
+                continue
+            try:
+                self._answers[entry.id] = check_question_answer(question, entry)
+            except UserInteractionError:
+                continue
+        for key, ticks in kept.ticked:
+            if key in by_id:
+                count = len(by_id[key].choices)
+                self._ticked[key] = frozenset(i for i in ticks if 0 <= i < count)
+        for key, text, cursor in kept.typed:
+            if key in by_id:
+                self._typed[key] = (text, max(0, min(cursor, len(text))))
+        # Resume at the first question without an answer, or where the human was.
+        unanswered = next(
+            (i for i, item in enumerate(self.request.questions) if item.id not in self._answers),
+            self.total - 1,
+        )
+        self._position = max(0, min(kept.position, unanswered, self.total - 1))
+        self.resumed = len(self._answers)
