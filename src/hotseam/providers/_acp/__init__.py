@@ -1,6 +1,8 @@
 """The parts of :mod:`hotseam.providers.acp`, one concept per module.
 
-* ``_form``: a question as an ``elicitation/create`` form, and the client's result read back;
+* ``_form``: an ask as an ``elicitation/create`` form, and the client's result read back;
+* ``_fields``: one question's properties in such a form (one choice, several, free text,
+  custom text, skipping), and its answer read from the result;
 * ``_permission``: the same for the ``session/request_permission`` fallback;
 * ``_conversation``: the last fallback, a question asked in the chat and answered by the
   next prompt;

@@ -39,11 +39,13 @@ from ._fields import RECOMMENDED_SUFFIX, assemble
 from ._form import EmptyAnswerError
 
 __all__ = [
-    "NOT_AN_OPTION_NOTE",
     "Conversations",
+    "NOT_AN_OPTION_NOTE",
     "NotAnOptionError",
+    "SKIP_WORD",
     "conversation_text",
     "escape_markdown",
+    "question_text",
     "read_reply",
 ]
 

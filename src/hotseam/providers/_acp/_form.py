@@ -29,7 +29,7 @@ unanswered or outside its bounds :class:`IncompleteAnswerError`: the provider as
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from acp.schema import CreateFormSessionElicitationRequest, ElicitationSchema
@@ -40,6 +40,7 @@ from ...interaction import (
     INVALID_ANSWER,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
+    Question,
     QuestionAnswer,
     UserInteractionError,
     check_question_answer,
@@ -60,10 +61,10 @@ __all__ = [
     "ANSWER_FIELD",
     "CUSTOM_FIELD",
     "ELICITATION_CREATE",
-    "RECOMMENDED_SUFFIX",
     "EmptyAnswerError",
     "Form",
     "IncompleteAnswerError",
+    "RECOMMENDED_SUFFIX",
     "build_form",
     "type_name",
 ]
@@ -104,17 +105,12 @@ class Form:
 
     request: AskUserQuestionRequest
     schema: ElicitationSchema
-    fields: tuple[QuestionField, ...] = field(default=())
+    fields: tuple[QuestionField, ...]
 
     @property
     def names(self) -> tuple[str, ...]:
         """The property names the form asks for, in order."""
         return tuple(self.schema.properties or ())
-
-    @property
-    def other(self) -> str | None:
-        """The ``const`` of the "Other" choice of a one-question form, else ``None``."""
-        return self.fields[0].other if len(self.fields) == 1 else None
 
     def message(self) -> str:
         """The question; for several, each on a numbered line (a client that shows only
@@ -258,7 +254,7 @@ def build_form(request: AskUserQuestionRequest, given: Mapping[str, Any] | None 
     return Form(request, schema, fields)
 
 
-def _bounds(question: Any) -> str:
+def _bounds(question: Question) -> str:
     least, most = question.selection_range
     return f"{least}" if least == most else f"{least} to {most}"
 

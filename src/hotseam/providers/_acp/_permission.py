@@ -54,9 +54,9 @@ from ._fields import RECOMMENDED_SUFFIX, assemble, type_name
 __all__ = [
     "CUSTOM_DROPPED",
     "ONE_CHOICE",
-    "SKIP_NAME",
-    "REQUEST_PERMISSION",
     "PermissionForm",
+    "REQUEST_PERMISSION",
+    "SKIP_NAME",
     "build_permission_form",
     "fits_permission",
     "is_negative",

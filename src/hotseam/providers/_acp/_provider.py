@@ -69,7 +69,11 @@ from ._permission import REQUEST_PERMISSION, build_permission_form, fits_permiss
 from ._scope import AskScope, current_ask_scope
 from ._wire import AcpWire
 
-__all__ = ["CONVERSATION", "EMPTY_ANSWER_NOTE", "AcpProvider"]
+__all__ = [
+    "AcpProvider",
+    "CONVERSATION",
+    "EMPTY_ANSWER_NOTE",
+]
 
 _log = get_logger("hotseam.providers.acp")
 _UNWIND_WAIT = 5.0
