@@ -239,6 +239,23 @@ class TestOneForm:
         assert acp_schema_errors("CreateElicitationRequest", second["params"]) == []
         assert _values(results[0]) == [["Postgres"], ["Billing"], ["No"]]
 
+    async def test_a_third_incomplete_answer_is_invalid(self) -> None:
+        """Asked again at most twice, as an empty answer is; then INVALID_ANSWER naming the
+        question, never what the human sent."""
+        results: list[ToolResult] = []
+        async with connected(stack_agent(results)) as acp:
+            pending = acp.start_prompt()
+            for _ in range(3):
+                (await acp.next_request()).answer(_accept({"q1": "SQLite", "q3": "Secret"}))
+            assert (await pending.result()).stop_reason == "end_turn"
+            assert len(acp.elicitations()) == 3
+        error = results[0].error
+        assert error is not None and error["code"] == INVALID_ANSWER
+        assert error["message"] == (
+            "the ACP client's answer left questions unanswered or out of bounds 3 times: "
+            "questions[1] (Which features?) has no answer"
+        )
+
     async def test_form_refused_mid_ask_asks_the_rest_one_by_one(self) -> None:
         """Form advertised, but -32601 to the form of three: the same ask goes on through
         the fallbacks, one question after the other."""
