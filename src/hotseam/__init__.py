@@ -3,49 +3,59 @@
 The core is :mod:`hotseam._core` (its public names are re-exported here); the
 user-interaction seam is :mod:`hotseam.interaction`, the hot reloader
 :mod:`hotseam.reload`, and the UI surfaces :mod:`hotseam.providers`.
+
+``import hotseam`` imports none of them: each public name is imported from the core the
+first time it is used (PEP 562), so that the ``hotseam`` command's lightest subcommands
+(``status``, ``reload``, ``--help``) start without anyio, and every name still presents
+itself as ``hotseam.Scope``.
 """
 
 from __future__ import annotations
 
-from ._core import (
-    AbortController,
-    AbortError,
-    AbortSignal,
-    Agent,
-    CarriedEffect,
-    CloseReason,
-    Context,
-    DisposalError,
-    DisposerTimeoutError,
-    Effect,
-    EnteredEffect,
-    HarnessError,
-    Lease,
-    NoProviderError,
-    ProviderConflictError,
-    Registration,
-    RegistrationState,
-    Scope,
-    ScopeClosedError,
-    ScopeError,
-    ScopeExit,
-    ScopeState,
-    Seam,
-    Swap,
-    TaskEffect,
-    Tool,
-    ToolCall,
-    ToolError,
-    ToolFormat,
-    ToolRegistration,
-    ToolRegistry,
-    ToolResult,
-    current_context,
-    mark_long_lived,
-    present_as,
-    tool,
-    use_context,
-)
+from typing import TYPE_CHECKING, Any
+
+from . import _core
+
+if TYPE_CHECKING:
+    from ._core import (
+        AbortController,
+        AbortError,
+        AbortSignal,
+        Agent,
+        CarriedEffect,
+        CloseReason,
+        Context,
+        DisposalError,
+        DisposerTimeoutError,
+        Effect,
+        EnteredEffect,
+        HarnessError,
+        Lease,
+        NoProviderError,
+        ProviderConflictError,
+        Registration,
+        RegistrationState,
+        Scope,
+        ScopeClosedError,
+        ScopeError,
+        ScopeExit,
+        ScopeState,
+        Seam,
+        Swap,
+        TaskEffect,
+        Tool,
+        ToolCall,
+        ToolError,
+        ToolFormat,
+        ToolRegistration,
+        ToolRegistry,
+        ToolResult,
+        current_context,
+        mark_long_lived,
+        present_as,
+        tool,
+        use_context,
+    )
 
 __all__ = [
     "AbortController",
@@ -88,4 +98,18 @@ __all__ = [
 
 __version__ = "0.1.0.dev0"
 
-present_as(__name__, globals(), __all__)
+_core.present_when_loaded(__name__, __all__)
+
+if not TYPE_CHECKING:  # type checkers read the imports above
+
+    def __getattr__(name: str) -> Any:
+        # present_as: not public, but importable from here since the first release.
+        if name not in __all__ and name != "present_as":
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(_core, name)
+        globals()[name] = value
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__, "present_as"})

@@ -106,33 +106,45 @@ class Tool(Generic[InputT]):
     Args:
         name: What the model calls (``"ask_user_question"``).
         description: Tells the model when and how to use the tool.
-        input_model: Validates the input and provides the JSON schema.
+        input_model: Validates the input and provides the JSON schema: the model class, or
+            a function returning it, called when the tool is first used (so that
+            registering the tool imports nothing its model needs).
         handler: ``async def handler(input, call) -> output``; the output is a pydantic
             model or any JSON-ready value.
     """
 
-    __slots__ = ("description", "handler", "input_model", "name")
+    __slots__ = ("_input_model", "description", "handler", "name")
 
     def __init__(
         self,
         name: str,
         description: str,
-        input_model: type[InputT],
+        input_model: type[InputT] | Callable[[], type[InputT]],
         handler: Handler[InputT],
     ) -> None:
         if not name or not name.replace("_", "").replace("-", "").isalnum():
             raise ValueError(f"tool name must be letters, digits, '_' or '-', got {name!r}")
-        from pydantic import BaseModel
-
-        if not (isinstance(input_model, type) and issubclass(input_model, BaseModel)):
+        if isinstance(input_model, type):
+            _check_model(name, input_model)
+        elif not callable(input_model):
             raise TypeError(f"tool {name!r}: input_model must be a pydantic model class")
         self.name = name
         self.description = description
-        self.input_model = input_model
+        self._input_model = input_model
         self.handler = handler
 
     def __repr__(self) -> str:
         return f"<Tool {self.name!r} input={self.input_model.__qualname__}>"
+
+    @property
+    def input_model(self) -> type[InputT]:
+        """The pydantic model of the input (made now if it was given as a function)."""
+        model = self._input_model
+        if not isinstance(model, type):
+            model = model()
+            _check_model(self.name, model)
+            self._input_model = model
+        return model
 
     @property
     def input_schema(self) -> dict[str, Any]:
@@ -156,6 +168,13 @@ class Tool(Generic[InputT]):
         if format == "mcp":
             return {"name": self.name, "description": self.description, "inputSchema": schema}
         raise ValueError(f"unknown tool definition format {format!r}; use one of {_FORMATS}")
+
+
+def _check_model(name: str, model: object) -> None:
+    from pydantic import BaseModel
+
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise TypeError(f"tool {name!r}: input_model must be a pydantic model class")
 
 
 def tool(

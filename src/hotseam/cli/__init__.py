@@ -28,10 +28,13 @@ _COMMANDS = {
 }
 
 
-def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser:
+def build_parser(
+    only: Collection[str] | None = None, *, list_others: bool = True
+) -> argparse.ArgumentParser:
     """Return the argument parser with every subcommand's options, or only those of the
     commands in ``only`` (the others are listed by name and help, their modules not imported:
-    ``hotseam --help`` costs no more than ``import hotseam``)."""
+    ``hotseam --help`` costs no more than ``import hotseam``; with ``list_others`` false they
+    are left out, as for a run of one known command, which never shows the list)."""
     parser = argparse.ArgumentParser(
         prog="hotseam",
         description="Seams served by one provider at a time, hot-reloaded from disk.",
@@ -41,17 +44,27 @@ def build_parser(only: Collection[str] | None = None) -> argparse.ArgumentParser
     subcommands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, help_text) in _COMMANDS.items():
         if only is not None and name not in only:
-            # A name and a help line only: its own --help is never shown in this run (argparse
-            # looks up a translation of every built-in string, slow where locales are many).
-            subcommands.add_parser(name, help=help_text, add_help=False)
+            if list_others:
+                # A name and a help line only: its own --help is never shown in this run
+                # (argparse looks up a translation of every built-in string, slow where
+                # locales are many).
+                subcommands.add_parser(name, help=help_text, add_help=False)
             continue
         module = importlib.import_module(module_name)
         sub = subcommands.add_parser(
-            name, help=help_text, description=plain(module.__doc__), formatter_class=HelpFormatter
+            name, help=help_text, description=module.__doc__, formatter_class=_DocstringFormatter
         )
         module.add_arguments(sub)
         sub.set_defaults(_module=module)
     return parser
+
+
+class _DocstringFormatter(HelpFormatter):
+    """Shows a subcommand's description, its module's docstring, as plain text: rendered
+    when the help is printed, not each time the command starts."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return super()._fill_text(plain(text) or "", width, indent)
 
 
 def _chosen(arguments: Sequence[str]) -> set[str]:
@@ -71,7 +84,8 @@ def _version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``hotseam`` command line; return the process exit code."""
     arguments = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser(_chosen(arguments)).parse_args(arguments)
+    chosen = _chosen(arguments)
+    args = build_parser(chosen, list_others=not chosen).parse_args(arguments)
     code: int = args._module.run(args)
     return code
 

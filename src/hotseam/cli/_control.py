@@ -2,7 +2,8 @@
 
 A running session listens on a Unix socket so that ``hotseam status`` and ``hotseam
 reload`` can talk to it from another terminal (or a deploy script); where the socket lives
-and how clients find it is :mod:`._control_folder`'s.
+and how clients find it is :mod:`._control_folder`'s, and the client's side of a request
+:mod:`._control_client`'s (which imports neither anyio nor pydantic).
 
 The protocol is one JSON object per line each way: ``{"op": "status"}`` or ``{"op":
 "reload", "paths": [...]}`` in, ``{"ok": true, ...}`` or ``{"ok": false, "error": "...",
@@ -23,7 +24,6 @@ import functools
 import json
 import os
 import socket
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -33,6 +33,7 @@ import anyio.abc
 
 from .._core import HarnessError
 from ..providers._accept import accept_connections
+from ._control_client import CLIENT_TIMEOUT, MAX_CONNECTIONS, MAX_REPLY, request
 from ._control_folder import (
     UNREACHABLE,
     Claim,
@@ -49,6 +50,13 @@ if TYPE_CHECKING:
     from pydantic import ValidationError
 
 __all__ = [
+    "CLIENT_TIMEOUT",
+    "MAX_CONNECTIONS",
+    "MAX_PATHS",
+    "MAX_REPLY",
+    "MAX_REQUEST",
+    "REPLY_TIMEOUT",
+    "REQUEST_TIMEOUT",
     "BadRequestError",
     "Claim",
     "ControlError",
@@ -72,11 +80,6 @@ REQUEST_TIMEOUT = 2.0
 """A connection that has not sent its request line this long after connecting is closed."""
 REPLY_TIMEOUT = 10.0
 """A client that does not take its reply within this is dropped."""
-MAX_REPLY = 64 * 2**20
-"""The largest reply a client reads (a status of many thousand modules fits)."""
-MAX_CONNECTIONS = 64
-"""The most connections served at once; past it a new one is closed at once."""
-CLIENT_TIMEOUT = 10.0
 
 Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
@@ -85,62 +88,6 @@ class BadRequestError(HarnessError):
     """A request line the protocol does not accept; the message says what is wrong."""
 
     default_code = "BAD_REQUEST"
-
-
-def request(endpoint: Endpoint, message: dict[str, Any], timeout: float = CLIENT_TIMEOUT) -> Any:
-    """Send one request and return the decoded reply.
-
-    A connection closed before any reply came was not served (the process was serving its
-    most connections at once, or was out of file descriptors): it is tried again, a little
-    later each time, until ``timeout``.
-
-    Raises:
-        ControlError: the connection failed, the reply did not come within ``timeout``, or it
-            is not JSON (nested too deeply, larger than ``MAX_REPLY``...).
-    """
-    deadline = time.monotonic() + timeout
-    pause = 0.02
-    while True:
-        reply = _exchange(endpoint, json.dumps(message).encode() + b"\n", deadline, timeout)
-        if reply or time.monotonic() + pause >= deadline:
-            break
-        time.sleep(pause)
-        pause = min(pause * 2, 0.5)
-    if not reply:
-        raise ControlError(
-            f"{endpoint.path} closed every connection without a reply for {timeout:g} s "
-            f"(it serves at most {MAX_CONNECTIONS} at once)"
-        )
-    try:
-        return json.loads(reply)
-    except (ValueError, RecursionError) as error:  # nested too deeply: '[[[[...'
-        raise ControlError(
-            f"{endpoint.path} replied with something that is not JSON "
-            f"({'recursion limit exceeded' if isinstance(error, RecursionError) else error})"
-        ) from None
-
-
-def _exchange(endpoint: Endpoint, data: bytes, deadline: float, timeout: float) -> bytes:
-    """Send ``data`` on a new connection; return all that came back (empty: unserved)."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as client:
-        reply = bytearray()
-        try:
-            client.settimeout(max(deadline - time.monotonic(), 0.001))
-            client.connect(str(endpoint.path))
-            client.sendall(data)
-            while chunk := client.recv(65536):
-                reply += chunk
-                if len(reply) > MAX_REPLY:
-                    raise ControlError(f"{endpoint.path} replied with more than {MAX_REPLY} bytes")
-                client.settimeout(max(deadline - time.monotonic(), 0.001))
-        except TimeoutError:
-            raise ControlError(f"no reply from {endpoint.path} within {timeout:g} s") from None
-        except (ConnectionResetError, BrokenPipeError):
-            if reply:
-                raise ControlError(f"{endpoint.path} broke the connection mid-reply") from None
-        except OSError as error:
-            raise ControlError(f"cannot talk to {endpoint.path}: {error}") from None
-    return bytes(reply)
 
 
 # -- the server side ---------------------------------------------------------------------------

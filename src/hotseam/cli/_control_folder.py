@@ -26,10 +26,9 @@ import os
 import re
 import socket
 import stat
-import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .._core import HarnessError
 
@@ -63,6 +62,8 @@ def runtime_dir() -> Path:
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime and Path(runtime).is_dir():
         return Path(runtime) / "hotseam"
+    import tempfile  # here: its import (shutil, random) is most of what a client's start costs
+
     return Path(tempfile.gettempdir()) / f"hotseam-{os.getuid()}"
 
 
@@ -145,6 +146,8 @@ def private_dir() -> tuple[Path, str | None]:
     if stand_ins:
         stand_in = stand_ins[0]
     else:
+        import tempfile
+
         try:
             stand_in = Path(tempfile.mkdtemp(prefix=f"{folder.name}-", dir=folder.parent))
         except OSError as error:
@@ -154,8 +157,7 @@ def private_dir() -> tuple[Path, str | None]:
     return stand_in, f"{problem}; using the private folder {stand_in} instead"
 
 
-@dataclass(frozen=True, slots=True)
-class Endpoint:
+class Endpoint(NamedTuple):
     """A control socket: the process's pid and socket path, and its name if it has one."""
 
     pid: int
@@ -296,10 +298,12 @@ def check_name(name: str) -> str:
     return name
 
 
-@dataclass(frozen=True, slots=True)
-class Claim:
+class Claim(NamedTuple):
     """Where this process will listen: ``socket`` (``None``: it will not, ``warnings`` say
-    why), the ``--name`` link, a note per stale file replaced, and what to warn about."""
+    why), the ``--name`` link, a note per stale file replaced, and what to warn about.
+
+    (Named tuples, not dataclasses, here and for :class:`Endpoint`: ``hotseam status``
+    imports this module, and ``dataclasses`` alone would be a fifth of its start.)"""
 
     socket: Path | None
     link: Path | None = None

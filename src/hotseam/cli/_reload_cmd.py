@@ -15,7 +15,8 @@ import argparse
 import os
 import sys
 
-from ._control import ControlError, locate, request
+from ._control_client import request
+from ._control_folder import ControlError, locate
 
 __all__ = ["add_arguments", "run"]
 

@@ -18,7 +18,8 @@ import json
 import sys
 from typing import Any
 
-from ._control import ControlError, locate, request
+from ._control_client import request
+from ._control_folder import ControlError, locate
 
 __all__ = ["add_arguments", "format_status", "run"]
 
