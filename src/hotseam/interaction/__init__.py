@@ -15,7 +15,10 @@ restart, and answerable from any process's inbox.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .._core import Agent, present_as
+from . import _answer, _request
 from ._ask import ask
 from ._errors import (
     ASK_ABORTED,
@@ -45,13 +48,10 @@ from ._journal import (
 from ._model import (
     MAX_QUESTIONS,
     AskUserQuestionAnswer,
-    AskUserQuestionInput,
     AskUserQuestionOption,
-    AskUserQuestionOptionInput,
     AskUserQuestionRequest,
     Question,
     QuestionAnswer,
-    QuestionInput,
     SkipReason,
 )
 from ._pending import (
@@ -70,6 +70,9 @@ from ._runs import JOURNAL, AgentRun, AskJournal, current_run
 from ._tool import ASK_USER_QUESTION_DESCRIPTION, ask_user_question_tool
 from ._validate import validate_request
 from ._validate_answer import check_answer, check_partial_answer, check_question_answer
+
+if TYPE_CHECKING:
+    from ._inputs import AskUserQuestionInput, AskUserQuestionOptionInput, QuestionInput
 
 __all__ = [
     "ASK_ABORTED",
@@ -128,4 +131,33 @@ __all__ = [
     "waiting_for_provider",
 ]
 
-present_as(__name__, globals(), __all__)
+# The tool's input models (pydantic) are imported the first time one is used, here or
+# by a dict parsed: ``ask()`` with a request built in code never needs them.
+_INPUT_MODELS = ("AskUserQuestionInput", "AskUserQuestionOptionInput", "QuestionInput")
+
+
+def _input_models() -> _answer.AnswerForms:
+    from . import _inputs
+
+    return _inputs
+
+
+_request.parse_dicts_with(_input_models)
+_answer.parse_dicts_with(_input_models)
+
+present_as(__name__, globals(), [name for name in __all__ if name not in _INPUT_MODELS])
+
+if not TYPE_CHECKING:  # type checkers read the imports above
+
+    def __getattr__(name: str) -> Any:
+        if name not in _INPUT_MODELS:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        from . import _inputs
+
+        value = getattr(_inputs, name)
+        globals()[name] = value
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

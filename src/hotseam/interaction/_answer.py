@@ -8,25 +8,29 @@ built the seed's way, one entry (``"q1"``) made of ``answer`` and ``option``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, get_args
-
-from pydantic import Field
+from typing import Any, Protocol, get_args
 
 from ._errors import INVALID_ANSWER, UserInteractionError
 from ._request import (
     FIRST_ID,
     AskUserQuestionOption,
-    AskUserQuestionOptionInput,
     AskUserQuestionRequest,
+    DictForms,
     Question,
     SkipReason,
-    _Input,
-    parse_input,
 )
 
-__all__ = ["AskUserQuestionAnswer", "QuestionAnswer", "answer_text", "where"]
+__all__ = [
+    "AnswerForms",
+    "AskUserQuestionAnswer",
+    "QuestionAnswer",
+    "answer_forms",
+    "answer_text",
+    "parse_dicts_with",
+    "where",
+]
 
 SKIP_REASONS: tuple[str, ...] = get_args(SkipReason)
 
@@ -128,7 +132,7 @@ class QuestionAnswer:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> QuestionAnswer:
         """Build an entry from :meth:`to_dict`'s form (raises ``INVALID_ANSWER``)."""
-        return parse_input(_QuestionAnswerInput, data, "answer", INVALID_ANSWER).to_entry()
+        return answer_forms().parse_entry(data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,15 +281,29 @@ def _entries_from(data: object) -> tuple[QuestionAnswer, ...]:
     return tuple(entries)
 
 
-class _QuestionAnswerInput(_Input):
-    """One entry of an answer's dict form."""
+# -- the dict forms ----------------------------------------------------------------------------
 
-    id: str
-    answer: str | None
-    options: list[AskUserQuestionOptionInput] = Field(default_factory=list)
-    custom: str | None = None
-    skipped: SkipReason | None = None
 
-    def to_entry(self) -> QuestionAnswer:
-        options = tuple(option.to_option() for option in self.options)
-        return QuestionAnswer(self.id, self.answer, options, self.custom, self.skipped)
+class AnswerForms(DictForms, Protocol):
+    """What parses the dict forms, answer entries included (the input models, installed by
+    ``hotseam.interaction``: see :class:`~._request.DictForms`)."""
+
+    def parse_entry(self, data: Mapping[str, Any]) -> QuestionAnswer:
+        """An answer entry from its dict form (``INVALID_ANSWER`` naming each bad field)."""
+        ...
+
+
+_load_answer_forms: Callable[[], AnswerForms] | None = None
+
+
+def parse_dicts_with(load: Callable[[], AnswerForms]) -> None:
+    """Parse answer entries with what ``load()`` returns (see :class:`AnswerForms`)."""
+    global _load_answer_forms
+    _load_answer_forms = load
+
+
+def answer_forms() -> AnswerForms:
+    """The installed parsers of the dict forms."""
+    if _load_answer_forms is None:  # never: importing this module runs the package's first
+        raise RuntimeError("hotseam.interaction has not installed its input models")
+    return _load_answer_forms()

@@ -1,5 +1,6 @@
-"""The request side of the user-interaction seam (options, questions, the request), its
-JSON forms and the input models of the ``ask_user_question`` tool.
+"""The request side of the user-interaction seam (options, questions, the request) and its
+JSON forms (the input models that parse them, pydantic, are :mod:`._inputs`, imported when
+a dict is first parsed: see :class:`DictForms`).
 
 Plain frozen dataclasses, so that they take positional arguments as the seed's shapes do and
 cost little to build; :func:`~hotseam.interaction.validate_request` checks them (``ask()``
@@ -15,25 +16,23 @@ question in the top-level fields, so code written for one question still reads o
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, Literal, TypeAlias, TypeVar
+from typing import Any, Literal, Protocol, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-from pydantic.alias_generators import to_camel
-
-from .._core import AbortSignal, Agent, format_validation_error
+from .._core import AbortSignal, Agent
 from ._errors import INVALID_REQUEST, UserInteractionError
 
 __all__ = [
     "MAX_QUESTIONS",
-    "AskUserQuestionInput",
     "AskUserQuestionOption",
-    "AskUserQuestionOptionInput",
     "AskUserQuestionRequest",
+    "DictForms",
     "Question",
-    "QuestionInput",
+    "RequestForm",
     "SkipReason",
+    "dict_forms",
+    "parse_dicts_with",
 ]
 
 MAX_QUESTIONS = 8
@@ -45,8 +44,6 @@ it (``"skipped"``), or closed it without answering (``"dismissed"``)."""
 
 FIRST_ID = "q1"
 """The id of the one question of a request built from its top-level fields."""
-
-_M = TypeVar("_M", bound=BaseModel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +74,7 @@ class AskUserQuestionOption:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AskUserQuestionOption:
         """Build an option from a dict (raises ``INVALID_REQUEST`` naming bad fields)."""
-        return _parse(AskUserQuestionOptionInput, data, "option").to_option()
+        return dict_forms().parse_option(data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,7 +180,6 @@ class Question:
     def to_dict(self, *, camel_case: bool = False) -> dict[str, Any]:
         """A JSON-ready dict; fields at their defaults are left out (``allow_custom`` is
         always there, as in a request's dict)."""
-        key = to_camel if camel_case else str
         data: dict[str, Any] = {"question": self.question}
         if self.id is not None:
             data["id"] = self.id
@@ -191,22 +187,22 @@ class Question:
             data["header"] = self.header
         if self.options:
             data["options"] = [option.to_dict() for option in self.options]
-        data[key("allow_custom")] = self.allow_custom
+        data["allowCustom" if camel_case else "allow_custom"] = self.allow_custom
         if self.multi_select:
-            data[key("multi_select")] = True
+            data["multiSelect" if camel_case else "multi_select"] = True
         if self.min_selections is not None:
-            data[key("min_selections")] = self.min_selections
+            data["minSelections" if camel_case else "min_selections"] = self.min_selections
         if self.max_selections is not None:
-            data[key("max_selections")] = self.max_selections
+            data["maxSelections" if camel_case else "max_selections"] = self.max_selections
         if self.allow_skip:
-            data[key("allow_skip")] = True
+            data["allowSkip" if camel_case else "allow_skip"] = True
         return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Question:
         """Build a question from a dict in camelCase or snake_case (raises
         ``INVALID_REQUEST`` naming bad fields)."""
-        return _parse(QuestionInput, data, "question").to_question()
+        return dict_forms().parse_question(data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,7 +356,7 @@ class AskUserQuestionRequest:
             )
         raw = dict(given)
         agent_data = raw.pop("agent", None)
-        parsed = _parse(AskUserQuestionInput, raw, "request")
+        parsed = dict_forms().parse_request(raw)
         agent = None
         if agent_data is not None:
             if isinstance(agent_data, str):
@@ -412,199 +408,53 @@ def _describe_value(value: object) -> str:
     return "an empty list" if isinstance(value, list | tuple) else type(value).__name__
 
 
-def _no_default(schema: dict[str, Any]) -> None:
-    """Leave the default out of the JSON schema: a model gives `question` or `questions`."""
-    schema.pop("default", None)
+# -- the dict forms ----------------------------------------------------------------------------
 
 
-class _Input(BaseModel):
-    model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", strict=True
-    )
-
-
-class AskUserQuestionOptionInput(_Input):
-    """One option as a model (or a JSON file) writes it."""
-
-    label: str = Field(description="What the human sees, 1-5 words.")
-    value: str | None = Field(
-        default=None, description="What you receive when it is chosen; defaults to the label."
-    )
-    description: str | None = Field(
-        default=None, description="One line of extra context shown under the label."
-    )
-    recommended: bool = Field(
-        default=False,
-        description=(
-            "Marks the option you recommend; it is pre-selected. At most one "
-            "(on a multiSelect question, at most maxSelections)."
-        ),
-    )
-
-    def to_option(self) -> AskUserQuestionOption:
-        """Return the seam's dataclass."""
-        return AskUserQuestionOption(self.label, self.value, self.description, self.recommended)
-
-
-class QuestionInput(_Input):
-    """One question of ``questions``, as a model writes it: Claude Code's AskUserQuestion
-    item (``question``, ``header``, ``options`` of ``label``/``description``,
-    ``multiSelect``) plus hotseam's own fields."""
-
-    question: str = Field(description="The question, complete and specific, ending with '?'.")
-    header: str | None = Field(
-        default=None, description="A very short label shown as a chip (max 12 characters)."
-    )
-    options: list[AskUserQuestionOptionInput] | None = Field(
-        default=None,
-        description="Choices to pick from (2-4 is best). Leave out for a free-form question.",
-    )
-    multi_select: bool = Field(
-        default=False,
-        description="Let the human pick several options; the answer lists each one chosen.",
-    )
-    id: str | None = Field(
-        default=None,
-        description="Names the question in the result (letters, digits, '_', '-', '.'); "
-        "default q1, q2...",
-    )
-    allow_custom: bool = Field(
-        default=True,
-        description="Whether the human may type their own answer (an 'Other' choice). "
-        "Set false only when the answer must be one of the options.",
-    )
-    min_selections: int | None = Field(
-        default=None,
-        description="With multiSelect: the fewest options to pick (default 1; 0 allows none).",
-    )
-    max_selections: int | None = Field(
-        default=None, description="With multiSelect: the most options to pick (default all)."
-    )
-    allow_skip: bool = Field(
-        default=False,
-        description="Let the human leave this question unanswered (its result then says so).",
-    )
-
-    def to_question(self) -> Question:
-        """Return the seam's dataclass."""
-        options = None if self.options is None else [o.to_option() for o in self.options]
-        return Question(
-            self.question,
-            self.header,
-            options,
-            self.allow_custom,
-            self.id,
-            self.multi_select,
-            self.min_selections,
-            self.max_selections,
-            self.allow_skip,
-        )
-
-
-class AskUserQuestionInput(_Input):
-    """The input of the ``ask_user_question`` tool (and the dict form of a request): one
-    question in ``question``, ``header``, ``options``, ``allow_custom``, or several in
-    ``questions``."""
-
-    question: str = Field(
-        default="",
-        description="The question, complete and specific, ending with '?'. "
-        "Leave out when you give `questions`.",
-        json_schema_extra=_no_default,
-    )
-    header: str | None = Field(
-        default=None, description="A very short label shown above the question (a topic)."
-    )
-    options: list[AskUserQuestionOptionInput] | None = Field(
-        default=None,
-        description="Choices to pick from. Leave out for a free-form question.",
-    )
-    allow_custom: bool = Field(
-        default=True,
-        description=(
-            "Whether the human may type their own answer instead of picking an option. "
-            "Ignored when there are no options (the answer is then always free text)."
-        ),
-    )
-    questions: (
-        Annotated[list[QuestionInput], Field(min_length=1, max_length=MAX_QUESTIONS)] | None
-    ) = Field(
-        default=None,
-        description=(
-            f"Instead of `question`: 1-{MAX_QUESTIONS} questions the human answers together "
-            "(each may be multiSelect). The result then has one answer per question."
-        ),
-    )
-
-    @model_validator(mode="before")
-    @classmethod
-    def _first_question_names_the_call(cls, data: Any) -> Any:
-        """With ``questions`` and no ``question``, ``question`` is the first one's: what a
-        UI showing the call (an ACP tool call's title) reads, in every dump of the input."""
-        if isinstance(data, Mapping) and data.get("question") is None:
-            items = data.get("questions")
-            if isinstance(items, list) and items and isinstance(items[0], Mapping):
-                first = items[0].get("question")
-                if isinstance(first, str):
-                    return {**data, "question": first}
-        return data
+class RequestForm(Protocol):
+    """A request's dict form, checked (an ``AskUserQuestionInput``)."""
 
     def to_request(
         self, *, agent: Agent | None = None, signal: AbortSignal | None = None
     ) -> AskUserQuestionRequest:
-        """Return the seam's request dataclass (not yet validated).
-
-        With ``questions``, top-level fields left out (or at their defaults) mirror the
-        first question.
-
-        Raises:
-            UserInteractionError: ``INVALID_REQUEST`` when neither ``question`` nor
-                ``questions`` is given.
-        """
-        options = None if self.options is None else [o.to_option() for o in self.options]
-        if self.questions is None:
-            if "question" not in self.model_fields_set:
-                raise UserInteractionError(
-                    "invalid request: question: Field required (or give questions: a list "
-                    f"of 1 to {MAX_QUESTIONS} questions)",
-                    INVALID_REQUEST,
-                )
-            return AskUserQuestionRequest(
-                self.question, self.header, options, self.allow_custom, agent, signal
-            )
-        items = [item.to_question() for item in self.questions]
-        mirrored = AskUserQuestionRequest.of(items, agent=agent, signal=signal)
-        # Fields at their defaults mirror the first question (a dump of the input has
-        # them all); a field that says otherwise is left for validation to name.
-        return replace(
-            mirrored,
-            question=self.question,
-            header=mirrored.header if self.header is None else self.header,
-            options=mirrored.options if options is None else options,
-            allow_custom=mirrored.allow_custom if self.allow_custom else False,
-        )
+        """The request it describes."""
+        ...
 
 
-def _parse(model: type[_M], data: Mapping[str, Any], what: str) -> _M:
-    given: object = data
-    if not isinstance(given, Mapping):
-        raise UserInteractionError(
-            f"invalid {what}: expected an object, got {type(given).__name__}", INVALID_REQUEST
-        )
-    try:
-        return model.model_validate(dict(given))
-    except ValidationError as invalid:
-        raise UserInteractionError(
-            f"invalid {what}: {format_validation_error(invalid)}", INVALID_REQUEST
-        ) from None
+class DictForms(Protocol):
+    """What parses the dict forms of the request side: the pydantic input models.
+
+    They build this module's dataclasses, so they sit above it, and this module owns the
+    protocol they implement; ``hotseam.interaction`` installs them (:func:`parse_dicts_with`)
+    to be imported at the first dict parsed. Building a request in code never imports
+    pydantic (about a third of ``hotseam run``'s start).
+    """
+
+    def parse_option(self, data: Mapping[str, Any]) -> AskUserQuestionOption:
+        """An option from its dict form (``INVALID_REQUEST`` naming each bad field)."""
+        ...
+
+    def parse_question(self, data: Mapping[str, Any]) -> Question:
+        """A question from its dict form (``INVALID_REQUEST`` naming each bad field)."""
+        ...
+
+    def parse_request(self, data: Mapping[str, Any]) -> RequestForm:
+        """A request's dict form, checked (``INVALID_REQUEST`` naming each bad field)."""
+        ...
 
 
-def parse_input(model: type[_M], data: Mapping[str, Any], what: str, code: str) -> _M:
-    """``model`` from ``data``, or ``UserInteractionError(code)`` naming each bad field
-    (``invalid answer: answers[0].id: Field required``)."""
-    try:
-        return _parse(model, data, what)
-    except UserInteractionError as error:
-        if code == INVALID_REQUEST:
-            raise
-        raise UserInteractionError(error.message, code) from None
+_load_dict_forms: Callable[[], DictForms] | None = None
+
+
+def parse_dicts_with(load: Callable[[], DictForms]) -> None:
+    """Parse dict forms with what ``load()`` returns (called at each parse: it imports the
+    input models the first time, then returns them)."""
+    global _load_dict_forms
+    _load_dict_forms = load
+
+
+def dict_forms() -> DictForms:
+    """The installed parsers of the dict forms."""
+    if _load_dict_forms is None:  # never: importing this module runs the package's first
+        raise RuntimeError("hotseam.interaction has not installed its input models")
+    return _load_dict_forms()

@@ -10,11 +10,14 @@ text, with the values of a multi-select question joined by ``", "``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._core import BaseContext, Tool, ToolCall
 from ._ask import ask
-from ._model import MAX_QUESTIONS, AskUserQuestionAnswer, AskUserQuestionInput, Question
+from ._model import MAX_QUESTIONS, AskUserQuestionAnswer, Question
+
+if TYPE_CHECKING:
+    from ._inputs import AskUserQuestionInput
 
 __all__ = ["ASK_USER_QUESTION_DESCRIPTION", "ask_user_question_tool"]
 
@@ -92,4 +95,12 @@ def ask_user_question_tool() -> Tool[AskUserQuestionInput]:
     from ``ctx.tools.execute``. Its output is ``{"answer", "option"}`` for one question, and
     ``{"answers": {question text: answer}, "questions": [...]}`` for ``questions``.
     """
-    return Tool("ask_user_question", ASK_USER_QUESTION_DESCRIPTION, AskUserQuestionInput, _handle)
+    return Tool("ask_user_question", ASK_USER_QUESTION_DESCRIPTION, _input_model, _handle)
+
+
+def _input_model() -> type[AskUserQuestionInput]:
+    """Imported when the tool is first called or described: pydantic and the models cost
+    about a third of ``hotseam run``'s start, which registers the tool."""
+    from ._inputs import AskUserQuestionInput
+
+    return AskUserQuestionInput
