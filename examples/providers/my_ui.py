@@ -3,8 +3,9 @@
 Run ``hotseam dev examples/providers --agent examples/agent.py:main``, then change
 ``BANNER`` below and save while the question is open: the reloader disposes this
 generation (its prompt disappears), sets up the new one, and the same question is asked
-again under the new banner. What you had typed is still in the prompt, cursor and all: the
-draft is carried from generation to generation (``scope.carry``).
+again under the new banner. What you had typed is still in the prompt, cursor and all (and,
+in an ask of several questions, the answers already given and where you were): the draft
+is carried from generation to generation (``scope.carry``).
 """
 
 from __future__ import annotations

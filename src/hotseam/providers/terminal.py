@@ -9,8 +9,12 @@ the same protocol as a readable transcript. Under trio the plain-line mode is us
 
     scope.provide(USER_INTERACTION, TerminalProvider())
 
-A hot-reloaded provider keeps the half-typed reply across reloads by carrying a
-:class:`Draft`: ``TerminalProvider(draft=scope.carry("draft", Draft))``.
+An ask of several questions is a stepper: one question after the other, "2 of 3", Space
+ticking a multi-select question's options, going back before the last answer is sent.
+
+A hot-reloaded provider keeps the half-typed reply, and a stepper's answers and place,
+across reloads by carrying a :class:`Draft`: ``TerminalProvider(draft=scope.carry("draft",
+Draft))``.
 """
 
 from __future__ import annotations

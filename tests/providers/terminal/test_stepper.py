@@ -39,7 +39,7 @@ pytestmark = pytest.mark.anyio
 FEATURES = validate_request(STACK).questions[1]
 NOTES = validate_request(STACK).questions[2]
 AUTH, BILLING, SEARCH = FEATURES.choices
-UP, DOWN, LEFT, SHIFT_TAB = "\x1b[A", "\x1b[B", "\x1b[D", "\x1b[Z"
+UP, DOWN, LEFT, PAGE_UP = "\x1b[A", "\x1b[B", "\x1b[D", "\x1b[5~"
 
 
 def _entries(answer: AskUserQuestionAnswer) -> list[tuple[str, tuple[str, ...], str | None]]:
@@ -270,7 +270,7 @@ def keys() -> Iterator[PipeInput]:
 async def test_the_prompt_resumes_with_ticks_place_and_typed_text(keys: PipeInput) -> None:
     """Question 1 answered, question 2's ticks changed and sent, "ship it" typed into
     question 3 with the cursor moved: the provider is replaced. The new one resumes at
-    question 3 with the text and cursor; going back shows question 2's ticks."""
+    question 3 with the text and cursor; going back (PageUp) shows question 2's ticks."""
     screen = Screen(rows=80)
     context = Context("reload")
     draft = Draft()
@@ -298,7 +298,7 @@ async def test_the_prompt_resumes_with_ticks_place_and_typed_text(keys: PipeInpu
                 second.provide(USER_INTERACTION, new)
             await until(lambda: "gen 2" in screen.text and screen.lines[-1:] == ["> ship it"])
             assert "(resumed: 2 answers kept from before)" in screen.lines
-            keys.send_text(SHIFT_TAB)
+            keys.send_text(PAGE_UP)
             await until(lambda: "(back to question 2 of 3)" in screen.lines)
             await until(lambda: screen.lines[-1:] == [">"])
             ticks = [row for row in screen.lines if "] " in row][-3:]
@@ -336,7 +336,7 @@ async def test_one_multi_select_question_is_a_stepper_without_a_place(keys: Pipe
         "  [x] 3. Search",
         "         Full-text search",
         "Pick 1 to 2, or add your own answer: Space ticks, Enter sends what is ticked.",
-        "Up/Down moves between options; Ctrl-C or Ctrl-D dismisses the question.",
+        "Up/Down moves; Ctrl-C or Ctrl-D dismisses the question.",
         ">",
         "-> Auth, Search",
     ]

@@ -1,7 +1,10 @@
 """The parts of :class:`~hotseam.providers.terminal.TerminalProvider`, one concept a module.
 
 * ``_protocol``: the text protocol shared by both paths (a reply line → an answer, or the
-  one-line reason to ask again), and the hint and outcome wording;
+  one-line reason to ask again; a stepper's ``1,3``, ``/back`` and ``/skip``), and the hint
+  and outcome wording;
+* ``_stepper``: an ask of several questions shown one after the other (place, answers
+  given, ticks, typed text), whose state a ``_draft.Draft`` keeps across a reload;
 * ``_render``: the question block as styled fragments (plain text for line mode);
 * ``_outcome``: how a question ended without an answer (markers and messages);
 * ``_queue``: one question on screen at a time, the others waiting in arrival order;

@@ -7,6 +7,10 @@ not wrap a prompt message). The reply is resolved by the same protocol as line m
 is not an answer is followed by its reason and a new prompt, so every attempt stays readable
 (a validator would show the reason at the bottom of the screen, far from the reply).
 
+A stepper's question (``step``) keeps its prompt open instead: a reply that is not an answer
+shows its reason above the line, so ticks and typed text stay as they are; its keys (Space,
+Up/Down, Shift-Tab/PageUp, Ctrl-S) are bindings that take precedence over prompt_toolkit's.
+
 Cancellation needs nothing special: ``prompt_async`` leaves raw mode, detaches its reader and
 shows the cursor in its own ``finally`` (verified, ``terminal-prompts.md`` §3.1). The
 provider's hooks into the process are undone in ``finally`` blocks too: ``sys.stdout`` and
@@ -252,7 +256,7 @@ class TtySurface:
                     result = resolve(reply)
                     if not isinstance(result, Reprompt):
                         return result
-                    default = Document(reply)  # cannot happen: Enter sends only answers
+                    default = Document(reply)  # not reached: Enter accepts only answers
             finally:
                 unsubscribe()
 
@@ -374,7 +378,7 @@ def _step_keys(question: Question, *, first: bool, total: int) -> str:
     """The keys line of a stepper's question: only the keys that do something here."""
     keys = []
     if question.is_multi_select:
-        keys.append("Up/Down moves between options")
+        keys.append("Up/Down moves")
     elif question.choices:
         keys.append("Tab completes a label")
     if not first:
