@@ -15,6 +15,7 @@ from hotseam.interaction import (
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    UserInteractionError,
     ask,
 )
 from hotseam.interaction._journal import AskState, Journal, open_journal
@@ -103,3 +104,59 @@ async def test_an_answer_given_as_the_signal_fires_wins_and_is_recorded(
         (record,) = await journal.list_asks()
     assert got == ["SQLite"]
     assert record.state is AskState.ANSWERED
+
+
+class Waits:
+    """A provider whose human never answers."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        self.asked.append(request.question)
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+
+async def test_a_swap_closes_a_provider_whose_ask_moved_to_a_child_contexts_own() -> None:
+    """Found by the state machine (no journal needed). Two asks wait on C's provider: one
+    of C that already moved through a swap, one of child context D, which meanwhile got a
+    provider of its own. A second swap closes the provider's scope: both asks are revoked;
+    D's moves to D's provider at once. The close must end then (invariant 4), not wait for
+    the moved ask's next use of its lease until the scope's dispose timeout."""
+    outer = Context("C")
+    child = outer.child("D")
+    first, second, childs = Waits(), Waits(), Waits()
+    ended: list[str] = []
+
+    async def asking(question: str, context: Context) -> None:
+        try:
+            await ask(AskUserQuestionRequest(question), context=context)
+        except UserInteractionError as error:
+            ended.append(f"{question}: {error.code}")
+
+    async with anyio.create_task_group() as asks:
+        old = outer.scope("old")
+        old.provide(USER_INTERACTION, Waits())
+        asks.start_soon(asking, "C's question", outer)
+        await anyio.wait_all_tasks_blocked()
+        async with outer.swap(USER_INTERACTION):  # C's ask moves to the next provider
+            await old.aclose()
+            replacement = outer.scope("replacement", dispose_timeout=2)
+            replacement.provide(USER_INTERACTION, first)
+        await anyio.wait_all_tasks_blocked()
+        asks.start_soon(asking, "D's question", child)
+        await anyio.wait_all_tasks_blocked()
+        assert first.asked == ["C's question", "D's question"]
+        own = child.provide(USER_INTERACTION, childs)
+        latest = outer.scope("latest")
+        async with outer.swap(USER_INTERACTION):
+            with anyio.fail_after(1):  # well before the dispose timeout (2 s)
+                await replacement.aclose()  # DisposerTimeoutError once those 2 s pass
+            latest.provide(USER_INTERACTION, second)
+        await anyio.wait_all_tasks_blocked()
+        assert childs.asked == ["D's question"] and second.asked == ["C's question"]
+        assert ended == []
+        asks.cancel_scope.cancel()
+    await own.dispose()
+    await latest.aclose()

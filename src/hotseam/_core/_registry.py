@@ -192,12 +192,10 @@ class Registration(Effect, Generic[T]):
             )
         if not self._leases:
             return None
-        return self._wait_leases()
-
-    async def _wait_leases(self) -> None:
-        for lease in list(self._leases):
-            if lease._released is not None:
-                await lease._released.wait()
+        # The releases of the leases held now, taken at once: while this close waits for one,
+        # another revoked lease may leave and be entered again on another registration (a
+        # child context's own provider); its next release is not this one's to wait for.
+        return _released([lease._released for lease in self._leases])
 
 
 class BaseContext:
@@ -574,6 +572,13 @@ class Lease(Generic[T]):
             self._context._rejoin_hold(self._seam, self.order)
         if self._cancel_scope is not None:
             self._cancel_scope.cancel()
+
+
+async def _released(events: list[anyio.Event | None]) -> None:
+    """Until each of these releases happened."""
+    for event in events:
+        if event is not None:
+            await event.wait()
 
 
 def _conflict_error(
