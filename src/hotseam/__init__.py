@@ -52,9 +52,11 @@ if TYPE_CHECKING:
         ToolResult,
         current_context,
         mark_long_lived,
-        present_as,
         tool,
         use_context,
+    )
+    from ._core import (
+        present_as as present_as,
     )
 
 __all__ = [
