@@ -17,6 +17,7 @@ from hotseam import Context
 from hotseam.interaction import (
     USER_INTERACTION,
     AskUserQuestionAnswer,
+    AskUserQuestionRequest,
     ask,
     validate_request,
 )
@@ -164,21 +165,27 @@ async def test_selections_outlive_a_reload_a_reconnect_and_a_restart(
             tg.start_soon(agent)
             await card(page, "Which database?").wait_for(timeout=VISIBLE)
             await choose(page)
+            await page.evaluate("delete window.__hotseamSnapshotMs")
             module.write_text(MODULE.format(generation=2, port=port))
             assert (await reloader.reload()).committed
-            # The page reconnects by itself and holds the card in place, every choice kept.
+            # The page reconnects by itself (a snapshot of the next generation's inbox) and
+            # holds the card in place until it is asked again, every choice kept.
+            await page.wait_for_function("() => window.__hotseamSnapshotMs !== undefined")
             again = page.locator("li.card:not(.gone):not(.held)").filter(has_text="Which features?")
             await again.wait_for(timeout=VISIBLE)
             await assert_chosen(page)
 
-            # The network drops (no reload): the page loses its stream, says so, and
-            # reconnects when it is back; the card comes back with its choices.
-            await page.context.set_offline(True)
-            await page.get_by_text("hotseam is not running").wait_for(timeout=VISIBLE)
-            await page.context.set_offline(False)
-            await page.get_by_text("Live: new questions appear by themselves.").wait_for(
-                timeout=VISIBLE
-            )
+            # The event stream drops (no reload): the page fell more than 256 events behind
+            # (300 questions come and go in one turn) and reconnects for a new snapshot.
+            web = context.get(USER_INTERACTION)
+            assert isinstance(web, WebProvider) and web.inbox.subscribers == 1
+            await page.evaluate("delete window.__hotseamSnapshotMs")
+            burst = [web.inbox.add(AskUserQuestionRequest(f"Burst {n}?")) for n in range(300)]
+            for entry in burst:
+                web.inbox.settle(entry, "withdrawn", "a burst")
+            assert web.inbox.subscribers == 0  # dropped
+            await page.wait_for_function("() => window.__hotseamSnapshotMs !== undefined")
+            assert web.inbox.subscribers == 1
             await again.wait_for(timeout=VISIBLE)
             await assert_chosen(page)
             await again.get_by_role("button", name="Answer").click()

@@ -56,7 +56,7 @@
   }
 
   // What was answered, in words: a label or a typed text; for an ask of several questions (or
-  // choices, or one that may be skipped) each question's, "Which database? SQLite; …".
+  // choices, or one that may be skipped) each question's text, then what was chosen or typed.
   function shown(answer) {
     if (!answer) return "";
     if (answer.answers) {
