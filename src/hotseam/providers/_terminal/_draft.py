@@ -73,7 +73,7 @@ class Draft:
 
     For one question: the text and cursor, restored only into the same question (same
     text, header and option labels), once. For an ask of several questions: the
-    stepper's :class:`Steps` (position, answers given, ticks, typed text), restored only
+    stepper's record, ``Steps`` (position, answers given, ticks, typed text), restored only
     into the same ask (the same ``hotseam.interaction.ask_id()`` and questions), once.
     """
 
