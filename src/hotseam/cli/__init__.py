@@ -1,4 +1,4 @@
-"""The ``hotseam`` command: ``demo``, ``dev``, ``run``, ``acp``, ``status`` and ``reload``.
+"""The ``hotseam`` command: ``demo``, ``dev``, ``run``, ``acp``, ``mcp``, ``status``, ``reload``...
 
 The CLI owns the process: it configures structlog (the library never does) and decides what
 goes to stdout. Each subcommand lives in its own module with ``add_arguments(parser)`` and
@@ -21,6 +21,7 @@ _COMMANDS = {
     "dev": ("hotseam.cli._dev", "run an agent with provider modules hot-reloaded from disk"),
     "run": ("hotseam.cli._run", "like dev, for long-running daemons: JSON logs, no prompts"),
     "acp": ("hotseam.cli._acp", "serve as an Agent Client Protocol agent over stdio"),
+    "mcp": ("hotseam.cli._mcp", "serve the watched modules' tools to an MCP host, hot-reloaded"),
     "status": ("hotseam.cli._status", "show what a running dev or run is doing"),
     "reload": ("hotseam.cli._reload_cmd", "reload modules of a running dev or run"),
     "inbox": ("hotseam.cli._inbox_cmd", "one web inbox for every daemon writing to a journal"),

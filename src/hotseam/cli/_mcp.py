@@ -1,0 +1,233 @@
+"""`hotseam mcp PATH...`: serve the watched modules' tools to an MCP host, hot-reloaded.
+
+An MCP host (Claude Code, VS Code, Cursor...) launches ``hotseam mcp tools/`` and talks to
+it over stdin and stdout, one JSON-RPC message a line. Its tools are the tools the modules
+under PATH register (``scope.register_tool`` in ``setup``), listed by name. Saving a module
+reloads it while the host stays connected: added, removed and changed tools are announced
+(``notifications/tools/list_changed``), and an edited tool's new code serves the next call
+under the same name (a call that arrives during the swap waits for it).
+
+Inside a tool, ``await ask(...)`` reaches the human through the host's own UI as a form
+elicitation; a host without elicitation gets the web inbox with ``--web``, else an error
+that tells the model to ask in the conversation. Both protocol eras are served (the
+``initialize`` handshake of 2025-06-18 and 2025-11-25, and 2026-07-28).
+
+The paths can be written once as ``paths`` in ``[tool.hotseam]`` of the project's
+``pyproject.toml`` (with the reloader's options), so ``hotseam mcp`` alone starts a
+configured project. stdout carries protocol messages only: logs (JSON lines) and anything
+the tools print go to stderr, through a queue that never blocks. The host closing stdin,
+SIGTERM or Ctrl-C disposes every generation and exits 0; bad input exits 2 with one line
+on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import stat
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
+
+from .._core import HarnessError, get_logger
+from ._config import ConfigError
+from ._options import ReloadOptions, add_common_options, resolve
+
+if TYPE_CHECKING:
+    from ._web import WebOptions
+
+__all__ = ["add_arguments", "run"]
+
+_log = get_logger("hotseam.cli")
+
+
+class _UsageError(Exception):
+    """Bad command-line input: one line on stderr, exit code 2."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``PATH...``, ``--max-line-bytes``, ``--input-ttl``, the web inbox's options, the
+    reloader's options and the log options."""
+    from ._web import add_web_arguments
+
+    parser.add_argument(
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="tool modules: a .py file, a folder of them, or a package (default: 'paths' "
+        "of [tool.hotseam] in pyproject.toml)",
+    )
+    parser.add_argument(
+        "--max-line-bytes",
+        metavar="N",
+        type=_positive_int,
+        default=None,
+        help="the longest JSON-RPC message line read from stdin; a longer one is discarded "
+        "and answered with error -32600 (default: 16 MiB)",
+    )
+    parser.add_argument(
+        "--input-ttl",
+        metavar="SECONDS",
+        type=_positive_float,
+        default=600.0,
+        help="on protocol 2026-07-28, how long a question waits for the host to call the "
+        "tool again with the answer (default: 600)",
+    )
+    add_common_options(parser)
+    add_web_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until the host closes stdin, SIGTERM or Ctrl-C (exit 0)."""
+    import anyio
+
+    from ._acp import _stdout_reserved
+    from ._logging import configure_logging
+    from ._web import web_options
+
+    try:
+        _check_stdio()
+        settings = resolve(args, log_format="json", provider_wait=math.inf)
+        if not settings.paths:
+            raise ConfigError(
+                "no PATH given, and no 'paths' in a [tool.hotseam] table of a pyproject.toml "
+                "here or above; for example: hotseam mcp tools/"
+            )
+        paths = [_existing(path) for path in settings.paths]
+        web = web_options(args)
+        with _stdout_reserved() as protocol_out:
+            configure_logging(settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
+            return anyio.run(
+                _main,
+                paths,
+                protocol_out,
+                settings.reload,
+                web,
+                args.max_line_bytes,
+                args.input_ttl,
+                backend="asyncio",
+            )
+    except (_UsageError, HarnessError, ValueError) as error:
+        print(f"hotseam mcp: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # before the signal handlers were installed
+        return 0
+
+
+async def _main(
+    paths: list[Path],
+    protocol_out: BinaryIO,
+    reload: ReloadOptions,
+    web: WebOptions | None,
+    max_line_bytes: int | None,
+    input_ttl: float,
+) -> int:
+    import anyio
+
+    from .. import __version__
+    from .._core import Context, Scope
+    from ..interaction import USER_INTERACTION
+    from ..providers.mcp import DEFAULT_MAX_LINE_BYTES, McpProvider, McpServer, stdio_streams
+    from ..reload import ModuleUnloaded, ReloadCommitted, ReloadPathError
+    from ._acp import _stdio_streams, _stop_on_signals
+
+    base = Context("mcp")
+    tools = base.child("mcp.tools")
+    try:
+        reloader = reload.reloader(tools, paths)
+    except ReloadPathError as error:
+        print(f"hotseam mcp: {error}", file=sys.stderr)
+        return 2
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(_stop_on_signals, group.cancel_scope)
+            async with Scope("hotseam.mcp", context=base) as scope:
+                fallback = None
+                if web is not None:
+                    from ..providers.web import WebProvider
+
+                    try:
+                        fallback = WebProvider.serve(
+                            scope,
+                            host=web.host,
+                            port=web.port,
+                            allow_remote=web.allow_remote,
+                            token=web.token,
+                        )
+                    except (OSError, ValueError) as error:
+                        print(f"hotseam mcp: {error}", file=sys.stderr)
+                        return 2
+                scope.provide(USER_INTERACTION, McpProvider(fallback=fallback))
+                server = McpServer(tools, version=__version__, input_ttl=input_ttl)
+                events = reloader.events()
+                async with server.running(), reloader:
+                    await server.tools_changed()  # the first load: nobody to tell yet
+
+                    async def announce() -> None:
+                        async for event in events:
+                            if isinstance(event, ReloadCommitted | ModuleUnloaded):
+                                await server.tools_changed()
+
+                    group.start_soon(announce)
+                    _log.info(
+                        "mcp.serving",
+                        watch=[str(path) for path in paths],
+                        tools=tools.tools.names(),
+                        web=None if fallback is None else fallback.url,
+                    )
+                    reader, writer = await _stdio_streams(protocol_out)
+                    async with stdio_streams(
+                        reader, writer, max_line_bytes=max_line_bytes or DEFAULT_MAX_LINE_BYTES
+                    ) as (read_stream, write_stream):
+                        await server.serve(read_stream, write_stream)
+                    await events.aclose()
+            group.cancel_scope.cancel()
+    except Exception as error:
+        _log.error("mcp.failed", exc_info=True, error=f"{type(error).__name__}: {error}")
+        return 1
+    _log.info("mcp.stopped")
+    return 0
+
+
+def _existing(path: str) -> Path:
+    given = Path(path)
+    if not given.exists():
+        raise _UsageError(f"{path}: no such file or directory")
+    return given.resolve()
+
+
+def _check_stdio() -> None:
+    """A host talks over pipes (or a terminal); a regular file is a usage error."""
+    for name, fd in (("stdin", 0), ("stdout", 1)):
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            raise _UsageError(
+                f"{name} is closed; an MCP host talks over stdin and stdout"
+            ) from None
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            raise _UsageError(
+                f"{name} is a file; an MCP host launches 'hotseam mcp' with pipes "
+                "(or try it in a terminal)"
+            )
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value

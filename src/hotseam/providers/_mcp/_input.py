@@ -1,0 +1,240 @@
+"""Tool calls on the 2026-07-28 revision: a question travels in the call's result.
+
+That revision has no server-to-client requests. A tool that asks therefore runs in a task
+of its own (a :class:`Continuation`), and the ``tools/call`` that started it returns
+``{"resultType": "input_required", "inputRequests": {KEY: elicitation/create},
+"requestState": TOKEN}`` while the question is open. The client shows the form and calls
+the tool again with ``inputResponses`` and the echoed ``requestState``: the answer goes to
+the question, and that call returns what the tool does next (its result, or its next
+question).
+
+The token is a random key into this process's table of continuations (nothing of the
+question travels in it, so a client cannot forge one), and each question keeps its key
+for as long as the call lives. That is what makes the exactly-once rule hold across a
+reload: a question withdrawn (its provider's generation was replaced) and asked again is
+shown under the same key, and an answer that comes back with the retry belongs to the
+question that was shown — whether the question is open again by then (it is answered) or
+not yet (the answer waits, and the question asked again takes it without being shown).
+
+A continuation whose client never comes back ends after ``ttl`` seconds: its open question
+fails with ``ASK_CANCELLED``, and its result is dropped.
+"""
+
+from __future__ import annotations
+
+import itertools
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+
+from ..._core import get_logger
+from ...interaction import ASK_CANCELLED, AskUserQuestionRequest, UserInteractionError
+
+__all__ = ["Continuation", "Continuations", "DEFAULT_INPUT_TTL"]
+
+DEFAULT_INPUT_TTL = 600.0
+"""Seconds a question waits for the client's retry, and a result for its collection."""
+_log = get_logger("hotseam.providers.mcp")
+
+
+@dataclass(eq=False, slots=True)
+class _Shown:
+    """A question shown to the client under ``key``; ``open`` while a tool waits on it."""
+
+    key: str
+    request: AskUserQuestionRequest
+    params: dict[str, Any]
+    open: bool = False
+    answer: dict[str, Any] | None = None
+    answered: anyio.Event = field(default_factory=anyio.Event)
+
+
+class Continuation:
+    """One tool call of the 2026-07-28 revision, from its first ``tools/call`` to its
+    result: the questions it shows and the answers the retries bring."""
+
+    def __init__(self, token: str, tool: str, ttl: float) -> None:
+        self.token = token
+        self.tool = tool
+        self.ttl = ttl
+        self.result: types.CallToolResult | None = None
+        self.error: MCPError | None = None
+        """A protocol error of the call (an unknown tool), raised by the round that waits."""
+        self._shown: dict[str, _Shown] = {}
+        self._keys = itertools.count(1)
+        self._changed = anyio.Event()
+        self._cancel = anyio.CancelScope()
+        self.collected = anyio.Event()
+
+    def __repr__(self) -> str:
+        open_keys = [key for key, shown in self._shown.items() if shown.open]
+        return f"<Continuation {self.tool!r} open={open_keys} done={self.result is not None}>"
+
+    # -- the tool's side -----------------------------------------------------------------------
+
+    async def ask(self, request: AskUserQuestionRequest, params: dict[str, Any]) -> dict[str, Any]:
+        """Show the question (``elicitation/create`` params) and wait for its ``ElicitResult``.
+
+        The same question asked again (after a reload withdrew it) keeps its key, and takes
+        an answer that came back for it while it was withdrawn without being shown again.
+        """
+        shown = self._same_question(request)
+        if shown is not None and shown.answer is not None:
+            answer = shown.answer
+            del self._shown[shown.key]
+            _log.info(
+                "mcp.answer_kept",
+                tool=self.tool,
+                key=shown.key,
+                reason="answered "
+                "with the retry while the question was withdrawn: it is this question's",
+            )
+            return answer
+        if shown is None:
+            shown = _Shown(f"q{next(self._keys)}", request, params)
+            self._shown[shown.key] = shown
+        shown.params = params
+        shown.open = True
+        self._notify()
+        try:
+            with anyio.move_on_after(self.ttl) as waited:
+                await shown.answered.wait()
+        finally:
+            shown.open = False
+        if waited.cancelled_caught and shown.answer is None:
+            del self._shown[shown.key]
+            raise UserInteractionError(
+                f"the MCP client did not come back with an answer within {self.ttl:g} s "
+                "(the tool call was left waiting); the question is taken as dismissed",
+                ASK_CANCELLED,
+            )
+        del self._shown[shown.key]
+        assert shown.answer is not None
+        return shown.answer
+
+    def finish(self, result: types.CallToolResult) -> None:
+        """The tool ended: its result waits for the next retry."""
+        self.result = result
+        self._notify()
+
+    # -- the client's side ---------------------------------------------------------------------
+
+    def deliver(self, responses: dict[str, Any]) -> None:
+        """Give each response of a retry to the question shown under its key.
+
+        A question open now is answered; one withdrawn keeps its answer for when it is
+        asked again; an unknown key (an answer for a question that ended) is logged.
+        """
+        for key, response in responses.items():
+            shown = self._shown.get(key)
+            if shown is None or shown.answer is not None:
+                _log.info(
+                    "mcp.answer_dropped",
+                    tool=self.tool,
+                    key=key,
+                    reason="no question of this call is shown under that key (any more)",
+                )
+                continue
+            shown.answer = response if isinstance(response, dict) else {"action": None}
+            shown.answered.set()
+
+    async def next_step(self) -> types.CallToolResult | types.InputRequiredResult:
+        """Wait for the tool's result or its open questions (what this round returns)."""
+        while True:
+            if self.error is not None:
+                self.collected.set()
+                raise self.error
+            if self.result is not None:
+                self.collected.set()
+                return self.result
+            requests: dict[str, types.InputRequest] = {
+                key: types.ElicitRequest(params=types.ElicitRequestFormParams(**shown.params))
+                for key, shown in self._shown.items()
+                if shown.open and shown.answer is None
+            }
+            if requests:
+                return types.InputRequiredResult(input_requests=requests, request_state=self.token)
+            changed = self._changed
+            await changed.wait()
+
+    def cancel(self) -> None:
+        """Stop the tool (its client abandoned the call)."""
+        self._cancel.cancel()
+
+    # -- running -------------------------------------------------------------------------------
+
+    async def run(self, work: Callable[[], Awaitable[types.CallToolResult]]) -> None:
+        """Run the tool's ``work``, then keep its result until collected (or ``ttl``)."""
+        with self._cancel:
+            try:
+                self.finish(await work())
+            except MCPError as error:
+                self.error = error
+                self._notify()
+        if self.result is None and self.error is None:  # cancelled: tell a waiting retry
+            self.finish(_abandoned(self.tool))
+        with anyio.move_on_after(self.ttl):
+            await self.collected.wait()
+
+    def _same_question(self, request: AskUserQuestionRequest) -> _Shown | None:
+        for shown in self._shown.values():
+            if not shown.open and (shown.request is request or shown.request == request):
+                return shown
+        return None
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+
+class Continuations:
+    """The open continuations of a server, by ``requestState`` token."""
+
+    def __init__(self, ttl: float = DEFAULT_INPUT_TTL) -> None:
+        self.ttl = ttl
+        self._table: dict[str, Continuation] = {}
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def get(self, token: str | None) -> Continuation | None:
+        """The continuation of ``token``, or ``None`` (unknown, ended or expired)."""
+        return self._table.get(token) if token else None
+
+    def start(
+        self,
+        group: anyio.abc.TaskGroup,
+        tool: str,
+        work: Callable[[Continuation], Awaitable[types.CallToolResult]],
+    ) -> Continuation:
+        """Run ``work`` as a new continuation in ``group``."""
+        continuation = Continuation(secrets.token_urlsafe(24), tool, self.ttl)
+        self._table[continuation.token] = continuation
+
+        async def run() -> None:
+            try:
+                await continuation.run(lambda: work(continuation))
+            finally:
+                self._table.pop(continuation.token, None)
+
+        group.start_soon(run, name=f"hotseam mcp tool {tool}")
+        return continuation
+
+
+def _abandoned(tool: str) -> types.CallToolResult:
+    error = {
+        "name": "UserInteractionError",
+        "code": "ASK_ABORTED",
+        "message": f"the call of tool {tool!r} was abandoned before it finished",
+    }
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=f"ASK_ABORTED: {error['message']}")],
+        structured_content=error,
+        is_error=True,
+    )

@@ -1,0 +1,203 @@
+"""McpProvider: the user-interaction provider that asks through the MCP client of the call.
+
+A tool served by ``hotseam mcp`` asks with ``await ask(...)``; the question reaches the
+human in the host's own UI, as a form elicitation of the client that made the call
+(:mod:`._call` says which):
+
+* 2025-06-18 and 2025-11-25: an ``elicitation/create`` request sent while the call runs,
+  tied to the call's request id (so Streamable HTTP carries it on the call's stream). A
+  question withdrawn (a reload replaced the provider that served it, or the caller's
+  signal fired) cancels that request, and the SDK sends ``notifications/cancelled``;
+* 2026-07-28: the call returns an input-required result and the answer comes with the
+  client's retry (:mod:`._input`).
+
+Several questions are one form (``multiple_questions`` is true while the client takes
+forms). A form accepted with nothing in it, or with a question unanswered, is asked again
+with a one-line note, at most twice (then ``ASK_CANCELLED`` or ``INVALID_ANSWER``, as the
+ACP provider does). A client that advertised no elicitation, or answers the method with
+-32601, gets the fallback: the web inbox when one runs (``fallback=``), else an error the
+model can read (``NO_PROVIDER``), which tells it to ask in the conversation — never a
+question nobody sees.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from mcp.shared.exceptions import MCPError
+
+from ..._core import get_logger
+from ...interaction import (
+    ASK_CANCELLED,
+    INVALID_ANSWER,
+    NO_PROVIDER,
+    PROVIDER_FAILED,
+    AskUserQuestionAnswer,
+    AskUserQuestionRequest,
+    UserInteractionError,
+    UserInteractionProvider,
+)
+from .._acp._form import EmptyAnswerError, IncompleteAnswerError, build_form
+from .._acp._provider import EMPTY_ANSWER_NOTE
+from ._call import McpCall, current_call
+from ._form import mcp_schema, read_result
+
+__all__ = ["McpProvider"]
+
+_log = get_logger("hotseam.providers.mcp")
+_METHOD_NOT_FOUND = -32601
+_ASKED_AGAIN_AT_MOST = 2
+
+
+class _RefusedError(Exception):
+    """The client answered ``elicitation/create`` with -32601."""
+
+
+class McpProvider:
+    """Asks the human through the MCP client whose tool call asks.
+
+    Args:
+        fallback: Serves the questions of a client without form elicitation (the web
+            inbox of ``hotseam mcp --web``); without one, such a question fails with
+            ``NO_PROVIDER`` and a message telling the model to ask in the conversation.
+        name: Shown in logs.
+    """
+
+    def __init__(
+        self, *, fallback: UserInteractionProvider | None = None, name: str = "mcp"
+    ) -> None:
+        self.name = name
+        self.fallback = fallback
+        self._refused: set[int] = set()
+
+    def __repr__(self) -> str:
+        return f"<McpProvider {self.name!r} fallback={self.fallback!r}>"
+
+    @property
+    def multiple_questions(self) -> bool:
+        """Whether an ask of several questions comes whole: while the calling client takes
+        forms (one form of them all); else as the fallback says."""
+        call = current_call()
+        if call is not None and not self._takes_forms(call) and self.fallback is not None:
+            return bool(getattr(self.fallback, "multiple_questions", False))
+        return True
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        """Put the question to the calling client and wait for the human's answer."""
+        call = current_call()
+        if call is None:
+            raise UserInteractionError(
+                "the MCP provider can only ask from a tool that an MCP client called "
+                "(hotseam mcp runs each tool call with its client at hand)",
+                NO_PROVIDER,
+            )
+        if self._takes_forms(call):
+            try:
+                return await self._ask_by_form(call, request)
+            except _RefusedError:
+                pass
+        if self.fallback is not None:
+            _log.info("mcp.question_to_fallback", tool=call.tool, client=call.client_name)
+            return await self.fallback.ask(request)
+        raise UserInteractionError(_ask_in_conversation(call, request), NO_PROVIDER)
+
+    def _takes_forms(self, call: McpCall) -> bool:
+        return call.advertises_form and id(call.session.client_params) not in self._refused
+
+    async def _ask_by_form(
+        self, call: McpCall, request: AskUserQuestionRequest
+    ) -> AskUserQuestionAnswer:
+        note: str | None = None
+        given: dict[str, Any] | None = None
+        asked_again = 0
+        while True:
+            form = build_form(request, given)
+            message = form.message() if note is None else f"{note}\n\n{form.message()}"
+            schema = mcp_schema(form, call.protocol_version)
+            _log.info("mcp.question_sent", tool=call.tool, modern=call.modern)
+            result = await self._elicit(call, request, message, schema)
+            try:
+                return read_result(form, result)
+            except EmptyAnswerError:
+                if asked_again >= _ASKED_AGAIN_AT_MOST:
+                    raise UserInteractionError(
+                        f"the MCP client sent an empty answer {asked_again + 1} times (nothing "
+                        "chosen or typed); the question is taken as dismissed",
+                        ASK_CANCELLED,
+                    ) from None
+                note, given = EMPTY_ANSWER_NOTE, None
+            except IncompleteAnswerError as incomplete:
+                if asked_again >= _ASKED_AGAIN_AT_MOST:
+                    raise UserInteractionError(
+                        f"the MCP client's answer left questions unanswered or out of bounds "
+                        f"{asked_again + 1} times: {'; '.join(incomplete.problems)}",
+                        INVALID_ANSWER,
+                    ) from None
+                note, given = incomplete.note, incomplete.given
+            asked_again += 1
+            _log.info("mcp.question_asked_again", tool=call.tool, attempt=asked_again)
+
+    async def _elicit(
+        self,
+        call: McpCall,
+        request: AskUserQuestionRequest,
+        message: str,
+        schema: dict[str, Any],
+    ) -> dict[str, Any]:
+        """One form, on the call's revision; its ``ElicitResult`` as a dict."""
+        if call.modern:
+            assert call.continuation is not None
+            params = {"mode": "form", "message": message, "requested_schema": schema}
+            return await call.continuation.ask(request, params)
+        try:
+            result = await call.session.elicit_form(
+                message, schema, related_request_id=call.request_id
+            )
+        except MCPError as error:
+            if error.code == _METHOD_NOT_FOUND:
+                self._refused.add(id(call.session.client_params))
+                _log.warning(
+                    "mcp.elicitation_refused",
+                    client=call.client_name,
+                    reason="the client advertised elicitation but answered elicitation/create "
+                    "with 'method not found'; its questions use the fallback from now on",
+                )
+                raise _RefusedError() from error
+            raise UserInteractionError(
+                f"the MCP client answered elicitation/create with error {error.code}: "
+                f"{error.error.message}",
+                PROVIDER_FAILED,
+                details={"rpc_code": error.code, "rpc_message": error.error.message},
+                cause=error,
+            ) from error
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
+            raise UserInteractionError(
+                "the MCP connection closed while a question was waiting for the client",
+                PROVIDER_FAILED,
+                cause=error,
+            ) from error
+        return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+def _ask_in_conversation(call: McpCall, request: AskUserQuestionRequest) -> str:
+    """The error a model reads when the client cannot show the question: ask in chat."""
+    lines = [
+        f"{call.client_name} cannot show this tool's question to the user (it "
+        + (
+            "refused elicitation/create"
+            if call.advertises_form
+            else "advertised no form elicitation capability"
+        )
+        + "). Ask the user in the conversation instead, then call the tool again with "
+        "their answer:"
+    ]
+    for number, question in enumerate(request.questions, start=1):
+        prefix = f"{number}. " if request.is_multi_question else ""
+        header = f"[{question.header}] " if question.header else ""
+        lines.append(f"{prefix}{header}{' '.join(question.question.split())}")
+        if question.choices:
+            labels = ", ".join(option.label for option in question.choices)
+            several = " (several may be chosen)" if question.is_multi_select else ""
+            lines.append(f"   options{several}: {labels}")
+    return "\n".join(lines)
