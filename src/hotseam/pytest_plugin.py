@@ -36,12 +36,23 @@ from typing import Any
 
 import pytest
 
-from ._core import Context, DisposalError, HarnessError, Scope, _tracking
+from ._core import (
+    Context,
+    DisposalError,
+    HarnessError,
+    Scope,
+    _tracking,
+    carried_since,
+    carry_mark,
+)
 from .interaction import USER_INTERACTION
 from .providers.scripted import ScriptedProvider
 from .testing import LeakTracker, ReloadDriver, format_leaks, strict_setup
+from .testing._escapes import KINDS, EscapeWatch, format_escapes
+from .testing._sites import forget_origins, name_originals
 
 __all__ = [
+    "hotseam_allow_leaks",
     "hotseam_context",
     "hotseam_leaks",
     "hotseam_provider",
@@ -54,6 +65,8 @@ _TRACKER = pytest.StashKey[LeakTracker]()
 _PREVIOUS = pytest.StashKey["_tracking.Tracker | None"]()
 _CALL_PASSED = pytest.StashKey[bool]()
 _LEAK_CHECK = pytest.StashKey[bool]()
+_CARRY_MARK = pytest.StashKey[int]()
+_ESCAPES = pytest.StashKey[EscapeWatch]()
 _HOTSEAM_DIRS = tuple(
     {str(Path(__file__).parent) + os.sep, str(Path(__file__).resolve().parent) + os.sep}
 )
@@ -68,6 +81,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="fail tests that pass but leave hotseam scopes or registrations open",
     )
     group.addoption(
+        "--hotseam-escape-check",
+        action="store_true",
+        default=None,
+        help="fail tests that pass but leave asyncio tasks, timers, threads or file "
+        "descriptors behind (named by the line that created them)",
+    )
+    group.addoption(
         "--hotseam-strict",
         action="store_true",
         default=None,
@@ -78,6 +98,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="bool",
         default=False,
         help="fail tests that pass but leave hotseam scopes or registrations open",
+    )
+    parser.addini(
+        "hotseam_escape_check",
+        type="bool",
+        default=False,
+        help="fail tests that pass but leave tasks, timers, threads or fds behind",
     )
     parser.addini(
         "hotseam_strict",
@@ -92,6 +118,16 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "hotseam_leak_check(enabled=True): check this test for leaked hotseam scopes and "
         "registrations (or, with False, don't)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "hotseam_escape_check(enabled=True): check this test for asyncio tasks, timers, "
+        "threads and file descriptors that outlive it (or, with False, don't)",
+    )
+    config.addinivalue_line(
+        "markers",
+        "hotseam_allow_leaks(*kinds): the escape check expects these kinds ('tasks', "
+        "'timers', 'threads', 'fds') to outlive this test",
     )
     config.addinivalue_line(
         "markers",
@@ -111,12 +147,36 @@ def _enabled(item: pytest.Item, name: str) -> bool:
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
-    """Install the test's leak tracker before its fixtures run, so they are tracked too."""
+    """Install the test's leak tracker (and escape watch) before its fixtures run, so they
+    are tracked too."""
     tracker = LeakTracker()
     item.stash[_TRACKER] = tracker
     item.stash[_LEAK_CHECK] = _enabled(item, "hotseam_leak_check")
+    item.stash[_CARRY_MARK] = carry_mark()
     item.stash[_PREVIOUS] = _tracking.set_tracker(tracker)
+    if _enabled(item, "hotseam_escape_check"):
+        watch = EscapeWatch()
+        for marker in item.iter_markers("hotseam_allow_leaks"):
+            watch.allow(*(marker.args or KINDS))
+        item.stash[_ESCAPES] = watch
+        watch.start()
     return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_fixture_setup(
+    fixturedef: pytest.FixtureDef[Any], request: pytest.FixtureRequest
+) -> Generator[None, Any, Any]:
+    """A fixture wider than the test (module, session) may keep what it starts: the escape
+    watch does not note it."""
+    watch = request.node.stash.get(_ESCAPES, None) if fixturedef.scope != "function" else None
+    if watch is None:
+        return (yield)
+    watch.stop()
+    try:
+        return (yield)
+    finally:
+        watch.start(keep_fds=True)
 
 
 @pytest.hookimpl(wrapper=True)
@@ -165,17 +225,45 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
         tracker = item.stash.get(_TRACKER, None)
         if tracker is not None:
             _tracking.set_tracker(item.stash.get(_PREVIOUS, None))
+        watch = item.stash.get(_ESCAPES, None)
+        if watch is not None:
+            watch.stop()
     # Only a test that passed is checked: a failing test's leaks are noise (VS Code does
     # the same); its own failure is what the user needs to see.
-    if (
-        tracker is not None
-        and item.stash.get(_LEAK_CHECK, False)
-        and item.stash.get(_CALL_PASSED, False)
-    ):
+    try:
+        if item.stash.get(_CALL_PASSED, False):
+            reports = _reports(item, tracker, watch)
+            if reports:
+                pytest.fail(name_originals("\n\n".join(reports)), pytrace=False)
+    finally:
+        forget_origins()
+    return result
+
+
+def _reports(
+    item: pytest.Item, tracker: LeakTracker | None, watch: EscapeWatch | None
+) -> list[str]:
+    """The leak check's and the escape check's reports of a test that passed."""
+    reports: list[str] = []
+    if tracker is not None and item.stash.get(_LEAK_CHECK, False):
         leaks = tracker.leaks()
         if leaks:
-            pytest.fail(format_leaks(leaks), pytrace=False)
-    return result
+            reports.append(format_leaks(leaks))
+        dropped = [
+            found
+            for found in carried_since(item.stash.get(_CARRY_MARK, 0))
+            if "was let go without being closed" in found
+        ]
+        if dropped:
+            reports.append(
+                f"{len(dropped)} carried value(s) were let go without being closed:\n"
+                + "\n".join(f"  {found}" for found in dropped)
+            )
+    if watch is not None:
+        escapes = watch.escapes()
+        if escapes:
+            reports.append(format_escapes(escapes))
+    return reports
 
 
 # -- fixtures -------------------------------------------------------------------------------------
@@ -235,6 +323,16 @@ async def hotseam_reloader(
     strict = _enabled(request.node, "hotseam_strict")
     async with ReloadDriver(hotseam_context, tmp_path / "providers", strict=strict) as driver:
         yield driver
+
+
+@pytest.fixture
+def hotseam_allow_leaks(request: pytest.FixtureRequest) -> Callable[..., None]:
+    """``hotseam_allow_leaks("threads")`` or ``hotseam_allow_leaks(my_thread)``: the escape
+    check expects these kinds, or these objects, to outlive the test."""
+    watch: EscapeWatch | None = request.node.stash.get(_ESCAPES, None)
+    if watch is not None:
+        return watch.allow
+    return EscapeWatch().allow  # the check is off: kinds are still validated
 
 
 @pytest.fixture

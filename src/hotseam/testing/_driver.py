@@ -29,6 +29,7 @@ from types import TracebackType
 
 from .._core import Context
 from ..reload import ModuleState, ModuleStatus, Reloader, ReloadResult
+from ._sites import add_origin, name_originals
 from ._strict import StrictModeError, leftovers, snapshot
 
 __all__ = ["ReloadDriver", "assert_generation_active"]
@@ -42,11 +43,20 @@ class ReloadDriver:
     generation.
     """
 
-    def __init__(self, context: Context, directory: Path, *, strict: bool = False) -> None:
+    def __init__(
+        self,
+        context: Context,
+        directory: Path,
+        *,
+        strict: bool = False,
+        origin: str | os.PathLike[str] | None = None,
+    ) -> None:
         self.context = context
         self.directory = Path(directory)
         self.strict = strict
         self.directory.mkdir(parents=True, exist_ok=True)
+        if origin is not None:
+            self.came_from(origin)
         self.reloader = Reloader(context, [self.directory], watch=False)
 
     async def __aenter__(self) -> ReloadDriver:
@@ -60,6 +70,12 @@ class ReloadDriver:
         tb: TracebackType | None,
     ) -> None:
         await self.reloader.__aexit__(exc_type, exc, tb)
+
+    def came_from(self, origin: str | os.PathLike[str]) -> None:
+        """Say that the modules of this driver's directory are copies of ``origin``'s: leak,
+        escape and strict-mode reports name the files in ``origin`` instead of the copies
+        (:meth:`load_folder` says it by itself)."""
+        add_origin(self.directory, Path(origin).resolve())
 
     def path(self, name: str) -> Path:
         """The file of module ``name`` (``"my_ui.py"`` or ``"pkg/helpers.py"``)."""
@@ -110,7 +126,7 @@ class ReloadDriver:
             if found:
                 raise StrictModeError(
                     f"strict mode: unloading {name!r} did not undo everything its setup "
-                    "did: " + "; ".join(found),
+                    "did: " + name_originals("; ".join(found)),
                     details={"leftovers": found},
                 )
             self.write(name, source)
@@ -137,6 +153,7 @@ class ReloadDriver:
         source = Path(folder)
         if not source.is_dir():  # noqa: ASYNC240 - a test helper; the copy is blocking too
             raise FileNotFoundError(f"{os.fspath(folder)!r} is not a folder of modules")
+        self.came_from(source)
         before = snapshot(self.context, probe) if self.strict else None
         copied = self._copy(source)
         (await self.reload()).raise_for_errors()
@@ -148,7 +165,7 @@ class ReloadDriver:
             if found:
                 raise StrictModeError(
                     f"strict mode: unloading the modules of {os.fspath(folder)!r} did not undo "
-                    "everything their setups did: " + "; ".join(found),
+                    "everything their setups did: " + name_originals("; ".join(found)),
                     details={"leftovers": found},
                 )
             self._copy(source)

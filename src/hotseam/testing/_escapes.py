@@ -1,0 +1,390 @@
+"""The escape check: tasks, timers, threads and file descriptors that outlived a test.
+
+A scope undoes what was registered on it; what a provider's ``setup``, a tool or a test's
+component started *around* it (``asyncio.create_task`` without ``scope.spawn``, a thread
+never joined, a socket never closed, a ``loop.call_later`` never cancelled) outlives it, as
+Home Assistant's test harness catches for tasks, timers and threads. Each is named by the
+line that created it.
+
+How each is seen, and why this way (cheap when nothing leaks, exact when something does):
+
+* **asyncio tasks** — ``BaseEventLoop.create_task`` is wrapped to note the creating line
+  (one walk up the stack; a task factory would have to be installed on every loop, and
+  the coroutine's own origin tracking costs on every coroutine, not only on tasks). A task
+  noted during the test that was still pending when its event loop shut down (the runner
+  cancels it: nothing owned it), or is still pending at the end of the test, escaped.
+  trio has no escaping task: a trio task lives in a nursery, and a nursery that outlives
+  its test is a scope the leak check reports.
+* **timer handles** — ``BaseEventLoop.call_at`` (behind ``call_later``) is wrapped the same
+  way; a handle neither run nor cancelled at the end escaped (a closing loop drops it).
+* **threads** — ``Thread.start`` is wrapped; a thread started during the test that is still
+  alive at its end (after a short join) escaped. Threads started through an event loop's
+  machinery (asyncio's default executor, anyio's and trio's worker threads) are the loop's
+  pools, not the test's.
+* **file descriptors** — ``/proc/self/fd`` is listed before and after (a few microseconds);
+  ``socket.socket.__init__`` is wrapped, so a socket is named by its creating line. Another
+  kind of descriptor (a file, a pipe) is named by what it points at, and by the line of the
+  Python object holding it when ``tracemalloc`` traces (``python -X tracemalloc``).
+
+Only what was created by the user's code is noted (see :mod:`._sites`): the event loop's
+self-pipe or pytest's files are the infrastructure's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import asyncio.base_events
+import asyncio.runners
+import gc
+import io
+import os
+import socket
+import threading
+import tracemalloc
+import weakref
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from ._sites import Site, StackFrame, capture
+
+__all__ = ["KINDS", "Escape", "EscapeWatch", "format_escapes", "install"]
+
+KINDS = ("tasks", "timers", "threads", "fds")
+"""What the escape check looks at; each can be allowed per test."""
+
+_JOIN_GRACE = 0.2
+"""Seconds a thread that is still alive at the end may take to finish (it may be stopping)."""
+
+_watch: EscapeWatch | None = None
+_installed = False
+
+
+@dataclass(frozen=True, slots=True)
+class Escape:
+    """One resource that outlived the test: what it is, where it was made, what it does."""
+
+    kind: str
+    what: str
+    created_at: str
+    stack: tuple[StackFrame, ...]
+    detail: str
+
+
+class EscapeWatch:
+    """Notes what the user's code creates while it is active; lists what outlived it."""
+
+    def __init__(self) -> None:
+        self.tasks: weakref.WeakKeyDictionary[asyncio.Task[Any], Site] = weakref.WeakKeyDictionary()
+        self.timers: weakref.WeakKeyDictionary[asyncio.TimerHandle, Site] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.threads: weakref.WeakKeyDictionary[threading.Thread, Site] = (
+            weakref.WeakKeyDictionary()
+        )
+        self.sockets: weakref.WeakKeyDictionary[socket.socket, Site] = weakref.WeakKeyDictionary()
+        self.orphaned: dict[asyncio.Task[Any], Site] = {}
+        """Tasks still pending when their loop shut down (kept: the loop's end drops them)."""
+        self.dropped_timers: dict[asyncio.TimerHandle, Site] = {}
+        """Timers still scheduled when their loop closed (kept: the closing loop drops them)."""
+        self.allowed: set[str] = set()
+        self.allowed_objects: list[weakref.ref[object]] = []
+        self._fds_before: frozenset[int] = frozenset()
+
+    def start(self, *, keep_fds: bool = False) -> None:
+        """Become the active watch (installing the hooks on first use). With ``keep_fds``
+        (resuming after a wider fixture's setup), descriptors open now are not the test's."""
+        global _watch
+        install()
+        self._fds_before = (self._fds_before | _open_fds()) if keep_fds else _open_fds()
+        _watch = self
+
+    def stop(self) -> None:
+        """Stop noting new creations."""
+        global _watch
+        if _watch is self:
+            _watch = None
+
+    def allow(self, *what: object) -> None:
+        """Expect these to outlive the test: kinds (``"threads"``...) or the objects."""
+        for item in what:
+            if isinstance(item, str):
+                if item not in KINDS:
+                    raise ValueError(f"unknown kind of leak {item!r}; the kinds are {KINDS}")
+                self.allowed.add(item)
+            else:
+                self.allowed_objects.append(weakref.ref(item))
+
+    def escapes(self) -> list[Escape]:
+        """What the user's code created during the watch and is still alive (the
+        allowed kinds and objects left out)."""
+        allowed_ids = {id(obj) for ref in self.allowed_objects if (obj := ref()) is not None}
+        found: list[Escape] = []
+        if "tasks" not in self.allowed:
+            found.extend(self._tasks(allowed_ids))
+        if "timers" not in self.allowed:
+            found.extend(self._timers(allowed_ids))
+        if "threads" not in self.allowed:
+            found.extend(self._threads(allowed_ids))
+        if "fds" not in self.allowed:
+            found.extend(self._fds(allowed_ids))
+        return found
+
+    # -- each kind ---------------------------------------------------------------------------
+
+    def _tasks(self, allowed: set[int]) -> Iterable[Escape]:
+        pending = dict(self.orphaned)
+        pending.update((task, site) for task, site in list(self.tasks.items()) if not task.done())
+        for task, site in pending.items():
+            if id(task) in allowed:
+                continue
+            when = (
+                "still pending when its event loop shut down (the loop cancelled it)"
+                if task in self.orphaned
+                else "still pending after the test"
+            )
+            yield Escape(
+                "tasks",
+                f"asyncio task {task.get_name()!r} running {_coroutine_name(task)}",
+                site.created_at,
+                site.stack,
+                f"{when}; {_coroutine_place(task)}",
+            )
+
+    def _timers(self, allowed: set[int]) -> Iterable[Escape]:
+        pending = dict(self.dropped_timers)
+        pending.update(self.timers.items())
+        for handle, site in pending.items():
+            # a handle run or cancelled left its loop's heap (or was marked cancelled)
+            if handle.cancelled() or not getattr(handle, "_scheduled", False):
+                continue
+            if id(handle) in allowed:
+                continue
+            yield Escape(
+                "timers",
+                f"timer handle calling {_callback_name(handle)}",
+                site.created_at,
+                site.stack,
+                "neither run nor cancelled (a closing event loop drops it silently)",
+            )
+
+    def _threads(self, allowed: set[int]) -> Iterable[Escape]:
+        for thread, site in list(self.threads.items()):
+            if site.via_event_loop or id(thread) in allowed or not thread.is_alive():
+                continue
+            if thread is not threading.current_thread():
+                thread.join(_JOIN_GRACE)
+            if not thread.is_alive():
+                continue
+            target = getattr(thread, "_target", None)
+            running = f" running {_qualname(target)}" if target is not None else ""
+            yield Escape(
+                "threads",
+                f"thread {thread.name!r}{running}",
+                site.created_at,
+                site.stack,
+                "still alive after the test (never stopped and joined)"
+                + (" (daemon)" if thread.daemon else ""),
+            )
+
+    def _fds(self, allowed: set[int]) -> Iterable[Escape]:
+        new = _open_fds() - self._fds_before
+        if not new:
+            return
+        by_fd: dict[int, tuple[socket.socket, Site]] = {}
+        for sock, site in list(self.sockets.items()):
+            fd = sock.fileno()
+            if fd in new:
+                by_fd[fd] = (sock, site)
+        for fd in sorted(new):
+            target = _fd_target(fd)
+            if target is None:  # closed meanwhile
+                continue
+            if fd in by_fd:
+                sock, site = by_fd[fd]
+                if id(sock) in allowed:
+                    continue
+                yield Escape(
+                    "fds",
+                    f"socket (fd {fd}, {_socket_kind(sock)})",
+                    site.created_at,
+                    site.stack,
+                    "still open after the test (never closed)",
+                )
+            elif not target.startswith("socket:"):
+                escape = _other_fd(fd, target, allowed)
+                if escape is not None:
+                    yield escape
+
+
+def format_escapes(escapes: list[Escape]) -> str:
+    """Render escapes numbered, each with its creating line and stack."""
+    lines = [
+        f"{len(escapes)} resource(s) created during this test outlived it (allow expected "
+        'ones with @pytest.mark.hotseam_allow_leaks("threads", ...) or the '
+        "hotseam_allow_leaks fixture):"
+    ]
+    for index, escape in enumerate(escapes, 1):
+        lines.append("")
+        lines.append(f"==== escape {index}/{len(escapes)}: {escape.what} ====")
+        lines.append(f"    created at: {escape.created_at}")
+        lines.append(f"    {escape.detail}")
+        if escape.stack:
+            lines.append("  creation stack (most recent call last):")
+            lines.extend(
+                f'    File "{file}", line {line}, in {func}' for file, line, func in escape.stack
+            )
+    return "\n".join(lines)
+
+
+# -- the hooks ------------------------------------------------------------------------------
+
+
+def install() -> None:
+    """Wrap the creation points once per process; each wrapper costs one global read while
+    no watch is active."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    loop_class = asyncio.base_events.BaseEventLoop
+    loop_class.create_task = _noting(loop_class.create_task, "tasks")  # type: ignore[method-assign]
+    loop_class.call_at = _noting(loop_class.call_at, "timers")  # type: ignore[method-assign,assignment]
+    threading.Thread.start = _noting(threading.Thread.start, "threads", self_is_result=True)  # type: ignore[method-assign]
+    socket.socket.__init__ = _noting(socket.socket.__init__, "sockets", self_is_result=True)  # type: ignore[method-assign]
+    runner_close = asyncio.runners.Runner.close
+
+    def close(runner: asyncio.runners.Runner) -> None:
+        watch = _watch
+        loop = getattr(runner, "_loop", None)
+        if watch is not None and loop is not None and not loop.is_closed():
+            for task in asyncio.all_tasks(loop):
+                site = watch.tasks.get(task)
+                if site is not None and not task.done():
+                    watch.orphaned[task] = site
+        runner_close(runner)
+
+    asyncio.runners.Runner.close = close  # type: ignore[method-assign,assignment]
+    loop_close = loop_class.close
+
+    def close_loop(loop: asyncio.base_events.BaseEventLoop) -> None:
+        watch = _watch
+        scheduled = getattr(loop, "_scheduled", ())
+        if watch is not None and not loop.is_closed():
+            for handle in scheduled:
+                site = watch.timers.get(handle)
+                if site is not None and not handle.cancelled():
+                    watch.dropped_timers[handle] = site
+        loop_close(loop)
+
+    loop_class.close = close_loop  # type: ignore[method-assign,assignment]
+
+
+def _noting(
+    original: Callable[..., Any], kind: str, *, self_is_result: bool = False
+) -> Callable[..., Any]:
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original(self, *args, **kwargs)
+        watch = _watch
+        if watch is not None:
+            site = capture(1)
+            if site is not None:
+                table: weakref.WeakKeyDictionary[Any, Site] = getattr(watch, kind)
+                table[self if self_is_result else result] = site
+        return result
+
+    wrapper.__wrapped__ = original  # type: ignore[attr-defined]
+    wrapper.__name__ = getattr(original, "__name__", "wrapper")
+    wrapper.__qualname__ = getattr(original, "__qualname__", "wrapper")
+    wrapper.__doc__ = original.__doc__
+    return wrapper
+
+
+# -- descriptions -----------------------------------------------------------------------------
+
+
+def _open_fds() -> frozenset[int]:
+    try:
+        return frozenset(int(name) for name in os.listdir("/proc/self/fd"))
+    except OSError:  # no /proc (not Linux): the fd check sees nothing
+        return frozenset()
+
+
+def _fd_target(fd: int) -> str | None:
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return None
+
+
+def _other_fd(fd: int, target: str, allowed: set[int]) -> Escape | None:
+    """A file or pipe descriptor held by a Python file object: name it by its target, and by
+    its holder's allocation line when tracemalloc traces. A raw descriptor that no Python
+    object holds is not reported: nothing says who owns it (a process-wide cache opened on
+    first use looks the same as a leak); the growth mode counts every descriptor."""
+    holder = _holder_of(fd)
+    if holder is None or id(holder) in allowed:
+        return None  # a raw descriptor (os.open, os.pipe): nothing says who owns it
+    traceback = tracemalloc.get_object_traceback(holder) if holder is not None else None
+    if traceback is not None:
+        frames = tuple((frame.filename, frame.lineno, "?") for frame in reversed(traceback))
+        created_at = f"{traceback[0].filename}:{traceback[0].lineno}"
+    else:
+        frames = ()
+        created_at = "unknown (run with python -X tracemalloc to see the line)"
+    owner = f" held by {type(holder).__name__}"
+    return Escape(
+        "fds",
+        f"file descriptor {fd} ({target}){owner}",
+        created_at,
+        frames,
+        "still open after the test (never closed)",
+    )
+
+
+def _holder_of(fd: int) -> object | None:
+    for obj in gc.get_objects():
+        if isinstance(obj, io.IOBase):
+            try:
+                if not obj.closed and obj.fileno() == fd:
+                    return obj
+            except (OSError, ValueError):
+                continue
+    return None
+
+
+def _coroutine_name(task: asyncio.Task[Any]) -> str:
+    coro = task.get_coro()
+    return f"{getattr(coro, '__qualname__', type(coro).__name__)}()"
+
+
+def _coroutine_place(task: asyncio.Task[Any]) -> str:
+    coro = task.get_coro()
+    code = getattr(coro, "cr_code", None)
+    frame = getattr(coro, "cr_frame", None)
+    if code is None:
+        return "its coroutine is not a Python coroutine"
+    where = f"defined at {code.co_filename}:{code.co_firstlineno}"
+    if frame is not None:
+        where += f", suspended at line {frame.f_lineno}"
+    return where
+
+
+def _callback_name(handle: asyncio.TimerHandle) -> str:
+    return _qualname(getattr(handle, "_callback", None))
+
+
+def _qualname(function: object) -> str:
+    name = getattr(function, "__qualname__", None) or repr(function)
+    return f"{name}()"
+
+
+def _socket_kind(sock: socket.socket) -> str:
+    try:
+        kind = f"{sock.family.name}/{sock.type.name}"
+    except (OSError, ValueError):
+        return "closed"
+    try:
+        return f"{kind} bound to {sock.getsockname()!r}"
+    except OSError:
+        return kind
