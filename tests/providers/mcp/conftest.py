@@ -1,0 +1,122 @@
+"""The MCP server in process, reached by the ``mcp`` SDK's own client over memory streams.
+
+:func:`serving` builds what ``hotseam mcp`` builds — an :class:`McpProvider` in a base
+context, the tools in a child context, an :class:`McpServer` over that child — and
+connects ``mcp.Client`` to it on the revision asked for: ``"legacy"`` (the ``initialize``
+handshake, 2025-11-25) or ``"2026-07-28"``. Both go through the server's real stream loop
+(the SDK's dual-era loop), as stdio does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import mcp
+import mcp_types as types
+import pytest
+from mcp.shared.memory import create_client_server_memory_streams
+
+from hotseam import Context, Scope, Tool
+from hotseam.interaction import USER_INTERACTION, UserInteractionProvider
+from hotseam.providers.mcp import McpProvider, McpServer
+
+ERAS = [pytest.param("legacy", id="2025-11-25"), pytest.param("2026-07-28", id="2026-07-28")]
+WAIT = 5.0
+
+Elicit = Callable[[types.ElicitRequestFormParams], Awaitable[types.ElicitResult]]
+
+
+@dataclass
+class Served:
+    """A connected client, the server, and where the tools live."""
+
+    client: mcp.Client
+    server: McpServer
+    tools: Context
+    scope: Scope
+    elicited: list[types.ElicitRequestFormParams] = field(default_factory=list)
+    notifications: list[Any] = field(default_factory=list)
+    notified: anyio.Event = field(default_factory=anyio.Event)
+
+
+@asynccontextmanager
+async def _memory_transport(server: McpServer) -> AsyncIterator[Any]:
+    async with (
+        create_client_server_memory_streams() as (client_streams, server_streams),
+        anyio.create_task_group() as group,
+    ):
+        group.start_soon(server.serve, *server_streams)
+        try:
+            yield client_streams
+        finally:
+            await client_streams[1].aclose()
+            with anyio.move_on_after(WAIT):
+                await server_streams[1].aclose()
+            group.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def serving(
+    tools: Sequence[Tool[Any]] = (),
+    *,
+    mode: str = "legacy",
+    elicit: Elicit | None = None,
+    fallback: UserInteractionProvider | None = None,
+    provide: bool = True,
+    input_ttl: float = 600.0,
+) -> AsyncIterator[Served]:
+    """A client connected to a server of ``tools``; ``elicit`` answers its forms (none:
+    the client advertises no elicitation)."""
+    base = Context("mcp")
+    child = base.child("mcp.tools")
+    served: Served
+
+    async def on_elicit(context: Any, params: Any) -> types.ElicitResult | types.ErrorData:
+        served.elicited.append(params)
+        assert elicit is not None
+        return await elicit(params)
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ServerNotification | types.ToolListChangedNotification):
+            served.notifications.append(message)
+            served.notified.set()
+
+    async with Scope("test.mcp", context=base) as scope:
+        if provide:
+            scope.provide(USER_INTERACTION, McpProvider(fallback=fallback))
+        async with Scope("test.tools", context=child) as tool_scope:
+            for item in tools:
+                tool_scope.register_tool(item)
+            server = McpServer(child, input_ttl=input_ttl)
+            async with server.running():
+                client = mcp.Client(
+                    _memory_transport(server),
+                    mode=mode,  # type: ignore[arg-type]
+                    elicitation_callback=on_elicit if elicit is not None else None,
+                    message_handler=on_message,
+                )
+                async with client:
+                    served = Served(client, server, child, tool_scope)
+                    yield served
+
+
+def accept(**content: Any) -> Elicit:
+    """An elicitation callback that accepts with ``content``."""
+
+    async def answer(params: types.ElicitRequestFormParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content=content)
+
+    return answer
+
+
+def action(name: str) -> Elicit:
+    """An elicitation callback that answers ``decline`` or ``cancel``."""
+
+    async def answer(params: types.ElicitRequestFormParams) -> types.ElicitResult:
+        return types.ElicitResult(action=name)  # type: ignore[arg-type]
+
+    return answer

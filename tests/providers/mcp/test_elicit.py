@@ -1,0 +1,203 @@
+"""``await ask(...)`` inside a tool becomes a form elicitation of the calling client, on
+both revisions, answered by the ``mcp`` SDK's own client (in process)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+import pytest
+from pydantic import BaseModel
+
+from hotseam import ToolCall, tool
+from hotseam.interaction import (
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    Question,
+    ask,
+)
+from hotseam.providers.scripted import ScriptedProvider
+
+from .conftest import ERAS, accept, action, serving
+
+
+class Nothing(BaseModel):
+    pass
+
+
+DATABASE = AskUserQuestionRequest(
+    "Which database?",
+    header="Storage",
+    options=[
+        AskUserQuestionOption("Postgres", value="pg", description="A server", recommended=True),
+        AskUserQuestionOption("SQLite", description="One file"),
+    ],
+)
+
+
+@tool()
+async def pick_database(input: Nothing, call: ToolCall) -> dict[str, Any]:
+    """Ask which database."""
+    return (await ask(DATABASE)).to_dict()
+
+
+@tool()
+async def plan(input: Nothing, call: ToolCall) -> dict[str, Any]:
+    """Ask three questions at once, one of them multi-select."""
+    request = AskUserQuestionRequest.of(
+        [
+            Question("Which database?", header="Storage", id="db", options=DATABASE.options),
+            Question(
+                "Which checks?",
+                id="checks",
+                multi_select=True,
+                min_selections=1,
+                max_selections=2,
+                allow_custom=False,
+                options=[
+                    AskUserQuestionOption("Lint", recommended=True),
+                    AskUserQuestionOption("Types"),
+                    AskUserQuestionOption("Tests", recommended=True),
+                ],
+            ),
+            Question("Anything else?", id="notes", allow_skip=True),
+        ]
+    )
+    answer = await ask(request)
+    return {entry.id: list(entry.values) for entry in answer.answers}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+async def test_accept_decline_cancel(mode: str) -> None:
+    """question → message, header → title, options → titled oneOf (descriptions in the
+    property's description, MCP's options have none), recommended → default, custom text
+    as a second field; accept → the answer, decline → ASK_DECLINED, cancel → ASK_CANCELLED."""
+    async with serving([pick_database], mode=mode, elicit=accept(answer="SQLite")) as served:
+        result = await served.client.call_tool("pick_database", {})
+        assert not result.is_error, result
+        assert result.structured_content == {
+            "answer": "SQLite",
+            "option": {"label": "SQLite", "description": "One file"},
+        }
+        (params,) = served.elicited
+        assert params.message == "Which database?"
+        schema = params.requested_schema
+        assert schema["type"] == "object"
+        assert schema["required"] == ["answer"]
+        answer = schema["properties"]["answer"]
+        assert answer["default"] == "pg"
+        assert [(o["const"], o["title"]) for o in answer["oneOf"]] == [
+            ("pg", "Postgres (Recommended)"),
+            ("SQLite", "SQLite"),
+            ("_other", "Other (type it below)"),
+        ]
+        assert all("description" not in o for o in answer["oneOf"])
+        assert "Postgres (Recommended): A server" in answer["description"]
+        assert schema["properties"]["custom"]["type"] == "string"
+        if mode == "legacy":  # 2026-07-28's schema has no title: the SDK leaves it out
+            assert schema["title"] == "Storage"
+
+    async with serving([pick_database], mode=mode, elicit=accept(custom="MySQL")) as served:
+        result = await served.client.call_tool("pick_database", {})
+        assert result.structured_content["answer"] == "MySQL"  # type: ignore[index]
+
+    for name, code in (("decline", "ASK_DECLINED"), ("cancel", "ASK_CANCELLED")):
+        async with serving([pick_database], mode=mode, elicit=action(name)) as served:
+            result = await served.client.call_tool("pick_database", {})
+            assert result.is_error
+            assert result.structured_content["name"] == "UserInteractionError"  # type: ignore[index]
+            assert result.structured_content["code"] == code  # type: ignore[index]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+async def test_several_questions_and_multi_select_in_one_form(mode: str) -> None:
+    """Three questions are one form: a property per question id, the multi-select one an
+    array of titled anyOf items within minItems/maxItems (recommended as default), the
+    skippable one left out of required."""
+    content = {"db": "pg", "checks": ["Lint", "Types"]}
+    async with serving([plan], mode=mode, elicit=accept(**content)) as served:
+        result = await served.client.call_tool("plan", {})
+        assert not result.is_error, result
+        assert result.structured_content == {
+            "db": ["pg"],
+            "checks": ["Lint", "Types"],
+            "notes": [],
+        }
+        (params,) = served.elicited
+        assert params.message.splitlines()[1:] == [
+            "1. Storage: Which database?",
+            "2. Which checks?",
+            "3. Anything else?",
+        ]
+        schema = params.requested_schema
+        checks = schema["properties"]["checks"]
+        assert checks["type"] == "array"
+        assert (checks["minItems"], checks["maxItems"]) == (1, 2)
+        assert [o["const"] for o in checks["items"]["anyOf"]] == ["Lint", "Types", "Tests"]
+        assert checks["default"] == ["Lint", "Tests"]
+        assert set(schema["required"]) == {"db", "checks"}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+async def test_an_incomplete_form_is_asked_again_then_invalid(mode: str) -> None:
+    """A multi-select answer outside its bounds (a client that ignores maxItems) is asked
+    again with a note, pre-filled; three times over is INVALID_ANSWER naming the question."""
+    content = {"db": "pg", "checks": ["Lint", "Types", "Tests"]}
+    async with serving([plan], mode=mode, elicit=accept(**content)) as served:
+        result = await served.client.call_tool("plan", {})
+        assert result.is_error
+        assert result.structured_content["code"] == "INVALID_ANSWER"  # type: ignore[index]
+        assert "Which checks?" in result.structured_content["message"]  # type: ignore[index]
+        assert len(served.elicited) == 3
+        assert served.elicited[1].message.startswith("Please answer every question")
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_client_without_elicitation_is_told_to_ask_in_the_conversation(
+    mode: str,
+) -> None:
+    """No elicitation capability, no fallback: a tool error the model can read, naming the
+    question and its options — never a hang."""
+    async with serving([pick_database], mode=mode) as served:
+        result = await served.client.call_tool("pick_database", {})
+        assert result.is_error
+        error = result.structured_content
+        assert error is not None
+        assert (error["name"], error["code"]) == ("UserInteractionError", "NO_PROVIDER")
+        assert "Ask the user in the conversation instead" in error["message"]
+        assert "[Storage] Which database?" in error["message"]
+        assert "options: Postgres, SQLite" in error["message"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_client_without_elicitation_gets_the_fallback(mode: str) -> None:
+    """With a fallback (the web inbox of --web), the question goes there instead."""
+    fallback = ScriptedProvider(["SQLite"])
+    async with serving([pick_database], mode=mode, fallback=fallback) as served:
+        result = await served.client.call_tool("pick_database", {})
+        assert not result.is_error, result
+        assert result.structured_content["answer"] == "SQLite"  # type: ignore[index]
+
+
+@pytest.mark.anyio
+async def test_a_client_that_refuses_the_method_gets_the_fallback() -> None:
+    """A client that advertised elicitation but answers -32601: the fallback, from then on
+    without asking it again."""
+    refusals = []
+
+    async def refuse(params: types.ElicitRequestFormParams) -> Any:
+        refusals.append(params)
+        return types.ErrorData(code=-32601, message="Method not found")
+
+    fallback = ScriptedProvider(["SQLite", "pg"])
+    async with serving([pick_database], mode="legacy", elicit=refuse, fallback=fallback) as served:
+        first = await served.client.call_tool("pick_database", {})
+        second = await served.client.call_tool("pick_database", {})
+    assert first.structured_content["answer"] == "SQLite"  # type: ignore[index]
+    assert second.structured_content["answer"] == "pg"  # type: ignore[index]
+    assert len(refusals) == 1
