@@ -48,8 +48,9 @@ from ._core import (
 from .interaction import USER_INTERACTION
 from .providers.scripted import ScriptedProvider
 from .testing import LeakTracker, ReloadDriver, format_leaks, strict_setup
-from .testing._escapes import KINDS, EscapeWatch, format_escapes
+from .testing._escapes import ALLOWABLE, EscapeWatch, format_escapes
 from .testing._sites import forget_origins, name_originals
+from .testing._zombies import format_zombies
 
 __all__ = [
     "hotseam_allow_leaks",
@@ -67,6 +68,8 @@ _CALL_PASSED = pytest.StashKey[bool]()
 _LEAK_CHECK = pytest.StashKey[bool]()
 _CARRY_MARK = pytest.StashKey[int]()
 _ESCAPES = pytest.StashKey[EscapeWatch]()
+_DRIVERS = pytest.StashKey[list[ReloadDriver]]()
+_ALLOWED = pytest.StashKey[set[str]]()
 _HOTSEAM_DIRS = tuple(
     {str(Path(__file__).parent) + os.sep, str(Path(__file__).resolve().parent) + os.sep}
 )
@@ -126,8 +129,8 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
-        "hotseam_allow_leaks(*kinds): the escape check expects these kinds ('tasks', "
-        "'timers', 'threads', 'fds') to outlive this test",
+        "hotseam_allow_leaks(*kinds): these kinds ('tasks', 'timers', 'threads', 'fds', "
+        "'generations') are expected to outlive this test (none given: all of them)",
     )
     config.addinivalue_line(
         "markers",
@@ -154,12 +157,13 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     item.stash[_LEAK_CHECK] = _enabled(item, "hotseam_leak_check")
     item.stash[_CARRY_MARK] = carry_mark()
     item.stash[_PREVIOUS] = _tracking.set_tracker(tracker)
+    allowed = EscapeWatch()  # validates the marker's kinds even when the check is off
+    for marker in item.iter_markers("hotseam_allow_leaks"):
+        allowed.allow(*(marker.args or ALLOWABLE))
+    item.stash[_ALLOWED] = allowed.allowed
     if _enabled(item, "hotseam_escape_check"):
-        watch = EscapeWatch()
-        for marker in item.iter_markers("hotseam_allow_leaks"):
-            watch.allow(*(marker.args or KINDS))
-        item.stash[_ESCAPES] = watch
-        watch.start()
+        allowed.start()
+        item.stash[_ESCAPES] = allowed
     return (yield)
 
 
@@ -237,6 +241,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
                 pytest.fail(name_originals("\n\n".join(reports)), pytrace=False)
     finally:
         forget_origins()
+        item.stash[_DRIVERS] = []  # the item lives for the session: let the drivers go
     return result
 
 
@@ -254,6 +259,13 @@ def _reports(
             for found in carried_since(item.stash.get(_CARRY_MARK, 0))
             if "was let go without being closed" in found
         ]
+        zombies = (
+            []
+            if "generations" in item.stash.get(_ALLOWED, set())
+            else [zombie for driver in item.stash.get(_DRIVERS, []) for zombie in driver.zombies()]
+        )
+        if zombies:
+            reports.append(format_zombies(zombies))
         if dropped:
             reports.append(
                 f"{len(dropped)} carried value(s) were let go without being closed:\n"
@@ -322,6 +334,7 @@ async def hotseam_reloader(
     """A reload driver on ``tmp_path / "providers"``; every generation is disposed after."""
     strict = _enabled(request.node, "hotseam_strict")
     async with ReloadDriver(hotseam_context, tmp_path / "providers", strict=strict) as driver:
+        request.node.stash.setdefault(_DRIVERS, []).append(driver)
         yield driver
 
 

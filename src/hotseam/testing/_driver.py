@@ -31,6 +31,7 @@ from .._core import Context
 from ..reload import ModuleState, ModuleStatus, Reloader, ReloadResult
 from ._sites import add_origin, name_originals
 from ._strict import StrictModeError, leftovers, snapshot
+from ._zombies import Generation, Zombie, find_zombies
 
 __all__ = ["ReloadDriver", "assert_generation_active"]
 
@@ -55,12 +56,16 @@ class ReloadDriver:
         self.directory = Path(directory)
         self.strict = strict
         self.directory.mkdir(parents=True, exist_ok=True)
+        self.generations: list[Generation] = []
+        """Every generation this driver saw serving (weakly): :meth:`zombies` checks them."""
+        self._seen: set[tuple[str, int]] = set()
         if origin is not None:
             self.came_from(origin)
         self.reloader = Reloader(context, [self.directory], watch=False)
 
     async def __aenter__(self) -> ReloadDriver:
         await self.reloader.__aenter__()
+        self._note_generations()
         return self
 
     async def __aexit__(
@@ -99,7 +104,35 @@ class ReloadDriver:
         ``result.raise_for_errors()``.
         """
         target = None if name is None else self.path(name)
-        return await self.reloader.reload(target, force=force)
+        result = await self.reloader.reload(target, force=force)
+        self._note_generations()
+        return result
+
+    def _note_generations(self) -> None:
+        """Remember (weakly) each generation now serving, for :meth:`zombies`."""
+        # the loader's records are the reloader's; the kit reads them to reach each
+        # generation's module object, which no public status carries
+        for record in self.reloader._loader.records.values():
+            if record.module is None or record.generation is None:
+                continue
+            key = (record.name, record.generation)
+            if key not in self._seen:
+                self._seen.add(key)
+                self.generations.append(Generation(record.module, record.generation))
+
+    def zombies(self) -> list[Zombie]:
+        """Generations no longer serving whose module, classes or functions are still alive,
+        each with the reference chain that holds it (see :mod:`hotseam.testing._zombies`)."""
+        serving = {
+            (record.name, record.generation)
+            for record in self.reloader._loader.records.values()
+            if record.module is not None and record.generation is not None
+        }
+        return find_zombies(
+            generation
+            for generation in self.generations
+            if (generation.name, generation.generation) not in serving
+        )
 
     async def load(
         self, name: str, source: str, *, probe: Callable[[], object] | None = None

@@ -52,6 +52,9 @@ __all__ = ["KINDS", "Escape", "EscapeWatch", "format_escapes", "install"]
 
 KINDS = ("tasks", "timers", "threads", "fds")
 """What the escape check looks at; each can be allowed per test."""
+ALLOWABLE = (*KINDS, "generations")
+"""The kinds a test can allow: the escape check's, and zombie generations (the leak
+check's: a generation a deliberately kept thread or task holds stays alive with it)."""
 
 _JOIN_GRACE = 0.2
 """Seconds a thread that is still alive at the end may take to finish (it may be stopping)."""
@@ -109,8 +112,10 @@ class EscapeWatch:
         """Expect these to outlive the test: kinds (``"threads"``...) or the objects."""
         for item in what:
             if isinstance(item, str):
-                if item not in KINDS:
-                    raise ValueError(f"unknown kind of leak {item!r}; the kinds are {KINDS}")
+                if item not in ALLOWABLE:
+                    raise ValueError(
+                        f"unknown kind of leak {item!r}; the kinds are {', '.join(ALLOWABLE)}"
+                    )
                 self.allowed.add(item)
             else:
                 self.allowed_objects.append(weakref.ref(item))

@@ -128,6 +128,10 @@ class LeakTracker:
         if record is not None and record.ref() is obj:
             del self._records[id(obj)]
 
+    def live(self) -> int:
+        """How many tracked scopes and registrations are alive and not disposed."""
+        return sum(1 for record in self._records.values() if not record.collected)
+
     # -- reporting -----------------------------------------------------------------------------
 
     def leaks(self) -> list[Leak]:

@@ -1,0 +1,232 @@
+"""The growth mode: reload a provider N times and fail when something keeps growing.
+
+CPython's ``regrtest -R`` and pytest-memray's ``limit_leaks(warmups=...)`` run a thing
+repeatedly and fail when references, memory or file descriptors keep growing; this does the
+same for hot reload, the operation a long-running daemon repeats::
+
+    await hotseam_reloader.load("my_ui.py", SOURCE)
+    await assert_reload_stable(hotseam_reloader, "my_ui.py", reloads=10, warmup=3)
+
+After ``warmup`` reloads (first-use caches fill), each of ``reloads`` more is measured:
+registrations, live generations, tasks, threads, file descriptors and traced memory. A
+count *keeps growing* when it ends higher than after the warm-up and grew on at least half
+of the reloads; memory keeps growing when, besides, it grew by more than
+``memory_per_reload`` bytes per reload on average. The failure names what grew, the
+allocation sites that grew most (a ``tracemalloc`` snapshot diff grouped by traceback) and,
+for live generations, the reference chain that keeps each old one alive.
+
+Opt-in and slow by design: ``tracemalloc`` traces every allocation while it runs, and every
+reload is followed by a full collection (``bench/leak_check_cost.py`` states the cost).
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import os
+import threading
+import tracemalloc
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio
+
+from .._core import BaseContext, HarnessError, _tracking
+from ._driver import ReloadDriver
+from ._leaks import LeakTracker
+from ._sites import is_library, name_originals
+from ._zombies import format_zombies
+
+__all__ = ["GrowthError", "GrowthReport", "assert_reload_stable"]
+
+COUNTERS = ("registrations", "live generations", "tasks", "threads", "file descriptors")
+_TOP_SITES = 5
+_KIT = str(Path(__file__).parent / "*")
+
+
+class GrowthError(HarnessError, AssertionError):
+    """Something kept growing over reloads; the message names it and where it was allocated."""
+
+    default_code = "GROWTH"
+
+
+@dataclass(slots=True)
+class GrowthReport:
+    """What was measured after the warm-up and after each reload (index 0: the warm-up)."""
+
+    module: str
+    series: dict[str, list[int]] = field(default_factory=dict)
+    grown: list[str] = field(default_factory=list)
+    """A line per quantity that kept growing (empty: stable)."""
+    top_allocations: list[str] = field(default_factory=list)
+    zombies: str = ""
+
+    def render(self, reloads: int, warmup: int) -> str:
+        """The failure message."""
+        lines = [
+            f"reloading {self.module} {reloads} times after {warmup} warm-up reload(s), "
+            "these kept growing:"
+        ]
+        lines.extend(f"  {line}" for line in self.grown)
+        if self.top_allocations:
+            lines.append("")
+            lines.append("memory that grew most, by the traceback that allocated it:")
+            lines.extend(self.top_allocations)
+        if self.zombies:
+            lines.append("")
+            lines.append(self.zombies)
+        return name_originals("\n".join(lines))
+
+
+async def assert_reload_stable(
+    driver: ReloadDriver,
+    name: str | None = None,
+    *,
+    reloads: int = 10,
+    warmup: int = 3,
+    memory_per_reload: int = 1024,
+    trace_frames: int = 10,
+) -> GrowthReport:
+    """Reload module ``name`` (or every module) ``warmup`` + ``reloads`` times and raise
+    :class:`GrowthError` if registrations, live generations, tasks, threads, file
+    descriptors or memory kept growing over the last ``reloads``.
+
+    The module must be loaded already. Returns the measurements when nothing grew.
+    """
+    __tracebackhide__ = True
+    if reloads < 2 or warmup < 0:
+        raise ValueError(f"need reloads >= 2 and warmup >= 0, got {reloads} and {warmup}")
+    started_tracing = not tracemalloc.is_tracing()
+    if started_tracing:
+        tracemalloc.start(trace_frames)
+    try:
+        for _ in range(warmup):
+            await _reload(driver, name)
+        report = GrowthReport(name or str(driver.directory))
+        base = _measure(driver)
+        base_snapshot = _snapshot()
+        series = {key: [value] for key, value in base.items()}
+        for _ in range(reloads):
+            await _reload(driver, name)
+            for key, value in _measure(driver).items():
+                series[key].append(value)
+        end_snapshot = _snapshot()
+    finally:
+        if started_tracing:
+            tracemalloc.stop()
+    report.series = series
+    for key, values in series.items():
+        line = _growth(key, values, memory_per_reload if key == "memory" else 0)
+        if line is not None:
+            report.grown.append(line)
+    if report.grown:
+        if "memory" in " ".join(report.grown):
+            report.top_allocations = _top_allocations(base_snapshot, end_snapshot)
+        if any(line.startswith("live generations") for line in report.grown):
+            zombies = driver.zombies()
+            if zombies:
+                report.zombies = format_zombies(zombies[:3]) + (
+                    f"\n... and {len(zombies) - 3} more" if len(zombies) > 3 else ""
+                )
+        raise GrowthError(report.render(reloads, warmup), details={"grown": report.grown})
+    return report
+
+
+async def _reload(driver: ReloadDriver, name: str | None) -> None:
+    __tracebackhide__ = True
+    (await driver.reload(name, force=True)).raise_for_errors()
+    await anyio.lowlevel.checkpoint()  # let cancelled tasks of the old generation end
+
+
+def _measure(driver: ReloadDriver) -> dict[str, int]:
+    gc.collect()
+    serving = {
+        (record.name, record.generation)
+        for record in driver.reloader._loader.records.values()
+        if record.module is not None
+    }
+    return {
+        "registrations": _registrations(driver.context),
+        "live generations": sum(
+            1
+            for generation in driver.generations
+            if generation.alive() and (generation.name, generation.generation) not in serving
+        ),
+        "tasks": len(anyio.get_running_tasks()),
+        "threads": threading.active_count(),
+        "file descriptors": _fd_count(),
+        "memory": sum(stat.size for stat in _snapshot().statistics("filename")),
+    }
+
+
+def _registrations(context: BaseContext) -> int:
+    """Active providers and tools up the context chain, plus every registration the
+    installed leak tracker sees alive (one registered elsewhere counts too)."""
+    count = 0
+    ctx: BaseContext | None = context
+    while ctx is not None:
+        count += len(ctx.providers()) + len(ctx.tools._own)
+        ctx = ctx.parent
+    tracker = _tracking.get_tracker()
+    if isinstance(tracker, LeakTracker):
+        count += tracker.live()
+    return count
+
+
+def _fd_count() -> int:
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return 0
+
+
+def _growth(key: str, values: list[int], per_reload: int) -> str | None:
+    steps = [after - before for before, after in itertools.pairwise(values)]
+    total = values[-1] - values[0]
+    reloads = len(steps)
+    if total <= 0 or sum(1 for step in steps if step > 0) * 2 < reloads:
+        return None
+    if total / reloads <= per_reload:
+        return None
+    if key == "memory":
+        return (
+            f"memory (tracemalloc): {_size(values[0])} → {_size(values[-1])} "
+            f"(+{_size(total // reloads)} per reload)"
+        )
+    return f"{key}: {values[0]} → {values[-1]} (+{total / reloads:.1f} per reload)"
+
+
+def _snapshot() -> tracemalloc.Snapshot:
+    return tracemalloc.take_snapshot().filter_traces(
+        [
+            tracemalloc.Filter(False, tracemalloc.__file__, all_frames=True),
+            tracemalloc.Filter(False, _KIT, all_frames=True),  # the kit's own bookkeeping
+            tracemalloc.Filter(False, "<unknown>"),
+        ]
+    )
+
+
+def _top_allocations(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) -> list[str]:
+    """The tracebacks whose memory grew most, each led by its innermost frame of the
+    user's code (an allocation inside a library is named by the line that called it)."""
+    lines: list[str] = []
+    growing = [stat for stat in after.compare_to(before, "traceback") if stat.size_diff > 0]
+    for stat in growing[:_TOP_SITES]:
+        frames = list(stat.traceback)  # most recent call first
+        own = next((frame for frame in frames if not is_library(frame.filename)), frames[0])
+        lines.append(
+            f"  +{_size(stat.size_diff)} in {stat.count_diff:+d} block(s), allocated at "
+            f"{own.filename}:{own.lineno}"
+        )
+        lines.extend(
+            f'    File "{frame.filename}", line {frame.lineno}' for frame in reversed(frames)
+        )
+    return lines
+
+
+def _size(size: int) -> str:
+    if abs(size) >= 1024 * 1024:
+        return f"{size / (1024 * 1024):.1f} MiB"
+    if abs(size) >= 1024:
+        return f"{size / 1024:.1f} KiB"
+    return f"{size} B"

@@ -1,0 +1,150 @@
+"""Planted defects, run once as a user's suite runs them: one pytest subprocess with the
+leak check and the escape check on, on asyncio and trio; each test of this folder reads the
+report of its own defect from the output."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PLANTED = Path(__file__).parent / "planted"
+
+USERS_TESTS = """
+import socket
+import sys
+import threading
+
+import pytest
+
+PLANTED = {planted!r}
+sys.path.insert(0, PLANTED + "/shared")  # long-lived helpers, imported the ordinary way
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request):
+    return request.param
+
+
+@pytest.fixture
+def asyncio_only(anyio_backend):
+    if anyio_backend != "asyncio":
+        pytest.skip("an asyncio task or timer")
+
+
+@pytest.mark.anyio
+async def test_orphan_task(asyncio_only, hotseam_reloader):
+    await hotseam_reloader.load_folder(PLANTED + "/orphan_task")
+
+
+@pytest.mark.anyio
+async def test_pending_timer(asyncio_only, hotseam_reloader):
+    await hotseam_reloader.load_folder(PLANTED + "/pending_timer")
+
+
+@pytest.mark.anyio
+async def test_stray_thread(hotseam_reloader):
+    await hotseam_reloader.load_folder(PLANTED + "/stray_thread")
+
+
+@pytest.mark.anyio
+async def test_open_socket(hotseam_reloader):
+    await hotseam_reloader.load_folder(PLANTED + "/open_socket")
+
+
+@pytest.mark.anyio
+async def test_listener(hotseam_reloader):
+    await hotseam_reloader.load_folder(PLANTED + "/listener")
+    (await hotseam_reloader.reload(None, force=True)).raise_for_errors()
+
+
+@pytest.mark.anyio
+async def test_cache(hotseam_reloader):
+    await hotseam_reloader.load_folder(PLANTED + "/cache")
+    (await hotseam_reloader.reload(None, force=True)).raise_for_errors()
+
+
+@pytest.mark.anyio
+async def test_carried(hotseam_reloader):
+    await hotseam_reloader.load_folder(PLANTED + "/carried")
+
+
+KEPT = []
+
+
+@pytest.mark.anyio
+@pytest.mark.hotseam_allow_leaks("threads", "generations")
+async def test_allowed_by_marker(hotseam_reloader):
+    await hotseam_reloader.load_folder(PLANTED + "/stray_thread")
+
+
+def test_allowed_by_fixture(hotseam_allow_leaks):
+    sock = socket.socket()
+    KEPT.append(sock)
+    hotseam_allow_leaks(sock)
+
+
+@pytest.mark.anyio
+async def test_clean(hotseam_scope, hotseam_reloader):
+    done = threading.Event()
+    thread = threading.Thread(target=done.set)
+    thread.start()
+    thread.join()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+
+    async def work():
+        pass
+
+    async with hotseam_scope.child("worker") as worker:
+        worker.spawn(work)
+    hotseam_reloader.write("clean_ui.py", "def setup(scope):\\n    pass\\n")
+    (await hotseam_reloader.reload("clean_ui.py")).raise_for_errors()
+    (await hotseam_reloader.reload("clean_ui.py", force=True)).raise_for_errors()
+"""
+
+
+@pytest.fixture(scope="session")
+def planted_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The teardown report of each users' test that failed (by test id), and the summary."""
+    folder = tmp_path_factory.mktemp("planted")
+    (folder / "test_users.py").write_text(USERS_TESTS.format(planted=str(PLANTED)))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "test_users.py",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:xdist",
+            "-rN",
+            "--hotseam-leak-check",
+            "--hotseam-escape-check",
+        ],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    output = done.stdout + done.stderr
+    sections = re.split(r"_+ ERROR at teardown of (\S+) _+", output)
+    found = dict(zip(sections[1::2], sections[2::2], strict=True))
+    found["<summary>"] = output.splitlines()[-1]
+    found["<all>"] = output
+    return found
+
+
+def planted_line(defect: str, name: str | None = None) -> str:
+    """``path:line`` of the line marked ``# PLANTED`` in the planted provider."""
+    path = PLANTED / defect / (name or f"{defect}_ui.py")
+    lines = path.read_text(encoding="utf-8").splitlines()
+    line = next(number for number, text in enumerate(lines, 1) if "# PLANTED" in text)
+    return f"{path}:{line}"
