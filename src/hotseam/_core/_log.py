@@ -30,35 +30,63 @@ _LEVELS = {
     "error": logging.ERROR,
 }
 
+_CONFIG_ITEMS = ("processors", "wrapper_class", "logger_factory", "context_class")
+"""What a bound logger is made of: a configuration that replaces one of them rebinds."""
 
-def _structlog_configured() -> bool:
-    """True when structlog is imported and configured (so it owns the events)."""
-    structlog = sys.modules.get("structlog")
-    return structlog is not None and bool(structlog.is_configured())
+
+def _configured_structlog() -> Any:
+    """structlog's module when it is imported and configured (so it owns the events)."""
+    structlog: Any = sys.modules.get("structlog")
+    if structlog is not None and structlog.is_configured():
+        return structlog
+    return None
 
 
 class EventLogger:
     """A named logger that routes events to structlog when configured, else to stdlib."""
 
-    __slots__ = ("_name", "_stdlib")
+    __slots__ = ("_bound", "_name", "_stdlib")
 
     def __init__(self, name: str) -> None:
         self._name = name
         self._stdlib = logging.getLogger(name)
+        self._bound: tuple[tuple[object, ...], Any] = ((), None)
+        """The configuration's objects, and the logger bound with them (one attribute, so
+        that the loop and a module body's thread never see one's without the other)."""
 
     def enabled(self, level: str) -> bool:
-        """Tell whether an event at ``level`` could be seen, so callers skip building it."""
-        if _structlog_configured():
-            return True
-        return self._stdlib.isEnabledFor(_LEVELS[level])
+        """Tell whether an event at ``level`` could be seen, so callers skip building it.
+
+        With structlog configured, its filtering bound logger (``make_filtering_bound_logger``,
+        what the ``hotseam`` command configures) says so for its level; any other wrapper
+        class is asked nothing (every level may be seen)."""
+        structlog = _configured_structlog()
+        if structlog is None:
+            return self._stdlib.isEnabledFor(_LEVELS[level])
+        is_enabled_for = getattr(self._structlog_logger(structlog), "is_enabled_for", None)
+        return is_enabled_for is None or bool(is_enabled_for(_LEVELS[level]))
+
+    def _structlog_logger(self, structlog: Any) -> Any:
+        """The structlog logger of this name, bound once per configuration: binding one for
+        every event (structlog's lazy proxy does, unless ``cache_logger_on_first_use``) cost
+        more than the event's own fields. ``structlog.configure`` installs new objects, so
+        their identities tell a new configuration (they are held here, so an identity is
+        never that of a freed one); ``capture_logs`` changes the processor list in place,
+        which the bound logger shares."""
+        config = structlog.get_config()
+        used = tuple(config[item] for item in _CONFIG_ITEMS)  # held, so never a reused id
+        cached, bound = self._bound
+        if len(cached) != len(used) or any(a is not b for a, b in zip(cached, used, strict=True)):
+            bound = structlog.get_logger(self._name).bind(logger=self._name)
+            self._bound = (used, bound)
+        return bound
 
     def _emit(self, level: str, event: str, exc_info: bool, fields: dict[str, Any]) -> None:
-        if _structlog_configured():
-            structlog: Any = sys.modules["structlog"]
-            logger = structlog.get_logger(self._name).bind(logger=self._name)
+        structlog = _configured_structlog()
+        if structlog is not None:
             if exc_info:
                 fields["exc_info"] = True
-            getattr(logger, level)(event, **fields)
+            getattr(self._structlog_logger(structlog), level)(event, **fields)
             return
         numeric = _LEVELS[level]
         if self._stdlib.isEnabledFor(numeric):
