@@ -39,6 +39,7 @@ import anyio.lowlevel
 import sniffio
 
 __all__ = [
+    "HANDOFF_WAIT",
     "Detached",
     "ThreadRun",
     "Worker",
@@ -225,6 +226,12 @@ class ThreadRun:
 _CURRENT = threading.local()
 _STOP = object()
 
+HANDOFF_WAIT = 0.001
+"""Seconds :meth:`Worker.run` waits for its steps blocking (the GIL released) before it
+waits on the event loop: a typical module body executes well within it. The loop serves
+nothing meanwhile: at most this long once per run, below the interpreter's switch interval
+(5 ms) that a body running Python imposes on the loop anyway."""
+
 
 def current_run() -> ThreadRun | None:
     """The :class:`ThreadRun` whose thread this is, if any."""
@@ -309,6 +316,9 @@ class Worker:
         run = ThreadRun(label)
         token = anyio.lowlevel.current_token()
         context = contextvars.copy_context()
+        handoff = threading.Lock()
+        finished = threading.Event()
+        blocking = True  # the loop thread is in its short blocking wait (see HANDOFF_WAIT)
 
         def job() -> bool:
             run.ident = threading.get_ident()
@@ -324,10 +334,15 @@ class Worker:
             finally:
                 run.current = None
                 _CURRENT.run = None
-                # Scheduled, not waited for: the thread is free at once (a blocking call
-                # would have it wait for the loop, then compete with it for the GIL).
-                with contextlib.suppress(Exception):  # the event loop is gone: nobody waits
-                    token.backend_class.run_sync_soon(run.done.set, (), token.native_token)
+                with handoff:
+                    told = blocking
+                    if told:
+                        finished.set()
+                if not told:
+                    # Scheduled, not waited for: the thread is free at once (a blocking call
+                    # would have it wait for the loop, then compete with it for the GIL).
+                    with contextlib.suppress(Exception):  # the loop is gone: nobody waits
+                        token.backend_class.run_sync_soon(run.done.set, (), token.native_token)
             return not run.abandoned
 
         slow, notify = on_slow if on_slow is not None else (math.inf, None)
@@ -335,6 +350,21 @@ class Worker:
         abandoned: int | None = None
         self._submit(job)
         try:
+            # A short blocking wait first, the GIL released: the thread starts at once and
+            # says it is done through a lock, not the loop's wake-up pipe (two hand-overs
+            # that were a fifth of a save's own work). A body that runs Python holds the
+            # GIL anyway, so the loop could hardly have run meanwhile; one that waits (I/O,
+            # a sleep, the loop itself) holds the loop up for HANDOFF_WAIT at most, once
+            # per run (a reload's bodies are one run), then is waited for on the loop.
+            if finished.wait(min(HANDOFF_WAIT, timeout)):
+                run.done.set()
+            else:
+                # From here the thread tells the loop; if it finished in between (it saw
+                # ``blocking`` still true, so it told nobody), it is done now.
+                with handoff:
+                    blocking = False
+                if finished.is_set():
+                    run.done.set()
             while not run.done.is_set():
                 current = run.current
                 now = time.monotonic()
