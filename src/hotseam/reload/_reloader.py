@@ -252,7 +252,8 @@ class Reloader:
         if self._state != "new":
             raise ReloaderClosedError("a Reloader can be entered only once")
         self._state = "open"
-        self._lock = anyio.Lock()
+        # Uncontended (a lone save), taken without a trip through the event loop.
+        self._lock = anyio.Lock(fast_acquire=True)
         self._wakeup = anyio.Event()
         self._closed = anyio.Event()
         self._services = anyio.CancelScope()

@@ -62,19 +62,18 @@ class Closer:
 
         handle = start_detached(f"closing {scope.name}", close)
         limit = self._dispose_timeout + _CLOSE_MARGIN
-        with anyio.CancelScope(shield=True):
-            with anyio.move_on_after(limit):
-                await handle.done.wait()
-            if not handle.done.is_set():
-                self._abandoned.append(handle)
-                location = handle.location(self._loader.watched_files())
-                where = f" (stuck at {location})" if location else ""
-                timeout = DisposerTimeoutError(
-                    f"closing {scope.name} did not finish within {limit:g} s{where}; abandoned",
-                    details={"scope": scope.name, "location": location},
-                )
-                timeout.location = location  # type: ignore[attr-defined]
-                return [timeout]
+        with anyio.CancelScope(shield=True, deadline=anyio.current_time() + limit):
+            await handle.done.wait()
+        if not handle.done.is_set():
+            self._abandoned.append(handle)
+            location = handle.location(self._loader.watched_files())
+            where = f" (stuck at {location})" if location else ""
+            timeout = DisposerTimeoutError(
+                f"closing {scope.name} did not finish within {limit:g} s{where}; abandoned",
+                details={"scope": scope.name, "location": location},
+            )
+            timeout.location = location  # type: ignore[attr-defined]
+            return [timeout]
         failure = handle.error
         if failure is None:
             return []
