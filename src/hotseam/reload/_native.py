@@ -199,16 +199,18 @@ class _Group:
         """(Re)make the native watch on the folders present now; False if it cannot be made
         (``failure`` says why). The identities are taken first: a folder replaced in between
         is then seen as replaced once more, never as the one watched."""
-        # RustNotify is what watchfiles.awatch drives; using it directly tells us the moment
-        # the watches exist, which awatch never reports.
-        from watchfiles._rust_notify import RustNotify
-
         self.close()
+        watcher = self.watcher
+        # RustNotify is what watchfiles.awatch drives; using it directly tells us the moment
+        # the watches exist, which awatch never reports. Imported here, at the first start
+        # even with no folder present yet (later, descriptors may be short): where inotify
+        # watches, watchfiles (and multiprocessing, which it imports) is never needed.
+        if watcher.backend != "inotify":
+            from watchfiles._rust_notify import RustNotify
         self.identities = self._identify()
         present = [path for path in self.paths if self.identities[path] is not None]
         if not present:
             return True
-        watcher = self.watcher
         if watcher.backend == "inotify":
             try:
                 self.notifier = InotifyNotifier(
