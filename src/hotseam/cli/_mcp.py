@@ -129,7 +129,7 @@ async def _main(
     from .._core import Context, Scope
     from ..interaction import USER_INTERACTION
     from ..providers.mcp import DEFAULT_MAX_LINE_BYTES, McpProvider, McpServer, stdio_streams
-    from ..reload import ModuleUnloaded, ReloadCommitted, ReloadPathError
+    from ..reload import ReloadPathError
     from ._acp import _stdio_streams, _stop_on_signals
 
     base = Context("mcp")
@@ -163,13 +163,7 @@ async def _main(
                 events = reloader.events()
                 async with server.running(), reloader:
                     await server.tools_changed()  # the first load: nobody to tell yet
-
-                    async def announce() -> None:
-                        async for event in events:
-                            if isinstance(event, ReloadCommitted | ModuleUnloaded):
-                                await server.tools_changed()
-
-                    group.start_soon(announce)
+                    group.start_soon(server.follow, events)
                     _log.info(
                         "mcp.serving",
                         watch=[str(path) for path in paths],

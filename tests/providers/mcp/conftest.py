@@ -9,9 +9,11 @@ handshake, 2025-11-25) or ``"2026-07-28"``. Both go through the server's real st
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -23,6 +25,7 @@ from mcp.shared.memory import create_client_server_memory_streams
 from hotseam import Context, Scope, Tool
 from hotseam.interaction import USER_INTERACTION, UserInteractionProvider
 from hotseam.providers.mcp import McpProvider, McpServer
+from hotseam.reload import Reloader
 
 ERAS = [pytest.param("legacy", id="2025-11-25"), pytest.param("2026-07-28", id="2026-07-28")]
 WAIT = 5.0
@@ -38,6 +41,7 @@ class Served:
     server: McpServer
     tools: Context
     scope: Scope
+    reloader: Reloader | None = None
     elicited: list[types.ElicitRequestFormParams] = field(default_factory=list)
     notifications: list[Any] = field(default_factory=list)
     notified: anyio.Event = field(default_factory=anyio.Event)
@@ -68,9 +72,12 @@ async def serving(
     fallback: UserInteractionProvider | None = None,
     provide: bool = True,
     input_ttl: float = 600.0,
+    folder: Path | None = None,
 ) -> AsyncIterator[Served]:
     """A client connected to a server of ``tools``; ``elicit`` answers its forms (none:
-    the client advertises no elicitation)."""
+    the client advertises no elicitation). With ``folder``, the modules in it are loaded
+    by a reloader (``served.reloader``, reloading only when told) whose events the server
+    follows, as ``hotseam mcp`` does."""
     base = Context("mcp")
     child = base.child("mcp.tools")
     served: Served
@@ -92,7 +99,16 @@ async def serving(
             for item in tools:
                 tool_scope.register_tool(item)
             server = McpServer(child, input_ttl=input_ttl)
-            async with server.running():
+            reloader = Reloader(child, folder, watch=False) if folder is not None else None
+            async with (
+                server.running(),
+                reloader or contextlib.nullcontext(),
+                anyio.create_task_group() as follower,
+            ):
+                events = reloader.events() if reloader is not None else None
+                if events is not None:
+                    await server.tools_changed()
+                    follower.start_soon(server.follow, events)
                 client = mcp.Client(
                     _memory_transport(server),
                     mode=mode,  # type: ignore[arg-type]
@@ -100,8 +116,11 @@ async def serving(
                     message_handler=on_message,
                 )
                 async with client:
-                    served = Served(client, server, child, tool_scope)
+                    served = Served(client, server, child, tool_scope, reloader)
                     yield served
+                follower.cancel_scope.cancel()
+                if events is not None:
+                    await events.aclose()
 
 
 def accept(**content: Any) -> Elicit:

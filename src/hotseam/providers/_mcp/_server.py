@@ -47,6 +47,7 @@ __all__ = ["McpServer"]
 _log = get_logger("hotseam.providers.mcp")
 _INVALID_PARAMS = -32602
 _MAX_PEERS = 1024
+_TOOL_CHANGES = frozenset({"committed", "unloaded"})
 
 
 class McpServer:
@@ -129,6 +130,14 @@ class McpServer:
             "mcp.tools_list_changed", tools=self.context.tools.names(), connections=len(self._peers)
         )
         return True
+
+    async def follow(self, events: AsyncIterator[object]) -> None:
+        """Announce the tool list after each reload that committed or unloaded a module
+        (``events``: a reloader's ``events()`` stream, read by the events' ``kind``: a
+        provider knows nothing of the reloader), until the stream ends."""
+        async for event in events:
+            if getattr(event, "kind", None) in _TOOL_CHANGES:
+                await self.tools_changed()
 
     # -- handlers ------------------------------------------------------------------------------
 
