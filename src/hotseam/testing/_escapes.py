@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ._sites import Site, StackFrame, capture
+from ._sites import Site, StackFrame, capture, is_library
 
 __all__ = ["KINDS", "Escape", "EscapeWatch", "format_escapes", "install"]
 
@@ -332,8 +332,9 @@ def _other_fd(fd: int, target: str, allowed: set[int]) -> Escape | None:
         return None  # a raw descriptor (os.open, os.pipe): nothing says who owns it
     traceback = tracemalloc.get_object_traceback(holder) if holder is not None else None
     if traceback is not None:
-        frames = tuple((frame.filename, frame.lineno, "?") for frame in reversed(traceback))
-        created_at = f"{traceback[0].filename}:{traceback[0].lineno}"
+        frames = tuple((frame.filename, frame.lineno, "?") for frame in traceback)
+        own = [frame for frame in frames if not is_library(frame[0])] or list(frames)
+        created_at = f"{own[-1][0]}:{own[-1][1]}"
     else:
         frames = ()
         created_at = "unknown (run with python -X tracemalloc to see the line)"

@@ -1,0 +1,115 @@
+"""The growth mode on planted defects: reloading a provider again and again fails when
+something keeps growing, naming what grew and where it was allocated; a clean provider is
+stable."""
+
+from __future__ import annotations
+
+import gc
+import re
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from hotseam import Context
+from hotseam.testing import GrowthError, ReloadDriver, assert_reload_stable
+
+from .conftest import PLANTED, planted_line
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def shared_helpers(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """The planted long-lived helpers importable; their state emptied after the test."""
+    monkeypatch.syspath_prepend(str(PLANTED / "shared"))
+    yield
+    import planted_bus
+    import planted_cache
+
+    planted_bus.BUS.listeners.clear()
+    planted_cache._providers.clear()
+
+
+async def test_a_listener_added_on_each_reload_fails_naming_what_grew_and_where(
+    tmp_path: Path, shared_helpers: None
+) -> None:
+    async with ReloadDriver(Context("growth"), tmp_path) as driver:
+        await driver.load_folder(PLANTED / "listener")
+        with pytest.raises(GrowthError) as caught:
+            await assert_reload_stable(driver, "listener_ui.py", reloads=4, warmup=1)
+    text = str(caught.value)
+    assert text.startswith(
+        "reloading listener_ui.py 4 times after 1 warm-up reload(s), these kept growing:\n"
+        "  live generations: 1 → 5 (+1.0 per reload)\n"
+    ), text
+    assert (
+        "kept alive by: planted_bus.py's module dict['BUS'] → Bus object.listeners → list[0] "
+        "→ the function on_change of listener_ui.py generation 1"
+    ) in text
+
+
+async def test_a_cache_growing_on_each_reload_fails_naming_the_allocating_line(
+    tmp_path: Path, shared_helpers: None
+) -> None:
+    async with ReloadDriver(Context("growth-memory"), tmp_path) as driver:
+        await driver.load_folder(PLANTED / "history")
+        with pytest.raises(GrowthError) as caught:
+            await assert_reload_stable(driver, "history_ui.py", reloads=4, warmup=1)
+    text = str(caught.value)
+    assert re.search(
+        r"these kept growing:\n  memory \(tracemalloc\): [\d.]+ KiB → [\d.]+ KiB "
+        r"\(\+1\d\.\d KiB per reload\)\n",
+        text,
+    ), text
+    assert "live generations" not in text  # a string is kept, not the generation
+    # the growth is named by the line that allocated it, in the user's file, not in the
+    # temporary copy the driver reloads
+    top = text.split("memory that grew most, by the traceback that allocated it:\n")[1]
+    assert top.startswith("  +"), top
+    assert f"allocated at {planted_line('history')}\n" in top.splitlines()[0] + "\n", top
+    assert str(tmp_path) not in text
+
+
+async def test_a_socket_opened_on_each_reload_fails_on_file_descriptors(tmp_path: Path) -> None:
+    before = _sockets()
+    try:
+        async with ReloadDriver(Context("growth-fds"), tmp_path) as driver:
+            await driver.load_folder(PLANTED / "open_socket")
+            with pytest.raises(GrowthError, match=r"file descriptors: (\d+) → \d+ \(\+1\.0 per"):
+                await assert_reload_stable(driver, "open_socket_ui.py", reloads=3, warmup=1)
+    finally:
+        for sock in _sockets() - before:  # the planted defect closes them only at exit
+            sock.close()
+
+
+async def test_a_clean_provider_is_stable(tmp_path: Path) -> None:
+    async with ReloadDriver(Context("growth-clean"), tmp_path) as driver:
+        driver.write(
+            "clean_ui.py",
+            """
+            from hotseam.interaction import USER_INTERACTION
+            from hotseam.providers.scripted import ScriptedProvider
+
+            def setup(scope):
+                scope.provide(USER_INTERACTION, ScriptedProvider(lambda request: "yes"))
+            """,
+        )
+        await driver.reload("clean_ui.py")
+        report = await assert_reload_stable(driver, "clean_ui.py", reloads=4, warmup=2)
+    assert report.grown == []
+    for counter in ("registrations", "live generations", "tasks", "threads", "file descriptors"):
+        assert len(set(report.series[counter])) == 1, (counter, report.series[counter])
+
+
+async def test_bad_arguments_are_refused(tmp_path: Path) -> None:
+    async with ReloadDriver(Context("growth-args"), tmp_path) as driver:
+        with pytest.raises(ValueError, match="need reloads >= 2"):
+            await assert_reload_stable(driver, reloads=1)
+
+
+def _sockets() -> set[socket.socket]:
+    return {
+        obj for obj in gc.get_objects() if isinstance(obj, socket.socket) and obj.fileno() != -1
+    }
