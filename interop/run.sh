@@ -1,5 +1,6 @@
 #!/bin/sh
-# make interop: hotseam acp against a client written on the official ACP TypeScript SDK.
+# make interop: hotseam acp against a client written on the official ACP TypeScript SDK,
+# then hotseam mcp against the MCP Inspector and the MCP conformance suite (interop/mcp/).
 #
 # Installs the SDK version pinned in interop/package.json (and package-lock.json) into
 # interop/node_modules (git-ignored), then runs interop/client.mjs: one `hotseam acp`
@@ -22,4 +23,8 @@ fi
 echo "interop: @agentclientprotocol/sdk $pinned, node $(node --version), $("$root/.venv/bin/hotseam" --version 2>/dev/null || echo hotseam)"
 
 cd "$root"
-HOTSEAM="$root/.venv/bin/hotseam" exec node "$here/client.mjs" "$@"
+status=0
+HOTSEAM="$root/.venv/bin/hotseam" node "$here/client.mjs" "$@" || status=$?
+# hotseam mcp: the MCP Inspector's CLI and the conformance suite (interop/mcp/run.sh).
+sh "$here/mcp/run.sh" || status=1
+exit "$status"
