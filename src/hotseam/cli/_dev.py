@@ -50,7 +50,7 @@ from typing import Any
 import anyio
 import structlog
 
-from .._core import CloseReason, Context, DisposalError, HarnessError, Scope
+from .._core import CloseReason, Context, DisposalError, HarnessError, Scope, Tool
 from ..interaction import JOURNAL, USER_INTERACTION, AskJournal, ask_user_question_tool
 from ..interaction._journal import JournalError, JournalErrorCode, parse_journal_url
 from ..providers.scripted import ScriptedProvider
@@ -59,7 +59,7 @@ from ._agent import AgentFunction, agent_key
 from ._agent_import import load_agent_within
 from ._agent_loop import AgentLoop, describe_error, shown_path
 from ._config import ConfigError
-from ._control import Claim, claim, serving
+from ._control import Claim, claim, parse_request, serving
 from ._demo_agent import demo_agent
 from ._hints import Hints
 from ._logging import LogStyle, configure_logging
@@ -135,6 +135,18 @@ class _Session:
     settings: Settings | None = None
     control: Claim | None = None
     agent_key: str = "demo"
+    ask_tool: Tool[Any] | None = None
+
+
+def _import_serving_path(session: _Session) -> None:
+    """Import now what serving imports at first use, kept lazy elsewhere (``import
+    hotseam``, ``hotseam status``): the ask tool's input models (pydantic) and what
+    describing them imports, and the control socket's request model. Importing opens
+    files: a daemon out of descriptors (a provider took them all, a flood of connections)
+    could not import them then, and its agent's first ask would fail there."""
+    assert session.ask_tool is not None
+    session.ask_tool.input_schema  # noqa: B018 - made (and described) for what it imports
+    parse_request(b'{"op": "status"}')
 
 
 def run_session(args: argparse.Namespace, *, style: LogStyle, verbose: bool = True) -> int:
@@ -149,6 +161,7 @@ def run_session(args: argparse.Namespace, *, style: LogStyle, verbose: bool = Tr
     configure_logging(style, level=level)
     _add_processors(quiet=not verbose and level != "debug", one_line=style == "console")
     log = structlog.get_logger("hotseam.cli").bind(logger="hotseam.cli")
+    _import_serving_path(session)
     try:
         return anyio.run(_serve, session)
     except KeyboardInterrupt:
@@ -196,6 +209,7 @@ def _prepare(args: argparse.Namespace, command: str, style: LogStyle) -> _Sessio
         settings=settings,
         control=control,
         agent_key=agent_key(settings.agent, settings.name),
+        ask_tool=ask_user_question_tool(),
     )
 
 
@@ -256,7 +270,8 @@ async def _serve_session(session: _Session, log: Any, stop: Callable[[], None]) 
     assert providers.parent is not None
     outcome = EXIT_OK
     async with Scope("hotseam-cli", context=providers.parent) as cli_scope:
-        cli_scope.register_tool(ask_user_question_tool())
+        assert session.ask_tool is not None
+        cli_scope.register_tool(session.ask_tool)
         if session.answers is not None:
             cli_scope.provide(USER_INTERACTION, session.answers)
         if session.web is not None and not start_web(cli_scope, session.web, session.command):
