@@ -6,11 +6,12 @@ one import added in the wrong place, so the budgets are the modules imported, wh
 depend on the machine's load: anyio is ~10 ms of a start, structlog ~15, pydantic and the
 input models ~50, the web stack ~25, dataclasses ~5. ``import hotseam`` and the socket's
 clients (``hotseam status`` and ``reload``) import no core beyond the error tree and no
-third-party module at all; ``hotseam run`` serves its first question without pydantic,
-watchfiles (where inotify watches), the web stack, prompt_toolkit or the ACP SDK. The
-clients and the daemon are the real ones (one ``hotseam run`` serves the tests that need
-it); each check runs in a fresh interpreter, since this test process has imported
-everything long ago.
+third-party module at all; ``hotseam run`` serves its first question without watchfiles
+(where inotify watches), the web stack, prompt_toolkit or the ACP SDK, and with everything
+its serving path needs already imported (pydantic and the input models included): out of
+descriptors, a daemon cannot import. The clients and the daemon are the real ones (one
+``hotseam run`` serves the tests that need it); each check runs in a fresh interpreter,
+since this test process has imported everything long ago.
 """
 
 from __future__ import annotations
