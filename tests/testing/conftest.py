@@ -72,6 +72,12 @@ async def test_carried(hotseam_reloader):
     await hotseam_reloader.load_folder(PLANTED + "/carried")
 
 
+def test_scope_dropped():
+    from hotseam import Scope
+
+    Scope("dropped")  # DROPPED-HERE
+
+
 KEPT = []
 
 
@@ -127,6 +133,8 @@ def planted_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
             "-rN",
             "--hotseam-leak-check",
             "--hotseam-escape-check",
+            "-W",
+            "always::ResourceWarning",  # Python ignores them unless told
         ],
         cwd=folder,
         capture_output=True,
@@ -137,7 +145,7 @@ def planted_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     output = done.stdout + done.stderr
     sections = re.split(r"_+ ERROR at teardown of (\S+) _+", output)
     found = dict(zip(sections[1::2], sections[2::2], strict=True))
-    found["<summary>"] = output.splitlines()[-1]
+    found["<summary>"] = done.stdout.splitlines()[-1]
     found["<all>"] = output
     return found
 

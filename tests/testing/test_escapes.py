@@ -60,7 +60,8 @@ def test_the_report_names_the_users_file_not_the_temporary_copy(
 def test_allowed_and_clean_tests_pass(planted_report: dict[str, str]) -> None:
     for name in planted_report:
         assert not name.startswith(("test_allowed", "test_clean")), planted_report[name]
-    # the planted defects fail (7 on asyncio, 5 on trio: a task or a timer is asyncio's);
+    # the planted defects fail (7 on asyncio, 5 on trio: a task or a timer is asyncio's;
+    # and the dropped scope);
     # the allowed and the clean tests pass
     summary = planted_report["<summary>"]
-    assert re.search(r" 17 passed, 2 skipped, 12 errors ", summary), summary
+    assert re.search(r" 18 passed, 2 skipped, 1 warning, 13 errors ", summary), summary

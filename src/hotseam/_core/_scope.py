@@ -157,7 +157,8 @@ class Scope(Carrying):
             warnings.warn(
                 f"hotseam scope {self.name!r} was garbage-collected while still open "
                 f"({len(self._effects)} effects, {len(self._children)} child scopes never "
-                "undone); close it with 'async with' or 'await scope.aclose()'",
+                "undone); close it with 'async with' or 'await scope.aclose()'; "
+                + _creation_of(self),
                 ResourceWarning,
                 stacklevel=1,
             )
@@ -527,3 +528,21 @@ async def exit_task_group(task_group: anyio.abc.TaskGroup, error: BaseException 
         await task_group.__aexit__(type(error), error, error.__traceback__)
     else:
         await task_group.__aexit__(None, None, None)
+
+
+def _creation_of(scope: Scope) -> str:
+    """Where ``scope`` was created, for the warning of its collection while open: from the
+    installed leak tracker (hotseam's pytest plugin), else from tracemalloc when it traces."""
+    describe = getattr(_tracking._tracker, "describe", None)
+    described = describe(scope) if describe is not None else None
+    if isinstance(described, str):
+        return described
+    import tracemalloc  # here: only when a scope is collected open (the import costs ~5 ms)
+
+    traceback = tracemalloc.get_object_traceback(scope)
+    if traceback is not None:
+        return "created at (most recent call last):\n" + "".join(traceback.format())
+    return (
+        "run with python -X tracemalloc=20, or under hotseam's pytest plugin, to see where "
+        "it was created"
+    )

@@ -128,6 +128,31 @@ class LeakTracker:
         if record is not None and record.ref() is obj:
             del self._records[id(obj)]
 
+    def describe(self, obj: object) -> str | None:
+        """Where ``obj`` was created, with its creation stack (or its nearest tracked
+        ancestor's, when only roots' stacks were captured); ``None`` if it is not tracked.
+
+        A scope's ``__del__`` calls it for its garbage-collected-while-open warning; its
+        weak reference may already be cleared then, so the record is matched by id and label.
+        """
+        record = self._records.get(id(obj))
+        if record is None or record.label != _label(obj):
+            return None
+        via = ""
+        seen = 0
+        while record.stack is None and record.parent is not None and seen < 1000:
+            parent = self._records.get(record.parent)
+            if parent is None:
+                break
+            via = f" inside {parent.label}"
+            record, seen = parent, seen + 1
+        stack = record.stack or ()
+        if not stack:
+            return None
+        lines = [f"created{via} at {_created_at(stack)}", "creation stack (most recent call last):"]
+        lines.extend(f'  File "{file}", line {line}, in {func}' for file, line, func in stack)
+        return "\n".join(lines)
+
     def live(self) -> int:
         """How many tracked scopes and registrations are alive and not disposed."""
         return sum(1 for record in self._records.values() if not record.collected)
