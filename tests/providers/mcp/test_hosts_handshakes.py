@@ -105,6 +105,7 @@ VSCODE_INITIALIZE = {
         "clientInfo": {"name": "Visual Studio Code", "version": "1.107.0"},
     },
 }
+ECHO_CALL = {"name": "echo", "arguments": {"text": "still serving"}}
 
 TOOLS = '''\
 from pydantic import BaseModel
@@ -344,6 +345,29 @@ class TestClaudeCode:
             await legacy_call(
                 host, 2, meta={"claudecode/toolUseId": "toolu_01", "progressToken": 2}
             )
+
+            # Esc while the question is open: the SDK aborts the call and sends
+            # {requestId, reason: String(abortReason)}. The question is withdrawn on the
+            # wire, the cancelled call gets no reply, and the server goes on serving.
+            call = {"name": "pick_approach", "arguments": {}}
+            await host.send({"method": "tools/call", "params": call, "jsonrpc": "2.0", "id": 3})
+            elicit = await host.request_from_server("elicitation/create")
+            await host.send(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": 3, "reason": "AbortError: This operation was aborted"},
+                }
+            )
+            withdrawn = await host.next(
+                lambda m: m.get("method") == "notifications/cancelled", "the question withdrawn"
+            )
+            assert withdrawn["params"]["requestId"] == elicit["id"]
+            await host.send(
+                {"method": "tools/call", "params": ECHO_CALL, "jsonrpc": "2.0", "id": 4}
+            )
+            assert (await host.reply_to(4))["result"]["content"][0]["text"] == "still serving"
+            assert not [m for m in host.skipped if m.get("id") == 3], host.skipped
 
 
 class TestVSCode:
