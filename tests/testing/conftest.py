@@ -72,6 +72,26 @@ async def test_carried(hotseam_reloader):
     await hotseam_reloader.load_folder(PLANTED + "/carried")
 
 
+@pytest.mark.anyio
+async def test_copied_by_hand(hotseam_reloader):
+    import shutil
+
+    hotseam_reloader.came_from(PLANTED + "/open_socket")  # where the copy comes from
+    copy = hotseam_reloader.path("open_socket_ui.py")
+    shutil.copy(PLANTED + "/open_socket/open_socket_ui.py", copy)
+    (await hotseam_reloader.reload("open_socket_ui.py")).raise_for_errors()
+
+
+@pytest.mark.anyio
+async def test_growth(asyncio_only, hotseam_reloader):
+    from hotseam.testing import assert_reload_stable
+
+    await hotseam_reloader.load_folder(PLANTED + "/history")
+    await assert_reload_stable(hotseam_reloader, "history_ui.py", reloads=3, warmup=1)  # MINE
+    import planted_cache
+    planted_cache._providers.clear()
+
+
 def test_scope_dropped():
     from hotseam import Scope
 
@@ -143,7 +163,7 @@ def planted_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         check=False,
     )
     output = done.stdout + done.stderr
-    sections = re.split(r"_+ ERROR at teardown of (\S+) _+", output)
+    sections = re.split(r"_+ (?:ERROR at teardown of )?(test_\S+) _+", output)
     found = dict(zip(sections[1::2], sections[2::2], strict=True))
     found["<summary>"] = done.stdout.splitlines()[-1]
     found["<all>"] = output

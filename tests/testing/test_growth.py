@@ -113,3 +113,13 @@ def _sockets() -> set[socket.socket]:
     return {
         obj for obj in gc.get_objects() if isinstance(obj, socket.socket) and obj.fileno() != -1
     }
+
+
+def test_a_growth_failure_ends_at_the_users_line(planted_report: dict[str, str]) -> None:
+    """As the kit's other failures: hotseam's frames are hidden, the test's line is shown."""
+    text = planted_report["test_growth[asyncio]"]
+    assert ">       await assert_reload_stable(hotseam_reloader, " in text
+    assert "# MINE" in text
+    assert "E       hotseam.testing.GrowthError: reloading history_ui.py 3 times" in text
+    assert "_growth.py" not in text
+    assert "hotseam/reload/" not in text  # the allocation tracebacks leave hotseam out too

@@ -213,7 +213,11 @@ def _top_allocations(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) 
     """The tracebacks whose memory grew most, each led by its innermost frame of the
     user's code (an allocation inside a library is named by the line that called it)."""
     lines: list[str] = []
-    growing = [stat for stat in after.compare_to(before, "traceback") if stat.size_diff > 0]
+    stats = after.compare_to(before, "traceback")
+    total = sum(stat.size_diff for stat in stats if stat.size_diff > 0)
+    # the sites that carry the growth; a few hundred bytes of an event loop's churn are not
+    floor = max(512, total // 20)
+    growing = [stat for stat in stats if stat.size_diff >= floor]
     for stat in growing[:_TOP_SITES]:
         frames = list(stat.traceback)  # oldest call first
         own = next(
@@ -223,7 +227,9 @@ def _top_allocations(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) 
             f"  +{_size(stat.size_diff)} in {stat.count_diff:+d} block(s), allocated at "
             f"{own.filename}:{own.lineno}"
         )
-        lines.extend(f'    File "{frame.filename}", line {frame.lineno}' for frame in frames)
+        # hotseam's and the libraries' frames are left out, as from any failure of the kit
+        shown = [frame for frame in frames if not is_library(frame.filename)] or frames[-3:]
+        lines.extend(f'    File "{frame.filename}", line {frame.lineno}' for frame in shown)
     return lines
 
 
