@@ -54,6 +54,8 @@ from hypothesis.stateful import (
 )
 from pydantic import BaseModel
 
+from _journal_machine import JournalRules
+from _journal_model import ENGINES
 from hotseam import (
     AbortController,
     AbortError,
@@ -89,6 +91,7 @@ from hotseam.interaction import (
 )
 
 EXAMPLES = int(os.environ.get("HOTSEAM_STATEFUL_EXAMPLES", "200"))
+JOURNAL_EXAMPLES = max(EXAMPLES // 5, 10)  # per backend and engine
 STEPS = 50
 FAST_TIMEOUT = 0.05  # dispose_timeout of "fast" scope trees, the only ones with overruns
 SLOW_TIMEOUT = 30.0  # never reached: gates are opened by a rule or by the teardown
@@ -264,6 +267,9 @@ class AskRec:
     swap_at_start: MSwap | None = None
     race: str = ""
     acceptable_at_start: list[MReg | None] = field(default_factory=list)
+    answer: AskUserQuestionAnswer | None = None  # what ask() returned
+    error: UserInteractionError | None = None  # or raised
+    journal: Any = None  # an ask inside an agent run: its JournalAsk (tests/_journal_machine.py)
 
 
 @dataclass(eq=False)
@@ -343,6 +349,7 @@ def _name(item: Any) -> str:
 
 class InvariantMachine(RuleBasedStateMachine):
     backend = "asyncio"
+    max_free_asks = 10  # asks made outside any agent run, per example
 
     def __init__(self) -> None:
         super().__init__()
@@ -461,8 +468,13 @@ class InvariantMachine(RuleBasedStateMachine):
         import asyncio
 
         me = asyncio.current_task()
+        loop = asyncio.get_running_loop()
         for _ in range(100_000):
             await asyncio.sleep(0)
+            if loop._ready:  # type: ignore[attr-defined]
+                # A callback is due: a task whose future just completed (a child task that
+                # ended, a cancellation being delivered) looks blocked until it runs.
+                continue
             for task in asyncio.all_tasks():
                 if task is me or task.done():
                     continue
@@ -588,7 +600,7 @@ class InvariantMachine(RuleBasedStateMachine):
 
     def add_provider(self, ctx: Context, seam: Seam[Any], owner: MScope | None) -> MReg | None:
         name = f"r{next(self.ids)}"
-        provider: Any = Human(self, name) if seam is USER_INTERACTION else Thing(name)
+        provider: Any = self.make_human(name) if seam is USER_INTERACTION else Thing(name)
         same = [r for r in self.regs if r.ctx is ctx and r.seam is seam]
         live = [r for r in same if _reg_live(r)]
         closing = [r for r in same if _reg_closing(r)]
@@ -623,6 +635,10 @@ class InvariantMachine(RuleBasedStateMachine):
                 f"{where}: a second live provider was accepted ({live[0].name} is live)"
             )
         return reg
+
+    def make_human(self, name: str) -> Human:
+        """The provider of the user-interaction seam registered as ``name``."""
+        return Human(self, name)
 
     def add_tool(self, owner: MScope, tool_name: str) -> None:
         name = f"t{next(self.ids)}"
@@ -854,15 +870,10 @@ class InvariantMachine(RuleBasedStateMachine):
 
     async def _provider_ask(self, human: Human, request: AskUserQuestionRequest) -> Any:
         rec = self.ask_by_question[request.question]
-        reg = human.reg
-        assert reg is not None
-        attempt = Attempt(f"a{next(self.ids)}", rec, reg, anyio.Event())
-        where = f"{rec.name} asked on {reg.name} ({attempt.name})"
-        if rec.outcome is not None:
-            self.fail_asks(f"{where} after the ask ended")
-        if rec.abort_fired or rec.caller_cancelled:
-            self.fail_asks(f"{where} after its signal fired or its caller cancelled")
-        for previous in rec.attempts:
+        assert human.reg is not None
+        attempt = self.new_attempt(rec, human.reg)
+        where = f"{rec.name} asked on {human.reg.name} ({attempt.name})"
+        for previous in rec.attempts[:-1]:
             if previous.status != "cancelled":
                 self.fail_asks(f"{where}: asked again after {previous.name} {previous.status}")
             elif previous.revoke_kind != "replaced":
@@ -871,17 +882,6 @@ class InvariantMachine(RuleBasedStateMachine):
                     if previous.revoke_kind == "aborted"
                     else f"{where}: asked again after {previous.name} was cancelled"
                 )
-        allowed = self.acceptable(rec.ctx, USER_INTERACTION)
-        if reg not in allowed:
-            self.fail_serving(
-                f"{where}: {reg.name} is not servable (closing/closed: {not _reg_live(reg)}); "
-                f"expected {' or '.join(_name(r) for r in allowed)}"
-            )
-        if rec.strict:
-            attempt.text = "yes" if next(self.ids) % 2 else "no"
-        else:
-            attempt.text = f"answer from {attempt.name}"
-        rec.attempts.append(attempt)
         try:
             await attempt.event.wait()
         except anyio.get_cancelled_exc_class():
@@ -901,6 +901,27 @@ class InvariantMachine(RuleBasedStateMachine):
         attempt.status, attempt.result = "raised", ("error", reply)
         raise UserInteractionError("the human said no", reply)
 
+    def new_attempt(self, rec: AskRec, reg: MReg) -> Attempt:
+        """A provider was asked ``rec``'s question: it may be, now, on this provider."""
+        attempt = Attempt(f"a{next(self.ids)}", rec, reg, anyio.Event())
+        where = f"{rec.name} asked on {reg.name} ({attempt.name})"
+        if rec.outcome is not None:
+            self.fail_asks(f"{where} after the ask ended")
+        if rec.abort_fired or rec.caller_cancelled:
+            self.fail_asks(f"{where} after its signal fired or its caller cancelled")
+        allowed = self.acceptable(rec.ctx, USER_INTERACTION)
+        if reg not in allowed:
+            self.fail_serving(
+                f"{where}: {reg.name} is not servable (closing/closed: {not _reg_live(reg)}); "
+                f"expected {' or '.join(_name(r) for r in allowed)}"
+            )
+        if rec.strict:
+            attempt.text = "yes" if next(self.ids) % 2 else "no"
+        else:
+            attempt.text = f"answer from {attempt.name}"
+        rec.attempts.append(attempt)
+        return attempt
+
     async def run_ask(self, rec: AskRec) -> None:
         rec.started = True
         rec.swap_at_start = self.current_swap
@@ -909,11 +930,11 @@ class InvariantMachine(RuleBasedStateMachine):
             try:
                 answer = await ask(rec.request, context=rec.ctx, swap_timeout=SWAP_WAIT)
             except UserInteractionError as error:
-                rec.outcome = ("error", error.code)
+                rec.outcome, rec.error = ("error", error.code), error
             except Exception as error:
                 rec.outcome = ("unexpected", repr(error))
             else:
-                rec.outcome = ("answer", answer.answer)
+                rec.outcome, rec.answer = ("answer", answer.answer), answer
         if rec.outcome is None:
             rec.outcome = ("cancelled",)
 
@@ -1123,6 +1144,24 @@ class InvariantMachine(RuleBasedStateMachine):
     def pending_asks(self) -> list[AskRec]:
         return [rec for rec in self.asks if rec.outcome is None]
 
+    def free_asks(self) -> int:
+        """How many asks were made outside any agent run."""
+        return sum(1 for rec in self.asks if rec.journal is None)
+
+    def make_ask_record(
+        self,
+        name: str,
+        ctx: Context,
+        request: AskUserQuestionRequest,
+        strict: bool,
+        mode: str,
+        controller: AbortController | None,
+    ) -> AskRec:
+        """A new ask of the model, checked after every step from now on."""
+        rec = AskRec(name, ctx, request, strict, mode, controller, anyio.CancelScope())
+        self.asks.append(rec)
+        return rec
+
     def swap_idle(self) -> bool:
         return all(w.finished for w in self.swaps)
 
@@ -1272,7 +1311,7 @@ class InvariantMachine(RuleBasedStateMachine):
 
     # -- rules: asks ------------------------------------------------------------------------
 
-    @precondition(lambda self: len(self.asks) < 10)
+    @precondition(lambda self: self.free_asks() < self.max_free_asks)
     @rule(
         ctx=st.sampled_from(["C", "D"]),
         mode=st.sampled_from(ASK_MODES),
@@ -1282,7 +1321,7 @@ class InvariantMachine(RuleBasedStateMachine):
     def start_ask(self, ctx: str, mode: str, strict: bool, reason: str) -> None:
         self.do(lambda: self.new_ask(ctx, mode, strict, reason))
 
-    @precondition(lambda self: len(self.asks) < 10)
+    @precondition(lambda self: self.free_asks() < self.max_free_asks)
     @rule(ctx=st.sampled_from(["C", "D"]), strict=st.booleans())
     def start_plain_ask(self, ctx: str, strict: bool) -> None:
         """The common case again, so that questions are often open when other rules run."""
@@ -1302,8 +1341,7 @@ class InvariantMachine(RuleBasedStateMachine):
             allow_custom=not strict,
             signal=signal,
         )
-        rec = AskRec(name, self._ctx(ctx), request, strict, mode, controller, anyio.CancelScope())
-        self.asks.append(rec)
+        rec = self.make_ask_record(name, self._ctx(ctx), request, strict, mode, controller)
         self.ask_by_question[name] = rec
         self.log(f"{name} = ask on {ctx} ({mode}{', strict' if strict else ''})")
         self.spawn(self.run_ask, rec)
@@ -1517,3 +1555,20 @@ SETTINGS = settings(
 def test_core_and_seam_invariants(backend: str) -> None:
     machine = type(f"InvariantMachine_{backend}", (InvariantMachine,), {"backend": backend})
     run_state_machine_as_test(machine, settings=SETTINGS)
+
+
+class JournalInvariantMachine(JournalRules, InvariantMachine):
+    """The same machine with an ask journal (tests/_journal_machine.py): agents ask inside
+    runs, the daemon stops and resumes, another process answers."""
+
+
+@pytest.mark.timeout(120 + JOURNAL_EXAMPLES)
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_invariants_with_a_journal(backend: str, engine: str) -> None:
+    machine = type(
+        f"JournalInvariantMachine_{backend}_{engine}",
+        (JournalInvariantMachine,),
+        {"backend": backend, "engine": engine},
+    )
+    run_state_machine_as_test(machine, settings=settings(SETTINGS, max_examples=JOURNAL_EXAMPLES))

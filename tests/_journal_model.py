@@ -1,0 +1,160 @@
+"""The model of tests/_journal_machine.py: what the machine knows of the daemon process, its
+agents and their runs, the asks they make and the writes of another process, and how it
+reads a record (the state machine's rules are in _journal_machine.py, its checks in
+_journal_checks.py)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+from hypothesis import strategies as st
+
+from hotseam.interaction import (
+    ASK_ABORTED,
+    ASK_DECLINED,
+    AgentRun,
+    AskJournal,
+    AskUserQuestionOption,
+)
+from hotseam.interaction._journal import (
+    AskRecord,
+    AskState,
+    Journal,
+    RunRecord,
+    RunState,
+)
+
+ENGINES = ("memory", "sqlite")
+AGENTS = ("alpha", "beta")
+POLL_INTERVAL = 0.01  # SQLite: how soon this process sees another's answer
+DELIVERY_WAIT = 5.0  # an ask answered elsewhere must have its answer within this
+MAX_AGENT_ASKS = 20
+SWAP_WAIT = 30.0
+FLEET = "fleet inbox (another process)"
+FRESH = st.integers(0, 4).map(lambda i: i == 4)
+THEN = st.sampled_from(["wait", "wait", "answer", "answer", "answer", ASK_DECLINED])
+YES_NO = (AskUserQuestionOption("yes"), AskUserQuestionOption("no"))
+
+
+class JournalViolation(AssertionError):
+    """Invariant 10 broke: an answer lost, delivered twice, to another question or run."""
+
+
+class AgentFailed(Exception):
+    """What an agent raises to end its run as failed."""
+
+
+@dataclass(eq=False)
+class MDaemon:
+    """One start of this process as the journal sees it (an AskJournal)."""
+
+    name: str
+    stop: anyio.Event = field(default_factory=anyio.Event)
+    down: anyio.Event = field(default_factory=anyio.Event)
+    journaling: AskJournal | None = None
+    agents: anyio.abc.TaskGroup | None = None
+    label: str = ""  # how its settlements are signed in the journal
+
+
+@dataclass(eq=False)
+class MAgent:
+    key: str
+    inc: Incarnation | None = None  # its task, while it runs
+    busy: Any = None  # its ask in flight (an AskRec)
+
+
+@dataclass(eq=False)
+class Incarnation:
+    """One call of an agent's function in one daemon: one AgentRun."""
+
+    name: str
+    agent: MAgent
+    daemon: MDaemon
+    fresh: bool
+    expected_run: str | None  # the unfinished run it must resume (or abandon, when fresh)
+    send: Any = None  # the commands to its task
+    run: AgentRun | None = None
+    recorded: list[AskRecord] | None = None  # the run's live records when it started
+    replaying: bool = True
+    position: int = 0
+    keys: set[str] = field(default_factory=set)
+    ending: str | None = None  # finished | failed: what the machine told it to do
+    ended: str | None = None  # finished | failed | cancelled | refused ...
+    resumed_with: list[str] | None = None  # the records the AgentRun started with
+    read_with: list[str] | None = None  # the records this machine read as it started
+    start_checked: bool = False
+    end_checked: bool = False
+
+
+@dataclass(eq=False)
+class JournalAsk:
+    """What the journal side of an ask (an AskRec of the machine) must become."""
+
+    inc: Incarnation
+    position: int
+    key: str | None
+    digest: str
+    expect: str  # new | replay | reattach | diverge
+    matched: AskRecord | None  # the record (as the run started) it replays/re-attaches to
+    before: frozenset[str]  # the run's records when it was asked
+    done: anyio.Event = field(default_factory=anyio.Event)
+    record_id: str | None = None
+    placed: bool = False
+
+
+@dataclass(eq=False)
+class MWrite:
+    """An answer (or, with no text, a dismissal) written by another process."""
+
+    name: str
+    ask_id: str
+    text: str | None
+    was_pending: bool
+    racing: Any = None  # the AskRec whose provider answers in the same turn
+    won: bool | None = None
+    error: str | None = None
+    done: bool = False
+    checked: bool = False
+
+
+def outcome_of(record: AskRecord) -> tuple[Any, ...] | None:
+    """What an ask of this record returns (None: still pending)."""
+    if record.state is AskState.ANSWERED:
+        assert record.answer is not None
+        return ("answer", record.answer.answer)
+    if record.state is AskState.FAILED:
+        return ("error", record.code or ASK_ABORTED)
+    if record.state is AskState.PENDING:
+        return None
+    return ("error", ASK_ABORTED)
+
+
+def idle(journal: Journal) -> bool:
+    """No operation of this SQLite journal is running in, or waiting for, its worker thread."""
+    limiter = journal._limiter  # type: ignore[attr-defined]
+    statistics = limiter.statistics()
+    return bool(statistics.borrowed_tokens == 0 and statistics.tasks_waiting == 0)
+
+
+def name_of(item: Any) -> str:
+    return "nothing" if item is None else str(item.name)
+
+
+def gone(record: AskRecord) -> bool:
+    return record.state is AskState.ABANDONED
+
+
+def run_ended(run: RunRecord | None) -> bool:
+    return run is not None and run.state is not RunState.RUNNING
+
+
+def state_of(run: RunRecord | None) -> str:
+    return "unknown" if run is None else run.state.value
+
+
+def settlement_of(record: AskRecord) -> tuple[object, ...]:
+    answer = None if record.answer is None else record.answer.answer
+    return (record.state.value, record.code, answer, record.settled_by)
