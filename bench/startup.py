@@ -1,0 +1,322 @@
+"""Start-up: how long the commands take from a fresh interpreter, and where the time goes.
+
+    .venv/bin/python bench/startup.py [--rounds 20]
+
+Wall time of fresh processes, every command once per round in a random order, after one
+round of warm-up (not counted); median and p95 over the rounds, and the median minus the
+bare interpreter's (``python -c pass``):
+
+* ``import hotseam``, ``hotseam --help``;
+* ``hotseam status PID`` of a running ``hotseam run`` (a round trip over its control
+  socket);
+* ``hotseam run providers --agent ... --no-journal`` until its agent prints the answer to
+  its first question, from a provider module that answers at once: an agent that calls
+  ``ask()``, and one that calls the ask tool (``context.tools.execute``, a dict parsed),
+  as the built-in demo agent does.
+
+**Bytecode is cached**: hotseam is compiled before the run, and the children run without
+``PYTHONDONTWRITEBYTECODE``, so hotseam and every library load from their ``.pyc`` files
+(the provider and agent modules of the project are compiled from source, as hotseam loads
+watched modules). Then, for ``hotseam run`` and ``hotseam status``, where the milliseconds
+go: ``-X importtime``'s self times summed by top-level package (median of 5 runs; that
+flag slows imports a little, so the sum is an upper bound), beside the wall time and the
+bare interpreter. The header says when the run was made, on what and under what load; the
+end line the load when it ended.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import os
+import platform
+import random
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+
+import hotseam
+
+PROVIDER = """\
+from hotseam.interaction import USER_INTERACTION, AskUserQuestionAnswer
+
+
+class Provider:
+    async def ask(self, request):
+        return AskUserQuestionAnswer("fine")
+
+
+def setup(scope):
+    scope.provide(USER_INTERACTION, Provider())
+"""
+ASK_AGENT = """\
+import time
+
+import anyio
+from hotseam.interaction import AskUserQuestionRequest, ask
+
+
+async def main(context):
+    answer = await ask(AskUserQuestionRequest("How are you?"), context=context)
+    print("answer:", answer.answer, time.process_time(), flush=True)
+    if {wait}:
+        await anyio.sleep_forever()
+"""
+TOOL_AGENT = """\
+import time
+
+
+async def main(context):
+    result = await context.tools.execute("ask_user_question", {"question": "How are you?"})
+    print("answer:", result.output["answer"], time.process_time(), flush=True)
+"""
+
+HOTSEAM = [sys.executable, "-m", "hotseam"]
+RUN = [*HOTSEAM, "run", "providers", "--no-journal", "--agent"]
+ROWS = {
+    "python -c pass": [sys.executable, "-c", "pass"],
+    "import hotseam": [sys.executable, "-c", "import hotseam"],
+    "hotseam --help": [*HOTSEAM, "--help"],
+    "hotseam status": [],  # the daemon's pid is known once it runs
+    "hotseam run → first answer, ask()": [*RUN, "agent.py:main"],
+    "hotseam run → first answer, the ask tool": [*RUN, "tool_agent.py:main"],
+}
+DAEMON_ROWS = ("hotseam run → first answer, ask()", "hotseam run → first answer, the ask tool")
+
+
+def environment() -> dict[str, str]:
+    """This environment, with bytecode caching allowed (see the docstring)."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def project(folder: Path) -> Path:
+    (folder / "providers").mkdir()
+    (folder / "providers" / "ui.py").write_text(PROVIDER, encoding="utf-8")
+    (folder / "agent.py").write_text(ASK_AGENT.format(wait=False), encoding="utf-8")
+    (folder / "waiting.py").write_text(ASK_AGENT.format(wait=True), encoding="utf-8")
+    (folder / "tool_agent.py").write_text(TOOL_AGENT, encoding="utf-8")
+    return folder
+
+
+def timed(
+    command: list[str], folder: Path, env: dict[str, str], first_line: bool
+) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system, every thread) from starting ``command`` until it
+    exits, or, with ``first_line``, until its agent printed the answer (with the CPU time
+    it had used then; it is then stopped)."""
+    started = time.perf_counter()
+    child = subprocess.Popen(
+        command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    assert child.stdout is not None
+    if first_line:
+        line = child.stdout.readline()
+        elapsed = time.perf_counter() - started
+        child.terminate()
+        child.wait()
+        child.stdout.close()
+        assert line.startswith(b"answer: fine "), line
+        return elapsed, float(line.split()[-1])
+    child.stdout.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    elapsed = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    child.stdout.close()
+    assert child.returncode == 0, command
+    return elapsed, usage.ru_utime + usage.ru_stime
+
+
+def measure(rounds: int, folder: Path) -> dict[str, list[tuple[float, float]]]:
+    env = environment()
+    daemon = subprocess.Popen(
+        [*RUN, "waiting.py:main"],
+        cwd=folder,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    commands = dict(ROWS)
+    commands["hotseam status"] = [*HOTSEAM, "status", str(daemon.pid)]
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+    try:
+        assert daemon.stdout is not None
+        assert daemon.stdout.readline().startswith(b"answer: fine ")
+        for round_number in range(rounds + 1):
+            for name in random.sample(list(commands), len(commands)):
+                wall, cpu = timed(commands[name], folder, env, name in DAEMON_ROWS)
+                if round_number:  # the first round warms the caches
+                    samples[name].append((wall * 1000, cpu * 1000))
+        return samples
+    finally:
+        daemon.terminate()
+        daemon.wait()
+        if daemon.stdout is not None:
+            daemon.stdout.close()
+
+
+_IMPORT_LINE = re.compile(r"^import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)$")
+
+
+def import_shares(command: list[str], folder: Path, first_line: bool) -> dict[str, float]:
+    """``-X importtime`` self times (ms) of one run of ``command``, summed by top-level
+    package (the standard library's modules as ``stdlib``)."""
+    env = environment()
+    argv = [sys.executable, "-X", "importtime", *command[1:]]
+    if first_line:
+        with tempfile.TemporaryFile() as err:  # not a pipe: it is read once the run ends
+            child = subprocess.Popen(argv, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=err)
+            assert child.stdout is not None
+            assert child.stdout.readline().startswith(b"answer: fine ")
+            child.terminate()
+            child.wait()
+            child.stdout.close()
+            err.seek(0)
+            text = err.read().decode()
+    else:
+        text = subprocess.run(
+            argv, cwd=folder, env=env, capture_output=True, text=True, check=True
+        ).stderr
+    shares: dict[str, float] = defaultdict(float)
+    for line in text.splitlines():
+        found = _IMPORT_LINE.match(line)
+        if found is None:
+            continue
+        top = found.group(4).partition(".")[0]
+        shares[top if top in _THIRD_PARTY or top == "hotseam" else "stdlib"] += (
+            int(found.group(1)) / 1000
+        )
+    return shares
+
+
+_THIRD_PARTY = {
+    "anyio",
+    "sniffio",
+    "structlog",
+    "pydantic",
+    "pydantic_core",
+    "annotated_types",
+    "typing_extensions",
+    "typing_inspection",
+    "inotify_simple",
+    "watchfiles",
+    "idna",
+    "_distutils_hack",
+}
+
+
+def breakdown(name: str, command: list[str], folder: Path, wall: float, bare: float) -> None:
+    runs = [import_shares(command, folder, name in DAEMON_ROWS) for _ in range(5)]
+    packages = sorted(
+        {package for run in runs for package in run},
+        key=lambda package: -statistics.median(run[package] for run in runs),
+    )
+    total = statistics.median(sum(run.values()) for run in runs)
+    print(f"`{name}`: wall {wall:.1f} ms median; the bare interpreter {bare:.1f} ms;")
+    print(f"imports (`-X importtime`, self times summed, median of 5) {total:.1f} ms:\n")
+    print("| package | ms |")
+    print("|---|---:|")
+    for package in packages:
+        share = statistics.median(run[package] for run in runs)
+        if share >= 0.5:
+            print(f"| {package} | {share:.1f} |")
+    rest = wall - bare - total
+    print(f"\nthe rest (arguments, logging set-up, the work itself) ≈ {rest:.1f} ms\n")
+
+
+def load() -> str:
+    return ", ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=20)
+    rounds = parser.parse_args().rounds
+    random.seed(1)
+    compileall.compile_dir(Path(hotseam.__file__).parent, quiet=1)
+    uname = platform.uname()
+    print(
+        f"Run of {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {uname.system} {uname.release} "
+        f"{uname.machine}, {os.cpu_count()} cores (nproc), Python {platform.python_version()}; "
+        f"load average {load()}."
+    )
+    print(
+        "Bytecode: cached — hotseam compiled first; hotseam and every library load from "
+        "their .pyc files (the project's provider and agent modules are compiled from "
+        "source).\n"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = project(Path(tmp))
+        samples = measure(rounds, folder)
+        walls = {name: [wall for wall, _ in values] for name, values in samples.items()}
+        bare = statistics.median(walls["python -c pass"])
+        print(
+            f"A fresh process (ms; {rounds} rounds, the commands interleaved): wall time, "
+            "and CPU time (user + system, all threads; what the load cannot stretch):\n"
+        )
+        print("| command | wall median | wall p95 | wall minus `python -c pass` | CPU median |")
+        print("|---|---:|---:|---:|---:|")
+        for name, values in samples.items():
+            wall = [each for each, _ in values]
+            median = statistics.median(wall)
+            p95 = statistics.quantiles(wall, n=20)[-1]
+            cpu = statistics.median(each for _, each in values)
+            print(f"| `{name}` | {median:.1f} | {p95:.1f} | {median - bare:.1f} | {cpu:.1f} |")
+        print()
+        for name in DAEMON_ROWS:
+            breakdown(name, ROWS[name], folder, statistics.median(walls[name]), bare)
+        status_breakdown(folder, statistics.median(walls["hotseam status"]), bare)
+    print(f"Ended {datetime.now(UTC):%H:%M} UTC, load average {load()}.")
+
+
+def status_breakdown(folder: Path, wall: float, bare: float) -> None:
+    """The imports of ``hotseam status`` against a running daemon, and its round trip."""
+    env = environment()
+    daemon = subprocess.Popen(
+        [*RUN, "waiting.py:main"],
+        cwd=folder,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert daemon.stdout is not None
+        assert daemon.stdout.readline().startswith(b"answer: fine ")
+        breakdown("hotseam status", [*HOTSEAM, "status", str(daemon.pid)], folder, wall, bare)
+        trips = []
+        for _ in range(20):
+            done = subprocess.run(
+                [sys.executable, "-c", ROUND_TRIP, str(daemon.pid)],
+                cwd=folder,
+                env=env,
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            trips.append(float(done.stdout))
+        print(f"its round trip over the control socket: {statistics.median(trips):.2f} ms\n")
+    finally:
+        daemon.terminate()
+        daemon.wait()
+        if daemon.stdout is not None:
+            daemon.stdout.close()
+
+
+ROUND_TRIP = """\
+import sys, time
+from hotseam.cli._control_client import request
+from hotseam.cli._control_folder import locate
+endpoint, _ = locate(sys.argv[1])
+started = time.perf_counter()
+request(endpoint, {"op": "status"})
+print((time.perf_counter() - started) * 1000)
+"""
+
+
+if __name__ == "__main__":
+    main()
