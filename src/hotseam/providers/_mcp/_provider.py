@@ -38,10 +38,7 @@ from ...interaction import (
     UserInteractionError,
     UserInteractionProvider,
 )
-from .._acp._form import EmptyAnswerError, IncompleteAnswerError, build_form
-from .._acp._provider import EMPTY_ANSWER_NOTE
 from ._call import McpCall, current_call
-from ._form import mcp_schema, read_result
 
 __all__ = ["McpProvider"]
 
@@ -108,6 +105,12 @@ class McpProvider:
     async def _ask_by_form(
         self, call: McpCall, request: AskUserQuestionRequest
     ) -> AskUserQuestionAnswer:
+        # The form mapping is the ACP provider's, and so is its SDK's schema: imported at
+        # the first question, not when a host starts the server (the ACP SDK costs ~0.5 s).
+        from .._acp._form import EmptyAnswerError, IncompleteAnswerError, build_form
+        from .._acp._provider import EMPTY_ANSWER_NOTE
+        from ._form import mcp_schema, read_result
+
         note: str | None = None
         given: dict[str, Any] | None = None
         asked_again = 0

@@ -1,0 +1,188 @@
+"""``hotseam mcp`` as a subprocess against hostile and broken peers, on the raw wire: a
+huge line, JSON nested too deep, lines that are no JSON-RPC, a host without elicitation, a
+peer that never reads stdout, a peer that leaves while a form is open. Each gets a clear
+error or a clean end: the process never crashes and never wedges."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import pytest
+
+from .test_cli_stdio import committed_at, log_lines, write_tools
+
+WAIT = 10.0
+LIMIT = 65536
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"elicitation": {"form": {}}},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
+
+
+class RawPeer:
+    """A peer that writes lines of its choosing and reads the server's replies."""
+
+    def __init__(self, process: anyio.abc.Process) -> None:
+        self.process = process
+        self._buffer = b""
+
+    async def send(self, message: dict[str, Any] | bytes) -> None:
+        data = message if isinstance(message, bytes) else json.dumps(message).encode() + b"\n"
+        assert self.process.stdin is not None
+        await self.process.stdin.send(data)
+
+    async def receive(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        with anyio.fail_after(WAIT):
+            while b"\n" not in self._buffer:
+                self._buffer += await self.process.stdout.receive()
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        return json.loads(line)  # type: ignore[no-any-return]
+
+    async def request(self, message: dict[str, Any]) -> dict[str, Any]:
+        await self.send(message)
+        return await self.receive()
+
+    async def stopped(self, *, terminate: bool = False) -> int:
+        if terminate:
+            self.process.send_signal(signal.SIGTERM)
+        elif self.process.stdin is not None:
+            await self.process.stdin.aclose()
+        with anyio.fail_after(WAIT):
+            return await self.process.wait()
+
+
+@asynccontextmanager
+async def raw(folder: Path, stderr: Path, *options: str) -> AsyncIterator[RawPeer]:
+    command = [sys.executable, "-m", "hotseam", "mcp", str(folder), *options]
+    with stderr.open("w") as errlog:
+        process = await anyio.open_process(command, stderr=errlog, cwd=folder)
+        try:
+            yield RawPeer(process)
+        finally:
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+            await process.aclose()
+
+
+def _call(id_: int, name: str, meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": name, "arguments": {"name": "Ada"} if name == "greet" else {}}
+    if meta is not None:
+        params["_meta"] = meta
+    return {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": params}
+
+
+async def test_bad_lines_get_clear_errors_and_the_server_goes_on(tmp_path: Path) -> None:
+    """A line over --max-line-bytes is discarded as it arrives (-32600 naming the limit),
+    JSON nested too deep is -32700, JSON that is no JSON-RPC is -32600; each with id null,
+    and the next request is served. A host that advertised no elicitation (2026-07-28
+    here) gets its question back as an error the model reads."""
+    folder = tmp_path / "tools"
+    write_tools(folder)
+    async with raw(folder, tmp_path / "stderr.log", "--max-line-bytes", str(LIMIT)) as peer:
+        huge = (
+            b'{"jsonrpc": "2.0", "id": 9, "method": "ping", "params": {"x": "'
+            + b"a" * (3 * LIMIT)
+            + b'"}}\n'
+        )
+        await peer.send(huge)
+        error = await peer.receive()
+        assert error["id"] is None
+        assert error["error"]["code"] == -32600
+        assert f"limit of {LIMIT} bytes" in error["error"]["message"]
+
+        await peer.send(b'{"a": ' + b"[" * 20_000 + b"]" * 20_000 + b"}\n")
+        error = await peer.receive()
+        assert (error["id"], error["error"]["code"]) == (None, -32700)
+        assert "recursion limit" in error["error"]["message"]
+
+        await peer.send(b'{"hello": "world"}\n')
+        error = await peer.receive()
+        assert (error["id"], error["error"]["code"]) == (None, -32600)
+
+        listed = await peer.request(
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": MODERN_META}}
+        )
+        assert [tool["name"] for tool in listed["result"]["tools"]] == ["checks", "greet", "pick"]
+        answered = await peer.request(_call(2, "pick", MODERN_META))
+        result = answered["result"]
+        assert result["isError"] is True
+        assert result["structuredContent"]["code"] == "NO_PROVIDER"
+        assert await peer.stopped() == 0
+    warnings = [line["event"] for line in log_lines(tmp_path / "stderr.log")]
+    assert warnings.count("mcp.message_refused") == 2
+    assert "mcp.line_too_long" in warnings
+
+
+async def test_a_peer_that_never_reads_stdout_cannot_wedge_the_server(tmp_path: Path) -> None:
+    """Replies pile up in a pipe nobody reads: the server still reads stdin, still
+    reloads a saved module, and SIGTERM still stops it cleanly (exit 0)."""
+    folder = tmp_path / "tools"
+    write_tools(folder)
+    stderr = tmp_path / "stderr.log"
+    async with raw(folder, stderr) as peer:
+        assert (await peer.request(INITIALIZE))["result"]["serverInfo"]["name"] == "hotseam"
+        await peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        for number in range(400):  # ~400 KiB of replies: far more than a pipe holds
+            await peer.send(
+                {"jsonrpc": "2.0", "id": 100 + number, "method": "tools/list", "params": {}}
+            )
+        greet = folder / "greet.py"
+        greet.write_text(greet.read_text().replace("Greet.", "Greet again."))
+        await committed_at(stderr, greet, after=1)
+        assert await peer.stopped(terminate=True) == 0
+    events = [line["event"] for line in log_lines(stderr)]
+    assert "mcp.stopped" in events
+    assert "mcp.failed" not in events
+
+
+@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+async def test_a_peer_that_leaves_while_a_form_is_open(tmp_path: Path, era: str) -> None:
+    """The form is out (an elicitation/create request, or an input-required result), and
+    the peer closes the pipes: the server ends cleanly (exit 0, nothing failed)."""
+    folder = tmp_path / "tools"
+    write_tools(folder)
+    stderr = tmp_path / "stderr.log"
+    async with raw(folder, stderr) as peer:
+        if era == "2025-11-25":
+            await peer.request(INITIALIZE)
+            await peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            form = await peer.request(_call(1, "pick"))
+            assert form["method"] == "elicitation/create"
+            assert form["params"]["message"] == "Which database?"
+        else:
+            meta = {
+                **MODERN_META,
+                "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+            }
+            result = (await peer.request(_call(1, "pick", meta)))["result"]
+            assert result["resultType"] == "input_required"
+            assert result["inputRequests"]["q1"]["method"] == "elicitation/create"
+        assert peer.process.stdout is not None
+        await peer.process.stdout.aclose()
+        assert await peer.stopped() == 0
+    events = [line["event"] for line in log_lines(stderr)]
+    assert "mcp.stopped" in events
+    assert "mcp.failed" not in events
