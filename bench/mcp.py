@@ -1,7 +1,7 @@
 """`hotseam mcp` measured the way a host meets it, side by side with a plain `mcp` SDK server.
 
     .venv/bin/python bench/mcp.py [--calls 400] [--saves 60] [--modules 100] [--asks 150]
-                                  [--plain-only]
+                                  [--plain-only | --saves-only]
 
 Every server is a real subprocess spoken to over stdio by the SDK's own client
 (``mcp.Client``), on both protocol eras: ``legacy`` (the 2025-11-25 ``initialize``
@@ -191,7 +191,10 @@ async def answer_at_once(
 @asynccontextmanager
 async def connect(command: list[str], mode: str, errlog: IO[str]) -> AsyncIterator[Client]:
     """A host's client session with ``command`` as its subprocess over stdio."""
-    server = StdioServerParameters(command=command[0], args=command[1:])
+    # The SDK passes only a few variables on; PYTHONPATH lets a run try a change to the
+    # server (a sitecustomize module) without editing it.
+    env = {name: os.environ[name] for name in ("PYTHONPATH",) if name in os.environ}
+    server = StdioServerParameters(command=command[0], args=command[1:], env=env)
     client = Client(
         stdio_client(server, errlog=errlog),  # type: ignore[arg-type]
         mode=mode,
@@ -392,8 +395,9 @@ async def main(options: argparse.Namespace) -> None:
         servers = {"plain mcp": [sys.executable, str(plain)]}
         if not options.plain_only:
             servers["hotseam mcp"] = [HOTSEAM, "mcp", str(tools)]
-        rows = await round_trips(servers, options.calls, options.asks, errlog)
-        print_round_trips(rows)
+        if not options.saves_only:
+            rows = await round_trips(servers, options.calls, options.asks, errlog)
+            print_round_trips(rows)
         if not options.plain_only:
             saves = {
                 era: await save_to_new_code(options.modules, options.saves, era, errlog)
@@ -412,4 +416,5 @@ if __name__ == "__main__":
     parser.add_argument(
         "--plain-only", action="store_true", help="the plain mcp server alone (a baseline)"
     )
+    parser.add_argument("--saves-only", action="store_true", help="only save → next call")
     anyio.run(main, parser.parse_args())
