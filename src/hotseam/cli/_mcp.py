@@ -35,6 +35,7 @@ from ._config import ConfigError
 from ._options import ReloadOptions, add_common_options, resolve
 
 if TYPE_CHECKING:
+    from ..providers.mcp import McpServer
     from ._web import WebOptions
 
 __all__ = ["add_arguments", "run"]
@@ -74,6 +75,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="on protocol 2026-07-28, how long a question waits for the host to call the "
         "tool again with the answer (default: 600)",
     )
+    parser.add_argument(
+        "--http",
+        metavar="PORT",
+        nargs="?",
+        const=0,
+        type=_port,
+        default=None,
+        help="serve Streamable HTTP on loopback instead of stdio, at http://127.0.0.1:PORT/mcp "
+        "(no PORT: a free one); every request needs the token (Authorization: Bearer TOKEN, "
+        "or ?token=TOKEN), logged with the URL at start",
+    )
+    parser.add_argument(
+        "--http-host",
+        metavar="HOST",
+        default="127.0.0.1",
+        help="the loopback address --http listens on (default 127.0.0.1)",
+    )
     add_common_options(parser)
     add_web_arguments(parser)
 
@@ -87,8 +105,10 @@ def run(args: argparse.Namespace) -> int:
     from ._web import web_options
 
     try:
-        _check_stdio()
+        if args.http is None:
+            _check_stdio()
         settings = resolve(args, log_format="json", provider_wait=math.inf)
+        _check_http(args)
         if not settings.paths:
             raise ConfigError(
                 "no PATH given, and no 'paths' in a [tool.hotseam] table of a pyproject.toml "
@@ -106,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
                 web,
                 args.max_line_bytes,
                 args.input_ttl,
+                None if args.http is None else (args.http_host, args.http),
                 backend="asyncio",
             )
     except (_UsageError, HarnessError, ValueError) as error:
@@ -122,6 +143,7 @@ async def _main(
     web: WebOptions | None,
     max_line_bytes: int | None,
     input_ttl: float,
+    http: tuple[str, int] | None = None,
 ) -> int:
     import anyio
 
@@ -170,11 +192,15 @@ async def _main(
                         tools=tools.tools.names(),
                         web=None if fallback is None else fallback.url,
                     )
-                    reader, writer = await _stdio_streams(protocol_out)
-                    async with stdio_streams(
-                        reader, writer, max_line_bytes=max_line_bytes or DEFAULT_MAX_LINE_BYTES
-                    ) as (read_stream, write_stream):
-                        await server.serve(read_stream, write_stream)
+                    if http is not None:
+                        if not await _serve_http(server, *http):
+                            return 2
+                    else:
+                        reader, writer = await _stdio_streams(protocol_out)
+                        async with stdio_streams(
+                            reader, writer, max_line_bytes=max_line_bytes or DEFAULT_MAX_LINE_BYTES
+                        ) as (read_stream, write_stream):
+                            await server.serve(read_stream, write_stream)
                     await events.aclose()
             group.cancel_scope.cancel()
     except Exception as error:
@@ -182,6 +208,33 @@ async def _main(
         return 1
     _log.info("mcp.stopped")
     return 0
+
+
+async def _serve_http(server: McpServer, host: str, port: int) -> bool:
+    """Serve Streamable HTTP until a stop signal; ``False`` (after one line on stderr) when
+    the address cannot be listened on."""
+    import anyio
+
+    from ..providers._mcp._http import serve_http
+    from ..providers._web._security import load_token
+
+    try:
+        async with serve_http(server, host=host, port=port, token=load_token()) as endpoint:
+            _log.info(
+                "mcp.http_url",
+                url=endpoint.url_with_token,
+                summary=f"MCP over HTTP at {endpoint.url_with_token}",
+            )
+            await anyio.sleep_forever()
+    except (OSError, ValueError) as error:
+        print(f"hotseam mcp: --http: {error}", file=sys.stderr)
+        return False
+    return True  # pragma: no cover - a stop signal cancels the sleep
+
+
+def _check_http(args: argparse.Namespace) -> None:
+    if args.http is None and args.http_host != "127.0.0.1":
+        raise _UsageError("--http-host needs --http")
 
 
 def _existing(path: str) -> Path:
@@ -205,6 +258,16 @@ def _check_stdio() -> None:
                 f"{name} is a file; an MCP host launches 'hotseam mcp' with pipes "
                 "(or try it in a terminal)"
             )
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, got {text!r}")
+    return value
 
 
 def _positive_int(text: str) -> int:

@@ -50,6 +50,23 @@ _MAX_PEERS = 1024
 _TOOL_CHANGES = frozenset({"committed", "unloaded"})
 
 
+class _Server(Server[Any]):
+    """The SDK's low-level server, advertising ``tools.listChanged`` however it is run (the
+    SDK's Streamable HTTP session manager builds ``initialize``'s answer from defaults)."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
 class McpServer:
     """Serves the tools of ``context`` (its own and inherited ones) to MCP clients.
 
@@ -75,7 +92,7 @@ class McpServer:
         self.continuations = Continuations(input_ttl)
         self.bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self.bus)
-        self.lowlevel: Server[Any] = Server(
+        self.lowlevel: Server[Any] = _Server(
             name,
             version=version,
             on_list_tools=self._list_tools,

@@ -1,0 +1,107 @@
+"""``--http``: Streamable HTTP on loopback behind the web inbox's rules, reached by the
+``mcp`` SDK's own client (both revisions, both anyio backends) and by raw requests."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import mcp
+import pytest
+
+from hotseam import Context, Scope
+from hotseam.interaction import USER_INTERACTION
+from hotseam.providers._mcp._http import HttpEndpoint, serve_http
+from hotseam.providers.mcp import McpProvider, McpServer
+
+from .conftest import ERAS, accept
+from .test_elicit import pick_database
+from .test_server_tools import greet
+
+TOKEN = "t0k3n-for-the-tests-only"
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+ACCEPTS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+@asynccontextmanager
+async def http_served() -> AsyncIterator[HttpEndpoint]:
+    base = Context("mcp")
+    tools = base.child("mcp.tools")
+    async with Scope("test.mcp", context=base) as scope, Scope("t", context=tools) as own:
+        scope.provide(USER_INTERACTION, McpProvider())
+        own.register_tool(greet)
+        own.register_tool(pick_database)
+        server = McpServer(tools)
+        async with server.running(), serve_http(server, port=0, token=TOKEN) as endpoint:
+            yield endpoint
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+# The SDK's HTTP client (httpx2) leaves its SSE generators to the garbage collector on trio:
+# the client's defect, not the server's (the asyncio runs see none).
+@pytest.mark.filterwarnings(
+    "ignore:Exception ignored in. <async_generator object:pytest.PytestUnraisableExceptionWarning"
+)
+async def test_the_sdk_client_over_http(mode: str) -> None:
+    """List, call, and a form answered through the client's callback, over HTTP."""
+    answer = accept(answer="SQLite")
+
+    async def on_elicit(context: Any, params: Any) -> Any:
+        return await answer(params)
+
+    async with http_served() as endpoint:
+        client = mcp.Client(endpoint.url_with_token, mode=mode, elicitation_callback=on_elicit)  # type: ignore[arg-type]
+        async with client:
+            assert [t.name for t in (await client.list_tools()).tools] == [
+                "greet",
+                "pick_database",
+            ]
+            greeted = await client.call_tool("greet", {"name": "Ada"})
+            assert greeted.content[0].text == "hello Ada"  # type: ignore[union-attr]
+            picked = await client.call_tool("pick_database", {})
+            assert picked.structured_content["answer"] == "SQLite"  # type: ignore[index]
+
+
+@pytest.mark.anyio
+async def test_the_inbox_rules_refuse_what_they_refuse() -> None:
+    """No token: 401; a Host that is not this server: 421 (DNS rebinding); a foreign
+    Origin: 403; another path: 404; each a JSON-RPC error body on a closed connection. The
+    token as a Bearer header (what hosts configure) is let in."""
+    async with http_served() as endpoint, httpx.AsyncClient() as http:
+        url = endpoint.url
+        refused = await http.post(url, json=INITIALIZE, headers=ACCEPTS)
+        assert refused.status_code == 401
+        assert "Authorization: Bearer TOKEN" in refused.json()["error"]["message"]
+        assert refused.headers["connection"] == "close"
+        bearer = {**ACCEPTS, "authorization": f"Bearer {TOKEN}"}
+        wrong_token = {**ACCEPTS, "authorization": "Bearer not-the-token-at-all"}
+        assert (await http.post(url, json=INITIALIZE, headers=wrong_token)).status_code == 401
+        rebinding = {**bearer, "host": f"evil.example:{endpoint.listener.port}"}
+        assert (await http.post(url, json=INITIALIZE, headers=rebinding)).status_code == 421
+        foreign = {**bearer, "origin": "http://evil.example"}
+        assert (await http.post(url, json=INITIALIZE, headers=foreign)).status_code == 403
+        other = url.replace("/mcp", "/other")
+        assert (await http.post(other, json=INITIALIZE, headers=bearer)).status_code == 404
+        served = await http.post(url, json=INITIALIZE, headers=bearer)
+        assert served.status_code == 200, served.text
+        assert "hotseam" in served.text
+
+
+@pytest.mark.anyio
+async def test_only_loopback_is_served() -> None:
+    server = McpServer(Context("mcp"))
+    with pytest.raises(ValueError, match="not a loopback address"):
+        async with serve_http(server, host="0.0.0.0", token=TOKEN):
+            pass
