@@ -56,6 +56,7 @@ from pydantic import BaseModel
 
 from _journal_machine import JournalRules
 from _journal_model import ENGINES
+from _multi_question_machine import MultiQuestionRules
 from hotseam import (
     AbortController,
     AbortError,
@@ -92,6 +93,7 @@ from hotseam.interaction import (
 
 EXAMPLES = int(os.environ.get("HOTSEAM_STATEFUL_EXAMPLES", "200"))
 JOURNAL_EXAMPLES = max(EXAMPLES // 5, 10)  # per backend and engine
+MULTI_EXAMPLES = max(EXAMPLES // 4, 10)  # per backend
 STEPS = 50
 FAST_TIMEOUT = 0.05  # dispose_timeout of "fast" scope trees, the only ones with overruns
 SLOW_TIMEOUT = 30.0  # never reached: gates are opened by a rule or by the teardown
@@ -270,6 +272,7 @@ class AskRec:
     answer: AskUserQuestionAnswer | None = None  # what ask() returned
     error: UserInteractionError | None = None  # or raised
     journal: Any = None  # an ask inside an agent run: its JournalAsk (tests/_journal_machine.py)
+    multi: Any = None  # an ask of several questions: its MultiAsk (_multi_question_machine.py)
 
 
 @dataclass(eq=False)
@@ -1555,6 +1558,19 @@ SETTINGS = settings(
 def test_core_and_seam_invariants(backend: str) -> None:
     machine = type(f"InvariantMachine_{backend}", (InvariantMachine,), {"backend": backend})
     run_state_machine_as_test(machine, settings=SETTINGS)
+
+
+class MultiQuestionMachine(MultiQuestionRules, InvariantMachine):
+    """The same machine with asks of several questions (tests/_multi_question_machine.py):
+    exactly once per ask and per question, across swaps, on providers that show them
+    together or one at a time."""
+
+
+@pytest.mark.timeout(120 + MULTI_EXAMPLES)
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_invariants_with_multi_question_asks(backend: str) -> None:
+    machine = type(f"MultiQuestionMachine_{backend}", (MultiQuestionMachine,), {"backend": backend})
+    run_state_machine_as_test(machine, settings=settings(SETTINGS, max_examples=MULTI_EXAMPLES))
 
 
 class JournalInvariantMachine(JournalRules, InvariantMachine):

@@ -7,6 +7,7 @@ import uuid
 from contextlib import nullcontext
 
 import anyio
+import anyio.lowlevel
 
 from .._core import (
     DEFAULT_SWAP_WAIT,
@@ -17,6 +18,7 @@ from .._core import (
     get_logger,
 )
 from . import _pending
+from ._answer import where
 from ._crash import log_provider_crash
 from ._errors import (
     ASK_ABORTED,
@@ -269,7 +271,11 @@ async def _put(
         part = AskUserQuestionRequest.of(rest, agent=request.agent, signal=request.signal)
         answered.update((e.id, e) for e in _answers_to(request, rest, await provider.ask(part)))
     else:
-        for item in rest:
+        for number, item in enumerate(rest):
+            if number:
+                # Not to a provider revoked (or a caller cancelled, or a signal fired) in the
+                # turn the previous question was answered: the rest goes to the replacement.
+                await anyio.lowlevel.checkpoint_if_cancelled()
             part = AskUserQuestionRequest.of([item], agent=request.agent, signal=request.signal)
             (entry,) = _answers_to(request, [item], await provider.ask(part))
             answered[entry.id] = entry
@@ -299,6 +305,16 @@ def _answers_to(
     if len(asked) == 1 and len(entries) == 1 and entries[0]._derived:
         entries = (QuestionAnswer(str(asked[0].id), answer.answer),)
     checked = check_partial_answer(request, entries)
+    given = {entry.id for entry in checked}
+    missing = [item for item in asked if item.id not in given]
+    if missing:
+        index = request.questions.index(missing[0])
+        raise UserInteractionError(
+            f"{where(missing[0], index)} has no answer (the provider answered "
+            f"{len(checked)} of the {len(asked)} question(s) it was asked; one entry per "
+            "question)",
+            INVALID_ANSWER,
+        )
     if [entry.id for entry in checked] != [item.id for item in asked]:
         raise UserInteractionError(
             f"the provider answered {len(checked)} of the {len(asked)} question(s) it was "
