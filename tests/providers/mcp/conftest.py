@@ -47,13 +47,47 @@ class Served:
     notified: anyio.Event = field(default_factory=anyio.Event)
 
 
+class _Watched:
+    """The server's read stream, with ``on_read`` called on each message as it is read."""
+
+    def __init__(self, inner: Any, on_read: Callable[[Any], None]) -> None:
+        self._inner = inner
+        self._on_read = on_read
+
+    async def receive(self) -> Any:
+        item = await self._inner.receive()
+        self._on_read(item)
+        return item
+
+    def __aiter__(self) -> _Watched:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _Watched:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
 @asynccontextmanager
-async def _memory_transport(server: McpServer) -> AsyncIterator[Any]:
+async def _memory_transport(
+    server: McpServer, on_read: Callable[[Any], None] | None = None
+) -> AsyncIterator[Any]:
     async with (
         create_client_server_memory_streams() as (client_streams, server_streams),
         anyio.create_task_group() as group,
     ):
-        group.start_soon(server.serve, *server_streams)
+        read, write = server_streams
+        group.start_soon(server.serve, _Watched(read, on_read) if on_read else read, write)
         try:
             yield client_streams
         finally:
@@ -73,11 +107,13 @@ async def serving(
     provide: bool = True,
     input_ttl: float = 600.0,
     folder: Path | None = None,
+    on_read: Callable[[Any], None] | None = None,
 ) -> AsyncIterator[Served]:
     """A client connected to a server of ``tools``; ``elicit`` answers its forms (none:
     the client advertises no elicitation). With ``folder``, the modules in it are loaded
     by a reloader (``served.reloader``, reloading only when told) whose events the server
-    follows, as ``hotseam mcp`` does."""
+    follows, as ``hotseam mcp`` does. ``on_read`` sees each message the server reads, as
+    it is read."""
     base = Context("mcp")
     child = base.child("mcp.tools")
     served: Served
@@ -110,7 +146,7 @@ async def serving(
                     await server.tools_changed()
                     follower.start_soon(server.follow, events)
                 client = mcp.Client(
-                    _memory_transport(server),
+                    _memory_transport(server, on_read),
                     mode=mode,  # type: ignore[arg-type]
                     elicitation_callback=on_elicit if elicit is not None else None,
                     message_handler=on_message,

@@ -35,12 +35,6 @@ def _tool(index: int) -> Tool[Any]:
     return Tool(f"tool_{index:03d}", "Say which version serves.", model, _say)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="defect for the MCP server (#25): tools_changed() rebuilds every tool's JSON "
-    "schema after each commit; cache each Tool's schema (it never changes) or compare only "
-    "the committed module's tools, then remove this mark",
-)
 async def test_a_commit_of_one_module_rebuilds_only_that_modules_schemas(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

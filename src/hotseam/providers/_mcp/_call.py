@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from mcp.server.session import ServerSession
 
     from ._input import Continuation
+    from ._tap import ResponseTap
 
 __all__ = ["McpCall", "current_call", "in_call"]
 
@@ -36,6 +37,8 @@ class McpCall:
     protocol_version: str
     tool: str
     continuation: Continuation | None = None
+    tap: ResponseTap | None = None
+    """Files the responses to its forms as they are read (stdio and in-process streams)."""
 
     @property
     def modern(self) -> bool:

@@ -105,6 +105,12 @@ class Continuation:
         try:
             with anyio.move_on_after(self.ttl) as waited:
                 await shown.answered.wait()
+        except anyio.get_cancelled_exc_class():
+            if shown.answer is None:
+                raise
+            # Withdrawn in the event-loop turn its answer came: the answer stands.
+            del self._shown[shown.key]
+            return shown.answer
         finally:
             shown.open = False
         if waited.cancelled_caught and shown.answer is None:

@@ -25,7 +25,9 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
+import mcp_types as types
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import ServerMessageMetadata
 
 from ..._core import get_logger
 from ...interaction import (
@@ -39,6 +41,7 @@ from ...interaction import (
     UserInteractionProvider,
 )
 from ._call import McpCall, current_call
+from ._tap import MARK
 
 __all__ = ["McpProvider"]
 
@@ -153,10 +156,28 @@ class McpProvider:
             assert call.continuation is not None
             params = {"mode": "form", "message": message, "requested_schema": schema}
             return await call.continuation.ask(request, params)
+        tap = call.tap
+        filed = tap.open() if tap is not None else None
+        wire: dict[str, Any] = {"mode": "form", "message": message, "requestedSchema": schema}
+        if filed is not None:
+            wire["_meta"] = {MARK: filed.token}
+        form_params = types.ElicitRequestFormParams.model_validate(wire)
         try:
-            result = await call.session.elicit_form(
-                message, schema, related_request_id=call.request_id
+            result = await call.session.send_request(
+                types.ElicitRequest(params=form_params),
+                types.ElicitResult,
+                metadata=ServerMessageMetadata(related_request_id=call.request_id),
             )
+        except anyio.get_cancelled_exc_class():
+            if filed is None or filed.result is None:
+                raise
+            # Withdrawn in the event-loop turn its answer was read: the answer stands.
+            _log.info(
+                "mcp.answer_kept",
+                tool=call.tool,
+                reason="the answer arrived in the turn its question was withdrawn",
+            )
+            return filed.result
         except MCPError as error:
             if error.code == _METHOD_NOT_FOUND:
                 self._refused.add(id(call.session.client_params))
@@ -180,6 +201,10 @@ class McpProvider:
                 PROVIDER_FAILED,
                 cause=error,
             ) from error
+        finally:
+            if filed is not None:
+                assert tap is not None
+                tap.close(filed)
         return result.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 

@@ -40,7 +40,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from ..._core import Context, get_logger, use_context
 from ._call import McpCall, in_call
 from ._input import DEFAULT_INPUT_TTL, Continuation, Continuations
-from ._tools import TOOL_NOT_FOUND, call_result, listed_tools, tools_signature
+from ._tap import ResponseTap, current_tap
+from ._tools import TOOL_NOT_FOUND, Definitions, call_result
 
 __all__ = ["McpServer"]
 
@@ -101,7 +102,8 @@ class McpServer:
         )
         self.lowlevel.middleware.append(self._track_peer)
         self._peers: dict[int, tuple[object, ServerSession]] = {}
-        self._signature = tools_signature(context.tools)
+        self._definitions = Definitions(context.tools)
+        self._signature = self._definitions.signature()
         self._group: anyio.abc.TaskGroup | None = None
 
     def __repr__(self) -> str:
@@ -130,12 +132,19 @@ class McpServer:
         write_stream: WriteStream[SessionMessage],
     ) -> None:
         """Serve one connection until its read stream ends (either revision: the client's
-        first request decides)."""
-        await self.lowlevel.run(read_stream, write_stream, self.initialization_options)
+        first request decides); its form responses are filed as they are read
+        (:mod:`._tap`)."""
+        tap = ResponseTap()
+        token = current_tap.set(tap)
+        try:
+            tapped_read, tapped_write = tap.wrap(read_stream, write_stream)
+            await self.lowlevel.run(tapped_read, tapped_write, self.initialization_options)
+        finally:
+            current_tap.reset(token)
 
     async def tools_changed(self) -> bool:
         """Announce the tool list if what clients see of it changed; return whether it did."""
-        signature = tools_signature(self.context.tools)
+        signature = self._definitions.signature()
         if signature == self._signature:
             return False
         self._signature = signature
@@ -176,14 +185,16 @@ class McpServer:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=listed_tools(self.context.tools))
+        return types.ListToolsResult(tools=self._definitions.listed())
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return await self._call_modern(ctx, params)
-        call = McpCall(ctx.session, ctx.request_id, ctx.protocol_version, params.name)
+        call = McpCall(
+            ctx.session, ctx.request_id, ctx.protocol_version, params.name, tap=current_tap.get()
+        )
         return await self._run(call, params)
 
     async def _run(

@@ -16,29 +16,54 @@ from typing import Any
 
 import mcp_types as types
 
-from ..._core import ToolRegistry, ToolResult
+from ..._core import Tool, ToolRegistry, ToolResult
 
-__all__ = ["TOOL_NOT_FOUND", "call_result", "listed_tools", "tools_signature"]
+__all__ = ["TOOL_NOT_FOUND", "Definitions", "call_result"]
 
 TOOL_NOT_FOUND = "TOOL_NOT_FOUND"
 
 
-def listed_tools(registry: ToolRegistry) -> list[types.Tool]:
-    """The visible tools, sorted by name (a deterministic order, as 2026-07-28 asks)."""
-    return [
-        types.Tool(
-            name=definition["name"],
-            description=definition["description"] or None,
-            input_schema=definition["inputSchema"],
-        )
-        for definition in registry.definitions("mcp")
-    ]
+class Definitions:
+    """The MCP definitions of a registry's tools, each built once per :class:`Tool` object.
 
+    A definition's input schema is pydantic's ``model_json_schema``, milliseconds per tool:
+    rebuilt for every tool after every commit, a hundred tool modules would hold the event
+    loop (and the host's next call) for tens of milliseconds. A tool object never changes;
+    a reload makes a new one, so only the committed module's tools are built again.
+    """
 
-def tools_signature(registry: ToolRegistry) -> str:
-    """What a client sees of the tools (names, descriptions, input schemas), as one string:
-    a change of it is what ``tools/list_changed`` announces."""
-    return json.dumps(registry.definitions("mcp"), sort_keys=True, default=str)
+    def __init__(self, registry: ToolRegistry) -> None:
+        self.registry = registry
+        self._built: dict[int, tuple[Tool[Any], dict[str, Any]]] = {}
+
+    def current(self) -> list[dict[str, Any]]:
+        """The visible tools' definitions, sorted by name (a deterministic order, as
+        2026-07-28 asks)."""
+        tools = sorted(self.registry, key=lambda tool: tool.name)
+        built: dict[int, tuple[Tool[Any], dict[str, Any]]] = {}
+        for tool in tools:
+            known = self._built.get(id(tool))
+            if known is None or known[0] is not tool:
+                known = (tool, tool.definition("mcp"))
+            built[id(tool)] = known
+        self._built = built  # the tools gone are forgotten (their ids may be reused)
+        return [built[id(tool)][1] for tool in tools]
+
+    def listed(self) -> list[types.Tool]:
+        """The ``tools/list`` entries."""
+        return [
+            types.Tool(
+                name=definition["name"],
+                description=definition["description"] or None,
+                input_schema=definition["inputSchema"],
+            )
+            for definition in self.current()
+        ]
+
+    def signature(self) -> str:
+        """What a client sees of the tools (names, descriptions, input schemas), as one
+        string: a change of it is what ``tools/list_changed`` announces."""
+        return json.dumps(self.current(), sort_keys=True, default=str)
 
 
 def call_result(result: ToolResult) -> types.CallToolResult:

@@ -1,0 +1,148 @@
+"""Seeing the answer to a form the moment it is read, before the SDK hands it on.
+
+The exactly-once rule says that an answer which arrives in the event-loop turn its
+question is withdrawn (a reload, the caller's signal) is the answer. The SDK cannot keep
+it: its waiter for the ``elicitation/create`` response is cancelled with the question,
+and the response is dropped as late. So a connection's streams are tapped: each form
+request carries a marker in its ``_meta`` (``dev.hotseam/ask``), the write side learns the
+request id the SDK gave it, and the read side files the response under its marker as soon
+as it is read — before the SDK's dispatcher sees it. A withdrawn provider then finds the
+answer there and returns it (:class:`~._provider.McpProvider`).
+
+Only connections hotseam serves from a stream pair are tapped (stdio, and the in-process
+streams of tests); Streamable HTTP sessions are run by the SDK's session manager, where
+an answer that meets its question's withdrawal in the same turn is lost to the SDK.
+"""
+
+from __future__ import annotations
+
+import secrets
+from contextvars import ContextVar
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self
+
+import mcp_types as types
+from mcp.shared._stream_protocols import ReadStream, WriteStream
+from mcp.shared.message import SessionMessage
+
+__all__ = ["MARK", "Filed", "ResponseTap", "current_tap"]
+
+MARK = "dev.hotseam/ask"
+"""The ``_meta`` key that names a form request of hotseam's."""
+
+
+current_tap: ContextVar[ResponseTap | None] = ContextVar("hotseam_mcp_tap", default=None)
+"""The tap of the connection the current handler serves (set by ``McpServer.serve``)."""
+
+
+@dataclass(eq=False, slots=True)
+class Filed:
+    """Where the response to one form request is filed: ``result`` once it was read."""
+
+    token: str
+    result: dict[str, Any] | None = None
+
+
+class ResponseTap:
+    """The form requests of one connection and their responses, by marker."""
+
+    def __init__(self) -> None:
+        self._by_token: dict[str, Filed] = {}
+        self._by_id: dict[str, Filed] = {}
+
+    def open(self) -> Filed:
+        """A new marker, for one request."""
+        filed = Filed(secrets.token_hex(8))
+        self._by_token[filed.token] = filed
+        return filed
+
+    def close(self, filed: Filed) -> None:
+        """Forget the request (answered or withdrawn)."""
+        self._by_token.pop(filed.token, None)
+        for key in [key for key, value in self._by_id.items() if value is filed]:
+            del self._by_id[key]
+
+    def wrap(
+        self,
+        read_stream: ReadStream[SessionMessage | Exception],
+        write_stream: WriteStream[SessionMessage],
+    ) -> tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]:
+        """The same streams, seen by this tap."""
+        return _TappedRead(read_stream, self), _TappedWrite(write_stream, self)
+
+    def _sent(self, item: SessionMessage) -> None:
+        message = item.message
+        if isinstance(message, types.JSONRPCRequest) and isinstance(message.params, dict):
+            meta = message.params.get("_meta")
+            token = meta.get(MARK) if isinstance(meta, dict) else None
+            filed = self._by_token.get(token) if isinstance(token, str) else None
+            if filed is not None:
+                self._by_id[str(message.id)] = filed
+
+    def _read(self, item: SessionMessage | Exception) -> None:
+        if isinstance(item, SessionMessage) and isinstance(item.message, types.JSONRPCResponse):
+            filed = self._by_id.get(str(item.message.id))
+            if filed is not None:
+                filed.result = dict(item.message.result)
+
+
+class _TappedRead:
+    """A read stream that files responses as they are read. It has no ``last_context``, so
+    the SDK runs each handler in a copy of the serving task's context (where
+    :data:`current_tap` is set)."""
+
+    def __init__(self, inner: ReadStream[SessionMessage | Exception], tap: ResponseTap) -> None:
+        self._inner = inner
+        self._tap = tap
+
+    async def receive(self) -> SessionMessage | Exception:
+        item = await self._inner.receive()
+        self._tap._read(item)
+        return item
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> Self:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        item = await self._inner.__anext__()
+        self._tap._read(item)
+        return item
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class _TappedWrite:
+    def __init__(self, inner: WriteStream[SessionMessage], tap: ResponseTap) -> None:
+        self._inner = inner
+        self._tap = tap
+
+    async def send(self, item: SessionMessage, /) -> None:
+        self._tap._sent(item)
+        await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
