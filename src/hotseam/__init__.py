@@ -12,11 +12,14 @@ itself as ``hotseam.Scope``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from . import _core
 
+# typing.TYPE_CHECKING without importing typing (a tenth of what `hotseam status`
+# imports): type checkers take any constant of this name as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from ._core import (
         AbortController,
         AbortError,

@@ -34,11 +34,15 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
 
 from ._public import present_as
 
+# typing.TYPE_CHECKING without importing typing (the clients of the control socket load
+# this module): type checkers take any constant of this name as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from . import _tracking
     from ._abort import AbortController, AbortSignal, abort_exception
     from ._agent import Agent

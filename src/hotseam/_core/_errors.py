@@ -24,7 +24,12 @@ the TypeScript original does with ``this.name = ...``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Self
+
+# typing.TYPE_CHECKING without importing typing (the clients of the control socket load
+# this module): type checkers take any constant of this name as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, ClassVar, Self
 
 __all__ = [
     "AbortError",

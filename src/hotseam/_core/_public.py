@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, MutableMapping
-from typing import Any
+
+# typing.TYPE_CHECKING without importing typing (the clients of the control socket load
+# this module): type checkers take any constant of this name as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["present_as"]
 

@@ -11,9 +11,14 @@ from __future__ import annotations
 import json
 import socket
 import time
-from typing import Any
 
 from ._control_folder import ControlError, Endpoint
+
+# typing.TYPE_CHECKING without importing typing (this module is
+# part of `hotseam status`): type checkers take any constant of this name as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["CLIENT_TIMEOUT", "MAX_CONNECTIONS", "MAX_REPLY", "request"]
 

@@ -20,6 +20,7 @@ name (a second one asking for it is refused).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import glob
 import os
@@ -28,9 +29,12 @@ import socket
 import stat
 import time
 from pathlib import Path
-from typing import NamedTuple
 
 from .._core import HarnessError
+
+# typing.TYPE_CHECKING without importing typing (`hotseam status` imports this module; typing
+# was a tenth of its imports): type checkers take any constant of this name as true.
+TYPE_CHECKING = False
 
 __all__ = [
     "UNREACHABLE",
@@ -157,12 +161,18 @@ def private_dir() -> tuple[Path, str | None]:
     return stand_in, f"{problem}; using the private folder {stand_in} instead"
 
 
-class Endpoint(NamedTuple):
-    """A control socket: the process's pid and socket path, and its name if it has one."""
+if TYPE_CHECKING:
+    from typing import NamedTuple
 
-    pid: int
-    path: Path
-    name: str | None = None
+    class Endpoint(NamedTuple):
+        pid: int
+        path: Path
+        name: str | None = None
+
+else:  # the same named tuple, made without typing
+    Endpoint = collections.namedtuple("Endpoint", ["pid", "path", "name"], defaults=[None])
+Endpoint.__doc__ = """A control socket: the process's pid and socket path, and its name if it
+has one."""
 
 
 def _pid_alive(pid: int) -> bool:
@@ -298,17 +308,25 @@ def check_name(name: str) -> str:
     return name
 
 
-class Claim(NamedTuple):
-    """Where this process will listen: ``socket`` (``None``: it will not, ``warnings`` say
-    why), the ``--name`` link, a note per stale file replaced, and what to warn about.
+if TYPE_CHECKING:
 
-    (Named tuples, not dataclasses, here and for :class:`Endpoint`: ``hotseam status``
-    imports this module, and ``dataclasses`` alone would be a fifth of its start.)"""
+    class Claim(NamedTuple):
+        socket: Path | None
+        link: Path | None = None
+        notes: tuple[str, ...] = ()
+        warnings: tuple[str, ...] = ()
 
-    socket: Path | None
-    link: Path | None = None
-    notes: tuple[str, ...] = ()
-    warnings: tuple[str, ...] = ()
+else:
+    Claim = collections.namedtuple(
+        "Claim", ["socket", "link", "notes", "warnings"], defaults=[None, (), ()]
+    )
+Claim.__doc__ = """Where this process will listen: ``socket`` (``None``: it will not,
+``warnings`` say why), the ``--name`` link, a note per stale file replaced, and what to warn
+about.
+
+(Named tuples, not dataclasses, here and for :class:`Endpoint`, and made with
+``collections.namedtuple``: ``hotseam status`` imports this module, and ``dataclasses`` would
+be a fifth of its start, ``typing`` a tenth.)"""
 
 
 def claim(name: str | None) -> Claim:

@@ -16,10 +16,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from ._control_client import request
 from ._control_folder import ControlError, locate
+
+# typing.TYPE_CHECKING without importing typing (this module is
+# part of `hotseam status`): type checkers take any constant of this name as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["add_arguments", "format_status", "run"]
 
