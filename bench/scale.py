@@ -16,9 +16,9 @@ each round. Prints markdown tables:
    defaults (inotify on Linux), then its watchfiles backend: median, p95 and hotseam's own
    part (from the watcher's batch to the answer);
 5. idle CPU of native (inotify, watchfiles) and polling watching over 100 / 1,000 / 3,000
-   files;
-6. start-up of a fresh interpreter: bare, ``import hotseam``, ``hotseam --help``, ``hotseam
-   run`` until its agent's first question is answered, ``hotseam status`` of a daemon.
+   files.
+
+The start-up of the commands is ``bench/startup.py``'s.
 
 Plain ``importlib`` is measured without writing bytecode, as hotseam loads watched modules
 (compiled from source at each load, nothing cached); hotseam's own code and the commands'
@@ -362,119 +362,12 @@ async def idle_cpu(files: int, watcher: str, seconds: float) -> float:
             return (time.process_time() - cpu) / (time.perf_counter() - wall) * 100
 
 
-# -- 6. start-up ----------------------------------------------------------------------------------
-
-PROVIDER_FILE = """\
-from hotseam.interaction import USER_INTERACTION, AskUserQuestionAnswer
-
-
-class Provider:
-    async def ask(self, request):
-        return AskUserQuestionAnswer("fine")
-
-
-def setup(scope):
-    scope.provide(USER_INTERACTION, Provider())
-"""
-AGENT_FILE = """\
-import anyio
-from hotseam.interaction import AskUserQuestionRequest, ask
-
-
-async def main(context):
-    answer = await ask(AskUserQuestionRequest("How are you?"), context=context)
-    print("answer:", answer.answer, flush=True)
-    if {wait}:
-        await anyio.sleep_forever()
-"""
-HOTSEAM = [sys.executable, "-m", "hotseam"]
-COMMANDS = {
-    "python -c pass": [sys.executable, "-c", "pass"],
-    "import hotseam": [sys.executable, "-c", "import hotseam"],
-    "hotseam --help": [*HOTSEAM, "--help"],
-}
+# -- report --------------------------------------------------------------------------------------
 
 
 def _environment() -> dict[str, str]:
-    """This environment, with bytecode caching allowed (it is stated in the report)."""
+    """This environment, with bytecode caching allowed (hotseam's own code may use it)."""
     return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-
-
-def start_times(rounds: int, project: Path) -> dict[str, list[float]]:
-    """Wall time of fresh interpreters, in a random order each round: the bare interpreter,
-    ``import hotseam``, ``hotseam --help``, ``hotseam run`` until its agent's first question
-    is answered (a provider module answers at once; the answer printed on stdout), and
-    ``hotseam status`` of a running ``hotseam run`` (a round trip over its control
-    socket)."""
-    env = _environment()
-    names = [*COMMANDS, "hotseam run → first answer", "hotseam status"]
-    samples: dict[str, list[float]] = {name: [] for name in names}
-    run = [*HOTSEAM, "run", "providers", "--agent", "agent.py:main", "--no-journal"]
-    daemon = subprocess.Popen(
-        [*HOTSEAM, "run", "providers", "--agent", "waiting.py:main", "--no-journal"],
-        cwd=project,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        assert daemon.stdout is not None
-        assert daemon.stdout.readline().startswith(b"answer:")
-        status = [*HOTSEAM, "status", str(daemon.pid)]
-        for _ in range(rounds):
-            for name in random.sample(names, len(names)):
-                started = time.perf_counter()
-                if name == "hotseam run → first answer":
-                    child = subprocess.Popen(
-                        run,
-                        cwd=project,
-                        env=env,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.DEVNULL,
-                    )
-                    assert child.stdout is not None
-                    line = child.stdout.readline()
-                    samples[name].append(time.perf_counter() - started)
-                    child.wait()
-                    assert line.startswith(b"answer:"), line
-                    continue
-                command = status if name == "hotseam status" else COMMANDS[name]
-                done = subprocess.run(command, env=env, capture_output=True, check=False)
-                samples[name].append(time.perf_counter() - started)
-                assert done.returncode == 0, (name, done.stderr[-500:])
-    finally:
-        daemon.terminate()
-        daemon.wait()
-    return samples
-
-
-def start_project(folder: Path) -> Path:
-    """A project for ``hotseam run``: one provider module, an agent that asks once (and one
-    that then waits, for the daemon ``hotseam status`` asks)."""
-    (folder / "providers").mkdir()
-    write(folder / "providers" / "ui.py", PROVIDER_FILE)
-    write(folder / "agent.py", AGENT_FILE.format(wait=False))
-    write(folder / "waiting.py", AGENT_FILE.format(wait=True))
-    return folder
-
-
-def import_tree() -> float:
-    """``import hotseam``'s own cumulative time from ``-X importtime`` (ms), median of 5."""
-    totals = []
-    for _ in range(5):
-        done = subprocess.run(
-            [sys.executable, "-X", "importtime", "-c", "import hotseam"],
-            check=True,
-            capture_output=True,
-            text=True,
-            env=_environment(),
-        )
-        line = next(line for line in done.stderr.splitlines() if line.endswith("| hotseam"))
-        totals.append(int(line.split("|")[1]) / 1000)
-    return statistics.median(totals)
-
-
-# -- report --------------------------------------------------------------------------------------
 
 
 def machine() -> str:
@@ -573,20 +466,6 @@ async def main(sizes: list[int], quick: bool, only: str | None) -> None:
                     f"{median_ms(own):.2f} | {p95_ms(own):.2f} |"
                 )
             print()
-    if only in (None, "start"):
-        with tempfile.TemporaryDirectory() as tmp:
-            project = start_project(Path(tmp))
-            times = {
-                name: median_ms(values)
-                for name, values in start_times(5 if quick else 15, project).items()
-            }
-        base = times["python -c pass"]
-        print("Start-up of a fresh interpreter (ms, median; the commands interleaved):\n")
-        print("| command | wall | minus `python -c pass` |")
-        print("|---|---:|---:|")
-        for name, value in times.items():
-            print(f"| `{name}` | {value:.1f} | {value - base:.1f} |")
-        print(f"\n`import hotseam` by `-X importtime`: {import_tree():.1f} ms\n")
     if only in (None, "idle"):
         seconds = 3.0 if quick else 10.0
         modes = ("inotify", "watchfiles", "polling")
@@ -657,8 +536,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds, for a smoke run")
     parser.add_argument("--sizes", type=_sizes, default=[1, 10, 100, 1000, 4000])
-    parser.add_argument(
-        "--only", choices=["sizes", "serve", "start", "idle"], help="one part of the run"
-    )
+    parser.add_argument("--only", choices=["sizes", "serve", "idle"], help="one part of the run")
     options = parser.parse_args()
     anyio.run(main, options.sizes, options.quick, options.only)

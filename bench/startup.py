@@ -4,7 +4,8 @@
 
 Wall time of fresh processes, every command once per round in a random order, after one
 round of warm-up (not counted); median and p95 over the rounds, and the median minus the
-bare interpreter's (``python -c pass``):
+bare interpreter's (``python -c pass``); ``hotseam`` is the console script of the venv, as
+a user runs it:
 
 * ``import hotseam``, ``hotseam --help``;
 * ``hotseam status PID`` of a running ``hotseam run`` (a round trip over its control
@@ -77,7 +78,9 @@ async def main(context):
     print("answer:", result.output["answer"], time.process_time(), flush=True)
 """
 
-HOTSEAM = [sys.executable, "-m", "hotseam"]
+_SCRIPT = Path(sys.executable).with_name("hotseam")
+HOTSEAM = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "hotseam"]
+"""The console script, as a user runs ``hotseam`` (``python -m hotseam`` without one)."""
 RUN = [*HOTSEAM, "run", "providers", "--no-journal", "--agent"]
 ROWS = {
     "python -c pass": [sys.executable, "-c", "pass"],
@@ -167,7 +170,8 @@ def import_shares(command: list[str], folder: Path, first_line: bool) -> dict[st
     """``-X importtime`` self times (ms) of one run of ``command``, summed by top-level
     package (the standard library's modules as ``stdlib``)."""
     env = environment()
-    argv = [sys.executable, "-X", "importtime", *command[1:]]
+    script = command[1:] if command[0] == sys.executable else command
+    argv = [sys.executable, "-X", "importtime", *script]
     if first_line:
         with tempfile.TemporaryFile() as err:  # not a pipe: it is read once the run ends
             child = subprocess.Popen(argv, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=err)
