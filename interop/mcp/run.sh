@@ -42,8 +42,16 @@ failed=0
 inspector() {
     check=$1
     shift
+    # The CLI passes the server a few variables only: PYTHONPATH (to break hotseam on
+    # purpose with a sitecustomize module, and see a check fail) is passed on by hand.
     status=0
-    mcp-inspector --cli "$hotseam" mcp "$tools" "$@" >"$scratch/answer.json" 2>"$scratch/stderr" || status=$?
+    if test -n "${PYTHONPATH:-}"; then
+        mcp-inspector --cli -e "PYTHONPATH=$PYTHONPATH" "$hotseam" mcp "$tools" "$@" \
+            >"$scratch/answer.json" 2>"$scratch/stderr" || status=$?
+    else
+        mcp-inspector --cli "$hotseam" mcp "$tools" "$@" \
+            >"$scratch/answer.json" 2>"$scratch/stderr" || status=$?
+    fi
     if { test $status -eq 0 || test $status -eq 5; } && node "$here/expect.mjs" "$check" <"$scratch/answer.json"; then
         echo "PASS  inspector: $check"
     else
@@ -58,6 +66,46 @@ inspector "tools/call echo" --method tools/call --tool-name echo --tool-arg text
 inspector "tools/call failing" --method tools/call --tool-name test_error_handling
 inspector "tools/call asking, no elicitation" --method tools/call --tool-name test_elicitation \
     --tool-arg message=Who?
+
+# The conformance suite's server scenarios (all suites) against `hotseam mcp --http` on a
+# free loopback port, with a token made for this run (given in the URL as ?token=: the
+# suite takes only a URL); expected-failures.yml lists the scenarios hotseam cannot pass.
+token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+HOTSEAM_WEB_TOKEN=$token XDG_STATE_HOME="$scratch/state" \
+    "$hotseam" mcp --http 0 --log-format json "$tools" 2>"$scratch/http.log" &
+server=$!
+url=
+for _ in $(seq 150); do  # the URL is logged once the listener is up (15 s at most)
+    url=$(sed -n '/"mcp.http_url"/s/.*"url": "\([^"]*\)".*/\1/p' "$scratch/http.log")
+    test -n "$url" && break
+    kill -0 "$server" 2>/dev/null || break
+    sleep 0.1
+done
+if test -z "$url"; then
+    echo "FAIL  conformance: hotseam mcp --http logged no URL"
+    tail -n 20 "$scratch/http.log"
+    failed=$((failed + 1))
+else
+    status=0
+    conformance server --url "$url" --suite all --expected-failures "$here/expected-failures.yml" \
+        -o "$scratch/conformance" >"$scratch/conformance.txt" 2>&1 || status=$?
+    summary=$(grep -E '^Total:' "$scratch/conformance.txt" | tail -n 1)
+    if test $status -eq 0; then
+        echo "PASS  conformance: $summary, every failure in expected-failures.yml"
+    else
+        echo "FAIL  conformance (exit $status): $summary"
+        sed -n '/SUMMARY/,$p' "$scratch/conformance.txt"
+        failed=$((failed + 1))
+    fi
+fi
+kill "$server" 2>/dev/null || true
+code=0
+wait "$server" || code=$?
+if test -n "$url" && test $code -ne 0; then
+    echo "FAIL  hotseam mcp --http exited $code on SIGTERM"
+    tail -n 20 "$scratch/http.log"
+    failed=$((failed + 1))
+fi
 
 if test $failed -ne 0; then
     echo "FAILED: $failed MCP interop check(s)"
