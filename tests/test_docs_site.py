@@ -29,6 +29,7 @@ PUBLIC_PACKAGES = [
     "hotseam.testing",
     "hotseam.pytest_plugin",
     "hotseam.providers.acp",
+    "hotseam.providers.mcp",
     "hotseam.providers.scripted",
     "hotseam.providers.terminal",
     "hotseam.providers.web",
