@@ -24,7 +24,9 @@ Where the bytes come from:
   ``…/clientCapabilities``) and stays on that era when the server lists it; otherwise (or
   in legacy mode) it sends ``initialize`` at its newest handshake version, ``2025-11-25``
   (the SDK's ``LATEST_PROTOCOL_VERSION``), then ``notifications/initialized``, then
-  ``tools/list``. Its messages are serialized ``{method, params, jsonrpc, id}``, as in the
+  ``tools/list``; on 2026-07-28 its SDK opens ``subscriptions/listen`` for
+  ``toolsListChanged`` (id ``listen:N``) when the server offers ``tools.listChanged``.
+  Its messages are serialized ``{method, params, jsonrpc, id}``, as in the
   capture of an earlier version in cl-ai-project/cl-mcp issue 26.
 * **VS Code** (microsoft/vscode, src/vs/workbench/contrib/mcp/common/
   mcpServerRequestHandler.ts at c5308376, ``McpServerRequestHandler.create``): ``{jsonrpc,
@@ -76,6 +78,16 @@ CLAUDE_CODE_DISCOVER = {
         }
     },
 }
+CLAUDE_CODE_LISTEN = {
+    "jsonrpc": "2.0",
+    "id": "listen:0",
+    "method": "subscriptions/listen",
+    "params": {
+        "_meta": CLAUDE_CODE_DISCOVER["params"]["_meta"],  # type: ignore[index]
+        "notifications": {"toolsListChanged": True},
+    },
+}
+SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 CLAUDE_CODE_INITIALIZE = {
     "method": "initialize",
     "params": {
@@ -105,6 +117,25 @@ VSCODE_INITIALIZE = {
         "clientInfo": {"name": "Visual Studio Code", "version": "1.107.0"},
     },
 }
+ADDED = '''\
+from pydantic import BaseModel
+
+from hotseam import ToolCall, tool
+
+
+class Nothing(BaseModel):
+    pass
+
+
+@tool()
+async def added(input: Nothing, call: ToolCall) -> str:
+    """A tool saved while the host runs."""
+    return "added"
+
+
+def setup(scope):
+    scope.register_tool(added)
+'''
 ECHO_CALL = {"name": "echo", "arguments": {"text": "still serving"}}
 
 TOOLS = '''\
@@ -276,6 +307,14 @@ class TestClaudeCode:
             discovered = (await host.reply_to(0))["result"]
             assert "2026-07-28" in discovered["supportedVersions"]
             assert discovered["capabilities"]["tools"]["listChanged"] is True
+            # Its SDK then opens the list's subscription itself (Client.listen, id
+            # "listen:N"), since the server offers tools.listChanged.
+            await host.send(CLAUDE_CODE_LISTEN)
+            ack = await host.next(
+                lambda m: m.get("method") == "notifications/subscriptions/acknowledged",
+                "the subscription's acknowledgement",
+            )
+            assert ack["params"]["notifications"] == {"toolsListChanged": True}
 
             await host.send(
                 {"method": "tools/list", "params": {"_meta": meta}, "jsonrpc": "2.0", "id": 1}
@@ -301,6 +340,19 @@ class TestClaudeCode:
             done = (await host.reply_to(3))["result"]
             assert done.get("resultType", "complete") == "complete"
             assert done["content"] == [{"type": "text", "text": "approach: quick"}]
+
+            # A tool module saved while the host runs: announced on the subscription.
+            (tmp_path / "tools" / "added_tools.py").write_text(ADDED)
+            changed = await host.next(
+                lambda m: m.get("method") == "notifications/tools/list_changed",
+                "notifications/tools/list_changed on the subscription",
+            )
+            assert changed["params"]["_meta"][SUBSCRIPTION_ID] == "listen:0"
+            await host.send(
+                {"method": "tools/list", "params": {"_meta": meta}, "jsonrpc": "2.0", "id": 4}
+            )
+            relisted = tool_names((await host.reply_to(4))["result"])
+            assert relisted == ["added", "echo", "pick_approach"]
 
     async def test_a_probe_that_timed_out_is_recovered_by_discovering_again(
         self, tmp_path: Path
