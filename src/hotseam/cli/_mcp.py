@@ -105,8 +105,6 @@ def run(args: argparse.Namespace) -> int:
     from ._web import web_options
 
     try:
-        if args.http is None:
-            _check_stdio()
         settings = resolve(args, log_format="json", provider_wait=math.inf)
         _check_http(args)
         if not settings.paths:
@@ -116,6 +114,8 @@ def run(args: argparse.Namespace) -> int:
             )
         paths = [_existing(path) for path in settings.paths]
         web = web_options(args)
+        if args.http is None:
+            _check_stdio()
         with _stdout_reserved() as protocol_out:
             configure_logging(settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
             return anyio.run(

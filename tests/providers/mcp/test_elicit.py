@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import mcp_types as types
 import pytest
+from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
 from hotseam import ToolCall, tool
@@ -18,7 +20,7 @@ from hotseam.interaction import (
 )
 from hotseam.providers.scripted import ScriptedProvider
 
-from .conftest import ERAS, accept, action, serving
+from .conftest import ERAS, WAIT, accept, action, serving
 
 
 class Nothing(BaseModel):
@@ -201,3 +203,39 @@ async def test_a_client_that_refuses_the_method_gets_the_fallback() -> None:
     assert first.structured_content["answer"] == "SQLite"  # type: ignore[index]
     assert second.structured_content["answer"] == "pg"  # type: ignore[index]
     assert len(refusals) == 1
+
+
+@pytest.mark.anyio
+async def test_an_unknown_request_state_is_refused() -> None:
+    """2026-07-28: a retry whose requestState this server never gave (or forgot) is -32602,
+    telling the client to call again without it."""
+    async with serving([pick_database], mode="2026-07-28", elicit=accept()) as served:
+        with pytest.raises(MCPError) as refused:
+            await served.client.session.call_tool(
+                "pick_database", {}, request_state="forged", allow_input_required=True
+            )
+    assert refused.value.code == -32602
+    assert "requestState is unknown or expired" in refused.value.message
+
+
+@pytest.mark.anyio
+async def test_a_question_left_waiting_ends_after_the_ttl() -> None:
+    """2026-07-28: a client that never comes back with the answer: the question fails with
+    ASK_CANCELLED after input_ttl, and the next round reports it."""
+    async with serving(
+        [pick_database], mode="2026-07-28", elicit=accept(), input_ttl=0.2
+    ) as served:
+        first = await served.client.session.call_tool(
+            "pick_database", {}, allow_input_required=True
+        )
+        assert isinstance(first, types.InputRequiredResult)
+        assert list(first.input_requests or {}) == ["q1"]
+        await anyio.sleep(0.3)  # the time-to-live passes with no retry
+        with anyio.fail_after(WAIT):
+            result = await served.client.session.call_tool(
+                "pick_database", {}, request_state=first.request_state, allow_input_required=True
+            )
+    assert isinstance(result, types.CallToolResult)
+    assert result.is_error
+    assert result.structured_content["code"] == "ASK_CANCELLED"  # type: ignore[index]
+    assert "did not come back with an answer within 0.2 s" in result.structured_content["message"]  # type: ignore[index]
