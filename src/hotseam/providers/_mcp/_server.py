@@ -49,6 +49,8 @@ _log = get_logger("hotseam.providers.mcp")
 _INVALID_PARAMS = -32602
 _MAX_PEERS = 1024
 _TOOL_CHANGES = frozenset({"committed", "unloaded"})
+_ANNOUNCE_WAIT = 2.0
+"""Seconds one connection may take to take ``list_changed`` (a peer that stops reading)."""
 
 
 class _Server(Server[Any]):
@@ -148,9 +150,9 @@ class McpServer:
         if signature == self._signature:
             return False
         self._signature = signature
-        for _, session in list(self._peers.values()):
-            with contextlib.suppress(Exception):  # best effort: a gone peer is no failure
-                await session.send_tool_list_changed()
+        async with anyio.create_task_group() as group:  # a slow peer delays no other
+            for _, session in list(self._peers.values()):
+                group.start_soon(_announce, session)
         await self.bus.publish(ToolsListChanged())
         _log.info(
             "mcp.tools_list_changed", tools=self.context.tools.names(), connections=len(self._peers)
@@ -241,3 +243,10 @@ class McpServer:
         except anyio.get_cancelled_exc_class():
             continuation.cancel()  # the client abandoned the call
             raise
+
+
+async def _announce(session: ServerSession) -> None:
+    """``notifications/tools/list_changed`` to one connection: best effort, bounded (a peer
+    gone or not reading is no failure of the reload)."""
+    with anyio.move_on_after(_ANNOUNCE_WAIT), contextlib.suppress(Exception):
+        await session.send_tool_list_changed()
