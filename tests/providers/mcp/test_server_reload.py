@@ -201,3 +201,68 @@ async def test_a_save_during_an_open_question_is_answered_exactly_once(
         else:
             assert withdrawn == []
             assert forms == 1
+
+
+SLOW_TO_GO = '''
+import sys
+from pydantic import BaseModel
+from hotseam import tool
+
+GATE = sys.modules["{test_module}"].GATE
+
+class Named(BaseModel):
+    name: str
+
+@tool(name="greet")
+async def handler(input: Named, call) -> str:
+    """Greet."""
+    return "{greeting} " + input.name
+
+def setup(scope):
+    scope.register_tool(handler)
+
+    async def linger():
+        GATE.closing.set()
+        await GATE.release.wait()
+
+    scope.defer(linger)  # the old generation takes its time to go: the swap stays open
+'''
+
+
+class _Gate:
+    def __init__(self) -> None:
+        self.closing = anyio.Event()
+        self.release = anyio.Event()
+
+
+GATE = _Gate()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_call_during_a_real_reload_runs_the_new_code(tmp_path: Path, mode: str) -> None:
+    """A call that arrives while the reloader swaps the tool's module (its old generation
+    still closing) waits for the commit and runs the new code: never 'unknown tool'."""
+    global GATE
+    GATE = _Gate()
+    module = tmp_path / "slow_greet.py"
+    _write(module, SLOW_TO_GO, test_module=__name__, greeting="hi")
+    async with serving(mode=mode, folder=tmp_path) as served:
+        assert served.reloader is not None
+        results: list[types.CallToolResult] = []
+
+        async def call() -> None:
+            results.append(await served.client.call_tool("greet", {"name": "Ada"}))
+
+        _write(module, SLOW_TO_GO, test_module=__name__, greeting="hello")
+        async with anyio.create_task_group() as group:
+            group.start_soon(served.reloader.reload)
+            with anyio.fail_after(WAIT):
+                await GATE.closing.wait()  # the swap is under way
+            group.start_soon(call)
+            await anyio.wait_all_tasks_blocked()  # the call is in, waiting
+            assert results == []
+            GATE.release.set()
+        (result,) = results
+        assert not result.is_error, result
+        assert result.content[0].text == "hello Ada"  # type: ignore[union-attr]
