@@ -51,6 +51,12 @@ async def test_list_and_call(mode: str) -> None:
     structured content); failures as isError keeping {name, code}; an unknown tool is
     -32602 with the same structure in its data."""
     async with serving([greet, fails, describe, crashes], mode=mode) as served:
+        if mode == "legacy":
+            capabilities = served.client.server_capabilities  # initialize's answer
+        else:  # what server/discover answers (the client here adopted a synthesized one)
+            capabilities = served.server.lowlevel.get_capabilities(protocol_version=mode)
+        assert capabilities.tools is not None
+        assert capabilities.tools.list_changed is True
         listed = (await served.client.list_tools()).tools
         assert [t.name for t in listed] == ["crashes", "describe", "fails", "greet"]
         schema = next(t for t in listed if t.name == "greet").input_schema
