@@ -31,7 +31,8 @@ echo "interop mcp: node $(node --version), inspector $(pinned @modelcontextproto
     "conformance $(pinned @modelcontextprotocol/conformance), $("$hotseam" --version)"
 
 scratch=$(mktemp -d)
-trap 'rm -rf "$scratch"' EXIT INT TERM
+server=
+trap 'test -z "$server" || kill "$server" 2>/dev/null; rm -rf "$scratch"' EXIT INT TERM
 # The Inspector keeps a catalog of servers (default ~/.mcp-inspector): a scratch one here.
 MCP_CATALOG_PATH="$scratch/catalog.json"
 export MCP_CATALOG_PATH
@@ -101,6 +102,7 @@ fi
 kill "$server" 2>/dev/null || true
 code=0
 wait "$server" || code=$?
+server=
 if test -n "$url" && test $code -ne 0; then
     echo "FAIL  hotseam mcp --http exited $code on SIGTERM"
     tail -n 20 "$scratch/http.log"
