@@ -12,6 +12,11 @@ elicitation; a host without elicitation gets the web inbox with ``--web``, else 
 that tells the model to ask in the conversation. Both protocol eras are served (the
 ``initialize`` handshake of 2025-06-18 and 2025-11-25, and 2026-07-28).
 
+With ``--http [PORT]`` the same server listens on loopback for hosts that connect
+(Streamable HTTP at ``http://127.0.0.1:PORT/mcp``), behind the web inbox's rules: the
+``Host`` and ``Origin`` checks, and a token on every request (``Authorization: Bearer``,
+or ``?token=``), logged with the URL at start.
+
 The paths can be written once as ``paths`` in ``[tool.hotseam]`` of the project's
 ``pyproject.toml`` (with the reloader's options), so ``hotseam mcp`` alone starts a
 configured project. stdout carries protocol messages only: logs (JSON lines) and anything

@@ -158,20 +158,32 @@ async def test_a_peer_that_never_reads_stdout_cannot_wedge_the_server(tmp_path: 
     assert "mcp.failed" not in events
 
 
-@pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])
+@pytest.mark.parametrize("era", ["2025-06-18", "2026-07-28"])
 async def test_a_peer_that_leaves_while_a_form_is_open(tmp_path: Path, era: str) -> None:
     """The form is out (an elicitation/create request, or an input-required result), and
-    the peer closes the pipes: the server ends cleanly (exit 0, nothing failed)."""
+    the peer closes the pipes: the server ends cleanly (exit 0, nothing failed). On
+    2025-06-18 a one-choice property also carries enum + enumNames, as that revision
+    knows titled choices."""
     folder = tmp_path / "tools"
     write_tools(folder)
     stderr = tmp_path / "stderr.log"
     async with raw(folder, stderr) as peer:
-        if era == "2025-11-25":
-            await peer.request(INITIALIZE)
+        if era == "2025-06-18":
+            initialize = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": era}}
+            initialize["params"]["capabilities"] = {"elicitation": {}}  # that revision's shape
+            answer = await peer.request(initialize)
+            assert answer["result"]["protocolVersion"] == era
             await peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
             form = await peer.request(_call(1, "pick"))
             assert form["method"] == "elicitation/create"
             assert form["params"]["message"] == "Which database?"
+            choice = form["params"]["requestedSchema"]["properties"]["answer"]
+            assert choice["enum"] == ["Postgres", "SQLite", "_other"]
+            assert choice["enumNames"] == [
+                "Postgres (Recommended)",
+                "SQLite",
+                "Other (type it below)",
+            ]
         else:
             meta = {
                 **MODERN_META,
