@@ -78,16 +78,43 @@ class _Watched:
         await self.aclose()
 
 
+class _Filtered:
+    """The server's write stream, dropping what ``drop`` says the client never gets."""
+
+    def __init__(self, inner: Any, drop: Callable[[Any], bool]) -> None:
+        self._inner = inner
+        self._drop = drop
+
+    async def send(self, item: Any) -> None:
+        if not self._drop(item):
+            await self._inner.send(item)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _Filtered:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
 @asynccontextmanager
 async def _memory_transport(
-    server: McpServer, on_read: Callable[[Any], None] | None = None
+    server: McpServer,
+    on_read: Callable[[Any], None] | None = None,
+    drop: Callable[[Any], bool] | None = None,
 ) -> AsyncIterator[Any]:
     async with (
         create_client_server_memory_streams() as (client_streams, server_streams),
         anyio.create_task_group() as group,
     ):
         read, write = server_streams
-        group.start_soon(server.serve, _Watched(read, on_read) if on_read else read, write)
+        group.start_soon(
+            server.serve,
+            _Watched(read, on_read) if on_read else read,
+            _Filtered(write, drop) if drop else write,
+        )
         try:
             yield client_streams
         finally:
@@ -108,12 +135,13 @@ async def serving(
     input_ttl: float = 600.0,
     folder: Path | None = None,
     on_read: Callable[[Any], None] | None = None,
+    drop: Callable[[Any], bool] | None = None,
 ) -> AsyncIterator[Served]:
     """A client connected to a server of ``tools``; ``elicit`` answers its forms (none:
     the client advertises no elicitation). With ``folder``, the modules in it are loaded
     by a reloader (``served.reloader``, reloading only when told) whose events the server
     follows, as ``hotseam mcp`` does. ``on_read`` sees each message the server reads, as
-    it is read."""
+    it is read; what ``drop`` returns true for never reaches the client."""
     base = Context("mcp")
     child = base.child("mcp.tools")
     served: Served
@@ -146,7 +174,7 @@ async def serving(
                     await server.tools_changed()
                     follower.start_soon(server.follow, events)
                 client = mcp.Client(
-                    _memory_transport(server, on_read),
+                    _memory_transport(server, on_read, drop),
                     mode=mode,  # type: ignore[arg-type]
                     elicitation_callback=on_elicit if elicit is not None else None,
                     message_handler=on_message,

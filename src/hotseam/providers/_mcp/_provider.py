@@ -157,19 +157,29 @@ class McpProvider:
             params = {"mode": "form", "message": message, "requested_schema": schema}
             return await call.continuation.ask(request, params)
         tap = call.tap
-        filed = tap.open() if tap is not None else None
+        filed = tap.open(request) if tap is not None else None
         wire: dict[str, Any] = {"mode": "form", "message": message, "requestedSchema": schema}
         if filed is not None:
             wire["_meta"] = {MARK: filed.token}
         form_params = types.ElicitRequestFormParams.model_validate(wire)
+        late = filed.late if filed is not None else anyio.CancelScope()
         try:
-            result = await call.session.send_request(
-                types.ElicitRequest(params=form_params),
-                types.ElicitResult,
-                metadata=ServerMessageMetadata(related_request_id=call.request_id),
-            )
+            with late:
+                result = await call.session.send_request(
+                    types.ElicitRequest(params=form_params),
+                    types.ElicitResult,
+                    metadata=ServerMessageMetadata(related_request_id=call.request_id),
+                )
+            if filed is not None and late.cancelled_caught and filed.result is not None:
+                # The late answer to an earlier form of this question came first: this one
+                # is withdrawn (notifications/cancelled), and that answer is the answer.
+                return filed.result
+            return result.model_dump(mode="json", by_alias=True, exclude_none=True)
         except anyio.get_cancelled_exc_class():
             if filed is None or filed.result is None:
+                if filed is not None:
+                    assert tap is not None
+                    tap.withdraw(filed)  # its answer may still come, for a re-ask
                 raise
             # Withdrawn in the event-loop turn its answer was read: the answer stands.
             _log.info(
@@ -202,10 +212,9 @@ class McpProvider:
                 cause=error,
             ) from error
         finally:
-            if filed is not None:
+            if filed is not None and not filed.withdrawn:
                 assert tap is not None
                 tap.close(filed)
-        return result.model_dump(mode="json", by_alias=True, exclude_none=True)
 
 
 def _ask_in_conversation(call: McpCall, request: AskUserQuestionRequest) -> str:

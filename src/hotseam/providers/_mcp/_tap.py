@@ -9,6 +9,12 @@ request id the SDK gave it, and the read side files the response under its marke
 as it is read — before the SDK's dispatcher sees it. A withdrawn provider then finds the
 answer there and returns it (:class:`~._provider.McpProvider`).
 
+A host may also ignore the ``notifications/cancelled`` of a withdrawn form and let the
+human answer it later. If the same question is open again by then (the reload that
+withdrew it asked it anew), that late answer is its answer, and the new form is withdrawn
+in turn (as the ACP provider does); otherwise it is dropped, with a log line. Either way
+a question is answered once.
+
 Only connections hotseam serves from a stream pair are tapped (stdio, and the in-process
 streams of tests); Streamable HTTP sessions are run by the SDK's session manager, where
 an answer that meets its question's withdrawal in the same turn is lost to the SDK.
@@ -18,15 +24,22 @@ from __future__ import annotations
 
 import secrets
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
 
+import anyio
 import mcp_types as types
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
 
+from ..._core import get_logger
+
 __all__ = ["MARK", "Filed", "ResponseTap", "current_tap"]
+
+_log = get_logger("hotseam.providers.mcp")
+_KEEP_WITHDRAWN = 64
+"""Withdrawn requests whose late answer is still looked for, per connection."""
 
 MARK = "dev.hotseam/ask"
 """The ``_meta`` key that names a form request of hotseam's."""
@@ -38,10 +51,17 @@ current_tap: ContextVar[ResponseTap | None] = ContextVar("hotseam_mcp_tap", defa
 
 @dataclass(eq=False, slots=True)
 class Filed:
-    """Where the response to one form request is filed: ``result`` once it was read."""
+    """One form request and its response: ``result`` once it was read.
+
+    ``late`` is cancelled when an earlier, withdrawn request for the same question is
+    answered while this one waits: ``result`` is then that answer.
+    """
 
     token: str
+    question: object
     result: dict[str, Any] | None = None
+    withdrawn: bool = False
+    late: anyio.CancelScope = field(default_factory=anyio.CancelScope)
 
 
 class ResponseTap:
@@ -51,14 +71,22 @@ class ResponseTap:
         self._by_token: dict[str, Filed] = {}
         self._by_id: dict[str, Filed] = {}
 
-    def open(self) -> Filed:
-        """A new marker, for one request."""
-        filed = Filed(secrets.token_hex(8))
+    def open(self, question: object) -> Filed:
+        """A new marker, for one request asking ``question``."""
+        filed = Filed(secrets.token_hex(8), question)
         self._by_token[filed.token] = filed
         return filed
 
+    def withdraw(self, filed: Filed) -> None:
+        """The request was withdrawn unanswered: a late answer to it may still come."""
+        filed.withdrawn = True
+        self._by_token.pop(filed.token, None)
+        withdrawn = [key for key, value in self._by_id.items() if value.withdrawn]
+        for key in withdrawn[: max(0, len(withdrawn) - _KEEP_WITHDRAWN)]:
+            del self._by_id[key]
+
     def close(self, filed: Filed) -> None:
-        """Forget the request (answered or withdrawn)."""
+        """Forget the request (answered, failed, or its connection gone)."""
         self._by_token.pop(filed.token, None)
         for key in [key for key, value in self._by_id.items() if value is filed]:
             del self._by_id[key]
@@ -81,10 +109,42 @@ class ResponseTap:
                 self._by_id[str(message.id)] = filed
 
     def _read(self, item: SessionMessage | Exception) -> None:
-        if isinstance(item, SessionMessage) and isinstance(item.message, types.JSONRPCResponse):
-            filed = self._by_id.get(str(item.message.id))
-            if filed is not None:
-                filed.result = dict(item.message.result)
+        if not (
+            isinstance(item, SessionMessage) and isinstance(item.message, types.JSONRPCResponse)
+        ):
+            return
+        filed = self._by_id.get(str(item.message.id))
+        if filed is None:
+            return
+        result = dict(item.message.result)
+        if not filed.withdrawn:
+            filed.result = result
+            return
+        self.close(filed)  # a late answer is given once
+        again = next(
+            (
+                other
+                for other in self._by_token.values()
+                if other.result is None
+                and (other.question is filed.question or other.question == filed.question)
+            ),
+            None,
+        )
+        if again is None:
+            _log.info(
+                "mcp.answer_dropped",
+                request_id=item.message.id,
+                reason="an answer to a withdrawn form, whose question is not open again",
+            )
+            return
+        again.result = result
+        again.late.cancel()
+        _log.info(
+            "mcp.late_answer_delivered",
+            request_id=item.message.id,
+            reason="answered on the form a reload withdrew while the same question was open "
+            "again: it is that question's answer, and the new form is withdrawn",
+        )
 
 
 class _TappedRead:
