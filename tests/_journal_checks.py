@@ -15,8 +15,10 @@ from _journal_model import (
     settlement_of,
     state_of,
 )
+from _multi_question_machine import entry_key
 from hotseam.interaction import (
     ASK_CANCELLED,
+    AskUserQuestionAnswer,
 )
 from hotseam.interaction._journal import (
     AskRecord,
@@ -200,6 +202,8 @@ class JournalChecks:
             self.fail_journal(f"{where}, and it has no record")
             return
         self.check_kept(rec, record)
+        if outcome[0] == "answer":
+            self.check_recorded_whole(rec, j.matched if j.expect == "replay" else record, where)
         if j.expect == "replay":
             assert j.matched is not None
             if outcome != outcome_of(j.matched):
@@ -221,8 +225,30 @@ class JournalChecks:
         else:
             self.fail_journal(f"{where}, settled by {record.settled_by!r}, neither here nor fleet")
 
+    def check_recorded_whole(self, rec: Any, record: AskRecord | None, where: str) -> None:
+        """An answer delivered (live or replayed) is its record's, question by question."""
+        assert record is not None and rec.answer is not None
+        got = [entry_key(entry) for entry in rec.answer.answers]
+        recorded = [] if record.answer is None else [entry_key(e) for e in record.answer.answers]
+        if got != recorded:
+            self.fail_journal(f"{where}: it got {got}, and its record {record.id} says {recorded}")
+        elif rec.multi is not None:
+            self.events.add(f"several questions delivered whole ({rec.journal.expect})")
+
     def check_kept(self, rec: Any, record: AskRecord) -> None:
-        """An answer a provider returned is recorded, unless another settlement won first."""
+        """An answer a provider returned is recorded, unless another settlement won first;
+        for an ask of several questions, once every question has its answer."""
+        if rec.multi is not None and record.settled_by != FLEET:
+            expected = self.given_whole(rec)
+            recorded = None if record.answer is None else record.answer.answers
+            if expected is not None and [entry_key(e) for e in recorded or ()] != [
+                entry_key(e) for e in expected.answers
+            ]:
+                self.fail_journal(
+                    f"{rec.name}'s questions were all answered ({expected.answer!r}), but its "
+                    f"record {record.id} is {record.state.value} with {recorded}"
+                    + (f" ({rec.race} in the same turn)" if rec.race else "")
+                )
         for attempt in rec.attempts:
             if attempt.status != "returned" or attempt.result != ("answer", attempt.text):
                 continue
@@ -234,6 +260,18 @@ class JournalChecks:
                     + (f" ({rec.race} in the same turn)" if rec.race else "")
                     + ": the answer was thrown away"
                 )
+
+    def given_whole(self, rec: Any) -> AskUserQuestionAnswer | None:
+        """The answer ``rec``'s providers gave, once they answered all of its several
+        questions (None before, or for one question)."""
+        if rec.multi is None:
+            return None
+        answered = rec.multi.answered()
+        if len(answered) < len(rec.multi.items):
+            return None
+        return AskUserQuestionAnswer.of(
+            [answered[str(item.id)][1] for item in rec.multi.items], rec.request
+        )
 
     def check_records(self) -> None:
         """The journal on its own, and against its previous state."""
@@ -299,6 +337,9 @@ class JournalChecks:
             for attempt in rec.attempts:
                 if attempt.status == "returned" and attempt.result == ("answer", attempt.text):
                     given[attempt.text] = (rec.journal.inc.daemon.label, rec.journal.record_id)
+            whole = self.given_whole(rec)
+            if whole is not None:
+                given[whole.answer] = (rec.journal.inc.daemon.label, rec.journal.record_id)
         for write in self.j_writes:
             if write.text is not None:
                 given[write.text] = (FLEET, write.ask_id)

@@ -17,10 +17,10 @@ from _journal_model import (
     FLEET,
     MWrite,
     name_of,
+    written_answer,
 )
 from hotseam.interaction import (
     ASK_CANCELLED,
-    AskUserQuestionAnswer,
 )
 from hotseam.interaction._journal import (
     AskRecord,
@@ -101,7 +101,9 @@ class OtherProcessRules:
 
     def new_write(self, target: AskRecord, *, dismiss: bool) -> MWrite:
         name = f"w{next(self.ids)}"
-        write = MWrite(name, target.id, None if dismiss else f"answer from {name}", target.pending)
+        answer = None if dismiss else written_answer(target.request, name)
+        text = None if answer is None else answer.answer
+        write = MWrite(name, target.id, text, target.pending, answer)
         self.j_writes.append(write)
         return write
 
@@ -112,9 +114,8 @@ class OtherProcessRules:
                     write.ask_id, AskState.FAILED, code=ASK_CANCELLED, by=FLEET
                 )
             else:
-                settlement = await self.j_journal.answer_ask(
-                    write.ask_id, AskUserQuestionAnswer(write.text), by=FLEET
-                )
+                assert write.answer is not None
+                settlement = await self.j_journal.answer_ask(write.ask_id, write.answer, by=FLEET)
         except JournalError as error:
             write.error = f"{error.code}: {error}"
         else:

@@ -56,9 +56,9 @@ from _journal_model import (
     FRESH,
     MAX_AGENT_ASKS,
     POLL_INTERVAL,
+    SEVERAL,
     SWAP_WAIT,
     THEN,
-    YES_NO,
     AgentFailed,
     Incarnation,
     JournalAsk,
@@ -66,16 +66,18 @@ from _journal_model import (
     MAgent,
     MDaemon,
     MWrite,
+    agent_request,
+    asked_text,
     gone,
     idle,
     name_of,
 )
+from _multi_question_machine import MultiAsk
 from hotseam import AbortController
 from hotseam.interaction import (
     ASK_DECLINED,
     USER_INTERACTION,
     AskJournal,
-    AskUserQuestionRequest,
     UserInteractionError,
     ask,
 )
@@ -244,6 +246,12 @@ class JournalRules(OtherProcessRules, JournalChecks):
                     started = True
                     task_status.started()
                     await daemon.stop.wait()
+                    # The agents' asks are cancelled now, not when the stop was asked for:
+                    # an ask answered meanwhile may have gone on to its next question.
+                    for agent in self.j_agents:
+                        busy = agent.busy
+                        if agent.inc is not None and busy is not None and busy.outcome is None:
+                            busy.caller_cancelled = True
                     agents.cancel_scope.cancel()
         except Exception as error:
             if not started:
@@ -258,9 +266,6 @@ class JournalRules(OtherProcessRules, JournalChecks):
         daemon = self.j_daemon
         assert daemon is not None
         self.j_resume = [agent for agent in self.j_agents if agent.inc is not None]
-        for agent in self.j_resume:
-            if agent.busy is not None and agent.busy.outcome is None:
-                agent.busy.caller_cancelled = True
         if racing is not None:
             self.give(racing, "answer")
         daemon.stop.set()
@@ -374,6 +379,7 @@ class JournalRules(OtherProcessRules, JournalChecks):
         ctx=st.sampled_from(["C", "D"]),
         abortable=st.booleans(),
         then=THEN,
+        several=st.integers(0, 2).map(lambda i: i == 2),
     )
     def agent_asks(
         self,
@@ -384,14 +390,16 @@ class JournalRules(OtherProcessRules, JournalChecks):
         ctx: str,
         abortable: bool,
         then: str,
+        several: bool,
     ) -> None:
         """An agent asks its next question: mostly what its run recorded there (when it
-        resumes), sometimes changed, else a new one (by position or key)."""
+        resumes), sometimes changed, else a new one (by position or key; ``several``: an
+        ask of several questions)."""
 
         async def action() -> None:
             agent = self.pick(self.idle_agents(), pick)
             assert agent.inc is not None
-            question, key = self.next_question(agent.inc, choice, change, keyed)
+            question, key = self.next_question(agent.inc, choice, change, keyed, several)
             rec = self.queue_ask(agent, question, key, ctx, abortable)
             await self.reply_then(rec, then)
 
@@ -431,7 +439,7 @@ class JournalRules(OtherProcessRules, JournalChecks):
         rec = None
         for index, record in enumerate(left):
             change = index == change_at
-            question = record.request.question + ("'" if change else "")
+            question = asked_text(record.request) + ("'" if change else "")
             rec = self.queue_ask(agent, question, record.key, ctx, abortable=False)
             if change or record.pending or not self.agent_asks_left():
                 break  # the agent waits here (or asks anew from here on)
@@ -446,12 +454,7 @@ class JournalRules(OtherProcessRules, JournalChecks):
         inc = agent.inc
         assert inc is not None and inc.run is not None
         controller = AbortController() if abortable else None
-        request = AskUserQuestionRequest(
-            question,
-            options=YES_NO,
-            allow_custom=True,
-            signal=controller.signal if controller is not None else None,
-        )
+        request = agent_request(question, controller.signal if controller is not None else None)
         digest = question_digest(request)
         position = inc.position
         matched = self.replayable(inc, position, key)
@@ -472,7 +475,10 @@ class JournalRules(OtherProcessRules, JournalChecks):
         mode = "controller" if abortable else "none"
         rec = self.make_ask_record(name, self._ctx(ctx), request, False, mode, controller)
         rec.journal = JournalAsk(inc, position, key, digest, expect, matched, before)
-        self.ask_by_question[question] = rec
+        if request.is_multi_question:
+            rec.multi = MultiAsk(list(request.questions))
+        for item in request.questions:
+            self.ask_by_question[item.question] = rec
         agent.busy = rec
         where = f"key {key!r}" if key is not None else f"position {position}"
         self.log(f"{name} = {inc.name} asks {question!r} on {ctx} at {where} ({expect})")
@@ -483,9 +489,12 @@ class JournalRules(OtherProcessRules, JournalChecks):
         """Once ``rec`` reached a provider (if it does), the human replies ``then``."""
         if then == "wait":
             return
-        await self._settle()
-        waiting = [attempt for attempt in rec.attempts if attempt.status == "waiting"]
-        if waiting and rec.outcome is None:
+        # An ask of several questions put one at a time: the human answers each in turn.
+        for _ in rec.multi.items if rec.multi is not None and then == "answer" else [then]:
+            await self._settle()
+            waiting = [attempt for attempt in rec.attempts if attempt.status == "waiting"]
+            if not waiting or rec.outcome is not None or waiting[-1].reply is not None:
+                return
             self.log(f"{waiting[-1].name} ({rec.name} on {waiting[-1].reg.name}) replies {then}")
             self.give(waiting[-1], then)
 
@@ -592,10 +601,11 @@ class JournalRules(OtherProcessRules, JournalChecks):
         return None
 
     def next_question(
-        self, inc: Incarnation, choice: int, change: bool, keyed: bool
+        self, inc: Incarnation, choice: int, change: bool, keyed: bool, several: bool = False
     ) -> tuple[str, str | None]:
         """Mostly what the run recorded (at this position, or a key not yet asked again),
-        sometimes changed; else a new question, whose text repeats across runs."""
+        sometimes changed; else a new question (``several``: an ask of several), whose text
+        repeats across runs."""
         assert inc.run is not None and inc.recorded is not None
         run_id = inc.run.id
         live = [a for a in self.j_asks.values() if a.run_id == run_id and not gone(a)]
@@ -605,11 +615,12 @@ class JournalRules(OtherProcessRules, JournalChecks):
         options += [r for r in live if r.key is not None and r.key not in inc.keys]
         if options and choice < 6:
             record = options[choice % len(options)]
-            question, key = record.request.question, record.key
+            question, key = asked_text(record.request), record.key
         else:
             key = None
             if keyed:
                 taken = {a.key for a in live} | inc.keys
                 key = next(f"key{n}" for n in range(100) if f"key{n}" not in taken)
             question = f"{inc.agent.key}.{key if key is not None else inc.position}"
+            question += SEVERAL if several else ""
         return (f"{question}'" if change else question), key

@@ -12,12 +12,17 @@ import anyio
 import anyio.abc
 from hypothesis import strategies as st
 
+from _multi_question_machine import build_question
+from hotseam import AbortSignal
 from hotseam.interaction import (
     ASK_ABORTED,
     ASK_DECLINED,
     AgentRun,
     AskJournal,
+    AskUserQuestionAnswer,
     AskUserQuestionOption,
+    AskUserQuestionRequest,
+    QuestionAnswer,
 )
 from hotseam.interaction._journal import (
     AskRecord,
@@ -37,6 +42,8 @@ FLEET = "fleet inbox (another process)"
 FRESH = st.integers(0, 4).map(lambda i: i == 4)
 THEN = st.sampled_from(["wait", "wait", "answer", "answer", "answer", ASK_DECLINED])
 YES_NO = (AskUserQuestionOption("yes"), AskUserQuestionOption("no"))
+SEVERAL = "+"  # an agent's question whose text holds it is an ask of several questions
+SEVERAL_KINDS = ("one", "many", "free_skip")  # each takes text: another process answers so
 
 
 class JournalViolation(AssertionError):
@@ -113,11 +120,40 @@ class MWrite:
     ask_id: str
     text: str | None
     was_pending: bool
+    answer: AskUserQuestionAnswer | None = None  # what it writes (text: its answer)
     racing: Any = None  # the AskRec whose provider answers in the same turn
     won: bool | None = None
     error: str | None = None
     done: bool = False
     checked: bool = False
+
+
+def agent_request(question: str, signal: AbortSignal | None) -> AskUserQuestionRequest:
+    """What an agent asks for ``question``: yes or no, or (its text holds :data:`SEVERAL`)
+    three questions in one ask; the same text always makes the same request (digest)."""
+    if SEVERAL in question:
+        items = [build_question(kind, question, n + 1) for n, kind in enumerate(SEVERAL_KINDS)]
+        return AskUserQuestionRequest.of(items, signal=signal)
+    return AskUserQuestionRequest(question, options=YES_NO, allow_custom=True, signal=signal)
+
+
+def asked_text(request: AskUserQuestionRequest) -> str:
+    """The ``question`` :func:`agent_request` made ``request`` of (a record's request)."""
+    if request.is_multi_question:
+        return request.question.rpartition("/")[0]
+    return request.question
+
+
+def written_answer(request: AskUserQuestionRequest, name: str) -> AskUserQuestionAnswer:
+    """The answer another process's inbox writes, as ``name``, to ``request``: text, or
+    one entry per question (each says who wrote it)."""
+    if not request.is_multi_question:
+        return AskUserQuestionAnswer(f"answer from {name}")
+    entries = [
+        QuestionAnswer.chosen(item, custom=f"answer from {name}:{item.id}")
+        for item in request.questions
+    ]
+    return AskUserQuestionAnswer.of(entries, request)
 
 
 def outcome_of(record: AskRecord) -> tuple[Any, ...] | None:

@@ -1573,9 +1573,12 @@ def test_invariants_with_multi_question_asks(backend: str) -> None:
     run_state_machine_as_test(machine, settings=settings(SETTINGS, max_examples=MULTI_EXAMPLES))
 
 
-class JournalInvariantMachine(JournalRules, InvariantMachine):
+class JournalInvariantMachine(JournalRules, MultiQuestionRules, InvariantMachine):
     """The same machine with an ask journal (tests/_journal_machine.py): agents ask inside
-    runs, the daemon stops and resumes, another process answers."""
+    runs — one question or several in one ask — the daemon stops and resumes, another
+    process answers."""
+
+    max_multi_asks = 2  # outside runs: the agents ask several questions too
 
 
 @pytest.mark.timeout(120 + JOURNAL_EXAMPLES)
