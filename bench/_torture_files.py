@@ -27,6 +27,8 @@ VERSION = {version}
 {module_line}
 
 class Provider:
+    multiple_questions = VERSION % 2 == 1  # the other versions show one question at a time
+
     def __init__(self, scope):
         self.scope = scope
         self.generation = torture_ledger.set_up(__name__, VERSION, words.WORD)

@@ -1,6 +1,11 @@
 """The reload tortures' bookkeeping: what every provider generation reports, what every caller
 got, and the report with its must-be-0 counters.
 
+Some asks hold several questions (:func:`several_questions`: one choice, several choices
+between bounds, free text that may be skipped): a provider answers each question it is
+asked with a mark naming the question and its generation, and the ledger keeps them per
+question, so that an answer lost, given twice or missing is counted per question.
+
 Shared by ``bench/torture.py`` (the reload torture) and ``bench/torture_daemon.py`` (the
 daemon torture, which adds carried values, the deletion grace and replaced folders). The
 provider modules the tortures write import one bookkeeping module, ``torture_ledger``
@@ -22,7 +27,13 @@ from typing import Any
 import anyio
 
 from hotseam import ScopeState
-from hotseam.interaction import AskUserQuestionAnswer, AskUserQuestionRequest
+from hotseam.interaction import (
+    AskUserQuestionAnswer,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    Question,
+    QuestionAnswer,
+)
 
 __all__ = [
     "ALT",
@@ -40,6 +51,7 @@ __all__ = [
     "Settings",
     "closing",
     "machine",
+    "several_questions",
 ]
 
 LEDGER = "torture_ledger"
@@ -55,8 +67,38 @@ MUST_BE_ZERO = (
     "asks hung",
     "wrong question",
     "unexplained failures",
+    "questions lost",
+    "questions answered twice",
+    "asks half-answered",
 )
 EXAMPLES = 5
+SKIPPED = "(skipped)"
+LETTERS = tuple(AskUserQuestionOption(letter) for letter in "abcd")
+YES_NO = (AskUserQuestionOption("yes"), AskUserQuestionOption("no"))
+
+
+def several_questions(ask: str) -> AskUserQuestionRequest:
+    """An ask of three questions, each named ``<ask>/<id>``: one choice (or text), two
+    or three of four letters (text counts as one), free text that may be skipped."""
+    return AskUserQuestionRequest.of(
+        [
+            Question(f"{ask}/k1", options=YES_NO, id="k1"),
+            Question(
+                f"{ask}/k2",
+                options=LETTERS,
+                id="k2",
+                multi_select=True,
+                min_selections=2,
+                max_selections=3,
+            ),
+            Question(f"{ask}/k3", id="k3", allow_skip=True),
+        ]
+    )
+
+
+def is_several(request: AskUserQuestionRequest) -> bool:
+    """A question of an ask of :func:`several_questions` (all of it, or some)."""
+    return "/" in request.question
 
 
 @dataclass(frozen=True)
@@ -67,6 +109,7 @@ class Settings:
     seed: int = 1
     askers: int = 4
     cancel_ratio: float = 0.15
+    several_ratio: float = 0.3  # asks of several questions (several_questions)
     hang_after: float = 30.0
     swap_timeout: float = 10.0
     dispose_timeout: float = 0.1
@@ -98,6 +141,8 @@ class Ledger:
         self._settings = settings
         self.generations: list[Generation] = []
         self.returned: defaultdict[str, list[str]] = defaultdict(list)
+        # per question of an ask of several ("<ask>/<id>"): each mark a provider returned
+        self.returned_parts: defaultdict[str, list[str]] = defaultdict(list)
         self.calls: Counter[str] = Counter()
         self.served_closing = 0
         self.closing_examples: list[str] = []
@@ -141,7 +186,11 @@ class Ledger:
         """
         question = request.question
         generation: Generation = provider.generation
-        self.calls[question] += 1
+        several = is_several(request)
+        for item in request.questions if several else ():
+            self.calls[item.question] += 1
+        if not several:
+            self.calls[question] += 1
         entered_closing = closing(provider)
         if not entered_closing:
             self.entered(provider)
@@ -162,9 +211,33 @@ class Ledger:
                 )
         elif closing(provider):
             self.due_as_close_began += 1
+        if several:
+            return self.answer_several(request, generation)
         answer = f"{question}@{generation!r}"
         self.returned[question].append(answer)
         return AskUserQuestionAnswer(answer)
+
+    def answer_several(
+        self, request: AskUserQuestionRequest, generation: Generation
+    ) -> AskUserQuestionAnswer:
+        """Each question asked answered within its bounds, its custom text a mark naming
+        the question and the generation (a skipped question's mark is ``(skipped)``)."""
+        entries = []
+        for item in request.questions:
+            mark = f"{item.question}@{generation!r}"
+            if item.allow_skip and self._rng.random() < 0.3:
+                entries.append(QuestionAnswer.skip(item))
+                mark = SKIPPED
+            elif item.is_multi_select:
+                least, most = item.selection_range
+                count = self._rng.randint(least, most) - 1  # the mark counts as one
+                entries.append(
+                    QuestionAnswer.chosen(item, self._rng.sample(item.choices, count), mark)
+                )
+            else:
+                entries.append(QuestionAnswer.chosen(item, custom=mark))
+            self.returned_parts[item.question].append(mark)
+        return AskUserQuestionAnswer.of(entries, request)
 
     def entered(self, provider: Any) -> None:
         """An ask entered ``provider`` while it was open (a hook for what it holds)."""
@@ -201,6 +274,7 @@ class Outcome:
     legitimate: bool = False
     cancelled: bool = False
     hung: bool = False
+    parts: dict[str, str] | None = None  # an ask of several: each question's mark, by id
 
     @property
     def failed(self) -> bool:

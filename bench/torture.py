@@ -6,8 +6,11 @@ A :class:`hotseam.reload.Reloader` watches a temporary folder (watchfiles; no re
 by hand) that holds a provider module, ``torture_ui.py``, which imports a helper,
 ``torture_words.py``. Four asker tasks ask continuously through
 :func:`hotseam.interaction.ask` — 15 % of the asks are cancelled by the harness at a random
-moment — while the edit loop makes ``--edits`` random edits a few ms to 50 ms apart (one in
-seven pauses is 0.1-0.3 s instead, so reloads also run alone with asks in flight):
+moment, 30 % hold three questions (one choice; two or three of four letters; free text that
+may be skipped), which every other provider version shows at once (``multiple_questions``)
+and the others are asked one after the other, so reloads land between them — while the edit
+loop makes ``--edits`` random edits a few ms to 50 ms apart (one in seven pauses is 0.1-0.3 s
+instead, so reloads also run alone with asks in flight):
 
 * provider: a valid version saved in place, or atomically (temporary file + ``os.replace``);
   a valid version whose async disposer raises, or overruns the reloader's
@@ -41,7 +44,13 @@ at once, or after a short sleep, so reloads hit asks in flight.
 * *answers given twice* — providers returned more than one answer to one question;
 * *asks hung* — an ask still running after ``--hang-after`` seconds (it is then cancelled);
 * *wrong question* — a caller got an answer to another question;
-* *unexplained failures* — an ask failed, and it was not a legitimate failure.
+* *unexplained failures* — an ask failed, and it was not a legitimate failure;
+* per question of the asks of several (each answer a provider returns names its question
+  and generation): *questions lost* — a provider returned an answer to a question and the
+  caller, who got the ask's answer, did not get that one for it; *questions answered
+  twice* — providers returned more than one answer to one question (a question answered
+  before a reload asked again after it); *asks half-answered* — a caller got an answer
+  without every question's.
 
 **Legitimate failures** (counted by code, not errors): ``NO_PROVIDER`` or ``ASK_ABORTED``
 when, at the moment the ask failed, no provider was active in the context and no provider
@@ -83,6 +92,7 @@ from _torture_ledger import (
     EXAMPLES,
     LEDGER,
     PROVIDER_MODULES,
+    SKIPPED,
     UI,
     WORDS,
     Generation,
@@ -90,6 +100,7 @@ from _torture_ledger import (
     Outcome,
     Report,
     Settings,
+    several_questions,
 )
 
 from hotseam import Context, DisposalError
@@ -98,6 +109,7 @@ from hotseam.interaction import (
     NO_PROVIDER,
     USER_INTERACTION,
     AskUserQuestionRequest,
+    QuestionAnswer,
     UserInteractionError,
     ask,
 )
@@ -186,12 +198,18 @@ class Torture:
         while not self.stopping:
             number += 1
             cancel = rng.random() < self.settings.cancel_ratio
-            outcome = await self.ask_once(f"a{index}-q{number}", rng.uniform(0, 0.04), cancel)
+            several = rng.random() < self.settings.several_ratio
+            question = f"a{index}-q{number}"
+            outcome = await self.ask_once(question, rng.uniform(0, 0.04), cancel, several)
             await anyio.lowlevel.checkpoint()  # an answer given at once has no checkpoint
             if outcome.code is not None:
                 await anyio.sleep(rng.uniform(0.002, 0.02))
 
-    async def ask_once(self, question: str, cancel_after: float, cancel: bool) -> Outcome:
+    async def ask_once(
+        self, question: str, cancel_after: float, cancel: bool, several: bool = False
+    ) -> Outcome:
+        """Ask ``question`` (``several``: an ask of :func:`several_questions`) and record
+        what the caller got."""
         started = anyio.current_time()
         outcome = self.outcomes[question] = Outcome(question, started)
         asks = self.report.asks
@@ -202,7 +220,9 @@ class Torture:
                     harness.deadline = started + cancel_after
                 try:
                     answer = await ask(
-                        AskUserQuestionRequest(question),
+                        several_questions(question)
+                        if several
+                        else AskUserQuestionRequest(question),
                         context=self.context,
                         swap_timeout=self.settings.swap_timeout,
                     )
@@ -217,6 +237,8 @@ class Torture:
                     outcome.code = type(error).__name__
                 else:
                     outcome.answer = answer.answer
+                    if several:
+                        outcome.parts = {entry.id: _mark(entry) for entry in answer.answers}
             outcome.cancelled = harness.cancelled_caught
         outcome.hung = bound.cancelled_caught
         outcome.ended = anyio.current_time()
@@ -228,6 +250,10 @@ class Torture:
             )
         elif outcome.cancelled:
             asks["cancelled by the harness"] += 1
+        elif outcome.parts is not None:
+            asks["answered"] += 1
+            asks["asks of several questions answered"] += 1
+            self.check_parts(question, outcome.parts)
         elif outcome.answer is not None:
             asks["answered"] += 1
             if outcome.answer.partition("@")[0] != question:
@@ -247,6 +273,20 @@ class Torture:
                 f"{self.ledger.returned.get(question, [])}",
             )
         return outcome
+
+    def check_parts(self, question: str, parts: dict[str, str]) -> None:
+        """An ask of several questions has every question's answer, each its own."""
+        expected = [str(item.id) for item in several_questions(question).questions]
+        if sorted(parts) != sorted(expected):
+            self.report.count(
+                "asks half-answered", f"{question}: answers for {sorted(parts)} of {expected}"
+            )
+        for question_id, mark in parts.items():
+            if mark != SKIPPED and mark.partition("@")[0] != f"{question}/{question_id}":
+                self.report.count("wrong question", f"{question}/{question_id} got {mark}")
+        generations = {mark.partition("@")[2] for mark in parts.values() if mark != SKIPPED}
+        if len(generations) > 1:
+            self.report.asks["asks of several answered across a reload (answers kept)"] += 1
 
     # -- edits ------------------------------------------------------------------------------------
 
@@ -379,6 +419,7 @@ class Torture:
                 self.report.example(
                     "answers discarded", f"{question}: returned {returned}; caller got {got}"
                 )
+        self.tally_parts()
         zero["served while closing"] = self.ledger.served_closing
         self.report.examples["served while closing"] = self.ledger.closing_examples
         self.report.asks["provider calls (re-asks included)"] = self.ledger.calls.total()
@@ -396,6 +437,30 @@ class Torture:
                 f"{len(wrong)} generation(s) whose disposer did not run exactly once after the "
                 f"reloader closed: {listed}"
             )
+
+    def tally_parts(self) -> None:
+        """Per question of the asks of several: each answered once, none lost."""
+        zero = self.report.zero
+        for key, returned in self.ledger.returned_parts.items():
+            question, _, question_id = key.rpartition("/")
+            outcome = self.outcomes.get(question)
+            got = "?" if outcome is None else (outcome.parts or {}).get(question_id)
+            if len(returned) > 1:
+                zero["questions answered twice"] += len(returned) - 1
+                self.report.example(
+                    "questions answered twice", f"{key}: returned {returned}; caller got {got}"
+                )
+            if outcome is None or outcome.cancelled or outcome.parts is None:
+                continue  # cancelled, or failed: an unexplained failure is counted as such
+            lost = len(returned) - (got in returned)
+            if lost:
+                zero["questions lost"] += lost
+                self.report.example(
+                    "questions lost", f"{key}: returned {returned}; caller got {got}"
+                )
+        self.report.asks["questions of several answered by providers"] = len(
+            self.ledger.returned_parts
+        )
 
     async def run(self) -> Report:
         started = time.perf_counter()
@@ -445,6 +510,13 @@ class Torture:
             self.report.problems.append(
                 f"closing the reloader hid the failed disposer of {failing}"
             )
+
+
+def _mark(entry: QuestionAnswer) -> str:
+    """The mark a provider's answer to one question carries (see ``Ledger.answer_several``)."""
+    if entry.skipped is not None:
+        return SKIPPED
+    return entry.custom or f"(no mark: {entry.answer})"
 
 
 async def run_torture(folder: Path, settings: Settings | None = None) -> Report:
