@@ -14,7 +14,11 @@ reloaded by hand. The folder holds:
 * ``tort_ask_0..1.py``: a tool ``ask_N`` that asks the human a question naming the call's
   token (two options), records the answer it got in a ledger file and returns it;
 * ``tort_words.py``, the helper both import; ``tort_churn.py``, created and deleted (a
-  tool nobody calls: the list changes under the callers).
+  tool nobody calls: the list changes under the callers);
+* ``tort_ui.py``, which provides the tools' context's own ``McpProvider`` (shadowing the
+  command's): each save withdraws the questions it shows (``notifications/cancelled`` on
+  2025-11-25) and its new generation asks them again (on 2026-07-28 the question keeps
+  its key: the host is not asked twice).
 
 Each caller calls a random echo or ask tool back to back, each call with a token of its
 own. Its elicitation callback answers after 0-30 ms, as a human would, picking the option
@@ -24,7 +28,8 @@ names the question that won. Meanwhile the edit loop makes ``--edits`` random ed
 ms to 50 ms apart (one pause in seven is 0.1-0.3 s): a tool module saved in place or
 atomically (a temporary file renamed over it), with a syntax error, raising at import,
 raising in ``setup`` after registering, or with the same bytes; the helper valid, broken
-or raising; the churn module created or deleted.
+or raising; the provider saved (in place or atomically); the churn module created or
+deleted.
 
 **Must be 0** (counted as they happen, printed at the end; exit status 1 otherwise):
 
@@ -34,7 +39,10 @@ or raising; the churn module created or deleted.
 * *wrong answers*: a result that does not carry the call's own token, or an answer the
   client never gave for it;
 * *unknown tool*: a call of a tool that always exists answered "no such tool"
-  (``TOOL_NOT_FOUND`` or the protocol's -32602): a call during a swap must wait for it.
+  (``TOOL_NOT_FOUND`` or the protocol's -32602): a call during a swap must wait for it;
+* *shown twice on 2026-07-28*: a question the host was shown twice on that era (a
+  question keeps its key for the life of the call, whatever reloads withdraw and re-ask
+  it; on 2025-11-25 a withdrawn question is asked again, counted as information).
 
 **Final state**: all modules get their last version back, and every caller's next calls
 must reach that version's code within ``--settle`` seconds.
@@ -140,6 +148,19 @@ def setup(scope):
     scope.register_tool(run)
 {tail}'''
 
+PROVIDER_MODULE = '''\
+"""The human-interaction provider of the tools' context, shadowing the command's: a save
+withdraws the questions it shows, and the new generation asks them again."""
+from hotseam.interaction import USER_INTERACTION
+from hotseam.providers.mcp import McpProvider
+
+VERSION = {version}
+
+
+def setup(scope):
+    scope.provide(USER_INTERACTION, McpProvider())
+'''
+
 CHURN_MODULE = '''\
 from pydantic import BaseModel
 
@@ -179,6 +200,8 @@ EDITS = {
     "helper: valid, atomic": 4,
     "helper: syntax error": 3,
     "helper: exception at import": 3,
+    "provider: valid, in place": 6,
+    "provider: valid, atomic": 4,
     "churn: created": 5,
     "churn: deleted": 5,
 }
@@ -192,7 +215,16 @@ class Tally:
     edits: Counter[str] = field(default_factory=Counter)
     zero: Counter[str] = field(
         default_factory=lambda: Counter(
-            dict.fromkeys(["lost answers", "answered twice", "wrong answers", "unknown tool"], 0)
+            dict.fromkeys(
+                [
+                    "lost answers",
+                    "answered twice",
+                    "wrong answers",
+                    "unknown tool",
+                    "shown twice on 2026-07-28",
+                ],
+                0,
+            )
         )
     )
     examples: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
@@ -217,6 +249,7 @@ class Files:
         for tool in ECHO_TOOLS + ASK_TOOLS:
             self.save_tool(tool, atomic=False)
         self.save_helper(atomic=False)
+        self.save_provider(atomic=False)
 
     def module(self, tool: str) -> Path:
         prefix = "tort_echo" if tool.startswith("echo") else "tort_ask"
@@ -246,6 +279,11 @@ class Files:
         self.word = f"w{self.version}"
         self.write(self.folder / "tort_words.py", f'WORD = "{self.word}"\n', atomic=atomic)
 
+    def save_provider(self, *, atomic: bool) -> None:
+        self.version += 1
+        source = PROVIDER_MODULE.format(version=self.version)
+        self.write(self.folder / "tort_ui.py", source, atomic=atomic)
+
     def edit(self, kind: str) -> None:
         tool = self.rng.choice(ECHO_TOOLS + ASK_TOOLS)
         atomic = kind.endswith("atomic")
@@ -262,6 +300,8 @@ class Files:
             self.save_helper(atomic=atomic)
         elif kind.startswith("helper: "):
             (self.folder / "tort_words.py").write_text(BROKEN[kind.removeprefix("helper: ")])
+        elif kind.startswith("provider: valid"):
+            self.save_provider(atomic=atomic)
         elif kind == "churn: created":
             (self.folder / "tort_churn.py").write_text(CHURN_MODULE)
         elif kind == "churn: deleted":
@@ -274,6 +314,7 @@ class Files:
             self.write(self.module(tool), self.tool_source(tool), atomic=True)
         self.word = "final"
         self.write(self.folder / "tort_words.py", 'WORD = "final"\n', atomic=True)
+        self.save_provider(atomic=True)
 
 
 class Torture:
@@ -386,8 +427,10 @@ class Torture:
                 tally.bad(
                     "wrong answers", f"{token} got {answer!r}; the client gave {self.given[token]}"
                 )
-            if len(self.given[token]) > 1:
+            if len(self.given[token]) > 1 and era == "legacy":
                 tally.calls[f"{era}: ask asked again (withdrawn by a reload)"] += 1
+            elif len(self.given[token]) > 1:  # a retry carries the answer to the key shown
+                tally.bad("shown twice on 2026-07-28", f"{token}: shown {self.given[token]}")
 
     async def check_settled(self, client: Client, index: int, era: str) -> None:
         """The next calls of every tool reach the final version (within --settle s)."""

@@ -25,7 +25,13 @@ def test_thirty_edits_lose_no_answer_answer_none_twice_and_know_every_tool() -> 
     )
     report = done.stdout
     assert done.returncode == 0, report + done.stderr
-    for counter in ("lost answers", "answered twice", "wrong answers", "unknown tool"):
+    for counter in (
+        "lost answers",
+        "answered twice",
+        "wrong answers",
+        "unknown tool",
+        "shown twice on 2026-07-28",
+    ):
         assert f"| {counter} | 0 |" in report, report
     for era in ("legacy", "2026-07-28"):
         assert f"| {era}: ask answered |" in report, report
