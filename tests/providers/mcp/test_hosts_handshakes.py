@@ -26,16 +26,18 @@ Where the bytes come from:
   (the SDK's ``LATEST_PROTOCOL_VERSION``), then ``notifications/initialized``, then
   ``tools/list``; on 2026-07-28 its SDK opens ``subscriptions/listen`` for
   ``toolsListChanged`` (id ``listen:N``) when the server offers ``tools.listChanged``.
-  Its messages are serialized ``{method, params, jsonrpc, id}``, as in the
-  capture of an earlier version in cl-ai-project/cl-mcp issue 26.
+  Its requests are serialized ``{...{method, params}, jsonrpc, id}`` (``Protocol.request``;
+  the same order as a capture of 2.0.73 in cl-ai-project/cl-mcp issue 26), its probe
+  ``{jsonrpc, id, method, params}``.
 * **VS Code** (microsoft/vscode, src/vs/workbench/contrib/mcp/common/
   mcpServerRequestHandler.ts at c5308376, ``McpServerRequestHandler.create``): ``{jsonrpc,
   id, method: "initialize", params: {protocolVersion: MCP.LATEST_PROTOCOL_VERSION
   ("2025-11-25"), capabilities: {roots: {listChanged: true}, sampling: {}, elicitation:
   {form: {}, url: {}}, tasks: {list: {}, cancel: {}, requests: {sampling: {createMessage:
   {}}, elicitation: {create: {}}}}}, clientInfo: {name: productService.nameLong ("Visual
-  Studio Code"), version: productService.version}}}``, ids counting from 1; then
-  ``logging/setLevel`` when the server offers logging, then ``notifications/initialized``.
+  Studio Code"), version: productService.version (1.107.0 here: any release)}}}``, ids
+  counting from 1; then ``logging/setLevel`` when the server offers logging, then
+  ``notifications/initialized``.
   It never sends ``server/discover``: VS Code stays on the handshake era.
 """
 
