@@ -239,3 +239,47 @@ async def test_a_question_left_waiting_ends_after_the_ttl() -> None:
     assert result.is_error
     assert result.structured_content["code"] == "ASK_CANCELLED"  # type: ignore[index]
     assert "did not come back with an answer within 0.2 s" in result.structured_content["message"]  # type: ignore[index]
+
+
+TOOL_ENDED: list[anyio.Event] = []
+
+
+@tool()
+async def pick_and_note_the_end(input: Nothing, call: ToolCall) -> str:
+    """Ask; note when the call ends, however it ends."""
+    try:
+        return (await ask(DATABASE)).answer
+    finally:
+        TOOL_ENDED[-1].set()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_client_that_abandons_the_call_stops_the_tool(mode: str) -> None:
+    """The client gives up while the form is open. 2025-11-25: its tools/call is cancelled
+    (notifications/cancelled) and the tool stops at once. 2026-07-28: no request is in
+    flight while the client shows the form, so nothing tells the server: the question's
+    time-to-live ends it, and the tool stops then."""
+    TOOL_ENDED.append(anyio.Event())
+    shown = anyio.Event()
+
+    async def wait_forever(params: types.ElicitRequestFormParams) -> types.ElicitResult:
+        shown.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async with serving(
+        [pick_and_note_the_end], mode=mode, elicit=wait_forever, input_ttl=0.3
+    ) as served:
+        with anyio.CancelScope() as abandoned:
+
+            async def abandon() -> None:
+                await shown.wait()
+                abandoned.cancel()
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(abandon)
+                await served.client.call_tool("pick_and_note_the_end", {})
+        assert abandoned.cancelled_caught
+        with anyio.fail_after(WAIT):
+            await TOOL_ENDED[-1].wait()
