@@ -26,7 +26,13 @@ Each kind of broken invariant fails with its own AssertionError subclass (Servin
 DisposalViolation, AskViolation, AbortViolation), so Hypothesis shrinks and reports each one;
 the notes of a failing example say what every step did.
 
-``HOTSEAM_STATEFUL_EXAMPLES`` sets the number of examples per backend (default 200).
+The same machine runs with an ask journal (tests/_journal_machine.py: invariant 10, agents'
+runs, restarts, another process answering) and with asks of several questions
+(tests/_multi_question_machine.py: exactly once per ask and per question).
+
+``HOTSEAM_STATEFUL_EXAMPLES`` sets the number of examples per backend (default 200); the
+journal's variants run a fifth of them per backend and engine, the several-questions
+variant a third per backend (``make stress`` runs 2,000).
 """
 
 from __future__ import annotations
@@ -93,7 +99,7 @@ from hotseam.interaction import (
 
 EXAMPLES = int(os.environ.get("HOTSEAM_STATEFUL_EXAMPLES", "200"))
 JOURNAL_EXAMPLES = max(EXAMPLES // 5, 10)  # per backend and engine
-MULTI_EXAMPLES = max(EXAMPLES // 4, 10)  # per backend
+MULTI_EXAMPLES = max(EXAMPLES // 3, 10)  # per backend
 STEPS = 50
 FAST_TIMEOUT = 0.05  # dispose_timeout of "fast" scope trees, the only ones with overruns
 SLOW_TIMEOUT = 30.0  # never reached: gates are opened by a rule or by the teardown
