@@ -48,8 +48,9 @@ from ._core import (
 from .interaction import USER_INTERACTION
 from .providers.scripted import ScriptedProvider
 from .testing import LeakTracker, ReloadDriver, format_leaks, strict_setup
-from .testing._escapes import ALLOWABLE, EscapeWatch, format_escapes
+from .testing._escapes import ALLOWABLE, EscapeWatch, active_watch, format_escapes
 from .testing._sites import forget_origins, name_originals
+from .testing._strict import forget_told, told_carried
 from .testing._zombies import format_zombies
 
 __all__ = [
@@ -156,6 +157,7 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     item.stash[_TRACKER] = tracker
     item.stash[_LEAK_CHECK] = _enabled(item, "hotseam_leak_check")
     item.stash[_CARRY_MARK] = carry_mark()
+    forget_told()
     item.stash[_PREVIOUS] = _tracking.set_tracker(tracker)
     allowed = EscapeWatch()  # validates the marker's kinds even when the check is off
     for marker in item.iter_markers("hotseam_allow_leaks"):
@@ -173,7 +175,9 @@ def pytest_fixture_setup(
 ) -> Generator[None, Any, Any]:
     """A fixture wider than the test (module, session) may keep what it starts: the escape
     watch does not note it."""
-    watch = request.node.stash.get(_ESCAPES, None) if fixturedef.scope != "function" else None
+    # a wider fixture's request is its module's or session's, not the test's: ask the
+    # escape check which watch is on
+    watch = active_watch() if fixturedef.scope != "function" else None
     if watch is None:
         return (yield)
     watch.stop()
@@ -254,10 +258,11 @@ def _reports(
         leaks = tracker.leaks()
         if leaks:
             reports.append(format_leaks(leaks))
+        told = told_carried()  # strict mode named them to the test already
         dropped = [
             found
             for found in carried_since(item.stash.get(_CARRY_MARK, 0))
-            if "was let go without being closed" in found
+            if "was let go without being closed" in found and found not in told
         ]
         zombies = (
             []

@@ -19,6 +19,7 @@ import sys
 import threading
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 PLANTED = {planted!r}
 sys.path.insert(0, PLANTED + "/shared")  # long-lived helpers, imported the ordinary way
@@ -90,6 +91,29 @@ async def test_growth(asyncio_only, hotseam_reloader):
     await assert_reload_stable(hotseam_reloader, "history_ui.py", reloads=3, warmup=1)  # MINE
     import planted_cache
     planted_cache._providers.clear()
+
+
+@pytest.fixture(scope="module")
+def module_server():
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait, daemon=True)
+    thread.start()
+    yield thread
+    stop.set()
+    thread.join()
+
+
+def test_a_module_fixtures_thread_is_not_the_tests(module_server):
+    assert module_server.is_alive()
+
+
+@settings(
+    max_examples=3, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.integers())
+@pytest.mark.anyio
+async def test_hypothesis_runs_a_loop_per_example(anyio_backend, value):
+    pass
 
 
 def test_scope_dropped():

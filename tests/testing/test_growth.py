@@ -99,8 +99,10 @@ async def test_a_clean_provider_is_stable(tmp_path: Path) -> None:
         await driver.reload("clean_ui.py")
         report = await assert_reload_stable(driver, "clean_ui.py", reloads=4, warmup=2)
     assert report.grown == []
-    for counter in ("registrations", "live generations", "tasks", "threads", "file descriptors"):
+    for counter in ("registrations", "live generations", "tasks", "file descriptors"):
         assert len(set(report.series[counter])) == 1, (counter, report.series[counter])
+    # other tests' worker threads may end meanwhile: threads never rise above the start
+    assert max(report.series["threads"]) == report.series["threads"][0], report.series
 
 
 async def test_bad_arguments_are_refused(tmp_path: Path) -> None:

@@ -48,7 +48,15 @@ from typing import Any
 
 from ._sites import Site, StackFrame, capture, is_library
 
-__all__ = ["KINDS", "Escape", "EscapeWatch", "format_escapes", "install"]
+__all__ = [
+    "ALLOWABLE",
+    "KINDS",
+    "Escape",
+    "EscapeWatch",
+    "active_watch",
+    "format_escapes",
+    "install",
+]
 
 KINDS = ("tasks", "timers", "threads", "fds")
 """What the escape check looks at; each can be allowed per test."""
@@ -58,6 +66,9 @@ check's: a generation a deliberately kept thread or task holds stays alive with 
 
 _JOIN_GRACE = 0.2
 """Seconds a thread that is still alive at the end may take to finish (it may be stopping)."""
+
+_STRUCTURED = frozenset({"anyio", "trio"})
+"""Tasks and timers made through these belong to a task group or a cancel scope."""
 
 _watch: EscapeWatch | None = None
 _installed = False
@@ -141,7 +152,7 @@ class EscapeWatch:
         pending = dict(self.orphaned)
         pending.update((task, site) for task, site in list(self.tasks.items()) if not task.done())
         for task, site in pending.items():
-            if id(task) in allowed:
+            if id(task) in allowed or site.via & _STRUCTURED:
                 continue
             when = (
                 "still pending when its event loop shut down (the loop cancelled it)"
@@ -160,6 +171,8 @@ class EscapeWatch:
         pending = dict(self.dropped_timers)
         pending.update(self.timers.items())
         for handle, site in pending.items():
+            if site.via & _STRUCTURED:
+                continue  # an anyio deadline: its cancel scope owns it
             # a handle run or cancelled left its loop's heap (or was marked cancelled)
             if handle.cancelled() or not getattr(handle, "_scheduled", False):
                 continue
@@ -243,6 +256,11 @@ def format_escapes(escapes: list[Escape]) -> str:
 
 
 # -- the hooks ------------------------------------------------------------------------------
+
+
+def active_watch() -> EscapeWatch | None:
+    """The watch noting creations now, if any."""
+    return _watch
 
 
 def install() -> None:

@@ -25,11 +25,11 @@ StackFrame = tuple[str, int, str]
 """``(filename, line, function)`` of one frame."""
 
 _MAX_FRAMES = 30
-_LOOP_LIBRARIES = (
-    f"{os.sep}asyncio{os.sep}",
-    f"{os.sep}anyio{os.sep}",
-    f"{os.sep}trio{os.sep}",
-)
+_LOOP_LIBRARIES = {
+    "asyncio": f"{os.sep}asyncio{os.sep}",
+    "anyio": f"{os.sep}anyio{os.sep}",
+    "trio": f"{os.sep}trio{os.sep}",
+}
 
 
 def _library_dirs() -> tuple[str, ...]:
@@ -64,9 +64,16 @@ class Site:
     """Where something was created: the user's frames, outermost first."""
 
     stack: tuple[StackFrame, ...]
-    via_event_loop: bool
-    """An event-loop library (asyncio, anyio, trio) was between the user's code and the
-    creation: the thing belongs to the loop's machinery (a worker-thread pool)."""
+    via: frozenset[str]
+    """The event-loop libraries (``asyncio``, ``anyio``, ``trio``) between the user's code
+    and the creation: a thread started through one belongs to the loop's machinery (a
+    worker-thread pool); a task started through anyio or trio belongs to a task group (or
+    to anyio's test runner), which cannot let it escape."""
+
+    @property
+    def via_event_loop(self) -> bool:
+        """Created by an event loop's machinery on the user's behalf."""
+        return bool(self.via)
 
     @property
     def created_at(self) -> str:
@@ -79,7 +86,7 @@ def capture(skip: int = 1) -> Site | None:
     the user's. Costs one walk up the stack; a filename is classified once."""
     frame = sys._getframe(skip + 1)
     frames: list[StackFrame] = []
-    via_loop = False
+    via: set[str] = set()
     library = _is_library
     while frame is not None and len(frames) < _MAX_FRAMES:
         filename = frame.f_code.co_filename
@@ -88,13 +95,13 @@ def capture(skip: int = 1) -> Site | None:
             known = is_library(filename)
         if not known:
             frames.append((filename, frame.f_lineno, frame.f_code.co_name))
-        elif not frames and not via_loop and any(name in filename for name in _LOOP_LIBRARIES):
-            via_loop = True
+        elif not frames:
+            via.update(name for name, part in _LOOP_LIBRARIES.items() if part in filename)
         frame = frame.f_back  # type: ignore[assignment]
     if not frames:
         return None
     frames.reverse()
-    return Site(tuple(frames), via_loop)
+    return Site(tuple(frames), frozenset(via))
 
 
 def add_origin(copy: Path, original: Path) -> None:

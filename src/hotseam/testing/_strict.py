@@ -17,9 +17,30 @@ import anyio
 
 from .._core import BaseContext, HarnessError, Scope, carried_since, carry_mark
 
-__all__ = ["StrictModeError", "leftovers", "snapshot", "strict_setup"]
+__all__ = [
+    "StrictModeError",
+    "forget_told",
+    "leftovers",
+    "snapshot",
+    "strict_setup",
+    "told_carried",
+]
 
 Setup = Callable[[Scope], object]
+
+_told: set[str] = set()
+"""Carried values strict mode has named in a :class:`StrictModeError` (the leak check does
+not report them a second time)."""
+
+
+def told_carried() -> set[str]:
+    """The carried values strict mode has named since :func:`forget_told`."""
+    return _told
+
+
+def forget_told() -> None:
+    """Start a new test: nothing named yet."""
+    _told.clear()
 
 
 class StrictModeError(HarnessError, AssertionError):
@@ -80,7 +101,9 @@ def leftovers(before: _Snapshot, after: _Snapshot) -> list[str]:
         f"task {after.task_names[task]!r} started by the first setup is still running"
         for task in sorted(after.tasks - before.tasks)
     )
-    found.extend(carried_since(before.carried))
+    carried = carried_since(before.carried)
+    _told.update(carried)
+    found.extend(carried)
     if after.probe != before.probe:
         found.append(
             f"probed state changed: before setup {before.probe!r}, after disposal {after.probe!r}"

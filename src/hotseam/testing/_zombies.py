@@ -139,7 +139,8 @@ def reference_chain(targets: dict[int, tuple[object, str]]) -> str | None:
             key = id(child)
             if key in parents or key in skip or isinstance(child, _ATOMIC):
                 continue
-            if type(child).__module__.startswith(_KIT):
+            owner = getattr(type(child), "__module__", None)
+            if isinstance(owner, str) and owner.startswith(_KIT):
                 continue  # the kit's own bookkeeping (a watch, a tracker) is not a culprit
             parents[key] = id(node)
             objects[key] = child
