@@ -372,6 +372,10 @@ class MultiQuestionRules:
             self.check_whole(rec, answered, where)
         if outcome == ("error", INVALID_ANSWER):
             self.check_named(rec, where)
+        if outcome == ("error", INVALID_REQUEST):
+            field_name = f"questions[{len(multi.items) - 1}].min_selections"
+            if field_name not in str(rec.error):
+                self.fail_questions(f"{where}: {str(rec.error)!r} does not name {field_name}")
 
     def allowed_outcomes(self, rec: Any, answered: dict[str, Any]) -> set[tuple[Any, ...]]:
         """What the ask may have ended with, given what its providers did."""
