@@ -68,9 +68,10 @@ inspector "tools/call failing" --method tools/call --tool-name test_error_handli
 inspector "tools/call asking, no elicitation" --method tools/call --tool-name test_elicitation \
     --tool-arg message=Who?
 
-# The conformance suite's server scenarios (all suites) against `hotseam mcp --http` on a
-# free loopback port, with a token made for this run (given in the URL as ?token=: the
-# suite takes only a URL); expected-failures.yml lists the scenarios hotseam cannot pass.
+# `hotseam mcp --http` on a free loopback port, with a token made for this run: the
+# Inspector lists its tools sending the token as a header, then the conformance suite runs
+# its server scenarios (all suites) with the token in the URL as ?token= (it takes only a
+# URL); expected-failures.yml lists the scenarios hotseam cannot pass.
 token=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
 HOTSEAM_WEB_TOKEN=$token XDG_STATE_HOME="$scratch/state" \
     "$hotseam" mcp --http 0 --log-format json "$tools" 2>"$scratch/http.log" &
@@ -87,6 +88,17 @@ if test -z "$url"; then
     tail -n 20 "$scratch/http.log"
     failed=$((failed + 1))
 else
+    # The Inspector over HTTP with the token in a header, as a host's configuration sends it.
+    status=0
+    mcp-inspector --cli "${url%%\?*}" --transport http --method tools/list \
+        --header "Authorization: Bearer $token" >"$scratch/answer.json" 2>"$scratch/stderr" || status=$?
+    if test $status -eq 0 && node "$here/expect.mjs" "tools/list" <"$scratch/answer.json"; then
+        echo "PASS  inspector over --http (Authorization: Bearer): tools/list"
+    else
+        echo "FAIL  inspector over --http (Authorization: Bearer): tools/list (exit $status)"
+        tail -n 20 "$scratch/stderr"
+        failed=$((failed + 1))
+    fi
     status=0
     conformance server --url "$url" --suite all --expected-failures "$here/expected-failures.yml" \
         -o "$scratch/conformance" >"$scratch/conformance.txt" 2>&1 || status=$?
