@@ -1,5 +1,7 @@
 """``hotseam mcp`` as a subprocess, driven over stdio by the ``mcp`` SDK's own client on
-both revisions: tools, forms, the fallback, a save while a form is open, list_changed."""
+both revisions: tools, forms, a save while a form is open, list_changed. (A host without
+elicitation: ``test_cli_config.py`` through the SDK's client, ``test_cli_hostile.py`` on
+the raw wire.)"""
 
 from __future__ import annotations
 
@@ -229,23 +231,3 @@ async def test_tools_forms_and_a_save_while_a_form_is_open(tmp_path: Path, mode:
     lines = stderr.read_text().splitlines()
     assert "printed by the tool" in lines
     assert any('"event": "mcp.stopped"' in line for line in lines)
-
-
-@pytest.mark.anyio
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])
-@pytest.mark.parametrize("mode", ERAS)
-async def test_a_host_without_elicitation_is_told_to_ask_in_the_conversation(
-    tmp_path: Path, mode: str
-) -> None:
-    """A client that advertises no elicitation: the question comes back as a tool error
-    the model reads, at once."""
-    folder = tmp_path / "tools"
-    write_tools(folder)
-    async with spawned(folder, tmp_path / "stderr.log", mode=mode) as client:
-        with anyio.fail_after(WAIT):
-            result = await client.call_tool("pick", {})
-    assert result.is_error
-    error = result.structured_content
-    assert error is not None
-    assert error["code"] == "NO_PROVIDER"
-    assert "Ask the user in the conversation instead" in error["message"]
