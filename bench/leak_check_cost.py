@@ -1,0 +1,112 @@
+"""Cost of the pytest plugin's checks on hotseam's own tests, and of the growth mode per
+reload (run by hand).
+
+    .venv/bin/python bench/leak_check_cost.py [--repeat 3] [--reloads 20] [tests ...]
+
+1. **The default checks** — the same tests run in a pytest subprocess (one process, no
+   xdist, no random order) three ways: with no check (``hotseam_leak_check = false``), with
+   the leak check (scopes, registrations, carried values, zombie generations: what
+   hotseam's own suite runs with), and with the leak check plus the escape check (tasks,
+   timers, threads, descriptors). The fastest of ``--repeat`` runs of each is compared.
+   Without test paths, a sample of the suite that exercises scopes, contexts, carrying,
+   reloads and providers is run (the whole suite is the lead's to run, once).
+   Goal: the default checks at most 15 % slower than none.
+2. **The growth mode** — a clean provider reloaded ``--reloads`` times through a
+   ``ReloadDriver``, plain and under ``assert_reload_stable`` (tracemalloc tracing, a full
+   collection and a snapshot after each reload): the cost per reload of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import anyio
+
+from hotseam import Context
+from hotseam.testing import ReloadDriver, assert_reload_stable
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = [
+    "tests/test_scope.py",
+    "tests/test_context.py",
+    "tests/test_carry.py",
+    "tests/test_tools.py",
+    "tests/reload/test_reloader.py",
+    "tests/providers/test_scripted.py",
+]
+MODES = {
+    "no check": ["-o", "hotseam_leak_check=false"],
+    "leak check (default)": ["-o", "hotseam_leak_check=true"],
+    "leak + escape check": ["-o", "hotseam_leak_check=true", "--hotseam-escape-check"],
+}
+CLEAN_PROVIDER = """
+from hotseam.interaction import USER_INTERACTION
+from hotseam.providers.scripted import ScriptedProvider
+
+
+def setup(scope):
+    scope.provide(USER_INTERACTION, ScriptedProvider(lambda request: "yes"))
+"""
+
+
+def run_tests(paths: list[str], options: list[str]) -> tuple[float, str]:
+    """Seconds one pytest run of ``paths`` took, and its summary line."""
+    command = [
+        sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider",
+        "-p", "no:randomly", "-p", "no:xdist", *options,
+    ]  # fmt: skip
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    elapsed = time.perf_counter() - started
+    lines = done.stdout.strip().splitlines()
+    return elapsed, lines[-1] if lines else done.stderr.strip()[-200:]
+
+
+async def reload_cost(reloads: int) -> tuple[float, float]:
+    """Milliseconds per reload: plain, and under the growth mode."""
+    with tempfile.TemporaryDirectory() as folder:
+        async with ReloadDriver(Context("bench"), Path(folder)) as driver:
+            driver.write("bench_ui.py", CLEAN_PROVIDER)
+            (await driver.reload("bench_ui.py")).raise_for_errors()
+            started = time.perf_counter()
+            for _ in range(reloads):
+                (await driver.reload("bench_ui.py", force=True)).raise_for_errors()
+            plain = (time.perf_counter() - started) / reloads * 1000
+            started = time.perf_counter()
+            await assert_reload_stable(driver, "bench_ui.py", reloads=reloads, warmup=0)
+            growth = (time.perf_counter() - started) / reloads * 1000
+    return plain, growth
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("tests", nargs="*", help="test paths (default: a sample of the suite)")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--reloads", type=int, default=20)
+    args = parser.parse_args()
+    paths = args.tests or SAMPLE
+    print(f"Python {platform.python_version()} on {platform.machine()}; tests: {' '.join(paths)}")
+    print()
+    print(f"{'checks':<24} {'best of ' + str(args.repeat):>12} {'vs none':>9}  outcome")
+    baseline = None
+    for name, options in MODES.items():
+        runs = [run_tests(paths, options) for _ in range(args.repeat)]
+        best = min(elapsed for elapsed, _ in runs)
+        baseline = baseline or best
+        change = f"{(best / baseline - 1) * 100:+.1f} %"
+        print(f"{name:<24} {best:>10.2f} s {change:>9}  {runs[-1][1]}")
+    plain, growth = anyio.run(reload_cost, args.reloads)
+    print()
+    print(f"{'reload of a clean provider':<32} {'ms per reload':>14}")
+    print(f"{'plain (ReloadDriver.reload)':<32} {plain:>14.1f}")
+    print(f"{'under assert_reload_stable':<32} {growth:>14.1f}")
+
+
+if __name__ == "__main__":
+    main()
