@@ -7,8 +7,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import httpx
 import mcp
+import mcp_types as types
 import pytest
 
 from hotseam import Context, Scope
@@ -18,7 +20,7 @@ from hotseam.providers.mcp import McpProvider, McpServer
 
 from .conftest import ERAS, accept
 from .test_elicit import pick_database
-from .test_server_tools import greet
+from .test_server_tools import describe, greet
 
 TOKEN = "t0k3n-for-the-tests-only"
 INITIALIZE = {
@@ -35,7 +37,9 @@ ACCEPTS = {"accept": "application/json, text/event-stream", "content-type": "app
 
 
 @asynccontextmanager
-async def http_served() -> AsyncIterator[HttpEndpoint]:
+async def http_served(
+    served: list[tuple[McpServer, Scope]] | None = None,
+) -> AsyncIterator[HttpEndpoint]:
     base = Context("mcp")
     tools = base.child("mcp.tools")
     async with Scope("test.mcp", context=base) as scope, Scope("t", context=tools) as own:
@@ -43,6 +47,8 @@ async def http_served() -> AsyncIterator[HttpEndpoint]:
         own.register_tool(greet)
         own.register_tool(pick_database)
         server = McpServer(tools)
+        if served is not None:
+            served.append((server, own))
         async with server.running(), serve_http(server, port=0, token=TOKEN) as endpoint:
             yield endpoint
 
@@ -72,6 +78,30 @@ async def test_the_sdk_client_over_http(mode: str) -> None:
             assert greeted.content[0].text == "hello Ada"  # type: ignore[union-attr]
             picked = await client.call_tool("pick_database", {})
             assert picked.structured_content["answer"] == "SQLite"  # type: ignore[index]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the SDK's HTTP client, see above
+async def test_list_changed_reaches_an_http_session(anyio_backend: str) -> None:
+    """2025-11-25 over HTTP: tools/list_changed comes on the session's standalone stream."""
+    servers: list[tuple[McpServer, Scope]] = []
+    changed = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            changed.set()
+
+    async with http_served(servers) as endpoint:
+        client = mcp.Client(endpoint.url_with_token, mode="legacy", message_handler=on_message)
+        async with client:
+            await client.list_tools()
+            server, scope = servers[0]
+            scope.register_tool(describe)
+            assert await server.tools_changed()
+            with anyio.fail_after(5):
+                await changed.wait()
+            names = [t.name for t in (await client.list_tools(cache_mode="bypass")).tools]
+            assert names == ["describe", "greet", "pick_database"]
 
 
 @pytest.mark.anyio
