@@ -157,7 +157,7 @@ class McpProvider:
             params = {"mode": "form", "message": message, "requested_schema": schema}
             return await call.continuation.ask(request, params)
         tap = call.tap
-        filed = tap.open(request) if tap is not None else None
+        filed = tap.open(request, call.request_id) if tap is not None else None
         wire: dict[str, Any] = {"mode": "form", "message": message, "requestedSchema": schema}
         if filed is not None:
             wire["_meta"] = {MARK: filed.token}

@@ -10,10 +10,10 @@ as it is read — before the SDK's dispatcher sees it. A withdrawn provider then
 answer there and returns it (:class:`~._provider.McpProvider`).
 
 A host may also ignore the ``notifications/cancelled`` of a withdrawn form and let the
-human answer it later. If the same question is open again by then (the reload that
-withdrew it asked it anew), that late answer is its answer, and the new form is withdrawn
-in turn (as the ACP provider does); otherwise it is dropped, with a log line. Either way
-a question is answered once.
+human answer it later. If the same question of the same tool call is open again by then
+(the reload that withdrew it asked it anew), that late answer is its answer, and the new
+form is withdrawn in turn (as the ACP provider does); otherwise it is dropped, with a log
+line. Either way a question is answered once.
 
 Only connections hotseam serves from a stream pair are tapped (stdio, and the in-process
 streams of tests); Streamable HTTP sessions are run by the SDK's session manager, where
@@ -59,6 +59,8 @@ class Filed:
 
     token: str
     question: object
+    call: object
+    """The ``tools/call`` (its request id) the question belongs to."""
     result: dict[str, Any] | None = None
     withdrawn: bool = False
     late: anyio.CancelScope = field(default_factory=anyio.CancelScope)
@@ -71,9 +73,9 @@ class ResponseTap:
         self._by_token: dict[str, Filed] = {}
         self._by_id: dict[str, Filed] = {}
 
-    def open(self, question: object) -> Filed:
-        """A new marker, for one request asking ``question``."""
-        filed = Filed(secrets.token_hex(8), question)
+    def open(self, question: object, call: object) -> Filed:
+        """A new marker, for one request asking ``question`` for the tool call ``call``."""
+        filed = Filed(secrets.token_hex(8), question, call)
         self._by_token[filed.token] = filed
         return filed
 
@@ -126,6 +128,7 @@ class ResponseTap:
                 other
                 for other in self._by_token.values()
                 if other.result is None
+                and other.call == filed.call
                 and (other.question is filed.question or other.question == filed.question)
             ),
             None,
