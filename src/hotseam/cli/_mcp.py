@@ -184,6 +184,7 @@ async def _main(
                         )
                     except (OSError, ValueError) as error:
                         print(f"hotseam mcp: {error}", file=sys.stderr)
+                        group.cancel_scope.cancel()  # the signal task too
                         return 2
                 scope.provide(USER_INTERACTION, McpProvider(fallback=fallback))
                 server = McpServer(tools, version=__version__, input_ttl=input_ttl)
@@ -199,6 +200,7 @@ async def _main(
                     )
                     if http is not None:
                         if not await _serve_http(server, *http):
+                            group.cancel_scope.cancel()  # the signal task too
                             return 2
                     else:
                         reader, writer = await _stdio_streams(protocol_out)

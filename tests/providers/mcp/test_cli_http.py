@@ -84,3 +84,20 @@ async def test_http_survives_a_flood_and_stops_cleanly(tmp_path: Path) -> None:
     assert "mcp.stopped" in events
     assert "mcp.failed" not in events
     assert json.dumps(events)  # every stderr line was a JSON log object
+
+
+async def test_a_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """--http on a port another program holds: one line naming it, exit 2, no hang."""
+    folder = tmp_path / "tools"
+    write_tools(folder)
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        command = [sys.executable, "-m", "hotseam", "mcp", str(folder), "--http", str(port)]
+        with anyio.fail_after(WAIT):
+            completed = await anyio.run_process(command, check=False, stdin=None, cwd=folder)
+    assert completed.returncode == 2
+    lines = [line for line in completed.stderr.decode().splitlines() if not line.startswith("{")]
+    assert lines == [
+        f"hotseam mcp: --http: cannot listen on 127.0.0.1:{port}: the port is in use (by "
+        "another program, or another hotseam?); choose another with --http PORT"
+    ]

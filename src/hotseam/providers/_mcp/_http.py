@@ -143,7 +143,10 @@ async def serve_http(
             f"{host} is not a loopback address, so other machines could reach the MCP "
             "endpoint; only loopback is served"
         )
-    listener = Listener(host, port)
+    try:
+        listener = Listener(host, port)
+    except OSError as error:  # the inbox's hint names its own options: name ours
+        raise OSError(str(error).replace("--web-port or port=", "--http PORT")) from None
     manager = StreamableHTTPSessionManager(
         app=server.lowlevel,
         session_idle_timeout=_SESSION_IDLE,
