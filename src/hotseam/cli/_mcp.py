@@ -155,6 +155,7 @@ async def _main(
     from .. import __version__
     from .._core import Context, Scope
     from ..interaction import USER_INTERACTION
+    from ..providers._mcp._provider import load_forms
     from ..providers.mcp import DEFAULT_MAX_LINE_BYTES, McpProvider, McpServer, stdio_streams
     from ..reload import ReloadPathError
     from ._acp import _stdio_streams, _stop_on_signals
@@ -192,6 +193,8 @@ async def _main(
                 async with server.running(), reloader:
                     await server.tools_changed()  # the first load: nobody to tell yet
                     group.start_soon(server.follow, events)
+                    # The first question's imports, made while the host starts talking.
+                    group.start_soon(anyio.to_thread.run_sync, load_forms)
                     _log.info(
                         "mcp.serving",
                         watch=[str(path) for path in paths],

@@ -94,14 +94,17 @@ def _call(id_: int, name: str, meta: dict[str, Any] | None = None) -> dict[str, 
     return {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": params}
 
 
-async def test_bad_lines_get_clear_errors_and_the_server_goes_on(tmp_path: Path) -> None:
-    """A line over --max-line-bytes is discarded as it arrives (-32600 naming the limit),
-    JSON nested too deep is -32700, JSON that is no JSON-RPC is -32600; each with id null,
-    and the next request is served. A host that advertised no elicitation (2026-07-28
-    here) gets its question back as an error the model reads."""
+async def test_bad_lines_then_a_peer_that_stops_reading(tmp_path: Path) -> None:
+    """One process. A line over --max-line-bytes is discarded as it arrives (-32600 naming
+    the limit), JSON nested too deep is -32700, JSON that is no JSON-RPC is -32600; each
+    with id null, and the next request is served. A host that advertised no elicitation
+    (2026-07-28 here) gets its question back as an error the model reads. Then the peer
+    stops reading while replies pile up far beyond what a pipe holds: the server still
+    reads stdin, still reloads a saved module, and SIGTERM still stops it (exit 0)."""
     folder = tmp_path / "tools"
     write_tools(folder)
-    async with raw(folder, tmp_path / "stderr.log", "--max-line-bytes", str(LIMIT)) as peer:
+    stderr = tmp_path / "stderr.log"
+    async with raw(folder, stderr, "--max-line-bytes", str(LIMIT)) as peer:
         huge = (
             b'{"jsonrpc": "2.0", "id": 9, "method": "ping", "params": {"x": "'
             + b"a" * (3 * LIMIT)
@@ -130,30 +133,23 @@ async def test_bad_lines_get_clear_errors_and_the_server_goes_on(tmp_path: Path)
         result = answered["result"]
         assert result["isError"] is True
         assert result["structuredContent"]["code"] == "NO_PROVIDER"
-        assert await peer.stopped() == 0
-    warnings = [line["event"] for line in log_lines(tmp_path / "stderr.log")]
-    assert warnings.count("mcp.message_refused") == 2
-    assert "mcp.line_too_long" in warnings
 
-
-async def test_a_peer_that_never_reads_stdout_cannot_wedge_the_server(tmp_path: Path) -> None:
-    """Replies pile up in a pipe nobody reads: the server still reads stdin, still
-    reloads a saved module, and SIGTERM still stops it cleanly (exit 0)."""
-    folder = tmp_path / "tools"
-    write_tools(folder)
-    stderr = tmp_path / "stderr.log"
-    async with raw(folder, stderr) as peer:
-        assert (await peer.request(INITIALIZE))["result"]["serverInfo"]["name"] == "hotseam"
-        await peer.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        for number in range(400):  # ~400 KiB of replies: far more than a pipe holds
+        for number in range(400):  # ~400 KiB of replies nobody reads
             await peer.send(
-                {"jsonrpc": "2.0", "id": 100 + number, "method": "tools/list", "params": {}}
+                {
+                    "jsonrpc": "2.0",
+                    "id": 100 + number,
+                    "method": "tools/list",
+                    "params": {"_meta": MODERN_META},
+                }
             )
         greet = folder / "greet.py"
         greet.write_text(greet.read_text().replace("Greet.", "Greet again."))
         await committed_at(stderr, greet, after=1)
         assert await peer.stopped(terminate=True) == 0
     events = [line["event"] for line in log_lines(stderr)]
+    assert events.count("mcp.message_refused") == 2
+    assert "mcp.line_too_long" in events
     assert "mcp.stopped" in events
     assert "mcp.failed" not in events
 

@@ -43,7 +43,7 @@ from ...interaction import (
 from ._call import McpCall, current_call
 from ._tap import MARK
 
-__all__ = ["McpProvider"]
+__all__ = ["McpProvider", "load_forms"]
 
 _log = get_logger("hotseam.providers.mcp")
 _METHOD_NOT_FOUND = -32601
@@ -215,6 +215,14 @@ class McpProvider:
             if filed is not None and not filed.withdrawn:
                 assert tap is not None
                 tap.close(filed)
+
+
+def load_forms() -> None:
+    """Import what the first form needs (the ACP form mapping and its SDK's schema, ~0.5 s):
+    a server may do it in a worker thread once it serves, so that the first question does
+    not wait for it."""
+    from .._acp import _form, _provider  # noqa: F401
+    from . import _form as _mcp_form  # noqa: F401
 
 
 def _ask_in_conversation(call: McpCall, request: AskUserQuestionRequest) -> str:
