@@ -12,13 +12,22 @@ Fixtures (all prefixed ``hotseam_``):
   module source, ``await hotseam_reloader.reload("my_ui.py")``, no watcher, no sleeps (in
   strict mode ``load()`` sets each module up, unloads it and loads it again), or test the
   providers you have: ``await hotseam_reloader.load_folder("providers")`` loads a copy;
-* ``hotseam_leaks`` — the test's :class:`~hotseam.testing.LeakTracker`.
+* ``hotseam_leaks`` — the test's :class:`~hotseam.testing.LeakTracker`;
+* ``hotseam_allow_leaks`` — ``hotseam_allow_leaks("threads")`` or
+  ``hotseam_allow_leaks(obj)``: expected to outlive the test.
 
 Leak check: ``--hotseam-leak-check``, the ini option ``hotseam_leak_check = true``, or
 ``@pytest.mark.hotseam_leak_check`` on one test (``hotseam_leak_check(False)`` turns it off
 for one test). A test that passed but left scopes or registrations open fails at teardown
-with each root leak, where it was created and its parent scope. Strict mode:
-``--hotseam-strict``, ``hotseam_strict = true``, or ``@pytest.mark.hotseam_strict``.
+with each root leak, where it was created and its parent scope; so does one that left a
+zombie generation (a generation of ``hotseam_reloader`` still reachable after its scope
+closed: the reference chain is shown) or let a carried value go without closing it.
+Escape check: ``--hotseam-escape-check``, ``hotseam_escape_check = true`` or
+``@pytest.mark.hotseam_escape_check``: asyncio tasks, timer handles, threads and sockets or
+files the test's code created and left behind fail it, each named by its creating line
+(:mod:`hotseam.testing._escapes`); ``@pytest.mark.hotseam_allow_leaks(*kinds)`` allows
+some. Strict mode: ``--hotseam-strict``, ``hotseam_strict = true``, or
+``@pytest.mark.hotseam_strict``.
 
 A failure that hotseam reports (a :class:`~hotseam.HarnessError` such as ``ReloadError``
 from ``raise_for_errors()``, a ``DisposalError``, an ``AssertionError`` of the kit) is shown
@@ -159,13 +168,16 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     item.stash[_CARRY_MARK] = carry_mark()
     forget_told()
     item.stash[_PREVIOUS] = _tracking.set_tracker(tracker)
-    allowed = EscapeWatch()  # validates the marker's kinds even when the check is off
-    for marker in item.iter_markers("hotseam_allow_leaks"):
-        allowed.allow(*(marker.args or ALLOWABLE))
-    item.stash[_ALLOWED] = allowed.allowed
-    if _enabled(item, "hotseam_escape_check"):
-        allowed.start()
-        item.stash[_ESCAPES] = allowed
+    markers = list(item.iter_markers("hotseam_allow_leaks"))
+    escape_check = _enabled(item, "hotseam_escape_check")
+    if markers or escape_check:
+        watch = EscapeWatch()  # validates the marker's kinds even when the check is off
+        for marker in markers:
+            watch.allow(*(marker.args or ALLOWABLE))
+        item.stash[_ALLOWED] = watch.allowed
+        if escape_check:
+            watch.start()
+            item.stash[_ESCAPES] = watch
     return (yield)
 
 
@@ -245,7 +257,10 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
                 pytest.fail(name_originals("\n\n".join(reports)), pytrace=False)
     finally:
         forget_origins()
-        item.stash[_DRIVERS] = []  # the item lives for the session: let the drivers go
+        # the item lives for the session: let the drivers and the watch's records go
+        item.stash[_DRIVERS] = []
+        if watch is not None:
+            del item.stash[_ESCAPES]
     return result
 
 
