@@ -57,7 +57,8 @@ from mcp import Client  # noqa: E402
 from mcp.client.session import ClientRequestContext  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
 
-ERAS = ("legacy", "2026-07-28")
+ERAS = ("legacy", "2026-07-28")  # the client's modes; "legacy" negotiates 2025-11-25
+REVISION = {"legacy": "2025-11-25", "2026-07-28": "2026-07-28"}
 HOTSEAM = str(Path(sys.executable).with_name("hotseam"))
 
 PLAIN_SERVER = '''\
@@ -298,7 +299,10 @@ def print_round_trips(rows: list[tuple[str, str, str, list[float]]]) -> None:
             continue
         median, p95 = median_p95(samples)
         ratio = median / medians[(era, "plain mcp", "echo")]
-        print(f"| {era} | {name} | {len(samples)} | {median:.2f} | {p95:.2f} | {ratio:.2f}x |")
+        print(
+            f"| {REVISION[era]} | {name} | {len(samples)} | {median:.2f} | {p95:.2f} | "
+            f"{ratio:.2f}x |"
+        )
     print("\nElicitation round trip, `pick` (one question, answered at once by the client):\n")
     print("| era | server | asks | median | p95 | overhead over echo | x plain (median) |")
     print("|---|---|---:|---:|---:|---:|---:|")
@@ -309,7 +313,7 @@ def print_round_trips(rows: list[tuple[str, str, str, list[float]]]) -> None:
         overhead = median - medians[(era, name, "echo")]
         ratio = median / medians[(era, "plain mcp", "pick")]
         print(
-            f"| {era} | {name} | {len(samples)} | {median:.2f} | {p95:.2f} | "
+            f"| {REVISION[era]} | {name} | {len(samples)} | {median:.2f} | {p95:.2f} | "
             f"{overhead:.2f} | {ratio:.2f}x |"
         )
     print()
@@ -374,7 +378,7 @@ def print_saves(results: dict[str, tuple[list[float], int, int]], modules: int) 
     for era, (latencies, calls, strays) in results.items():
         median, p95 = median_p95(latencies)
         print(
-            f"| {era} | {len(latencies)} | {median:.1f} | {p95:.1f} | "
+            f"| {REVISION[era]} | {len(latencies)} | {median:.1f} | {p95:.1f} | "
             f"{max(latencies) * 1000:.1f} | {calls - len(latencies)} | {strays} |"
         )
     print()
