@@ -16,7 +16,13 @@ def test_an_orphan_task_is_named_with_its_create_task_line(planted_report: dict[
     assert "==== escape 1/1: asyncio task 'Task-" in text
     assert "running poll() ====" in text
     assert f"created at: {planted_line('orphan_task')} (in setup)" in text
-    assert "still pending when its event loop shut down" in text
+    lines = (PLANTED / "orphan_task" / "orphan_task_ui.py").read_text().splitlines()
+    defined = lines.index("async def poll() -> None:") + 1
+    assert (
+        "still pending when its event loop shut down (the loop cancelled it); defined at "
+        f"{PLANTED / 'orphan_task' / 'orphan_task_ui.py'}:{defined}, suspended at line "
+        f"{defined + 1}\n"
+    ) in text
     assert "test_orphan_task[trio]" not in planted_report
 
 

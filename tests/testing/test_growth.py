@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hotseam import Context
+from hotseam import Context, Scope
 from hotseam.testing import GrowthError, ReloadDriver, assert_reload_stable
 
 from .conftest import PLANTED, planted_line
@@ -70,6 +70,23 @@ async def test_a_cache_growing_on_each_reload_fails_naming_the_allocating_line(
     assert top.startswith("  +"), top
     assert f"allocated at {planted_line('history')}\n" in top.splitlines()[0] + "\n", top
     assert str(tmp_path) not in text
+
+
+async def test_scopes_opened_on_a_long_lived_scope_fail_on_registrations(
+    tmp_path: Path, shared_helpers: None
+) -> None:
+    """The installed leak tracker (hotseam's plugin) sees each scope and effect made
+    outside the generation, wherever it hangs."""
+    import planted_app
+
+    async with Scope("planted app") as app:
+        planted_app.APP = app
+        async with ReloadDriver(Context("growth-scopes"), tmp_path) as driver:
+            await driver.load_folder(PLANTED / "child_scope")
+            with pytest.raises(GrowthError) as caught:
+                await assert_reload_stable(driver, "child_scope_ui.py", reloads=3, warmup=1)
+    planted_app.APP = None
+    assert re.search(r"  registrations: (\d+) → \d+ \(\+2\.0 per reload\)\n", str(caught.value))
 
 
 async def test_a_socket_opened_on_each_reload_fails_on_file_descriptors(tmp_path: Path) -> None:

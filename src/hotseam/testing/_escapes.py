@@ -97,8 +97,9 @@ class EscapeWatch:
             weakref.WeakKeyDictionary()
         )
         self.sockets: weakref.WeakKeyDictionary[socket.socket, Site] = weakref.WeakKeyDictionary()
-        self.orphaned: dict[asyncio.Task[Any], Site] = {}
-        """Tasks still pending when their loop shut down (kept: the loop's end drops them)."""
+        self.orphaned: dict[asyncio.Task[Any], tuple[Site, str]] = {}
+        """Tasks still pending when their loop shut down (kept: the loop's end drops them),
+        with where their coroutine was then (the cancellation ends it)."""
         self.dropped_timers: dict[asyncio.TimerHandle, Site] = {}
         """Timers still scheduled when their loop closed (kept: the closing loop drops them)."""
         self.allowed: set[str] = set()
@@ -150,8 +151,12 @@ class EscapeWatch:
 
     def _tasks(self, allowed: set[int]) -> Iterable[Escape]:
         pending = dict(self.orphaned)
-        pending.update((task, site) for task, site in list(self.tasks.items()) if not task.done())
-        for task, site in pending.items():
+        pending.update(
+            (task, (site, _coroutine_place(task)))
+            for task, site in list(self.tasks.items())
+            if not task.done()
+        )
+        for task, (site, place) in pending.items():
             if id(task) in allowed or site.via & _STRUCTURED:
                 continue
             when = (
@@ -164,7 +169,7 @@ class EscapeWatch:
                 f"asyncio task {task.get_name()!r} running {_coroutine_name(task)}",
                 site.created_at,
                 site.stack,
-                f"{when}; {_coroutine_place(task)}",
+                f"{when}; {place}",
             )
 
     def _timers(self, allowed: set[int]) -> Iterable[Escape]:
@@ -284,7 +289,7 @@ def install() -> None:
             for task in asyncio.all_tasks(loop):
                 site = watch.tasks.get(task)
                 if site is not None and not task.done():
-                    watch.orphaned[task] = site
+                    watch.orphaned[task] = (site, _coroutine_place(task))
         runner_close(runner)
 
     asyncio.runners.Runner.close = close  # type: ignore[method-assign,assignment]
