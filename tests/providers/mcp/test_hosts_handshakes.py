@@ -44,6 +44,7 @@ Where the bytes come from:
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -247,7 +248,11 @@ async def hotseam_mcp(tmp_path: Path) -> AsyncIterator[Host]:
     errors = tmp_path / "stderr.log"
     with errors.open("wb") as stderr:
         process = await anyio.open_process(
-            [HOTSEAM, "mcp", str(tools)], stdin=-1, stdout=-1, stderr=stderr, cwd=tmp_path
+            [HOTSEAM, "mcp", str(tools)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            cwd=tmp_path,
         )
         async with process:
             try:
