@@ -55,7 +55,7 @@ bench: $(STAMP)
 # idle connections at a 1,024-file limit, 2,000 hostile lines), 100 saves of a module
 # serving the web inbox under load (0 requests lost), the fleet torture (daemons and two
 # racing inboxes on one journal, killed at random: 1,200 questions on PostgreSQL and on
-# SQLite), then the stateful invariant suite with many examples. Under 20 minutes on 2 cores.
+# SQLite), 4 MCP host sessions through 1,000 edits of tool modules, then the stateful invariant suite with many examples. Under 20 minutes on 2 cores.
 stress: $(STAMP)
 	$(BIN)/python bench/torture.py --edits 1000 --backend asyncio
 	$(BIN)/python bench/torture.py --edits 1000 --backend trio
@@ -67,10 +67,13 @@ stress: $(STAMP)
 	$(BIN)/python bench/web.py --reload --saves 100 --backend trio
 	$(BIN)/python bench/fleet_torture.py --engine postgresql
 	$(BIN)/python bench/fleet_torture.py --engine sqlite
+	$(BIN)/python bench/mcp_torture.py --edits 1000
 	HOTSEAM_STATEFUL_EXAMPLES=2000 $(BIN)/pytest -p no:cacheprovider tests/test_invariants.py -q
 
-# The ACP interop suite: a Node client written on the official TypeScript SDK (pinned,
-# installed with npm into interop/node_modules) against `hotseam acp`. Needs node and npm.
+# The interop suites: `hotseam acp` against a Node client written on the official ACP
+# TypeScript SDK (pinned, installed with npm into interop/node_modules), and `hotseam mcp`
+# against the MCP Inspector's CLI and the official MCP conformance suite (interop/mcp/, on
+# the npm package `node` 22, installed locally). Needs node and npm.
 interop: $(STAMP)
 	sh interop/run.sh
 
