@@ -55,7 +55,8 @@ bench: $(STAMP)
 # idle connections at a 1,024-file limit, 2,000 hostile lines), 100 saves of a module
 # serving the web inbox under load (0 requests lost), the fleet torture (daemons and two
 # racing inboxes on one journal, killed at random: 1,200 questions on PostgreSQL and on
-# SQLite), 4 MCP host sessions through 1,000 edits of tool modules, then the stateful invariant suite with many examples. Under 20 minutes on 2 cores.
+# SQLite), 4 MCP host sessions through 1,000 edits of tool modules, then the stateful
+# invariant suite with many examples. Under 20 minutes on 2 cores.
 stress: $(STAMP)
 	$(BIN)/python bench/torture.py --edits 1000 --backend asyncio
 	$(BIN)/python bench/torture.py --edits 1000 --backend trio
