@@ -56,6 +56,7 @@ __all__ = [
     "active_watch",
     "format_escapes",
     "install",
+    "open_fds",
 ]
 
 KINDS = ("tasks", "timers", "threads", "fds")
@@ -105,20 +106,23 @@ class EscapeWatch:
         self.allowed: set[str] = set()
         self.allowed_objects: list[weakref.ref[object]] = []
         self._fds_before: frozenset[int] = frozenset()
+        self._outer: EscapeWatch | None = None
 
     def start(self, *, keep_fds: bool = False) -> None:
         """Become the active watch (installing the hooks on first use). With ``keep_fds``
         (resuming after a wider fixture's setup), descriptors open now are not the test's."""
         global _watch
         install()
-        self._fds_before = (self._fds_before | _open_fds()) if keep_fds else _open_fds()
+        self._fds_before = (self._fds_before | open_fds()) if keep_fds else open_fds()
+        if _watch is not self:
+            self._outer = _watch
         _watch = self
 
     def stop(self) -> None:
-        """Stop noting new creations."""
+        """Stop noting new creations; a watch this one interrupted notes them again."""
         global _watch
         if _watch is self:
-            _watch = None
+            _watch, self._outer = self._outer, None
 
     def allow(self, *what: object) -> None:
         """Expect these to outlive the test: kinds (``"threads"``...) or the objects."""
@@ -211,7 +215,7 @@ class EscapeWatch:
             )
 
     def _fds(self, allowed: set[int]) -> Iterable[Escape]:
-        new = _open_fds() - self._fds_before
+        new = open_fds() - self._fds_before
         if not new:
             return
         by_fd: dict[int, tuple[socket.socket, Site]] = {}
@@ -331,11 +335,16 @@ def _noting(
 # -- descriptions -----------------------------------------------------------------------------
 
 
-def _open_fds() -> frozenset[int]:
+def open_fds() -> frozenset[int]:
+    """The open descriptors, less the one the listing itself holds open while it runs."""
     try:
-        return frozenset(int(name) for name in os.listdir("/proc/self/fd"))
+        listing = os.open("/proc/self/fd", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:  # no /proc (not Linux): the fd check sees nothing
         return frozenset()
+    try:
+        return frozenset(int(name) for name in os.listdir(listing)) - {listing}
+    finally:
+        os.close(listing)
 
 
 def _fd_target(fd: int) -> str | None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import gc
 import itertools
 import logging
-import os
 import threading
 import tracemalloc
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ import anyio
 
 from .._core import BaseContext, HarnessError, _tracking
 from ._driver import ReloadDriver
+from ._escapes import open_fds
 from ._leaks import LeakTracker
 from ._sites import is_library, name_originals
 from ._zombies import format_zombies
@@ -175,10 +175,7 @@ def _registrations(context: BaseContext) -> int:
 
 
 def _fd_count() -> int:
-    try:
-        return len(os.listdir("/proc/self/fd"))
-    except OSError:
-        return 0
+    return len(open_fds())
 
 
 def _growth(key: str, values: list[int], per_reload: int) -> str | None:
