@@ -47,19 +47,24 @@ class Served:
     notified: anyio.Event = field(default_factory=anyio.Event)
 
 
-class _Watched:
-    """The server's read stream, with ``on_read`` called on each message as it is read."""
+class Watched:
+    """The server's read stream, with ``on_read`` called on each message as it is read (the
+    sender's context, when the stream carries one, handed on)."""
 
     def __init__(self, inner: Any, on_read: Callable[[Any], None]) -> None:
         self._inner = inner
         self._on_read = on_read
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> Any:
         item = await self._inner.receive()
         self._on_read(item)
         return item
 
-    def __aiter__(self) -> _Watched:
+    def __aiter__(self) -> Watched:
         return self
 
     async def __anext__(self) -> Any:
@@ -71,7 +76,7 @@ class _Watched:
     async def aclose(self) -> None:
         await self._inner.aclose()
 
-    async def __aenter__(self) -> _Watched:
+    async def __aenter__(self) -> Watched:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -112,7 +117,7 @@ async def _memory_transport(
         read, write = server_streams
         group.start_soon(
             server.serve,
-            _Watched(read, on_read) if on_read else read,
+            Watched(read, on_read) if on_read else read,
             _Filtered(write, drop) if drop else write,
         )
         try:

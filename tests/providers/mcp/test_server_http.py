@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -13,13 +13,19 @@ import mcp
 import mcp_types as types
 import pytest
 
-from hotseam import Context, Scope
-from hotseam.interaction import USER_INTERACTION
+from hotseam import AbortController, Context, Scope, Tool, ToolCall, tool
+from hotseam.interaction import (
+    USER_INTERACTION,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    ask,
+)
 from hotseam.providers._mcp._http import HttpEndpoint, serve_http
 from hotseam.providers.mcp import McpProvider, McpServer
 
-from .conftest import ERAS, accept
+from .conftest import ERAS, Watched, accept
 from .test_elicit import pick_database
+from .test_elicit_withdrawal import Nothing
 from .test_server_tools import describe, greet
 
 TOKEN = "t0k3n-for-the-tests-only"
@@ -36,17 +42,39 @@ INITIALIZE = {
 ACCEPTS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
+# The SDK's HTTP client (httpx2) leaves its SSE generators to the garbage collector on trio:
+# the client's defect, not the server's (the asyncio runs see none).
+sse_generators_left_to_gc = pytest.mark.filterwarnings(
+    "ignore:Exception ignored in. <async_generator object:pytest.PytestUnraisableExceptionWarning"
+)
+
+
+class _Watching(McpServer):
+    """A server whose connections' read streams call ``on_read`` on each message as it is
+    read, before the tap and the SDK see it (the in-process ``serving(on_read=)``, here for
+    the HTTP sessions the SDK's session manager runs)."""
+
+    def __init__(self, context: Context, on_read: Callable[[Any], None]) -> None:
+        super().__init__(context)
+        self.on_read = on_read
+
+    def tap(self, read_stream: Any, write_stream: Any) -> Any:
+        return super().tap(Watched(read_stream, self.on_read), write_stream)
+
+
 @asynccontextmanager
 async def http_served(
     served: list[tuple[McpServer, Scope]] | None = None,
+    tools: Sequence[Tool[Any]] = (greet, pick_database),
+    on_read: Callable[[Any], None] | None = None,
 ) -> AsyncIterator[HttpEndpoint]:
     base = Context("mcp")
-    tools = base.child("mcp.tools")
-    async with Scope("test.mcp", context=base) as scope, Scope("t", context=tools) as own:
+    child = base.child("mcp.tools")
+    async with Scope("test.mcp", context=base) as scope, Scope("t", context=child) as own:
         scope.provide(USER_INTERACTION, McpProvider())
-        own.register_tool(greet)
-        own.register_tool(pick_database)
-        server = McpServer(tools)
+        for item in tools:
+            own.register_tool(item)
+        server = McpServer(child) if on_read is None else _Watching(child, on_read)
         if served is not None:
             served.append((server, own))
         async with server.running(), serve_http(server, port=0, token=TOKEN) as endpoint:
@@ -55,11 +83,7 @@ async def http_served(
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ERAS)
-# The SDK's HTTP client (httpx2) leaves its SSE generators to the garbage collector on trio:
-# the client's defect, not the server's (the asyncio runs see none).
-@pytest.mark.filterwarnings(
-    "ignore:Exception ignored in. <async_generator object:pytest.PytestUnraisableExceptionWarning"
-)
+@sse_generators_left_to_gc
 async def test_the_sdk_client_over_http(mode: str) -> None:
     """List, call, and a form answered through the client's callback, over HTTP."""
     answer = accept(answer="SQLite")
@@ -78,6 +102,51 @@ async def test_the_sdk_client_over_http(mode: str) -> None:
             assert greeted.content[0].text == "hello Ada"  # type: ignore[union-attr]
             picked = await client.call_tool("pick_database", {})
             assert picked.structured_content["answer"] == "SQLite"  # type: ignore[index]
+
+
+withdrawing = AbortController()
+
+
+@tool()
+async def pick(input: Nothing, call: ToolCall) -> str:
+    """Ask, abortable by the test's controller."""
+    request = AskUserQuestionRequest(
+        "Which database?",
+        options=[AskUserQuestionOption("Postgres"), AskUserQuestionOption("SQLite")],
+        signal=withdrawing.signal,
+    )
+    return (await ask(request)).answer
+
+
+@pytest.mark.anyio
+@sse_generators_left_to_gc
+async def test_an_answer_read_over_http_in_the_turn_of_its_withdrawal_stands() -> None:
+    """2025-11-25 over Streamable HTTP: the caller's signal fires in the very turn the
+    session reads the client's POSTed answer; the tool gets the answer, not ASK_ABORTED
+    (each session's streams are tapped, as stdio's are)."""
+    global withdrawing
+    withdrawing = AbortController()
+    aborted: list[bool] = []
+
+    def on_read(item: Any) -> None:
+        message = getattr(item, "message", None)
+        if isinstance(message, types.JSONRPCResponse) and "action" in message.result:
+            withdrawing.abort("withdrawn as the answer arrives")  # the same turn
+            aborted.append(True)
+
+    answer = accept(answer="SQLite")
+
+    async def on_elicit(context: Any, params: Any) -> Any:
+        return await answer(params)
+
+    async with http_served(tools=[pick], on_read=on_read) as endpoint:
+        client = mcp.Client(endpoint.url_with_token, mode="legacy", elicitation_callback=on_elicit)
+        async with client:
+            with anyio.fail_after(10):
+                result = await client.call_tool("pick", {})
+    assert aborted == [True]
+    assert not result.is_error, result
+    assert result.content[0].text == "SQLite"  # type: ignore[union-attr]
 
 
 @pytest.mark.anyio

@@ -8,6 +8,8 @@ inbox is served by (:mod:`hotseam.providers._web`):
   a daemon that runs out of file descriptors backs off instead of dying, and connections
   past the bound are closed at once;
 * Hypercorn per connection, with the inbox's idle timeout;
+* each session's streams tapped as stdio's are (:mod:`._tap`), so that an answer read in
+  the event-loop turn its question is withdrawn is still the answer;
 * the inbox's rules for who may talk: loopback unless asked otherwise, the ``Host`` header
   must name this server (DNS rebinding), an ``Origin``, when sent, must be its own, and
   every request carries the token — ``Authorization: Bearer TOKEN`` (what hosts put in
@@ -23,10 +25,16 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 from urllib.parse import parse_qs
+from uuid import uuid4
 
 import anyio
+from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
+from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
+from mcp.shared._stream_protocols import ReadStream, WriteStream
+from mcp.shared.message import SessionMessage
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..._core import get_logger
@@ -58,6 +66,54 @@ class HttpEndpoint:
     def url_with_token(self) -> str:
         """The URL a client may use as it is (the token in the query)."""
         return f"{self.url}?token={self.token}"
+
+
+class _TappedTransport(StreamableHTTPServerTransport):
+    """A session's transport whose streams ``server`` taps before the SDK reads them."""
+
+    def __init__(self, server: McpServer, mcp_session_id: str, **options: Any) -> None:
+        super().__init__(mcp_session_id, **options)
+        self.server = server
+
+    @contextlib.asynccontextmanager
+    async def connect(
+        self,
+    ) -> AsyncIterator[tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]]:
+        async with super().connect() as (read_stream, write_stream):
+            yield self.server.tap(read_stream, write_stream)
+
+
+class _SessionManager(StreamableHTTPSessionManager):
+    """The SDK's session manager, each session on a :class:`_TappedTransport`.
+
+    The SDK gives no hook for a session's streams, so the method that makes a session's
+    transport (``_admit_session``, the SDK's own) is repeated here with the tapped one;
+    ``test_server_http.py``'s same-turn test fails if a release of the SDK stops calling it.
+    """
+
+    def __init__(self, server: McpServer, **options: Any) -> None:
+        super().__init__(app=server.lowlevel, **options)
+        self.server = server
+
+    def _admit_session(
+        self, requestor: AuthorizationContext | None
+    ) -> StreamableHTTPServerTransport | None:
+        if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions:
+            return None
+        session_id = uuid4().hex
+        transport = _TappedTransport(
+            self.server,
+            session_id,
+            is_json_response_enabled=self.json_response,
+            event_store=self.event_store,
+            security_settings=self.security_settings,
+            retry_interval=self.retry_interval,
+            idle_timeout=self.session_idle_timeout,
+        )
+        if requestor is not None:
+            self._session_owners[session_id] = requestor
+        self._server_instances[session_id] = transport
+        return transport
 
 
 class _Guard:
@@ -147,8 +203,8 @@ async def serve_http(
         listener = Listener(host, port)
     except OSError as error:  # the inbox's hint names its own options: name ours
         raise OSError(str(error).replace("--web-port or port=", "--http PORT")) from None
-    manager = StreamableHTTPSessionManager(
-        app=server.lowlevel,
+    manager = _SessionManager(
+        server,
         session_idle_timeout=_SESSION_IDLE,
         max_sessions=_MAX_SESSIONS,
     )

@@ -134,15 +134,18 @@ class McpServer:
         write_stream: WriteStream[SessionMessage],
     ) -> None:
         """Serve one connection until its read stream ends (either revision: the client's
-        first request decides); its form responses are filed as they are read
-        (:mod:`._tap`)."""
-        tap = ResponseTap()
-        token = current_tap.set(tap)
-        try:
-            tapped_read, tapped_write = tap.wrap(read_stream, write_stream)
-            await self.lowlevel.run(tapped_read, tapped_write, self.initialization_options)
-        finally:
-            current_tap.reset(token)
+        first request decides)."""
+        tapped_read, tapped_write = self.tap(read_stream, write_stream)
+        await self.lowlevel.run(tapped_read, tapped_write, self.initialization_options)
+
+    def tap(
+        self,
+        read_stream: ReadStream[SessionMessage | Exception],
+        write_stream: WriteStream[SessionMessage],
+    ) -> tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]:
+        """One connection's streams, its form responses filed as they are read
+        (:mod:`._tap`): :meth:`serve` and each Streamable HTTP session use them."""
+        return ResponseTap().wrap(read_stream, write_stream)
 
     async def tools_changed(self) -> bool:
         """Announce the tool list if what clients see of it changed; return whether it did."""

@@ -15,13 +15,16 @@ human answer it later. If the same question of the same tool call is open again 
 form is withdrawn in turn (as the ACP provider does); otherwise it is dropped, with a log
 line. Either way a question is answered once.
 
-Only connections hotseam serves from a stream pair are tapped (stdio, and the in-process
-streams of tests); Streamable HTTP sessions are run by the SDK's session manager, where
-an answer that meets its question's withdrawal in the same turn is lost to the SDK.
+Every connection is tapped: one served from a stream pair (stdio, the in-process streams
+of tests) by :meth:`~._server.McpServer.serve`, and each Streamable HTTP session by the
+transport :mod:`._http` gives the SDK's session manager. The handlers of a connection
+find its tap in :data:`current_tap`, set in the context each message is handled in (on
+HTTP that is the context of the POST that brought it, which the SDK hands on).
 """
 
 from __future__ import annotations
 
+import contextvars
 import secrets
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -46,7 +49,7 @@ MARK = "dev.hotseam/ask"
 
 
 current_tap: ContextVar[ResponseTap | None] = ContextVar("hotseam_mcp_tap", default=None)
-"""The tap of the connection the current handler serves (set by ``McpServer.serve``)."""
+"""The tap of the connection the current handler serves (set by its tapped read stream)."""
 
 
 @dataclass(eq=False, slots=True)
@@ -151,16 +154,27 @@ class ResponseTap:
 
 
 class _TappedRead:
-    """A read stream that files responses as they are read. It has no ``last_context``, so
-    the SDK runs each handler in a copy of the serving task's context (where
-    :data:`current_tap` is set)."""
+    """A read stream that files responses as they are read.
+
+    Its ``last_context`` is where the SDK's dispatcher runs the handler of the message just
+    read: the sender's context when the inner stream carries one (Streamable HTTP: the
+    POST's), else a copy of the reading task's — either way with :data:`current_tap` set
+    to this connection's tap.
+    """
 
     def __init__(self, inner: ReadStream[SessionMessage | Exception], tap: ResponseTap) -> None:
         self._inner = inner
         self._tap = tap
+        self.last_context: contextvars.Context | None = None
 
     async def receive(self) -> SessionMessage | Exception:
-        item = await self._inner.receive()
+        return self._seen(await self._inner.receive())
+
+    def _seen(self, item: SessionMessage | Exception) -> SessionMessage | Exception:
+        sender: contextvars.Context | None = getattr(self._inner, "last_context", None)
+        context = sender.copy() if sender is not None else contextvars.copy_context()
+        context.run(current_tap.set, self._tap)
+        self.last_context = context
         self._tap._read(item)
         return item
 
@@ -171,9 +185,7 @@ class _TappedRead:
         return self
 
     async def __anext__(self) -> SessionMessage | Exception:
-        item = await self._inner.__anext__()
-        self._tap._read(item)
-        return item
+        return self._seen(await self._inner.__anext__())
 
     async def __aenter__(self) -> Self:
         return self
