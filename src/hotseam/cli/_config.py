@@ -1,4 +1,4 @@
-"""``[tool.hotseam]`` in the project's ``pyproject.toml``: the options of ``dev`` and ``run``.
+"""``[tool.hotseam]`` in the project's ``pyproject.toml``: the options of the commands.
 
 A project that says once where its providers live and which agent to run can then start
 with plain ``hotseam dev``. The file is found by walking up from the working directory to
@@ -49,6 +49,12 @@ KEYS: dict[str, str] = {
     "web-allow-remote": "let web-host be an address other machines reach (true or false)",
     "web-token-file": "a file holding the web inbox's token",
     "journal": "the ask journal: a file path, sqlite:///PATH or postgresql://...",
+    "http": "hotseam mcp: serve Streamable HTTP on this port instead of stdio (true: a free "
+    "port; false: stdio), as --http does",
+    "http-host": "hotseam mcp: the loopback address http listens on",
+    "input-ttl": "hotseam mcp: seconds a 2026-07-28 question waits for the host's retry",
+    "max-line-bytes": "hotseam mcp: the longest message line read from stdin: bytes, or a "
+    "size such as '16MiB'",
 }
 
 
@@ -133,7 +139,7 @@ def _checked(key: str, value: Any, where: str) -> Any:
         if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
             raise wrong("a non-empty list of paths")
         return value
-    if key in ("agent", "answers", "name", "web-host", "web-token-file", "journal"):
+    if key in ("agent", "answers", "name", "web-host", "web-token-file", "journal", "http-host"):
         if not isinstance(value, str) or not value:
             raise wrong("a non-empty string")
         if key == "name" and not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}", value):
@@ -148,7 +154,7 @@ def _checked(key: str, value: Any, where: str) -> Any:
         if not isinstance(value, str) or value.lower() not in choices:
             raise wrong("one of " + ", ".join(map(repr, choices)))
         return value.lower()
-    if key == "max-module-size":
+    if key in ("max-module-size", "max-line-bytes"):
         size = value if isinstance(value, int) and not isinstance(value, bool) else None
         if isinstance(value, str):
             with contextlib.suppress(ValueError):
@@ -160,6 +166,10 @@ def _checked(key: str, value: Any, where: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 65535:
             raise wrong("a port number from 0 to 65535")
         return value
+    if key == "http":
+        if isinstance(value, bool) or (isinstance(value, int) and 0 <= value <= 65535):
+            return value
+        raise wrong("a port number from 0 to 65535, or true or false")
     # The time bounds: numbers of seconds.
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise wrong("a number of seconds")

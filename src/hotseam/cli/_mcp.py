@@ -18,8 +18,9 @@ With ``--http [PORT]`` the same server listens on loopback for hosts that connec
 or ``?token=``), logged with the URL at start.
 
 The paths can be written once as ``paths`` in ``[tool.hotseam]`` of the project's
-``pyproject.toml`` (with the reloader's options), so ``hotseam mcp`` alone starts a
-configured project. stdout carries protocol messages only: logs (JSON lines) and anything
+``pyproject.toml`` (with the reloader's options, and ``http``, ``http-host``,
+``input-ttl`` and ``max-line-bytes`` for this command's flags), so ``hotseam mcp`` alone
+starts a configured project. stdout carries protocol messages only: logs (JSON lines) and anything
 the tools print go to stderr, through a queue that never blocks. The host closing stdin,
 SIGTERM or Ctrl-C disposes every generation and exits 0; bad input exits 2 with one line
 on stderr.
@@ -32,8 +33,9 @@ import math
 import os
 import stat
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .._core import HarnessError, get_logger
 from ._config import ConfigError
@@ -76,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--input-ttl",
         metavar="SECONDS",
         type=_positive_float,
-        default=600.0,
+        default=None,
         help="on protocol 2026-07-28, how long a question waits for the host to call the "
         "tool again with the answer (default: 600)",
     )
@@ -92,9 +94,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "or ?token=TOKEN), logged with the URL at start",
     )
     parser.add_argument(
+        "--no-http",
+        dest="http",
+        action="store_const",
+        const=False,
+        help="serve stdio even when [tool.hotseam] sets http",
+    )
+    parser.add_argument(
         "--http-host",
         metavar="HOST",
-        default="127.0.0.1",
+        default=None,
         help="the loopback address --http listens on (default 127.0.0.1)",
     )
     add_common_options(parser)
@@ -111,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         settings = resolve(args, log_format="json", provider_wait=math.inf)
-        _check_http(args)
+        own = _own_options(args, settings.config)
         if not settings.paths:
             raise ConfigError(
                 "no PATH given, and no 'paths' in a [tool.hotseam] table of a pyproject.toml "
@@ -119,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
             )
         paths = [_existing(path) for path in settings.paths]
         web = web_options(args)
-        if args.http is None:
+        if own.http is None:
             _check_stdio()
         with _stdout_reserved() as protocol_out:
             configure_logging(settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
@@ -129,9 +138,9 @@ def run(args: argparse.Namespace) -> int:
                 protocol_out,
                 settings.reload,
                 web,
-                args.max_line_bytes,
-                args.input_ttl,
-                None if args.http is None else (args.http_host, args.http),
+                own.max_line_bytes,
+                own.input_ttl,
+                own.http,
                 backend="asyncio",
             )
     except (_UsageError, HarnessError, ValueError) as error:
@@ -242,9 +251,50 @@ async def _serve_http(server: McpServer, host: str, port: int) -> bool:
     return True  # pragma: no cover - a stop signal cancels the sleep
 
 
-def _check_http(args: argparse.Namespace) -> None:
-    if args.http is None and args.http_host != "127.0.0.1":
-        raise _UsageError("--http-host needs --http")
+@dataclass(frozen=True, slots=True)
+class _Own:
+    """``hotseam mcp``'s own options, flags over ``[tool.hotseam]``."""
+
+    http: tuple[str, int] | None
+    """Where Streamable HTTP listens, or ``None``: stdio."""
+    input_ttl: float
+    max_line_bytes: int | None
+
+
+def _own_options(args: argparse.Namespace, config_path: Path | None) -> _Own:
+    """Merge the flags with the keys of the same names (checked by ``load_config``).
+
+    Raises:
+        _UsageError: ``http-host`` (or ``--http-host``) without HTTP.
+    """
+    from ..providers.mcp import DEFAULT_INPUT_TTL
+    from ._config import load_config
+
+    config = load_config(config_path) if config_path is not None else None
+
+    def pick(attribute: str) -> tuple[Any, str]:
+        """The value and where it came from (for messages)."""
+        key = attribute.replace("_", "-")
+        flag = getattr(args, attribute, None)
+        if flag is not None:
+            return flag, f"--{key}"
+        if config is not None and config.get(key) is not None:
+            return config.get(key), f"{key} in {config.path}"
+        return None, f"--{key}"
+
+    port, _ = pick("http")
+    host, host_from = pick("http_host")
+    serves_http = port is not None and port is not False
+    if host is not None and not serves_http:
+        off = " (--no-http turned it off)" if args.http is False else ""
+        raise _UsageError(f"{host_from} needs --http{off}")
+    ttl, _ = pick("input_ttl")
+    max_line_bytes, _ = pick("max_line_bytes")
+    return _Own(
+        http=((host or "127.0.0.1"), 0 if port is True else int(port)) if serves_http else None,
+        input_ttl=DEFAULT_INPUT_TTL if ttl is None else float(ttl),
+        max_line_bytes=max_line_bytes,
+    )
 
 
 def _existing(path: str) -> Path:
