@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import compileall
+import json
 import os
 import platform
 import random
@@ -65,7 +66,7 @@ from hotseam.interaction import AskUserQuestionRequest, ask
 
 async def main(context):
     answer = await ask(AskUserQuestionRequest("How are you?"), context=context)
-    print("answer:", answer.answer, time.process_time(), flush=True)
+    print("answer:", answer.answer, time.process_time(), time.time(), flush=True)
     if {wait}:
         await anyio.sleep_forever()
 """
@@ -125,7 +126,7 @@ def timed(
         child.wait()
         child.stdout.close()
         assert line.startswith(b"answer: fine "), line
-        return elapsed, float(line.split()[-1])
+        return elapsed, float(line.split()[2])
     child.stdout.read()
     _, status, usage = os.wait4(child.pid, 0)
     elapsed = time.perf_counter() - started
@@ -274,8 +275,51 @@ def main() -> None:
         print()
         for name in DAEMON_ROWS:
             breakdown(name, ROWS[name], folder, statistics.median(walls[name]), bare)
+        phases(folder, 10)
         status_breakdown(folder, statistics.median(walls["hotseam status"]), bare)
     print(f"Ended {datetime.now(UTC):%H:%M} UTC, load average {load()}.")
+
+
+def phases(folder: Path, runs: int) -> None:
+    """Where ``hotseam run``'s time goes, from the clock of the machine: the start, the
+    daemon's own log lines (``control socket``: imports, options, the serving path
+    imported, logging set up; the first ``reload.committed``: the watch and the first load)
+    and the answer its agent prints (the agent started, its question asked and answered)."""
+    env = environment()
+    found: dict[str, list[float]] = defaultdict(list)
+    for _ in range(runs):
+        with tempfile.TemporaryFile() as err:
+            started = time.time()
+            child = subprocess.Popen(
+                ROWS[DAEMON_ROWS[0]], cwd=folder, env=env, stdout=subprocess.PIPE, stderr=err
+            )
+            assert child.stdout is not None
+            line = child.stdout.readline().split()
+            child.terminate()
+            child.wait()
+            child.stdout.close()
+            err.seek(0)
+            lines = [json.loads(each) for each in err.read().splitlines() if each.startswith(b"{")]
+        marks = {
+            "the control socket serves (interpreter, imports, options, serving path)": next(
+                entry for entry in lines if "control socket" in entry["event"]
+            ),
+            "the first load committed (the watch, the provider module)": next(
+                entry for entry in lines if entry["event"] == "reload.committed"
+            ),
+        }
+        previous = started
+        for name, entry in marks.items():
+            at = datetime.fromisoformat(entry["timestamp"]).timestamp()
+            found[name].append((at - previous) * 1000)
+            previous = at
+        found["the agent's first question answered"].append((float(line[3]) - previous) * 1000)
+    print(f"`hotseam run`, step by step from its own log lines (ms, median of {runs}):\n")
+    print("| step | ms |")
+    print("|---|---:|")
+    for name, values in found.items():
+        print(f"| {name} | {statistics.median(values):.1f} |")
+    print()
 
 
 def status_breakdown(folder: Path, wall: float, bare: float) -> None:
