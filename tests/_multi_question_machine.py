@@ -318,7 +318,7 @@ class MultiQuestionRules:
             return entries, str(broken.id)  # left out: the ask is never half-answered
         assert broken.id is not None
         text = f"{attempt.name}:{broken.id}"
-        if broken.is_free_form:  # skipped and answered at once, or skipped when it may not
+        if broken.is_free_form:  # skipped and answered at once
             bad = QuestionAnswer(broken.id, text, (), text, "skipped")
         elif not broken.is_multi_select:
             if broken.allow_custom:  # two values where one is taken
