@@ -11,7 +11,10 @@ reload (run by hand).
    Without test paths, a sample of the suite that exercises scopes, contexts, carrying,
    reloads and providers is run (the whole suite is the lead's to run, once).
    Goal: the default checks at most 15 % slower than none.
-2. **The growth mode** — a clean provider reloaded ``--reloads`` times through a
+2. **Per test** — ``--synthetic`` small async tests (a scope, a child, a task, a socket,
+   a thread, each undone) in a temporary folder, the same three ways: the checks' cost per
+   test, free of the sample's own variance.
+3. **The growth mode** — a clean provider reloaded ``--reloads`` times through a
    ``ReloadDriver``, plain and under ``assert_reload_stable`` (tracemalloc tracing, a full
    collection and a snapshot after each reload): the cost per reload of each.
 """
@@ -45,6 +48,37 @@ MODES = {
     "leak check (default)": ["-o", "hotseam_leak_check=true"],
     "leak + escape check": ["-o", "hotseam_leak_check=true", "--hotseam-escape-check"],
 }
+SYNTHETIC = """
+import socket
+import threading
+
+import pytest
+from hotseam import Scope
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.mark.parametrize("n", range({count}))
+@pytest.mark.anyio
+async def test_small(n):
+    async with Scope("test") as scope:
+        child = scope.child("child")
+        child.defer(lambda: None)
+
+        async def work():
+            pass
+
+        child.spawn(work)
+        await child.aclose()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+    thread = threading.Thread(target=lambda: None)
+    thread.start()
+    thread.join()
+"""
 CLEAN_PROVIDER = """
 from hotseam.interaction import USER_INTERACTION
 from hotseam.providers.scripted import ScriptedProvider
@@ -55,14 +89,14 @@ def setup(scope):
 """
 
 
-def run_tests(paths: list[str], options: list[str]) -> tuple[float, str]:
+def run_tests(paths: list[str], options: list[str], cwd: Path = ROOT) -> tuple[float, str]:
     """Seconds one pytest run of ``paths`` took, and its summary line."""
     command = [
         sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider",
         "-p", "no:randomly", "-p", "no:xdist", *options,
     ]  # fmt: skip
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False)
     elapsed = time.perf_counter() - started
     lines = done.stdout.strip().splitlines()
     return elapsed, lines[-1] if lines else done.stderr.strip()[-200:]
@@ -84,23 +118,39 @@ async def reload_cost(reloads: int) -> tuple[float, float]:
     return plain, growth
 
 
+def compare(paths: list[str], cwd: Path, repeat: int, per_test: int = 0) -> None:
+    """Run ``paths`` each way ``repeat`` times; print the best of each against none."""
+    print()
+    extra = f" {'per test':>10}" if per_test else ""
+    print(f"{'checks':<24} {'best of ' + str(repeat):>12} {'vs none':>9}{extra}  outcome")
+    runs: dict[str, list[tuple[float, str]]] = {name: [] for name in MODES}
+    for _ in range(repeat):  # interleaved, so that a busy moment hits every way alike
+        for name, options in MODES.items():
+            runs[name].append(run_tests(paths, options, cwd))
+    baseline = None
+    for name in MODES:
+        best = min(elapsed for elapsed, _ in runs[name])
+        baseline = baseline or best
+        change = f"{(best / baseline - 1) * 100:+.1f} %"
+        cost = f" {(best - baseline) / per_test * 1000:>7.2f} ms" if per_test else ""
+        print(f"{name:<24} {best:>10.2f} s {change:>9}{cost}  {runs[name][-1][1]}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("tests", nargs="*", help="test paths (default: a sample of the suite)")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--reloads", type=int, default=20)
+    parser.add_argument("--synthetic", type=int, default=400, help="small tests (0: none)")
     args = parser.parse_args()
     paths = args.tests or SAMPLE
     print(f"Python {platform.python_version()} on {platform.machine()}; tests: {' '.join(paths)}")
-    print()
-    print(f"{'checks':<24} {'best of ' + str(args.repeat):>12} {'vs none':>9}  outcome")
-    baseline = None
-    for name, options in MODES.items():
-        runs = [run_tests(paths, options) for _ in range(args.repeat)]
-        best = min(elapsed for elapsed, _ in runs)
-        baseline = baseline or best
-        change = f"{(best / baseline - 1) * 100:+.1f} %"
-        print(f"{name:<24} {best:>10.2f} s {change:>9}  {runs[-1][1]}")
+    compare(paths, ROOT, args.repeat)
+    if args.synthetic:
+        with tempfile.TemporaryDirectory() as folder:
+            Path(folder, "test_small.py").write_text(SYNTHETIC.format(count=args.synthetic))
+            print(f"\n{args.synthetic} small async tests:")
+            compare(["test_small.py"], Path(folder), args.repeat, per_test=args.synthetic)
     plain, growth = anyio.run(reload_cost, args.reloads)
     print()
     print(f"{'reload of a clean provider':<32} {'ms per reload':>14}")
