@@ -68,6 +68,8 @@ CARRY = {carry!r}
 {module_line}
 
 class Provider:
+    multiple_questions = VERSION % 2 == 1  # the other versions show one question at a time
+
     def __init__(self, scope, generation):
         self.scope = scope
         self.generation = generation
