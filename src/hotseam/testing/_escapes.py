@@ -70,6 +70,8 @@ _JOIN_GRACE = 0.2
 
 _STRUCTURED = frozenset({"anyio", "trio"})
 """Tasks and timers made through these belong to a task group or a cancel scope."""
+_LOOPS = frozenset({"asyncio", "anyio", "trio"})
+"""Threads started through these are the loop's worker pools."""
 
 _watch: EscapeWatch | None = None
 _installed = False
@@ -280,9 +282,15 @@ def install() -> None:
         return
     _installed = True
     loop_class = asyncio.base_events.BaseEventLoop
-    loop_class.create_task = _noting(loop_class.create_task, "tasks")  # type: ignore[method-assign]
-    loop_class.call_at = _noting(loop_class.call_at, "timers")  # type: ignore[method-assign,assignment]
-    threading.Thread.start = _noting(threading.Thread.start, "threads", self_is_result=True)  # type: ignore[method-assign]
+    loop_class.create_task = _noting(  # type: ignore[method-assign]
+        loop_class.create_task, "tasks", unless_via=_STRUCTURED
+    )
+    loop_class.call_at = _noting(  # type: ignore[method-assign,assignment]
+        loop_class.call_at, "timers", unless_via=_STRUCTURED
+    )
+    threading.Thread.start = _noting(  # type: ignore[method-assign]
+        threading.Thread.start, "threads", self_is_result=True, unless_via=_LOOPS
+    )
     socket.socket.__init__ = _noting(socket.socket.__init__, "sockets", self_is_result=True)  # type: ignore[method-assign]
     runner_close = asyncio.runners.Runner.close
 
@@ -313,13 +321,17 @@ def install() -> None:
 
 
 def _noting(
-    original: Callable[..., Any], kind: str, *, self_is_result: bool = False
+    original: Callable[..., Any],
+    kind: str,
+    *,
+    self_is_result: bool = False,
+    unless_via: frozenset[str] = frozenset(),
 ) -> Callable[..., Any]:
     def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         result = original(self, *args, **kwargs)
         watch = _watch
         if watch is not None:
-            site = capture(1)
+            site = capture(1, unless_via=unless_via)
             if site is not None:
                 table: weakref.WeakKeyDictionary[Any, Site] = getattr(watch, kind)
                 table[self if self_is_result else result] = site

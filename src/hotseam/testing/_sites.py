@@ -81,9 +81,11 @@ class Site:
         return f"{file}:{line} (in {func})"
 
 
-def capture(skip: int = 1) -> Site | None:
+def capture(skip: int = 1, *, unless_via: frozenset[str] = frozenset()) -> Site | None:
     """The site of the caller's caller (``skip`` frames up), or ``None`` when no frame is
-    the user's. Costs one walk up the stack; a filename is classified once."""
+    the user's, or when one of the loop libraries ``unless_via`` made it on the user's
+    behalf (the walk stops there: most timers and tasks are anyio's, and cost no more).
+    Costs one walk up the stack; a filename is classified once."""
     frame = sys._getframe(skip + 1)
     frames: list[StackFrame] = []
     via: set[str] = set()
@@ -96,7 +98,11 @@ def capture(skip: int = 1) -> Site | None:
         if not known:
             frames.append((filename, frame.f_lineno, frame.f_code.co_name))
         elif not frames:
-            via.update(name for name, part in _LOOP_LIBRARIES.items() if part in filename)
+            for name, part in _LOOP_LIBRARIES.items():
+                if part in filename:
+                    if name in unless_via:
+                        return None
+                    via.add(name)
         frame = frame.f_back  # type: ignore[assignment]
     if not frames:
         return None
