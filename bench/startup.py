@@ -19,9 +19,10 @@ a user runs it:
 ``PYTHONDONTWRITEBYTECODE``, so hotseam and every library load from their ``.pyc`` files
 (the provider and agent modules of the project are compiled from source, as hotseam loads
 watched modules). Then, for ``hotseam run`` and ``hotseam status``, where the milliseconds
-go: ``-X importtime``'s self times summed by top-level package (median of 5 runs; that
-flag slows imports a little, so the sum is an upper bound), beside the wall time and the
-bare interpreter. The header says when the run was made, on what and under what load; the
+go: ``-X importtime``'s self times summed by top-level package, beyond the bare
+interpreter's own imports (median of 5 runs; that flag slows imports a little, so the sum
+is an upper bound), beside the wall time and the bare interpreter; and ``hotseam run``
+step by step from its own log lines. The header says when the run was made, on what and under what load; the
 end line the load when it ended.
 """
 
@@ -216,18 +217,25 @@ _THIRD_PARTY = {
 
 
 def breakdown(name: str, command: list[str], folder: Path, wall: float, bare: float) -> None:
+    """The imports of ``command`` beyond those of the bare interpreter (``encodings``,
+    ``site``...: part of ``python -c pass``), by package, and the rest of its wall time."""
     runs = [import_shares(command, folder, name in DAEMON_ROWS) for _ in range(5)]
-    packages = sorted(
-        {package for run in runs for package in run},
-        key=lambda package: -statistics.median(run[package] for run in runs),
-    )
-    total = statistics.median(sum(run.values()) for run in runs)
+    bare_runs = [import_shares([sys.executable, "-c", "pass"], folder, False) for _ in range(5)]
+    packages = {package for run in runs for package in run}
+    shares = {
+        package: statistics.median(run[package] for run in runs)
+        - statistics.median(run[package] for run in bare_runs)
+        for package in packages
+    }
+    total = sum(shares.values())
     print(f"`{name}`: wall {wall:.1f} ms median; the bare interpreter {bare:.1f} ms;")
-    print(f"imports (`-X importtime`, self times summed, median of 5) {total:.1f} ms:\n")
+    print(
+        f"imports beyond the bare interpreter's (`-X importtime`, self times summed, median "
+        f"of 5 runs) {total:.1f} ms:\n"
+    )
     print("| package | ms |")
     print("|---|---:|")
-    for package in packages:
-        share = statistics.median(run[package] for run in runs)
+    for package, share in sorted(shares.items(), key=lambda item: -item[1]):
         if share >= 0.5:
             print(f"| {package} | {share:.1f} |")
     rest = wall - bare - total
