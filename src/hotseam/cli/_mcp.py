@@ -33,6 +33,7 @@ import math
 import os
 import stat
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -202,8 +203,13 @@ async def _main(
                 async with server.running(), reloader:
                     await server.tools_changed()  # the first load: nobody to tell yet
                     group.start_soon(server.follow, events)
-                    # The first question's imports, made while the host starts talking.
-                    group.start_soon(anyio.to_thread.run_sync, load_forms)
+
+                    def warm_up() -> None:
+                        """The first question's imports, made in a worker thread once the
+                        server serves, while the host starts talking (not when a start
+                        fails: a port in use)."""
+                        group.start_soon(anyio.to_thread.run_sync, load_forms)
+
                     _log.info(
                         "mcp.serving",
                         watch=[str(path) for path in paths],
@@ -211,7 +217,7 @@ async def _main(
                         web=None if fallback is None else fallback.url,
                     )
                     if http is not None:
-                        if not await _serve_http(server, *http):
+                        if not await _serve_http(server, *http, serving=warm_up):
                             group.cancel_scope.cancel()  # the signal task too
                             return 2
                     else:
@@ -219,6 +225,7 @@ async def _main(
                         async with stdio_streams(
                             reader, writer, max_line_bytes=max_line_bytes or DEFAULT_MAX_LINE_BYTES
                         ) as (read_stream, write_stream):
+                            warm_up()
                             await server.serve(read_stream, write_stream)
                     await events.aclose()
             group.cancel_scope.cancel()
@@ -229,9 +236,11 @@ async def _main(
     return 0
 
 
-async def _serve_http(server: McpServer, host: str, port: int) -> bool:
-    """Serve Streamable HTTP until a stop signal; ``False`` (after one line on stderr) when
-    the address cannot be listened on."""
+async def _serve_http(
+    server: McpServer, host: str, port: int, *, serving: Callable[[], None]
+) -> bool:
+    """Serve Streamable HTTP until a stop signal (``serving`` called once it listens);
+    ``False`` (after one line on stderr) when the address cannot be listened on."""
     import anyio
 
     from ..providers._mcp._http import serve_http
@@ -244,6 +253,7 @@ async def _serve_http(server: McpServer, host: str, port: int) -> bool:
                 url=endpoint.url_with_token,
                 summary=f"MCP over HTTP at {endpoint.url_with_token}",
             )
+            serving()
             await anyio.sleep_forever()
     except (OSError, ValueError) as error:
         print(f"hotseam mcp: --http: {error}", file=sys.stderr)

@@ -283,3 +283,78 @@ async def test_a_client_that_abandons_the_call_stops_the_tool(mode: str) -> None
         assert abandoned.cancelled_caught
         with anyio.fail_after(WAIT):
             await TOOL_ENDED[-1].wait()
+
+
+@pytest.mark.anyio
+async def test_a_2025_06_18_host_gets_enum_and_enum_names_beside_one_of() -> None:
+    """A raw host on 2025-06-18 (``elicitation: {}``, that revision's shape): initialize is
+    answered at its revision, and a one-choice property also carries ``enum`` +
+    ``enumNames``, as that revision knows titled choices; its answer is the tool's."""
+    from mcp.shared.message import SessionMessage
+
+    from hotseam import Context, Scope
+    from hotseam.interaction import USER_INTERACTION
+    from hotseam.providers.mcp import McpProvider, McpServer
+
+    to_server, server_reads = anyio.create_memory_object_stream[SessionMessage | Exception](8)
+    server_writes, from_server = anyio.create_memory_object_stream[SessionMessage](8)
+
+    async def request(message: dict[str, Any]) -> dict[str, Any]:
+        await to_server.send(SessionMessage(types.jsonrpc_message_adapter.validate_python(message)))
+        if "id" not in message or "method" not in message:
+            return {}
+        with anyio.fail_after(WAIT):
+            reply = await from_server.receive()
+        return reply.message.model_dump(by_alias=True, exclude_none=True)
+
+    base = Context("mcp")
+    tools = base.child("mcp.tools")
+    async with (
+        to_server,
+        server_reads,
+        server_writes,
+        from_server,
+        Scope("test", context=base) as scope,
+        Scope("tools", context=tools) as own,
+    ):
+        scope.provide(USER_INTERACTION, McpProvider())
+        own.register_tool(pick_database)
+        server = McpServer(tools)
+        async with server.running(), anyio.create_task_group() as group:
+            group.start_soon(server.serve, server_reads, server_writes)
+            answer = await request(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {"elicitation": {}},
+                        "clientInfo": {"name": "raw", "version": "1"},
+                    },
+                }
+            )
+            assert answer["result"]["protocolVersion"] == "2025-06-18"
+            await request({"jsonrpc": "2.0", "method": "notifications/initialized"})
+            call = {"name": "pick_database", "arguments": {}}
+            form = await request(
+                {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call}
+            )
+            assert form["method"] == "elicitation/create"
+            assert form["params"]["message"] == "Which database?"
+            choice = form["params"]["requestedSchema"]["properties"]["answer"]
+            assert choice["enum"] == ["pg", "SQLite", "_other"]
+            assert choice["enumNames"] == [
+                "Postgres (Recommended)",
+                "SQLite",
+                "Other (type it below)",
+            ]
+            assert [o["const"] for o in choice["oneOf"]] == choice["enum"]
+            accepted = {"action": "accept", "content": {"answer": "SQLite"}}
+            reply = {"jsonrpc": "2.0", "id": form["id"], "result": accepted}
+            await request(reply)
+            with anyio.fail_after(WAIT):
+                done = (await from_server.receive()).message.model_dump(by_alias=True)
+            assert done["id"] == 1
+            assert done["result"]["structuredContent"]["answer"] == "SQLite"
+            await to_server.aclose()

@@ -199,16 +199,13 @@ async def serve_http(
             f"{host} is not a loopback address, so other machines could reach the MCP "
             "endpoint; only loopback is served"
         )
-    try:
-        listener = Listener(host, port)
-    except OSError as error:  # the inbox's hint names its own options: name ours
-        raise OSError(str(error).replace("--web-port or port=", "--http PORT")) from None
+    listener = Listener(host, port, choose="--http PORT")
     manager = _SessionManager(
         server,
         session_idle_timeout=_SESSION_IDLE,
         max_sessions=_MAX_SESSIONS,
     )
-    web = WebServer(listener)
+    web = WebServer(listener, name="MCP endpoint")
     endpoint = HttpEndpoint(listener, token)
     try:
         async with manager.run(), anyio.create_task_group() as group:

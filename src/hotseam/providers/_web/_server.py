@@ -72,11 +72,12 @@ def connection_limit() -> int:
 
 
 class Listener:
-    """A bound, listening TCP socket."""
+    """A bound, listening TCP socket; ``choose`` names the options that pick another port
+    (in the error of a port in use)."""
 
     __slots__ = ("host", "port", "socket")
 
-    def __init__(self, host: str, port: int) -> None:
+    def __init__(self, host: str, port: int, *, choose: str = "--web-port or port=") -> None:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         try:
             sock = socket.create_server(
@@ -87,7 +88,7 @@ class Listener:
             if error.errno == errno.EADDRINUSE:
                 why = (
                     "the port is in use (by another program, or another hotseam?); choose "
-                    "another with --web-port or port="
+                    f"another with {choose}"
                 )
             raise OSError(f"cannot listen on {_url_host(host)}:{port}: {why}") from None
         sock.setblocking(False)
@@ -187,7 +188,7 @@ class WebServer:
 
     Create it in a scope (:meth:`start` puts its accept loop on the scope's task host),
     :meth:`mount` a generation's app on it, and :meth:`aclose` it when no generation
-    carries it any more.
+    carries it any more. ``name`` is what its log lines call it.
     """
 
     __slots__ = (
@@ -196,6 +197,7 @@ class WebServer:
         "_limit",
         "_mount",
         "_mounted",
+        "_name",
         "_running",
         "_stop",
         "_stopped",
@@ -204,9 +206,15 @@ class WebServer:
     )
 
     def __init__(
-        self, listener: Listener, *, idle_timeout: float = IDLE_TIMEOUT, limit: int | None = None
+        self,
+        listener: Listener,
+        *,
+        idle_timeout: float = IDLE_TIMEOUT,
+        limit: int | None = None,
+        name: str = "web inbox",
     ) -> None:
         self.listener = listener
+        self._name = name
         self._idle_timeout = idle_timeout
         self._limit = connection_limit() if limit is None else limit
         self._mount: Mount | None = None
@@ -235,7 +243,7 @@ class WebServer:
         if self._running or self.closing:
             return
         self._running = True
-        host.start_soon(self._run, name=f"web inbox server {self.listener.address}")
+        host.start_soon(self._run, name=f"{self._name} server {self.listener.address}")
 
     async def _run(self) -> None:
         # Shielded: the host's other tasks may be cancelled (a stop signal cancels the
@@ -249,7 +257,7 @@ class WebServer:
                     self.listener.socket,
                     self._connections.serve,
                     limit=self._limit,
-                    what=f"web inbox {self.listener.address}",
+                    what=f"{self._name} {self.listener.address}",
                     logger=_log,
                 )
         finally:
@@ -334,7 +342,7 @@ class WebServer:
             if not self._stopped.is_set():
                 _log.warning(
                     "web.stop_overran",
-                    summary=f"the web inbox server on {self.listener.address} has not "
+                    summary=f"the {self._name} server on {self.listener.address} has not "
                     f"stopped {grace + ABORT_WAIT:g} s after it was asked to",
                     address=self.listener.address,
                 )
