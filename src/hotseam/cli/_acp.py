@@ -17,25 +17,20 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import stat
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractAsyncContextManager, contextmanager, nullcontext
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from .._core import get_logger
 from ._agent import AgentLoadError
 from ._config import ConfigError
-from ._log_sink import OutputCapture
 from ._options import ReloadOptions, add_common_options, resolve_common
+from ._stdio_cmd import stdio_pipes, stdout_reserved, stop_on_signals
 
 if TYPE_CHECKING:
-    import asyncio
-
-    import anyio
-
     from .._core import Context
     from ..providers.acp import AgentFunction
 
@@ -45,10 +40,6 @@ __all__ = ["add_arguments", "run"]
 # ``hotseam`` parser is built for another subcommand: ``acp`` alone costs ~0.3 s to import.
 
 _log = get_logger("hotseam.cli")
-# The reader's buffer, not the longest line: a longer line is read in pieces of this size,
-# up to --max-line-bytes (16 MiB by default), and a line over that is discarded as it
-# arrives. (The SDK's default, 50 MiB, would buffer a runaway line that far before any check.)
-_STDIO_CHUNK = 1024 * 1024
 
 
 class _UsageError(Exception):
@@ -104,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         _check_stdio()
         paths = _watch_paths(args.watch)
         common = resolve_common(args, log_format="json")
-        with _stdout_reserved() as protocol_out:
+        with stdout_reserved() as protocol_out:
             configure_logging(common.log_format, level=common.log_level)  # type: ignore[arg-type]
             if args.agent:
                 # As dev and run do: a slow body leaves signals handled, and is abandoned.
@@ -156,11 +147,11 @@ async def _main(
         return 2
     try:
         async with anyio.create_task_group() as group:
-            group.start_soon(_stop_on_signals, group.cancel_scope)
+            group.start_soon(stop_on_signals, group.cancel_scope, "acp")
             async with Scope("hotseam.acp", context=base) as scope:
                 scope.provide(USER_INTERACTION, provider)
                 scope.register_tool(ask_user_question_tool())
-                reader, writer = await _stdio_streams(protocol_out)
+                reader, writer = await stdio_pipes(protocol_out)
                 watcher = getattr(watching, "watcher", None)
                 _log.info(
                     "acp.serving",
@@ -185,16 +176,6 @@ async def _main(
         return 1
     _log.info("acp.stopped")
     return 0
-
-
-async def _stop_on_signals(scope: anyio.CancelScope) -> None:
-    import anyio
-
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async for signum in signals:
-            _log.info("acp.signal", signal=signal.Signals(signum).name)
-            scope.cancel()
-            return
 
 
 def _reloader(
@@ -256,54 +237,3 @@ def _check_stdio() -> None:
                 f"{name} is a file; an ACP client launches 'hotseam acp' with pipes "
                 "(or try it in a terminal)"
             )
-
-
-@contextmanager
-def _stdout_reserved() -> Iterator[BinaryIO]:
-    """Keep stdout for protocol messages only, and the program's own output from blocking.
-
-    The protocol gets a private copy of the stdout file descriptor. When stderr is a pipe
-    or a file (a client launched the agent), everything the agent, provider modules and
-    libraries write to stdout or stderr, ``print`` and writes to descriptors 1 and 2
-    alike, goes through the log sink, so a client that never reads stderr costs lines
-    (counted), never a frozen session: see :class:`OutputCapture`. On a terminal, fd 1 and
-    ``sys.stdout`` point at stderr, which someone is reading.
-    """
-    from ._logging import _stderr_sink  # the one sink of the process: logs and output share it
-
-    sys.stdout.flush()
-    protocol_out = os.fdopen(os.dup(1), "wb", buffering=0)
-    try:
-        sink = _stderr_sink()
-        with OutputCapture(sink) if sink is not None else _stdout_to_stderr():
-            yield protocol_out
-    finally:
-        protocol_out.close()
-
-
-@contextmanager
-def _stdout_to_stderr() -> Iterator[None]:
-    saved_fd = os.dup(1)
-    saved_stdout = sys.stdout
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    try:
-        yield
-    finally:
-        sys.stdout = saved_stdout
-        os.dup2(saved_fd, 1)
-        os.close(saved_fd)
-
-
-async def _stdio_streams(
-    protocol_out: BinaryIO,
-) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    import asyncio
-
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=_STDIO_CHUNK)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    transport, protocol = await loop.connect_write_pipe(
-        asyncio.streams.FlowControlMixin, protocol_out
-    )
-    return reader, asyncio.StreamWriter(transport, protocol, None, loop)

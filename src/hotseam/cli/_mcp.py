@@ -115,8 +115,8 @@ def run(args: argparse.Namespace) -> int:
     """Serve until the host closes stdin, SIGTERM or Ctrl-C (exit 0)."""
     import anyio
 
-    from ._acp import _stdout_reserved
     from ._logging import configure_logging
+    from ._stdio_cmd import stdout_reserved
     from ._web import web_options
 
     try:
@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> int:
         web = web_options(args)
         if own.http is None:
             _check_stdio()
-        with _stdout_reserved() as protocol_out:
+        with stdout_reserved() as protocol_out:
             configure_logging(settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
             return anyio.run(
                 _main,
@@ -168,7 +168,7 @@ async def _main(
     from ..providers._mcp._provider import load_forms
     from ..providers.mcp import DEFAULT_MAX_LINE_BYTES, McpProvider, McpServer, stdio_streams
     from ..reload import ReloadPathError
-    from ._acp import _stdio_streams, _stop_on_signals
+    from ._stdio_cmd import stdio_pipes, stop_on_signals
 
     base = Context("mcp")
     tools = base.child("mcp.tools")
@@ -179,7 +179,7 @@ async def _main(
         return 2
     try:
         async with anyio.create_task_group() as group:
-            group.start_soon(_stop_on_signals, group.cancel_scope)
+            group.start_soon(stop_on_signals, group.cancel_scope, "mcp")
             async with Scope("hotseam.mcp", context=base) as scope:
                 fallback = None
                 if web is not None:
@@ -221,7 +221,7 @@ async def _main(
                             group.cancel_scope.cancel()  # the signal task too
                             return 2
                     else:
-                        reader, writer = await _stdio_streams(protocol_out)
+                        reader, writer = await stdio_pipes(protocol_out)
                         async with stdio_streams(
                             reader, writer, max_line_bytes=max_line_bytes or DEFAULT_MAX_LINE_BYTES
                         ) as (read_stream, write_stream):

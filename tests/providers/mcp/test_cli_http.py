@@ -111,6 +111,7 @@ async def test_configured_http_survives_a_flood_serves_both_eras_and_stops_clean
     events = [line["event"] for line in log_lines(stderr)]
     saturated = next(line for line in log_lines(stderr) if line["event"] == "accept.saturated")
     assert saturated["listener"] == f"MCP endpoint 127.0.0.1:{port}"  # the flood met the bound
+    assert "mcp.signal" in events  # the command's own name, not acp's
     assert "mcp.stopped" in events
     assert "mcp.failed" not in events
     assert json.dumps(events)  # every stderr line was a JSON log object
