@@ -21,7 +21,7 @@ def test_an_orphan_task_is_named_with_its_create_task_line(planted_report: dict[
     assert (
         "still pending when its event loop shut down (the loop cancelled it); defined at "
         f"{PLANTED / 'orphan_task' / 'orphan_task_ui.py'}:{defined}, suspended at line "
-        f"{defined + 1}\n"
+        f"{defined + 2}\n"
     ) in text
     assert "test_orphan_task[trio]" not in planted_report
 

@@ -4,9 +4,11 @@ stable."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import re
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -87,6 +89,37 @@ async def test_scopes_opened_on_a_long_lived_scope_fail_on_registrations(
                 await assert_reload_stable(driver, "child_scope_ui.py", reloads=3, warmup=1)
     planted_app.APP = None
     assert re.search(r"  registrations: (\d+) → \d+ \(\+2\.0 per reload\)\n", str(caught.value))
+
+
+async def test_a_task_started_on_each_reload_fails_on_tasks(
+    tmp_path: Path, anyio_backend: tuple[str, dict[str, object]]
+) -> None:
+    if anyio_backend[0] != "asyncio":
+        pytest.skip("asyncio.create_task is asyncio's")
+    try:
+        async with ReloadDriver(Context("growth-tasks"), tmp_path) as driver:
+            await driver.load_folder(PLANTED / "orphan_task")
+            with pytest.raises(GrowthError, match=r"\n  tasks: (\d+) → \d+ \(\+1\.0 per reload\)"):
+                await assert_reload_stable(driver, "orphan_task_ui.py", reloads=3, warmup=1)
+    finally:
+        orphans = [t for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "poll"]
+        for task in orphans:
+            task.cancel()
+        await asyncio.gather(*orphans, return_exceptions=True)
+
+
+async def test_a_thread_started_on_each_reload_fails_on_threads(tmp_path: Path) -> None:
+    try:
+        async with ReloadDriver(Context("growth-threads"), tmp_path) as driver:
+            await driver.load_folder(PLANTED / "stray_thread")
+            with pytest.raises(GrowthError, match=r"\n  threads: (\d+) → \d+ \(\+1\.0 per"):
+                await assert_reload_stable(driver, "stray_thread_ui.py", reloads=3, warmup=1)
+    finally:
+        strays = [t for t in threading.enumerate() if t.name == "stray-server"]
+        for thread in strays:
+            thread._target.__globals__["STOP"].set()  # type: ignore[attr-defined]
+        for thread in strays:
+            thread.join()
 
 
 async def test_a_socket_opened_on_each_reload_fails_on_file_descriptors(tmp_path: Path) -> None:

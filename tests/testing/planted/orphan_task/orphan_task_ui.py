@@ -5,8 +5,14 @@ import asyncio
 from hotseam import Scope
 
 
+def refresh() -> None:
+    pass
+
+
 async def poll() -> None:
-    await asyncio.Event().wait()  # until cancelled
+    while True:
+        await asyncio.sleep(60)
+        refresh()
 
 
 async def setup(scope: Scope) -> None:
