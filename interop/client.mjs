@@ -156,7 +156,7 @@ async function session(name, capabilities, args, body, { permission = true } = {
       const lines = transcript.map((entry) => JSON.stringify(entry)).join("\n");
       writeFileSync(join(TRANSCRIPTS, `${name}.jsonl`), lines + "\n");
     }
-    check(code === 0, `hotseam acp exited ${code}`);
+    check(code === 0, `hotseam acp exited ${code}; its last log lines:\n${stderr.trim().split("\n").slice(-6).join("\n")}`);
   }
   return stderr;
 }

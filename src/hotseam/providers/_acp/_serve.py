@@ -15,7 +15,7 @@ from ._agent import AcpAgent, AgentFunction
 from ._lines import DEFAULT_MAX_LINE_BYTES
 from ._provider import AcpProvider
 from ._sessions import DEFAULT_IDLE_TIMEOUT
-from ._wire import guard_lines
+from ._wire import close_connection, guard_lines
 
 if TYPE_CHECKING:
     from acp._transport import Transport
@@ -105,4 +105,4 @@ async def serve(
                 await connection.listen()
         finally:
             with anyio.CancelScope(shield=True):
-                await connection.close()
+                await close_connection(connection)

@@ -53,6 +53,7 @@ __all__ = [
     "SESSION_CLOSE",
     "AcpWire",
     "RequestId",
+    "close_connection",
     "guard_lines",
 ]
 
@@ -253,6 +254,20 @@ class AcpWire:
             raise RequestError.method_not_found(SESSION_CLOSE)
         await self.on_session_close(session_id)
         return {}
+
+
+async def close_connection(connection: AgentSideConnection) -> None:
+    """Close the SDK's connection; a client that hung up first is the session's end.
+
+    A client exits as soon as its last request is answered. If the agent is sending at that
+    moment (a withdrawal, an update), the SDK's sender task dies on the broken pipe and the
+    connection's ``close()`` re-raises that error (from the transport, or again from its
+    task supervisor), so ``hotseam acp`` exited 1 at a normal end. What was unsent has no
+    reader: it is logged, not raised."""
+    try:
+        await connection.close()
+    except (ConnectionResetError, BrokenPipeError) as error:
+        _log.debug("acp.client_hung_up", error=f"{type(error).__name__}: {error}")
 
 
 def guard_lines(
