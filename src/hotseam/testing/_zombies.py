@@ -27,7 +27,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Generation", "Zombie", "find_zombies", "format_zombies", "reference_chain"]
+__all__ = [
+    "Generation",
+    "Zombie",
+    "find_zombies",
+    "format_zombies",
+    "reference_chain",
+    "reference_chains",
+]
 
 _ATOMIC = (str, bytes, int, float, bool, type(None), complex)
 _MAX_CHAIN = 40
@@ -85,14 +92,16 @@ def find_zombies(generations: Iterable[Generation]) -> list[Zombie]:
     if not candidates:
         return []
     gc.collect()
-    zombies: list[Zombie] = []
-    for generation in candidates:
-        alive = generation.alive()
-        if alive:
-            chain = reference_chain({id(obj): (obj, label) for obj, label in alive})
-            if chain is not None:
-                zombies.append(Zombie(generation.label, chain))
-    return zombies
+    alive = [(generation, generation.alive()) for generation in candidates]
+    alive = [(generation, objects) for generation, objects in alive if objects]
+    chains = reference_chains(
+        [{id(obj): (obj, label) for obj, label in objects} for _, objects in alive]
+    )
+    return [
+        Zombie(generation.label, chain)
+        for (generation, _), chain in zip(alive, chains, strict=True)
+        if chain is not None
+    ]
 
 
 def format_zombies(zombies: list[Zombie]) -> str:
@@ -110,16 +119,38 @@ def format_zombies(zombies: list[Zombie]) -> str:
 
 def reference_chain(targets: dict[int, tuple[object, str]]) -> str | None:
     """The shortest chain from a root to one of ``targets`` (by id), in words."""
+    return reference_chains([targets])[0]
+
+
+def reference_chains(groups: list[dict[int, tuple[object, str]]]) -> list[str | None]:
+    """For each group of targets (by id), the shortest chain from a root to one of them,
+    in words — all found in one breadth-first walk, which ends when every group has its
+    chain or nothing more is reachable."""
+    chains: list[str | None] = [None] * len(groups)
+    if not groups:
+        return chains
+    targets: dict[int, tuple[object, str]] = {}
+    group_of: dict[int, int] = {}
+    for index, group in enumerate(groups):
+        targets.update(group)
+        group_of.update(dict.fromkeys(group, index))
+    missing = set(range(len(groups)))
+
+    def found(key: int, chain: str) -> None:
+        index = group_of[key]
+        if chains[index] is None:
+            chains[index] = chain
+            missing.discard(index)
+
     current = set(map(id, _frames_of_this_thread()))
     parents: dict[int, int | None] = {}
     objects: dict[int, object] = {}
     queue: collections.deque[object] = collections.deque()
     roots: dict[int, str] = {}
-    modules = sys.modules
-    for name, module in list(modules.items()):
+    for name, module in list(sys.modules.items()):
         if id(module) in targets:  # the zombie is still registered as the module itself
-            return f"sys.modules[{name!r}] → {targets[id(module)][1]}"
-        if isinstance(module, types.ModuleType):
+            found(id(module), f"sys.modules[{name!r}] → {targets[id(module)][1]}")
+        elif isinstance(module, types.ModuleType):
             roots[id(module)] = name
             parents[id(module)] = None
             objects[id(module)] = module
@@ -132,8 +163,8 @@ def reference_chain(targets: dict[int, tuple[object, str]]) -> str | None:
         parents[id(frame)] = None
         objects[id(frame)] = frame
         queue.append(frame)
-    skip = current | {id(parents), id(objects), id(queue), id(roots), id(targets)}
-    while queue:
+    skip = current | {id(parents), id(objects), id(queue), id(roots), id(targets), id(groups)}
+    while queue and missing:
         node = queue.popleft()
         for child in gc.get_referents(node):
             key = id(child)
@@ -145,9 +176,9 @@ def reference_chain(targets: dict[int, tuple[object, str]]) -> str | None:
             parents[key] = id(node)
             objects[key] = child
             if key in targets:
-                return _words(_path(key, parents, objects), roots, targets)
+                found(key, _words(_path(key, parents, objects), roots, targets))
             queue.append(child)
-    return None
+    return chains
 
 
 def _frames_of_this_thread() -> list[object]:
