@@ -95,8 +95,8 @@ async def test_configured_http_survives_a_flood_serves_both_eras_and_stops_clean
                         "pick", {}, request_state=shown.request_state, allow_input_required=True
                     )
                     assert isinstance(expired, types.CallToolResult)
-                    assert expired.structured_content["code"] == "ASK_CANCELLED"  # type: ignore[index]
-                    assert "within 0.3 s" in expired.structured_content["message"]  # type: ignore[index]
+                    assert expired.structured_content["code"] == "ASK_CANCELLED"
+                    assert "within 0.3 s" in expired.structured_content["message"]
             inboxed = await _answered_in_the_inbox(url, stderr)
             assert not inboxed.is_error, inboxed
             assert inboxed.content[0].text == "SQLite"  # type: ignore[union-attr]

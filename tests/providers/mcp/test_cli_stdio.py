@@ -316,7 +316,7 @@ async def test_tools_forms_a_save_while_a_form_is_open_and_the_host_leaving(
         else:
             shown = await client.session.call_tool("pick", {}, allow_input_required=True)
             assert isinstance(shown, types.InputRequiredResult)
-            assert shown.input_requests["q1"].method == "elicitation/create"  # type: ignore[index,union-attr]
+            assert shown.input_requests["q1"].method == "elicitation/create"  # type: ignore[index]
             assert await host.leave() == 0
     lines = stderr.read_text().splitlines()
     assert "printed by the tool" in lines

@@ -358,3 +358,52 @@ async def test_a_2025_06_18_host_gets_enum_and_enum_names_beside_one_of() -> Non
             assert done["id"] == 1
             assert done["result"]["structuredContent"]["answer"] == "SQLite"
             await to_server.aclose()
+
+
+RUNNING: list[anyio.Event] = []
+
+
+@tool()
+async def pick_then_work(input: Nothing, call: ToolCall) -> str:
+    """Ask, then work long; note when the work starts and when the call ends."""
+    try:
+        answer = (await ask(DATABASE)).answer
+        RUNNING[-2].set()
+        await anyio.sleep_forever()
+        return answer
+    finally:
+        RUNNING[-1].set()
+
+
+@pytest.mark.anyio
+async def test_a_retry_cancelled_in_flight_stops_the_tool_at_once() -> None:
+    """2026-07-28: the retry that brings the answer is in flight while the tool works on;
+    the client cancelling it (notifications/cancelled) stops the tool at once, not at the
+    time-to-live (docs/mcp.md, 'A 2026-07-28 client that gives up')."""
+    RUNNING.extend([anyio.Event(), anyio.Event()])
+    async with serving(
+        [pick_then_work], mode="2026-07-28", elicit=accept(), input_ttl=600
+    ) as served:
+        shown = await served.client.session.call_tool(
+            "pick_then_work", {}, allow_input_required=True
+        )
+        assert isinstance(shown, types.InputRequiredResult)
+        answer = types.ElicitResult(action="accept", content={"answer": "SQLite"})
+        with anyio.CancelScope() as retry:
+
+            async def give_up() -> None:
+                await RUNNING[-2].wait()  # the tool has its answer and works on
+                retry.cancel()
+
+            async with anyio.create_task_group() as group:
+                group.start_soon(give_up)
+                await served.client.session.call_tool(
+                    "pick_then_work",
+                    {},
+                    input_responses={"q1": answer},
+                    request_state=shown.request_state,
+                    allow_input_required=True,
+                )
+        assert retry.cancelled_caught
+        with anyio.fail_after(WAIT):
+            await RUNNING[-1].wait()
