@@ -404,6 +404,51 @@ def test_run_imports_no_web_stack_terminal_ui_or_acp_sdk_without_web() -> None:
     assert heavy == {"structlog"}
 
 
+WATCH_OPENED = """
+import sys, tempfile
+from pathlib import Path
+import anyio
+from hotseam.reload import NativeWatcher, WatchRoot
+
+
+async def main(backend):
+    with tempfile.TemporaryDirectory() as folder:
+        async with NativeWatcher(backend=backend).open([WatchRoot(Path(folder) / "later")]):
+            print("watchfiles" in sys.modules, flush=True)
+
+
+anyio.run(main, sys.argv[1])
+"""
+
+
+@pytest.mark.parametrize(
+    ("backend", "imported"),
+    [
+        ("watchfiles", True),
+        pytest.param(
+            "inotify",
+            False,
+            marks=pytest.mark.skipif(
+                NativeWatcher().backend != "inotify", reason="inotify is Linux's"
+            ),
+        ),
+    ],
+)
+def test_a_native_watch_imports_watchfiles_when_it_opens_only_where_it_uses_it(
+    backend: str, imported: bool
+) -> None:
+    """The watchfiles backend imports watchfiles as its watch opens, even before the folder
+    exists (later, descriptors may be short); inotify never imports it."""
+    result = subprocess.run(
+        [sys.executable, "-c", WATCH_OPENED, backend],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    assert result.stdout.split() == [str(imported)]
+
+
 def test_the_ask_tool_loads_its_input_model_when_first_used() -> None:
     """Registering ``ask_user_question`` imports no pydantic; describing it does."""
     code = (
