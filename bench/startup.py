@@ -22,8 +22,8 @@ watched modules). Then, for ``hotseam run`` and ``hotseam status``, where the mi
 go: ``-X importtime``'s self times summed by top-level package, beyond the bare
 interpreter's own imports (median of 5 runs; that flag slows imports a little, so the sum
 is an upper bound), beside the wall time and the bare interpreter; and ``hotseam run``
-step by step from its own log lines. The header says when the run was made, on what and under what load; the
-end line the load when it ended.
+step by step from its own log lines. The header says when the run was made, on what and
+under what load; the end line the load when it ended.
 """
 
 from __future__ import annotations
