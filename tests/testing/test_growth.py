@@ -69,8 +69,10 @@ async def test_a_cache_growing_on_each_reload_fails_naming_the_allocating_line(
     # the growth is named by the line that allocated it, in the user's file, not in the
     # temporary copy the driver reloads
     top = text.split("memory that grew most, by the traceback that allocated it:\n")[1]
-    assert top.startswith("  +"), top
-    assert f"allocated at {planted_line('history')}\n" in top.splitlines()[0] + "\n", top
+    sites = [line for line in top.splitlines() if line.startswith("  +")]
+    # the planted line is among the sites (other threads of the process may allocate too:
+    # tracemalloc traces them all)
+    assert any(line.endswith(f"allocated at {planted_line('history')}") for line in sites), top
     assert str(tmp_path) not in text
 
 

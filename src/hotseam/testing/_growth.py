@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import linecache
 import logging
 import threading
 import tracemalloc
@@ -200,8 +201,10 @@ def _snapshot() -> tracemalloc.Snapshot:
             tracemalloc.Filter(False, tracemalloc.__file__, all_frames=True),
             tracemalloc.Filter(False, _KIT, all_frames=True),  # the kit's own bookkeeping
             tracemalloc.Filter(False, "<unknown>"),
-            # log records a capturing handler keeps (pytest's caplog) are the harness's
+            # log records a capturing handler keeps (pytest's caplog) are the harness's;
+            # linecache fills once per file a traceback shows (pytest's, a log's)
             tracemalloc.Filter(False, logging.__file__, all_frames=True),
+            tracemalloc.Filter(False, linecache.__file__, all_frames=True),
         ]
     )
 

@@ -91,6 +91,11 @@ def find_zombies(generations: Iterable[Generation]) -> list[Zombie]:
     candidates = list(generations)
     if not candidates:
         return []
+    # a full collection only if the young one left something (what the first look held is
+    # let go before it)
+    gc.collect(1)
+    if not any(generation.alive() for generation in candidates):
+        return []
     gc.collect()
     alive = [(generation, generation.alive()) for generation in candidates]
     alive = [(generation, objects) for generation, objects in alive if objects]
