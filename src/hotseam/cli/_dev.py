@@ -130,12 +130,14 @@ class _Session:
     reloader: Reloader
     agent: AgentFunction
     answers: ScriptedProvider | None
+    ask_tool: Tool[Any]
+    """The ask tool the session registers (made first: its models are imported before
+    serving)."""
     stall_warning: float = 2.0
     web: WebOptions | None = None
     settings: Settings | None = None
     control: Claim | None = None
     agent_key: str = "demo"
-    ask_tool: Tool[Any] | None = None
 
 
 def _import_serving_path(session: _Session) -> None:
@@ -144,7 +146,6 @@ def _import_serving_path(session: _Session) -> None:
     describing them imports, and the control socket's request model. Importing opens
     files: a daemon out of descriptors (a provider took them all, a flood of connections)
     could not import them then, and its agent's first ask would fail there."""
-    assert session.ask_tool is not None
     session.ask_tool.input_schema  # noqa: B018 - made (and described) for what it imports
     parse_request(b'{"op": "status"}')
 
@@ -204,12 +205,12 @@ def _prepare(args: argparse.Namespace, command: str, style: LogStyle) -> _Sessio
         reloader,
         agent,
         answers,
+        ask_user_question_tool(),
         settings.stall_warning,
         web=web,
         settings=settings,
         control=control,
         agent_key=agent_key(settings.agent, settings.name),
-        ask_tool=ask_user_question_tool(),
     )
 
 
@@ -270,7 +271,6 @@ async def _serve_session(session: _Session, log: Any, stop: Callable[[], None]) 
     assert providers.parent is not None
     outcome = EXIT_OK
     async with Scope("hotseam-cli", context=providers.parent) as cli_scope:
-        assert session.ask_tool is not None
         cli_scope.register_tool(session.ask_tool)
         if session.answers is not None:
             cli_scope.provide(USER_INTERACTION, session.answers)
