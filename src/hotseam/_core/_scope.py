@@ -537,12 +537,15 @@ def _creation_of(scope: Scope) -> str:
     described = describe(scope) if describe is not None else None
     if isinstance(described, str):
         return described
-    import tracemalloc  # here: only when a scope is collected open (the import costs ~5 ms)
-
-    traceback = tracemalloc.get_object_traceback(scope)
-    if traceback is not None:
-        return "created at (most recent call last):\n" + "".join(traceback.format())
-    return (
+    hint = (
         "run with python -X tracemalloc=20, or under hotseam's pytest plugin, to see where "
         "it was created"
     )
+    try:  # at interpreter exit an import can fail: the warning keeps its hint then
+        import tracemalloc  # here: only when a scope is collected open (the import costs ~5 ms)
+    except ImportError:
+        return hint
+    traceback = tracemalloc.get_object_traceback(scope)
+    if traceback is not None:
+        return "created at (most recent call last):\n" + "".join(traceback.format())
+    return hint
