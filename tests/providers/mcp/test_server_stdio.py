@@ -19,8 +19,8 @@ from mcp.shared.message import SessionMessage
 from hotseam.providers.mcp import stdio_streams
 
 STALL = 0.2
-REPLIES = 48
-"""4 KiB each: far more than a pipe (64 KiB) and the transport's buffer hold."""
+REPLIES = 96
+"""4 KiB each: far more than a pipe (64 KiB) and the transport's buffer (64 KiB) hold."""
 
 
 def _reply(number: int) -> SessionMessage:
