@@ -24,9 +24,8 @@ HTTP that is the context of the POST that brought it, which the SDK hands on).
 
 from __future__ import annotations
 
-import contextvars
 import secrets
-from contextvars import ContextVar
+from contextvars import Context, ContextVar, copy_context
 from dataclasses import dataclass, field
 from types import TracebackType
 from typing import Any, Self
@@ -165,14 +164,14 @@ class _TappedRead:
     def __init__(self, inner: ReadStream[SessionMessage | Exception], tap: ResponseTap) -> None:
         self._inner = inner
         self._tap = tap
-        self.last_context: contextvars.Context | None = None
+        self.last_context: Context | None = None
 
     async def receive(self) -> SessionMessage | Exception:
         return self._seen(await self._inner.receive())
 
     def _seen(self, item: SessionMessage | Exception) -> SessionMessage | Exception:
-        sender: contextvars.Context | None = getattr(self._inner, "last_context", None)
-        context = sender.copy() if sender is not None else contextvars.copy_context()
+        sender: Context | None = getattr(self._inner, "last_context", None)
+        context = sender.copy() if sender is not None else copy_context()
         context.run(current_tap.set, self._tap)
         self.last_context = context
         self._tap._read(item)
