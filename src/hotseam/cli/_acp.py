@@ -31,7 +31,9 @@ from ._options import ReloadOptions, add_common_options, resolve_common
 from ._stdio_cmd import stdio_pipes, stdout_reserved, stop_on_signals
 
 if TYPE_CHECKING:
-    from .._core import Context
+    from typing import Any
+
+    from .._core import Context, Tool
     from ..providers.acp import AgentFunction
 
 __all__ = ["add_arguments", "run"]
@@ -111,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
                 agent,
                 paths,
                 protocol_out,
+                _ask_tool(),
                 common.reload,
                 args.max_line_bytes,
                 args.session_idle_timeout,
@@ -127,6 +130,7 @@ async def _main(
     agent: AgentFunction,
     paths: Sequence[Path],
     protocol_out: BinaryIO,
+    ask_tool: Tool[Any],
     reload: ReloadOptions,
     max_line_bytes: int | None = None,
     session_idle_timeout: float | None = 3600.0,
@@ -134,7 +138,7 @@ async def _main(
     import anyio
 
     from .._core import Context, Scope
-    from ..interaction import USER_INTERACTION, ask_user_question_tool
+    from ..interaction import USER_INTERACTION
     from ..providers.acp import AcpProvider, serve
 
     base = Context("acp")
@@ -150,7 +154,7 @@ async def _main(
             group.start_soon(stop_on_signals, group.cancel_scope, "acp")
             async with Scope("hotseam.acp", context=base) as scope:
                 scope.provide(USER_INTERACTION, provider)
-                scope.register_tool(ask_user_question_tool())
+                scope.register_tool(ask_tool)
                 reader, writer = await stdio_pipes(protocol_out)
                 watcher = getattr(watching, "watcher", None)
                 _log.info(
@@ -176,6 +180,19 @@ async def _main(
         return 1
     _log.info("acp.stopped")
     return 0
+
+
+def _ask_tool() -> Tool[Any]:
+    """The ask tool, made and described now: what its first call and description import
+    (pydantic's input models, kept lazy elsewhere) is imported before serving. Importing
+    opens files: out of descriptors (an agent or a provider took them all), the agent's
+    first question would fail there (``OSError: Too many open files``), as ``dev`` and
+    ``run`` would (they do the same before serving)."""
+    from ..interaction import ask_user_question_tool
+
+    tool = ask_user_question_tool()
+    tool.input_schema  # noqa: B018 - made (and described) for what it imports
+    return tool
 
 
 def _reloader(
