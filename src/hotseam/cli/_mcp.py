@@ -20,10 +20,10 @@ or ``?token=``), logged with the URL at start.
 The paths can be written once as ``paths`` in ``[tool.hotseam]`` of the project's
 ``pyproject.toml`` (with the reloader's options, and ``http``, ``http-host``,
 ``input-ttl`` and ``max-line-bytes`` for this command's flags), so ``hotseam mcp`` alone
-starts a configured project. stdout carries protocol messages only: logs (JSON lines) and anything
-the tools print go to stderr, through a queue that never blocks. The host closing stdin,
-SIGTERM or Ctrl-C disposes every generation and exits 0; bad input exits 2 with one line
-on stderr.
+starts a configured project. stdout carries protocol messages only: logs (JSON lines) and
+anything the tools print go to stderr, through a queue that never blocks. The host closing
+stdin, SIGTERM or Ctrl-C disposes every generation and exits 0; bad input exits 2 with one
+line on stderr.
 """
 
 from __future__ import annotations
