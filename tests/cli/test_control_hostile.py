@@ -349,6 +349,19 @@ async def test_serving_answers_and_cleans_up_on_both_backends(tmp_path: Path) ->
     ]
 
 
+def _stop_serving(server: socket.socket, thread: threading.Thread) -> None:
+    """Close a listening socket and join the thread blocked in its ``accept()``.
+
+    Closing alone does not wake that thread on Linux (it would wait forever): shutting the
+    socket down first makes ``accept()`` fail with EINVAL.
+    """
+    with contextlib.suppress(OSError):  # the thread may have ended it already
+        server.shutdown(socket.SHUT_RDWR)
+    server.close()
+    thread.join(BOUND)
+    assert not thread.is_alive(), "the test server's thread did not end"
+
+
 class HostileServer:
     """A Unix socket that replies ``payload`` to every connection (probes included)."""
 
@@ -357,7 +370,8 @@ class HostileServer:
         self.server.bind(str(path))
         self.server.listen()
         self.payload = payload
-        threading.Thread(target=self._serve, daemon=True).start()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
 
     def _serve(self) -> None:
         while True:
@@ -371,7 +385,7 @@ class HostileServer:
                     connection.sendall(self.payload)
 
     def close(self) -> None:
-        self.server.close()
+        _stop_serving(self.server, self.thread)
 
 
 class BusyServer:
@@ -383,7 +397,8 @@ class BusyServer:
         self.server.listen()
         self.busy = busy
         self.connections = 0
-        threading.Thread(target=self._serve, daemon=True).start()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
 
     def _serve(self) -> None:
         while True:
@@ -398,7 +413,7 @@ class BusyServer:
                     connection.sendall(b'{"ok": true}\n')
 
     def close(self) -> None:
-        self.server.close()
+        _stop_serving(self.server, self.thread)
 
 
 def test_a_client_closed_unserved_tries_again(tmp_path: Path) -> None:
