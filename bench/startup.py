@@ -365,8 +365,7 @@ def status_breakdown(folder: Path, wall: float, bare: float) -> None:
 
 ROUND_TRIP = """\
 import sys, time
-from hotseam.cli._control_client import request
-from hotseam.cli._control_folder import locate
+from hotseam.cli._control_client import locate, request
 endpoint, _ = locate(sys.argv[1])
 started = time.perf_counter()
 request(endpoint, {"op": "status"})

@@ -7,12 +7,14 @@ goes to stdout. Each subcommand lives in its own module with ``add_arguments(par
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
-from collections.abc import Collection, Sequence
 
-from ._help import HelpFormatter, plain
+# typing.TYPE_CHECKING without importing typing (`hotseam status` starts here): type checkers
+# take any constant of this name as true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Collection, Sequence
 
 __all__ = ["main"]
 
@@ -36,6 +38,11 @@ def build_parser(
     commands in ``only`` (the others are listed by name and help, their modules not imported:
     ``hotseam --help`` costs no more than ``import hotseam``; with ``list_others`` false they
     are left out, as for a run of one known command, which never shows the list)."""
+    import argparse
+    import importlib
+
+    from ._help import HelpFormatter
+
     parser = argparse.ArgumentParser(
         prog="hotseam",
         description="Seams served by one provider at a time, hot-reloaded from disk.",
@@ -53,19 +60,45 @@ def build_parser(
             continue
         module = importlib.import_module(module_name)
         sub = subcommands.add_parser(
-            name, help=help_text, description=module.__doc__, formatter_class=_DocstringFormatter
+            name, help=help_text, description=module.__doc__, formatter_class=_docstring_formatter()
         )
         module.add_arguments(sub)
         sub.set_defaults(_module=module)
     return parser
 
 
-class _DocstringFormatter(HelpFormatter):
-    """Shows a subcommand's description, its module's docstring, as plain text: rendered
-    when the help is printed, not each time the command starts."""
+def _docstring_formatter() -> type[argparse.HelpFormatter]:
+    """A formatter that shows a subcommand's description, its module's docstring, as plain
+    text: rendered when the help is printed, not each time the command starts."""
+    from ._help import HelpFormatter, plain
 
-    def _fill_text(self, text: str, width: int, indent: str) -> str:
-        return super()._fill_text(plain(text) or "", width, indent)
+    class DocstringFormatter(HelpFormatter):
+        def _fill_text(self, text: str, width: int, indent: str) -> str:
+            return super()._fill_text(plain(text) or "", width, indent)
+
+    return DocstringFormatter
+
+
+def _status_forms(arguments: Sequence[str]) -> tuple[str | None, bool] | None:
+    """``hotseam status``'s common forms, ``[PID|NAME] [--json]`` in either order, as
+    ``(target, as_json)``; ``None`` for anything else (help, an option, a second target,
+    ``--``, an abbreviation...), which argparse parses, with its messages and exit codes.
+
+    argparse is a third of what ``hotseam status`` imports (with its ``gettext``...), and the
+    command is often run in a loop by a script: these forms mean what argparse makes of
+    them (``tests/cli/test_status_fast_path.py`` compares the two on a table of forms)."""
+    if not arguments or arguments[0] != "status" or len(arguments) > 3:
+        return None
+    target: str | None = None
+    as_json = False
+    for argument in arguments[1:]:
+        if argument == "--json" and not as_json:
+            as_json = True
+        elif argument and not argument.startswith("-") and target is None:
+            target = argument
+        else:
+            return None
+    return target, as_json
 
 
 def _chosen(arguments: Sequence[str]) -> set[str]:
@@ -85,6 +118,11 @@ def _version() -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``hotseam`` command line; return the process exit code."""
     arguments = sys.argv[1:] if argv is None else list(argv)
+    fast = _status_forms(arguments)
+    if fast is not None:
+        from ._status import show
+
+        return show(fast[0], as_json=fast[1])
     chosen = _chosen(arguments)
     args = build_parser(chosen, list_others=not chosen).parse_args(arguments)
     code: int = args._module.run(args)

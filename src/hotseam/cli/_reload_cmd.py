@@ -15,8 +15,7 @@ import argparse
 import os
 import sys
 
-from ._control_client import request
-from ._control_folder import ControlError, locate
+from ._control_client import ControlError, locate, request
 
 __all__ = ["add_arguments", "run"]
 

@@ -13,20 +13,19 @@ is printed), 2 for bad input.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
-from ._control_client import request
-from ._control_folder import ControlError, locate
+from ._control_client import ControlError, locate, request
 
 # typing.TYPE_CHECKING without importing typing (this module is
 # part of `hotseam status`): type checkers take any constant of this name as true.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from typing import Any
 
-__all__ = ["add_arguments", "format_status", "run"]
+__all__ = ["add_arguments", "format_status", "run", "show"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,8 +42,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the status; return the exit code."""
+    return show(args.target, as_json=args.json)
+
+
+def show(target: str | None, *, as_json: bool) -> int:
+    """Print the status of ``target`` (see :func:`run`); return the exit code. The command
+    line's common forms come here without argparse (:func:`hotseam.cli.main`)."""
     try:
-        endpoint, notes = locate(args.target)
+        endpoint, notes = locate(target)
         for note in notes:
             print(f"hotseam status: {note}", file=sys.stderr)
         reply = request(endpoint, {"op": "status"})
@@ -55,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         said = reply.get("error") if isinstance(reply, dict) else reply
         print(f"hotseam status: the process replied: {said}", file=sys.stderr)
         return 1
-    if args.json:
+    if as_json:
         print(json.dumps(reply, indent=None))
     else:
         print(format_status(reply))
