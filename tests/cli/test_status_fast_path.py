@@ -192,3 +192,68 @@ def test_the_command_imports_neither_argparse_nor_pathlib(server: StatusServer) 
     first, imported = result.stdout.splitlines()
     assert json.loads(first) == REPLY
     assert imported == "[]"
+
+
+FOLDERS = """
+import json, os, sys
+from hotseam.cli._control_client import runtime_dir
+found = runtime_dir()
+imported = "tempfile" in sys.modules
+print(json.dumps([found, runtime_dir(exact=True), imported]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("setup", "imports_tempfile"),
+    [
+        ("made", False),  # $TMPDIR holds the private folder: no tempfile
+        ("empty", True),  # nothing made there yet: tempfile answers
+        ("shared", True),  # a folder others may enter is no one's sockets folder
+        ("relative", False),  # $TMPDIR relative to the working folder
+        ("temp", False),  # $TEMP when $TMPDIR is unset
+        ("a file", None),  # $TMPDIR names a file: the next candidate, as tempfile does
+        ("missing", None),  # $TMPDIR names nothing
+    ],
+)
+def test_a_client_finds_the_temporary_folder_tempfile_finds(
+    tmp_path: Path, setup: str, imports_tempfile: bool | None
+) -> None:
+    """Without ``$XDG_RUNTIME_DIR`` the sockets are in tempfile's folder: the client's
+    answer (tempfile not imported when the private folder is already in the first usable
+    candidate) is tempfile's."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("HOTSEAM_RUNTIME_DIR", "XDG_RUNTIME_DIR", "TMPDIR", "TEMP", "TMP")
+    }
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    mine = temp / f"hotseam-{os.getuid()}"
+    variable = "TEMP" if setup == "temp" else "TMPDIR"
+    env[variable] = str(temp)
+    if setup in ("made", "relative", "temp"):
+        mine.mkdir(mode=0o700)
+    elif setup == "shared":
+        mine.mkdir(mode=0o755)
+        mine.chmod(0o755)
+    elif setup == "a file":
+        env[variable] = str(tmp_path / "file")
+        (tmp_path / "file").write_text("")
+    elif setup == "missing":
+        env[variable] = str(tmp_path / "missing")
+    if setup == "relative":
+        env[variable] = "temp"
+    result = subprocess.run(
+        [sys.executable, "-c", FOLDERS],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    found, exact, imported = json.loads(result.stdout)
+    assert found == exact
+    if imports_tempfile is not None:
+        assert found == str(mine)
+        assert imported is imports_tempfile

@@ -76,17 +76,46 @@ def _plain(path: str) -> str:
     return root + "/".join(parts) or "."
 
 
-def runtime_dir() -> str:
-    """The preferred folder of the control sockets (not created)."""
+def runtime_dir(*, exact: bool = False) -> str:
+    """The preferred folder of the control sockets (not created).
+
+    Without ``$XDG_RUNTIME_DIR`` it is in :func:`tempfile.gettempdir`, which a client finds
+    without importing :mod:`tempfile` when it can (see :func:`_temp_dir`); ``exact`` (the
+    process that listens) always asks :mod:`tempfile`.
+    """
     override = os.environ.get("HOTSEAM_RUNTIME_DIR")
     if override:
         return _plain(override)
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     if runtime and os.path.isdir(runtime):
         return os.path.join(_plain(runtime), "hotseam")
-    import tempfile  # here: its import (shutil, random) is most of what a client's start costs
+    name = f"hotseam-{os.getuid()}"
+    return os.path.join(_plain(_temp_dir(name, exact=exact)), name)
 
-    return os.path.join(_plain(tempfile.gettempdir()), f"hotseam-{os.getuid()}")
+
+def _temp_dir(name: str, *, exact: bool) -> str:
+    """:func:`tempfile.gettempdir` as a client needs it.
+
+    Importing :mod:`tempfile` (``shutil``, ``random``, ``bz2``, ``lzma``) and its test of each
+    candidate folder (a file created, written and removed) were an eighth of ``hotseam
+    status``. Its candidates are ``$TMPDIR``, ``$TEMP``, ``$TMP``, ``/tmp``, ``/var/tmp``,
+    ``/usr/tmp``, in that order: when the first one this user may write in already holds
+    the private folder ``name``, that is where the sockets are. Otherwise (another folder,
+    nothing made yet, one taken by another user: its stand-ins are found beside the exact
+    answer) :mod:`tempfile` answers. A folder the permissions allow but that refuses a new
+    file (a full disk) is the one case the two could differ: a client would look there.
+    """
+    if not exact:
+        named = [os.environ.get(each) for each in ("TMPDIR", "TEMP", "TMP")]
+        for candidate in [*(each for each in named if each), "/tmp", "/var/tmp", "/usr/tmp"]:
+            folder = os.path.abspath(candidate)
+            if os.path.isdir(folder) and os.access(folder, os.W_OK | os.X_OK):
+                if _private(os.path.join(folder, name)):
+                    return folder
+                break
+    import tempfile  # here: see above
+
+    return tempfile.gettempdir()
 
 
 def unsafe(folder: str | os.PathLike[str]) -> str | None:

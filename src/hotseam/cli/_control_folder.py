@@ -80,7 +80,7 @@ def private_dir() -> tuple[Path, str | None]:
         ControlError: no private folder can be had (``HOTSEAM_RUNTIME_DIR`` names one that
             cannot be used, or none can be made beside the preferred one).
     """
-    folder = Path(runtime_dir())
+    folder = Path(runtime_dir(exact=True))
     problem = _make_private(folder)
     if problem is None:
         return folder, None
