@@ -69,7 +69,7 @@ stress: $(STAMP)
 	$(BIN)/python bench/fleet_torture.py --engine postgresql
 	$(BIN)/python bench/fleet_torture.py --engine sqlite
 	$(BIN)/python bench/mcp_torture.py --edits 1000
-	HOTSEAM_STATEFUL_EXAMPLES=2000 $(BIN)/pytest -p no:cacheprovider tests/test_invariants.py -q
+	HOTSEAM_STATEFUL_EXAMPLES=2000 $(BIN)/pytest -n 2 -p no:cacheprovider tests/test_invariants.py -q
 
 # The interop suites: `hotseam acp` against a Node client written on the official ACP
 # TypeScript SDK (pinned, installed with npm into interop/node_modules), and `hotseam mcp`
