@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import structlog
 
-from hotseam.cli._log_sink import StderrSink
+from hotseam.cli._log_sink import EXIT_WAIT, StderrSink
 
 START_BOUND = 20.0
 """``initialize`` is answered within this (starting Python and importing takes seconds)."""
@@ -251,6 +251,59 @@ def test_ten_thousand_log_calls_with_stderr_never_read() -> None:
     assert reports[0].startswith("hotseam: ")
 
 
+EXIT_JOINS = """
+import atexit, threading, structlog
+def left() -> None:  # registered first, so it runs after the sink's own exit handler
+    print(sorted(t.name for t in threading.enumerate() if t is not threading.main_thread()))
+atexit.register(left)
+from hotseam.cli._logging import configure_logging
+configure_logging("json")
+structlog.get_logger("child").info("one.line")
+"""
+
+
+def test_the_exit_writes_the_lines_and_joins_the_writer() -> None:
+    """As the CLI ends: its last line is written and the writer thread is gone (nothing
+    left running once the exit handlers are done)."""
+    child = subprocess.run(
+        [sys.executable, "-c", EXIT_JOINS], capture_output=True, text=True, timeout=START_BOUND
+    )
+    assert child.returncode == 0, child.stderr
+    assert json.loads(child.stderr)["event"] == "one.line"
+    assert child.stdout == "[]\n"
+
+
+EXIT_UNREAD = """
+import structlog
+from hotseam.cli._logging import configure_logging
+configure_logging("json")
+log = structlog.get_logger("child")
+for index in range(3_000):  # ~400 KB: the pipe and the queue full
+    log.info("line", index=index, padding="x" * 100)
+print("logged", flush=True)
+"""
+
+
+def test_the_exit_is_prompt_with_stderr_never_read() -> None:
+    """Nobody ever reads stderr and the writer is blocked in a write: the process still
+    exits, and exits 0, about ``EXIT_WAIT`` after its last line."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", EXIT_UNREAD], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        assert child.stdout is not None
+        ready, _, _ = select.select([child.stdout], [], [], START_BOUND)
+        assert ready, "3,000 log calls did not return"
+        assert child.stdout.readline() == b"logged\n"
+        logged = time.monotonic()
+        assert child.wait(timeout=START_BOUND) == 0  # a writer joined forever never returns
+        assert time.monotonic() - logged < EXIT_WAIT + 2.0  # + the interpreter's own exit
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.communicate()
+
+
 def _reader(fd: int, into: bytearray) -> threading.Thread:
     def read() -> None:
         while chunk := os.read(fd, 65536):
@@ -283,7 +336,7 @@ def test_ten_thousand_log_calls_into_a_full_pipe(pipe: tuple[int, int]) -> None:
 
     received = bytearray()
     reader = _reader(read_end, received)
-    assert sink.drain(timeout=5.0)
+    assert sink.close(timeout=5.0)  # everything written, the writer thread stopped
     os.close(write_end)
     reader.join(timeout=5.0)
     expected = 0
@@ -311,14 +364,15 @@ def _fill(fd: int) -> None:
 
 
 def test_exit_waits_a_bounded_time_on_a_dead_pipe(pipe: tuple[int, int]) -> None:
-    """Nobody reads: draining gives up at its timeout instead of hanging the exit."""
+    """Nobody reads: closing gives up at its timeout instead of hanging the exit (the
+    writer, blocked in its write, ends when the pipe does: the fixture closes it)."""
     _, write_end = pipe
     _fill(write_end)
     sink = StderrSink(write_end, limit=1024)
     for index in range(100):
         sink.write(f"line {index} " + "x" * 90 + "\n")
     started = time.monotonic()
-    assert not sink.drain(timeout=0.2)
+    assert not sink.close(timeout=0.2)
     assert time.monotonic() - started < 1.0
     # Kept: at most one queue's worth (10 lines of ~100 bytes in 1,024) plus the batch the
     # writer took before the full pipe blocked it (another 10 at most).

@@ -6,7 +6,8 @@ plain write blocks, and a log call on the event loop stalls the protocol with it
 log call only queues the line: a writer thread does the blocking writes. The queue holds a
 bounded number of bytes; beyond it the *oldest* queued lines are dropped and counted, so
 what is kept is what the program did last, and the count is written exactly where the gap
-is, as soon as the pipe takes data again. At exit the queue gets a bounded time to drain.
+is, as soon as the pipe takes data again. At exit the queue gets a bounded time to drain,
+then the writer thread is stopped and joined (:meth:`StderrSink.close`).
 
 :class:`OutputCapture` puts the program's own output (``print``, writes to descriptors 1
 and 2) through the same queue, for ``hotseam acp``: there a stray ``print()`` in an agent
@@ -55,7 +56,7 @@ class StderrSink:
 
     ``report(count)`` renders the dropped-lines line; the CLI sets it to match the log
     style (a JSON object for ``json``). Lines are counted by their newlines. Whoever owns
-    the process calls :meth:`drain` at exit.
+    the sink calls :meth:`close` when done with it (the CLI: at exit).
     """
 
     def __init__(
@@ -79,6 +80,7 @@ class StderrSink:
         self._dropped = 0
         self._writing = False
         self._broken = False
+        self._closed = False
         self._thread: threading.Thread | None = None
 
     @property
@@ -97,7 +99,7 @@ class StderrSink:
         if not data:
             return
         with self._cond:
-            if self._broken:  # nobody will ever read it
+            if self._broken or self._closed:  # nobody will ever read it / nobody writes it
                 return
             self._queue.append(data)
             self._queued += len(data)
@@ -141,19 +143,48 @@ class StderrSink:
 
         Return whether it was (false: the pipe is still full, or its reader is gone).
         """
+        with self._cond:
+            return self._written_by(time.monotonic() + timeout)
+
+    def close(self, timeout: float = EXIT_WAIT) -> bool:
+        """Wait at most ``timeout`` seconds for the queued lines to be written, then stop
+        the writer thread and join it; later writes are discarded.
+
+        Return whether every line was written. If not, the rest is dropped, and a writer
+        blocked in a write to a pipe nobody reads (no thread can interrupt it) is joined
+        only until the deadline: it ends with its pipe or the process (a daemon thread), so
+        the exit never waits longer than ``timeout``.
+        """
         deadline = time.monotonic() + timeout
         with self._cond:
-            while (self._queue or self._writing or self._unreported) and not self._broken:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._cond.wait(remaining)
-            return not self._broken
+            written = self._written_by(deadline)
+            self._closed = True
+            self._queue.clear()
+            self._queued = 0
+            self._unreported = 0
+            # Everything written, or the pipe broken: the writer is waiting or returning.
+            idle = written or self._broken
+            thread = self._thread
+            self._cond.notify_all()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(None if idle else max(deadline - time.monotonic(), 0))
+        return written
+
+    def _written_by(self, deadline: float) -> bool:
+        """Wait (holding the lock) until everything is written or ``deadline`` passes."""
+        while (self._queue or self._writing or self._unreported) and not self._broken:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            self._cond.wait(remaining)
+        return not self._broken
 
     def _run(self) -> None:
         while True:
             with self._cond:
                 while not self._queue and not self._unreported:
+                    if self._closed:
+                        return
                     self._cond.wait()
                 batch: list[bytes] = []
                 size = 0

@@ -124,7 +124,7 @@ def _stderr_sink() -> StderrSink | None:
             fd = stderr.fileno() if stderr is not None else -1
             if fd >= 0 and not os.isatty(fd):
                 _sink = StderrSink(fd, encoding=getattr(stderr, "encoding", None) or "utf-8")
-                atexit.register(_sink.drain, EXIT_WAIT)
+                atexit.register(_sink.close, EXIT_WAIT)
         except (OSError, ValueError):  # no usable file descriptor: write directly
             pass
     return _sink
