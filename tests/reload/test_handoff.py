@@ -1,22 +1,33 @@
-"""Handing a module body to its thread and taking it back (the module-body worker).
+"""Handing a module body to its thread and taking it back (the module-body worker), and
+closing the generation it replaces.
 
 A body that finishes at once is taken back without a trip through the event loop: the loop
 waits for it a moment with the interpreter lock released (``HANDOFF_WAIT``), so the thread
 starts at once and says it is done through a lock, not the loop's wake-up. A body that
 takes longer holds the loop up for that moment only, then is waited for on the loop as
 before: the loop serves meanwhile.
+
+A replaced generation that holds nothing but its registrations closes in place, without a
+task of its own (nothing of it can be stuck); one with disposers of its own still closes
+in a task the commit can abandon (``test_hardening.py``).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from types import SimpleNamespace
+from typing import cast
 
 import anyio
 import pytest
 
+from hotseam import CloseReason, Context, Scope, Seam
+from hotseam.interaction import ask_user_question_tool
 from hotseam.reload import _guard
 from hotseam.reload._guard import Worker
+from hotseam.reload._loader import Loader
+from hotseam.reload._teardown import Closer
 
 pytestmark = pytest.mark.anyio
 
@@ -110,3 +121,43 @@ async def test_a_body_that_overruns_is_still_abandoned_at_its_bound(
 
 async def _note(ran: list[str]) -> None:
     ran.append("ran")
+
+
+GREETING: Seam[str] = Seam("greeting", str)
+
+
+def _closer() -> Closer:
+    """A reloader's closer (its loader is asked only where an abandoned close is stuck)."""
+    loader = cast(Loader, SimpleNamespace(watched_files=lambda: ()))
+    return Closer(loader, dispose_timeout=1.0, abandoned=[])
+
+
+async def test_a_generation_of_registrations_only_closes_without_a_turn_of_the_loop() -> None:
+    context = Context("handoff")
+    scope = Scope("ui.py#1", context=context)
+    scope.provide(GREETING, "hello")
+    scope.register_tool(ask_user_question_tool())
+    ran: list[str] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_note, ran)  # runs at the loop's next turn
+        failures = await _closer().close(scope, CloseReason.RELOAD)
+        assert ran == []  # closed in place: nothing else ran meanwhile
+    assert failures == [] and scope.closed
+    assert context.lookup(GREETING) is None
+    assert "ask_user_question" not in context.tools.names()
+
+
+async def test_a_generation_with_a_disposer_of_its_own_closes_in_a_task() -> None:
+    """A disposer of the provider's (even one that never waits) may be stuck where nothing
+    can cancel it: its close runs in a task the commit can stop waiting for."""
+    context = Context("handoff")
+    scope = Scope("ui.py#1", context=context)
+    scope.provide(GREETING, "hello")
+    disposed: list[str] = []
+    scope.defer(lambda: disposed.append("disposed"))
+    ran: list[str] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_note, ran)
+        failures = await _closer().close(scope, CloseReason.RELOAD)
+        assert ran == ["ran"]  # the commit waited for the close's task: the loop turned
+    assert failures == [] and disposed == ["disposed"] and scope.closed

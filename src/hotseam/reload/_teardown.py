@@ -11,7 +11,15 @@ from collections.abc import Sequence
 
 import anyio
 
-from .._core import CloseReason, DisposalError, DisposerTimeoutError, Scope, get_logger
+from .._core import (
+    CloseReason,
+    DisposalError,
+    DisposerTimeoutError,
+    Registration,
+    Scope,
+    ToolRegistration,
+    get_logger,
+)
 from ._errors import LoadError
 from ._events import DisposeFailed
 from ._guard import Detached, interrupted, start_detached
@@ -55,7 +63,17 @@ class Closer:
         it (a worker thread, a shielded scope) is abandoned and reported as a
         :class:`DisposerTimeoutError` naming the line it is stuck at. Its registrations
         were withdrawn when the close began, so what replaces it can be activated.
+
+        A scope that holds nothing but its registrations (a provider module's usual
+        generation) closes in place: their undo is hotseam's own and never waits, so
+        nothing there could be stuck, and the task (a turn of the event loop) is spared.
         """
+        if _only_registrations(scope):
+            try:
+                await scope.aclose(reason, error)
+            except BaseException as failure:  # as the task's would be: reported, not raised
+                return _failures(failure)
+            return []
 
         async def close() -> None:
             await scope.aclose(reason, error)
@@ -74,14 +92,29 @@ class Closer:
             )
             timeout.location = location  # type: ignore[attr-defined]
             return [timeout]
-        failure = handle.error
-        if failure is None:
-            return []
-        if isinstance(failure, DisposalError):
-            return list(failure.exceptions)
-        if interrupted(failure):
-            raise failure
-        return [failure]
+        return [] if handle.error is None else _failures(handle.error)
+
+
+def _failures(failure: BaseException) -> list[BaseException]:
+    """What a close raised, as the disposers' failures (an interruption is raised)."""
+    if isinstance(failure, DisposalError):
+        return list(failure.exceptions)
+    if interrupted(failure):
+        raise failure
+    return [failure]
+
+
+_NEVER_WAITING = (Registration, ToolRegistration)
+"""The effects whose undo never awaits (exactly these classes: a subclass may differ)."""
+
+
+def _only_registrations(scope: Scope) -> bool:
+    """True for an open scope without children whose effects are all registrations."""
+    return (
+        not scope.closed
+        and not scope.children()
+        and all(type(effect) in _NEVER_WAITING for effect in scope.effects())
+    )
 
 
 def dispose_failed(
