@@ -84,6 +84,7 @@ import traceback
 from pathlib import Path
 
 import anyio
+import anyio.abc
 import anyio.lowlevel
 import sniffio
 from _torture_files import EDITS, Files
@@ -108,6 +109,7 @@ from hotseam.interaction import (
     ASK_ABORTED,
     NO_PROVIDER,
     USER_INTERACTION,
+    AskUserQuestionAnswer,
     AskUserQuestionRequest,
     QuestionAnswer,
     UserInteractionError,
@@ -192,6 +194,10 @@ class Torture:
 
     # -- askers -----------------------------------------------------------------------------------
 
+    def start_askers(self, tasks: anyio.abc.TaskGroup) -> None:
+        for index in range(self.settings.askers):
+            tasks.start_soon(self.asker, index)
+
     async def asker(self, index: int) -> None:
         rng = random.Random(self.settings.seed * 1000 + index)
         number = 0
@@ -214,32 +220,23 @@ class Torture:
         outcome = self.outcomes[question] = Outcome(question, started)
         asks = self.report.asks
         asks["started"] += 1
+        request = several_questions(question) if several else AskUserQuestionRequest(question)
         with anyio.move_on_after(self.settings.hang_after) as bound:
             with anyio.CancelScope() as harness:
                 if cancel:
                     harness.deadline = started + cancel_after
                 try:
-                    answer = await ask(
-                        several_questions(question)
-                        if several
-                        else AskUserQuestionRequest(question),
-                        context=self.context,
-                        swap_timeout=self.settings.swap_timeout,
-                    )
+                    answer = await self.call_ask(request, outcome, cancel_after, cancel)
                 except UserInteractionError as error:
                     outcome.code = error.code
-                    outcome.legitimate = (
-                        error.code in (NO_PROVIDER, ASK_ABORTED)
-                        and self.context.lookup(USER_INTERACTION) is None
-                        and not self.active
-                    )
+                    outcome.legitimate = self.legitimate(outcome, error)
                 except Exception as error:  # anything else is a failure to explain
                     outcome.code = type(error).__name__
                 else:
                     outcome.answer = answer.answer
                     if several:
                         outcome.parts = {entry.id: _mark(entry) for entry in answer.answers}
-            outcome.cancelled = harness.cancelled_caught
+            outcome.cancelled = outcome.cancelled or harness.cancelled_caught
         outcome.hung = bound.cancelled_caught
         outcome.ended = anyio.current_time()
         if outcome.hung:
@@ -273,6 +270,26 @@ class Torture:
                 f"{self.ledger.returned.get(question, [])}",
             )
         return outcome
+
+    async def call_ask(
+        self,
+        request: AskUserQuestionRequest,
+        outcome: Outcome,
+        cancel_after: float,
+        cancel: bool,
+    ) -> AskUserQuestionAnswer:
+        """The ask itself (a hook: the journal torture aborts by the request's signal
+        instead of the harness's cancel scope, and marks ``outcome.cancelled`` itself)."""
+        return await ask(request, context=self.context, swap_timeout=self.settings.swap_timeout)
+
+    def legitimate(self, outcome: Outcome, error: UserInteractionError) -> bool:
+        """A failure the run explains: no provider active, and no provider module had an
+        active generation by the reload events."""
+        return (
+            error.code in (NO_PROVIDER, ASK_ABORTED)
+            and self.context.lookup(USER_INTERACTION) is None
+            and not self.active
+        )
 
     def check_parts(self, question: str, parts: dict[str, str]) -> None:
         """An ask of several questions has every question's answer, each its own."""
@@ -481,7 +498,6 @@ class Torture:
         self.files.create()
 
     async def _run(self) -> None:
-        settings = self.settings
         live: list[Generation] = []
         try:
             async with self.make_reloader() as reloader:
@@ -489,8 +505,7 @@ class Torture:
                     self.report.problems.append("the first version did not load")
                     return
                 async with anyio.create_task_group() as tasks:
-                    for index in range(settings.askers):
-                        tasks.start_soon(self.asker, index)
+                    self.start_askers(tasks)
                     try:
                         await self.edit_loop(reloader)
                         await self.settle_and_check(reloader)
@@ -524,11 +539,25 @@ async def run_torture(folder: Path, settings: Settings | None = None) -> Report:
     return await Torture(folder, settings or Settings()).run()
 
 
-async def main(settings: Settings) -> int:
+async def main(settings: Settings, options: argparse.Namespace) -> int:
     # Broken saves and failing disposers are made on purpose: their logs would be noise.
     logging.getLogger("hotseam").setLevel(logging.CRITICAL)
     with tempfile.TemporaryDirectory() as tmp:
-        report = await run_torture(Path(tmp), settings)
+        folder = Path(tmp) / "watched"  # the SQLite journal goes beside it, not in it
+        folder.mkdir()
+        if options.journal is None:
+            report = await run_torture(folder, settings)
+        else:
+            # The journal's torture extends this one (it imports this module): imported here.
+            from _torture_journal import run_journal_torture
+
+            report = await run_journal_torture(
+                folder,
+                settings,
+                options.journal,
+                restart_every=options.restart_every,
+                sabotage=options.sabotage,
+            )
     print(report.render())
     return 0 if report.ok else 1
 
@@ -539,6 +568,33 @@ if __name__ == "__main__":
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--hang-after", type=float, default=30.0)
     parser.add_argument("--backend", choices=["asyncio", "trio"], default="asyncio")
+    parser.add_argument(
+        "--several-ratio",
+        type=float,
+        default=Settings.several_ratio,
+        help="the share of asks of several questions",
+    )
+    parser.add_argument(
+        "--journal",
+        choices=["sqlite", "memory"],
+        help="ask inside agent runs of a journal (sqlite: a temporary file), with daemon "
+        "restarts (see bench/_torture_journal.py)",
+    )
+    parser.add_argument(
+        "--restart-every", type=int, default=25, help="with --journal: edits between restarts"
+    )
+    parser.add_argument(
+        "--sabotage",
+        choices=["no-withdraw", "forget-answer", "replay-position"],
+        help="with --journal: break one guarantee on purpose (the run must fail)",
+    )
     options = parser.parse_args()
-    chosen = Settings(edits=options.edits, seed=options.seed, hang_after=options.hang_after)
-    sys.exit(anyio.run(main, chosen, backend=options.backend))
+    if options.journal is None and options.sabotage is not None:
+        parser.error("--sabotage needs --journal")
+    chosen = Settings(
+        edits=options.edits,
+        seed=options.seed,
+        hang_after=options.hang_after,
+        several_ratio=options.several_ratio,
+    )
+    sys.exit(anyio.run(main, chosen, options, backend=options.backend))

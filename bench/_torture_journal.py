@@ -1,0 +1,679 @@
+"""The reload torture with a journal: every ask recorded in an agent run, daemon restarts.
+
+    .venv/bin/python bench/torture.py --journal sqlite|memory [--restart-every 25]
+
+The reload torture (``bench/torture.py``) runs as it does without a journal — the real
+watcher, random edits of every kind, asks in flight through every reload — and its asks are
+made inside agent runs of an :class:`~hotseam.interaction.AskJournal` (provided as
+``JOURNAL``): ``sqlite``, a temporary SQLite file, or ``memory``. Each asker is an agent: a
+run is a script of 2-8 asks (30 % of several questions, ``--several-ratio``), after which
+the agent returns (the run finishes) or, one run in ten, raises (the run fails). 15 % of
+the asks are withdrawn by the agent at a random moment — through the request's signal,
+which is how an agent takes a question back (a cancelled *task* leaves its question pending
+for the run's resume, which the restarts exercise) — and 5 % have a time limit.
+
+Every ``--restart-every`` edits the daemon restarts, in process: its agents' tasks are
+cancelled mid-ask, the journal is closed and opened anew on the same file (the memory engine
+keeps its one object: a new daemon writes to it), and every agent resumes its unfinished run
+by running its script again from the start — as an agent process restarted for a deploy.
+
+**Must be 0**, besides every counter of the torture without a journal:
+
+* *records not settled as the asker got* — when an ask ends, its record is not answered
+  with the answer the asker got (each question's, for an ask of several), not failed with
+  the code it got, not withdrawn when it got ``ASK_ABORTED``; or the ask has no record;
+* *records left pending when their ask ended* — the same, the record still pending;
+* *answers recorded twice* — a record settled by two winning writes (watched on the
+  journal's ``answer_ask``/``settle_ask``), or a settled record seen to change later;
+* *records of ended runs changed afterwards* — a run that finished or failed, and its
+  records, read again at every restart and at the end, differ from what they were when its
+  agent ended it; or the run did not end as its agent did, or kept a pending record;
+* *replays not as recorded* — a resumed run's ask of a settled record did not return what
+  the record says, at once, or it did not stay that record;
+* *questions asked again after their answer was recorded* — a provider was asked a question
+  of a resumed run whose record was settled (an answer recorded is never asked for again);
+* *questions recorded twice* — a run holds two live records of one question (a resumed
+  ask did not re-attach to its pending record);
+* *resumes that lost their run* — an agent restarted inside a run did not resume that run
+  with the records it held (or a new run resumed something);
+* *runs diverged* — a resumed run's ask found another question at its position (the scripts
+  are the same, so the positions must be);
+* *runs or records left open at the end* — once the agents ended, a run still running or a
+  record still pending.
+
+``--sabotage`` breaks one guarantee on purpose, to watch these counters catch it:
+``no-withdraw`` (a withdrawal is not recorded: the record stays pending), ``forget-answer``
+(an answer is not recorded), ``replay-position`` (a resumed run replays the record of the
+next position).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import tempfile
+from collections import Counter
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+import sniffio
+from _torture_ledger import MUST_BE_ZERO, Outcome, Report, Settings
+from torture import Torture, _mark
+
+from hotseam import AbortController
+from hotseam.interaction import (
+    ASK_ABORTED,
+    ASK_TIMEOUT,
+    JOURNAL,
+    NO_PROVIDER,
+    AgentRun,
+    AskJournal,
+    AskUserQuestionAnswer,
+    AskUserQuestionRequest,
+    UserInteractionError,
+    ask,
+)
+from hotseam.interaction._journal import (
+    AskRecord,
+    AskState,
+    Journal,
+    RunState,
+    Settlement,
+    open_journal,
+)
+from hotseam.reload import Reloader, ReloadEvent
+
+__all__ = ["ENGINES", "JOURNAL_ZERO", "SABOTAGES", "JournalTorture", "run_journal_torture"]
+
+ENGINES = ("sqlite", "memory")
+SABOTAGES = ("no-withdraw", "forget-answer", "replay-position")
+
+NOT_AS_GOT = "journal: records not settled as the asker got"
+LEFT_PENDING = "journal: records left pending when their ask ended"
+TWICE = "journal: answers recorded twice"
+ENDED_CHANGED = "journal: records of ended runs changed afterwards"
+REPLAY = "journal: replays not as recorded"
+ASKED_AGAIN = "journal: questions asked again after their answer was recorded"
+DUPLICATES = "journal: questions recorded twice"
+LOST_RUN = "journal: resumes that lost their run"
+DIVERGED = "journal: runs diverged"
+LEFT_OPEN = "journal: runs or records left open at the end"
+PARTS_AGAIN = "journal: questions of several answered before a restart, asked again"
+JOURNAL_ZERO = (
+    NOT_AS_GOT,
+    LEFT_PENDING,
+    TWICE,
+    ENDED_CHANGED,
+    REPLAY,
+    ASKED_AGAIN,
+    DUPLICATES,
+    LOST_RUN,
+    DIVERGED,
+    LEFT_OPEN,
+    PARTS_AGAIN,
+)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One ask of an agent's script: the same each time the script runs (a resume)."""
+
+    question: str
+    several: bool
+    withdraw: str | None  # "signal" (the agent takes it back), "timeout", or None
+    after: float  # when the signal fires, or the time limit
+
+
+class AgentFailedError(Exception):
+    """Raised by an agent whose run fails (its function raises)."""
+
+
+@dataclass(eq=False)
+class Agent:
+    """An asker as an agent: its runs and the script of the one it is in."""
+
+    index: int
+    rng: random.Random
+    runs: int = 0
+    script: list[Item] | None = None
+    fails: bool = False
+    run_id: str | None = None
+    resume: dict[str, AskRecord] | None = None  # its run's records at the last restart
+
+    @property
+    def key(self) -> str:
+        return f"torture-agent-{self.index}"
+
+    def new_script(self, several_ratio: float) -> None:
+        self.runs += 1
+        rng = self.rng
+        script = []
+        for number in range(1, rng.randint(2, 8) + 1):
+            roll = rng.random()
+            withdraw = "signal" if roll < 0.15 else "timeout" if roll < 0.2 else None
+            script.append(
+                Item(
+                    f"a{self.index}-r{self.runs}-q{number}",
+                    rng.random() < several_ratio,
+                    withdraw,
+                    rng.uniform(0.001, 0.04),
+                )
+            )
+        self.script = script
+        self.fails = rng.random() < 0.1
+        self.run_id = None
+        self.resume = None
+
+
+def asked(record: AskRecord) -> str:
+    """The torture's question a record is of (an ask of several: ``<ask>/k1`` -> ``<ask>``)."""
+    return record.request.question.partition("/")[0]
+
+
+def settled_as(record: AskRecord) -> tuple[object, ...]:
+    """What a settled record says, to compare two reads of it."""
+    answer = record.answer
+    marks = None if answer is None else (answer.answer, tuple(_mark(e) for e in answer.answers))
+    return (record.state, record.code, record.settled_by, record.settled_at, marks)
+
+
+class JournalTorture(Torture):
+    """The reload torture whose askers are agents of a journal, restarted now and then."""
+
+    def __init__(
+        self,
+        folder: Path,
+        settings: Settings,
+        engine: str,
+        *,
+        restart_every: int = 25,
+        sabotage: str | None = None,
+    ) -> None:
+        if engine not in ENGINES:
+            raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+        if sabotage is not None and sabotage not in SABOTAGES:
+            raise ValueError(f"sabotage must be one of {SABOTAGES}, got {sabotage!r}")
+        self.engine = engine
+        self.restart_every = restart_every
+        self.sabotage = sabotage
+        self._stopping = False
+        self.wake: anyio.Event | None = None
+        super().__init__(folder, settings)
+        self.path = self.folder.parent / f"{self.folder.name}-journal.sqlite3"
+        self.agents = [
+            Agent(index, random.Random(settings.seed * 1000 + index))
+            for index in range(settings.askers)
+        ]
+        self.items: dict[str, Item] = {}
+        self.replaying: set[str] = set()
+        self.journaling: AskJournal | None = None
+        self.agent_tasks: anyio.abc.TaskGroup | None = None
+        self.restart_wanted = False
+        self.restarted = anyio.Event()
+        self.edits_done = 0
+        self.wins: Counter[str] = Counter()  # winning settlements, by ask id
+        self.seen: dict[str, tuple[object, ...]] = {}  # settled records as first seen, by id
+        self.ended: dict[str, tuple[RunState, list[tuple[str, tuple[object, ...]]]]] = {}
+        self.known_runs: set[str] = set()
+        # questions of an ask of several that providers had answered when a restart
+        # interrupted the ask: their answers live in the process only (not in the journal)
+        self.parts_at_restart: set[str] = set()
+        self.idle_until = -1.0  # when a provider module last became active after none was
+        self.counts = self.report.section("journal")
+
+    def make_report(self) -> Report:
+        return Report(
+            self.settings,
+            sniffio.current_async_library(),
+            title=f"Reload torture with a journal ({self.engine}"
+            + (f", sabotage {self.sabotage}" if self.sabotage else "")
+            + ")",
+            zero_names=(*MUST_BE_ZERO, *JOURNAL_ZERO),
+        )
+
+    async def run(self) -> Report:
+        undo = patch_replay_position() if self.sabotage == "replay-position" else None
+        try:
+            return await super().run()
+        finally:
+            if undo is not None:
+                undo()
+
+    # The base sets ``stopping`` when the edits and the final check are over: wake the daemon.
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
+
+    @stopping.setter
+    def stopping(self, value: bool) -> None:
+        self._stopping = value
+        if value and self.wake is not None:
+            self.wake.set()
+
+    # -- the daemon: the journal, the agents, restarts ----------------------------------------
+
+    def start_askers(self, tasks: anyio.abc.TaskGroup) -> None:
+        tasks.start_soon(self.daemon)
+
+    async def daemon(self) -> None:
+        """Open the journal and run the agents; on a restart cancel them mid-ask, close the
+        journal, and open it anew on the same file, where the agents resume their runs."""
+        async with contextlib.AsyncExitStack() as process:
+            shared = None
+            if self.engine == "memory":
+                shared = await process.enter_async_context(open_journal("memory:"))
+                self.watch(shared)
+            incarnation = 0
+            while True:
+                incarnation += 1
+                async with self.incarnation(shared, incarnation) as journal:
+                    await self.run_agents()
+                    if self.stopping:
+                        await self.check_end(journal)
+                        return
+                    await self.note_restart(journal)
+                self.counts["restarts"] += 1
+
+    @contextlib.asynccontextmanager
+    async def incarnation(self, shared: Journal | None, number: int) -> AsyncIterator[Journal]:
+        """One life of the daemon: the journal (on SQLite, opened anew on the same file) and
+        this process's ``AskJournal`` in it, provided as ``JOURNAL``."""
+        async with contextlib.AsyncExitStack() as life:
+            journal = shared
+            if journal is None:
+                journal = await life.enter_async_context(open_journal(self.path))
+                self.watch(journal)
+            journaling = await life.enter_async_context(
+                AskJournal.open(journal, name=f"torture-daemon-{number}")
+            )
+            scope = await life.enter_async_context(self.context.scope("journal"))
+            scope.provide(JOURNAL, journaling)
+            self.journaling = journaling
+            yield journal
+
+    async def run_agents(self) -> None:
+        """Until the stop (the agents end their runs) or a restart (cancelled mid-ask)."""
+        self.wake = anyio.Event()
+        async with anyio.create_task_group() as agents:
+            self.agent_tasks = agents  # the agents' signal timers run there too
+            for agent in self.agents:
+                agents.start_soon(self.agent, agent)
+            self.restarted.set()
+            if not self.stopping:
+                await self.wake.wait()
+            if not self.stopping:
+                agents.cancel_scope.cancel()
+        self.restart_wanted = False
+
+    async def restart(self) -> None:
+        """Ask the daemon to restart and wait until its agents run again."""
+        self.restarted = anyio.Event()
+        self.restart_wanted = True
+        assert self.wake is not None
+        self.wake.set()
+        with anyio.move_on_after(self.settings.settle_timeout) as waited:
+            await self.restarted.wait()
+        if waited.cancelled_caught:
+            self.report.problems.append(
+                f"a restart did not resume the agents within {self.settings.settle_timeout} s"
+            )
+
+    async def edit_step(self, reloader: Reloader) -> None:
+        await super().edit_step(reloader)
+        self.edits_done += 1
+        if self.restart_every and self.edits_done % self.restart_every == 0:
+            await self.restart()
+
+    def watch(self, journal: Journal) -> None:
+        """Count the winning settlements of each record (and sabotage, when asked)."""
+        answer_ask, settle_ask = journal.answer_ask, journal.settle_ask
+        wins = self.wins
+        sabotage = self.sabotage
+
+        async def answering(ask_id: str, answer: AskUserQuestionAnswer, **kw: Any) -> Settlement:
+            if sabotage == "forget-answer":
+                return Settlement(True, await journal.get_ask(ask_id))
+            settlement = await answer_ask(ask_id, answer, **kw)
+            wins[ask_id] += settlement.won
+            return settlement
+
+        async def settling(ask_id: str, state: AskState, **kw: Any) -> Settlement:
+            if sabotage == "no-withdraw" and state is AskState.WITHDRAWN:
+                return Settlement(True, await journal.get_ask(ask_id))
+            settlement = await settle_ask(ask_id, state, **kw)
+            wins[ask_id] += settlement.won
+            return settlement
+
+        journal.answer_ask = answering  # type: ignore[method-assign]
+        journal.settle_ask = settling  # type: ignore[method-assign]
+
+    # -- an agent -----------------------------------------------------------------------------
+
+    async def agent(self, agent: Agent) -> None:
+        """Run scripts until the stop; a restart cancels it inside a run, left to resume."""
+        assert self.journaling is not None
+        journaling = self.journaling
+        while not self.stopping:
+            if agent.script is None:
+                agent.new_script(self.settings.several_ratio)
+            assert agent.script is not None
+            with contextlib.suppress(AgentFailedError):
+                async with journaling.run(agent.key) as run:
+                    self.check_start(agent, run)
+                    await self.run_script(agent, run)
+            with anyio.CancelScope(shield=True):
+                await self.run_ended(agent, run, failed=agent.fails)
+            agent.script = None
+
+    async def run_script(self, agent: Agent, run: AgentRun) -> None:
+        """Ask the script's items in order (until the stop); then return, or raise."""
+        assert agent.script is not None
+        for item in agent.script:
+            if self.stopping:
+                break
+            await self.ask_item(agent, run, item)
+        if agent.fails:
+            raise AgentFailedError(agent.key)
+
+    def check_start(self, agent: Agent, run: AgentRun) -> None:
+        """A restarted agent resumes its run with the records it held; a new one starts
+        a run nobody ran."""
+        recorded = [record.id for record in run.recorded]
+        if agent.run_id is None:
+            if run.id in self.known_runs or recorded:
+                self.report.count(
+                    LOST_RUN, f"{agent.key} started a new script in run {run.id}, {recorded}"
+                )
+        else:
+            expected = [r.id for r in (agent.resume or {}).values()]
+            if run.id != agent.run_id or sorted(recorded) != sorted(expected):
+                self.report.count(
+                    LOST_RUN,
+                    f"{agent.key} resumed run {run.id} with {recorded}; it was in run "
+                    f"{agent.run_id} with {expected}",
+                )
+            else:
+                self.counts["runs resumed"] += 1
+        agent.run_id = run.id
+        self.known_runs.add(run.id)
+
+    async def ask_item(self, agent: Agent, run: AgentRun, item: Item) -> None:
+        """Ask one item of the script (a replay, a re-attachment or a new ask) and check
+        its record once it ended."""
+        self.items[item.question] = item
+        recorded = (agent.resume or {}).get(item.question)
+        replay = recorded is not None and not recorded.pending
+        calls = self.calls_of(item)
+        if replay:
+            self.replaying.add(item.question)
+        try:
+            outcome = await self.ask_once(item.question, 0.0, cancel=False, several=item.several)
+        except anyio.get_cancelled_exc_class():
+            interrupted = self.outcomes.get(item.question)
+            if interrupted is not None:
+                interrupted.cancelled = True  # a restart: what the record keeps is replayed
+                self.report.asks["interrupted by a restart"] += 1
+            if item.several:
+                returned = self.ledger.returned_parts
+                self.parts_at_restart.update(
+                    key for n in (1, 2, 3) if returned.get(key := f"{item.question}/k{n}")
+                )
+            raise
+        finally:
+            self.replaying.discard(item.question)
+        await anyio.lowlevel.checkpoint()
+        with anyio.CancelScope(shield=True):
+            await self.check_record(run, item, outcome, recorded, calls)
+        if outcome.code is not None and not outcome.cancelled:
+            await anyio.sleep(agent.rng.uniform(0.002, 0.02))
+
+    def calls_of(self, item: Item) -> int:
+        """How many times providers were asked the item's question(s)."""
+        calls = self.ledger.calls
+        if not item.several:
+            return calls[item.question]
+        return sum(calls[f"{item.question}/k{n}"] for n in (1, 2, 3))
+
+    async def call_ask(
+        self,
+        request: AskUserQuestionRequest,
+        outcome: Outcome,
+        cancel_after: float,
+        cancel: bool,
+    ) -> AskUserQuestionAnswer:
+        """Withdraw through the request's signal, or ask with a time limit, as the item says."""
+        item = self.items.get(outcome.question)
+        if item is None or outcome.question in self.replaying:
+            return await super().call_ask(request, outcome, cancel_after, cancel)
+        controller = AbortController()
+        if item.withdraw == "signal":
+            assert self.agent_tasks is not None
+            self.agent_tasks.start_soon(_abort_after, controller, item.after)
+        try:
+            return await ask(
+                request.with_signal(controller.signal),
+                context=self.context,
+                swap_timeout=self.settings.swap_timeout,
+                timeout=item.after if item.withdraw == "timeout" else None,
+            )
+        except UserInteractionError as error:
+            if error.code == ASK_ABORTED and controller.signal.aborted:
+                outcome.cancelled = True  # the agent took it back
+            raise
+
+    def on_event(self, event: ReloadEvent) -> None:
+        idle = not self.active
+        super().on_event(event)
+        if idle and self.active:
+            self.idle_until = anyio.current_time()
+
+    def legitimate(self, outcome: Outcome, error: UserInteractionError) -> bool:
+        """As without a journal, except that the journal records the failure before the
+        caller sees it (a write, in a worker thread on SQLite), and a reload may activate a
+        provider meanwhile: a moment without one during the ask explains it."""
+        if outcome.question in self.replaying:
+            return True  # what the record says (checked against it)
+        item = self.items.get(outcome.question)
+        if item is not None and item.withdraw == "timeout" and error.code == ASK_TIMEOUT:
+            return True
+        if error.code in (NO_PROVIDER, ASK_ABORTED) and self.idle_until >= outcome.started:
+            return True
+        return super().legitimate(outcome, error)
+
+    # -- the checks ---------------------------------------------------------------------------
+
+    def tally_parts(self) -> None:
+        """A question of several answered before a restart and asked again after it is
+        counted apart (its answer was kept in the process only, not in the journal: see
+        tests/interaction/test_runs_findings.py); the other questions as without a journal."""
+        returned = self.ledger.returned_parts
+        apart = {key: returned.pop(key) for key in self.parts_at_restart if key in returned}
+        try:
+            super().tally_parts()
+        finally:
+            returned.update(apart)
+        for key, marks in sorted(apart.items()):
+            if len(marks) > 1:
+                self.report.count(PARTS_AGAIN, f"{key}: providers returned {marks}")
+
+    async def check_record(
+        self,
+        run: AgentRun,
+        item: Item,
+        outcome: Outcome,
+        recorded: AskRecord | None,
+        calls: int,
+    ) -> None:
+        """The ask's record says what the asker got; a resumed ask kept its record, and a
+        replay asked nobody."""
+        assert self.journaling is not None
+        records = await self.journaling.journal.run_asks(run.id)
+        mine = [r for r in records if asked(r) == item.question and r.state != AskState.ABANDONED]
+        question = item.question
+        if len(mine) > 1:
+            self.report.count(DUPLICATES, f"{question}: {[(r.id, r.state.value) for r in mine]}")
+        if not mine:
+            self.report.count(NOT_AS_GOT, f"{question}: no record; the asker got {_got(outcome)}")
+            return
+        record = mine[0]
+        if recorded is not None and record.id != recorded.id:
+            self.report.count(
+                LOST_RUN, f"{question}: record {record.id}, it was {recorded.id} before"
+            )
+        if recorded is not None and not recorded.pending:
+            self.counts[f"replayed: {recorded.state.value}"] += 1
+            if settled_as(record) != settled_as(recorded) or _got(outcome) != _said(recorded):
+                self.report.count(
+                    REPLAY, f"{question}: got {_got(outcome)}; its record says {_said(recorded)}"
+                )
+            if self.calls_of(item) != calls:
+                self.report.count(
+                    ASKED_AGAIN, f"{question}: asked again; its record says {_said(recorded)}"
+                )
+        elif recorded is not None:
+            self.counts["re-attached to a pending record"] += 1
+        if outcome.hung:
+            return  # counted as hung; its record may stay pending
+        if _got(outcome) != _said(record):
+            counter = LEFT_PENDING if record.pending else NOT_AS_GOT
+            self.report.count(
+                counter, f"{question}: got {_got(outcome)}; record {record.id} {_said(record)}"
+            )
+        if not record.pending:
+            self.observe(record)
+
+    def observe(self, record: AskRecord) -> None:
+        """A settled record never changes (``abandoned`` aside: a resumed run diverged)."""
+        now = settled_as(record)
+        first = self.seen.setdefault(record.id, now)
+        if first != now and record.state is not AskState.ABANDONED:
+            self.report.count(TWICE, f"record {record.id} was {first}, then {now}")
+
+    async def run_ended(self, agent: Agent, run: AgentRun, *, failed: bool) -> None:
+        """The run ended as its agent did, no record pending; keep it to compare later."""
+        assert self.journaling is not None
+        journal = self.journaling.journal
+        state = (await journal.get_run(run.id)).state
+        records = await journal.run_asks(run.id)
+        expected = RunState.FAILED if failed else RunState.FINISHED
+        pending = [r.id for r in records if r.pending]
+        if state is not expected or pending:
+            self.report.count(
+                ENDED_CHANGED,
+                f"run {run.id} of {agent.key} is {state.value} with pending {pending}; its "
+                f"agent {'failed' if failed else 'returned'}",
+            )
+        self.counts[f"runs {expected.value}"] += 1
+        self.ended[run.id] = (state, [(r.id, settled_as(r)) for r in records])
+        for record in records:
+            self.observe(record)
+
+    async def note_restart(self, journal: Journal) -> None:
+        """The daemon stopped: keep each agent's run's records, the replay its resume
+        owes; compare the ended runs with what they were."""
+        for agent in self.agents:
+            if agent.run_id is not None:
+                records = await journal.run_asks(agent.run_id)
+                agent.resume = {asked(r): r for r in records if r.state is not AskState.ABANDONED}
+                self.counts["records held at restarts"] += len(agent.resume)
+                self.counts["of them pending"] += sum(r.pending for r in agent.resume.values())
+        await self.check_ended(journal)
+
+    async def check_ended(self, journal: Journal) -> None:
+        """Every ended run and its records are as they were when the run ended."""
+        now: dict[str, list[tuple[str, tuple[object, ...]]]] = {}
+        for record in await journal.list_asks():
+            now.setdefault(record.run_id, []).append((record.id, settled_as(record)))
+        states = {overview.run.id: overview.run.state for overview in await journal.runs()}
+        for run_id, (state, records) in self.ended.items():
+            if states.get(run_id) is not state or sorted(now.get(run_id, [])) != sorted(records):
+                self.report.count(ENDED_CHANGED, f"run {run_id} changed after it ended")
+        for ask_id, wins in self.wins.items():
+            if wins > 1:
+                self.report.count(TWICE, f"record {ask_id} settled {wins} times")
+        self.wins.clear()
+
+    async def check_end(self, journal: Journal) -> None:
+        """Once the agents ended: no run running, no record pending, nothing ended changed."""
+        running = await journal.runs(states=[RunState.RUNNING])
+        pending = await journal.list_asks(states=[AskState.PENDING])
+        if running or pending:
+            self.report.count(
+                LEFT_OPEN,
+                f"{len(running)} run(s) running, {len(pending)} record(s) pending "
+                f"({[r.id for r in pending[:5]]})",
+            )
+        await self.check_ended(journal)
+        self.counts["records in the journal"] = len(await journal.list_asks())
+
+
+async def _abort_after(controller: AbortController, seconds: float) -> None:
+    await anyio.sleep(seconds)
+    controller.abort("the agent took its question back")
+
+
+def _got(outcome: Outcome) -> tuple[object, ...]:
+    """What an asker got, as a record would say it."""
+    if outcome.answer is not None:
+        return ("answered", outcome.answer, outcome.parts)
+    if outcome.code == ASK_ABORTED:
+        return ("withdrawn", None)
+    return ("failed", outcome.code)
+
+
+def _said(record: AskRecord) -> tuple[object, ...]:
+    """What a record says its asker got."""
+    if record.state is AskState.ANSWERED:
+        answer = record.answer
+        assert answer is not None
+        several = "/" in record.request.question
+        parts = {e.id: _mark(e) for e in answer.answers} if several else None
+        return ("answered", answer.answer, parts)
+    if record.state is AskState.WITHDRAWN:
+        return ("withdrawn", None)
+    return (record.state.value, record.code)
+
+
+async def run_journal_torture(
+    folder: Path,
+    settings: Settings | None = None,
+    engine: str = "sqlite",
+    *,
+    restart_every: int = 25,
+    sabotage: str | None = None,
+) -> Report:
+    """Run the journal torture in ``folder`` (an empty directory; the SQLite journal is a
+    file next to it) and return its report."""
+    torture = JournalTorture(
+        folder, settings or Settings(), engine, restart_every=restart_every, sabotage=sabotage
+    )
+    return await torture.run()
+
+
+@contextlib.contextmanager
+def temporary_folder() -> Iterator[Path]:
+    """A watched folder in a temporary directory, the SQLite journal beside it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "watched"
+        folder.mkdir()
+        yield folder
+
+
+def patch_replay_position() -> Callable[[], None]:
+    """Sabotage ``replay-position``: a resumed run replays the next position's record."""
+    real = AgentRun.recorded_at
+
+    def wrong(self: AgentRun, position: int, key: str | None) -> AskRecord | None:
+        return real(self, position + 1, key)
+
+    AgentRun.recorded_at = wrong  # type: ignore[method-assign]
+
+    def undo() -> None:
+        AgentRun.recorded_at = real  # type: ignore[method-assign]
+
+    return undo
