@@ -44,7 +44,9 @@ by running its script again from the start — as an agent process restarted for
 ``--sabotage`` breaks one guarantee on purpose, to watch these counters catch it:
 ``no-withdraw`` (a withdrawal is not recorded: the record stays pending), ``forget-answer``
 (an answer is not recorded), ``replay-position`` (a resumed run replays the record of the
-next position).
+next position); on SQLite only, as a broken engine would, ``answer-twice`` (an answer is
+written again over the first) and ``touch-ended`` (a record of a run changes after the run
+ended).
 """
 
 from __future__ import annotations
@@ -91,7 +93,8 @@ from hotseam.reload import Reloader, ReloadEvent
 __all__ = ["ENGINES", "JOURNAL_ZERO", "SABOTAGES", "JournalTorture", "run_journal_torture"]
 
 ENGINES = ("sqlite", "memory")
-SABOTAGES = ("no-withdraw", "forget-answer", "replay-position")
+SABOTAGES = ("no-withdraw", "forget-answer", "replay-position", "answer-twice", "touch-ended")
+TAMPERING = ("answer-twice", "touch-ended")  # writes to the SQLite file behind the journal
 
 NOT_AS_GOT = "journal: records not settled as the asker got"
 LEFT_PENDING = "journal: records left pending when their ask ended"
@@ -198,6 +201,8 @@ class JournalTorture(Torture):
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
         if sabotage is not None and sabotage not in SABOTAGES:
             raise ValueError(f"sabotage must be one of {SABOTAGES}, got {sabotage!r}")
+        if sabotage in TAMPERING and engine != "sqlite":
+            raise ValueError(f"the sabotage {sabotage} writes to the SQLite file: use sqlite")
         self.engine = engine
         self.restart_every = restart_every
         self.sabotage = sabotage
@@ -220,6 +225,7 @@ class JournalTorture(Torture):
         self.seen: dict[str, tuple[object, ...]] = {}  # settled records as first seen, by id
         self.ended: dict[str, tuple[RunState, list[tuple[str, tuple[object, ...]]]]] = {}
         self.known_runs: set[str] = set()
+        self.counted: set[tuple[str, str]] = set()
         # questions of an ask of several that providers had answered when a restart
         # interrupted the ask: their answers live in the process only (not in the journal)
         self.parts_at_restart: set[str] = set()
@@ -332,25 +338,41 @@ class JournalTorture(Torture):
     def watch(self, journal: Journal) -> None:
         """Count the winning settlements of each record (and sabotage, when asked)."""
         answer_ask, settle_ask = journal.answer_ask, journal.settle_ask
-        wins = self.wins
+        abandon_asks = journal.abandon_asks
         sabotage = self.sabotage
+
+        def won(settlement: Settlement) -> Settlement:
+            if settlement.won:
+                self.wins[settlement.ask.id] += 1
+                self.seen.setdefault(settlement.ask.id, settled_as(settlement.ask))
+            return settlement
 
         async def answering(ask_id: str, answer: AskUserQuestionAnswer, **kw: Any) -> Settlement:
             if sabotage == "forget-answer":
                 return Settlement(True, await journal.get_ask(ask_id))
-            settlement = await answer_ask(ask_id, answer, **kw)
-            wins[ask_id] += settlement.won
+            settlement = won(await answer_ask(ask_id, answer, **kw))
+            if sabotage == "answer-twice" and settlement.won:
+                await _tamper(
+                    journal, "UPDATE hotseam_asks SET settled_by = 'again' WHERE id = ?", ask_id
+                )
             return settlement
 
         async def settling(ask_id: str, state: AskState, **kw: Any) -> Settlement:
             if sabotage == "no-withdraw" and state is AskState.WITHDRAWN:
                 return Settlement(True, await journal.get_ask(ask_id))
-            settlement = await settle_ask(ask_id, state, **kw)
-            wins[ask_id] += settlement.won
-            return settlement
+            return won(await settle_ask(ask_id, state, **kw))
+
+        async def abandoning(run_id: str, from_seq: int) -> list[AskRecord]:
+            abandoned = await abandon_asks(run_id, from_seq)
+            self.report.count(
+                DIVERGED,
+                f"run {run_id} diverged at position {from_seq}: {len(abandoned)} abandoned",
+            )
+            return abandoned
 
         journal.answer_ask = answering  # type: ignore[method-assign]
         journal.settle_ask = settling  # type: ignore[method-assign]
+        journal.abandon_asks = abandoning  # type: ignore[method-assign]
 
     # -- an agent -----------------------------------------------------------------------------
 
@@ -552,7 +574,7 @@ class JournalTorture(Torture):
         now = settled_as(record)
         first = self.seen.setdefault(record.id, now)
         if first != now and record.state is not AskState.ABANDONED:
-            self.report.count(TWICE, f"record {record.id} was {first}, then {now}")
+            self.once(TWICE, record.id, f"record {record.id} was {first}, then {now}")
 
     async def run_ended(self, agent: Agent, run: AgentRun, *, failed: bool) -> None:
         """The run ended as its agent did, no record pending; keep it to compare later."""
@@ -572,6 +594,10 @@ class JournalTorture(Torture):
         self.ended[run.id] = (state, [(r.id, settled_as(r)) for r in records])
         for record in records:
             self.observe(record)
+        if self.sabotage == "touch-ended" and records:
+            await _tamper(
+                journal, "UPDATE hotseam_asks SET settled_by = 'later' WHERE id = ?", records[0].id
+            )
 
     async def note_restart(self, journal: Journal) -> None:
         """The daemon stopped: keep each agent's run's records, the replay its resume
@@ -592,11 +618,16 @@ class JournalTorture(Torture):
         states = {overview.run.id: overview.run.state for overview in await journal.runs()}
         for run_id, (state, records) in self.ended.items():
             if states.get(run_id) is not state or sorted(now.get(run_id, [])) != sorted(records):
-                self.report.count(ENDED_CHANGED, f"run {run_id} changed after it ended")
+                self.once(ENDED_CHANGED, run_id, f"run {run_id} changed after it ended")
         for ask_id, wins in self.wins.items():
             if wins > 1:
-                self.report.count(TWICE, f"record {ask_id} settled {wins} times")
-        self.wins.clear()
+                self.once(TWICE, ask_id, f"record {ask_id} settled {wins} times")
+
+    def once(self, counter: str, what: str, example: str) -> None:
+        """Count ``what`` (a record, a run) once under ``counter``, however often seen."""
+        if (counter, what) not in self.counted:
+            self.counted.add((counter, what))
+            self.report.count(counter, example)
 
     async def check_end(self, journal: Journal) -> None:
         """Once the agents ended: no run running, no record pending, nothing ended changed."""
@@ -610,6 +641,11 @@ class JournalTorture(Torture):
             )
         await self.check_ended(journal)
         self.counts["records in the journal"] = len(await journal.list_asks())
+
+
+async def _tamper(journal: Journal, statement: str, ask_id: str) -> None:
+    """Sabotage: write to the SQLite file behind the journal's back, as a broken engine."""
+    await journal._write(lambda db: db.count(statement, (ask_id,)))  # type: ignore[attr-defined]
 
 
 async def _abort_after(controller: AbortController, seconds: float) -> None:

@@ -585,12 +585,14 @@ if __name__ == "__main__":
     )
     parser.add_argument(
         "--sabotage",
-        choices=["no-withdraw", "forget-answer", "replay-position"],
+        choices=["no-withdraw", "forget-answer", "replay-position", "answer-twice", "touch-ended"],
         help="with --journal: break one guarantee on purpose (the run must fail)",
     )
     options = parser.parse_args()
     if options.journal is None and options.sabotage is not None:
         parser.error("--sabotage needs --journal")
+    if options.sabotage in ("answer-twice", "touch-ended") and options.journal != "sqlite":
+        parser.error(f"--sabotage {options.sabotage} writes to the SQLite file: --journal sqlite")
     chosen = Settings(
         edits=options.edits,
         seed=options.seed,
