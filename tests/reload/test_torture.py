@@ -40,6 +40,14 @@ async def test_every_reload_guarantee_holds_through_random_edits(
 
 journal_torture = load_bench("_torture_journal")
 
+CAUGHT_BY = {
+    "no-withdraw": "journal: records left pending when their ask ended",
+    "forget-answer": "journal: records left pending when their ask ended",
+    "replay-position": "journal: replays not as recorded",
+    "answer-twice": "journal: answers recorded twice",
+    "touch-ended": "journal: records of ended runs changed afterwards",
+}
+
 
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("engine", ["sqlite", "memory"])
@@ -69,3 +77,23 @@ async def test_every_reload_and_journal_guarantee_holds_through_restarts(
     assert journal["runs finished"] > 0
     assert report.asks["answered"] > 0
     assert report.ok, report.render()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+@pytest.mark.parametrize("sabotage", list(CAUGHT_BY))
+async def test_the_journal_torture_catches_each_guarantee_broken_on_purpose(
+    sabotage: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``--sabotage`` breaks one guarantee (a withdrawal or an answer not recorded, the
+    replay of the wrong position, an answer written over, a record of an ended run
+    changed): its counter must catch it (one backend: the checker is what is tested)."""
+    caplog.set_level(logging.CRITICAL, logger="hotseam")
+    folder = tmp_path / "watched"
+    folder.mkdir()
+    settings = torture.Settings(edits=12, seed=1, several_ratio=0.0, settle_timeout=15.0)
+    report = await journal_torture.run_journal_torture(
+        folder, settings, "sqlite", restart_every=4, sabotage=sabotage
+    )
+    assert report.zero[CAUGHT_BY[sabotage]] > 0, report.render()
+    assert not report.ok
