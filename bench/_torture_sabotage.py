@@ -1,0 +1,80 @@
+"""Watching the journal the torture writes to, and breaking it on purpose (``--sabotage``).
+
+:func:`watch` wraps three methods of one open journal: the winning settlements and the
+divergences are reported to the torture; a sabotage, when one is chosen, is done there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from hotseam.interaction import AgentRun, AskUserQuestionAnswer
+from hotseam.interaction._journal import AskRecord, AskState, Journal, Settlement
+
+__all__ = ["SABOTAGES", "TAMPERING", "patch_replay_position", "tamper", "watch"]
+
+SABOTAGES = ("no-withdraw", "forget-answer", "replay-position", "answer-twice", "touch-ended")
+TAMPERING = ("answer-twice", "touch-ended")  # writes to the SQLite file behind the journal
+
+
+def watch(
+    journal: Journal,
+    sabotage: str | None,
+    on_won: Callable[[AskRecord], None],
+    on_diverged: Callable[[str, int, list[AskRecord]], None],
+) -> None:
+    """Report every winning settlement of ``journal`` (``on_won``) and every divergence
+    (``on_diverged``: a resumed run found another question at a position); do
+    ``sabotage``'s harm to answers and withdrawals."""
+    answer_ask, settle_ask = journal.answer_ask, journal.settle_ask
+    abandon_asks = journal.abandon_asks
+
+    def won(settlement: Settlement) -> Settlement:
+        if settlement.won:
+            on_won(settlement.ask)
+        return settlement
+
+    async def answering(ask_id: str, answer: AskUserQuestionAnswer, **kw: Any) -> Settlement:
+        if sabotage == "forget-answer":
+            return Settlement(True, await journal.get_ask(ask_id))
+        settlement = won(await answer_ask(ask_id, answer, **kw))
+        if sabotage == "answer-twice" and settlement.won:
+            await tamper(
+                journal, "UPDATE hotseam_asks SET settled_by = 'again' WHERE id = ?", ask_id
+            )
+        return settlement
+
+    async def settling(ask_id: str, state: AskState, **kw: Any) -> Settlement:
+        if sabotage == "no-withdraw" and state is AskState.WITHDRAWN:
+            return Settlement(True, await journal.get_ask(ask_id))
+        return won(await settle_ask(ask_id, state, **kw))
+
+    async def abandoning(run_id: str, from_seq: int) -> list[AskRecord]:
+        abandoned = await abandon_asks(run_id, from_seq)
+        on_diverged(run_id, from_seq, abandoned)
+        return abandoned
+
+    journal.answer_ask = answering  # type: ignore[method-assign]
+    journal.settle_ask = settling  # type: ignore[method-assign]
+    journal.abandon_asks = abandoning  # type: ignore[method-assign]
+
+
+async def tamper(journal: Journal, statement: str, ask_id: str) -> None:
+    """Sabotage: write to the SQLite file behind the journal's back, as a broken engine."""
+    await journal._write(lambda db: db.count(statement, (ask_id,)))  # type: ignore[attr-defined]
+
+
+def patch_replay_position() -> Callable[[], None]:
+    """Sabotage ``replay-position``: a resumed run replays the next position's record."""
+    real = AgentRun.recorded_at
+
+    def wrong(self: AgentRun, position: int, key: str | None) -> AskRecord | None:
+        return real(self, position + 1, key)
+
+    AgentRun.recorded_at = wrong  # type: ignore[method-assign]
+
+    def undo() -> None:
+        AgentRun.recorded_at = real  # type: ignore[method-assign]
+
+    return undo
