@@ -151,7 +151,6 @@ class JournalTorture(Torture):
         self.replaying: set[str] = set()
         self.journaling: AskJournal | None = None
         self.agent_tasks: anyio.abc.TaskGroup | None = None
-        self.restart_wanted = False
         self.restarted = anyio.Event()
         self.edits_done = 0
         self.wins: Counter[str] = Counter()  # winning settlements, by ask id
@@ -247,12 +246,10 @@ class JournalTorture(Torture):
                 await self.wake.wait()
             if not self.stopping:
                 agents.cancel_scope.cancel()
-        self.restart_wanted = False
 
     async def restart(self) -> None:
         """Ask the daemon to restart and wait until its agents run again."""
         self.restarted = anyio.Event()
-        self.restart_wanted = True
         assert self.wake is not None
         self.wake.set()
         with anyio.move_on_after(self.settings.settle_timeout) as waited:

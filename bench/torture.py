@@ -1,6 +1,7 @@
 """Reload torture: real files, the real watcher, and asks running through every kind of edit.
 
     .venv/bin/python bench/torture.py [--edits 1000] [--seed 1] [--backend asyncio|trio]
+        [--several-ratio 0.3] [--journal sqlite|memory [--restart-every 25] [--sabotage ...]]
 
 A :class:`hotseam.reload.Reloader` watches a temporary folder (watchfiles; no reload is driven
 by hand) that holds a provider module, ``torture_ui.py``, which imports a helper,
@@ -70,6 +71,10 @@ modules are active; and once the reloader has closed, every generation's dispose
 exactly once.
 
 Exit status 1 if a must-be-0 counter is not 0 or a final check fails.
+
+With ``--journal``, the askers are agents of an ask journal (SQLite or memory) whose asks are
+recorded in runs, and the daemon restarts now and then, resuming them; more counters must
+be 0: see ``_torture_journal.py``.
 """
 
 from __future__ import annotations
