@@ -69,7 +69,9 @@ class Item:
 
     question: str
     several: bool
-    withdraw: str | None  # "signal" (the agent takes it back), "timeout", or None
+    # "signal" (the agent takes it back), "task" (the agent's task cancels the ask: its
+    # record stays pending until the run ends), "timeout" (a time limit), or None
+    withdraw: str | None
     after: float  # when the signal fires, or the time limit
 
 
@@ -99,7 +101,15 @@ class Agent:
         script = []
         for number in range(1, rng.randint(2, 8) + 1):
             roll = rng.random()
-            withdraw = "signal" if roll < 0.15 else "timeout" if roll < 0.2 else None
+            withdraw = (
+                "signal"
+                if roll < 0.1
+                else "task"
+                if roll < 0.15
+                else "timeout"
+                if roll < 0.2
+                else None
+            )
             script.append(
                 Item(
                     f"a{self.index}-r{self.runs}-q{number}",

@@ -8,9 +8,10 @@ made inside agent runs of an :class:`~hotseam.interaction.AskJournal` (provided 
 ``JOURNAL``): ``sqlite``, a temporary SQLite file, or ``memory``. Each asker is an agent: a
 run is a script of 2-8 asks (30 % of several questions, ``--several-ratio``), after which
 the agent returns (the run finishes) or, one run in ten, raises (the run fails). 15 % of
-the asks are withdrawn by the agent at a random moment — through the request's signal,
-which is how an agent takes a question back (a cancelled *task* leaves its question pending
-for the run's resume, which the restarts exercise) — and 5 % have a time limit.
+the asks are ended by the agent at a random moment: 10 % by the request's signal (the
+question is withdrawn), 5 % by cancelling the task that asks (the question stays pending
+for the run: a resume re-attaches to it, the run's end withdraws it); 5 % more have a time
+limit.
 
 Every ``--restart-every`` edits the daemon restarts, in process: its agents' tasks are
 cancelled mid-ask, the journal is closed and opened anew on the same file (the memory engine
@@ -27,7 +28,8 @@ by running its script again from the start — as an agent process restarted for
   journal's ``answer_ask``/``settle_ask``), or a settled record seen to change later;
 * *records of ended runs changed afterwards* — a run that finished or failed, and its
   records, read again at every restart and at the end, differ from what they were when its
-  agent ended it; or the run did not end as its agent did, or kept a pending record;
+  agent ended it; or the run did not end as its agent did, kept a pending record, or did
+  not withdraw one that a cancelled task had left pending;
 * *replays not as recorded* — a resumed run's ask of a settled record did not return what
   the record says, at once, or it did not stay that record;
 * *questions asked again after their answer was recorded* — a provider was asked a question
@@ -157,6 +159,7 @@ class JournalTorture(Torture):
         self.seen: dict[str, tuple[object, ...]] = {}  # settled records as first seen, by id
         self.ended: dict[str, tuple[RunState, list[tuple[str, tuple[object, ...]]]]] = {}
         self.known_runs: set[str] = set()
+        self.left_pending: dict[str, set[str]] = {}  # by run: records of cancelled tasks
         self.counted: set[tuple[str, str]] = set()
         # questions of an ask of several that providers had answered when a restart
         # interrupted the ask: their answers live in the process only (not in the journal)
@@ -337,8 +340,9 @@ class JournalTorture(Torture):
         calls = self.calls_of(item)
         if replay:
             self.replaying.add(item.question)
+        cancel = item.withdraw == "task"  # the harness's cancel scope, as without a journal
         try:
-            outcome = await self.ask_once(item.question, 0.0, cancel=False, several=item.several)
+            outcome = await self.ask_once(item.question, item.after, cancel, item.several)
         except anyio.get_cancelled_exc_class():
             interrupted = self.outcomes.get(item.question)
             if interrupted is not None:
@@ -374,7 +378,7 @@ class JournalTorture(Torture):
     ) -> AskUserQuestionAnswer:
         """Withdraw through the request's signal, or ask with a time limit, as the item says."""
         item = self.items.get(outcome.question)
-        if item is None or outcome.question in self.replaying:
+        if item is None or item.withdraw == "task" or outcome.question in self.replaying:
             return await super().call_ask(request, outcome, cancel_after, cancel)
         controller = AbortController()
         if item.withdraw == "signal":
@@ -443,6 +447,10 @@ class JournalTorture(Torture):
         question = item.question
         if len(mine) > 1:
             self.report.count(DUPLICATES, f"{question}: {[(r.id, r.state.value) for r in mine]}")
+        replay = recorded is not None and not recorded.pending
+        if outcome.cancelled and item.withdraw == "task" and not replay:
+            self.check_cancelled(question, mine[0] if mine else None)
+            return
         if not mine:
             self.report.count(NOT_AS_GOT, f"{question}: no record; the asker got {got(outcome)}")
             return
@@ -451,7 +459,8 @@ class JournalTorture(Torture):
             self.report.count(
                 LOST_RUN, f"{question}: record {record.id}, it was {recorded.id} before"
             )
-        if recorded is not None and not recorded.pending:
+        if replay:
+            assert recorded is not None
             self.counts[f"replayed: {recorded.state.value}"] += 1
             if settled_as(record) != settled_as(recorded) or got(outcome) != said(recorded):
                 self.report.count(
@@ -463,6 +472,7 @@ class JournalTorture(Torture):
                 )
         elif recorded is not None:
             self.counts["re-attached to a pending record"] += 1
+            self.left_pending.get(run.id, set()).discard(record.id)
         if outcome.hung:
             return  # counted as hung; its record may stay pending
         if got(outcome) != said(record):
@@ -471,6 +481,28 @@ class JournalTorture(Torture):
                 counter, f"{question}: got {got(outcome)}; record {record.id} {said(record)}"
             )
         if not record.pending:
+            self.observe(record)
+
+    def check_cancelled(self, question: str, record: AskRecord | None) -> None:
+        """The agent's task cancelled the ask: its record stays pending for the run (the
+        run's end withdraws it), unless the ask was cancelled before it was recorded, or as
+        it was being settled — by an answer a provider returned, or a failure."""
+        if record is None:
+            self.counts["cancelled tasks: before the ask was recorded"] += 1
+        elif record.pending:
+            self.counts["cancelled tasks: left pending for the run"] += 1
+            self.left_pending.setdefault(record.run_id, set()).add(record.id)
+        elif record.state is AskState.ANSWERED:
+            assert record.answer is not None
+            returned = self.ledger.returned.get(question, [])
+            if "/" not in record.request.question and record.answer.answer not in returned:
+                self.report.count(
+                    NOT_AS_GOT, f"{question}: answered {record.answer.answer}; {returned}"
+                )
+            self.counts["cancelled tasks: answered as they were cancelled (kept)"] += 1
+            self.observe(record)
+        else:
+            self.counts[f"cancelled tasks: {record.state.value} as they were cancelled"] += 1
             self.observe(record)
 
     def observe(self, record: AskRecord) -> None:
@@ -494,6 +526,15 @@ class JournalTorture(Torture):
                 f"run {run.id} of {agent.key} is {state.value} with pending {pending}; its "
                 f"agent {'failed' if failed else 'returned'}",
             )
+        left = self.left_pending.pop(run.id, set())
+        kept = [r.id for r in records if r.id in left and r.state is not AskState.WITHDRAWN]
+        if kept:
+            self.report.count(
+                ENDED_CHANGED,
+                f"run {run.id} of {agent.key} ended without withdrawing {kept}, left pending by "
+                "cancelled tasks",
+            )
+        self.counts["cancelled tasks: withdrawn by the run's end"] += len(left) - len(kept)
         self.counts[f"runs {expected.value}"] += 1
         self.ended[run.id] = (state, [(r.id, settled_as(r)) for r in records])
         for record in records:
