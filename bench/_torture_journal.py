@@ -487,6 +487,8 @@ class JournalTorture(Torture):
         """The agent's task cancelled the ask: its record stays pending for the run (the
         run's end withdraws it), unless the ask was cancelled before it was recorded, or as
         it was being settled — by an answer a provider returned, or a failure."""
+        if record is not None and not record.pending:  # settled now (as it was re-attached)
+            self.left_pending.get(record.run_id, set()).discard(record.id)
         if record is None:
             self.counts["cancelled tasks: before the ask was recorded"] += 1
         elif record.pending:
@@ -527,7 +529,11 @@ class JournalTorture(Torture):
                 f"agent {'failed' if failed else 'returned'}",
             )
         left = self.left_pending.pop(run.id, set())
-        kept = [r.id for r in records if r.id in left and r.state is not AskState.WITHDRAWN]
+        kept = [
+            f"{r.id} ({r.state.value})"
+            for r in records
+            if r.id in left and r.state is not AskState.WITHDRAWN
+        ]
         if kept:
             self.report.count(
                 ENDED_CHANGED,
