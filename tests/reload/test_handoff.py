@@ -161,3 +161,14 @@ async def test_a_generation_with_a_disposer_of_its_own_closes_in_a_task() -> Non
         failures = await _closer().close(scope, CloseReason.RELOAD)
         assert ran == ["ran"]  # the commit waited for the close's task: the loop turned
     assert failures == [] and disposed == ["disposed"] and scope.closed
+
+
+async def test_a_swap_nobody_else_holds_begins_without_a_turn_of_the_loop() -> None:
+    """A commit swaps once per save: an uncontended swap lock is taken at once (the turn of
+    the loop it cost was a twentieth of a save's own work, measured interleaved)."""
+    context = Context("handoff")
+    ran: list[str] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_note, ran)
+        async with context.swap(GREETING):
+            assert ran == []

@@ -435,7 +435,9 @@ class BaseContext:
         recorded as the swap's error and re-raised.
         """
         if self._swap_lock is None:
-            self._swap_lock = anyio.Lock()
+            # Taken without a turn of the event loop when nobody holds it (cancellation is
+            # still checked): a reload's commit swaps once per save.
+            self._swap_lock = anyio.Lock(fast_acquire=True)
         async with self._swap_lock:
             tool_names = frozenset(tools)
             swap = Swap(self, frozenset(seams) if seams or tool_names else None, tool_names)
