@@ -47,7 +47,7 @@ DUPLICATES = "journal: questions recorded twice"
 LOST_RUN = "journal: resumes that lost their run"
 DIVERGED = "journal: runs diverged"
 LEFT_OPEN = "journal: runs or records left open at the end"
-PARTS_AGAIN = "journal: questions of several answered before a restart, asked again"
+PARTS_AGAIN = "journal: questions of several answered before their ask was cut, asked again"
 JOURNAL_ZERO = (
     NOT_AS_GOT,
     LEFT_PENDING,

@@ -42,12 +42,13 @@ by running its script again from the start — as an agent process restarted for
   are the same, so the positions must be);
 * *runs or records left open at the end* — once the agents ended, a run still running or a
   record still pending;
-* *questions of several answered before a restart, asked again* — a question of an ask of
-  several that a provider had answered when a restart interrupted the ask, asked again when
-  the resumed run re-attached to the ask (counted here rather than as *questions answered
-  twice* and *lost*). Not 0 today: the journal records an ask's answer whole, so what was
-  answered of it lives in the process only — the open finding of
-  ``tests/interaction/test_runs_findings.py``. ``--several-ratio 0`` leaves it out.
+* *questions of several answered before their ask was cut, asked again* — a question of an
+  ask of several that a provider had answered when a restart (or the agent's task) cut the
+  ask, its record pending, asked again when a resumed run re-attached to the ask (counted
+  here rather than as *questions answered twice* and *lost*). Not 0 today: the journal
+  records an ask's answer whole, so what was answered of it lives in the ask only — the
+  open finding of ``tests/interaction/test_runs_findings.py``. ``--several-ratio 0``
+  leaves it out.
 
 The agents' scripts and the comparison of what an asker got with its record are in
 ``_torture_agents.py``, the watching of the journal and the sabotages in
@@ -161,9 +162,10 @@ class JournalTorture(Torture):
         self.known_runs: set[str] = set()
         self.left_pending: dict[str, set[str]] = {}  # by run: records of cancelled tasks
         self.counted: set[tuple[str, str]] = set()
-        # questions of an ask of several that providers had answered when a restart
-        # interrupted the ask: their answers live in the process only (not in the journal)
-        self.parts_at_restart: set[str] = set()
+        # questions of an ask of several that providers had answered when the ask was cut
+        # (a restart, or its task cancelled) with its record pending: their answers lived
+        # in the ask only (not in the journal), and a re-attachment asks them again
+        self.parts_cut: set[str] = set()
         self.idle_until = -1.0  # when a provider module last became active after none was
         self.counts = self.report.section("journal")
 
@@ -348,19 +350,26 @@ class JournalTorture(Torture):
             if interrupted is not None:
                 interrupted.cancelled = True  # a restart: what the record keeps is replayed
                 self.report.asks["interrupted by a restart"] += 1
-            if item.several:
-                returned = self.ledger.returned_parts
-                self.parts_at_restart.update(
-                    key for n in (1, 2, 3) if returned.get(key := f"{item.question}/k{n}")
-                )
+            self.cut(item)
             raise
         finally:
             self.replaying.discard(item.question)
+        if outcome.cancelled and cancel:
+            self.cut(item)
         await anyio.lowlevel.checkpoint()
         with anyio.CancelScope(shield=True):
             await self.check_record(run, item, outcome, recorded, calls)
         if outcome.code is not None and not outcome.cancelled:
             await anyio.sleep(agent.rng.uniform(0.002, 0.02))
+
+    def cut(self, item: Item) -> None:
+        """The item's ask ended without an outcome: note which of its questions were
+        answered (an ask of several), to tell them apart if a re-attachment asks again."""
+        if item.several:
+            returned = self.ledger.returned_parts
+            self.parts_cut.update(
+                key for n in (1, 2, 3) if returned.get(key := f"{item.question}/k{n}")
+            )
 
     def calls_of(self, item: Item) -> int:
         """How many times providers were asked the item's question(s)."""
@@ -418,11 +427,12 @@ class JournalTorture(Torture):
     # -- the checks ---------------------------------------------------------------------------
 
     def tally_parts(self) -> None:
-        """A question of several answered before a restart and asked again after it is
-        counted apart (its answer was kept in the process only, not in the journal: see
-        tests/interaction/test_runs_findings.py); the other questions as without a journal."""
+        """A question of several answered before its ask was cut and asked again when a
+        resume re-attached to the ask is counted apart (its answer was kept in the ask only,
+        not in the journal: see tests/interaction/test_runs_findings.py); the other
+        questions as without a journal."""
         returned = self.ledger.returned_parts
-        apart = {key: returned.pop(key) for key in self.parts_at_restart if key in returned}
+        apart = {key: returned.pop(key) for key in self.parts_cut if key in returned}
         try:
             super().tally_parts()
         finally:
@@ -557,8 +567,9 @@ class JournalTorture(Torture):
             if agent.run_id is not None:
                 records = await journal.run_asks(agent.run_id)
                 agent.resume = {asked(r): r for r in records if r.state is not AskState.ABANDONED}
-                self.counts["records held at restarts"] += len(agent.resume)
-                self.counts["of them pending"] += sum(r.pending for r in agent.resume.values())
+                self.counts["restarts: records the runs held"] += len(agent.resume)
+                pending = sum(r.pending for r in agent.resume.values())
+                self.counts["restarts: records the runs held, pending"] += pending
         await self.check_ended(journal)
 
     async def check_ended(self, journal: Journal) -> None:

@@ -60,8 +60,8 @@ async def test_every_reload_and_journal_guarantee_holds_through_restarts(
 
     Asks of one question only: a restart loses the answers to the questions of an ask of
     several answered before it (the open finding of tests/interaction/test_runs_findings.py,
-    which the long version counts as *questions of several answered before a restart, asked
-    again*)."""
+    which the long version counts as *questions of several answered before their ask was
+    cut, asked again*)."""
     caplog.set_level(logging.CRITICAL, logger="hotseam")
     folder = tmp_path / "watched"  # the SQLite journal goes beside it
     folder.mkdir()
