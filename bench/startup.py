@@ -239,7 +239,13 @@ def breakdown(name: str, command: list[str], folder: Path, wall: float, bare: fl
         if share >= 0.5:
             print(f"| {package} | {share:.1f} |")
     rest = wall - bare - total
-    print(f"\nthe rest (arguments, logging set-up, the work itself) ≈ {rest:.1f} ms\n")
+    if rest >= 0:
+        print(f"\nthe rest (arguments, logging set-up, the work itself) ≈ {rest:.1f} ms\n")
+    else:  # the flag slows imports: its sum is an upper bound
+        print(
+            f"\nthe rest: none measurable (the imports' `-X importtime` sum, an upper bound, "
+            f"exceeds the wall time beyond the interpreter by {-rest:.1f} ms)\n"
+        )
 
 
 def load() -> str:
