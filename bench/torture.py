@@ -586,7 +586,10 @@ if __name__ == "__main__":
         "restarts (see bench/_torture_journal.py)",
     )
     parser.add_argument(
-        "--restart-every", type=int, default=25, help="with --journal: edits between restarts"
+        "--restart-every",
+        type=int,
+        default=25,
+        help="with --journal: edits between daemon restarts (0: none)",
     )
     parser.add_argument(
         "--sabotage",
@@ -594,6 +597,10 @@ if __name__ == "__main__":
         help="with --journal: break one guarantee on purpose (the run must fail)",
     )
     options = parser.parse_args()
+    if not 0 <= options.several_ratio <= 1:
+        parser.error(f"--several-ratio must be between 0 and 1, got {options.several_ratio}")
+    if options.restart_every < 0:
+        parser.error(f"--restart-every must be >= 0 (0: no restarts), got {options.restart_every}")
     if options.journal is None and options.sabotage is not None:
         parser.error("--sabotage needs --journal")
     if options.sabotage in ("answer-twice", "touch-ended") and options.journal != "sqlite":
