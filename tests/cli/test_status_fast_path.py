@@ -142,7 +142,12 @@ PARSED = [
 """Forms left to argparse: help, errors and the rarer spellings."""
 
 
-@pytest.mark.parametrize("argv", FAST + PARSED, ids=" ".join)
+def _form(argv: list[str]) -> str:
+    """The test's id: the same in every xdist worker (each has its own PID)."""
+    return " ".join("PID" if arg == PID else arg for arg in argv)
+
+
+@pytest.mark.parametrize("argv", FAST + PARSED, ids=_form)
 def test_each_form_means_what_argparse_makes_of_it(server: StatusServer, argv: list[str]) -> None:
     assert (_status_forms(argv) is not None) == (argv in FAST)
     assert _outcome(lambda: main(argv)) == _through_argparse(argv)
