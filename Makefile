@@ -55,7 +55,9 @@ bench: $(STAMP)
 # idle connections at a 1,024-file limit, 2,000 hostile lines), 100 saves of a module
 # serving the web inbox under load (0 requests lost), the fleet torture (daemons and two
 # racing inboxes on one journal, killed at random: 1,200 questions on PostgreSQL and on
-# SQLite), 4 MCP host sessions through 1,000 edits of tool modules, then the stateful
+# SQLite), 4 MCP host sessions through 1,000 edits of tool modules, the reload torture
+# inside agent runs of an SQLite ask journal restarted every 25 edits (asks of one question:
+# a multi-question ask cut by a restart is asked again whole, a known gap), then the stateful
 # invariant suite with many examples. Under 20 minutes on 2 cores.
 stress: $(STAMP)
 	$(BIN)/python bench/torture.py --edits 1000 --backend asyncio
@@ -69,6 +71,8 @@ stress: $(STAMP)
 	$(BIN)/python bench/fleet_torture.py --engine postgresql
 	$(BIN)/python bench/fleet_torture.py --engine sqlite
 	$(BIN)/python bench/mcp_torture.py --edits 1000
+	$(BIN)/python bench/torture.py --edits 1000 --journal sqlite --backend asyncio --several-ratio 0
+	$(BIN)/python bench/torture.py --edits 1000 --journal sqlite --backend trio --several-ratio 0
 	HOTSEAM_STATEFUL_EXAMPLES=2000 $(BIN)/pytest -n 2 -p no:cacheprovider tests/test_invariants.py -q
 
 # The interop suites: `hotseam acp` against a Node client written on the official ACP
