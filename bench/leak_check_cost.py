@@ -4,10 +4,10 @@ reload (run by hand).
     .venv/bin/python bench/leak_check_cost.py [--repeat 3] [--reloads 20] [tests ...]
 
 1. **The default checks** — the same tests run in a pytest subprocess (one process, no
-   xdist, no random order) three ways: with no check (``hotseam_leak_check = false``), with
-   the leak check (scopes, registrations, carried values, zombie generations: what
-   hotseam's own suite runs with), and with the leak check plus the escape check (tasks,
-   timers, threads, descriptors). The least CPU time (user + system) of ``--repeat`` runs
+   xdist, no random order) three ways: with no check, with the leak check (scopes,
+   registrations, carried values, zombie generations), and with the leak check plus the
+   escape check (tasks, timers, threads, descriptors: what hotseam's own suite runs
+   with). The least CPU time (user + system) of ``--repeat`` runs
    of each is compared (the wall clock of a shared machine varies more than the checks).
    Without test paths, a sample of the suite that exercises scopes, contexts, carrying,
    reloads and providers is run (the whole suite is the lead's to run, once).
@@ -46,9 +46,9 @@ SAMPLE = [
     "tests/providers/test_scripted.py",
 ]
 MODES = {
-    "no check": ["-o", "hotseam_leak_check=false"],
-    "leak check (default)": ["-o", "hotseam_leak_check=true"],
-    "leak + escape check": ["-o", "hotseam_leak_check=true", "--hotseam-escape-check"],
+    "no check": ["-o", "hotseam_leak_check=false", "-o", "hotseam_escape_check=false"],
+    "leak check": ["-o", "hotseam_leak_check=true", "-o", "hotseam_escape_check=false"],
+    "leak + escape (default)": ["-o", "hotseam_leak_check=true", "-o", "hotseam_escape_check=true"],
 }
 SYNTHETIC = """
 import socket
