@@ -219,7 +219,9 @@ def test_two_daemons_cannot_run_the_same_agent_at_once(project: Path) -> None:
             "run", "providers", "--agent", "agent.py", cwd=project, runtime=project / "rt2"
         )
         assert second.returncode == 2, second.stderr
-        (line,) = [line for line in second.stderr.splitlines() if not line.startswith("{")]
+        plain = [line for line in second.stderr.splitlines() if not line.startswith("{")]
+        assert len(plain) == 1, second.stderr
+        (line,) = plain
         assert "is run by" in line and f"pid {first.popen.pid}" in line, second.stderr
     finally:
         assert first.finish(signal.SIGTERM) == 0
