@@ -28,7 +28,13 @@ from .._core import get_logger
 from ._agent import AgentLoadError
 from ._config import ConfigError
 from ._options import ReloadOptions, add_common_options, resolve_common
-from ._stdio_cmd import stdio_pipes, stdout_reserved, stop_on_signals
+from ._stdio_cmd import (
+    positive_float,
+    positive_int,
+    stdio_pipes,
+    stdout_reserved,
+    stop_on_signals,
+)
 
 if TYPE_CHECKING:
     from typing import Any
@@ -68,7 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-line-bytes",
         metavar="N",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="the longest JSON-RPC message line read from stdin; a longer one is discarded "
         "and answered with error -32600 (default: 16 MiB, room for images in prompts)",
@@ -76,7 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--session-idle-timeout",
         metavar="SECONDS",
-        type=_positive_float,
+        type=positive_float,
         default=3600.0,
         help="release a session the client never closed after this long without a prompt "
         "(a question still waiting in it is cancelled; default: 3600)",
@@ -208,26 +214,6 @@ def _reloader(
         return options.reloader(context, paths)
     except ReloadPathError as error:
         raise _UsageError(f"--watch: {error}") from None
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
-    return value
 
 
 def _watch_paths(raw: Sequence[str]) -> list[Path]:

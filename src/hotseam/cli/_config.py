@@ -23,7 +23,15 @@ from typing import Any
 
 from .._core import HarnessError
 
-__all__ = ["KEYS", "Config", "ConfigError", "find_config", "load_config", "parse_size"]
+__all__ = [
+    "KEYS",
+    "Config",
+    "ConfigError",
+    "find_config",
+    "flag_or_config",
+    "load_config",
+    "parse_size",
+]
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("console", "json")
@@ -216,3 +224,15 @@ def _line_of(text: str, key: str) -> int | None:
         if table is None and dotted.match(line):
             return number
     return None
+
+
+def flag_or_config(args: Any, config: Config | None, attribute: str) -> tuple[Any, str]:
+    """A command's option: its flag when given, else its ``[tool.hotseam]`` key (the
+    attribute with dashes), else ``None``; with where it came from, for messages."""
+    key = attribute.replace("_", "-")
+    flag = getattr(args, attribute, None)
+    if flag is not None:
+        return flag, f"--{key}"
+    if config is not None and config.get(key) is not None:
+        return config.get(key), f"{key} in {config.path}"
+    return None, f"--{key}"

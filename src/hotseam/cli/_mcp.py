@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from .._core import HarnessError, get_logger
 from ._config import ConfigError
 from ._options import ReloadOptions, add_common_options, resolve
+from ._stdio_cmd import positive_float, positive_int
 
 if TYPE_CHECKING:
     from ..providers.mcp import McpServer
@@ -70,7 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-line-bytes",
         metavar="N",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         help="the longest JSON-RPC message line read from stdin; a longer one is discarded "
         "and answered with error -32600 (default: 16 MiB)",
@@ -78,7 +79,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--input-ttl",
         metavar="SECONDS",
-        type=_positive_float,
+        type=positive_float,
         default=None,
         help="on protocol 2026-07-28, how long a question waits for the host to call the "
         "tool again with the answer (default: 600)",
@@ -278,19 +279,12 @@ def _own_options(args: argparse.Namespace, config_path: Path | None) -> _Own:
         _UsageError: ``http-host`` (or ``--http-host``) without HTTP.
     """
     from ..providers.mcp import DEFAULT_INPUT_TTL
-    from ._config import load_config
+    from ._config import flag_or_config, load_config
 
     config = load_config(config_path) if config_path is not None else None
 
     def pick(attribute: str) -> tuple[Any, str]:
-        """The value and where it came from (for messages)."""
-        key = attribute.replace("_", "-")
-        flag = getattr(args, attribute, None)
-        if flag is not None:
-            return flag, f"--{key}"
-        if config is not None and config.get(key) is not None:
-            return config.get(key), f"{key} in {config.path}"
-        return None, f"--{key}"
+        return flag_or_config(args, config, attribute)
 
     port, _ = pick("http")
     host, host_from = pick("http_host")
@@ -337,24 +331,4 @@ def _port(text: str) -> int:
         value = -1
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, got {text!r}")
-    return value
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
     return value

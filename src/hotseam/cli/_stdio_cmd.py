@@ -7,6 +7,7 @@ Such a command owns its process: stdout carries protocol messages only
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import sys
@@ -22,7 +23,13 @@ if TYPE_CHECKING:
 
     import anyio
 
-__all__ = ["stdio_pipes", "stdout_reserved", "stop_on_signals"]
+__all__ = [
+    "positive_float",
+    "positive_int",
+    "stdio_pipes",
+    "stdout_reserved",
+    "stop_on_signals",
+]
 
 _log = get_logger("hotseam.cli")
 # The reader's buffer, not the longest line: a longer line is read in pieces of this size,
@@ -92,3 +99,25 @@ async def stdio_pipes(
         asyncio.streams.FlowControlMixin, protocol_out
     )
     return reader, asyncio.StreamWriter(transport, protocol, None, loop)
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1 (``--max-line-bytes`` and the like)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a positive, finite number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value

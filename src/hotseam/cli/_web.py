@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .._core import Scope
 from ..interaction import USER_INTERACTION
 from ..providers._web._security import is_loopback, load_token, stored_token_path
-from ._config import Config, find_config, load_config
+from ._config import Config, find_config, flag_or_config, load_config
 
 if TYPE_CHECKING:
     from ..providers.web import WebProvider
@@ -102,14 +102,7 @@ def web_options(
     config = load_config(found) if found is not None else None
 
     def pick(attribute: str) -> tuple[Any, str]:
-        """The value and where it came from (for messages)."""
-        key = attribute.replace("_", "-")
-        flag = getattr(args, attribute, None)
-        if flag is not None:
-            return flag, f"--{key}"
-        if config is not None and config.get(key) is not None:
-            return config.get(key), f"{key} in {config.path}"
-        return None, f"--{key}"
+        return flag_or_config(args, config, attribute)
 
     web, web_from = (True, "the inbox") if implied else pick("web")
     if not web:
