@@ -9,6 +9,7 @@ from typing import Any
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
+from tests._timing import scaled
 
 from _invariant_model import (
     DOCUMENTED_CODES,
@@ -351,7 +352,7 @@ class InvariantChecks:
         for ctx in (self.C, self.D):
             for seam in SEAMS.values():
                 allowed = self.acceptable(ctx, seam)
-                with anyio.move_on_after(5) as hung:
+                with anyio.move_on_after(scaled(5)) as hung:
                     try:
                         provider = await ctx.wait_for(seam, timeout=1)
                     except Exception as error:

@@ -17,6 +17,7 @@ from hypothesis.stateful import (
     RuleBasedStateMachine,
     invariant,
 )
+from tests._timing import scaled
 
 from _invariant_checks import InvariantChecks
 from _invariant_model import (
@@ -213,7 +214,7 @@ class InvariantMachine(InvariantRules, InvariantChecks, RuleBasedStateMachine):
                 return
             if self.overrun_idle is None or self.overrun_idle.is_set():
                 self.overrun_idle = anyio.Event()
-            with anyio.fail_after(10):
+            with anyio.fail_after(scaled(10)):
                 await self.overrun_idle.wait()
 
     def new_scope(self, ctx: Context, fast: bool, parent: MScope | None = None) -> MScope | None:
@@ -600,7 +601,7 @@ class InvariantMachine(InvariantRules, InvariantChecks, RuleBasedStateMachine):
         finally:
             try:
                 self.portal.call(self.stop.set)
-                self.host.result(timeout=30)
+                self.host.result(timeout=scaled(30))
             finally:
                 self.portal_cm.__exit__(None, None, None)
         if self.violations and not self.reported:

@@ -14,6 +14,7 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 from pydantic import BaseModel
+from tests._timing import scaled
 
 from hotseam import (
     AbortController,
@@ -43,8 +44,8 @@ from hotseam.interaction import (
 )
 
 FAST_TIMEOUT = 0.05  # dispose_timeout of "fast" scope trees, the only ones with overruns
-SLOW_TIMEOUT = 30.0  # never reached: gates are opened by a rule or by the teardown
-SWAP_WAIT = 30.0
+SLOW_TIMEOUT = scaled(30.0)  # never reached: gates are opened by a rule or by the teardown
+SWAP_WAIT = scaled(30.0)
 
 DOCUMENTED_CODES = frozenset(
     {

@@ -48,6 +48,7 @@ import anyio
 import anyio.abc
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
+from tests._timing import scaled
 
 from _journal_checks import JournalChecks
 from _journal_inbox import OtherProcessRules
@@ -151,7 +152,7 @@ class JournalRules(OtherProcessRules, JournalChecks):
             await self.check_all()
         await super().cleanup()  # type: ignore[misc]
         self.j_closing.set()
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             await self.j_closed.wait()
 
     def teardown(self) -> None:
@@ -269,7 +270,7 @@ class JournalRules(OtherProcessRules, JournalChecks):
         if racing is not None:
             self.give(racing, "answer")
         daemon.stop.set()
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             await daemon.down.wait()
         self.j_daemon = None
 

@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 import anyio.abc
 from hypothesis import strategies as st
+from tests._timing import scaled
 
 from _multi_question_machine import build_question
 from hotseam import AbortSignal
@@ -35,9 +36,9 @@ from hotseam.interaction._journal import (
 ENGINES = ("memory", "sqlite")
 AGENTS = ("alpha", "beta")
 POLL_INTERVAL = 0.01  # SQLite: how soon this process sees another's answer
-DELIVERY_WAIT = 5.0  # an ask answered elsewhere must have its answer within this
+DELIVERY_WAIT = scaled(5.0)  # an ask answered elsewhere must have its answer within this
 MAX_AGENT_ASKS = 20
-SWAP_WAIT = 30.0
+SWAP_WAIT = scaled(30.0)
 FLEET = "fleet inbox (another process)"
 FRESH = st.integers(0, 4).map(lambda i: i == 4)
 THEN = st.sampled_from(["wait", "wait", "answer", "answer", "answer", ASK_DECLINED])

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import NoReturn
 from urllib.parse import quote
 
+from tests._timing import scaled
+
 PG_USER = "hotseam-pg"
 PORT = 5432
 
@@ -153,7 +155,7 @@ class PostgresServer:
             capture_output=True,
             text=True,
             check=False,
-            timeout=60,
+            timeout=scaled(60),
             stdin=subprocess.DEVNULL,
         )
         if result.returncode != 0:

@@ -2,13 +2,47 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import structlog
+from tests._timing import TIME_SCALE, scaled
 
 pytest_plugins = ["pytester"]
+
+
+def pytest_report_header() -> str:
+    """Say which time factor stretched the deadlines (HOTSEAM_TEST_TIME_SCALE, or measured)."""
+    return f"hotseam: deadlines scaled by {TIME_SCALE:g} (HOTSEAM_TEST_TIME_SCALE)"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """pytest-timeout's default (``--timeout``, ``PYTEST_TIMEOUT`` or the ini ``timeout``) is a
+    deadline like any other: stretch it by the suite's time factor before the plugin reads
+    it. 0 (no timeout) stays 0."""
+    if not config.pluginmanager.hasplugin("timeout"):
+        return
+    chosen = config.getoption("timeout", None)
+    if chosen is None:
+        chosen = os.environ.get("PYTEST_TIMEOUT") or config.getini("timeout") or None
+    if chosen is not None:
+        config.option.timeout = scaled(float(chosen))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A ``@pytest.mark.timeout(N)`` of a test is stretched like the default: a scaled copy
+    of the marker goes first, where pytest-timeout looks."""
+    for item in items:
+        marker = item.get_closest_marker("timeout")
+        if marker is None or not marker.args or not marker.args[0]:
+            continue
+        seconds, *rest = marker.args
+        item.add_marker(
+            pytest.mark.timeout(scaled(float(seconds)), *rest, **marker.kwargs), append=False
+        )
 
 
 @pytest.fixture(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from tests._timing import scaled
 
 from hotseam import AbortController, AbortError, AbortSignal
 
@@ -45,7 +46,7 @@ async def test_timeout_fires_by_deadline() -> None:
     """AbortSignal.timeout aborts with code TIMEOUT, observed by wait()."""
     signal = AbortSignal.timeout(0.01)
     assert not signal.aborted
-    with anyio.fail_after(2):
+    with anyio.fail_after(scaled(2)):
         reason = await signal.wait()
     assert isinstance(reason, AbortError) and reason.code == "TIMEOUT"
     assert signal.aborted
@@ -75,7 +76,7 @@ async def test_any_of_an_already_aborted_signal_is_aborted() -> None:
 async def test_any_carries_the_earliest_deadline() -> None:
     """A timeout among the sources bounds the combined signal."""
     combined = AbortSignal.any([AbortController().signal, AbortSignal.timeout(0.01)])
-    with anyio.fail_after(2):
+    with anyio.fail_after(scaled(2)):
         reason = await combined.wait()
     assert isinstance(reason, AbortError) and reason.code == "TIMEOUT"
 
@@ -84,7 +85,7 @@ async def test_cancel_scope_stops_a_block_promptly_and_raises_the_reason() -> No
     """The block is cancelled when the signal fires; the reason is raised after it."""
     controller = AbortController()
     reached: list[str] = []
-    with anyio.fail_after(2):
+    with anyio.fail_after(scaled(2)):
         async with anyio.create_task_group() as tg:
             tg.start_soon(_abort_soon, controller)
             with pytest.raises(AbortError), controller.signal.cancel_scope():
@@ -96,7 +97,7 @@ async def test_cancel_scope_stops_a_block_promptly_and_raises_the_reason() -> No
 async def test_cancel_scope_applies_a_timeout_deadline() -> None:
     """A timeout signal's deadline cancels the block without any task firing it."""
     signal = AbortSignal.timeout(0.01)
-    with anyio.fail_after(2):
+    with anyio.fail_after(scaled(2)):
         with signal.cancel_scope(raise_reason=False) as scope:
             await anyio.sleep_forever()
     assert scope.cancelled_caught

@@ -7,6 +7,7 @@ from typing import Protocol, runtime_checkable
 
 import anyio
 import pytest
+from tests._timing import scaled
 
 from hotseam import (
     Context,
@@ -196,7 +197,7 @@ class TestSwap:
 
     async def test_wait_for_without_a_swap_fails_at_once(self) -> None:
         """No provider and no swap: the error is immediate, never a wait."""
-        with anyio.fail_after(1):
+        with anyio.fail_after(scaled(1)):
             with pytest.raises(NoProviderError):
                 await Context("empty").wait_for(GREETER, timeout=30)
 

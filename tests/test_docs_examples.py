@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tests._timing import scaled
 
 from hotseam import Context
 from hotseam.cli._config import load_config
@@ -100,7 +101,7 @@ def _undefined_names() -> dict[str, list[str]]:
         completed = subprocess.run(
             [sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache",
              "--select", "F821", "--output-format", "json", *files],
-            capture_output=True, text=True, timeout=60, check=False,
+            capture_output=True, text=True, timeout=scaled(60), check=False,
         )  # fmt: skip
     undefined: dict[str, list[str]] = {where: [] for where in files.values()}
     for finding in json.loads(completed.stdout):
@@ -161,7 +162,7 @@ def test_example_prints_what_the_page_says(block: Block, tmp_path: Path) -> None
         [sys.executable, "-W", "error", str(script)],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
         check=False,
         cwd=tmp_path,
     )

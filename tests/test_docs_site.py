@@ -19,6 +19,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from tests._timing import scaled
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -108,7 +109,7 @@ def test_cli_reference_is_what_the_command_prints(command: str) -> None:
         [sys.executable, "-m", "hotseam", *arguments],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
         check=False,
         env={**os.environ, "COLUMNS": str(hook.WIDTH)},
     )

@@ -23,6 +23,7 @@ from anyio import wait_all_tasks_blocked
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
+from tests._timing import scaled
 
 from hotseam import (
     AbortController,
@@ -185,7 +186,7 @@ class TestAClosingGenerationServesNoOne:
 
         old_scope.defer(slow_close)
         results: list[Any] = []
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_ask_into, context, QUESTION, results)
                 await wait_all_tasks_blocked()
@@ -211,7 +212,7 @@ class TestAClosingGenerationServesNoOne:
         async def use_tool() -> None:
             tool_results.append(await context.tools.execute("echo", {"text": "hi"}))
 
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             async with (
                 anyio.create_task_group() as tg,
                 context.swap(USER_INTERACTION, tools=["echo"]),
@@ -279,7 +280,7 @@ class TestAnAnswerThatExistsStands:
             old_scope = Scope("old", context=context)
             old_scope.provide(USER_INTERACTION, old)
             results: list[Any] = []
-            with anyio.fail_after(5):
+            with anyio.fail_after(scaled(5)):
                 async with anyio.create_task_group() as tg:
                     tg.start_soon(_ask_into, context, QUESTION, results)
                     await wait_all_tasks_blocked()
@@ -371,7 +372,7 @@ class TestAnAnswerThatExistsStands:
                 answer = await ask(AskUserQuestionRequest(f"q{index}.{n}"), context=context)
                 received.append(answer.answer)
 
-        with anyio.fail_after(30):
+        with anyio.fail_after(scaled(30)):
             async with anyio.create_task_group() as tg:
                 for index in range(4):
                     tg.start_soon(asker, index)
@@ -396,7 +397,7 @@ class TestQueuedQuestionsKeepTheirOrder:
             old_scope.provide(USER_INTERACTION, old)
             results: list[Any] = []
             questions = [f"q{n}" for n in range(5)]
-            with anyio.fail_after(5):
+            with anyio.fail_after(scaled(5)):
                 async with anyio.create_task_group() as tg:
                     for question in questions:
                         tg.start_soon(_ask_into, context, AskUserQuestionRequest(question), results)
@@ -430,7 +431,7 @@ class TestQueuedQuestionsKeepTheirOrder:
                 task_status.started(scope)
                 await ask(AskUserQuestionRequest("zeroth"), context=context)
 
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             async with anyio.create_task_group() as tg:
                 zeroth = await tg.start(cancellable)
                 await wait_all_tasks_blocked()

@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests._timing import scaled
 
 from hotseam.reload import NativeWatcher
 
@@ -66,7 +67,11 @@ def _imported(code: str, heavy: tuple[str, ...] = HEAVY) -> list[str]:
     ``code``."""
     script = _REPORT.format(code=code, heavy=set(heavy))
     result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=scaled(60),
     )
     imported: list[str] = json.loads(result.stdout.strip().splitlines()[-1])
     return imported
@@ -80,7 +85,7 @@ def _modules_after(code: str, env: dict[str, str] | None = None) -> set[str]:
         capture_output=True,
         text=True,
         check=True,
-        timeout=60,
+        timeout=scaled(60),
         env=env,
     )
     return set(json.loads(result.stdout.strip().splitlines()[-1]))
@@ -133,7 +138,11 @@ def test_a_core_name_shows_the_public_module_however_it_was_reached(code: str) -
         "print(__import__('json').dumps(shown))\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", check], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", check],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=scaled(60),
     )
     shown: dict[str, str] = json.loads(result.stdout.strip().splitlines()[-1])
     assert "Scope" in shown or "Context" in shown or "Seam" in shown
@@ -148,7 +157,7 @@ def test_dir_lists_every_public_name_before_it_is_loaded() -> None:
         "assert set(hotseam._core.__all__) <= set(dir(hotseam._core)), 'core'\n"
         "assert 'hotseam._core._scope' not in sys.modules\n"
     )
-    subprocess.run([sys.executable, "-c", check], check=True, timeout=60)
+    subprocess.run([sys.executable, "-c", check], check=True, timeout=scaled(60))
 
 
 def test_an_unknown_name_is_an_attribute_error() -> None:
@@ -193,7 +202,7 @@ def test_a_subcommands_help_is_its_docstring_as_plain_text() -> None:
         capture_output=True,
         text=True,
         check=True,
-        timeout=60,
+        timeout=scaled(60),
     )
     assert "hotseam status [PID|NAME]: what a running hotseam dev or hotseam run" in result.stdout
     assert "``" not in result.stdout
@@ -298,7 +307,7 @@ class Daemon:
 
     def stop(self) -> None:
         self.process.terminate()
-        self.process.wait(timeout=30)
+        self.process.wait(timeout=scaled(30))
         assert self.process.stdout is not None
         self.process.stdout.close()
 
@@ -353,7 +362,7 @@ def test_hotseam_status_replies_through_the_light_client(daemon: Daemon) -> None
         capture_output=True,
         text=True,
         check=True,
-        timeout=60,
+        timeout=scaled(60),
         env=daemon.env,
     )
     reply = json.loads(result.stdout)
@@ -398,7 +407,7 @@ def test_serving_imports_nothing_after_the_first_answer(daemon: Daemon) -> None:
             [sys.executable, "-m", "hotseam", *command],
             capture_output=True,
             check=True,
-            timeout=60,
+            timeout=scaled(60),
             env=daemon.env,
         )
     daemon.process.send_signal(signal.SIGUSR1)
@@ -454,7 +463,7 @@ def test_a_native_watch_imports_watchfiles_when_it_opens_only_where_it_uses_it(
         capture_output=True,
         text=True,
         check=True,
-        timeout=60,
+        timeout=scaled(60),
     )
     assert result.stdout.split() == [str(imported)]
 
@@ -471,7 +480,7 @@ def test_the_ask_tool_loads_its_input_model_when_first_used() -> None:
         "assert tool.input_model.__module__ == 'hotseam.interaction', tool.input_model\n"
         "assert 'pydantic' in sys.modules\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=scaled(60))
 
 
 def test_the_cli_knows_the_web_inboxs_defaults_without_importing_it() -> None:
@@ -492,7 +501,7 @@ def test_help_imports_no_archive_module_through_shutil() -> None:
         "print(__import__('json').dumps(sorted({'shutil', 'lzma', 'bz2'} & set(sys.modules))))\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=scaled(60)
     )
     assert json.loads(result.stdout.strip().splitlines()[-1]) == []
 

@@ -14,7 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
-DEADLINE = 20.0
+from tests._timing import scaled
+
+DEADLINE = scaled(20.0)
 
 ASKING_AGENT = """
 import anyio

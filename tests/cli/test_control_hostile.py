@@ -23,6 +23,7 @@ import anyio.to_thread
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests._timing import scaled
 
 from hotseam.cli._control import (
     MAX_CONNECTIONS,
@@ -38,7 +39,7 @@ from hotseam.cli._control import (
 
 from ._support import ASKING_AGENT, HELD_PROVIDER, Process, hotseam, write
 
-BOUND = 5.0
+BOUND = scaled(5.0)
 """Every reply comes within this (one takes a millisecond or two)."""
 
 

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pexpect
+from tests._timing import scaled
 
 from ._support import hotseam_env, write
 
@@ -55,7 +56,7 @@ def _spawn(project: Path) -> pexpect.spawn:
         # for an answer pexpect never gives before it reads keys.
         env={**hotseam_env(project / "rt"), "PROMPT_TOOLKIT_NO_CPR": "1"},
         encoding="utf-8",
-        timeout=20,
+        timeout=scaled(20),
         dimensions=(50, 160),
     )
 
@@ -76,7 +77,7 @@ def test_the_loop_stays_alive_through_a_missing_provider_restarts_and_ctrl_c(
     ui = tmp_path / "providers" / "ui.py"
     child = _spawn(tmp_path)
     try:
-        child.expect_exact("the agent failed: RuntimeError: not written yet", timeout=40)
+        child.expect_exact("the agent failed: RuntimeError: not written yet", timeout=scaled(40))
         child.expect_exact("keeps watching; save agent.py or press Enter to run it again")
         write(agent, AGENT)  # a fixed agent runs at once
         child.expect_exact("agent.py changed: running the agent again")

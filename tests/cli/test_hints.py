@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
+from tests._timing import scaled
 
 from hotseam import Context
 from hotseam.cli._hints import Hints
@@ -56,7 +57,7 @@ async def test_each_mistake_gets_one_hint(tmp_path: Path) -> None:
         tg.start_soon(hints.run)
         async with reloader:
             await reloader.reload(force=True)  # the same mistakes again: no second hint
-            with anyio.fail_after(5):
+            with anyio.fail_after(scaled(5)):
                 while len(log.lines) < 2:  # noqa: ASYNC110 - the hints settle on a timer
                     await anyio.sleep(0.05)
     shown = folder.relative_to(Path.cwd()) if folder.is_relative_to(Path.cwd()) else folder
@@ -108,7 +109,7 @@ async def test_an_address_in_use_points_to_scope_carry(tmp_path: Path) -> None:
                 )
                 result = await reloader.reload(folder / "hint_self.py")
                 assert [event.error.type for event in result.aborted] == ["OSError"]
-                with anyio.fail_after(5):
+                with anyio.fail_after(scaled(5)):
                     while len(log.lines) < 2:  # noqa: ASYNC110 - the hints settle on a timer
                         await anyio.sleep(0.05)
     shown = folder.relative_to(Path.cwd()) if folder.is_relative_to(Path.cwd()) else folder

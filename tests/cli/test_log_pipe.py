@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 import structlog
+from tests._timing import scaled
 
 from hotseam.cli._log_sink import EXIT_WAIT, StderrSink
 
@@ -111,7 +112,7 @@ def test_a_thousand_turns_with_stderr_never_read(agent: _Agent) -> None:
     for _ in range(1000):
         assert agent.request("session/prompt", prompt)["result"]["stopReason"] == "end_turn"
 
-    _, stderr = agent.process.communicate(timeout=10)  # closes stdin: the client is done
+    _, stderr = agent.process.communicate(timeout=scaled(10))  # closes stdin: the client is done
     assert agent.process.returncode == 0
     logs = [json.loads(line) for line in stderr.decode().splitlines()]
     (report,) = [line for line in logs if line["event"] == "log.dropped"]
@@ -135,7 +136,9 @@ def test_prints_at_every_turn_with_stderr_never_read() -> None:
         prompt = {"sessionId": session_id, "prompt": [{"type": "text", "text": "go"}]}
         for _ in range(300):
             assert agent.request("session/prompt", prompt)["result"]["stopReason"] == "end_turn"
-        _, stderr = agent.process.communicate(timeout=10)  # closes stdin: the client is done
+        _, stderr = agent.process.communicate(
+            timeout=scaled(10)
+        )  # closes stdin: the client is done
     finally:
         if agent.process.poll() is None:
             agent.process.kill()
@@ -240,7 +243,7 @@ def test_ten_thousand_log_calls_with_stderr_never_read() -> None:
         ready, _, _ = select.select([child.stdout], [], [], START_BOUND)
         assert ready, "10,000 log calls did not return"
         assert float(child.stdout.readline()) < 5.0  # ~0.2 s; blocking never returns
-        _, stderr = child.communicate(timeout=10)
+        _, stderr = child.communicate(timeout=scaled(10))
     finally:
         if child.poll() is None:
             child.kill()
@@ -338,7 +341,7 @@ def test_ten_thousand_log_calls_into_a_full_pipe(pipe: tuple[int, int]) -> None:
     reader = _reader(read_end, received)
     assert sink.close(timeout=5.0)  # everything written, the writer thread stopped
     os.close(write_end)
-    reader.join(timeout=5.0)
+    reader.join(timeout=scaled(5.0))
     expected = 0
     reported = 0
     for line in received.decode().splitlines():

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
+from tests._timing import scaled
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,7 +31,7 @@ def test_make_says_it_is_setting_up_the_venv_on_the_first_run(tmp_path: Path) ->
         ],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=scaled(30),
         check=False,
     )
     assert done.stdout.splitlines()[0] == "setting up .venv (about half a minute, first run only)"
@@ -43,7 +44,7 @@ def test_dismissing_the_demo_s_last_question_is_a_normal_end(tmp_path: Path) -> 
         ["-m", "hotseam", "demo"],
         env={**_env(), "PROMPT_TOOLKIT_NO_CPR": "1"},
         encoding="utf-8",
-        timeout=20,
+        timeout=scaled(20),
         dimensions=(50, 140),
     )
     try:

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests._timing import scaled
 
 from hotseam.cli import _status_forms, build_parser, main
 
@@ -73,7 +74,7 @@ class StatusServer:
     def stop(self) -> None:
         self.listener.shutdown(socket.SHUT_RDWR)  # wakes accept()
         self.listener.close()
-        self.thread.join(timeout=10)
+        self.thread.join(timeout=scaled(10))
 
 
 @pytest.fixture
@@ -192,7 +193,7 @@ def test_the_command_imports_neither_argparse_nor_pathlib(server: StatusServer) 
         "print(sorted({'argparse', 'pathlib', 'glob', 'gettext'} & set(sys.modules)))\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=scaled(60)
     )
     first, imported = result.stdout.splitlines()
     assert json.loads(first) == REPLY
@@ -255,7 +256,7 @@ def test_a_client_finds_the_temporary_folder_tempfile_finds(
         capture_output=True,
         text=True,
         check=True,
-        timeout=60,
+        timeout=scaled(60),
     )
     found, exact, imported = json.loads(result.stdout)
     assert found == exact

@@ -8,6 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 import structlog
+from tests._timing import scaled
 
 from hotseam import AbortController, AbortSignal, Agent, Context, HarnessError, Scope
 from hotseam.interaction import (
@@ -93,7 +94,7 @@ class TestAnswers:
 class TestFailures:
     async def test_no_provider_fails_at_once(self) -> None:
         """NO_PROVIDER, immediately, when nothing provides the seam and no swap runs."""
-        with anyio.fail_after(1), pytest.raises(UserInteractionError) as caught:
+        with anyio.fail_after(scaled(1)), pytest.raises(UserInteractionError) as caught:
             await ask(DB, context=Context("empty"))
         assert caught.value.code == NO_PROVIDER
         assert "user-interaction" in str(caught.value)
@@ -138,7 +139,7 @@ class TestFailures:
     async def test_a_time_limit_ends_with_ask_timeout_and_picks_nothing(self) -> None:
         """ASK_TIMEOUT; the provider saw cancellation; no option was chosen for the human."""
         provider = ScriptedProvider([Reply.never()])
-        with anyio.fail_after(2), pytest.raises(UserInteractionError) as caught:
+        with anyio.fail_after(scaled(2)), pytest.raises(UserInteractionError) as caught:
             await ask(DB, context=_context_with(provider), timeout=0.02)
         assert caught.value.code == ASK_TIMEOUT
         assert provider.cancelled == [DB]
@@ -154,7 +155,7 @@ class TestAbort:
         context = _context_with(provider)
         errors: list[UserInteractionError] = []
 
-        with anyio.fail_after(2):
+        with anyio.fail_after(scaled(2)):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_ask_keeping_error, request, context, errors)
                 await provider.wait_for_requests(1)
@@ -177,7 +178,7 @@ class TestAbort:
         """AbortSignal.timeout works as the caller's signal."""
         provider = ScriptedProvider([Reply.never()])
         request = DB.with_signal(AbortSignal.timeout(0.02))
-        with anyio.fail_after(2), pytest.raises(UserInteractionError) as caught:
+        with anyio.fail_after(scaled(2)), pytest.raises(UserInteractionError) as caught:
             await ask(request, context=_context_with(provider))
         assert caught.value.code == ASK_ABORTED
 
@@ -186,7 +187,7 @@ class TestAbort:
         provider = ScriptedProvider([Reply.never()])
         context = _context_with(provider)
         outcomes: list[str] = []
-        with anyio.fail_after(2):
+        with anyio.fail_after(scaled(2)):
             async with anyio.create_task_group() as tg:
 
                 async def asker() -> None:
@@ -216,7 +217,7 @@ class TestSwaps:
         async def asker() -> None:
             answers.append(await ask(DB, context=context))
 
-        with anyio.fail_after(2):
+        with anyio.fail_after(scaled(2)):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(asker)
                 await old.wait_for_requests(1)
@@ -235,7 +236,7 @@ class TestSwaps:
         context = Context("swap")
         registration = context.provide(USER_INTERACTION, ScriptedProvider(["unused"]))
         answers: list[str] = []
-        with anyio.fail_after(2):
+        with anyio.fail_after(scaled(2)):
             async with anyio.create_task_group() as tg, context.swap(USER_INTERACTION):
                 await registration.dispose()
 
@@ -254,7 +255,7 @@ class TestSwaps:
         registration = context.provide(USER_INTERACTION, ScriptedProvider([Reply.never()]))
         errors: list[UserInteractionError] = []
 
-        with anyio.fail_after(2):
+        with anyio.fail_after(scaled(2)):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_ask_keeping_error, DB, context, errors)
                 await registration.provider.wait_for_requests(1)  # type: ignore[attr-defined]
@@ -277,7 +278,7 @@ class TestSwaps:
         registration = context.provide(USER_INTERACTION, provider)
         errors: list[UserInteractionError] = []
 
-        with anyio.fail_after(2):
+        with anyio.fail_after(scaled(2)):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_ask_keeping_error, DB, context, errors)
                 await provider.wait_for_requests(1)
@@ -309,7 +310,7 @@ class TestSwaps:
         async def asker() -> None:
             answers.append((await ask(DB, context=context)).answer)
 
-        with anyio.fail_after(2):
+        with anyio.fail_after(scaled(2)):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(asker)
                 await stubborn.started.wait()
@@ -468,7 +469,7 @@ class TestLogging:
         async def asker() -> None:
             answers.append((await ask(DB, context=context)).answer)
 
-        with structlog.testing.capture_logs() as events, anyio.fail_after(2):
+        with structlog.testing.capture_logs() as events, anyio.fail_after(scaled(2)):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(asker)
                 await crashing.started.wait()

@@ -12,6 +12,7 @@ from pathlib import Path
 import anyio
 import pytest
 import structlog
+from tests._timing import scaled
 
 from hotseam import AbortController, Agent, Context
 from hotseam.interaction import (
@@ -132,7 +133,7 @@ async def test_a_swap_keeps_the_answered_questions() -> None:
     context = Context("swap")
     registration = context.provide(USER_INTERACTION, old)
     answers: list[AskUserQuestionAnswer] = []
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         async with anyio.create_task_group() as group:
 
             async def asker() -> None:
@@ -156,7 +157,7 @@ async def test_a_swap_to_a_provider_showing_several_asks_it_the_rest_together() 
     context = Context("swap")
     registration = context.provide(USER_INTERACTION, old)
     answers: list[AskUserQuestionAnswer] = []
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         async with anyio.create_task_group() as group:
 
             async def asker() -> None:
@@ -192,7 +193,7 @@ async def test_a_reload_in_the_middle_re_asks_only_the_rest(tmp_path: Path) -> N
     _multi_support.LOADED.clear()
     context = Context("reload")
     answers: list[AskUserQuestionAnswer] = []
-    with anyio.fail_after(10):
+    with anyio.fail_after(scaled(10)):
         async with ReloadDriver(context, tmp_path) as driver:
             source = PROVIDER_MODULE.format(replies=["pg", "auth,billing", NEVER], version=1)
             await driver.load("multi_ui.py", source)
@@ -266,14 +267,14 @@ async def test_the_journal_records_the_ask_once_and_replays_it_whole(journal: Jo
     """One record holding the whole request, answered once with the whole answer; the run
     resumed after a stop replays it without asking anyone."""
     provider = OneByOne(["pg", "auth,billing", "Ship on Friday", NEVER])
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         assert await _run(journal, provider, (THREE, NAME), stop_after_asked=4) == [EXPECTED]
     record, name = sorted(await journal.list_asks(), key=lambda ask: ask.seq)
     assert (record.state, name.state) == (AskState.ANSWERED, AskState.PENDING)
     assert record.request == VALID
     assert record.answer == EXPECTED
     resumed = OneByOne(["orders-api"])
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         answers = await _run(journal, resumed, (THREE, NAME))
     assert answers == [EXPECTED, AskUserQuestionAnswer("orders-api")]
     assert [r.question for r in resumed.requests] == [NAME.question]  # THREE replayed
@@ -286,12 +287,12 @@ async def test_a_run_stopped_after_two_of_three_asks_the_whole_ask_again(
     with two of three answered is resumed with the whole ask open, asked again whole, and
     answered once."""
     first = OneByOne(["pg", "auth,billing", NEVER])
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         assert await _run(journal, first, stop_after_asked=3) == []
     (pending,) = await journal.list_asks()
     assert pending.state is AskState.PENDING and pending.answer is None
     again = OneByOne(["sqlite", "search", "Ship on Friday"])
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         (answer,) = await _run(journal, again)
     assert again.ids == ["db", "features", "notes"]
     assert [entry.answer for entry in answer.answers] == ["sqlite", "search", "Ship on Friday"]

@@ -4,6 +4,7 @@ test file run by pytester (strict mode and the leak check on), as users meet the
 from __future__ import annotations
 
 import pytest
+from tests._timing import scaled
 
 pytest_plugins = ["pytester"]
 
@@ -98,6 +99,6 @@ def anyio_backend(request):
     )
     pytester.makepyfile(test_user_multi=USER_TESTS)
     result = pytester.runpytest_subprocess(
-        "--hotseam-strict", "--hotseam-leak-check", "-p", "no:cacheprovider", timeout=120
+        "--hotseam-strict", "--hotseam-leak-check", "-p", "no:cacheprovider", timeout=scaled(120)
     )
     result.assert_outcomes(passed=4)

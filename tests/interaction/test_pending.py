@@ -6,6 +6,7 @@ import functools
 
 import anyio
 import pytest
+from tests._timing import scaled
 
 from hotseam import Agent, Context, Scope
 from hotseam.interaction import (
@@ -31,7 +32,7 @@ SECRET = "the-answer-text-never-shown"
 QUESTION = AskUserQuestionRequest("Colour?", header="Theme", agent=Agent("planner"))
 
 
-async def _until(predicate: object, timeout: float = 5.0) -> None:
+async def _until(predicate: object, timeout: float = scaled(5.0)) -> None:
     """Wait for a state that has nothing to await (a poll by design)."""
     with anyio.fail_after(timeout):
         while not predicate():  # type: ignore[operator]  # noqa: ASYNC110

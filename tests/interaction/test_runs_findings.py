@@ -9,6 +9,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from tests._timing import scaled
 
 from hotseam import AbortController, Context
 from hotseam.interaction import (
@@ -156,7 +157,7 @@ async def test_a_swap_closes_a_provider_whose_ask_moved_to_a_child_contexts_own(
         own = child.provide(USER_INTERACTION, childs)
         latest = outer.scope("latest")
         async with outer.swap(USER_INTERACTION):
-            with anyio.fail_after(1):  # well before the dispose timeout (2 s)
+            with anyio.fail_after(scaled(1)):  # well before the dispose timeout (2 s)
                 await replacement.aclose()  # DisposerTimeoutError once those 2 s pass
             latest.provide(USER_INTERACTION, second)
         await anyio.wait_all_tasks_blocked()

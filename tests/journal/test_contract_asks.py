@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from tests._timing import scaled
 
 from hotseam import Agent
 from hotseam.interaction import (
@@ -201,7 +202,7 @@ async def test_a_waiter_wakes_when_its_ask_is_answered_and_only_then(journal_url
             await anyio.wait_all_tasks_blocked()
             assert not woken.is_set()
             await journal.answer_ask("mine", AskUserQuestionAnswer("yours"))
-            with anyio.fail_after(5):
+            with anyio.fail_after(scaled(5)):
                 await woken.wait()
         assert settled[0].answer == AskUserQuestionAnswer("yours")
         assert await journal.wait_settled("mine") == settled[0]  # settled: returns at once
@@ -211,7 +212,7 @@ async def test_a_finished_run_wakes_its_waiters_with_the_withdrawal(journal_url:
     async with open_journal(journal_url) as journal:
         run = await _run(journal)
         await journal.record_ask("q", run.id, 0, FREE)
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             async with anyio.create_task_group() as group:
                 results = []
 
@@ -226,7 +227,7 @@ async def test_a_finished_run_wakes_its_waiters_with_the_withdrawal(journal_url:
 
 async def test_closing_the_journal_wakes_its_waiters_with_an_error(journal_url: str) -> None:
     errors: list[str] = []
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         async with open_journal(journal_url) as journal:
             run = await _run(journal)
             await journal.record_ask("q", run.id, 0, FREE)
@@ -287,7 +288,7 @@ async def test_the_change_feed_tells_the_changes_after_subscribing_in_order(
         # none of them may reach the new reader.
         await journal.finish_run(earlier.id)
         seen = []
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             async with journal.subscribe() as feed:
                 await journal.record_ask("q1", run.id, 1, FREE)
                 await journal.answer_ask("q1", AskUserQuestionAnswer("yes"))

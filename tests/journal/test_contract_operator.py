@@ -9,6 +9,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from tests._timing import scaled
 
 from hotseam.interaction import AskUserQuestionAnswer, AskUserQuestionRequest
 from hotseam.interaction._journal import (
@@ -106,7 +107,7 @@ async def test_clearing_removes_an_abandoned_ask_and_tells_the_feed(journal_url:
         await journal.record_ask("pending", other.id, 0, QUESTION)
 
         seen: list[JournalEvent] = []
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             async with journal.subscribe() as feed:
                 cleared = await journal.clear("open")
                 async for event in feed:
@@ -138,7 +139,7 @@ async def test_a_clear_reaches_the_feed_of_another_journal_object(shared_url: st
         await operator_side.record_ask("gone", run.id, 0, QUESTION)
         await operator_side.abandon_run(run.id)
         seen = []
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             async with inbox_side.subscribe() as feed:
                 await operator_side.clear("gone")
                 async for event in feed:

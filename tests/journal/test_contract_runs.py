@@ -8,6 +8,7 @@ import socket
 
 import anyio
 import pytest
+from tests._timing import scaled
 
 from hotseam.interaction import AskUserQuestionAnswer, AskUserQuestionRequest
 from hotseam.interaction._journal import (
@@ -224,7 +225,7 @@ async def test_keep_alive_heartbeats_until_its_daemon_is_marked_stopped(journal_
             return beat
 
         journal.heartbeat = counted  # type: ignore[method-assign]
-        with anyio.fail_after(5), pytest.raises(JournalError) as lost:
+        with anyio.fail_after(scaled(5)), pytest.raises(JournalError) as lost:
             await journal.keep_alive(daemon.id, interval=0.01)
         assert lost.value.code == JournalErrorCode.DAEMON_STOPPED
         assert len(beats) == 3 and beats == sorted(beats) and beats[0] > daemon.heartbeat_at

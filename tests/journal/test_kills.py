@@ -33,6 +33,7 @@ import anyio
 import anyio.lowlevel
 import httpx
 import pytest
+from tests._timing import scaled
 
 from cli._support import Process, hotseam_env, write
 from hotseam.interaction import AskUserQuestionAnswer
@@ -40,7 +41,7 @@ from hotseam.interaction._journal import AskRecord, AskState, JournalError, RunS
 
 QUESTIONS = ["Which database?", "Service name?", "Deploy now?"]
 AGENT_NAME = "deployer"
-DEADLINE = 20.0
+DEADLINE = scaled(20.0)
 
 AGENT = """
 import json, os, pathlib

@@ -19,13 +19,14 @@ from typing import Any
 
 import anyio
 import pytest
+from tests._timing import scaled
 
 from hotseam.interaction import AskUserQuestionAnswer, AskUserQuestionRequest
 from hotseam.interaction._journal import AskState, RunState, open_journal
 
 CHILD = Path(__file__).with_name("_child.py")
 QUESTION = AskUserQuestionRequest("Merge?")
-DEADLINE = 30.0
+DEADLINE = scaled(30.0)
 
 
 class Child:

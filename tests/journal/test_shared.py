@@ -9,6 +9,7 @@ import time
 import anyio
 import anyio.to_thread
 import pytest
+from tests._timing import scaled
 
 from _postgres import PostgresServer
 from hotseam.interaction import AskUserQuestionAnswer, AskUserQuestionRequest
@@ -35,7 +36,7 @@ async def test_a_waiter_wakes_when_another_journal_object_answers(shared_url: st
             woken.append(time.perf_counter())
             assert settled.answer == AskUserQuestionAnswer("from the inbox")
 
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             async with anyio.create_task_group() as group:
                 group.start_soon(wait)
                 await anyio.wait_all_tasks_blocked()
@@ -54,7 +55,7 @@ async def test_the_change_feed_tells_another_objects_changes_in_order(shared_url
         daemon = await daemon_side.register_daemon("d")
         run = await daemon_side.start_run("agent", daemon.id)
         seen = []
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             async with inbox_side.subscribe() as feed:
                 for seq in range(3):
                     await daemon_side.record_ask(f"q{seq}", run.id, seq, QUESTION)
@@ -86,7 +87,7 @@ async def test_the_journal_comes_back_after_the_postgresql_server_restarts(
         await daemon_side.record_ask("q", run.id, 0, QUESTION)
         settled = []
         events = []
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             async with daemon_side.subscribe() as feed, anyio.create_task_group() as group:
 
                 async def wait() -> None:

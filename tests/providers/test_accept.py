@@ -15,6 +15,7 @@ import anyio
 import anyio.abc
 import pytest
 from structlog.testing import capture_logs
+from tests._timing import scaled
 
 from hotseam.providers._accept import accept_connections
 
@@ -44,7 +45,7 @@ class Recorder:
         return [fields for _level, event, fields in self.lines if event == name]
 
     async def until(self, name: str) -> dict[str, Any]:
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             while not self.events(name):
                 await self.logged.wait()
         return self.events(name)[-1]
@@ -67,7 +68,7 @@ async def connect(sock: socket.socket) -> anyio.abc.SocketStream:
 
 async def ended(stream: anyio.abc.SocketStream) -> bool:
     """True when the server closed the connection (EOF or reset) without sending more."""
-    with anyio.fail_after(10):
+    with anyio.fail_after(scaled(10)):
         try:
             await stream.receive()
         except (anyio.EndOfStream, anyio.BrokenResourceError):
@@ -109,7 +110,7 @@ async def test_each_connection_is_handled_in_its_own_task_and_closed_after() -> 
             async with first, second:
                 await first.send(b"one")
                 await second.send(b"two")
-                with anyio.fail_after(10):
+                with anyio.fail_after(scaled(10)):
                     assert await first.receive() == b"echo:one"
                     assert await second.receive() == b"echo:two"
                 assert await ended(first) and await ended(second)  # closed by the loop
@@ -132,7 +133,7 @@ async def test_a_failing_handler_is_logged_and_the_loop_goes_on() -> None:
             async with await connect(sock) as broken:
                 assert await ended(broken)
             async with await connect(sock) as working:
-                with anyio.fail_after(10):
+                with anyio.fail_after(scaled(10)):
                     assert await working.receive() == b"fine"
     (failure,) = [log for log in logs if log["event"] == "accept.handler_failed"]
     assert failure["log_level"] == "error" and failure["exc_info"] is True
@@ -156,7 +157,7 @@ async def test_past_the_limit_a_connection_is_closed_at_once_and_logged_once() -
         async with accepting(sock, hold, limit=2, log=log):
             held = [await connect(sock) for _ in range(2)]
             for stream in held:
-                with anyio.fail_after(10):
+                with anyio.fail_after(scaled(10)):
                     assert await stream.receive() == b"served"
             refused = [await connect(sock) for _ in range(3)]
             for stream in refused:
@@ -172,7 +173,7 @@ async def test_past_the_limit_a_connection_is_closed_at_once_and_logged_once() -
                 assert await ended(stream)
                 await stream.aclose()
             async with await connect(sock) as again:  # served again below the limit
-                with anyio.fail_after(10):
+                with anyio.fail_after(scaled(10)):
                     assert await again.receive() == b"served"
     assert len(log.events("accept.saturated")) == 1
 
@@ -194,10 +195,10 @@ async def test_cancelling_the_loop_cancels_the_handlers_and_closes_their_sockets
         async with anyio.create_task_group() as tg:
             tg.start_soon(lambda: accept_connections(sock, forever, limit=4, what="test listener"))
             async with await connect(sock) as client:
-                with anyio.fail_after(10):
+                with anyio.fail_after(scaled(10)):
                     await started.wait()
                 tg.cancel_scope.cancel()
-                with anyio.fail_after(10):
+                with anyio.fail_after(scaled(10)):
                     await cancelled.wait()
                 assert await ended(client)
 
@@ -228,7 +229,7 @@ async def test_closing_the_socket_ends_the_loop_once_its_handlers_finish(notify:
             await anyio.wait_all_tasks_blocked()
             assert not returned.is_set()  # a handler is still in flight
             finish.set()
-            with anyio.fail_after(10):
+            with anyio.fail_after(scaled(10)):
                 assert await client.receive() == b"finished"
                 await returned.wait()
 
@@ -311,7 +312,7 @@ def test_out_of_file_descriptors_backs_off_logs_once_and_recovers(backend: str) 
         [sys.executable, "-c", CHILD, backend],
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=scaled(30),
         check=False,
     )
     assert child.returncode == 0, child.stderr

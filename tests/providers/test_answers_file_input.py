@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests._timing import scaled
 
 from hotseam.providers.scripted import ScriptedProvider, ScriptError
 
@@ -90,7 +91,7 @@ def test_the_cli_exits_2_with_one_line(
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
         check=False,
     )
     assert result.returncode == 2, result.stderr
@@ -134,7 +135,7 @@ def test_the_cli_answers_an_ask_of_several_questions_from_a_file(
     result = subprocess.run(
         [sys.executable, "-m", "hotseam", "run", "providers", "--agent", "agent.py",
          "--answers", "answers.json", "--no-journal"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+        cwd=tmp_path, capture_output=True, text=True, timeout=scaled(60), check=False,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     output = ast.literal_eval(result.stdout.strip())

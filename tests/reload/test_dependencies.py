@@ -8,6 +8,7 @@ from pathlib import Path
 import anyio
 import pytest
 import structlog
+from tests._timing import scaled
 
 from hotseam import Context
 from hotseam.interaction import ask
@@ -104,7 +105,7 @@ class TestDependents:
                 scope.provide(USER_INTERACTION, ScriptedProvider(lambda r: words.WORD))
             """,
         )
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
                 assert (await ask(QUESTION, context=context)).answer == "first"
                 write(words, "WORD = 'second'\n")

@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 import structlog
+from tests._timing import scaled
 
 from hotseam import Context
 from hotseam.interaction import USER_INTERACTION, ask
@@ -79,7 +80,7 @@ class TestFailedReload:
         write(folder / "other.py", OTHER)
         ui = write(folder / "my_ui.py", provider_source(1, reply="Reply.never()"))
         answers: list[str] = []
-        with anyio.fail_after(5), structlog.testing.capture_logs() as logs:
+        with anyio.fail_after(scaled(5)), structlog.testing.capture_logs() as logs:
             async with (
                 Reloader(context, [folder], watch=False) as reloader,
                 anyio.create_task_group() as tg,
@@ -141,7 +142,7 @@ class TestFailedReload:
     ) -> None:
         """Real watcher: the broken save is reported and skipped, the fixed one applied."""
         ui = write(folder / "my_ui.py", provider_source(1))
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             async with (
                 Reloader(context, [folder]) as reloader,
                 reloader.events() as events,
@@ -251,7 +252,7 @@ class TestDisposerFailures:
                 ],
             ),
         )
-        with anyio.fail_after(5), structlog.testing.capture_logs() as logs:
+        with anyio.fail_after(scaled(5)), structlog.testing.capture_logs() as logs:
             async with Reloader(context, [folder], watch=False, dispose_timeout=0.2) as reloader:
                 write(ui, provider_source(2))
                 result = await reloader.reload(ui)

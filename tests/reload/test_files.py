@@ -23,6 +23,7 @@ import anyio
 import anyio.abc
 import pytest
 import structlog
+from tests._timing import scaled
 
 from hotseam import Context
 from hotseam.interaction import ask
@@ -77,7 +78,7 @@ class TestBigFiles:
         big.write_bytes(line * (64 * 1024 * 1024 // len(line)))
         barrier = write(folder / "barrier.py", "X = 1\n")
         ticker = _Ticker()
-        with anyio.fail_after(30):
+        with anyio.fail_after(scaled(30)):
             async with (
                 Reloader(context, [folder], max_module_size=None) as reloader,
                 reloader.events() as events,
@@ -137,7 +138,7 @@ class TestSpecialFiles:
             structlog.testing.capture_logs() as logs,
         ):
             sock.bind(str(sock_path))
-            with anyio.fail_after(10):
+            with anyio.fail_after(scaled(10)):
                 async with Reloader(context, [folder]) as reloader, reloader.events() as events:
                     assert {s.path for s in reloader.status()} == {ui, barrier}
                     for special in specials:
@@ -253,7 +254,7 @@ class TestUnreadable:
         locked.chmod(0)
         secret.chmod(0)
         try:
-            with structlog.testing.capture_logs() as logs, anyio.fail_after(10):
+            with structlog.testing.capture_logs() as logs, anyio.fail_after(scaled(10)):
                 async with Reloader(context, [folder]) as reloader, reloader.events() as events:
                     assert reloader.status_of(secret).state is ModuleState.FAILED
                     write(ui, provider_source(2))
@@ -274,7 +275,7 @@ class TestSymlinks:
         target = write(folder / "versions" / "ui_v1.py", provider_source(1))
         link = folder / "my_ui.py"
         link.symlink_to(Path("versions") / "ui_v1.py")
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
                 status = reloader.status_of(link)
                 assert (status.path, status.module, status.generation) == (link, "my_ui", 1)
@@ -304,7 +305,7 @@ class TestSymlinks:
         (folder / "evil.py").symlink_to(evil)
         (folder / "kit").symlink_to(outside / "kit")
         (folder / "absolute.py").symlink_to(evil.resolve())
-        with structlog.testing.capture_logs() as logs, anyio.fail_after(10):
+        with structlog.testing.capture_logs() as logs, anyio.fail_after(scaled(10)):
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
                 assert {s.path for s in reloader.status()} == {ui, barrier}
                 write(evil, _module("evil v2"))
@@ -326,7 +327,7 @@ class TestSymlinks:
         mod = write(folder / "pkg" / "mod.py", _module("pkg.mod"))
         user = write(folder / "user.py", _module("user", "import pkg.mod"))
         (folder / "pkg" / "again").symlink_to(".")
-        with structlog.testing.capture_logs() as logs, anyio.fail_after(10):
+        with structlog.testing.capture_logs() as logs, anyio.fail_after(scaled(10)):
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
                 assert {s.module for s in reloader.status()} == {"pkg", "pkg.mod", "user"}
                 assert sorted(probe.entries("exec")) == ["pkg", "pkg.mod", "user"]
@@ -536,7 +537,7 @@ class TestReadsOnTheLoop:
         os.mkfifo(fifo)
         with (
             _unblock_fifo_after(fifo, 3),
-            anyio.fail_after(5),
+            anyio.fail_after(scaled(5)),
             pytest.raises(OSError, match="FIFO") as caught,
         ):
             await read_source(fifo, None, _regular_stat(fifo))

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from tests._timing import scaled
 
 from hotseam import Context
 from hotseam.interaction import ask
@@ -186,7 +187,7 @@ class TestStuckInAThread:
             event.set()
             # The abandoned setup runs on once released; the test waits for it rather than
             # leave it to the loop's shutdown (the escape check would see it).
-            with anyio.move_on_after(5):
+            with anyio.move_on_after(scaled(5)):
                 await released.wait()
 
     async def test_a_stuck_disposer_holds_neither_the_reload_nor_asks(
@@ -219,7 +220,7 @@ class TestStuckInAThread:
             gate.set()
             # The abandoned close runs on once its thread returns; the test waits for it
             # rather than leave it to the loop's shutdown (the escape check would see it).
-            with anyio.move_on_after(5):
+            with anyio.move_on_after(scaled(5)):
                 await released.wait()
 
 

@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import pytest
 import structlog
+from tests._timing import scaled
 
 from hotseam import Context
 from hotseam.reload import NativeWatcher, ReloadCommitted, Reloader, WatchfilesWatcher
@@ -60,7 +61,7 @@ class TestWhenABatchGoes:
         waiting out the quiet period; the temporary file is not in the batch."""
         notifier = _notifier(folder)
         try:
-            with anyio.fail_after(5):
+            with anyio.fail_after(scaled(5)):
                 write(folder / "ui.py", "X = 1\n")
                 assert await notifier.changes() == {(ADDED, str(folder / "ui.py"))}
                 staging = folder / ".ui.py.tmp"
@@ -86,13 +87,13 @@ class TestWhenABatchGoes:
                     await notifier.changes()
                 assert waited.cancelled_caught
                 file.write("1\n")
-            with anyio.fail_after(5):
+            with anyio.fail_after(scaled(5)):
                 assert await notifier.changes() == {(ADDED, str(folder / "ui.py"))}
         finally:
             notifier.close()
         quick = _notifier(folder, quiet_ms=20)
         try:
-            with (folder / "ui.py").open("a") as file, anyio.fail_after(5):
+            with (folder / "ui.py").open("a") as file, anyio.fail_after(scaled(5)):
                 file.write("Y = 2\n")
                 file.flush()
                 assert await quick.changes() == {(MODIFIED, str(folder / "ui.py"))}
@@ -106,7 +107,7 @@ class TestWhenABatchGoes:
             for name in (".ui.py.swp", "ui.py~", "4913.tmp", "__pycache__/ui.cpython-311.pyc"):
                 write(folder / name, "junk\n")
             write(folder / "ui.py", "X = 1\n")
-            with anyio.fail_after(5):
+            with anyio.fail_after(scaled(5)):
                 assert await notifier.changes() == {(ADDED, str(folder / "ui.py"))}
         finally:
             notifier.close()
@@ -124,7 +125,7 @@ class TestFolders:
         try:
             write(folder / "pkg" / "__init__.py", "")
             write(folder / "pkg" / "deep" / "ui.py", "X = 1\n")
-            with anyio.fail_after(5):
+            with anyio.fail_after(scaled(5)):
                 seen: set[tuple[int, str]] = set()
                 while (ADDED, str(folder / "pkg" / "deep" / "ui.py")) not in seen:
                     seen |= await notifier.changes()
@@ -132,7 +133,7 @@ class TestFolders:
                 seen
             )
             write(folder / "pkg" / "deep" / "ui.py", "X = 2\n")
-            with anyio.fail_after(5):
+            with anyio.fail_after(scaled(5)):
                 assert await notifier.changes() == {
                     (MODIFIED, str(folder / "pkg" / "deep" / "ui.py"))
                 }
@@ -150,7 +151,7 @@ class TestFolders:
             os.rename(folder / "pkg", tmp_path / "away")
             write(tmp_path / "away" / "ui.py", "X = 2\n")
             write(folder / "barrier.py", "B = 1\n")
-            with anyio.fail_after(5):
+            with anyio.fail_after(scaled(5)):
                 assert await notifier.changes() == {
                     (DELETED, str(folder / "pkg")),
                     (ADDED, str(folder / "barrier.py")),
@@ -189,7 +190,7 @@ class TestFolders:
         noise = [folder / "noise-a.txt", folder / "noise-b.txt"]
         for path in noise:
             path.write_text("")
-        with anyio.fail_after(20):
+        with anyio.fail_after(scaled(20)):
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
                 for count in range(limit + 100):  # alternating: the kernel merges repeats
                     os.utime(noise[count % 2])
@@ -213,7 +214,7 @@ class TestFallback:
 
         monkeypatch.setattr(inotify_simple.INotify, "add_watch", limited)
         ui = write(folder / "ui.py", _module(1))
-        with anyio.fail_after(10), structlog.testing.capture_logs() as logs:
+        with anyio.fail_after(scaled(10)), structlog.testing.capture_logs() as logs:
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
                 write(ui, _module(2))
                 await events.next(ReloadCommitted, path=ui, generation=2)
@@ -242,7 +243,7 @@ class TestFallback:
         monkeypatch.setattr(inotify_simple.INotify, "add_watch", limited)
         write(folder / "ui.py", _module(1))
         more = folder / "more"
-        with anyio.fail_after(10), structlog.testing.capture_logs() as logs:
+        with anyio.fail_after(scaled(10)), structlog.testing.capture_logs() as logs:
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
                 write(more / "__init__.py", "")
                 write(more / "extra.py", "X = 1\n")
@@ -272,7 +273,7 @@ class TestFallback:
         monkeypatch.setattr(inotify_simple, "INotify", scarce)
         monkeypatch.setattr("hotseam.reload._native.LAST_RETRY", 0.05)
         ui = write(folder / "ui.py", _module(1))
-        with anyio.fail_after(10), structlog.testing.capture_logs() as logs:
+        with anyio.fail_after(scaled(10)), structlog.testing.capture_logs() as logs:
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
                 version = 1
                 while not _logged(logs, "reload.watch_restored"):  # saves applied meanwhile
@@ -302,7 +303,7 @@ class TestFallback:
         with pytest.raises(ValueError, match="needs Linux and the inotify_simple package"):
             NativeWatcher(backend="inotify")
         ui = write(folder / "ui.py", _module(1))
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             async with (
                 Reloader(context, [folder], watcher=watcher) as reloader,
                 reloader.events() as events,
@@ -332,7 +333,7 @@ async def test_a_folder_change_found_while_a_batch_is_sent_is_acted_on_at_once(
     assert group.start()
     try:
         group._changed = True  # as _check sets it
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             assert await group._next() == "stop"
     finally:
         group.close()

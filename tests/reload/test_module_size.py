@@ -16,6 +16,7 @@ from pathlib import Path
 import anyio
 import anyio.abc
 import pytest
+from tests._timing import scaled
 
 from cli._support import Process  # the shared subprocess reader (tests/cli)
 from hotseam import Context
@@ -58,7 +59,7 @@ async def test_a_generated_module_over_the_limit_is_refused_and_the_loop_keeps_r
     loop frozen): refused unread, the old generation answers, and the loop never stalls."""
     ui = write(folder / "ui.py", provider_source(1))
     ticker = _Ticker()
-    with anyio.fail_after(20):
+    with anyio.fail_after(scaled(20)):
         async with (
             Reloader(context, [folder]) as reloader,
             reloader.events() as events,

@@ -22,6 +22,7 @@ import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests._timing import scaled
 
 from hotseam.reload import ChangeKind, FileChange, PollingWatcher
 from hotseam.reload._watcher import WatchRoot, _Seen, is_module_file_name
@@ -202,7 +203,7 @@ async def test_an_idle_watcher_sees_changes_its_folders_do_not_show(tmp_path: Pa
     _age(tmp_path)
     watcher = PollingWatcher(interval=0.01, max_interval=0.02)
     cases = [(_same_stamps, "d1/m1.py"), (_touch, "d3/m8.py"), (_replace, "d2/m12.py")]
-    with anyio.fail_after(20):
+    with anyio.fail_after(scaled(20)):
         async with watcher.open([WatchRoot(tmp_path)]) as batches:
             for change, name in cases:
                 path = tmp_path / name
@@ -231,7 +232,7 @@ async def test_polling_backs_off_while_idle_and_still_sees_a_change(tmp_path: Pa
         pauses.append(delay)
         await real_sleep(delay)
 
-    with anyio.fail_after(10):
+    with anyio.fail_after(scaled(10)):
         async with watcher.open([WatchRoot(tmp_path)]) as batches:
             with pytest.MonkeyPatch.context() as patch:
                 patch.setattr(anyio, "sleep", recording_sleep)
@@ -273,7 +274,7 @@ async def test_a_slow_scan_stretches_the_idle_pause_to_keep_its_share_of_a_core(
         pauses.append(delay)
         await real_sleep(delay)
 
-    with anyio.fail_after(10):
+    with anyio.fail_after(scaled(10)):
         async with watcher.open([WatchRoot(tmp_path)]):
             with pytest.MonkeyPatch.context() as patch:
                 patch.setattr(anyio, "sleep", recording_sleep)

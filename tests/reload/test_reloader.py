@@ -9,6 +9,7 @@ import anyio
 import pytest
 import structlog
 from pydantic import BaseModel
+from tests._timing import scaled
 
 import hotseam.reload
 from hotseam import CloseReason, Context, DisposalError, Scope
@@ -218,7 +219,7 @@ class TestBackgroundTasks:
             )
 
         ui = write(folder / "my_ui.py", source(1))
-        with anyio.fail_after(5), structlog.testing.capture_logs() as logs:
+        with anyio.fail_after(scaled(5)), structlog.testing.capture_logs() as logs:
             async with (
                 Reloader(context, [folder], watch=False) as reloader,
                 reloader.events() as events,
@@ -320,7 +321,7 @@ class TestRegistrations:
         providers = Context("providers", parent=parent)
         ui = write(folder / "my_ui.py", provider_source(1, reply="Reply.never()"))
         answers: list[str] = []
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             async with Reloader(providers, [folder], watch=False) as reloader:
                 old = providers.get(USER_INTERACTION)
                 assert isinstance(old, ScriptedProvider) and old is not fallback

@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 import pytest
 import structlog
+from tests._timing import scaled
 
 from hotseam import Context
 from hotseam.interaction import (
@@ -111,7 +112,7 @@ GRACE = 0.2
 
 def _connect(port: int) -> socket.socket:
     """A client waiting in the listener's backlog (nobody accepts it yet)."""
-    return socket.create_connection(("127.0.0.1", port), timeout=5)
+    return socket.create_connection(("127.0.0.1", port), timeout=scaled(5))
 
 
 def _accepts(listener: socket.socket) -> bool:
@@ -164,7 +165,7 @@ class TestTakeover:
         """The real watcher and deletion grace: the new module fails at once (the old one
         listens), then takes the socket over in the reload that unloads the old one."""
         write(folder / "web.py", carried(port))
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             async with (
                 Reloader(context, [folder], deletion_grace=GRACE) as reloader,
                 reloader.events() as events,
@@ -215,7 +216,7 @@ class TestRetryAfterUnload:
         listens; once the old one is unloaded (after the grace), it is retried, and loads."""
         write(folder / "web.py", plain(port))
         with (
-            anyio.fail_after(10),
+            anyio.fail_after(scaled(10)),
             structlog.testing.capture_logs() as logs,
         ):
             async with (
@@ -279,7 +280,7 @@ async def test_the_web_inbox_renamed_by_git_mv_keeps_its_port_and_its_question(
         options=(AskUserQuestionOption("SQLite"), AskUserQuestionOption("Postgres")),
     )
     answers: list[str] = []
-    with anyio.fail_after(15):
+    with anyio.fail_after(scaled(15)):
         async with (
             Reloader(context, [folder], deletion_grace=GRACE) as reloader,
             reloader.events() as events,

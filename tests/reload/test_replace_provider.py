@@ -6,6 +6,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from tests._timing import scaled
 
 from hotseam import Context
 from hotseam.interaction import USER_INTERACTION, AskUserQuestionAnswer, ask
@@ -44,7 +45,7 @@ class TestReplaceProvider:
             provider_source(1, reply="Reply.never()", setup_lines=[SPAWN_LIVE, SEEN_AT_DISPOSE]),
         )
         answers: list[AskUserQuestionAnswer] = []
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             async with Reloader(context, [folder]) as reloader:
                 old = _serving(context)
                 async with anyio.create_task_group() as tg:
@@ -125,7 +126,7 @@ class TestReplaceProvider:
         )
         answers: list[str] = []
         outputs: list[object] = []
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             async with (
                 Reloader(context, [folder], watch=False) as reloader,
                 anyio.create_task_group() as tg,
@@ -180,7 +181,7 @@ class TestReplaceProvider:
         """
         ui = write(folder / "my_ui.py", v1)
         answers: list[str] = []
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             async with (
                 Reloader(context, [folder], watch=False) as reloader,
                 anyio.create_task_group() as tg,

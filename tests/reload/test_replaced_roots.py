@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import pytest
 import structlog
+from tests._timing import scaled
 
 from hotseam import Context
 from hotseam.interaction import USER_INTERACTION, ask, waiting_for_provider
@@ -67,7 +68,7 @@ class TestReplaced:
         write(folder / "kept.py", _helper(1))
         write(folder / "changed.py", _helper(1))
         write(folder / "vanished.py", _helper(1))
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
                 shutil.rmtree(folder)
                 write(folder / "kept.py", _helper(1))
@@ -102,7 +103,7 @@ class TestReplaced:
         write(new / "barrier.py", _helper(1))
         old = tmp_path / "providers.old"
         with (
-            anyio.fail_after(10),
+            anyio.fail_after(scaled(10)),
             structlog.testing.capture_logs() as logs,
         ):
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
@@ -144,7 +145,7 @@ class TestReplaced:
         run("add", "providers")
         run("commit", "-q", "-m", "v1")
         watcher = WatchfilesWatcher(root_check=FAST)
-        with anyio.fail_after(15):
+        with anyio.fail_after(scaled(15)):
             async with (
                 Reloader(context, [folder], watcher=watcher, deletion_grace=0.2) as reloader,
                 reloader.events() as events,
@@ -179,7 +180,7 @@ class TestAwayAndBack:
         write(folder / "my_ui.py", provider_source(1))
         away = tmp_path / "p.away"
         watcher = WatchfilesWatcher(root_check=FAST)
-        with anyio.fail_after(10), structlog.testing.capture_logs() as logs:
+        with anyio.fail_after(scaled(10)), structlog.testing.capture_logs() as logs:
             async with (
                 Reloader(context, [folder], watcher=watcher, deletion_grace=0.2) as reloader,
                 reloader.events() as events,
@@ -209,7 +210,7 @@ class TestAwayAndBack:
         one warning says so, and a folder made there later is watched and loaded."""
         write(folder / "my_ui.py", provider_source(1))
         watcher = WatchfilesWatcher(root_check=FAST)
-        with anyio.fail_after(10), structlog.testing.capture_logs() as logs:
+        with anyio.fail_after(scaled(10)), structlog.testing.capture_logs() as logs:
             async with (
                 Reloader(context, [folder], watcher=watcher) as reloader,
                 reloader.events() as events,
@@ -237,7 +238,7 @@ class TestAwayAndBack:
         ui = write(tmp_path / "ui" / "my_ui.py", provider_source(1))
         tools = write(tmp_path / "tools" / "helper.py", _helper(1))
         watcher = WatchfilesWatcher(root_check=FAST)
-        with anyio.fail_after(10), structlog.testing.capture_logs() as logs:
+        with anyio.fail_after(scaled(10)), structlog.testing.capture_logs() as logs:
             async with (
                 Reloader(context, [ui.parent, tools.parent], watcher=watcher) as reloader,
                 reloader.events() as events,
@@ -264,7 +265,7 @@ class TestAroundTheFolder:
         write(folder / "my_ui.py", provider_source(1))
         write(tmp_path / "app.new" / "providers" / "my_ui.py", provider_source(2))
         watcher = WatchfilesWatcher(root_check=FAST)
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             async with (
                 Reloader(context, [folder], watcher=watcher) as reloader,
                 reloader.events() as events,
@@ -287,7 +288,7 @@ class TestAroundTheFolder:
         write(v1.parent / "old_only.py", _helper(1))
         current = tmp_path / "current"
         current.symlink_to(tmp_path / "releases" / "v1")
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             async with (
                 Reloader(context, [current / "providers"], root_check=FAST) as reloader,
                 reloader.events() as events,
@@ -311,7 +312,7 @@ class TestAroundTheFolder:
         now leads through a link; the folder it leads to is watched and loaded."""
         write(folder / "my_ui.py", provider_source(1))
         v2 = write(tmp_path / "releases" / "v2" / "my_ui.py", provider_source(2))
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
                 os.rename(folder, tmp_path / "providers.old")
                 os.symlink(v2.parent, folder)
@@ -336,7 +337,7 @@ class TestFallback:
         monkeypatch.setattr(watchfiles._rust_notify, "RustNotify", Limited)
         monkeypatch.setattr("hotseam.reload._native.inotify_available", lambda: False)
         write(folder / "my_ui.py", provider_source(1))
-        with anyio.fail_after(10), structlog.testing.capture_logs() as logs:
+        with anyio.fail_after(scaled(10)), structlog.testing.capture_logs() as logs:
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
                 write(folder / "my_ui.py", provider_source(2))
                 await events.next(ReloadCommitted, module="my_ui", generation=2)
@@ -364,7 +365,7 @@ class TestFallback:
         monkeypatch.setattr(watchfiles._rust_notify, "RustNotify", first_only)
         monkeypatch.setattr("hotseam.reload._native.inotify_available", lambda: False)
         write(folder / "my_ui.py", provider_source(1))
-        with anyio.fail_after(10), structlog.testing.capture_logs() as logs:
+        with anyio.fail_after(scaled(10)), structlog.testing.capture_logs() as logs:
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
                 shutil.rmtree(folder)
                 write(folder / "my_ui.py", provider_source(2))
@@ -383,7 +384,7 @@ class TestSingleFile:
         with a new version of the file; it is reloaded, and later saves are seen."""
         ui = write(folder / "my_ui.py", provider_source(1))
         write(tmp_path / "next" / "my_ui.py", provider_source(2))
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             async with Reloader(context, [ui]) as reloader, reloader.events() as events:
                 os.rename(folder, tmp_path / "old")
                 os.rename(tmp_path / "next", folder)

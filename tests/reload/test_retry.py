@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 import pytest
+from tests._timing import scaled
 
 from hotseam import Context
 from hotseam.interaction import USER_INTERACTION, ask
@@ -122,7 +123,7 @@ class TestSameContent:
         ui = write(folder / "my_ui.py", provider_source(1, module_lines=NOT_READY))
         barrier = write(folder / "barrier.py", "X = 1\n")
         watcher = ScriptedWatcher()
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             async with (
                 Reloader(context, [folder], watcher=watcher, coalesce=0) as reloader,
                 reloader.events() as events,
@@ -154,7 +155,7 @@ class TestSameContent:
         source = provider_source(1, module_lines=ENV_NOT_READY)
         ui = write(folder / "my_ui.py", source)
         healthy = write(folder / "healthy.py", HEALTHY)
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
                 assert reloader.status_of(ui).state is ModuleState.FAILED
                 _touch(healthy)
@@ -180,7 +181,7 @@ class TestConflictRetry:
         a = write(folder / "a.py", provider_source(1, reply="Reply.never()"))
         b = write(folder / "b.py", provider_source(2))
         answers: list[str] = []
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             async with (
                 Reloader(context, [folder], watch=False) as reloader,
                 anyio.create_task_group() as tg,
@@ -308,7 +309,7 @@ class TestConflictRetry:
         """
         registration = context.provide(USER_INTERACTION, ScriptedProvider(["app"], name="app"))
         b = write(folder / "b.py", provider_source(2))
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             async with (
                 Reloader(context, [folder], watcher=ScriptedWatcher()) as reloader,
                 reloader.events() as events,

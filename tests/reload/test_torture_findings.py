@@ -13,6 +13,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from tests._timing import scaled
 
 from hotseam import Context
 from hotseam.interaction import USER_INTERACTION
@@ -60,7 +61,7 @@ async def _until_barrier(events: EventStream, folder: Path) -> list[ReloadEvent]
     await anyio.sleep(GRACE + 0.3)  # the holds end; what they release is reloaded
     barrier = write(folder / "barrier.py", "TOKEN = 1\n")
     seen: list[ReloadEvent] = []
-    with anyio.fail_after(10):
+    with anyio.fail_after(scaled(10)):
         async for event in events:
             seen.append(event)
             if isinstance(event, ReloadCommitted) and event.path == barrier:

@@ -29,6 +29,7 @@ from typing import Any
 import anyio
 import pytest
 import structlog
+from tests._timing import scaled
 
 from cli._support import Process  # the shared subprocess reader (tests/cli)
 from hotseam import Context
@@ -347,7 +348,7 @@ async def test_a_folder_that_cannot_be_listed_unloads_nothing_and_is_listed_agai
     unloaded (the listing is not taken for an empty folder), the result names the folder,
     and the listing is tried again until it works: the module saved meanwhile loads."""
     write(folder / "my_ui.py", announcing("my_ui", 1))
-    with anyio.fail_after(10), structlog.testing.capture_logs() as logs:
+    with anyio.fail_after(scaled(10)), structlog.testing.capture_logs() as logs:
         async with (
             Reloader(context, [folder], watch=False) as reloader,
             reloader.events() as events,
@@ -379,7 +380,7 @@ async def test_a_module_whose_import_could_not_be_read_is_tried_again(
     ui = write(folder / "my_ui.py", "import helper\n\n" + announcing("my_ui", 1))
     helper = write(folder / "helper.py", "COLOUR = 'teal'\n")
     monkeypatch.setattr(_loader, "read_file", _failing_for({str(helper)}, 1, read_file))
-    with anyio.fail_after(10), structlog.testing.capture_logs() as logs:
+    with anyio.fail_after(scaled(10)), structlog.testing.capture_logs() as logs:
         async with Reloader(context, [ui], watch=False) as reloader, reloader.events() as events:
             failed = reloader.status_of(ui)  # the retry waits a moment
             assert failed.generation is None
@@ -457,7 +458,7 @@ async def test_a_native_watch_that_cannot_be_made_for_want_of_descriptors_comes_
     monkeypatch.setattr("hotseam.reload._native.inotify_available", lambda: False)
     monkeypatch.setattr(_native, "LAST_RETRY", 0.05)
     write(folder / "my_ui.py", announcing("my_ui", 1))
-    with anyio.fail_after(10), structlog.testing.capture_logs() as logs:
+    with anyio.fail_after(scaled(10)), structlog.testing.capture_logs() as logs:
         async with Reloader(context, [folder]) as reloader, reloader.events() as events:
             write(folder / "my_ui.py", announcing("my_ui", 2))
             await events.next(ReloadCommitted, module="my_ui", generation=2)
@@ -492,7 +493,7 @@ async def test_a_watched_folder_that_cannot_be_looked_at_is_not_taken_for_gone(
         return real(path, *args, **kwargs)
 
     write(folder / "my_ui.py", announcing("my_ui", 1))
-    with anyio.fail_after(10), structlog.testing.capture_logs() as logs:
+    with anyio.fail_after(scaled(10)), structlog.testing.capture_logs() as logs:
         reloader = Reloader(context, [folder], root_check=0.01)
         async with reloader, reloader.events() as events:
             monkeypatch.setattr(os, "stat", flaky)

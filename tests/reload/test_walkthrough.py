@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pexpect
+from tests._timing import scaled
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -29,7 +30,7 @@ def test_editing_the_provider_while_the_agent_waits_re_asks_the_question(
         ["-m", "hotseam", "dev", "examples/providers", "--agent", "examples/agent.py:main"],
         cwd=str(tmp_path),
         encoding="utf-8",
-        timeout=20,
+        timeout=scaled(20),
         dimensions=(50, 140),
     )
     try:
@@ -85,7 +86,7 @@ def test_a_half_typed_reply_survives_a_reload_of_the_provider(tmp_path: Path) ->
         ["-m", "hotseam", "dev", "examples/providers", "--agent", "examples/agent.py:main"],
         cwd=str(tmp_path),
         encoding="utf-8",
-        timeout=20,
+        timeout=scaled(20),
         dimensions=(50, 140),
     )
     try:

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import anyio
 import pytest
+from tests._timing import scaled
 
 from hotseam import Context
 from hotseam.interaction import USER_INTERACTION, ask
@@ -60,7 +61,7 @@ class TestSaves:
     ) -> None:
         """Write a temporary file, rename it over the module: one change, the temp unseen."""
         ui = write(folder / "my_ui.py", provider_source(1))
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
                 for version, temporary in ((2, "my_ui.py.tmp"), (3, ".#my_ui.py")):
                     staging = folder / temporary
@@ -90,7 +91,7 @@ class TestSaves:
             "__pycache__/stray.py",
             ".hidden/ghost.py",
         ]
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
                 for name in droppings:
                     write(folder / name, provider_source(9))
@@ -106,7 +107,7 @@ class TestSaves:
     ) -> None:
         """Deletion disposes the generation (provider removed); the file coming back loads."""
         ui = write(folder / "my_ui.py", provider_source(1))
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
                 ui.unlink()
                 unloaded = await events.next(ModuleUnloaded, path=ui)
@@ -125,7 +126,7 @@ class TestSaves:
     ) -> None:
         """Watching one file means watching its folder: repeated renames keep being seen."""
         ui = write(folder / "my_ui.py", provider_source(1))
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             async with Reloader(context, [ui]) as reloader, reloader.events() as events:
                 for version in (2, 3, 4):
                     staging = folder / "4913"
@@ -148,7 +149,7 @@ class TestBursts:
         probe.values["running"] = 0
         probe.values["most"] = 0
         ui = write(folder / "my_ui.py", _counting_provider(0))
-        with anyio.fail_after(15):
+        with anyio.fail_after(scaled(15)):
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
                 started = time.monotonic()
                 for version in range(1, 51):
@@ -205,7 +206,7 @@ class TestPolling:
         """Forced polling: two edits in quick succession are both applied; add/delete too."""
         ui = write(folder / "my_ui.py", provider_source(1))
         extra = folder / "extra.py"
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             async with (
                 Reloader(context, [folder], polling=True, poll_interval=0.02) as reloader,
                 reloader.events() as events,
@@ -233,7 +234,7 @@ class TestPolling:
 
         ui = write(folder / "my_ui.py", provider_source(1))
         watcher = PollingWatcher(interval=0.02, stat=coarse_stat)
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             async with (
                 Reloader(context, [folder], watcher=watcher) as reloader,
                 reloader.events() as events,
@@ -270,7 +271,7 @@ class TestUnchangedContent:
         """Real watcher: rewriting identical bytes and touching are skipped by hash."""
         ui = write(folder / "my_ui.py", provider_source(1))
         barrier = write(folder / "barrier.py", "X = 1\n")
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
                 ui.write_text(ui.read_text())
                 os.utime(ui)
@@ -301,7 +302,7 @@ class TestUnchangedContent:
         report costs a read, and a real change is applied."""
         ui = write(folder / "my_ui.py", provider_source(1))
         watcher = ScriptedWatcher()
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             async with (
                 Reloader(context, [folder], watcher=watcher, coalesce=0) as reloader,
                 reloader.events() as events,

@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from tests._timing import scaled
 
 from hotseam import Scope
 
@@ -73,7 +74,7 @@ def test_without_the_plugin_tracemalloc_gives_the_line() -> None:
         [sys.executable, "-X", "tracemalloc=5", "-c", script],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=scaled(60),
         check=True,
     )
     line = _line_of("# MADE-HERE", script)

@@ -35,11 +35,12 @@ from acp.schema import (
     ToolCallProgress,
     ToolCallStart,
 )
+from tests._timing import scaled
 
 from hotseam import Context
 from hotseam.providers.acp import AcpProvider, AgentFunction, serve
 
-WAIT = 5.0
+WAIT = scaled(5.0)
 """The bound of every wait in these tests: long enough never to fire when things work."""
 STARTUP = 4 * WAIT
 """The bound of a subprocess's first answer: starting Python on a loaded machine is slow."""

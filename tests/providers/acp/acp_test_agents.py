@@ -6,6 +6,7 @@ import os
 import sys
 
 import anyio
+from tests._timing import scaled
 
 from hotseam import AbortController, Context, ToolResult
 from hotseam.providers.acp import current_turn
@@ -54,6 +55,6 @@ async def noisy_agent(context: Context) -> str:
     os.write(2, f"fd2 {turn} 2\n".encode())
     if turn == 1:
         child = "import sys\nfor n in range(1, 257): print('child', n, 'c' * 1023, file=sys.stderr)"
-        with anyio.fail_after(30):
+        with anyio.fail_after(scaled(30)):
             await anyio.run_process([sys.executable, "-c", child], stdout=None, stderr=None)
     return f"turn {turn}"

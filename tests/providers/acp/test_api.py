@@ -8,6 +8,7 @@ from typing import Any, cast
 
 import anyio
 import pytest
+from tests._timing import scaled
 
 import hotseam.providers.acp as acp_provider
 from hotseam import Context
@@ -62,4 +63,4 @@ def test_building_the_cli_parser_does_not_import_the_sdk() -> None:
         "assert 'acp' not in sys.modules, 'acp imported'\n"
         "assert 'hotseam.providers.acp' not in sys.modules\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=30)
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=scaled(30))

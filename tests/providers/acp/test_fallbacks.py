@@ -13,6 +13,7 @@ import pytest
 import structlog
 from acp.exceptions import RequestError
 from acp.schema import ClientCapabilities, ElicitationCapabilities, ElicitationUrlCapabilities
+from tests._timing import scaled
 
 from hotseam import AbortController, Context, ToolResult
 from hotseam.interaction import (
@@ -276,7 +277,7 @@ class TestConversation:
         async with connected(agent, capabilities=None) as acp:
             await acp.prompt("start")
             await acp.conn.cancel(session_id=acp.session_id)
-            with anyio.fail_after(5):
+            with anyio.fail_after(scaled(5)):
                 await ended.wait()
             assert _codes(results) == [ASK_CANCELLED]
             assert (await acp.prompt("Ada")).stop_reason == "end_turn"

@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 import pytest
 import structlog
+from tests._timing import scaled
 
 from hotseam import Context, Registration, ToolResult
 from hotseam.interaction import (
@@ -168,7 +169,7 @@ async def test_two_answers_close_together_first_wins(first: str) -> None:
                 request, option = answered[which]
                 request.answer(_selected(option))
             assert (await pending.result()).stop_reason == "end_turn"
-            with anyio.fail_after(5):  # both responses reach the agent
+            with anyio.fail_after(scaled(5)):  # both responses reach the agent
                 while _agent_side(acp).answer_to(old_id, "incoming") is None or (
                     _agent_side(acp).answer_to(new_id, "incoming") is None
                 ):

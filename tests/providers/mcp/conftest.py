@@ -21,6 +21,7 @@ import mcp
 import mcp_types as types
 import pytest
 from mcp.shared.memory import create_client_server_memory_streams
+from tests._timing import scaled
 
 from hotseam import Context, Scope, Tool
 from hotseam.interaction import USER_INTERACTION, UserInteractionProvider
@@ -28,7 +29,7 @@ from hotseam.providers.mcp import McpProvider, McpServer
 from hotseam.reload import Reloader
 
 ERAS = [pytest.param("legacy", id="2025-11-25"), pytest.param("2026-07-28", id="2026-07-28")]
-WAIT = 5.0
+WAIT = scaled(5.0)
 
 Elicit = Callable[[types.ElicitRequestFormParams], Awaitable[types.ElicitResult]]
 

@@ -18,10 +18,11 @@ from typing import Any
 import anyio
 import anyio.abc
 import pytest
+from tests._timing import scaled
 
 from .test_cli_stdio import committed_at, log_lines, write_tools
 
-WAIT = 10.0
+WAIT = scaled(10.0)
 LIMIT = 65536
 """64KiB: the project's max-line-bytes."""
 MODERN_META = {

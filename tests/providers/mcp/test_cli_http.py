@@ -18,10 +18,11 @@ import httpx
 import mcp
 import mcp_types as types
 import pytest
+from tests._timing import scaled
 
 from .test_cli_stdio import log_lines, write_tools
 
-WAIT = 15.0
+WAIT = scaled(15.0)
 FD_LIMIT = 64
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]

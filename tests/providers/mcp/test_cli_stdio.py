@@ -25,10 +25,11 @@ import mcp
 import mcp_types as types
 import pytest
 from mcp.shared.message import SessionMessage
+from tests._timing import scaled
 
 from .conftest import ERAS
 
-WAIT = 10.0
+WAIT = scaled(10.0)
 
 GREET = '''
 from pydantic import BaseModel

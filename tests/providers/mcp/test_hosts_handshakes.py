@@ -55,11 +55,12 @@ import anyio
 import anyio.abc
 import pytest
 from anyio.streams.text import TextReceiveStream
+from tests._timing import scaled
 
 pytestmark = pytest.mark.anyio
 
 HOTSEAM = str(Path(sys.executable).with_name("hotseam"))
-WAIT = 20.0  # seconds for any one message: a wedged server fails the test, never hangs it
+WAIT = scaled(20.0)  # seconds for any one message: a wedged server fails the test, never hangs it
 
 CLAUDE_CODE_INFO = {
     "name": "claude-code",

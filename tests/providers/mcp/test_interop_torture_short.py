@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests._timing import scaled
+
 TORTURE = Path(__file__).resolve().parents[3] / "bench" / "mcp_torture.py"
 
 
@@ -20,7 +22,7 @@ def test_thirty_edits_lose_no_answer_answer_none_twice_and_know_every_tool() -> 
         [sys.executable, str(TORTURE), "--edits", "30", "--callers", "2", "--settle", "10"],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
         check=False,
     )
     report = done.stdout

@@ -12,6 +12,7 @@ import httpx
 import mcp
 import mcp_types as types
 import pytest
+from tests._timing import scaled
 
 from hotseam import AbortController, Context, Scope, Tool, ToolCall, tool
 from hotseam.interaction import (
@@ -142,7 +143,7 @@ async def test_an_answer_read_over_http_in_the_turn_of_its_withdrawal_stands() -
     async with http_served(tools=[pick], on_read=on_read) as endpoint:
         client = mcp.Client(endpoint.url_with_token, mode="legacy", elicitation_callback=on_elicit)
         async with client:
-            with anyio.fail_after(10):
+            with anyio.fail_after(scaled(10)):
                 result = await client.call_tool("pick", {})
     assert aborted == [True]
     assert not result.is_error, result
@@ -167,7 +168,7 @@ async def test_list_changed_reaches_an_http_session(anyio_backend: str) -> None:
             server, scope = servers[0]
             scope.register_tool(describe)
             assert await server.tools_changed()
-            with anyio.fail_after(5):
+            with anyio.fail_after(scaled(5)):
                 await changed.wait()
             names = [t.name for t in (await client.list_tools(cache_mode="bypass")).tools]
             assert names == ["describe", "greet", "pick_database"]

@@ -15,6 +15,7 @@ import mcp_types as types
 import pytest
 import structlog
 from mcp.shared.message import SessionMessage
+from tests._timing import scaled
 
 from hotseam.providers.mcp import stdio_streams
 
@@ -84,7 +85,7 @@ async def test_a_peer_that_stops_reading_is_warned_about_and_gets_every_reply_la
             waited = anyio.current_time() - started
             assert STALL <= waited < STALL * 5
             assert received == []  # nobody has read yet
-            with anyio.fail_after(5):
+            with anyio.fail_after(scaled(5)):
                 await read_every_reply()  # the peer reads again
         os.close(stdin_write)  # end of input: the transport ends
     writer.close()

@@ -14,6 +14,7 @@ import pyte
 import pytest
 from prompt_toolkit.data_structures import Size
 from prompt_toolkit.output.vt100 import Vt100_Output
+from tests._timing import scaled
 
 from hotseam import Agent
 from hotseam.interaction import AskUserQuestionOption, AskUserQuestionRequest, Question
@@ -59,7 +60,7 @@ STACK = AskUserQuestionRequest.of(
 """The three questions of issue 24: one choice, several (at most 2), free text (optional)."""
 
 
-async def until(predicate: Callable[[], bool], *, timeout: float = 5.0) -> None:
+async def until(predicate: Callable[[], bool], *, timeout: float = scaled(5.0)) -> None:
     """Wait until ``predicate()`` holds, for states nothing can be awaited on.
 
     It yields to the event loop between checks; the short sleep only matters when another
@@ -185,19 +186,21 @@ class PtyChild:
         """Whether the program left the cursor hidden."""
         return bool(self._screen.cursor.hidden)
 
-    def wait_for(self, predicate: Callable[[PtyChild], bool], timeout: float = 10.0) -> None:
+    def wait_for(
+        self, predicate: Callable[[PtyChild], bool], timeout: float = scaled(10.0)
+    ) -> None:
         """Read output until ``predicate(self)`` holds; fail with the screen otherwise."""
         deadline = time.monotonic() + timeout
         while not predicate(self):
             if not self._read(deadline):
                 self._fail("the program ended")
 
-    def wait_prompt(self, shown: str = "", timeout: float = 10.0) -> None:
+    def wait_prompt(self, shown: str = "", timeout: float = scaled(10.0)) -> None:
         """Wait until the screen ends with the prompt line showing ``shown``."""
         expected = f"> {shown}".rstrip()
         self.wait_for(lambda child: child.lines[-1:] == [expected], timeout)
 
-    def wait_text(self, text: str, timeout: float = 10.0) -> None:
+    def wait_text(self, text: str, timeout: float = scaled(10.0)) -> None:
         """Wait until ``text`` was written (in the raw output)."""
         self.wait_for(lambda child: text in child.raw, timeout)
 
@@ -205,7 +208,7 @@ class PtyChild:
         """Type ``keys``."""
         self.child.send(keys)
 
-    def exit_status(self, timeout: float = 10.0) -> int:
+    def exit_status(self, timeout: float = scaled(10.0)) -> int:
         """Read to the end of the output and return the exit status."""
         deadline = time.monotonic() + timeout
         while self._read(deadline):

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable
 
 import pytest
+from tests._timing import scaled
 
 from .conftest import PtyChild
 
@@ -25,7 +26,7 @@ def _demo(stdin: bytes, *args: str) -> subprocess.CompletedProcess[str]:
         input=stdin.decode(),
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=scaled(30),
         check=False,
     )
 

@@ -13,6 +13,7 @@ import anyio
 import pytest
 from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
+from tests._timing import scaled
 
 from hotseam.interaction import AskUserQuestionAnswer
 from hotseam.providers.terminal import Draft, TerminalProvider
@@ -49,7 +50,7 @@ async def test_a_withdrawn_prompt_keeps_text_and_cursor_for_the_next_provider(
     await until(lambda: draft.text == "Turise")
     new = TerminalProvider(input=keys, output=DummyOutput(), draft=draft)
     keys.send_text("quo\r")
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         assert await new.ask(FREE) == AskUserQuestionAnswer("Turquoise")
     assert draft.text == ""  # taken once
 
@@ -59,7 +60,7 @@ async def test_a_draft_is_restored_only_into_the_same_question(keys: PipeInput) 
     draft.keep(FREE, "Teal", 4)
     provider = TerminalProvider(input=keys, output=DummyOutput(), draft=draft)
     keys.send_text("2\r")
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         answer = await provider.ask(DB)
     assert answer.answer == "SQLite"
     assert draft.take(FREE) == ("Teal", 4)

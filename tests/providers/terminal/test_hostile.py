@@ -20,6 +20,7 @@ from pathlib import Path
 import anyio
 import pytest
 from prompt_toolkit.input import PipeInput, create_pipe_input
+from tests._timing import scaled
 
 from hotseam import Agent
 from hotseam.interaction import (
@@ -81,7 +82,7 @@ async def test_line_mode_shows_model_text_without_obeying_it(pipe: Pipe) -> None
     out = io.StringIO()
     provider = TerminalProvider(mode="lines", input=pipe.fd, output=out, banner=BANNER)
     pipe.write("nope\n1\n")
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         answer = await provider.ask(HOSTILE)
     assert answer.option is HOSTILE.choices[0]  # the model still gets its own value back
     text = out.getvalue()
@@ -100,7 +101,7 @@ async def test_line_mode_echoes_a_hostile_reply_visibly(pipe: Pipe) -> None:
     """The echoed reply from a pipe is shown, not obeyed; the model gets it as typed."""
     out = io.StringIO()
     pipe.write(f"blue{CLEAR}\x08\u202e\n")
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         answer = await TerminalProvider(mode="lines", input=pipe.fd, output=out).ask(FREE)
     assert answer.answer == f"blue{CLEAR}\x08\u202e"
     assert out.getvalue().endswith(
@@ -162,7 +163,7 @@ async def test_a_4_mb_line_is_discarded_with_one_line_and_the_loop_keeps_ticking
             gaps.append(now - last)
             last = now
 
-    with anyio.fail_after(10):
+    with anyio.fail_after(scaled(10)):
         async with anyio.create_task_group() as tg:
             tg.start_soon(tick)
             await anyio.sleep(0.05)  # the ticker's baseline: a few ticks before the flood
@@ -190,7 +191,7 @@ async def test_a_5000_character_reply_is_taken_and_shown_once(pipe: Pipe) -> Non
     long = "".join(random.Random(5000).choices(string.ascii_letters, k=5000))
     pipe.write(f"{long}\nred\ngreen\n")
     provider = TerminalProvider(mode="lines", input=pipe.fd, output=out)
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         answers = [(await provider.ask(FREE)).answer for _ in range(3)]
     assert answers == [long, "red", "green"]
     text = out.getvalue()
@@ -204,7 +205,7 @@ async def test_a_line_at_the_limit_is_taken_and_one_byte_more_is_not(pipe: Pipe)
     provider = TerminalProvider(mode="lines", input=pipe.fd, output=out)
     over = b"b" * (LINE_LIMIT + 1)
     writer = _feed(pipe, b"a" * LINE_LIMIT + b"\n" + over + b"\nok\n" + over)
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         assert (await provider.ask(FREE)).answer == "a" * LINE_LIMIT
         assert (await provider.ask(FREE)).answer == "ok"
         assert out.getvalue().count("discarded") == 1
@@ -221,7 +222,7 @@ async def test_a_withdrawal_in_the_middle_of_a_long_line_still_discards_it(
     """A question withdrawn while an over-long line is being discarded leaves that state
     to the next reader of the descriptor (a new instance, as after a hot reload)."""
     out = io.StringIO()
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         with anyio.CancelScope() as scope:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(TerminalProvider(mode="lines", input=pipe.fd, output=out).ask, FREE)
@@ -247,7 +248,7 @@ async def test_long_lines_in_files_and_streams(tmp_path: Path) -> None:
     stream have the same limit."""
     path = tmp_path / "replies.txt"
     path.write_bytes(b"x" * (LINE_LIMIT + 5) + b"\nred\nrest\n")
-    with path.open("rb") as file, anyio.fail_after(5):
+    with path.open("rb") as file, anyio.fail_after(scaled(5)):
         out = io.StringIO()
         assert (await TerminalProvider(mode="lines", input=file, output=out).ask(FREE)).answer == (
             "red"
@@ -256,7 +257,7 @@ async def test_long_lines_in_files_and_streams(tmp_path: Path) -> None:
         assert file.tell() == path.stat().st_size - len("rest\n")
     stream = io.StringIO("x" * (LINE_LIMIT + 5) + "\nred\n")
     out = io.StringIO()
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         answer = await TerminalProvider(mode="lines", input=stream, output=out).ask(FREE)
     assert answer.answer == "red"
     assert "discarded" in out.getvalue()
@@ -268,7 +269,7 @@ async def test_the_prompt_shows_a_5000_character_reply_once(keys: PipeInput) -> 
     screen = Screen(columns=200, rows=60)
     long = "".join(random.Random(5000).choices(string.ascii_letters, k=5000))
     keys.send_text(long + "\r")
-    with anyio.fail_after(10):
+    with anyio.fail_after(scaled(10)):
         answer = await TerminalProvider(input=keys, output=screen.output).ask(FREE)
     assert answer.answer == long
     shown = "".join(screen.lines)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from tests._timing import scaled
 
 from hotseam import Context, Scope
 from hotseam.interaction import (
@@ -54,7 +55,7 @@ def _provider(source: object, out: io.StringIO, **options: object) -> TerminalPr
 async def _ask(
     provider: TerminalProvider, request: AskUserQuestionRequest
 ) -> AskUserQuestionAnswer:
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         return await provider.ask(request)
 
 
@@ -151,7 +152,7 @@ async def test_a_withdrawn_read_leaves_the_next_line_for_the_next_ask(pipe: Pipe
     """Cancel a pending read, then write: the second ask receives that line."""
     out = io.StringIO()
     provider = _provider(pipe.fd, out)
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         with anyio.CancelScope() as scope:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(provider.ask, DB)
@@ -170,7 +171,7 @@ async def test_a_withdrawn_read_leaves_the_next_line_for_the_next_ask(pipe: Pipe
 async def test_a_line_cut_by_a_withdrawal_is_continued_by_the_next_ask(pipe: Pipe) -> None:
     """Bytes of a half-written line read before the withdrawal are not lost."""
     out = io.StringIO()
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         with anyio.CancelScope() as scope:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(_provider(pipe.fd, out).ask, FREE)
@@ -254,7 +255,7 @@ async def test_concurrent_asks_take_turns_in_arrival_order(pipe: Pipe) -> None:
     async def ask_one(request: AskUserQuestionRequest) -> None:
         answers[request.question] = (await provider.ask(request)).answer
 
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         async with anyio.create_task_group() as tg:
             tg.start_soon(ask_one, first)
             await until(lambda: provider.showing is first)
@@ -281,7 +282,7 @@ async def test_a_reload_withdraws_the_question_and_the_new_instance_asks_it(pipe
     async def agent() -> None:
         result.append(await ask(DB, context=context))
 
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         async with anyio.create_task_group() as tg:
             first = Scope("generation 1", context=context)
             first.provide(USER_INTERACTION, old)

@@ -15,6 +15,7 @@ import anyio
 import pytest
 from prompt_toolkit.input import PipeInput, create_pipe_input
 from prompt_toolkit.output import DummyOutput
+from tests._timing import scaled
 
 from hotseam import Context, Scope
 from hotseam.interaction import (
@@ -53,7 +54,7 @@ def keys() -> Iterator[PipeInput]:
 async def _ask(
     provider: TerminalProvider, request: AskUserQuestionRequest
 ) -> AskUserQuestionAnswer:
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         return await provider.ask(request)
 
 
@@ -185,7 +186,7 @@ async def test_agent_side_cancellation_withdraws_the_prompt_at_once(keys: PipeIn
     screen = Screen()
     provider = TerminalProvider(input=keys, output=screen.output)
     stdout, stderr = sys.stdout, sys.stderr
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         with anyio.CancelScope() as scope:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(provider.ask, FREE)
@@ -275,7 +276,7 @@ async def test_concurrent_asks_queue_and_the_prompt_counts_them(keys: PipeInput)
     async def ask_one(request: AskUserQuestionRequest) -> None:
         answers.append((await provider.ask(request)).answer)
 
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         async with anyio.create_task_group() as tg:
             tg.start_soon(ask_one, questions[0])
             await until(lambda: screen.lines[-1:] == [">"])
@@ -308,7 +309,7 @@ async def test_a_reload_withdraws_the_prompt_and_the_new_instance_shows_it_again
     async def agent() -> None:
         result.append(await ask(DB, context=context))
 
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         async with anyio.create_task_group() as tg:
             first = Scope("generation 1", context=context)
             first.provide(USER_INTERACTION, old)

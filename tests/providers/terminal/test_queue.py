@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import anyio
 import pytest
+from tests._timing import scaled
 
 from hotseam.providers._terminal._queue import AskQueue
 
@@ -44,7 +45,7 @@ async def test_turns_follow_arrival_order_and_count_the_waiting() -> None:
     changes: list[int] = []
     unsubscribe = queue.listen(lambda: changes.append(queue.waiting))
     askers = [_Asker(queue, name, order) for name in "abc"]
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         async with anyio.create_task_group() as tg:
             for waiting, asker in enumerate(askers):
                 tg.start_soon(asker)
@@ -64,7 +65,7 @@ async def test_a_cancelled_waiter_leaves_the_line() -> None:
     queue = AskQueue()
     order: list[str] = []
     a, b, c = (_Asker(queue, name, order) for name in "abc")
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         async with anyio.create_task_group() as tg:
             for waiting, asker in enumerate((a, b, c)):
                 tg.start_soon(asker)
@@ -83,7 +84,7 @@ async def test_a_turn_handed_to_a_cancelled_waiter_is_passed_on() -> None:
     queue = AskQueue()
     order: list[str] = []
     b, c = _Asker(queue, "b", order), _Asker(queue, "c", order)
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         async with anyio.create_task_group() as tg:
             async with queue.turn():
                 for waiting, asker in enumerate((b, c), start=1):

@@ -17,6 +17,7 @@ import pytest
 from prompt_toolkit.application import Application
 from prompt_toolkit.input import create_pipe_input
 from prompt_toolkit.output import DummyOutput
+from tests._timing import scaled
 
 from hotseam import Context, Scope
 from hotseam.interaction import (
@@ -68,7 +69,7 @@ async def test_a_line_arriving_with_the_reload_is_answered_once(pipe: Pipe) -> N
                 second.provide(USER_INTERACTION, _lines(pipe, out, "generation 2"))
             second_scopes.append(second)
 
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             async with anyio.create_task_group() as tg:
                 tg.start_soon(agent)
                 await until(lambda out=out: out.getvalue().endswith("> "))
@@ -107,7 +108,7 @@ async def test_queued_questions_come_back_in_arrival_order(pipe: Pipe) -> None:
         ) -> None:
             answers[request.question] = (await ask(request, context=context)).answer
 
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             async with anyio.create_task_group() as tg:
                 for index, request in enumerate(questions):
                     tg.start_soon(agent, request)
@@ -149,6 +150,6 @@ async def test_a_committed_prompt_line_survives_a_cancellation_in_cleanup(
         asking.append(task)
         await until(lambda: provider.showing is DB)
         keys.send_text("2\r")
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             answer = await task
     assert answer == AskUserQuestionAnswer("SQLite", SQLITE)

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import anyio
 import pytest
 from prompt_toolkit.input import PipeInput, create_pipe_input
+from tests._timing import scaled
 
 from hotseam import Context, Scope
 from hotseam.interaction import (
@@ -158,7 +159,7 @@ async def test_plain_lines_step_through_a_pipe(pipe: Pipe) -> None:
     pipe.write("2\n1,2,3\n1, 3\n/back\n\n/skip\n")
     async with Scope("ui", context=context) as scope:
         scope.provide(USER_INTERACTION, TerminalProvider(mode="lines", input=pipe.fd, output=out))
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             answer = await ask(STACK, context=context)
         assert _entries(answer) == [
             ("q1", ("SQLite",), None),
@@ -197,7 +198,7 @@ async def test_plain_lines_step_through_a_pipe(pipe: Pipe) -> None:
         )
         pipe.write("\n")
         pipe.close_writer()
-        with anyio.fail_after(5), pytest.raises(UserInteractionError) as caught:
+        with anyio.fail_after(scaled(5)), pytest.raises(UserInteractionError) as caught:
             await ask(STACK, context=context)
     assert caught.value.code == ASK_CANCELLED
     assert caught.value.message.endswith("at question 2 of 3; the whole ask is dismissed")
@@ -217,7 +218,7 @@ async def test_plain_lines_resume_after_a_reload_with_the_answers_given(pipe: Pi
     async def agent() -> None:
         result.append(await ask(STACK, context=context))
 
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         async with anyio.create_task_group() as tg:
             first = Scope("generation 1", context=context)
             first.provide(USER_INTERACTION, old)
@@ -251,7 +252,7 @@ async def test_a_time_limit_ends_the_stepper_and_keeps_no_draft(pipe: Pipe) -> N
         mode="lines", input=pipe.fd, output=io.StringIO(), draft=draft, timeout=0.2
     )
     pipe.write("2\n")
-    with anyio.fail_after(5), pytest.raises(UserInteractionError) as caught:
+    with anyio.fail_after(scaled(5)), pytest.raises(UserInteractionError) as caught:
         await provider.ask(STACK)
     assert caught.value.code == ASK_TIMEOUT
     assert draft.take_steps(None, validate_request(STACK)) is None
@@ -281,7 +282,7 @@ async def test_the_prompt_resumes_with_ticks_place_and_typed_text(keys: PipeInpu
     async def agent() -> None:
         result.append(await ask(STACK, context=context))
 
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         async with anyio.create_task_group() as tg:
             first = Scope("generation 1", context=context)
             first.provide(USER_INTERACTION, old)
@@ -327,7 +328,7 @@ async def test_one_multi_select_question_is_a_stepper_without_a_place(keys: Pipe
     context = Context("one")
     async with Scope("ui", context=context) as scope:
         scope.provide(USER_INTERACTION, TerminalProvider(input=keys, output=screen.output))
-        with anyio.fail_after(5):
+        with anyio.fail_after(scaled(5)):
             answer = await ask(request, context=context)
     assert answer.answer == "Auth, Search"
     assert _entries(answer) == [("features", ("Auth", "Search"), None)]

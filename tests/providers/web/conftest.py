@@ -12,6 +12,7 @@ import anyio
 import anyio.abc
 import h11
 import httpx
+from tests._timing import scaled
 
 from hotseam import Agent, Context, Scope
 from hotseam.interaction import (
@@ -76,7 +77,7 @@ class Served:
 
     async def pending(self, count: int) -> list[dict[str, Any]]:
         """Wait until ``count`` questions are pending (through the inbox's own events)."""
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             async with self.events() as events:
                 while True:
                     event = await events.next()
@@ -89,7 +90,7 @@ class Served:
 
     async def result(self, name: str) -> Any:
         """The outcome of an ``ask_soon`` once it has one."""
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             await self.finished[name].wait()
         return self.results[name]
 
@@ -148,7 +149,7 @@ class EventReader:
                 raise StopAsyncIteration
 
     async def until(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             while True:
                 event = await self.next()
                 if predicate(event):
@@ -157,7 +158,7 @@ class EventReader:
     async def rest(self) -> list[dict[str, Any]]:
         """Every event until the stream ends."""
         seen = []
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             while True:
                 try:
                     seen.append(await self.next())
@@ -196,7 +197,7 @@ async def serving(**options: Any) -> AsyncIterator[Served]:
             httpx.AsyncClient(
                 base_url=f"http://127.0.0.1:{web.port}",
                 headers={"x-hotseam-token": web.token},
-                timeout=10,
+                timeout=scaled(10),
             ) as client,
             anyio.create_task_group() as tasks,
         ):

@@ -10,6 +10,7 @@ import anyio
 import httpx
 import pytest
 import structlog
+from tests._timing import scaled
 
 from hotseam import AbortController, Scope
 from hotseam.interaction import (
@@ -303,7 +304,7 @@ async def test_closing_the_server_under_a_provider_registered_elsewhere_aborts_t
 
             async with anyio.create_task_group() as tg:
                 tg.start_soon(agent)
-                with anyio.fail_after(10):
+                with anyio.fail_after(scaled(10)):
                     while web.pending == 0:  # noqa: ASYNC110 - "asked" has no event
                         await anyio.sleep(0.01)
                     await serves.aclose()
@@ -413,7 +414,7 @@ async def test_an_open_question_that_another_provider_shows_is_503_not_404() -> 
         scope.provide(USER_INTERACTION, Elsewhere())
         async with anyio.create_task_group() as tg:
             tg.start_soon(functools.partial(ask, DB, context=other))
-            with anyio.fail_after(10):
+            with anyio.fail_after(scaled(10)):
                 await shown.wait()
             response = await s.answer(asked[0], {"option": 0})
             assert response.status_code == 503

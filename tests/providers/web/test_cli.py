@@ -16,6 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tests._timing import scaled
 
 from cli._support import Process, hotseam, write
 from hotseam.cli import main
@@ -99,7 +100,7 @@ def test_web_prints_the_url_and_answers_from_the_api(tmp_path: Path, command: st
             assert question["question"] == "Which colour?"
             reply = client.post(f"/api/questions/{question['id']}/answer", json={"option": 1})
             assert reply.status_code == 200
-        out, err = process.communicate(timeout=20)
+        out, err = process.communicate(timeout=scaled(20))
         assert "answer: Green" in out
         every = [*lines, *err.splitlines()]
         assert sum("web inbox: http://" in line for line in every) == 1, err
@@ -112,7 +113,7 @@ def test_web_prints_the_url_and_answers_from_the_api(tmp_path: Path, command: st
     finally:
         if process.poll() is None:
             process.send_signal(signal.SIGTERM)
-            process.communicate(timeout=20)
+            process.communicate(timeout=scaled(20))
 
 
 @pytest.mark.parametrize(
@@ -148,7 +149,7 @@ def test_a_port_in_use_is_one_clear_line_and_exit_2(tmp_path: Path) -> None:
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = str(taken.getsockname()[1])
         process = _hotseam("run", "providers", "--web", "--web-port", port, cwd=tmp_path)
-        out, err = process.communicate(timeout=30)
+        out, err = process.communicate(timeout=scaled(30))
     assert process.returncode == 2, (out, err)
     assert "port is in use" in err and "Traceback" not in err
 
@@ -203,7 +204,7 @@ def test_the_link_survives_a_restart_and_hotseam_status_shows_it(tmp_path: Path)
             reply = json.loads(hotseam("status", "--json", cwd=tmp_path, runtime=runtime).stdout)
             assert [inbox["url"] for inbox in reply["web"]] == [url]
             bookmark = urls[0]  # the link of the first start, in a browser's bookmarks
-            page = httpx.get(bookmark, headers={"accept": "text/html"}, timeout=10)
+            page = httpx.get(bookmark, headers={"accept": "text/html"}, timeout=scaled(10))
             assert page.status_code == 200 and "<title>hotseam inbox</title>" in page.text
             base, token = bookmark.split("/?token=")
             waiting = httpx.get(f"{base}/api/questions", headers={"x-hotseam-token": token})

@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from tests._timing import scaled
 
 from hotseam.interaction import (
     ASK_CANCELLED,
@@ -97,7 +98,7 @@ async def fleet(url: str = "memory:", *, liveness: float = 30.0) -> AsyncIterato
         httpx.AsyncClient(
             base_url=f"http://127.0.0.1:{served.port}",
             headers={"x-hotseam-token": served.token},
-            timeout=10,
+            timeout=scaled(10),
         ) as client,
     ):
         yield Fleet(journal, served, client)

@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 import pytest
+from tests._timing import scaled
 
 from hotseam.interaction import AskUserQuestionRequest
 from hotseam.interaction._journal import AskState, open_journal
@@ -40,7 +41,7 @@ async def inboxes(url: str, count: int) -> AsyncIterator[list[JournalInbox]]:
 
 
 async def until(events: Subscription, wanted: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-    with anyio.fail_after(5):
+    with anyio.fail_after(scaled(5)):
         while True:
             event = await events.receive()
             assert event is not None, "the stream ended"

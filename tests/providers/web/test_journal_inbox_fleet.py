@@ -30,6 +30,7 @@ import anyio
 import httpx
 import pytest
 from structlog.testing import capture_logs
+from tests._timing import scaled
 
 from _postgres import PostgresServer
 from hotseam.interaction import AskUserQuestionRequest
@@ -41,7 +42,7 @@ from .conftest import EventReader, open_events
 
 pytestmark = pytest.mark.anyio
 
-DEADLINE = 20.0
+DEADLINE = scaled(20.0)
 HOST = socket.gethostname()
 QUESTION = AskUserQuestionRequest("Merge?")
 

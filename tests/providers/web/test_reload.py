@@ -8,6 +8,7 @@ from pathlib import Path
 import anyio
 import httpx
 import pytest
+from tests._timing import scaled
 
 from hotseam import Context, Scope
 from hotseam.interaction import USER_INTERACTION, AskUserQuestionAnswer, ask
@@ -149,7 +150,7 @@ async def test_a_question_answered_before_a_reload_is_already_answered_after_it(
                 questions = event["questions"] or [(await page.next())["question"]]
             url = f"/api/questions/{questions[0]['id']}/answer"
             assert (await client.post(url, json={"option": 1})).status_code == 200
-            with anyio.fail_after(10):
+            with anyio.fail_after(scaled(10)):
                 await done.wait()
             module.write_text(MODULE.format(generation=2, port=port))
             assert (await reloader.reload()).committed

@@ -12,6 +12,7 @@ import anyio.abc
 import h11
 import pytest
 from structlog.testing import capture_logs
+from tests._timing import scaled
 
 from hotseam import Context, Scope
 from hotseam.interaction import USER_INTERACTION
@@ -43,7 +44,7 @@ class Client:
         end = h11.EndOfMessage()
         await self.stream.send(self.connection.send(head) + self.connection.send(end))
         status, fields, body = 0, {}, b""
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             while True:
                 event = self.connection.next_event()
                 if event is h11.NEED_DATA:
@@ -58,7 +59,7 @@ class Client:
 
     async def closed_by_server(self) -> bool:
         """True once the server closes the connection (EOF) with nothing more sent."""
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             try:
                 data = await self.stream.receive()
             except (anyio.EndOfStream, anyio.BrokenResourceError):
@@ -201,13 +202,13 @@ async def test_a_swap_keeps_connections_finishes_old_requests_and_holds_new_ones
                 arrived.set()
 
             web.mount(new_app)
-            with anyio.fail_after(10):
+            with anyio.fail_after(scaled(10)):
                 await arrived.wait()
             await anyio.wait_all_tasks_blocked()
             assert results["during"] == b"new"
             assert not unmounted.is_set()  # the old app's request is still running
             hold[0].set()
-            with anyio.fail_after(10):
+            with anyio.fail_after(scaled(10)):
                 await unmounted.wait()
             await anyio.wait_all_tasks_blocked()
             assert results["slow"] == b"old"  # finished on the app that started it
@@ -291,7 +292,7 @@ async def test_a_peer_that_stops_reading_holds_up_neither_a_swap_nor_a_stop() ->
             await writing.wait()
             await anyio.wait_all_tasks_blocked()  # the socket's buffers are full: it waits
             assert mount.requests == 1
-            with anyio.fail_after(5):
+            with anyio.fail_after(scaled(5)):
                 assert await web.unmount(mount, grace=0.2) == 1
             assert mount.requests == 0
             second = web.mount(endless)
@@ -301,6 +302,6 @@ async def test_a_peer_that_stops_reading_holds_up_neither_a_swap_nor_a_stop() ->
                 await writing.wait()
                 await anyio.wait_all_tasks_blocked()
                 assert second.requests == 1
-                with anyio.fail_after(5):
+                with anyio.fail_after(scaled(5)):
                     await web.aclose(grace=0.2)
                 assert second.requests == 0

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tests._timing import scaled
 
 from cli._support import ASKING_AGENT, Process, hotseam, write  # the shared subprocess reader
 
@@ -82,7 +83,7 @@ class Daemon(Process):
     def stop(self) -> None:
         if self.popen.poll() is None:
             self.popen.kill()
-            self.popen.wait(timeout=20)
+            self.popen.wait(timeout=scaled(20))
 
 
 def logged(lines: list[str], event: str) -> list[dict[str, object]]:
@@ -142,7 +143,7 @@ def test_a_flood_of_idle_connections_leaves_the_daemon_serving(
         daemon.expect(r'"event": "accept\.saturated"')
     daemon.expect(r'"event": "accept\.unsaturated"')  # the flood ended: served again
     with httpx.Client(
-        base_url=f"http://127.0.0.1:{port}", headers={"x-hotseam-token": TOKEN}, timeout=10
+        base_url=f"http://127.0.0.1:{port}", headers={"x-hotseam-token": TOKEN}, timeout=scaled(10)
     ) as client:
         (question,) = client.get("/api/questions").json()["questions"]
         reply = client.post(f"/api/questions/{question['id']}/answer", json={"text": "teal"})
@@ -179,8 +180,8 @@ def test_a_stop_with_a_page_open_is_clean_and_the_page_hears_it(
     base = f"http://127.0.0.1:{port}"
     events: list[dict[str, object]] = []
     with (
-        httpx.Client(base_url=base, headers={"x-hotseam-token": TOKEN}, timeout=10) as kept,
-        httpx.Client(base_url=base, timeout=10) as page,
+        httpx.Client(base_url=base, headers={"x-hotseam-token": TOKEN}, timeout=scaled(10)) as kept,
+        httpx.Client(base_url=base, timeout=scaled(10)) as page,
         page.stream("GET", f"/api/events?token={TOKEN}") as stream,
     ):
         assert stream.status_code == 200

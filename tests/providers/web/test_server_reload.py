@@ -17,6 +17,7 @@ import anyio
 import h11
 import httpx
 import pytest
+from tests._timing import scaled
 
 from hotseam import Context
 from hotseam.interaction import ask
@@ -72,14 +73,14 @@ class Load:
     async def until_more(self, count: int) -> None:
         """Wait until ``count`` more requests were answered."""
         target = self.answered + count
-        with anyio.fail_after(20):
+        with anyio.fail_after(scaled(20)):
             while self.answered < target:
                 await self.progress.wait()
 
     async def reader(self) -> None:
         """GET the questions again and again on one kept-alive connection."""
         async with httpx.AsyncClient(
-            base_url=self.base, headers={"x-hotseam-token": TOKEN}, timeout=20
+            base_url=self.base, headers={"x-hotseam-token": TOKEN}, timeout=scaled(20)
         ) as client:
             while True:
                 try:
@@ -93,7 +94,7 @@ class Load:
         """Answer whatever is pending: a POST racing a reload gets 200, 409 (answered or
         withdrawn), or 503 ASKED_ELSEWHERE (the question is being asked again: retry)."""
         async with httpx.AsyncClient(
-            base_url=self.base, headers={"x-hotseam-token": TOKEN}, timeout=20
+            base_url=self.base, headers={"x-hotseam-token": TOKEN}, timeout=scaled(20)
         ) as client:
             while True:
                 try:
@@ -145,7 +146,7 @@ async def test_saves_under_load_lose_no_request(
         await load.until_more(20)
         for generation in range(2, SAVES + 2):
             module.write_text(MODULE.format(generation=generation, port=port, token=TOKEN))
-            with anyio.fail_after(20):
+            with anyio.fail_after(scaled(20)):
                 await events.next(ReloadCommitted, generation=generation)
             await load.until_more(20)  # served by the new generation, the connections kept
         tg.cancel_scope.cancel()

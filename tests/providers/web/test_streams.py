@@ -8,6 +8,7 @@ from collections.abc import Callable
 import anyio
 import anyio.abc
 import pytest
+from tests._timing import scaled
 
 from hotseam.interaction import AskUserQuestionRequest
 from hotseam.providers._web._app import MAX_STREAMS
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.anyio
 
 async def _until(condition: Callable[[], bool], what: str) -> None:
     """Wait for a condition of the server that has no event of its own (polled, bounded)."""
-    with anyio.fail_after(10):
+    with anyio.fail_after(scaled(10)):
         while not condition():  # noqa: ASYNC110
             await anyio.sleep(0.01)
 
@@ -89,7 +90,7 @@ async def test_there_is_a_bound_on_open_streams() -> None:
 
         for _ in range(MAX_STREAMS):
             tg.start_soon(hold)
-        with anyio.fail_after(10):
+        with anyio.fail_after(scaled(10)):
             await opened.wait()
         refused = await s.client.get("/api/events", params={"token": s.web.token})
         assert refused.status_code == 503
@@ -119,7 +120,7 @@ async def test_a_page_that_never_reads_is_dropped_and_blocks_nobody() -> None:
             await _until(lambda: s.web.pending == 400, "questions asked")
             # Every stuck page was dropped (it reconnects and gets a snapshot when it reads).
             await _until(lambda: s.web.inbox.subscribers == 0, "stuck streams dropped")
-            with anyio.fail_after(5):  # the loop and the API still serve promptly
+            with anyio.fail_after(scaled(5)):  # the loop and the API still serve promptly
                 listed = (await s.client.get("/api/questions")).json()["questions"]
                 (first,) = [q for q in listed if q["question"].endswith(" 0?")]
                 response = await s.answer(first["id"], {"text": "still here"})
@@ -150,10 +151,10 @@ async def test_a_half_sent_request_does_not_wedge_the_server() -> None:
             garbage = await anyio.connect_tcp("127.0.0.1", s.web.port)
             async with garbage:
                 await garbage.send(b"\x00\xff not http at all\r\n\r\n")
-                with anyio.fail_after(5):
+                with anyio.fail_after(scaled(5)):
                     reply = await garbage.receive()
                 assert reply.startswith(b"HTTP/1.1 400")
-            with anyio.fail_after(5):
+            with anyio.fail_after(scaled(5)):
                 assert (await s.client.get("/api/questions")).status_code == 200
         finally:
             await stream.aclose()
