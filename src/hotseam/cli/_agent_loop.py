@@ -22,6 +22,11 @@ counts as finished (exit 0 where the agent's end ends the command); any other ex
 is a failure (exit 1, the status logged). On a terminal ``hotseam dev`` reports either and
 keeps watching.
 
+With a journal, each run of the agent is started (or resumed) in it. Several daemons
+started for one agent at once each find no live owner, and the journal lets one of them
+take the run: the others say who took it in one line on stderr and exit 2, as a daemon
+started after the winner does.
+
 Questions wait for a provider instead of failing while none is loaded (see
 ``hotseam.interaction._pending``), and a question dismissed with Ctrl-C twice within
 :data:`DOUBLE_CTRL_C` seconds stops the command: an agent that asks again after each
@@ -44,7 +49,8 @@ import anyio.to_thread
 import sniffio
 
 from .._core import Context, use_context
-from ..interaction import ASK_CANCELLED, AskJournal
+from ..interaction import ASK_CANCELLED, AgentRun, AskJournal
+from ..interaction._journal import JournalError, JournalErrorCode
 from ..interaction._pending import AskEnded, on_ask_ended, waiting_for_provider
 from ..reload._guard import is_fatal
 from ._agent import AgentFunction, AgentLoadError, agent_file, shown_path
@@ -61,6 +67,15 @@ FILE_POLL = 0.25
 
 EXIT_OK = 0
 EXIT_FATAL = 1
+EXIT_BAD_INPUT = 2
+
+_TAKEN = frozenset({JournalErrorCode.RUN_CLAIMED, JournalErrorCode.RUN_EXISTS})
+"""Refusals of a run's start that mean another live daemon runs the agent."""
+
+_GONE = frozenset({JournalErrorCode.RUN_FINISHED, JournalErrorCode.RUN_UNKNOWN})
+"""Refusals of a run's start that mean the run looked at ended meanwhile: look again."""
+
+_START_ATTEMPTS = 3
 
 
 class AgentLoop:
@@ -139,7 +154,15 @@ class AgentLoop:
                     tg.start_soon(self._watch_file, self._file, seen)
                 while True:
                     self._restart = anyio.Event()
-                    outcome, restarted = await self._run_once()
+                    try:
+                        outcome, restarted = await self._run_once()
+                    except _RunTakenError as taken:
+                        # Another daemon won the race for the agent's run: this one says
+                        # so in one line and ends, as when it found the run taken at start.
+                        self._facts.agent_state = "not started: run by another daemon"
+                        print(taken.line, file=sys.stderr, flush=True)
+                        tg.cancel_scope.cancel()
+                        return EXIT_BAD_INPUT
                     if restarted:
                         continue
                     if not self._keep_alive:
@@ -167,6 +190,8 @@ class AgentLoop:
                 ):
                     async with self._recorded():
                         await self._agent(self._context)
+            except _RunTakenError:
+                raise  # the run never started: nothing of the agent ran
             except BaseException as error:  # SystemExit, KeyboardInterrupt... are the agent's
                 if not _raised_by_agent(error):
                     raise
@@ -188,7 +213,8 @@ class AgentLoop:
             yield
             return
         fresh, self._fresh = self._fresh, False
-        async with self._journal.run(self._agent_key, fresh=fresh) as run:
+        async with contextlib.AsyncExitStack() as stack:
+            run = await self._start_run(stack, fresh)
             self._facts.run = f"run {run.id[:12]}"
             if run.recorded:
                 self._log.info(
@@ -199,6 +225,43 @@ class AgentLoop:
                 yield
             finally:
                 self._facts.run = f"run {run.id[:12]} ({run.replayed} replayed)"
+
+    async def _start_run(self, stack: contextlib.AsyncExitStack, fresh: bool) -> AgentRun:
+        """Start or resume the agent's run, entered on ``stack``.
+
+        Several daemons may start for one agent at once (a supervisor's retry, a deploy
+        that starts the new one before the old one is gone): each saw no live owner, and
+        the journal lets one of them take the run. The others get :class:`_RunTakenError`
+        (its line names the winner). A run that ended between the look and the claim is
+        looked at again.
+        """
+        assert self._journal is not None
+        for attempt in range(_START_ATTEMPTS):
+            try:
+                return await stack.enter_async_context(
+                    self._journal.run(self._agent_key, fresh=fresh)
+                )
+            except JournalError as error:
+                if error.code in _TAKEN:
+                    raise _RunTakenError(await self._taken_line(error)) from None
+                if error.code not in _GONE or attempt == _START_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _taken_line(self, error: JournalError) -> str:
+        """What happened, who runs the agent, what to do: one line for stderr."""
+        assert self._journal is not None
+        journal = self._journal.journal
+        owner_id = str(error.details.get("owner", "?"))
+        owner = f"the daemon {owner_id}"
+        with contextlib.suppress(JournalError):
+            found = await journal.get_daemon(owner_id)
+            owner = f"{found.name} (host {found.host}, pid {found.pid})"
+        return (
+            f"{self._facts.command}: the agent {self._agent_key!r} was taken by {owner} in "
+            f"{journal.url} while this daemon started; stop that one first, or name this "
+            "agent otherwise with --name"
+        )
 
     def _ended_by(self, error: BaseException) -> int:
         """Report how ``error`` ended the agent's run; return the exit code it earns."""
@@ -290,6 +353,14 @@ class AgentLoop:
         self._log.info(
             f"question dismissed; Ctrl-C again within {DOUBLE_CTRL_C:g} s stops the command"
         )
+
+
+class _RunTakenError(Exception):
+    """The agent's run belongs to another live daemon, which took it first."""
+
+    def __init__(self, line: str) -> None:
+        super().__init__(line)
+        self.line = line
 
 
 def _locate(agent: AgentFunction) -> tuple[Path | None, tuple[int, int, bytes] | None]:
