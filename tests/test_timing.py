@@ -1,0 +1,109 @@
+"""The suite's one time factor (tests/_timing.py) and the busy machine of ``make test-loaded``
+(tests/_hog.py): the factor is measured when not chosen, shared with the processes the tests
+start, and stretches pytest-timeout's limits as well as the deadlines the tests write."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests._timing import scaled
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _python(code: str, *, scale: str | None, hog: int = 0) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter at the repository root (beside ``hog`` spinners)."""
+    env = {key: value for key, value in os.environ.items() if key != "HOTSEAM_TEST_TIME_SCALE"}
+    if scale is not None:
+        env["HOTSEAM_TEST_TIME_SCALE"] = scale
+    command = [sys.executable, "-c", code]
+    if hog:
+        command = [sys.executable, "tests/_hog.py", "--procs", str(hog), "--settle", "1", "--"]
+        command += [sys.executable, "-c", code]
+    return subprocess.run(
+        command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=scaled(60)
+    )
+
+
+REPORT = "import os, tests._timing as t; print(t.TIME_SCALE, os.environ['HOTSEAM_TEST_TIME_SCALE'])"
+
+
+def test_a_chosen_factor_is_used_as_it_is() -> None:
+    result = _python(REPORT, scale="2.5")
+    assert result.stdout.split() == ["2.5", "2.5"], result.stderr
+
+
+def test_a_factor_that_is_not_a_number_is_one_line() -> None:
+    result = _python(REPORT, scale="fast")
+    assert result.returncode != 0
+    assert result.stderr.strip() == (
+        "HOTSEAM_TEST_TIME_SCALE='fast': expected a number such as 2.5"
+    )
+
+
+def test_a_busy_machine_measures_slower_and_the_factor_is_handed_to_children() -> None:
+    """Three spinners per core: the measured factor is well above 1 (about 4 on an otherwise
+    idle machine), and exported so the workers and the processes they start use it too."""
+    spinners = 3 * (os.cpu_count() or 1)
+    loaded = _python(REPORT, scale=None, hog=spinners)
+    assert loaded.returncode == 0, loaded.stderr
+    factor, exported = loaded.stdout.split()
+    assert float(factor) >= 1.5, loaded.stderr
+    assert exported == factor
+    assert f"hog: {spinners} busy processes" in loaded.stderr
+    assert "hog: stopped after" in loaded.stderr
+
+
+def test_the_hog_ends_its_spinners_with_the_command_and_passes_on_its_exit_code() -> None:
+    """The command sees the spinners (children of the hog) running; once it ended none is."""
+    code = (
+        "import os, subprocess, sys; "
+        "out = subprocess.run(['ps', '-o', 'pid=', '--ppid', str(os.getppid())], "
+        "capture_output=True, text=True).stdout.split(); "
+        "print(*[pid for pid in out if int(pid) != os.getpid()]); sys.exit(3)"
+    )
+    result = _python(code, scale="1", hog=2)
+    assert result.returncode == 3, result.stderr
+    spinners = [int(pid) for pid in result.stdout.split()]
+    assert len(spinners) == 2, result.stderr
+    for pid in spinners:
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
+
+
+def test_pytest_timeouts_are_stretched_by_the_factor(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the factor 3, the ini ``timeout = 1`` allows 3 s and ``@pytest.mark.timeout(0.5)``
+    1.5 s: a test within those passes, one past them is still stopped."""
+    pytester.makeini("[pytest]\ntimeout = 1\n")
+    pytester.makeconftest(
+        "from tests.conftest import pytest_collection_modifyitems, pytest_configure\n"
+    )
+    pytester.makepyfile(
+        """
+        import time
+
+        import pytest
+
+        def test_default():
+            time.sleep(1.5)
+
+        @pytest.mark.timeout(0.5)
+        def test_marked():
+            time.sleep(1.0)
+
+        @pytest.mark.timeout(0.5)
+        def test_marked_too_slow():
+            time.sleep(5)
+        """
+    )
+    monkeypatch.setenv("HOTSEAM_TEST_TIME_SCALE", "3")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=scaled(60))
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*Timeout (>1.5s) from pytest-timeout*"])
