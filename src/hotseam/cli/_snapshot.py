@@ -19,6 +19,7 @@ from typing import Any
 
 from .._core import BaseContext
 from ..interaction._pending import pending_asks
+from ..interaction._runs import journal_waits
 from ..reload import ModuleState, Reloader
 from ..reload._events import display_path
 
@@ -109,7 +110,11 @@ def status(facts: SessionFacts) -> dict[str, Any]:
         "started_at": facts.started_at,
         "uptime_s": round(time.monotonic() - facts.started, 1),
         "agent": {"name": facts.agent, "state": facts.agent_state, "runs": facts.agent_runs},
-        "journal": {"url": facts.journal, "run": facts.run} if facts.journal else None,
+        "journal": (
+            {"url": facts.journal, "run": facts.run, "unreachable": journal_waits()}
+            if facts.journal
+            else None
+        ),
         "modules": modules,
         "providers": providers,
         "web": list(inboxes.values()),

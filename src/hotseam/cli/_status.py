@@ -3,7 +3,8 @@
 It asks the process over its control socket and prints, for each watched module, its
 generation, state, load time and last error; the active provider of each seam; the
 address of each web inbox (token included: the socket is the owner's alone); the open
-questions (who asks, for how long; never an answer); the agent; and the uptime. With no
+questions (who asks, for how long; never an answer); the agent; the journal, and while
+it is out of reach for how long and what waits for it; and the uptime. With no
 argument it talks to the only running process; with several, name one by pid or by the
 ``--name`` it was started with. ``--json`` prints the reply as one JSON object.
 
@@ -129,4 +130,11 @@ def _journal_line(journal: object) -> str:
     if not isinstance(journal, dict):
         return "  journal: none (questions live in this process only)"
     run = f", {journal['run']}" if journal.get("run") else ""
-    return f"  journal: {journal.get('url')}{run}"
+    line = f"  journal: {journal.get('url')}{run}"
+    for wait in journal.get("unreachable") or []:
+        waiting = "; ".join(wait.get("waiting") or []) or "nothing yet"
+        line += (
+            f"\n    OUT OF REACH for {_duration(wait['seconds'])} ({wait.get('error')}); "
+            f"waiting for it: {waiting}"
+        )
+    return line

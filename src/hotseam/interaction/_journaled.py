@@ -14,14 +14,22 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import nullcontext
-from dataclasses import replace
+from dataclasses import dataclass
 
 import anyio
 
 from .._core import AbortSignal, get_logger
 from . import _pending
 from ._errors import ASK_ABORTED, ASK_TIMEOUT, UserInteractionError
-from ._journal import AskRecord, AskState, Journal, JournalError, question_digest
+from ._journal import (
+    AskRecord,
+    AskState,
+    Journal,
+    JournalError,
+    JournalErrorCode,
+    Settlement,
+    question_digest,
+)
 from ._model import AskUserQuestionAnswer, AskUserQuestionRequest
 from ._pending import AnsweredElsewhere
 from ._runs import AgentRun
@@ -31,33 +39,58 @@ __all__ = ["answer_recorded", "place", "replay"]
 
 _log = get_logger("hotseam.interaction")
 
+_UNAVAILABLE = JournalErrorCode.JOURNAL_UNAVAILABLE.value
+
 
 async def place(run: AgentRun, request: AskUserQuestionRequest, key: str | None) -> AskRecord:
     """The record of this ask in ``run``: the recorded one it replays or re-attaches to
     (same position or key, same question), or a new pending one.
 
     Asks of one run are placed one at a time, in the order they come: a divergence
-    abandons the superseded records before the next ask looks at its position.
+    abandons the superseded records before the next ask looks at its position. While the
+    journal is out of reach, the ask waits for it (:meth:`AskJournal.persist`) before it
+    is put to anyone; the request's signal ends that wait (``ASK_ABORTED``).
     """
+    signal = request.signal
+    if signal is None:
+        return await _place(run, request, key)
+    with signal.cancel_scope(raise_reason=False) as scope:
+        placed = await _place(run, request, key)
+    if not scope.cancelled_caught:
+        return placed
+    error = UserInteractionError(
+        "the question was aborted while it waited for the journal", ASK_ABORTED
+    )
+    error.reason = signal.reason
+    raise error
+
+
+async def _place(run: AgentRun, request: AskUserQuestionRequest, key: str | None) -> AskRecord:
     async with run.placing:
         position = run.take_position(key)
         digest = question_digest(request)
         recorded = run.recorded_at(position, key)
+        what = f"question {position + 1} of run {run.id[:12]}, not yet asked"
         if recorded is not None and recorded.digest != digest:
-            await run.diverged(recorded.seq)
+            diverged_at = recorded.seq
+            await run.journal.persist(what, lambda: run.diverged(diverged_at))
             recorded = None
         if recorded is not None:
             run.replayed += 1
             return recorded
         journal = run.journal
-        return await journal.journal.record_ask(
-            uuid.uuid4().hex[:12],
-            run.id,
-            position,
-            request,
-            key=key,
-            digest=digest,
-            owner=journal.daemon.id,
+        ask_id = uuid.uuid4().hex[:12]  # one id for every try: recording it is idempotent
+        return await journal.persist(
+            what,
+            lambda: journal.journal.record_ask(
+                ask_id,
+                run.id,
+                position,
+                request,
+                key=key,
+                digest=digest,
+                owner=journal.daemon.id,
+            ),
         )
 
 
@@ -88,12 +121,14 @@ async def answer_recorded(
     settled elsewhere; the first settlement wins. ``timeout`` and ``signal`` bound both.
 
     Cancelling the caller leaves the record pending: the run resumes it after a restart.
-    When the journal cannot be reached, an answer given here is still returned (and the
-    failure logged): the journal is there to keep answers, never to lose one.
+    When the journal cannot be reached, what ended the ask here (an answer above all) is
+    recorded once it is back — after the deadline and the signal, which bound the asking,
+    not the recording — and only then returned: an answer is never lost to a fault of
+    the journal, nor asked again after a restart because it was not recorded.
     """
     journal = run.journal.journal
     by = f"{run.journal.daemon.name} (pid {run.journal.daemon.pid})"
-    here: AskRecord | AskUserQuestionAnswer | UserInteractionError | None = None
+    here: AskRecord | AskUserQuestionAnswer | UserInteractionError | _Unrecorded | None = None
     elsewhere: AskRecord | None = None
 
     async def ask_this_process() -> None:
@@ -103,11 +138,9 @@ async def answer_recorded(
 
     async def wait_in_journal() -> None:
         nonlocal elsewhere
-        try:
-            elsewhere = await journal.wait_settled(record.id)
-        except JournalError as error:  # unreachable: this process's providers still ask
-            _log.warning("ask.journal_unavailable", question_id=record.id, code=error.code)
-            return
+        elsewhere = await run.journal.persist(
+            f"question {record.seq + 1}", lambda: journal.wait_settled(record.id), shown=False
+        )
         if elsewhere.answer is not None and elsewhere.settled_by != by:
             # Before the prompt here is withdrawn: its provider can say who answered.
             outcome = AnsweredElsewhere(elsewhere.settled_by, elsewhere.answer)
@@ -119,19 +152,27 @@ async def answer_recorded(
         async with anyio.create_task_group() as race:
             race.start_soon(wait_in_journal)
             race.start_soon(ask_this_process)
-    if isinstance(here, AskUserQuestionAnswer):  # answered here, but not recorded
+    if isinstance(here, AskUserQuestionAnswer):  # answered here; the journal refused it
         return here
-    if isinstance(here, UserInteractionError):  # failed here, and recorded so
+    settled: AskRecord
+    if isinstance(here, _Unrecorded):
+        later = await _record_later(run, record, here, by)
+        if later is None:  # a failure this process's ask ended with, recorded so
+            assert here.error is not None
+            raise here.error
+        settled = later
+    elif isinstance(here, UserInteractionError):  # failed here, and recorded so (or refused)
         raise here
-    settled = here if here is not None else elsewhere
-    if settled is None:  # the deadline or the signal came first
+    elif here is not None:
+        settled = here
+    elif elsewhere is not None:
+        settled = elsewhere
+    else:  # the deadline or the signal came first
         cut = abort_scope is not None and abort_scope.cancelled_caught
-        try:
-            settled = await _record_end(journal, record.id, by, withdrawn=cut)
-        except JournalError as failure:
-            _log.warning("ask.not_recorded", question_id=record.id, code=failure.code)
-            state = AskState.WITHDRAWN if cut else AskState.FAILED
-            settled = replace(record, state=state, code=None if cut else ASK_TIMEOUT)
+        settled = await run.journal.persist(
+            f"the end of question {record.seq + 1} ({'withdrawn' if cut else 'timed out'})",
+            lambda: _record_end(journal, record.id, by, withdrawn=cut),
+        )
     if settled.state is AskState.ANSWERED and settled.settled_by != by:
         _log.info(
             "ask.answered_elsewhere",
@@ -142,19 +183,67 @@ async def answer_recorded(
     return _outcome(settled, request, timeout=timeout, signal=signal)
 
 
+@dataclass(frozen=True, slots=True)
+class _Unrecorded:
+    """How this process's ask ended, which the journal could not take yet: an answer, or
+    the error it failed with (and the state and code to record)."""
+
+    answer: AskUserQuestionAnswer | None = None
+    error: UserInteractionError | None = None
+    state: AskState = AskState.ANSWERED
+    code: str | None = None
+
+
+async def _record_later(
+    run: AgentRun, record: AskRecord, unrecorded: _Unrecorded, by: str
+) -> AskRecord | None:
+    """Record what ended the ask here once the journal is back: the record as settled
+    (first settlement wins), or None when this process's failure won."""
+    journal = run.journal.journal
+    if unrecorded.answer is not None:
+        answer = unrecorded.answer
+        what = f"the answer to question {record.seq + 1}, given and not yet recorded"
+
+        async def write() -> Settlement:
+            return await journal.answer_ask(record.id, answer, by=by)
+
+    else:
+        state, code = unrecorded.state, unrecorded.code
+        what = f"how question {record.seq + 1} ended ({code or state.value}), not yet recorded"
+
+        async def write() -> Settlement:
+            return await journal.settle_ask(record.id, state, code=code, by=by)
+
+    try:
+        settlement = await run.journal.persist(what, write)
+    except anyio.get_cancelled_exc_class():
+        _log.error(
+            "ask.answer_not_recorded" if unrecorded.answer is not None else "ask.not_recorded",
+            question_id=record.id,
+            summary=f"stopped before the journal recorded {what}: the run's resume asks it again",
+        )
+        raise
+    if unrecorded.answer is None and (
+        settlement.won or settlement.ask.settled_by == by  # a lost reply of a try that won
+    ):
+        return None
+    return settlement.ask
+
+
 async def _settle_here(
     journal: Journal,
     ask_id: str,
     ask_here: Callable[[], Awaitable[AskUserQuestionAnswer]],
     by: str,
-) -> AskRecord | AskUserQuestionAnswer | UserInteractionError:
+) -> AskRecord | AskUserQuestionAnswer | UserInteractionError | _Unrecorded:
     """Ask this process's providers and record the outcome (first settlement wins).
 
     Returns the record as settled; the error this process's ask ended with, when its
-    settlement won; or the answer given here when the journal could not record it. (With
-    no provider here the ask fails with ``NO_PROVIDER`` as without a journal, once the
-    caller's wait for one — ``waiting_for_provider`` — is over; an answer given elsewhere
-    meanwhile wins.)
+    settlement won; when the journal is out of reach, what to record once it is back
+    (:class:`_Unrecorded`); or the answer given here when the journal refuses it (the run
+    ended or was taken over meanwhile). (With no provider here the ask fails with
+    ``NO_PROVIDER`` as without a journal, once the caller's wait for one —
+    ``waiting_for_provider`` — is over; an answer given elsewhere meanwhile wins.)
 
     What the providers returned is recorded shielded: it wins over a cancellation or an
     abort that comes in the same turn (invariant 6), and a process that stops right then
@@ -169,13 +258,17 @@ async def _settle_here(
             with anyio.CancelScope(shield=True):
                 settlement = await journal.settle_ask(ask_id, state, code=code, by=by)
         except JournalError as failure:
-            _log.warning("ask.not_recorded", question_id=ask_id, code=failure.code)
-            return error
+            if failure.code != _UNAVAILABLE:
+                _log.warning("ask.not_recorded", question_id=ask_id, code=failure.code)
+                return error
+            return _Unrecorded(error=error, state=state, code=code)
         return error if settlement.won else settlement.ask
     try:
         with anyio.CancelScope(shield=True):
             settlement = await journal.answer_ask(ask_id, answer, by=by)
     except JournalError as failure:
+        if failure.code == _UNAVAILABLE:
+            return _Unrecorded(answer=answer)
         _log.error(
             "ask.answer_not_recorded",
             question_id=ask_id,

@@ -15,6 +15,13 @@ and its pending questions are withdrawn, so an agent that loops ("Deploy now?" f
 task) never receives yesterday's answer. A cancelled run (the process stopping, ``hotseam
 dev`` re-running a saved agent) is left unfinished, to resume.
 
+A journal out of reach (a full disk, a database server restarting) delays what must be
+recorded, never fails it: :meth:`AskJournal.persist` tries again with back-off until the
+journal takes the write, says so once at error level (and in ``hotseam status``, from
+:func:`journal_waits`), and once more when it is back. So a question waits to be recorded
+before it is put, an answer is returned once it is recorded, and a run's end is retried
+until the journal holds it: a finished run never resumes.
+
 The journal is a capability like any other: :data:`JOURNAL`'s provider is an
 :class:`AskJournal`, the journal as this process writes to it (as one *daemon*, kept alive
 by a heartbeat). Tests provide one on the in-memory engine.
@@ -23,12 +30,16 @@ by a heartbeat). Tests provide one on the in-memory engine.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import socket
-from collections.abc import AsyncIterator
+import time
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 import anyio
 
@@ -39,13 +50,33 @@ from ._journal import (
     DaemonRecord,
     Journal,
     JournalError,
+    JournalErrorCode,
     RunRecord,
     open_journal,
 )
 
-__all__ = ["JOURNAL", "AgentRun", "AskJournal", "current_run"]
+__all__ = ["JOURNAL", "AgentRun", "AskJournal", "current_run", "journal_waits"]
+
+T = TypeVar("T")
 
 _log = get_logger("hotseam.interaction")
+
+RETRY_FIRST = 0.05
+"""Seconds before the first new try of a write the journal could not take."""
+RETRY_MAX = 2.0
+"""The longest wait between two tries (the back-off doubles up to it)."""
+
+_UNAVAILABLE = JournalErrorCode.JOURNAL_UNAVAILABLE.value
+_open_journals: weakref.WeakSet[AskJournal] = weakref.WeakSet()
+
+
+@dataclass(slots=True)
+class _Outage:
+    """The journal out of reach: since when (monotonic), why, and what waits for it."""
+
+    since: float
+    error: str
+    waiting: dict[int, str] = field(default_factory=dict)
 
 
 class AskJournal:
@@ -59,12 +90,84 @@ class AskJournal:
         daemon: This process's record in it.
     """
 
-    __slots__ = ("_runs", "daemon", "journal")
+    __slots__ = ("__weakref__", "_outage", "_runs", "_tickets", "daemon", "journal")
 
     def __init__(self, journal: Journal, daemon: DaemonRecord) -> None:
         self.journal = journal
         self.daemon = daemon
         self._runs: dict[str, AgentRun] = {}  # the runs open in this process, by agent
+        self._outage: _Outage | None = None
+        self._tickets = itertools.count()
+
+    async def persist(
+        self, what: str, operation: Callable[[], Awaitable[T]], *, shown: bool = True
+    ) -> T:
+        """``operation()`` (one journal call), tried again with back-off for as long as the
+        journal is out of reach (``JOURNAL_UNAVAILABLE``); other errors are raised.
+
+        The first failure of an outage is logged once, at error level, and every caller
+        waiting meanwhile is listed by ``what`` in :func:`journal_waits` (``shown``: the
+        wait holds something up, as a question not yet put or an answer not yet returned).
+        Cancelling the caller ends the wait: nothing is recorded then.
+        """
+        ticket = next(self._tickets)
+        delay = RETRY_FIRST
+        try:
+            while True:
+                try:
+                    result = await operation()
+                except JournalError as error:
+                    if error.code != _UNAVAILABLE:
+                        raise
+                    self._unreachable(error, what)
+                    if shown and self._outage is not None:
+                        self._outage.waiting[ticket] = what
+                    await anyio.sleep(delay)
+                    delay = min(delay * 2, RETRY_MAX)
+                    continue
+                self._reachable()
+                return result
+        finally:
+            if self._outage is not None:
+                self._outage.waiting.pop(ticket, None)
+
+    def _unreachable(self, error: JournalError, what: str) -> None:
+        if self._outage is not None:
+            self._outage.error = str(error)
+            return
+        self._outage = _Outage(time.monotonic(), str(error))
+        _log.error(
+            "journal.unreachable",
+            url=self.journal.url,
+            code=error.code,
+            waiting=what,
+            summary=f"the journal {self.journal.url} cannot be reached ({error}): questions "
+            f"wait for it (here: {what}), tried again with back-off up to every "
+            f"{RETRY_MAX:g} s; nothing fails or is asked twice meanwhile",
+        )
+
+    def _reachable(self) -> None:
+        outage, self._outage = self._outage, None
+        if outage is not None:
+            waited = time.monotonic() - outage.since
+            _log.warning(
+                "journal.reachable",
+                url=self.journal.url,
+                waited_s=round(waited, 3),
+                summary=f"the journal {self.journal.url} is back after {waited:.1f} s",
+            )
+
+    def waits(self) -> dict[str, Any] | None:
+        """While the journal is out of reach: for how long, why, and what waits for it."""
+        outage = self._outage
+        if outage is None:
+            return None
+        return {
+            "url": self.journal.url,
+            "seconds": round(time.monotonic() - outage.since, 1),
+            "error": outage.error,
+            "waiting": list(outage.waiting.values()),
+        }
 
     def __repr__(self) -> str:
         return f"<AskJournal {self.journal.url} daemon={self.daemon.name!r}>"
@@ -85,6 +188,7 @@ class AskJournal:
                 journal = await stack.enter_async_context(open_journal(journal))
             daemon = await journal.register_daemon(name, agent=agent)
             journaling = cls(journal, daemon)
+            _open_journals.add(journaling)
             # A scope's task, not a task group around the block: the block's own errors
             # reach the caller as they are. The heartbeat ends before the daemon is marked
             # stopped: a beat after the stop would take it for replaced and register again.
@@ -93,6 +197,7 @@ class AskJournal:
                     beats.spawn(journaling._beat, name="journal heartbeat")
                     yield journaling
             finally:
+                _open_journals.discard(journaling)
                 with anyio.CancelScope(shield=True), contextlib.suppress(JournalError):
                     await journal.stop_daemon(journaling.daemon.id)
 
@@ -127,7 +232,9 @@ class AskJournal:
         Raises:
             JournalError: ``RUN_CLAIMED`` when a live daemon runs the agent already.
         """
-        run = await self._start(agent, fresh)
+        run = await self.persist(
+            f"the start of a run of {agent!r}", lambda: self._start(agent, fresh)
+        )
         self._runs[agent] = run
         token = _current.set(run)
         outcome: bool | None = None  # None: cancelled, left to resume
@@ -143,8 +250,7 @@ class AskJournal:
             if self._runs.get(agent) is run:
                 del self._runs[agent]
             if outcome is not None:
-                with anyio.CancelScope(shield=True):
-                    await self._end(run, failed=outcome)
+                await self._end(run, failed=outcome)
 
     async def running_elsewhere(self, agent: str) -> DaemonRecord | None:
         """The live daemon (not this one) whose run of ``agent`` is unfinished, if any: this
@@ -196,10 +302,44 @@ class AskJournal:
                 _log.info("run.owner_gone", daemon_id=owner.id, pid=owner.pid)
 
     async def _end(self, run: AgentRun, *, failed: bool) -> None:
+        """Record the run's end, until the journal takes it: a run left unfinished would
+        resume at the next start and ask its first question again.
+
+        The first try is shielded (an end that comes with a stop is still recorded); while
+        the journal is out of reach, the tries go on until it is back or the process
+        stops (then the run resumes at the next start, and that is logged).
+        """
+        run_id = run.record.id
+        tries = 0
+
+        async def finish() -> None:
+            nonlocal tries
+            tries += 1
+            await self.journal.finish_run(run_id, failed=failed, owner=self.daemon.id)
+
         try:
-            await self.journal.finish_run(run.record.id, failed=failed, owner=self.daemon.id)
+            with anyio.CancelScope(shield=True):
+                try:
+                    await finish()
+                    return
+                except JournalError as error:
+                    if error.code != _UNAVAILABLE:
+                        raise
+                    self._unreachable(error, f"the end of run {run_id[:12]}")
+            await self.persist(f"the end of run {run_id[:12]}", finish)
         except JournalError as error:  # taken over meanwhile, or already ended
-            _log.warning("run.not_finished", run_id=run.record.id, code=error.code)
+            if tries > 1 and error.code == JournalErrorCode.RUN_FINISHED.value:
+                return  # a try whose reply was lost had recorded it
+            _log.warning("run.not_finished", run_id=run_id, code=error.code)
+        except anyio.get_cancelled_exc_class():
+            _log.error(
+                "run.not_finished",
+                run_id=run_id,
+                code=_UNAVAILABLE,
+                summary=f"stopped before the journal {self.journal.url} recorded the end of "
+                f"run {run_id[:12]}: the next start of {run.agent!r} resumes it",
+            )
+            raise
 
 
 @dataclass(eq=False, slots=True)
@@ -279,6 +419,12 @@ JOURNAL: Seam[AskJournal] = Seam("journal", AskJournal)
 :class:`AskJournal`); without one, asks live in this process only."""
 
 _current: ContextVar[AgentRun | None] = ContextVar("hotseam_agent_run", default=None)
+
+
+def journal_waits() -> list[dict[str, Any]]:
+    """For each journal of this process out of reach: its URL, for how long (seconds), the
+    last error, and what waits for it (what ``hotseam status`` shows)."""
+    return [wait for journal in list(_open_journals) if (wait := journal.waits()) is not None]
 
 
 def current_run() -> AgentRun | None:

@@ -1,0 +1,260 @@
+"""A journal out of reach under a real ``hotseam run``: a full disk, a server down.
+
+The journal's disk fills (a real 2 MiB tmpfs, filled by a file until ``ENOSPC``) while the
+agent's first question waits, and the answer comes then; PostgreSQL (a throw-away server
+of this test) is stopped for about 3 s while the agent asks. Either way nothing fails and
+nothing is asked twice: the answer is returned once the journal took it, the next
+questions wait for it (logged once at error level, shown by ``hotseam status``), and the
+run's end is recorded — so the next ``hotseam run`` of the agent starts a new run instead
+of resuming this one and asking its first question again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import queue
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from tests._timing import scaled
+
+from _postgres import PostgresServer, PostgresUnavailableError, postgres_unavailable
+from cli._support import Process, hotseam, write
+from hotseam.interaction._journal import RunState, open_journal
+
+QUESTIONS = ["Which database?", "Service name?", "Deploy now?"]
+AGENT_NAME = "deployer"
+
+AGENT = """
+import json
+from hotseam.interaction import current_run
+
+QUESTIONS = __QUESTIONS__
+
+async def main(context):
+    run = current_run()
+    for seq, question in enumerate(QUESTIONS):
+        result = await context.tools.execute("ask_user_question", {"question": question})
+        answer = result.output["answer"] if result.ok else result.error["code"]
+        print(json.dumps({"run": run.id, "seq": seq, "answer": answer}), flush=True)
+""".replace("__QUESTIONS__", repr(QUESTIONS))
+
+PROVIDER = """
+import pathlib
+import anyio
+from hotseam.interaction import USER_INTERACTION
+from hotseam.providers.scripted import ScriptedProvider
+
+QUESTIONS = __QUESTIONS__
+
+async def reply(request):
+    # The human: the answer to question N is the text of the file answer-N, once it exists.
+    answer = pathlib.Path(f"answer-{QUESTIONS.index(request.question)}")
+    while not answer.exists():
+        await anyio.sleep(0.02)
+    return answer.read_text()
+
+def setup(scope):
+    scope.provide(USER_INTERACTION, ScriptedProvider(reply))
+""".replace("__QUESTIONS__", repr(QUESTIONS))
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    write(tmp_path / "agent.py", AGENT)
+    write(tmp_path / "providers" / "human.py", PROVIDER)
+    return tmp_path
+
+
+@pytest.fixture
+def started() -> Iterator[list[Process]]:
+    processes: list[Process] = []
+    yield processes
+    for process in processes:
+        if process.popen.stdout is not None and not process.popen.stdout.closed:
+            process.finish(signal.SIGKILL)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 2 MiB tmpfs, unmounted at the end."""
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs needs root (this test fills a real file system)")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(folder)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+def _daemon(project: Path, journal: str, started: list[Process]) -> Process:
+    process = Process(
+        "run", "providers", "--agent", "agent.py", "--name", AGENT_NAME,
+        "--journal", journal, "--stall-warning", "0",
+        cwd=project,
+    )  # fmt: skip
+    started.append(process)
+    return process
+
+
+def _fill(folder: Path) -> Path:
+    """Write a file in ``folder`` until its file system is full (down to the last page);
+    the file."""
+    filler = folder / "filler"
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        for size in (65536, 4096, 512):
+            chunk = b"\0" * size
+            while True:
+                try:
+                    os.write(fd, chunk)
+                except OSError as error:
+                    assert error.errno == errno.ENOSPC, error
+                    break
+    finally:
+        os.close(fd)
+    return filler
+
+
+def _events(process: Process, name: str) -> list[dict[str, Any]]:
+    return [
+        event
+        for event in (json.loads(line) for line in process.lines["stderr"] if line[:1] == "{")
+        if event.get("event") == name
+    ]
+
+
+def _got(process: Process) -> list[tuple[int, str]]:
+    """What the agent printed so far: (position, answer)."""
+    lines = process._queues["stdout"]
+    with contextlib.suppress(queue.Empty):
+        while (line := lines.get_nowait()) is not None:
+            process.lines["stdout"].append(line)
+    return [
+        (line["seq"], line["answer"])
+        for line in map(json.loads, process.lines["stdout"])
+        if "seq" in line
+    ]
+
+
+def _status(project: Path) -> dict[str, Any]:
+    done = hotseam("status", AGENT_NAME, "--json", cwd=project, runtime=project / ".hotseam-run")
+    assert done.returncode == 0, done.stderr
+    reply: dict[str, Any] = json.loads(done.stdout)
+    return reply
+
+
+def _until(check: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + scaled(20)
+    while not check():
+        assert time.monotonic() < deadline, f"never {what}"
+        time.sleep(0.05)
+
+
+def _run_states(url: str) -> list[RunState]:
+    async def read() -> list[RunState]:
+        async with open_journal(url) as journal:
+            return [item.run.state for item in await journal.runs(agent=AGENT_NAME)]
+
+    return anyio.run(read)
+
+
+def _ends_without_resuming(project: Path, journal: str, started: list[Process]) -> None:
+    """The next ``hotseam run`` of the agent starts a new run: its first question is asked
+    (not replayed), and nothing resumes."""
+    for seq in range(len(QUESTIONS)):
+        (project / f"answer-{seq}").unlink()
+    again = _daemon(project, journal, started)
+    again.expect(r'"ask\.started"')
+    assert not _events(again, "run.resumed")
+    assert not _events(again, "ask.replayed")
+    assert again.finish(signal.SIGTERM) == 0
+
+
+def test_a_full_disk_delays_the_questions_and_the_run_still_ends(
+    project: Path, small_disk: Path, started: list[Process]
+) -> None:
+    journal = str(small_disk / "journal.sqlite3")
+    daemon = _daemon(project, journal, started)
+    daemon.expect(r'"ask\.started"')
+    filler = _fill(small_disk)
+    (project / "answer-0").write_text("postgres")
+    (project / "answer-1").write_text("billing")
+    (project / "answer-2").write_text("yes")
+    # The answer cannot be recorded: it waits, said once at error level and in the status.
+    daemon.expect(r'"journal\.unreachable"')
+    _until(
+        lambda: bool(_status(project)["journal"]["unreachable"]),
+        "shown as out of reach by hotseam status",
+    )
+    wait = _status(project)["journal"]["unreachable"][0]
+    assert any("answer to question 1" in what for what in wait["waiting"]), wait
+    shown = hotseam("status", AGENT_NAME, cwd=project, runtime=project / ".hotseam-run")
+    assert "OUT OF REACH" in shown.stdout, shown.stdout
+    assert _got(daemon) == []  # nothing returned unrecorded, nothing failed
+    filler.unlink()
+    assert daemon.finish() == 0  # every question answered, the run's end recorded
+    assert _got(daemon) == [(0, "postgres"), (1, "billing"), (2, "yes")]
+    errors = [e for e in _events(daemon, "journal.unreachable") if e.get("level") == "error"]
+    assert len(_events(daemon, "journal.unreachable")) == len(errors) == 1
+    assert not _events(daemon, "run.not_finished")
+    assert _run_states(journal) == [RunState.FINISHED]
+    _ends_without_resuming(project, journal, started)
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[PostgresServer]:
+    """A server of this test alone: it is stopped and started again."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError as error:
+        postgres_unavailable(f"psycopg is not installed ({error})")
+    try:
+        server = PostgresServer.start()
+    except PostgresUnavailableError as error:
+        postgres_unavailable(str(error))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_postgres_down_for_three_seconds_delays_the_questions_and_the_run_still_ends(
+    project: Path, own_postgres: PostgresServer, started: list[Process]
+) -> None:
+    journal = own_postgres.new_schema()
+    daemon = _daemon(project, journal, started)
+    daemon.expect(r'"ask\.started"')
+    own_postgres._pg_ctl("stop", "-m", "fast")  # a failover, a restart
+    (project / "answer-0").write_text("postgres")
+    (project / "answer-1").write_text("billing")
+    (project / "answer-2").write_text("yes")
+    daemon.expect(r'"journal\.unreachable"')
+    time.sleep(3)  # the outage itself: how long the server stays down
+    assert _got(daemon) == []
+    own_postgres._pg_ctl("start")
+    assert daemon.finish() == 0
+    assert _got(daemon) == [(0, "postgres"), (1, "billing"), (2, "yes")]
+    assert len(_events(daemon, "journal.unreachable")) == 1
+    assert _events(daemon, "journal.reachable")
+    assert not _events(daemon, "run.not_finished")
+    assert _run_states(journal) == [RunState.FINISHED]
+    _ends_without_resuming(project, journal, started)
