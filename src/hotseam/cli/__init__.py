@@ -30,6 +30,9 @@ _COMMANDS = {
     "journal": ("hotseam.cli._journal_cmd", "see and clean the ask journal (list, show, purge)"),
 }
 
+# The commands that are an integration's surface (their extras: ``_extras.COMMAND_EXTRAS``).
+_EXTRA_COMMANDS = frozenset({"acp", "mcp", "inbox"})
+
 
 def build_parser(
     only: Collection[str] | None = None, *, list_others: bool = True
@@ -124,6 +127,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return show(fast[0], as_json=fast[1])
     chosen = _chosen(arguments)
+    if chosen & _EXTRA_COMMANDS:
+        from ._extras import command_needs
+
+        needed = command_needs(next(iter(chosen)))
+        if needed is not None:  # before its module, which imports the extra's SDK, is loaded
+            print(needed, file=sys.stderr)
+            return 2
     args = build_parser(chosen, list_others=not chosen).parse_args(arguments)
     code: int = args._module.run(args)
     return code

@@ -52,7 +52,7 @@ import structlog
 
 from .._core import CloseReason, Context, DisposalError, HarnessError, Scope, Tool
 from ..interaction import JOURNAL, USER_INTERACTION, AskJournal, ask_user_question_tool
-from ..interaction._journal import JournalError, JournalErrorCode, parse_journal_url
+from ..interaction._journal import JournalError, JournalErrorCode
 from ..providers.scripted import ScriptedProvider
 from ..reload import Reloader, ReloaderClosedError
 from ._agent import AgentFunction, agent_key
@@ -61,6 +61,7 @@ from ._agent_loop import AgentLoop, describe_error, shown_path
 from ._config import ConfigError
 from ._control import Claim, claim, parse_request, serving
 from ._demo_agent import demo_agent
+from ._extras import check_journal
 from ._hints import Hints
 from ._logging import LogStyle, configure_logging
 from ._options import Settings, add_common_options, add_session_options, resolve, seconds_or_zero
@@ -194,7 +195,7 @@ def _prepare(args: argparse.Namespace, command: str, style: LogStyle) -> _Sessio
         )
         answers = ScriptedProvider.from_file(settings.answers) if settings.answers else None
         if settings.journaled and settings.journal is not None:
-            parse_journal_url(settings.journal)  # JOURNAL_INVALID_URL, naming it
+            check_journal(settings.journal)  # JOURNAL_INVALID_URL, naming it; its extra
         web = web_options(args)
         control = claim(settings.name)
     except (HarnessError, ValueError) as error:

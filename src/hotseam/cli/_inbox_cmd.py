@@ -38,10 +38,10 @@ from ..interaction._journal import (
     JournalError,
     JournalErrorCode,
     open_journal,
-    parse_journal_url,
 )
 from ..providers._web._fleet_server import DEFAULT_FLEET_PORT, serve_journal_inbox
 from ._config import find_config, load_config
+from ._extras import check_journal
 from ._logging import LogStyle, configure_logging
 from ._options import add_log_options, journal_from_config, seconds
 from ._web import WebOptions, add_web_arguments, web_options
@@ -111,7 +111,7 @@ def _prepare(args: argparse.Namespace) -> _Options:
     if journal is None and config is not None and config.get("journal") is not None:
         journal = journal_from_config(config.root, config.get("journal"))
     if journal is not None:
-        parse_journal_url(journal)  # JOURNAL_INVALID_URL, naming the URL
+        check_journal(journal)  # JOURNAL_INVALID_URL, naming the URL; its extra
     web = web_options(args, implied=True, default_port=DEFAULT_FLEET_PORT)
     assert web is not None
     level = args.log_level or (config.get("log-level") if config is not None else None)

@@ -64,6 +64,7 @@ from ..interaction._journal import (
     parse_journal_url,
 )
 from ._config import find_config, load_config
+from ._extras import check_journal
 from ._journal_view import (
     ago,
     ask_lines,
@@ -202,6 +203,8 @@ def _journal_url(given: str | None) -> str | None:
         raise ValueError(
             "the in-memory journal (memory:) lives inside one process: another cannot see it"
         )
+    if given is not None:
+        check_journal(given)  # the postgres extra
     return given
 
 

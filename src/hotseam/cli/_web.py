@@ -17,9 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._core import Scope
+from .._extras import missing
 from ..interaction import USER_INTERACTION
 from ..providers._web._security import is_loopback, load_token, stored_token_path
 from ._config import Config, find_config, flag_or_config, load_config
+from ._extras import needs
 
 if TYPE_CHECKING:
     from ..providers.web import WebProvider
@@ -115,6 +117,8 @@ def web_options(
             off = " (--no-web turned it off)" if web is False else ""
             raise ValueError(f"{given[0]} needs --web{off}")
         return None
+    if missing("web") is not None:
+        raise ValueError(needs(web_from, "web"))
     answers, answers_from = (None, "") if implied else pick("answers")
     if answers:
         raise ValueError(

@@ -18,11 +18,17 @@ Needs the asyncio backend: the SDK is asyncio-based.
 from __future__ import annotations
 
 from .._core import present_as
-from ._acp._agent import AcpAgent, AgentFunction
-from ._acp._provider import AcpProvider
-from ._acp._scope import AskScope, ask_scope, current_ask_scope
-from ._acp._serve import serve
-from ._acp._turn import ContentBlock, PromptTurn, current_turn
+from .._extras import raise_if_missing
+
+try:
+    from ._acp._agent import AcpAgent, AgentFunction
+    from ._acp._provider import AcpProvider
+    from ._acp._scope import AskScope, ask_scope, current_ask_scope
+    from ._acp._serve import serve
+    from ._acp._turn import ContentBlock, PromptTurn, current_turn
+except ModuleNotFoundError as error:  # installed without the acp extra
+    raise_if_missing(error, "acp", __name__)
+    raise
 
 __all__ = [
     "AcpAgent",

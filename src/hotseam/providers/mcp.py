@@ -16,11 +16,17 @@ tells the model to ask in the conversation). See ``docs/mcp.md``.
 from __future__ import annotations
 
 from .._core import present_as
-from ._mcp._call import McpCall, current_call, in_call
-from ._mcp._input import DEFAULT_INPUT_TTL
-from ._mcp._provider import McpProvider
-from ._mcp._server import McpServer
-from ._mcp._stdio import DEFAULT_MAX_LINE_BYTES, stdio_streams
+from .._extras import raise_if_missing
+
+try:
+    from ._mcp._call import McpCall, current_call, in_call
+    from ._mcp._input import DEFAULT_INPUT_TTL
+    from ._mcp._provider import McpProvider
+    from ._mcp._server import McpServer
+    from ._mcp._stdio import DEFAULT_MAX_LINE_BYTES, stdio_streams
+except ModuleNotFoundError as error:  # installed without the mcp extra
+    raise_if_missing(error, "mcp", __name__)
+    raise
 
 __all__ = [
     "DEFAULT_INPUT_TTL",

@@ -17,8 +17,14 @@ inside hotseam's own event loop (asyncio or trio). See ``docs/web.md``::
 from __future__ import annotations
 
 from .._core import present_as
-from ._web._provider import DEFAULT_HOST, DEFAULT_PORT, WebProvider
-from ._web._security import TOKEN_ENV, TOKEN_FILE_ENV
+from .._extras import raise_if_missing
+
+try:
+    from ._web._provider import DEFAULT_HOST, DEFAULT_PORT, WebProvider
+    from ._web._security import TOKEN_ENV, TOKEN_FILE_ENV
+except ModuleNotFoundError as error:  # installed without the web extra
+    raise_if_missing(error, "web", __name__)
+    raise
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "TOKEN_ENV", "TOKEN_FILE_ENV", "WebProvider"]
 
