@@ -46,6 +46,13 @@ async def open_journal(
         JournalError: ``JOURNAL_INVALID_URL``, ``JOURNAL_UNAVAILABLE`` (no such folder, no
             server, no driver), ``JOURNAL_NEWER``.
     """
+    location = None if url is None else parse_journal_url(url)
+    # The engine's modules (and for PostgreSQL psycopg, a second or more to import, five
+    # on a busy machine) are imported in a worker thread: an import on the event loop
+    # would stall it for that long, and a daemon's watchdog would report it.
+    await anyio.to_thread.run_sync(
+        _import_engine, "sqlite" if location is None else location.engine
+    )
     journal = _build(url, liveness_timeout, poll_interval)
     # Errors leave as they are, not in the group of the task group that holds the
     # journal's background tasks.
@@ -70,6 +77,18 @@ async def open_journal(
     if failure is not None:
         raise failure
     _log.info("journal.closed", engine=journal.engine, url=journal.url)
+
+
+def _import_engine(engine: str) -> None:
+    """Import what opening a journal on ``engine`` imports (a missing driver is left for
+    the engine to report, with the extra to install)."""
+    if engine == "postgresql":
+        from . import _postgres  # noqa: F401
+
+        with contextlib.suppress(ImportError):
+            import psycopg  # noqa: F401
+    elif engine == "sqlite":
+        from . import _sqlite  # noqa: F401
 
 
 def _build(
