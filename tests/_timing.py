@@ -8,7 +8,8 @@ The factor is ``HOTSEAM_TEST_TIME_SCALE`` when set; otherwise it is measured onc
 suite starts: a fixed small CPU workload timed against what it takes on an idle reference
 machine, and the load average per core, whichever is larger, never below 1. The measured
 factor is written back to ``HOTSEAM_TEST_TIME_SCALE``, so pytest-xdist's workers and the
-processes the tests start use the same factor instead of measuring their own.
+processes the tests start use the same factor instead of measuring their own; with more
+workers than cores it is at least workers per core (``share_cores_with``).
 """
 
 from __future__ import annotations
@@ -69,7 +70,20 @@ def _time_scale() -> float:
     return value
 
 
+_CHOSEN = bool(os.environ.get(_VARIABLE))
 TIME_SCALE = _time_scale()
+
+
+def share_cores_with(workers: int) -> None:
+    """The suite is about to run in ``workers`` processes (pytest-xdist): with more workers
+    than cores each gets a share of one, so a measured factor is at least workers per core.
+    Called before the workers start, so that they inherit the result; a chosen factor is
+    left as it is."""
+    global TIME_SCALE
+    if _CHOSEN:
+        return
+    TIME_SCALE = max(TIME_SCALE, round(workers / (os.cpu_count() or 1), 1))
+    os.environ[_VARIABLE] = str(TIME_SCALE)
 
 
 def scaled(seconds: float) -> float:

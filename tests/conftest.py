@@ -8,21 +8,25 @@ from typing import Any
 
 import pytest
 import structlog
-from tests._timing import TIME_SCALE, scaled
+from tests import _timing
+from tests._timing import scaled
 
 pytest_plugins = ["pytester"]
 
 
 def pytest_report_header() -> str:
     """Say which time factor stretched the deadlines (HOTSEAM_TEST_TIME_SCALE, or measured)."""
-    return f"hotseam: deadlines scaled by {TIME_SCALE:g} (HOTSEAM_TEST_TIME_SCALE)"
+    return f"hotseam: deadlines scaled by {_timing.TIME_SCALE:g} (HOTSEAM_TEST_TIME_SCALE)"
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     """pytest-timeout's default (``--timeout``, ``PYTEST_TIMEOUT`` or the ini ``timeout``) is a
     deadline like any other: stretch it by the suite's time factor before the plugin reads
-    it. 0 (no timeout) stays 0."""
+    it. 0 (no timeout) stays 0. Under pytest-xdist the factor first counts the workers."""
+    workers = config.getoption("numprocesses", None)
+    if isinstance(workers, int) and workers > 0 and not hasattr(config, "workerinput"):
+        _timing.share_cores_with(workers)
     if not config.pluginmanager.hasplugin("timeout"):
         return
     chosen = config.getoption("timeout", None)
