@@ -300,7 +300,7 @@ def test_the_exit_is_prompt_with_stderr_never_read() -> None:
         assert child.stdout.readline() == b"logged\n"
         logged = time.monotonic()
         assert child.wait(timeout=START_BOUND) == 0  # a writer joined forever never returns
-        assert time.monotonic() - logged < EXIT_WAIT + 2.0  # + the interpreter's own exit
+        assert time.monotonic() - logged < EXIT_WAIT + scaled(2.0)  # + the interpreter's own exit
     finally:
         if child.poll() is None:
             child.kill()
@@ -335,7 +335,7 @@ def test_ten_thousand_log_calls_into_a_full_pipe(pipe: tuple[int, int]) -> None:
     started = time.monotonic()
     for index in range(10_000):
         log.info(f"line {index:05} " + "x" * 90)
-    assert time.monotonic() - started < 2.0  # ~1 MB; blocking would hang at 64 KiB
+    assert time.monotonic() - started < scaled(2.0)  # ~1 MB; blocking would hang at 64 KiB
 
     received = bytearray()
     reader = _reader(read_end, received)
@@ -376,7 +376,7 @@ def test_exit_waits_a_bounded_time_on_a_dead_pipe(pipe: tuple[int, int]) -> None
         sink.write(f"line {index} " + "x" * 90 + "\n")
     started = time.monotonic()
     assert not sink.close(timeout=0.2)
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < scaled(1.0)
     # Kept: at most one queue's worth (10 lines of ~100 bytes in 1,024) plus the batch the
     # writer took before the full pipe blocked it (another 10 at most).
     assert sink.dropped >= 80
@@ -390,7 +390,7 @@ def test_a_closed_reader_costs_nothing(pipe: tuple[int, int]) -> None:
     sink.write("first\n")
     started = time.monotonic()
     assert not sink.drain(timeout=5.0)
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < scaled(1.0)
     assert sink.write("second\n") == len("second\n")
 
 

@@ -53,7 +53,7 @@ from .conftest import write
 
 DESCRIPTORS = 64
 """The children's limit: they idle with a few dozen open."""
-RECOVERY_BOUND = 4.0
+RECOVERY_BOUND = scaled(4.0)
 """Seconds from the release of the descriptors to the load of what was saved meanwhile
 (the retry's backoff stops at 1 s; polling scans at least every second)."""
 

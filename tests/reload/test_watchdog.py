@@ -12,6 +12,7 @@ from typing import Any
 
 import anyio
 import pytest
+from tests._timing import scaled
 
 from cli._support import Process
 from hotseam.cli._watchdog import LoopWatchdog
@@ -113,7 +114,7 @@ def test_a_second_stop_signal_ends_a_loop_blocked_by_a_busy_ask(
     finally:
         code = process.finish(signum)
     assert code == expected, process.lines
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < scaled(3)
     stderr = "\n".join(process.lines["stderr"])
     assert "every generation was disposed" not in stderr
     if command == "run":
@@ -173,7 +174,7 @@ def test_the_watchdog_works_on_both_backends(backend: str) -> None:
                 await anyio.sleep(0.4)
                 os.kill(os.getpid(), signal.SIGINT)
                 os.kill(os.getpid(), signal.SIGINT)
-                deadline = time.monotonic() + 3
+                deadline = time.monotonic() + scaled(3)
                 while not exits and time.monotonic() < deadline:
                     time.sleep(0.05)  # noqa: ASYNC251 - blocks the loop: the receiver cannot run
             with anyio.move_on_after(0.5):  # trio redelivers signals left in its receiver

@@ -58,7 +58,7 @@ def _url_line(process: subprocess.Popen[str]) -> tuple[str, list[str]]:
     """
     assert process.stderr is not None
     fd = process.stderr.fileno()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + scaled(20)
     lines: list[str] = []
     pending = b""
     while time.monotonic() < deadline:
@@ -91,7 +91,7 @@ def test_web_prints_the_url_and_answers_from_the_api(tmp_path: Path, command: st
         assert sum("web inbox: http://" in line for line in lines) == 1
         base, token = url.split("/?token=")
         with httpx.Client(base_url=base, headers={"x-hotseam-token": token}) as client:
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + scaled(20)
             questions: list[dict[str, object]] = []
             while not questions and time.monotonic() < deadline:
                 questions = client.get("/api/questions").json()["questions"]
@@ -276,7 +276,7 @@ def test_dev_shows_the_url_of_an_inbox_a_provider_module_serves_once(tmp_path: P
         process.expect(r"inbox_ui\.py \(generation 2\)")
         base, token = url.split("/?token=")
         with httpx.Client(base_url=base, headers={"x-hotseam-token": token}) as client:
-            deadline = time.monotonic() + 20
+            deadline = time.monotonic() + scaled(20)
             questions: list[dict[str, object]] = []
             while not questions and time.monotonic() < deadline:
                 questions = client.get("/api/questions").json()["questions"]
