@@ -46,13 +46,12 @@ async def open_journal(
         JournalError: ``JOURNAL_INVALID_URL``, ``JOURNAL_UNAVAILABLE`` (no such folder, no
             server, no driver), ``JOURNAL_NEWER``.
     """
-    location = None if url is None else parse_journal_url(url)
-    # The engine's modules (and for PostgreSQL psycopg, a second or more to import, five
-    # on a busy machine) are imported in a worker thread: an import on the event loop
-    # would stall it for that long, and a daemon's watchdog would report it.
-    await anyio.to_thread.run_sync(
-        _import_engine, "sqlite" if location is None else location.engine
-    )
+    engine = "sqlite" if url is None else parse_journal_url(url).engine
+    if engine != "memory":
+        # The engine's modules (and for PostgreSQL psycopg, a second or more to import,
+        # five on a busy machine) are imported in a worker thread: an import on the event
+        # loop would stall it that long, and a daemon's watchdog would report it.
+        await anyio.to_thread.run_sync(_import_engine, engine)
     journal = _build(url, liveness_timeout, poll_interval)
     # Errors leave as they are, not in the group of the task group that holds the
     # journal's background tasks.
