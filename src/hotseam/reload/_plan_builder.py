@@ -86,6 +86,13 @@ class PlanBuilder:
         index = self._index
         records = self._loader.records
         self._now = anyio.current_time()
+        if candidates is not None:
+            # A hold whose grace is over is decided here by what is on disk now, not by
+            # what the index last heard: on a busy machine the report of a return within
+            # the grace may still be on its way (DESIGN.md, invariant 12).
+            over = [hold.path for hold in self._holds if hold.until <= self._now]
+            if over:
+                candidates = [*candidates, *over]
         # A listing of everything looks at every path waiting for a retry as well.
         looked = [EVERYTHING, *self._deferrals.paths()] if candidates is None else list(candidates)
         try:
