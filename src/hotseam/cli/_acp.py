@@ -29,11 +29,12 @@ from ._agent import AgentLoadError
 from ._config import ConfigError
 from ._options import ReloadOptions, add_common_options, resolve_common
 from ._stdio_cmd import (
+    StopSignals,
+    exit_process,
     positive_float,
     positive_int,
     stdio_pipes,
     stdout_reserved,
-    stop_on_signals,
 )
 
 if TYPE_CHECKING:
@@ -114,7 +115,9 @@ def run(args: argparse.Namespace) -> int:
                 from ._acp_agent import acp_demo_agent
 
                 agent = acp_demo_agent
-            return anyio.run(
+            signals = StopSignals("acp")
+            signals.install()
+            code: int = anyio.run(
                 _main,
                 agent,
                 paths,
@@ -123,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
                 common.reload,
                 args.max_line_bytes,
                 args.session_idle_timeout,
+                signals,
                 backend="asyncio",
             )
     except (_UsageError, AgentLoadError, ConfigError) as error:
@@ -130,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except KeyboardInterrupt:  # before the signal handlers were installed
         return 0
+    return exit_process(code)  # stopped: nothing to gain from the interpreter's teardown
 
 
 async def _main(
@@ -140,6 +145,7 @@ async def _main(
     reload: ReloadOptions,
     max_line_bytes: int | None = None,
     session_idle_timeout: float | None = 3600.0,
+    signals: StopSignals | None = None,
 ) -> int:
     import anyio
 
@@ -155,13 +161,15 @@ async def _main(
     except _UsageError as error:
         print(f"hotseam acp: {error}", file=sys.stderr)
         return 2
+    stop = anyio.CancelScope()
     try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(stop_on_signals, group.cancel_scope, "acp")
-            async with Scope("hotseam.acp", context=base) as scope:
+        with (signals or StopSignals("acp")).cancelling(stop), stop:
+            async with (
+                Scope("hotseam.acp", context=base) as scope,
+                stdio_pipes(protocol_out) as (reader, writer),
+            ):
                 scope.provide(USER_INTERACTION, provider)
                 scope.register_tool(ask_tool)
-                reader, writer = await stdio_pipes(protocol_out)
                 watcher = getattr(watching, "watcher", None)
                 _log.info(
                     "acp.serving",
@@ -180,7 +188,6 @@ async def _main(
                         max_line_bytes=max_line_bytes,
                         session_idle_timeout=session_idle_timeout,
                     )
-            group.cancel_scope.cancel()
     except Exception as error:
         _log.error("acp.failed", exc_info=True, error=f"{type(error).__name__}: {error}")
         return 1

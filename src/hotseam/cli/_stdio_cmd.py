@@ -2,18 +2,24 @@
 
 Such a command owns its process: stdout carries protocol messages only
 (:func:`stdout_reserved`), the pipes are read and written on the event loop
-(:func:`stdio_pipes`), and SIGTERM or Ctrl-C stops it cleanly (:func:`stop_on_signals`).
+(:func:`stdio_pipes`), and SIGTERM or Ctrl-C stops it cleanly, however many a host sends
+(:class:`StopSignals`).
 """
 
 from __future__ import annotations
 
 import argparse
+import atexit
+import contextlib
+import functools
 import os
 import signal
 import sys
-from collections.abc import Iterator
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, BinaryIO
+from types import FrameType
+from typing import TYPE_CHECKING, BinaryIO, NoReturn
 
 from .._core import get_logger
 from ._log_sink import OutputCapture
@@ -27,8 +33,10 @@ __all__ = [
     "positive_float",
     "positive_int",
     "stdio_pipes",
+    "STOP_SIGNALS",
+    "StopSignals",
+    "exit_process",
     "stdout_reserved",
-    "stop_on_signals",
 ]
 
 _log = get_logger("hotseam.cli")
@@ -38,15 +46,159 @@ _log = get_logger("hotseam.cli")
 _STDIO_CHUNK = 1024 * 1024
 
 
-async def stop_on_signals(scope: anyio.CancelScope, command: str) -> None:
-    """Cancel ``scope`` at the first SIGTERM or SIGINT, logged as ``{command}.signal``."""
-    import anyio
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_FORCED_REPORT_WAIT = 1.0
+"""How long a forced exit waits for its log line (the loop thread may hold the log stream)."""
 
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async for signum in signals:
-            _log.info(f"{command}.signal", signal=signal.Signals(signum).name)
-            scope.cancel()
+
+class StopSignals:
+    """SIGINT and SIGTERM for the whole life of a command that owns its process.
+
+    The first stop signal cancels the scope bound with :meth:`cancelling` (the command
+    then disposes everything and exits 0), at once if it came before the scope was bound.
+    The second is logged and changes nothing: hosts send two (Claude Code sends SIGINT,
+    then SIGTERM 100 ms later), and a stop in progress must be let finish. The third ends
+    the process at once with ``128 +`` its number (130, 143) without disposing, so a stop
+    that hangs can still be cut short, as uvicorn and pytest do on a second Ctrl-C.
+
+    The handlers are the interpreter's (``signal.signal``), installed before the event
+    loop runs and kept until the process exits: the loop's own handlers are removed when
+    it closes, and a signal during the loop's shut-down or the interpreter's exit would
+    then get its default action and kill the process (exit -15, after its disposers ran).
+    A handler only counts and wakes the loop; the loop logs (the log stream's lock may be
+    held by the code a signal interrupts).
+
+    Args:
+        command: The events' prefix: ``{command}.signal``, ``{command}.forced_exit``.
+        report: Logs a signal in the loop, given its name and how many came so far
+            (default: ``{command}.signal``).
+    """
+
+    def __init__(self, command: str, *, report: Callable[[str, int], None] | None = None) -> None:
+        self.command = command
+        self.received: list[int] = []
+        """The stop signals received, in order."""
+        self._report = report if report is not None else self._log_signal
+        self._wake: Callable[[Callable[[], None]], None] | None = None
+        self._cancel: Callable[[], None] | None = None
+
+    def install(self) -> None:
+        """Handle SIGINT and SIGTERM from now until the process exits (main thread only)."""
+        if threading.current_thread() is not threading.main_thread():
             return
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, self._handle)
+
+    @contextmanager
+    def cancelling(self, scope: anyio.CancelScope) -> Iterator[None]:
+        """While the block runs (in the event loop's thread), the first stop signal
+        cancels ``scope`` and each signal is logged."""
+        wake = _loop_waker()
+        self._cancel = scope.cancel
+        self._wake = wake
+        try:
+            if self.received:  # one came before the loop listened
+                self._report(signal.Signals(self.received[0]).name, 1)
+                scope.cancel()
+            yield
+        finally:
+            self._wake = None
+            self._cancel = None
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.received.append(signum)
+        count = len(self.received)
+        if count >= 3:
+            self._force_exit(signum)
+            return
+        wake = self._wake
+        if wake is not None:
+            with contextlib.suppress(RuntimeError):  # the loop is closing: nothing to wake
+                wake(functools.partial(self._in_loop, signum, count))
+
+    def _in_loop(self, signum: int, count: int) -> None:
+        self._report(signal.Signals(signum).name, count)
+        cancel = self._cancel
+        if count == 1 and cancel is not None:
+            cancel()
+
+    def _log_signal(self, name: str, count: int) -> None:
+        if count == 1:
+            _log.info(f"{self.command}.signal", signal=name)
+        else:
+            _log.info(
+                f"{self.command}.signal",
+                signal=name,
+                summary=f"{name} while stopping: the stop goes on (a third signal exits at "
+                "once, without disposing)",
+            )
+
+    def _force_exit(self, signum: int) -> None:
+        """Log the forced exit from a thread of its own (bounded), then exit."""
+        name = signal.Signals(signum).name
+        code = 128 + signum
+
+        def report() -> None:
+            _log.warning(
+                f"{self.command}.forced_exit",
+                signal=name,
+                exit_code=code,
+                summary=f"a third stop signal ({name}): exiting with {code} without "
+                "waiting for the stop to finish",
+            )
+
+        reporter = threading.Thread(target=report, name="hotseam: forced exit", daemon=True)
+        reporter.start()
+        reporter.join(_FORCED_REPORT_WAIT)
+        _exit_at_once(code)
+
+
+def _loop_waker() -> Callable[[Callable[[], None]], None]:
+    """How to run a callback in the current event loop from a signal handler."""
+    import sniffio
+
+    if sniffio.current_async_library() == "trio":
+        import trio
+
+        return trio.lowlevel.current_trio_token().run_sync_soon
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+
+    def wake(callback: Callable[[], None]) -> None:
+        loop.call_soon_threadsafe(callback)
+
+    return wake
+
+
+def exit_process(code: int) -> NoReturn:
+    """End the process once a command stopped, without the interpreter's finalization.
+
+    Tearing the interpreter down (every module, the SDKs' and pydantic's objects) takes
+    longer than the stop itself (0.3 s on an idle machine, seconds on a busy one), and it
+    restores the default action of SIGTERM and SIGINT: the second signal a host sends
+    would then kill a process whose stop is complete. Output is flushed and the exit
+    handlers run first (the log sink writes what it holds).
+    """
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    atexit._run_exitfuncs()
+    os._exit(code)
+
+
+def _exit_at_once(code: int) -> None:
+    """End the process now; the queued log lines get a bounded time to be written."""
+    from ._logging import _stderr_sink
+
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    sink = _stderr_sink()
+    if sink is not None:
+        with contextlib.suppress(Exception):
+            sink.drain(_FORCED_REPORT_WAIT)
+    os._exit(code)
 
 
 @contextmanager
@@ -86,19 +238,93 @@ def _stdout_to_stderr() -> Iterator[None]:
         os.close(saved_fd)
 
 
+@contextlib.asynccontextmanager
 async def stdio_pipes(
     protocol_out: BinaryIO,
-) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """stdin and ``protocol_out`` (from :func:`stdout_reserved`) as asyncio streams."""
+) -> AsyncIterator[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+    """stdin and ``protocol_out`` (from :func:`stdout_reserved`) as asyncio streams.
+
+    A stdin the event loop cannot poll (``/dev/null``: a supervisor, ``nohup``, a test
+    harness) is read in a worker thread instead, so its end is seen as a closed pipe's is:
+    the loop would accept it and never report it readable, and the command would run until
+    killed.
+    """
     import asyncio
+
+    import anyio
 
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=_STDIO_CHUNK)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     transport, protocol = await loop.connect_write_pipe(
         asyncio.streams.FlowControlMixin, protocol_out
     )
-    return reader, asyncio.StreamWriter(transport, protocol, None, loop)
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    fd = sys.stdin.fileno()
+    if _pollable(fd):
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+        yield reader, writer
+        return
+    pump = _FilePump(reader, fd)
+    async with anyio.create_task_group() as group:
+        group.start_soon(pump.run)
+        try:
+            yield reader, writer
+        finally:
+            group.cancel_scope.cancel()
+
+
+def _pollable(fd: int) -> bool:
+    """Whether the event loop's selector takes ``fd`` (a pipe, a socket, a terminal do;
+    ``/dev/null`` and regular files do not: epoll refuses them)."""
+    import selectors
+
+    with selectors.DefaultSelector() as selector:
+        try:
+            selector.register(fd, selectors.EVENT_READ)
+        except (OSError, ValueError):
+            return False
+    return True
+
+
+class _FilePump:
+    """Feeds a stream reader from a descriptor that cannot be polled, a worker thread
+    reading it one chunk at a time (reads of such files never wait for a writer), and
+    pausing while the reader holds more than its limit, as a pipe transport does."""
+
+    def __init__(self, reader: asyncio.StreamReader, fd: int) -> None:
+        import anyio
+
+        self._reader = reader
+        self._fd = fd
+        self._resumed = anyio.Event()
+        self._resumed.set()
+        reader.set_transport(self)  # type: ignore[arg-type] # pause_reading/resume_reading
+
+    def pause_reading(self) -> None:
+        import anyio
+
+        if self._resumed.is_set():
+            self._resumed = anyio.Event()
+
+    def resume_reading(self) -> None:
+        self._resumed.set()
+
+    async def run(self) -> None:
+        import anyio.to_thread
+
+        while True:
+            await self._resumed.wait()
+            try:
+                data = await anyio.to_thread.run_sync(
+                    os.read, self._fd, _STDIO_CHUNK, abandon_on_cancel=True
+                )
+            except OSError as error:  # nohup's stdin is opened write-only: EBADF
+                _log.info("stdin.unreadable", error=f"{type(error).__name__}: {error}")
+                data = b""
+            if not data:
+                self._reader.feed_eof()
+                return
+            self._reader.feed_data(data)
 
 
 def positive_int(text: str) -> int:

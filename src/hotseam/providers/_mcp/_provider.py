@@ -14,10 +14,11 @@ human in the host's own UI, as a form elicitation of the client that made the ca
 Several questions are one form (``multiple_questions`` is true while the client takes
 forms). A form accepted with nothing in it, or with a question unanswered, is asked again
 with a one-line note, at most twice (then ``ASK_CANCELLED`` or ``INVALID_ANSWER``, as the
-ACP provider does). A client that advertised no elicitation, or answers the method with
--32601, gets the fallback: the web inbox when one runs (``fallback=``), else an error the
-model can read (``NO_PROVIDER``), which tells it to ask in the conversation — never a
-question nobody sees.
+ACP provider does); so is an answer that is no ``ElicitResult`` at all (a ``content`` that
+is not an object), then ``INVALID_ANSWER``. A client that advertised no elicitation, or
+answers the method with -32601, gets the fallback: the web inbox when one runs
+(``fallback=``), else an error the model can read (``NO_PROVIDER``), which tells it to ask
+in the conversation — never a question nobody sees.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
+from pydantic import ValidationError
 
 from ..._core import get_logger
 from ...interaction import (
@@ -52,6 +54,14 @@ _ASKED_AGAIN_AT_MOST = 2
 
 class _RefusedError(Exception):
     """The client answered ``elicitation/create`` with -32601."""
+
+
+class _MalformedAnswerError(Exception):
+    """The client's answer to ``elicitation/create`` is no ``ElicitResult`` (its
+    ``content`` not an object...): asked again, as an answer that does not fit is."""
+
+
+_MALFORMED_NOTE = "The previous answer could not be read. Please answer again."
 
 
 class McpProvider:
@@ -122,9 +132,18 @@ class McpProvider:
             message = form.message() if note is None else f"{note}\n\n{form.message()}"
             schema = mcp_schema(form, call.protocol_version)
             _log.info("mcp.question_sent", tool=call.tool, modern=call.modern)
-            result = await self._elicit(call, request, message, schema)
             try:
+                result = await self._elicit(call, request, message, schema)
                 return read_result(form, result)
+            except _MalformedAnswerError as malformed:
+                _log.warning("mcp.answer_malformed", tool=call.tool, reason=str(malformed))
+                if asked_again >= _ASKED_AGAIN_AT_MOST:
+                    raise UserInteractionError(
+                        f"the MCP client's answer was malformed {asked_again + 1} times: "
+                        f"{malformed}",
+                        INVALID_ANSWER,
+                    ) from None
+                note, given = _MALFORMED_NOTE, None
             except EmptyAnswerError:
                 if asked_again >= _ASKED_AGAIN_AT_MOST:
                     raise UserInteractionError(
@@ -188,7 +207,15 @@ class McpProvider:
                 reason="the answer arrived in the turn its question was withdrawn",
             )
             return filed.result
+        except ValidationError as invalid:
+            raise _MalformedAnswerError(_described(invalid)) from None
         except MCPError as error:
+            if error.code == types.CONNECTION_CLOSED:  # the host's input ended (stdio)
+                raise UserInteractionError(
+                    "the MCP connection closed while a question was waiting for the client",
+                    PROVIDER_FAILED,
+                    cause=error,
+                ) from error
             if error.code == _METHOD_NOT_FOUND:
                 self._refused.add(id(call.session.client_params))
                 _log.warning(
@@ -215,6 +242,15 @@ class McpProvider:
             if filed is not None and not filed.withdrawn:
                 assert tap is not None
                 tap.close(filed)
+
+
+def _described(invalid: ValidationError) -> str:
+    """Where an answer does not fit ``ElicitResult`` (never its content: what was typed)."""
+    problems = [
+        f"{'.'.join(str(part) for part in error['loc']) or 'result'}: {error['msg']}"
+        for error in invalid.errors(include_url=False, include_input=False)[:3]
+    ]
+    return "; ".join(problems)
 
 
 def load_forms() -> None:

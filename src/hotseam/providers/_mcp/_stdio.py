@@ -9,9 +9,12 @@ event loop instead (asyncio), and:
   discarded as it arrives and answered with error -32600 (``id: null``), naming the limit;
 * answers a line that is not JSON (or nested too deeply for the parser) with -32700, and
   JSON that is no JSON-RPC message with -32600, each with one warning in the log;
+* answers a request whose id is neither a string nor an integer (``{}``, ``[1]``,
+  ``true``, ``1.5``, ``null``: MCP forbids a null id) with -32600, ``id: null``;
 * writes without ever blocking the loop: a client that stops reading holds only the
   messages of its own connection, with one warning after ``stall_warning`` seconds, and a
-  stop signal still stops the process.
+  stop signal still stops the process;
+* at the end of input, answers every request read before it, then ends.
 
 Messages are turned into the SDK's ``SessionMessage`` by its own validator
 (``jsonrpc_message_adapter``) and written by its own serializer.
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -75,6 +79,69 @@ async def _read_line(reader: asyncio.StreamReader, max_bytes: int) -> _Line:
             return _Line(b"".join(parts), size, too_long, eof)
 
 
+_Key = tuple[bool, int | str]
+"""A request id as it is told apart (``1`` and ``"1"`` are two)."""
+_STREAMS = frozenset({"subscriptions/listen"})
+"""Requests answered by a stream that lasts as long as the connection: nothing is owed
+them at the end of input."""
+
+
+def _key(request_id: int | str) -> _Key:
+    return (isinstance(request_id, str), request_id)
+
+
+class _Book:
+    """What is owed across the end of input: the host's requests not yet answered, and the
+    server's requests the host has not answered (it never will once its input ends)."""
+
+    def __init__(self) -> None:
+        self.owed: set[_Key] = set()
+        self.asked: dict[_Key, int | str] = {}
+        self.ended = False
+        self.host_gone = False
+        self.settled = anyio.Event()
+
+    def read(self, message: types.JSONRPCMessage) -> None:
+        if isinstance(message, types.JSONRPCRequest):
+            if message.method not in _STREAMS:
+                self.owed.add(_key(message.id))
+        elif isinstance(message, types.JSONRPCNotification):
+            if message.method == "notifications/cancelled":  # answered by nobody now
+                cancelled = (message.params or {}).get("requestId")
+                if isinstance(cancelled, int | str):
+                    self.answered(cancelled)
+        elif message.id is not None:  # the host's answer to one of the server's requests
+            self.asked.pop(_key(message.id), None)
+
+    def answered(self, request_id: int | str) -> None:
+        self.owed.discard(_key(request_id))
+        if self.ended and not self.owed:
+            self.settled.set()
+
+    def end(self) -> list[int | str]:
+        """The input ended: the server's requests still waiting, which get no answer."""
+        self.ended = True
+        if not self.owed:
+            self.settled.set()
+        waiting = list(self.asked.values())
+        self.asked.clear()
+        return waiting
+
+
+def _no_answer(request_id: int | str) -> SessionMessage:
+    """What stands for the host's answer to a request of the server's once its input ended."""
+    return SessionMessage(
+        types.JSONRPCError(
+            jsonrpc="2.0",
+            id=request_id,
+            error=types.ErrorData(
+                code=types.CONNECTION_CLOSED,
+                message="the host closed the server's stdin: no answer can come",
+            ),
+        )
+    )
+
+
 @contextlib.asynccontextmanager
 async def stdio_streams(
     reader: asyncio.StreamReader,
@@ -88,10 +155,18 @@ async def stdio_streams(
         MemoryObjectSendStream[SessionMessage],
     ]
 ]:
-    """The SDK's stream pair over ``reader`` (stdin) and ``writer`` (stdout); the read
-    stream ends at end of input."""
+    """The SDK's stream pair over ``reader`` (stdin) and ``writer`` (stdout).
+
+    The read stream ends once the input has ended and every request read before the end
+    is answered (the SDK cancels what is in flight when its read stream ends); the
+    server's own requests still waiting for the host then fail at once (it can no longer
+    answer). A host that closes stdout first is a normal end: replies are dropped, logged
+    once. At the block's end what is queued is written, for a bounded time; nothing queued,
+    nothing is waited for.
+    """
     read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](16)
+    book = _Book()
 
     async def refuse(code: int, message: str) -> None:
         error = types.JSONRPCError(
@@ -99,6 +174,10 @@ async def stdio_streams(
         )
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             await write_send.send(SessionMessage(error))
+
+    async def unanswerable(request_id: int | str) -> None:
+        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await read_send.send(_no_answer(request_id))
 
     async def read_loop() -> None:
         async with read_send:
@@ -118,47 +197,125 @@ async def stdio_streams(
                         _log.warning("mcp.message_refused", rpc_code=code, reason=text)
                         await refuse(code, text)
                     else:
+                        book.read(message)
                         await read_send.send(SessionMessage(message))
                 if line.eof:
-                    return
-
-    written = anyio.Event()
+                    break
+            waiting = book.end()
+            if book.owed or waiting:
+                _log.info(
+                    "mcp.input_ended",
+                    unanswered=len(book.owed),
+                    reason="the host closed stdin: what it asked before is answered, then "
+                    "the server stops",
+                )
+            for request_id in waiting:
+                await unanswerable(request_id)
+            await book.settled.wait()
 
     async def write_loop() -> None:
-        async with write_receive:
-            async for item in write_receive:
-                data = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-                writer.write(data.encode("utf-8"))
-                with anyio.move_on_after(stall_warning) as waited:
-                    await writer.drain()
-                if waited.cancelled_caught:
-                    _log.warning(
-                        "mcp.stdout_not_read",
-                        seconds=stall_warning,
-                        reason="the client has not read stdout for a while: replies wait; "
-                        "a stop signal still stops the server",
+        async for item in write_receive:
+            message = item.message
+            if isinstance(message, types.JSONRPCRequest):
+                if book.ended:
+                    await unanswerable(message.id)
+                    continue
+                book.asked[_key(message.id)] = message.id
+            if not book.host_gone:
+                writer.write(_encoded(item))
+                try:
+                    await _drain(writer, stall_warning)
+                except ConnectionError as error:  # the host closed stdout (or left)
+                    book.host_gone = True
+                    _log.info(
+                        "mcp.stdout_closed",
+                        error=f"{type(error).__name__}: {error}",
+                        reason="the host closed the server's stdout: replies are dropped",
                     )
-                    await writer.drain()
-        written.set()
+            if isinstance(message, types.JSONRPCResponse | types.JSONRPCError) and (
+                message.id is not None
+            ):
+                book.answered(message.id)
 
-    async with anyio.create_task_group() as group:
-        group.start_soon(read_loop)
-        group.start_soon(write_loop)
-        try:
-            yield read_receive, write_send
-        finally:
-            write_send.close()  # what is queued is still written, for a bounded time
-            with anyio.move_on_after(_FLUSH_WAIT, shield=True):
-                await written.wait()
-            group.cancel_scope.cancel()
+    try:
+        async with anyio.create_task_group() as group:
+            group.start_soon(read_loop)
+            group.start_soon(write_loop)
+            try:
+                yield read_receive, write_send
+            finally:
+                group.cancel_scope.cancel()
+    finally:
+        write_send.close()
+        await _flush(write_receive, writer, skip=book.host_gone)
+
+
+async def _drain(writer: asyncio.StreamWriter, stall_warning: float) -> None:
+    with anyio.move_on_after(stall_warning) as waited:
+        await writer.drain()
+    if waited.cancelled_caught:
+        _log.warning(
+            "mcp.stdout_not_read",
+            seconds=stall_warning,
+            reason="the client has not read stdout for a while: replies wait; "
+            "a stop signal still stops the server",
+        )
+        await writer.drain()
+
+
+async def _flush(
+    queue: MemoryObjectReceiveStream[SessionMessage], writer: asyncio.StreamWriter, *, skip: bool
+) -> None:
+    """Write what is still queued, and give the pipe a bounded time to take it; with
+    nothing queued, return at once (a stop waits for nothing)."""
+    with queue:
+        while not skip:
+            try:
+                writer.write(_encoded(queue.receive_nowait()))
+            except (anyio.WouldBlock, anyio.EndOfStream, anyio.ClosedResourceError):
+                break
+    transport = writer.transport
+    if skip or transport.is_closing() or not transport.get_write_buffer_size():
+        return
+    _log.debug("mcp.flushing", queued_bytes=transport.get_write_buffer_size())
+    with anyio.move_on_after(_FLUSH_WAIT, shield=True), contextlib.suppress(ConnectionError):
+        await writer.drain()
+
+
+def _encoded(item: SessionMessage) -> bytes:
+    return (item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode()
 
 
 def _parse(data: bytes) -> types.JSONRPCMessage | tuple[int, str]:
     """The message of a line, or the error code and text it is refused with."""
     try:
-        return types.jsonrpc_message_adapter.validate_json(data, by_name=False)
+        message = types.jsonrpc_message_adapter.validate_json(data, by_name=False)
     except ValidationError as invalid:
         errors = invalid.errors(include_url=False, include_input=False)
         if errors and errors[0]["type"] == "json_invalid":
             return _PARSE_ERROR, f"parse error: not valid JSON ({errors[0]['msg']})"
         return _INVALID_REQUEST, "invalid request: the line is JSON but not a JSON-RPC 2.0 message"
+    if isinstance(message, types.JSONRPCNotification) and b'"id"' in data:
+        # The validator reads a request whose id is of no allowed type as a notification
+        # (the id dropped), which would go unanswered.
+        raw = json.loads(data)
+        if isinstance(raw, dict) and "id" in raw:
+            return (
+                _INVALID_REQUEST,
+                f"invalid request: id must be a string or an integer, got {_type_name(raw['id'])}",
+            )
+    return message
+
+
+def _type_name(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, float):
+        return "a number with a fraction"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "an array"
+    return type(value).__name__
