@@ -60,6 +60,9 @@ KEYS: dict[str, str] = {
     "http": "hotseam mcp: serve Streamable HTTP on this port instead of stdio (true: a free "
     "port; false: stdio), as --http does",
     "http-host": "hotseam mcp: the loopback address http listens on",
+    "http-max-sessions": "hotseam mcp: http sessions open at once (past it the least recently "
+    "used idle one is closed)",
+    "http-session-idle-timeout": "hotseam mcp: seconds an idle http session is kept",
     "input-ttl": "hotseam mcp: seconds a 2026-07-28 question waits for the host's retry",
     "max-line-bytes": "hotseam mcp: the longest message line read from stdin: bytes, or a "
     "size such as '16MiB'",
@@ -178,6 +181,10 @@ def _checked(key: str, value: Any, where: str) -> Any:
         if isinstance(value, bool) or (isinstance(value, int) and 0 <= value <= 65535):
             return value
         raise wrong("a port number from 0 to 65535, or true or false")
+    if key == "http-max-sessions":
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise wrong("a whole number >= 1")
+        return value
     # The time bounds: numbers of seconds.
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise wrong("a number of seconds")

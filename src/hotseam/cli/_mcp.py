@@ -19,7 +19,8 @@ or ``?token=``), logged with the URL at start.
 
 The paths can be written once as ``paths`` in ``[tool.hotseam]`` of the project's
 ``pyproject.toml`` (with the reloader's options, and ``http``, ``http-host``,
-``input-ttl`` and ``max-line-bytes`` for this command's flags), so ``hotseam mcp`` alone
+``http-max-sessions``, ``http-session-idle-timeout``, ``input-ttl`` and ``max-line-bytes``
+for this command's flags), so ``hotseam mcp`` alone
 starts a configured project. stdout carries protocol messages only: logs (JSON lines) and
 anything the tools print go to stderr, through a queue that never blocks. The host closing
 stdin, SIGTERM or Ctrl-C disposes every generation and exits 0; bad input exits 2 with one
@@ -45,7 +46,6 @@ from ._stdio_cmd import positive_float, positive_int
 
 if TYPE_CHECKING:
     from ..providers.mcp import McpServer
-    from ._stdio_cmd import StopSignals
     from ._web import WebOptions
 
 __all__ = ["add_arguments", "run"]
@@ -109,6 +109,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="the loopback address --http listens on (default 127.0.0.1)",
     )
+    parser.add_argument(
+        "--http-max-sessions",
+        metavar="N",
+        type=positive_int,
+        default=None,
+        help="--http sessions open at once; a new one past it closes the least recently "
+        "used idle session (503 only while all are busy) (default: 64)",
+    )
+    parser.add_argument(
+        "--http-session-idle-timeout",
+        metavar="SECONDS",
+        type=positive_float,
+        default=None,
+        help="close an --http session idle this long: no request in flight, no question "
+        "waiting (default: 3600)",
+    )
     add_common_options(parser)
     add_web_arguments(parser)
 
@@ -118,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     import anyio
 
     from ._logging import configure_logging
-    from ._stdio_cmd import StopSignals, exit_process, stdout_reserved
+    from ._stdio_cmd import stdout_reserved
     from ._web import web_options
 
     try:
@@ -135,9 +151,7 @@ def run(args: argparse.Namespace) -> int:
             _check_stdio()
         with stdout_reserved() as protocol_out:
             configure_logging(settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
-            signals = StopSignals("mcp")
-            signals.install()
-            code: int = anyio.run(
+            return anyio.run(
                 _main,
                 paths,
                 protocol_out,
@@ -146,7 +160,6 @@ def run(args: argparse.Namespace) -> int:
                 own.max_line_bytes,
                 own.input_ttl,
                 own.http,
-                signals,
                 backend="asyncio",
             )
     except (_UsageError, HarnessError, ValueError) as error:
@@ -154,7 +167,6 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except KeyboardInterrupt:  # before the signal handlers were installed
         return 0
-    return exit_process(code)  # stopped: nothing to gain from the interpreter's teardown
 
 
 async def _main(
@@ -164,17 +176,17 @@ async def _main(
     web: WebOptions | None,
     max_line_bytes: int | None,
     input_ttl: float,
-    http: tuple[str, int] | None = None,
-    signals: StopSignals | None = None,
+    http: _Http | None = None,
 ) -> int:
     import anyio
 
     from .. import __version__
     from .._core import Context, Scope
     from ..interaction import USER_INTERACTION
+    from ..providers._mcp._provider import load_forms
     from ..providers.mcp import DEFAULT_MAX_LINE_BYTES, McpProvider, McpServer, stdio_streams
     from ..reload import ReloadPathError
-    from ._stdio_cmd import StopSignals, stdio_pipes
+    from ._stdio_cmd import stdio_pipes, stop_on_signals
 
     base = Context("mcp")
     tools = base.child("mcp.tools")
@@ -183,55 +195,58 @@ async def _main(
     except ReloadPathError as error:
         print(f"hotseam mcp: {error}", file=sys.stderr)
         return 2
-    stop = anyio.CancelScope()
     try:
-        with (signals or StopSignals("mcp")).cancelling(stop), stop:
-            async with anyio.create_task_group() as group:
-                async with Scope("hotseam.mcp", context=base) as scope:
-                    fallback = None
-                    if web is not None:
-                        from ..providers.web import WebProvider
+        async with anyio.create_task_group() as group:
+            group.start_soon(stop_on_signals, group.cancel_scope, "mcp")
+            async with Scope("hotseam.mcp", context=base) as scope:
+                fallback = None
+                if web is not None:
+                    from ..providers.web import WebProvider
 
-                        try:
-                            fallback = WebProvider.serve(
-                                scope,
-                                host=web.host,
-                                port=web.port,
-                                allow_remote=web.allow_remote,
-                                token=web.token,
-                            )
-                        except (OSError, ValueError) as error:
-                            print(f"hotseam mcp: {error}", file=sys.stderr)
-                            return 2
-                    scope.provide(USER_INTERACTION, McpProvider(fallback=fallback))
-                    server = McpServer(tools, version=__version__, input_ttl=input_ttl)
-                    events = reloader.events()
-                    async with server.running(), reloader:
-                        await server.tools_changed()  # the first load: nobody to tell yet
-                        group.start_soon(server.follow, events)
-                        _log.info(
-                            "mcp.serving",
-                            watch=[str(path) for path in paths],
-                            tools=tools.tools.names(),
-                            web=None if fallback is None else fallback.url,
+                    try:
+                        fallback = WebProvider.serve(
+                            scope,
+                            host=web.host,
+                            port=web.port,
+                            allow_remote=web.allow_remote,
+                            token=web.token,
                         )
-                        if http is not None:
-                            if not await _serve_http(server, *http, serving=_warm_up):
-                                group.cancel_scope.cancel()  # the reload events' follower
-                                return 2
-                        else:
-                            async with (
-                                stdio_pipes(protocol_out) as (reader, writer),
-                                stdio_streams(
-                                    reader,
-                                    writer,
-                                    max_line_bytes=max_line_bytes or DEFAULT_MAX_LINE_BYTES,
-                                ) as (read_stream, write_stream),
-                            ):
-                                _warm_up()
-                                await server.serve(read_stream, write_stream)
-                        await events.aclose()
-                group.cancel_scope.cancel()
+                    except (OSError, ValueError) as error:
+                        print(f"hotseam mcp: {error}", file=sys.stderr)
+                        group.cancel_scope.cancel()  # the signal task too
+                        return 2
+                scope.provide(USER_INTERACTION, McpProvider(fallback=fallback))
+                server = McpServer(tools, version=__version__, input_ttl=input_ttl)
+                events = reloader.events()
+                async with server.running(), reloader:
+                    await server.tools_changed()  # the first load: nobody to tell yet
+                    group.start_soon(server.follow, events)
+
+                    def warm_up() -> None:
+                        """The first question's imports, made in a worker thread once the
+                        server serves, while the host starts talking (not when a start
+                        fails: a port in use)."""
+                        group.start_soon(anyio.to_thread.run_sync, load_forms)
+
+                    _log.info(
+                        "mcp.serving",
+                        watch=[str(path) for path in paths],
+                        tools=tools.tools.names(),
+                        web=None if fallback is None else fallback.url,
+                    )
+                    if http is not None:
+                        if not await _serve_http(server, *http, serving=warm_up):
+                            group.cancel_scope.cancel()  # the signal task too
+                            return 2
+                    else:
+                        reader, writer = await stdio_pipes(protocol_out)
+                        async with stdio_streams(
+                            reader, writer, max_line_bytes=max_line_bytes or DEFAULT_MAX_LINE_BYTES
+                        ) as (read_stream, write_stream):
+                            warm_up()
+                            await server.serve(read_stream, write_stream)
+                    await events.aclose()
+            group.cancel_scope.cancel()
     except Exception as error:
         _log.error("mcp.failed", exc_info=True, error=f"{type(error).__name__}: {error}")
         return 1
@@ -239,19 +254,14 @@ async def _main(
     return 0
 
 
-def _warm_up() -> None:
-    """Make the first question's imports in a thread once the server serves, while the
-    host starts talking (not when a start fails: a port in use). A daemon thread: a stop
-    never waits for it."""
-    import threading
-
-    from ..providers._mcp._provider import load_forms
-
-    threading.Thread(target=load_forms, name="hotseam: form imports", daemon=True).start()
-
-
 async def _serve_http(
-    server: McpServer, host: str, port: int, *, serving: Callable[[], None]
+    server: McpServer,
+    host: str,
+    port: int,
+    max_sessions: int,
+    session_idle_timeout: float,
+    *,
+    serving: Callable[[], None],
 ) -> bool:
     """Serve Streamable HTTP until a stop signal (``serving`` called once it listens);
     ``False`` (after one line on stderr) when the address cannot be listened on."""
@@ -261,7 +271,14 @@ async def _serve_http(
     from ..providers._web._security import load_token
 
     try:
-        async with serve_http(server, host=host, port=port, token=load_token()) as endpoint:
+        async with serve_http(
+            server,
+            host=host,
+            port=port,
+            token=load_token(),
+            max_sessions=max_sessions,
+            session_idle_timeout=session_idle_timeout,
+        ) as endpoint:
             _log.info(
                 "mcp.http_url",
                 url=endpoint.url_with_token,
@@ -275,12 +292,16 @@ async def _serve_http(
     return True  # pragma: no cover - a stop signal cancels the sleep
 
 
+_Http = tuple[str, int, int, float]
+"""Where Streamable HTTP listens (host, port), its most sessions and their idle timeout."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Own:
     """``hotseam mcp``'s own options, flags over ``[tool.hotseam]``."""
 
-    http: tuple[str, int] | None
-    """Where Streamable HTTP listens, or ``None``: stdio."""
+    http: _Http | None
+    """Where Streamable HTTP listens and its session limits, or ``None``: stdio."""
     input_ttl: float
     max_line_bytes: int | None
 
@@ -289,8 +310,9 @@ def _own_options(args: argparse.Namespace, config_path: Path | None) -> _Own:
     """Merge the flags with the keys of the same names (checked by ``load_config``).
 
     Raises:
-        _UsageError: ``http-host`` (or ``--http-host``) without HTTP.
+        _UsageError: ``http-host`` (or ``--http-host``), or a session limit, without HTTP.
     """
+    from ..providers._mcp._http import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT
     from ..providers.mcp import DEFAULT_INPUT_TTL
     from ._config import flag_or_config, load_config
 
@@ -301,14 +323,26 @@ def _own_options(args: argparse.Namespace, config_path: Path | None) -> _Own:
 
     port, _ = pick("http")
     host, host_from = pick("http_host")
+    most, most_from = pick("http_max_sessions")
+    idle, idle_from = pick("http_session_idle_timeout")
     serves_http = port is not None and port is not False
-    if host is not None and not serves_http:
-        off = " (--no-http turned it off)" if args.http is False else ""
-        raise _UsageError(f"{host_from} needs --http{off}")
+    for value, origin in ((host, host_from), (most, most_from), (idle, idle_from)):
+        if value is not None and not serves_http:
+            off = " (--no-http turned it off)" if args.http is False else ""
+            raise _UsageError(f"{origin} needs --http{off}")
     ttl, _ = pick("input_ttl")
     max_line_bytes, _ = pick("max_line_bytes")
     return _Own(
-        http=((host or "127.0.0.1"), 0 if port is True else int(port)) if serves_http else None,
+        http=(
+            (
+                host or "127.0.0.1",
+                0 if port is True else int(port),
+                DEFAULT_MAX_SESSIONS if most is None else int(most),
+                DEFAULT_SESSION_IDLE_TIMEOUT if idle is None else float(idle),
+            )
+            if serves_http
+            else None
+        ),
         input_ttl=DEFAULT_INPUT_TTL if ttl is None else float(ttl),
         max_line_bytes=max_line_bytes,
     )

@@ -10,6 +10,13 @@ inbox is served by (:mod:`hotseam.providers._web`):
 * Hypercorn per connection, with the inbox's idle timeout;
 * each session's streams tapped as stdio's are (:mod:`._tap`), so that an answer read in
   the event-loop turn its question is withdrawn is still the answer;
+* hotseam's own session bookkeeping (:class:`_SessionManager`): a host that reconnects or
+  crashes without ``DELETE`` leaves its session behind, so when ``max_sessions`` are open
+  the least recently used *idle* session (no request of it in flight, no question of it
+  waiting) is closed to make room — its id then answers 404, as the spec says of an
+  unknown session — and only a house full of busy sessions refuses a new one (503). A
+  session idle for ``session_idle_timeout`` seconds is closed too, measured on an
+  injectable clock when the next request arrives;
 * the inbox's rules for who may talk: loopback unless asked otherwise, the ``Host`` header
   must name this server (DNS rebinding), an ``Origin``, when sent, must be its own, and
   every request carries the token — ``Authorization: Bearer TOKEN`` (what hosts put in
@@ -24,12 +31,16 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator
-from typing import Any
+import math
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Callable
+from typing import Any, cast
 from urllib.parse import parse_qs
 from uuid import uuid4
 
 import anyio
+import anyio.abc
 from mcp.server.auth.middleware.bearer_auth import AuthorizationContext
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
@@ -41,12 +52,22 @@ from ..._core import get_logger
 from .._web._security import HostPolicy, is_loopback, token_matches
 from .._web._server import Listener, WebServer
 from ._server import McpServer
+from ._tap import ResponseTap
 
-__all__ = ["ENDPOINT", "HttpEndpoint", "serve_http"]
+__all__ = [
+    "DEFAULT_MAX_SESSIONS",
+    "DEFAULT_SESSION_IDLE_TIMEOUT",
+    "ENDPOINT",
+    "HttpEndpoint",
+    "serve_http",
+]
 
 ENDPOINT = "/mcp"
-_MAX_SESSIONS = 64
-_SESSION_IDLE = 3600.0
+DEFAULT_MAX_SESSIONS = 64
+"""Sessions open at once; past it the least recently used idle one is closed."""
+DEFAULT_SESSION_IDLE_TIMEOUT = 3600.0
+"""Seconds a session may stay idle (nothing in flight, no question waiting) before it is
+closed."""
 _log = get_logger("hotseam.providers.mcp")
 
 
@@ -69,51 +90,192 @@ class HttpEndpoint:
 
 
 class _TappedTransport(StreamableHTTPServerTransport):
-    """A session's transport whose streams ``server`` taps before the SDK reads them."""
+    """A session's transport whose streams ``server`` taps before the SDK reads them, and
+    which counts its requests in flight for the manager's idle bookkeeping."""
 
-    def __init__(self, server: McpServer, mcp_session_id: str, **options: Any) -> None:
+    def __init__(self, server: McpServer, mcp_session_id: str, book: _Book, **options: Any) -> None:
         super().__init__(mcp_session_id, **options)
         self.server = server
+        self.book = book
+        self.in_flight = 0
+        self.last_used = book.clock()
+        self.tap: ResponseTap | None = None
+
+    @property
+    def busy(self) -> bool:
+        """A request of it is being served (an open GET stream too), or a question of it
+        waits for the client's answer: closing it would lose something."""
+        return self.in_flight > 0 or (self.tap is not None and self.tap.pending)
+
+    async def handle_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.in_flight += 1
+        self.book.touch(self)
+        try:
+            await super().handle_request(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+            self.book.touch(self)
 
     @contextlib.asynccontextmanager
     async def connect(
         self,
     ) -> AsyncIterator[tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]]:
         async with super().connect() as (read_stream, write_stream):
-            yield self.server.tap(read_stream, write_stream)
+            tapped = self.server.tap(read_stream, write_stream)
+            self.tap = getattr(tapped[0], "tap", None)
+            yield tapped
+
+
+class _Book:
+    """The sessions of a manager in order of last use (the least recent first), so that
+    the idle ones past the timeout, and the one to close at the bound, are found from the
+    front without sorting."""
+
+    def __init__(self, clock: Callable[[], float], idle_timeout: float | None) -> None:
+        self.clock = clock
+        self.idle_timeout = idle_timeout
+        self._order: OrderedDict[str, _TappedTransport] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def add(self, transport: _TappedTransport) -> None:
+        """A session admitted now."""
+        assert transport.mcp_session_id is not None
+        transport.last_used = self.clock()
+        self._order[transport.mcp_session_id] = transport
+
+    def touch(self, transport: _TappedTransport) -> None:
+        """``transport`` was used now (a request began or ended); one closed stays out."""
+        session_id = transport.mcp_session_id
+        if session_id is not None and self._order.get(session_id) is transport:
+            transport.last_used = self.clock()
+            self._order.move_to_end(session_id)
+
+    def forget(self, session_id: str) -> None:
+        self._order.pop(session_id, None)
+
+    def expired(self) -> list[_TappedTransport]:
+        """The sessions idle for longer than the timeout (never a busy one), forgotten."""
+        if self.idle_timeout is None:
+            return []
+        deadline = self.clock() - self.idle_timeout
+        found: list[_TappedTransport] = []
+        for session_id, transport in list(self._order.items()):
+            if transport.last_used > deadline:
+                break  # the rest were used later
+            if not transport.busy:
+                del self._order[session_id]
+                found.append(transport)
+        return found
+
+    def least_recent_idle(self) -> _TappedTransport | None:
+        """The idle session used least recently, forgotten; ``None`` when all are busy."""
+        for session_id, transport in self._order.items():
+            if not transport.busy:
+                del self._order[session_id]
+                return transport
+        return None
 
 
 class _SessionManager(StreamableHTTPSessionManager):
-    """The SDK's session manager, each session on a :class:`_TappedTransport`.
+    """The SDK's session manager, each session on a :class:`_TappedTransport`, with
+    hotseam's bound and idle timeout instead of the SDK's (see the module's docstring).
 
-    The SDK gives no hook for a session's streams, so the method that makes a session's
-    transport (``_admit_session``, the SDK's own) is repeated here with the tapped one;
-    ``test_server_http.py``'s same-turn test fails if a release of the SDK stops calling it.
+    The SDK gives no hook for a session's streams nor for its admission, so the method
+    that makes a session's transport (``_admit_session``, the SDK's own) is repeated here
+    with the tapped one, and the one that forgets a session (``_discard_session``) and the
+    one that serves a request (``_handle_stateful_request``) are wrapped;
+    ``test_server_http.py``'s same-turn test and ``test_http_sessions.py`` fail if a
+    release of the SDK stops calling them.
     """
 
-    def __init__(self, server: McpServer, **options: Any) -> None:
-        super().__init__(app=server.lowlevel, **options)
+    def __init__(
+        self,
+        server: McpServer,
+        *,
+        max_sessions: int,
+        session_idle_timeout: float | None,
+        clock: Callable[[], float],
+    ) -> None:
+        # The SDK's own idle timeout runs on the event loop's clock, and its bound refuses
+        # (its ``max_sessions`` is left for its 503 log line): both are hotseam's here.
+        super().__init__(app=server.lowlevel, session_idle_timeout=None, max_sessions=max_sessions)
         self.server = server
+        self.session_bound = max_sessions
+        self.book = _Book(clock, session_idle_timeout)
+
+    async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
+        for transport in self.book.expired():
+            _log.info(
+                "mcp.session_expired",
+                session=_short(transport.mcp_session_id),
+                summary=f"closed an MCP session idle for more than "
+                f"{self.book.idle_timeout:g} s (its id now answers 404)",
+            )
+            self._close(transport)
+        await super()._handle_stateful_request(scope, receive, send)
 
     def _admit_session(
         self, requestor: AuthorizationContext | None
     ) -> StreamableHTTPServerTransport | None:
-        if self.max_sessions is not None and len(self._server_instances) >= self.max_sessions:
-            return None
+        if len(self._server_instances) >= self.session_bound:
+            evicted = self.book.least_recent_idle()
+            if evicted is None:
+                _log.warning(
+                    "mcp.sessions_busy",
+                    sessions=len(self._server_instances),
+                    summary=f"refused a new MCP session (503): all {self.session_bound} "
+                    "sessions are busy (a request in flight or a question waiting); raise "
+                    "--http-max-sessions to serve more hosts at once",
+                )
+                return None
+            _log.info(
+                "mcp.session_evicted",
+                session=_short(evicted.mcp_session_id),
+                idle_s=round(self.book.clock() - evicted.last_used, 3),
+                summary=f"closed the least recently used idle MCP session to admit a new one "
+                f"({self.session_bound} were open; its id now answers 404)",
+            )
+            self._close(evicted)
         session_id = uuid4().hex
         transport = _TappedTransport(
             self.server,
             session_id,
+            self.book,
             is_json_response_enabled=self.json_response,
             event_store=self.event_store,
             security_settings=self.security_settings,
             retry_interval=self.retry_interval,
-            idle_timeout=self.session_idle_timeout,
         )
         if requestor is not None:
             self._session_owners[session_id] = requestor
         self._server_instances[session_id] = transport
+        self.book.add(transport)
         return transport
+
+    async def _discard_session(
+        self, session_id: str, transport: StreamableHTTPServerTransport
+    ) -> None:
+        self.book.forget(session_id)
+        await super()._discard_session(session_id, transport)
+
+    def _close(self, transport: _TappedTransport) -> None:
+        """Forget ``transport``'s session now (its id answers 404 from here on) and end it
+        in the manager's task group (its server task then ends)."""
+        session_id = transport.mcp_session_id
+        group = cast("anyio.abc.TaskGroup | None", self._task_group)  # the SDK types it None
+        assert session_id is not None
+        assert group is not None
+        self._server_instances.pop(session_id, None)
+        self._session_owners.pop(session_id, None)
+        self.book.forget(session_id)
+        group.start_soon(self._discard_session, session_id, transport)
+
+
+def _short(session_id: str | None) -> str:
+    """A session id shortened for logs (enough to tell sessions apart, not to reuse one)."""
+    return (session_id or "")[:8]
 
 
 class _Guard:
@@ -187,13 +349,32 @@ async def serve_http(
     port: int = 0,
     token: str,
     allow_remote: bool = False,
+    max_sessions: int = DEFAULT_MAX_SESSIONS,
+    session_idle_timeout: float | None = DEFAULT_SESSION_IDLE_TIMEOUT,
+    clock: Callable[[], float] = time.monotonic,
 ) -> AsyncIterator[HttpEndpoint]:
     """Serve ``server`` over Streamable HTTP on ``host:port`` for the block.
 
+    Args:
+        max_sessions: Sessions open at once; a new one past it closes the least recently
+            used idle session, and is refused (503) only while every session is busy.
+        session_idle_timeout: Seconds after which an idle session is closed (``None``:
+            never), measured on ``clock`` when a request arrives.
+        clock: Seconds, monotonic (tests pass one they advance by hand).
+
     Raises:
         OSError: the address cannot be listened on (one line naming it and why).
-        ValueError: ``host`` is not a loopback address and ``allow_remote`` is false.
+        ValueError: ``host`` is not a loopback address and ``allow_remote`` is false, or a
+            limit is not positive.
     """
+    if max_sessions < 1:
+        raise ValueError(f"max_sessions must be at least 1, got {max_sessions}")
+    if session_idle_timeout is not None and not (
+        math.isfinite(session_idle_timeout) and session_idle_timeout > 0
+    ):
+        raise ValueError(
+            f"session_idle_timeout must be a positive number of seconds, got {session_idle_timeout}"
+        )
     if not is_loopback(host) and not allow_remote:
         raise ValueError(
             f"{host} is not a loopback address, so other machines could reach the MCP "
@@ -202,8 +383,9 @@ async def serve_http(
     listener = Listener(host, port, choose="--http PORT")
     manager = _SessionManager(
         server,
-        session_idle_timeout=_SESSION_IDLE,
-        max_sessions=_MAX_SESSIONS,
+        max_sessions=max_sessions,
+        session_idle_timeout=session_idle_timeout,
+        clock=clock,
     )
     web = WebServer(listener, name="MCP endpoint")
     endpoint = HttpEndpoint(listener, token)

@@ -75,6 +75,12 @@ class ResponseTap:
         self._by_token: dict[str, Filed] = {}
         self._by_id: dict[str, Filed] = {}
 
+    @property
+    def pending(self) -> bool:
+        """Whether a form of this connection waits for its answer (Streamable HTTP keeps
+        such a session open: see :mod:`._http`)."""
+        return bool(self._by_token)
+
     def open(self, question: object, call: object) -> Filed:
         """A new marker, for one request asking ``question`` for the tool call ``call``."""
         filed = Filed(secrets.token_hex(8), question, call)
@@ -165,6 +171,11 @@ class _TappedRead:
         self._inner = inner
         self._tap = tap
         self.last_context: Context | None = None
+
+    @property
+    def tap(self) -> ResponseTap:
+        """The tap this stream files responses in."""
+        return self._tap
 
     async def receive(self) -> SessionMessage | Exception:
         return self._seen(await self._inner.receive())
