@@ -37,13 +37,14 @@ import weakref
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import ModuleType
+from types import CodeType, ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .._core import executing
 from ._errors import LoadError, LoadPhase
 from ._events import SLOW_NOTICE, report_slow
-from ._guard import ThreadRun, Worker, current_run
+from ._guard import ThreadRun, Worker, current_run, interrupted
+from ._inert import inert
 from ._names import NameClaims, WatchedModuleSpec, owned
 from ._planner import ModuleIndex
 from ._read import FileStat, Source, read_file
@@ -60,6 +61,9 @@ NOTHING: frozenset[str] = frozenset()
 """The one empty set of names that records share (a thousand modules need not hold a
 thousand empty sets)."""
 _EXECUTING = threading.local()  # .stack: the attempts whose bodies this thread executes
+INLINE_SOURCE_LIMIT = 64 * 1024
+"""Bytes of source above which a module is compiled in the worker thread, never on the
+event loop's (compiling is bounded by the size, but a big file's bound is milliseconds)."""
 
 
 class _DependencyFailedError(ImportError):
@@ -175,6 +179,12 @@ class Batch:
     transient: dict[str, OSError] = field(default_factory=dict)
     """Modules that failed because a watched module they import could not be read for a
     passing reason (out of file descriptors...) → that failure: they are tried again."""
+    compiled: dict[str, tuple[CodeType, float]] = field(default_factory=dict)
+    """Code compiled on the event loop's thread to tell whether it is inert, and how long
+    that took (seconds): the thread executes it without compiling it again."""
+    inline: set[str] = field(default_factory=set)
+    """Modules whose bodies were executed on the event loop's thread (inert: see
+    :mod:`._inert`)."""
 
     def imports_of(self, name: str) -> frozenset[str]:
         attempt = self.attempts.get(name)
@@ -227,14 +237,24 @@ class Loader:
     async def execute(self, batch: Batch, names: Sequence[str], timeout: float) -> None:
         """Execute every module of ``names`` not executed yet; failures go to ``batch.failed``.
 
-        Module bodies (with the watched modules they import) execute one after another in
-        the loader's worker thread, so a body that blocks leaves the event loop serving. One
-        still running ``timeout`` seconds after it started is abandoned: it fails with a
-        ``TimeoutError`` naming the line it is stuck at, its thread runs on, nothing it
-        creates is ever installed, and the modules after it execute in a new thread.
+        A body that cannot block or spin (:func:`~hotseam.reload._inert.inert`: straight-line
+        code that calls nothing and imports only what is imported) executes here, on the
+        event loop's thread, at once. The others (with the watched modules they import)
+        execute one after another in the loader's worker thread, so a body that blocks
+        leaves the event loop serving. One still running ``timeout`` seconds after it
+        started is abandoned: it fails with a ``TimeoutError`` naming the line it is stuck
+        at, its thread runs on, nothing it creates is ever installed, and the modules after
+        it execute in a new thread.
         """
         pending = [name for name in names if name not in batch.staged and name not in batch.failed]
         while pending:
+            while pending and self._inert(batch, pending[0]):
+                self._execute_inline(batch, pending.pop(0))
+            pending = [
+                name for name in pending if name not in batch.staged and name not in batch.failed
+            ]
+            if not pending:
+                return
             steps = [functools.partial(self._execute_in_thread, batch, name) for name in pending]
             run, stuck = await self._worker.run(
                 f"executing {pending[0]}",
@@ -266,6 +286,83 @@ class Loader:
                 for name in pending[stuck + 1 :]
                 if name not in batch.staged and name not in batch.failed
             ]
+
+    def _inert(self, batch: Batch, name: str) -> bool:
+        """True when ``name``'s body can run on the event loop's thread (or has run): it
+        is compiled here to tell, and the code is kept for whoever executes it."""
+        if name in batch.staged or name in batch.failed:
+            return True
+        source = batch.sources[name]
+        if len(source.data) > INLINE_SOURCE_LIMIT:
+            return False
+        started = time.perf_counter()
+        try:
+            code = compile(source.data, str(source.path), "exec", dont_inherit=True)
+        except BaseException as error:  # the thread compiles it again and reports it
+            if interrupted(error):
+                raise
+            return False
+        batch.compiled[name] = (code, time.perf_counter() - started)
+        is_package = source.path.name == "__init__.py"
+        package = name if is_package else name.rpartition(".")[0]
+        return inert(code, functools.partial(self._loaded_import, batch, package))
+
+    def _execute_inline(self, batch: Batch, name: str) -> None:
+        """Execute an inert body on this (the event loop's) thread; failures go to
+        ``batch.failed``, but the user's Ctrl-C arriving meanwhile is not the body's."""
+        if name in batch.staged or name in batch.failed:
+            return
+        batch.inline.add(name)
+        try:
+            self._execute(batch, name)
+        except BaseException as error:  # recorded in batch.failed
+            if interrupted(error):
+                raise
+
+    def _loaded_import(
+        self, batch: Batch, package: str, name: str, fromlist: tuple[str, ...] | None, level: int
+    ) -> ModuleType | None:
+        """What ``import`` of ``name`` in this batch returns if it can without running code
+        (nothing executed, read or looked up through a module's ``__getattr__``), else
+        ``None``: the :func:`~hotseam.reload._inert.inert` test of the loader's imports."""
+        if level:
+            if not package:
+                return None
+            try:
+                absolute = importlib.util.resolve_name("." * level + name, package)
+            except (ImportError, ValueError):
+                return None
+        else:
+            absolute = name
+        parts = absolute.split(".")
+        watched = self.index.owns(parts[0])
+        if not watched and parts[0] in self.records:
+            return None  # a watched module whose file is gone: the import fails, in the thread
+        modules: list[ModuleType] = []
+        for depth in range(1, len(parts) + 1):
+            dotted = ".".join(parts[:depth])
+            module = self._loaded_now(batch, dotted) if watched else sys.modules.get(dotted)
+            if type(module) is not ModuleType:
+                return None
+            if getattr(module.__spec__, "_initializing", False):
+                return None  # being imported by another thread: the import would wait
+            modules.append(module)
+        if not fromlist:
+            return modules[0]
+        target = modules[-1]
+        if any(item not in target.__dict__ for item in fromlist):
+            return None
+        return target
+
+    def _loaded_now(self, batch: Batch, name: str) -> ModuleType | None:
+        """The module a watched import of ``name`` gets now without executing or reading."""
+        staged = batch.staged.get(name)
+        if staged is not None:
+            return staged
+        if name in batch.failed or name in batch.sources:
+            return None
+        record = self.records.get(name)
+        return record.module if record is not None else None
 
     def _report_slow(self, names: Sequence[str], timeout: float, index: int) -> None:
         batch = self._batch
@@ -340,8 +437,15 @@ class Loader:
         started = time.perf_counter()
         attempt = batch.attempts[name] = _Attempt(name, batch.id)
         phase: LoadPhase = "compile"
+        compiled = batch.compiled.pop(name, None)
+        if compiled is not None:
+            started -= compiled[1]  # its load time includes compiling it
         try:
-            code = compile(source.data, str(source.path), "exec", dont_inherit=True)
+            code = (
+                compiled[0]
+                if compiled is not None
+                else compile(source.data, str(source.path), "exec", dont_inherit=True)
+            )
             phase = "exec"
             self._claims.claim(name, source.path)
             parent_name, _, child = name.rpartition(".")
