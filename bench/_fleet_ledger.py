@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from _fleet_race import MUST_BE_ZERO as RACES_MUST_BE_ZERO
 from _fleet_world import FleetSettings, Life, Slot
 
 from hotseam.interaction._journal import AskRecord, AskState, Journal, RunRecord, RunState
@@ -45,6 +46,7 @@ MUST_BE_ZERO = (
     "asks that failed in the agent",
     "unexpected replies (404, 409 NOT_PENDING, 5xx)",
     "daemons that exited on their own with an error",
+    *RACES_MUST_BE_ZERO,
 )
 
 

@@ -49,6 +49,7 @@ class FleetSettings:
     answer_delay: float = 0.1  # at most, before a question is answered
     restart_delay: float = 0.3  # at most, before a supervisor starts a dead process again
     poll: float = 0.05  # seconds between two listings of each inbox
+    race_share: float = 0.1  # of other starts: several daemons at once (see _fleet_race)
     seed: int = 1
     timeout: float = 1500.0
     breaks: tuple[str, ...] = ()
@@ -154,8 +155,12 @@ class Slot:
 
     @property
     def current(self) -> Life | None:
-        life = self.lives[-1] if self.lives else None
-        return life if life is not None and life.alive else None
+        """The life running it: of those alive (racers that lose end at once), the one
+        that asks, else the newest."""
+        alive = [life for life in self.lives if life.alive]
+        asking = [life for life in alive if any(e["event"] == "ask.started" for e in life.events)]
+        chosen = asking or alive
+        return chosen[-1] if chosen else None
 
     def poke(self) -> None:
         self.changed.set()

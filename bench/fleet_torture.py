@@ -22,7 +22,10 @@ one — its tables go to a new schema; SQLite: one file):
   (committed, as the journal says while the daemon is still frozen), then it is killed.
   Answers and kills keep pace (neither gets more than 3 % ahead of the other in its share
   of the whole), so at least ``--daemon-kills`` and ``--inbox-kills`` land while questions
-  are open.
+  are open;
+* racing claims (``_fleet_race.py``): an agent's first start, its first restart after a
+  kill and a share of the others start three daemons at once for it; one asks, the others
+  must exit 2 with one plain line, never two askers in one run.
 
 Then the journal is checked against everything the inboxes said and the agents received
 (see ``_fleet_ledger.py``); exit status 1 when a must-be-0 counter is not 0.
@@ -54,6 +57,7 @@ import anyio.abc
 import anyio.to_thread
 import httpx
 from _fleet_ledger import Attempt, Ledger, Report, check
+from _fleet_race import Races
 from _fleet_world import BREAKS, FleetSettings, Life, Slot, World, freeze, kill, read_life
 
 from hotseam.interaction._journal import AskState, Journal, RunState, open_journal
@@ -86,6 +90,7 @@ class Fleet:
         self.reserved: set[str] = set()  # agents the killer is about to freeze
         self.posting: set[str] = set()  # questions whose answers are on their way
         self.relisted = anyio.Event()  # set after each listing of the inboxes
+        self.races = Races(settings.race_share, self.rng)  # several daemons for one agent
 
     # -- supervisors --------------------------------------------------------------------------
 
@@ -94,20 +99,22 @@ class Fleet:
         (or, as a supervisor would, after any exit)."""
         finished: set[str] = set()
         while len(finished) < self.settings.rounds:
-            life = await self.world.start(slot)
-            slot.poke()
-            code = await read_life(life)
+            lives = await self.races.live(self.world, slot)  # one, or several racing
             slot.poke()
             # A run is done when the journal says it finished (a kill may land after its
             # end was committed, before the daemon logged it), or when the daemon logged
             # that its agent returned (under --break finished-run, the journal never says
             # so, and the next life goes through the same run again).
-            for run_id in life.runs:
-                if (await journal.get_run(run_id)).state is RunState.FINISHED:
-                    finished.add(run_id)
-            if life.returned and not (life.runs and life.runs[-1] in finished):
-                finished.add(f"returned in life {life.number}")
+            for life in lives:
+                for run_id in life.runs:
+                    if (await journal.get_run(run_id)).state is RunState.FINISHED:
+                        finished.add(run_id)
+                if life.returned and not (life.runs and life.runs[-1] in finished):
+                    finished.add(f"returned in life {life.number}")
             slot.rounds_done = len(finished)
+            # The life that ran the agent (a race's losers exit 2 at once).
+            life = next((life for life in lives if life.code != 2), lives[-1])
+            code = life.code
             if code == 0 or life.killed is not None:
                 await anyio.sleep(self.rng.uniform(0, self.settings.restart_delay))
             else:  # refused (exit 2: the old life looked alive), or failed: noted
@@ -374,6 +381,7 @@ class Fleet:
                     kill(slot.current)
         async with open_journal(self.world.url) as journal:
             report = await check(journal, self.agents, self.inboxes, self.ledger, settings)
+        self.races.check(report.counts, report.examples)
         if deadline.cancelled_caught:
             report.bad("missing: the fleet did not finish in time", f"{settings.timeout} s")
         report.seconds = time.monotonic() - started

@@ -5,8 +5,11 @@ ask and the inboxes race to answer.
 Three agents, two runs of four questions each; the two inboxes answer half the questions at
 the same instant; daemons are killed with SIGKILL at random (some frozen first, answered,
 then killed: the answer committed, never received) and restarted, and an inbox is killed
-and restarted. Every must-be-0 counter stays 0: no answer lost, none delivered twice or to
-another question, every replay consistent with the record, every question answered once.
+and restarted. Each agent's first start and first restart after a kill start three daemons
+at once for it (racing claims): one asks, the others exit 2 with one line. Every
+must-be-0 counter stays 0: no answer lost, none delivered twice or to another question,
+every replay consistent with the record, every question answered once, no racing loser
+without its one line, never two askers in one run.
 ``make stress`` runs the long version (1,200 questions, 100+ daemon and 20+ inbox kills).
 """
 
@@ -59,4 +62,5 @@ def test_a_fleet_killed_at_random_loses_no_answer_and_delivers_each_once(
     assert counts["of which the answer was committed while it was frozen"] >= 1
     assert counts["inbox kills (SIGKILL)"] >= 1
     assert counts["inbox answers posted"] > 24  # half of them raced in both inboxes
+    assert counts["races (daemons started at once for one agent)"] >= 3  # first starts
     assert report.ok, report.render()
