@@ -66,6 +66,7 @@ from ._hints import Hints
 from ._logging import LogStyle, configure_logging
 from ._options import Settings, add_common_options, add_session_options, resolve, seconds_or_zero
 from ._snapshot import SessionFacts, handle
+from ._stdio_cmd import StopSignals, exit_process
 from ._watchdog import LoopWatchdog
 from ._web import WebOptions, add_web_arguments, start_web, web_options
 
@@ -164,8 +165,10 @@ def run_session(args: argparse.Namespace, *, style: LogStyle, verbose: bool = Tr
     _add_processors(quiet=not verbose and level != "debug", one_line=style == "console")
     log = structlog.get_logger("hotseam.cli").bind(logger="hotseam.cli")
     _import_serving_path(session)
+    signals = StopSignals(command, report=functools.partial(_report_signal, log))
+    signals.install()
     try:
-        return anyio.run(_serve, session)
+        code: int = anyio.run(_serve, session, signals)
     except KeyboardInterrupt:
         # Ctrl-C before the signal handler was installed (or after it was removed): the
         # reloader's 'async with' still disposed every generation on the way out.
@@ -174,6 +177,14 @@ def run_session(args: argparse.Namespace, *, style: LogStyle, verbose: bool = Tr
     except Exception as error:
         log.error(f"{command} stopped: {describe_error(error)}", exc_info=True)
         return EXIT_FATAL
+    return exit_process(code)  # stopped: nothing to gain from the interpreter's teardown
+
+
+def _report_signal(log: Any, name: str, count: int) -> None:
+    if count == 1:
+        log.info(f"{name}: shutting down")
+    else:
+        log.info(f"{name}: already shutting down (a third signal exits at once)")
 
 
 def _prepare(args: argparse.Namespace, command: str, style: LogStyle) -> _Session | int:
@@ -215,19 +226,20 @@ def _prepare(args: argparse.Namespace, command: str, style: LogStyle) -> _Sessio
     )
 
 
-async def _serve(session: _Session) -> int:
+async def _serve(session: _Session, signals: StopSignals) -> int:
     log = structlog.get_logger("hotseam.cli").bind(logger="hotseam.cli")
     reloader = session.reloader
     providers = reloader.context
     assert providers.parent is not None
     outcome = EXIT_OK
     daemon = session.command == "hotseam run"
-    # Signals are routed to a receiver before any provider code runs: a stop signal cancels
-    # whatever runs (an initial load included), and a KeyboardInterrupt can then only be
-    # raised by provider code, which the reloader reports as its failure.
+    # Stop signals are handled before any provider code runs: the first cancels whatever
+    # runs (an initial load included), a second lets the stop finish (StopSignals), and a
+    # KeyboardInterrupt can then only be raised by provider code, which the reloader
+    # reports as its failure. SIGHUP goes to a receiver of its own.
     stop = anyio.CancelScope()
     watchdog = LoopWatchdog(session.stall_warning or None, log, _exit_now)
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+    with anyio.open_signal_receiver(signal.SIGHUP) as hangups, signals.cancelling(stop):
         async with watchdog.watching(), anyio.create_task_group() as control:
 
             async def reload_everything() -> None:
@@ -242,13 +254,12 @@ async def _serve(session: _Session) -> int:
                 )
 
             async def on_signals() -> None:
-                async for signum in signals:
-                    name = signal.Signals(signum).name
-                    if signum == signal.SIGHUP and daemon:
+                async for _ in hangups:
+                    if daemon:
                         log.info("SIGHUP: reloading every module")
                         control.start_soon(reload_everything)
                         continue
-                    log.info(f"{name}: shutting down")
+                    log.info("SIGHUP: shutting down")
                     stop.cancel()
 
             control.start_soon(on_signals)
