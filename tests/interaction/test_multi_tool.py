@@ -222,7 +222,12 @@ async def test_a_declined_question_ends_the_whole_call() -> None:
             "INVALID_INPUT",
             "questions[0].options[0].preview",
         ),
-        ({"header": "Storage"}, INVALID_REQUEST, "question: Field required (or give questions"),
+        # Neither question nor questions: the input is what is wrong, as for any missing
+        # field (it was INVALID_INPUT before questions came; None is no input at all).
+        ({"header": "Storage"}, "INVALID_INPUT", "question: Field required (or give questions"),
+        ({}, "INVALID_INPUT", "question: Field required (or give questions"),
+        (None, "INVALID_INPUT", "question: Field required (or give questions"),
+        ("{}", "INVALID_INPUT", "question: Field required (or give questions"),
         (
             {"question": "Other?", "questions": [{"question": "A?"}, {"question": "B?"}]},
             INVALID_REQUEST,
@@ -236,13 +241,16 @@ async def test_a_declined_question_ends_the_whole_call() -> None:
     ],
 )
 async def test_input_that_does_not_fit_names_the_field(
-    tool_input: dict[str, Any], code: str, message: str
+    tool_input: dict[str, Any] | str | None, code: str, message: str
 ) -> None:
     """The model reads what was wrong with its call, field by field."""
     result = await _context(ScriptedProvider(["x"])).tools.execute("ask_user_question", tool_input)
     assert result.error is not None
     assert result.error["code"] == code
     assert message in result.error["message"]
+    if code == "INVALID_INPUT":
+        assert result.error["name"] == "ToolError"
+        assert result.error["details"]["errors"][0]["field"]
 
 
 @pytest.mark.parametrize(

@@ -369,8 +369,10 @@ class ToolRegistry:
         """Validate ``input``, run the tool and return its result; never raise for its failure.
 
         ``input`` may be a mapping, a JSON string of an object or an instance of the input
-        model; any other value (a list, a number, ``None`` inside a mapping's keys...) is
-        ``INVALID_INPUT`` naming the problem. Unknown tool → ``TOOL_NOT_FOUND``; invalid
+        model (``None``, or no input, is an empty object: a tool whose fields all have
+        defaults runs, one with a required field fails naming it); any other value (a list,
+        a number, ``None`` inside a mapping's keys...) is ``INVALID_INPUT`` naming the
+        problem. Unknown tool → ``TOOL_NOT_FOUND``; invalid
         input → ``INVALID_INPUT`` naming each bad field; a HarnessError keeps its name and
         code; anything else → its class name with code ``INTERNAL`` (logged with its
         traceback). A tool whose provider generation is being swapped (a hot reload) is

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._core import BaseContext, Tool, ToolCall
+from .._core import BaseContext, Tool, ToolCall, ToolError
 from ._ask import ask
 from ._model import MAX_QUESTIONS, AskUserQuestionAnswer, Question
 
@@ -56,6 +56,15 @@ NO_PROVIDER...); do not assume an answer then."""
 
 
 async def _handle(input: AskUserQuestionInput, call: ToolCall) -> dict[str, Any]:
+    if input.questions is None and "question" not in input.model_fields_set:
+        # The input model lets ``question`` be left out (for ``questions``): neither given
+        # is the tool's input that is wrong, as any other missing field is, not a request.
+        missing = f"Field required (or give questions: a list of 1 to {MAX_QUESTIONS} questions)"
+        raise ToolError(
+            f"invalid input for tool {call.tool!r}: question: {missing}",
+            "INVALID_INPUT",
+            details={"errors": [{"field": "question", "message": missing, "type": "missing"}]},
+        )
     request = input.to_request(agent=call.agent, signal=call.signal)
     context = call.context
     # A tool runs in the context that holds it; tools know it only as a ToolContext.
