@@ -313,8 +313,25 @@ class TestSymlinks:
                 write(evil, _module("evil v2"))
                 write(barrier, "X = 2\n")
                 await events.next(ReloadCommitted, path=barrier)
-                with pytest.raises(KeyError):
+                # Asked about, a refused link says it was refused, and why (not "never
+                # loaded"), however it is spelled.
+                refused = "outside the watched paths: refused"
+                with pytest.raises(KeyError, match=f"is a symbolic link to {evil}, {refused}"):
                     reloader.status_of(folder / "evil.py")
+                with contextlib.chdir(folder), pytest.raises(KeyError) as relative:
+                    reloader.status_of("absolute.py")
+                assert str(relative.value).startswith(
+                    f"'absolute.py' is a symbolic link to {evil}, {refused}"
+                )
+                through = f"goes through the symbolic link {folder / 'kit'} -> {outside / 'kit'}"
+                with pytest.raises(KeyError, match=through):
+                    reloader.status_of(folder / "kit" / "__init__.py")
+                with pytest.raises(KeyError) as unknown:
+                    reloader.status_of(folder / "never.py")
+                assert (
+                    str(unknown.value)
+                    == f"no watched module was loaded from {str(folder / 'never.py')!r}"
+                )
         skipped = _skipped(logs)
         assert set(skipped) == {str(folder / name) for name in ("evil.py", "kit", "absolute.py")}
         assert all("outside the watched paths" in reason for reason in skipped.values())

@@ -71,7 +71,7 @@ from ._read import MAX_MODULE_SIZE
 from ._result import ReloadResult
 from ._roots import LinkedRoots, Root, refused_link
 from ._sequence import Steps
-from ._status import ModuleStatus
+from ._status import ModuleStatus, NotLoadedError
 from ._teardown import Closer, as_exception, dispose_failed
 from ._transient import EVERYTHING, Deferrals
 from ._watcher import FileChange, PollingWatcher, Watcher
@@ -422,14 +422,19 @@ class Reloader:
         """The status of the module in ``path``.
 
         Raises:
-            KeyError: no module was ever loaded from ``path``.
+            KeyError: no module was ever loaded from ``path``; when it is a symbolic link
+                refused because it leads out of the watched paths, the message says so
+                and where it leads.
         """
         resolved = self._known(path) or Path(path).resolve()
         name = self._index.name_of(resolved)  # a symbolic link resolves to its target
         for record in self._loader.records.values():
             if record.path == resolved or record.name == name:
                 return record.status()
-        raise KeyError(f"no watched module was loaded from {os.fspath(path)!r}")
+        refused = refused_link(Path(path), self._index.roots)
+        if refused is not None:
+            raise NotLoadedError(f"{refused}; no watched module was loaded from it")
+        raise NotLoadedError(f"no watched module was loaded from {os.fspath(path)!r}")
 
     def _known(self, path: str | os.PathLike[str]) -> Path | None:
         """``path`` itself when resolving it would give it back: a watched module file,

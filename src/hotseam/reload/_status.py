@@ -9,7 +9,7 @@ from typing import Literal
 
 from ._errors import LoadError
 
-__all__ = ["ModuleKind", "ModuleState", "ModuleStatus"]
+__all__ = ["ModuleKind", "ModuleState", "ModuleStatus", "NotLoadedError"]
 
 ModuleKind = Literal["provider", "helper"]
 """A provider module has a ``setup(scope)`` function; a helper has none."""
@@ -51,3 +51,18 @@ class ModuleStatus:
     error: LoadError | None
     load_ms: float | None
     imports: tuple[str, ...]
+
+
+class NotLoadedError(KeyError):
+    """No watched module was loaded from a path (``Reloader.status_of``): never seen, or
+    refused — a symbolic link leading out of the watched paths — with the reason.
+
+    A ``KeyError`` whose ``str()`` is the plain sentence (``KeyError`` would quote it).
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
