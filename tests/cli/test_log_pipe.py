@@ -8,6 +8,7 @@ process, and the count is reported when the pipe is read again.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -17,6 +18,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -409,3 +411,131 @@ def test_a_replaced_stderr_is_written_at_once(capsys: pytest.CaptureFixture[str]
         # configure_logging is the CLI's, made for a whole process: undo it for the others.
         root.handlers[:] = handlers
         root.setLevel(level)
+
+
+OFF_PATH = r"""
+import json, pathlib, sys, threading, time, structlog
+from hotseam.cli import _logging
+from hotseam.cli._logging import configure_logging
+
+configure_logging("json")
+rendered_by = []  # the thread of each line rendered later
+render_later = _logging._RenderLater._render_bytes
+
+
+def noting(self, *args):
+    rendered_by.append(threading.current_thread().name)
+    return render_later(self, *args)
+
+
+_logging._RenderLater._render_bytes = noting
+log = structlog.get_logger("child")
+shared = ["a"]
+expected = []
+for index in range(200):
+    before = time.time_ns()
+    kind = index % 4
+    if kind == 0:
+        fields = {"index": index, "ratio": index / 3, "even": index % 2 == 0, "none": None,
+                  "text": "é ✓ \"quoted\""}
+        log.info("plain", **fields)
+        fields.update(event="plain", level="info")
+    elif kind == 1:
+        fields = {"index": index, "items": shared, "mapping": {"k": shared, "n": index},
+                  "pair": (1, "x")}
+        log.info("container", **fields)
+        fields = json.loads(json.dumps({**fields, "event": "container", "level": "info"}))
+        shared.append(str(index))  # after the call: its line shows the list as it was
+    elif kind == 2:
+        path = pathlib.Path("/x") / str(index)
+        log.warning("object", index=index, path=path)
+        fields = {"index": index, "path": repr(path), "event": "object", "level": "warning"}
+    else:
+        try:
+            raise ValueError(index)
+        except ValueError:
+            log.error("failed", index=index, exc_info=True)
+        fields = {"index": index, "event": "failed", "level": "error"}
+    expected.append({"fields": fields, "before": before, "after": time.time_ns()})
+assert _logging._stderr_sink().drain(30)
+print(json.dumps({"expected": expected, "rendered_by": rendered_by}))
+"""
+
+
+def test_lines_rendered_off_the_path_keep_their_order_and_content() -> None:
+    """As ``hotseam run`` logs to a pipe: a line of plain fields is rendered by the writer
+    thread, one with an object or a traceback where it is logged; every line comes out in
+    the order of the calls, with the same keys in the same order and the same values as
+    structlog's chain renders (a list changed after the call shows what it held at the
+    call), its timestamp the instant of the call."""
+    child = subprocess.run(
+        [sys.executable, "-c", OFF_PATH], capture_output=True, text=True, timeout=START_BOUND
+    )
+    assert child.returncode == 0, child.stderr
+    report = json.loads(child.stdout)
+    lines = [json.loads(line) for line in child.stderr.splitlines()]
+    assert [line["index"] for line in lines] == list(range(200))
+    for line, wanted in zip(lines, report["expected"], strict=True):
+        keys = [*wanted["fields"], "timestamp"]
+        if wanted["fields"]["event"] == "failed":
+            keys.append("exception")
+            assert line["exception"].startswith("Traceback (most recent call last):")
+            assert line["exception"].endswith(f"ValueError: {line['index']}")
+        assert list(line) == keys
+        assert {key: line[key] for key in wanted["fields"]} == wanted["fields"]
+        stamp = datetime.fromisoformat(line["timestamp"].replace("Z", "+00:00"))
+        micros = (stamp - datetime(1970, 1, 1, tzinfo=UTC)) // timedelta(microseconds=1)
+        assert wanted["before"] // 1000 <= micros <= wanted["after"] // 1000
+    assert report["rendered_by"] == ["hotseam-log-writer"] * 100  # the plain and the lists
+
+
+def test_lines_rendered_later_keep_their_place_and_a_failed_one_says_so(
+    pipe: tuple[int, int],
+) -> None:
+    read_end, write_end = pipe
+    sink = StderrSink(write_end)
+
+    def broken() -> bytes:
+        raise RuntimeError("cannot render")
+
+    try:
+        sink.write("one\n")
+        sink.write_later(lambda: b"two\n")
+        sink.write_later(broken)
+        sink.write_bytes(b"four\n")
+        assert sink.drain(scaled(10))
+    finally:
+        sink.close()
+    os.close(write_end)
+    written = os.read(read_end, 65536).decode()
+    assert written == (
+        "one\ntwo\nhotseam: a log line could not be rendered: RuntimeError: cannot render\nfour\n"
+    )
+
+
+def test_a_burst_of_lines_is_written_in_one_wake_up_of_the_writer(
+    pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer takes the lines queued while it settles in one go (one write), and a
+    drain does not wait for the settling to end."""
+    from hotseam.cli import _log_sink
+
+    monkeypatch.setattr(_log_sink, "SETTLE", 3600.0)  # only the drain ends the settling
+    read_end, write_end = pipe
+    sink = StderrSink(write_end)
+    writes: list[bytes] = []
+    write_all = StderrSink._write_all
+
+    def counted(fd: int, data: bytes) -> None:
+        writes.append(data)
+        write_all(fd, data)
+
+    monkeypatch.setattr(StderrSink, "_write_all", staticmethod(counted))
+    try:
+        for index in range(6):
+            sink.write_later(functools.partial(f"line {index}\n".encode))
+        assert sink.drain(scaled(10))
+    finally:
+        sink.close()
+    assert writes == [b"".join(f"line {index}\n".encode() for index in range(6))]
+    assert os.read(read_end, 65536) == writes[0]

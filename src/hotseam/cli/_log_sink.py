@@ -9,6 +9,13 @@ what is kept is what the program did last, and the count is written exactly wher
 is, as soon as the pipe takes data again. At exit the queue gets a bounded time to drain,
 then the writer thread is stopped and joined (:meth:`StderrSink.close`).
 
+A log line need not even be rendered where it is logged: :meth:`StderrSink.write_later`
+queues a function that renders it, which the writer thread calls, in order with the lines
+around it. And the writer takes what is queued a moment (:data:`SETTLE`) after the first
+line of a burst, not at each line: a save logs half a dozen lines in a few milliseconds,
+and a writer woken for each of them took the interpreter lock from the event loop as
+often, each time a wake-up of a sleeping thread (milliseconds on a busy machine).
+
 :class:`OutputCapture` puts the program's own output (``print``, writes to descriptors 1
 and 2) through the same queue, for ``hotseam acp``: there a stray ``print()`` in an agent
 blocked the protocol exactly as a log line did.
@@ -31,13 +38,32 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
 
-__all__ = ["EXIT_WAIT", "QUEUE_BYTES", "OutputCapture", "StderrSink", "plain_report"]
+__all__ = [
+    "EXIT_WAIT",
+    "QUEUE_BYTES",
+    "SETTLE",
+    "OutputCapture",
+    "Render",
+    "StderrSink",
+    "plain_report",
+]
 
 QUEUE_BYTES = 256 * 1024
 """How many bytes of log lines wait for the writer before the oldest are dropped."""
 
 EXIT_WAIT = 1.0
 """How long the exit waits for queued lines to be written (never forever: the pipe may be dead)."""
+
+SETTLE = 0.02
+"""Seconds the writer waits after the first line of a burst before it renders and writes
+what is queued (a drain or the exit does not wait): the lines a save logs are then taken
+in one wake-up, after the save, instead of one wake-up each during it."""
+
+_DEFERRED_BYTES = 256
+"""What a line not rendered yet counts for against :data:`QUEUE_BYTES`."""
+
+Render = Callable[[], bytes]
+"""A function that renders one log line (its newline included), called by the writer."""
 
 _BATCH = select.PIPE_BUF
 """Lines go out in writes of at most this many bytes (unless one line is longer): a pipe
@@ -74,8 +100,10 @@ class StderrSink:
         # An RLock (Condition's default): a signal handler that logs while this thread is
         # inside write() must not deadlock on it.
         self._cond = threading.Condition()
-        self._queue: deque[bytes] = deque()
+        self._queue: deque[bytes | Render] = deque()
         self._queued = 0
+        self._idle = False  # the writer waits for a first line (only then is it notified)
+        self._hurry = False  # a drain or the exit waits: no settling
         self._unreported = 0
         self._dropped = 0
         self._writing = False
@@ -96,17 +124,29 @@ class StderrSink:
 
     def write_bytes(self, data: bytes) -> None:
         """Queue ``data`` as it is (a program's output, which need not be text)."""
-        if not data:
-            return
+        if data:
+            self._put(data, len(data))
+
+    def write_later(self, render: Render) -> None:
+        """Queue a line that the writer thread renders (``render()``, its newline
+        included) when it writes it, in order with the other lines. A line whose
+        rendering raises is written as a line that says so."""
+        self._put(render, _DEFERRED_BYTES)
+
+    def _put(self, item: bytes | Render, size: int) -> None:
         with self._cond:
             if self._broken or self._closed:  # nobody will ever read it / nobody writes it
                 return
-            self._queue.append(data)
-            self._queued += len(data)
+            self._queue.append(item)
+            self._queued += size
             while self._queued > self._limit and len(self._queue) > 1:
                 oldest = self._queue.popleft()
-                self._queued -= len(oldest)
-                lines = oldest.count(b"\n")
+                if isinstance(oldest, bytes):
+                    self._queued -= len(oldest)
+                    lines = oldest.count(b"\n")
+                else:
+                    self._queued -= _DEFERRED_BYTES
+                    lines = 1
                 self._unreported += lines
                 self._dropped += lines
             if self._thread is None:
@@ -118,7 +158,9 @@ class StderrSink:
                 except RuntimeError:  # interpreter shutdown: no new threads; lose the line
                     self._broken = True
                     return
-            self._cond.notify()
+            if self._idle:
+                self._idle = False
+                self._cond.notify()
 
     def write_to(self, fd: int) -> None:
         """Write to ``fd`` from the next batch on (the same file, on another descriptor:
@@ -172,6 +214,9 @@ class StderrSink:
 
     def _written_by(self, deadline: float) -> bool:
         """Wait (holding the lock) until everything is written or ``deadline`` passes."""
+        if self._queue or self._unreported:
+            self._hurry = True  # the writer stops settling
+            self._cond.notify_all()
         while (self._queue or self._writing or self._unreported) and not self._broken:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -185,16 +230,18 @@ class StderrSink:
                 while not self._queue and not self._unreported:
                     if self._closed:
                         return
+                    self._hurry = False
+                    self._idle = True
                     self._cond.wait()
-                batch: list[bytes] = []
-                size = 0
-                while self._queue and (not batch or size + len(self._queue[0]) <= _BATCH):
-                    chunk = self._queue.popleft()
-                    batch.append(chunk)
-                    size += len(chunk)
-                self._queued -= size
-                # Every line dropped so far came after what was written and before this
-                # batch: the report goes exactly where the gap is.
+                self._idle = False
+                if not self._hurry and not self._closed:
+                    # The rest of the burst joins it (nobody notifies meanwhile).
+                    self._cond.wait(SETTLE)
+                items = list(self._queue)
+                self._queue.clear()
+                self._queued = 0
+                # Every line dropped so far came after what was written and before these:
+                # the report goes exactly where the gap is.
                 dropped, self._unreported = self._unreported, 0
                 self._writing = True
                 fd = self._fd
@@ -202,7 +249,8 @@ class StderrSink:
                 if dropped:
                     report = self.report(dropped).encode(self._encoding, "backslashreplace")
                     self._write_all(fd, report)
-                self._write_all(fd, b"".join(batch))
+                for chunk in self._chunks(items):
+                    self._write_all(fd, chunk)
             except OSError:  # the reader is gone (EPIPE) or stderr was closed
                 with self._cond:
                     self._broken = True
@@ -214,6 +262,30 @@ class StderrSink:
             with self._cond:
                 self._writing = False
                 self._cond.notify_all()
+
+    def _chunks(self, items: list[bytes | Render]) -> list[bytes]:
+        """The items rendered, joined into writes of at most :data:`_BATCH` bytes of whole
+        items (one longer item is a write of its own)."""
+        chunks: list[bytes] = []
+        batch: list[bytes] = []
+        size = 0
+        for item in items:
+            data = item if isinstance(item, bytes) else self._render(item)
+            if batch and size + len(data) > _BATCH:
+                chunks.append(b"".join(batch))
+                batch, size = [], 0
+            batch.append(data)
+            size += len(data)
+        if batch:
+            chunks.append(b"".join(batch))
+        return chunks
+
+    def _render(self, render: Render) -> bytes:
+        try:
+            return render()
+        except Exception as error:
+            text = f"hotseam: a log line could not be rendered: {type(error).__name__}: {error}\n"
+            return text.encode(self._encoding, "backslashreplace")
 
     @staticmethod
     def _write_all(fd: int, data: bytes) -> None:

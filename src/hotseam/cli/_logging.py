@@ -5,17 +5,26 @@ and in ``demo``/``dev`` mode stdout is the agent's own output. Logging never blo
 program: when stderr is a pipe or a file, lines go through :class:`StderrSink` (a bounded
 queue and a writer thread), so a client that does not read the pipe costs log lines, which
 are counted and reported, never a stalled event loop.
+
+Nor does it cost the program the rendering: a line bound for the sink is rendered by the
+sink's writer thread (:class:`_RenderLater`), the same text as if it were rendered at the
+call — its fields, their order and its timestamp, taken at the call — in the same order
+with the other lines. Only what is read at the call stays there: the context variables,
+the level, the time, and the traceback of ``exc_info`` (which must be the current one).
 """
 
 from __future__ import annotations
 
 import atexit
+import functools
 import json
 import logging
 import os
 import sys
-from datetime import UTC, datetime
-from typing import Literal, TextIO
+import time
+from collections.abc import Callable, Mapping, MutableMapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal, TextIO
 
 import structlog
 
@@ -53,7 +62,11 @@ def configure_logging(
     else:
         renderer = structlog.dev.ConsoleRenderer(colors=out.isatty())
     structlog.configure(
-        processors=[*shared, renderer],
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            _RenderLater(renderer, exc_info=style == "json", deferrable=stream is None),
+        ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.WriteLoggerFactory(file=out),
         cache_logger_on_first_use=False,
@@ -72,6 +85,92 @@ def configure_logging(
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(max(numeric, logging.INFO) if style == "console" else numeric)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
+def _iso(nanoseconds: int) -> str:
+    """``TimeStamper(fmt="iso", utc=True)``'s text for the instant ``time.time_ns()`` gave
+    (``datetime.now`` floors to the microsecond, so does this)."""
+    stamp = _EPOCH + timedelta(microseconds=nanoseconds // 1000)
+    return stamp.isoformat().replace("+00:00", "Z")
+
+
+def _kept(value: object, depth: int = 0) -> tuple[bool, object]:
+    """Whether ``value`` renders the same later, and what to render then: a scalar as it
+    is, a list, tuple or dict of such as a copy (nobody can change it meanwhile)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return True, value
+    if depth > 2:
+        return False, None
+    if kind is list or kind is tuple:
+        items = []
+        for item in value:  # type: ignore[attr-defined]
+            ok, copy = _kept(item, depth + 1)
+            if not ok:
+                return False, None
+            items.append(copy)
+        return True, items if kind is list else tuple(items)
+    if kind is dict:
+        copied = {}
+        for key, item in value.items():  # type: ignore[attr-defined]
+            ok, copy = _kept(item, depth + 1)
+            if not ok or type(key) not in _SCALARS:
+                return False, None
+            copied[key] = copy
+        return True, copied
+    return False, None
+
+
+class _RenderLater:
+    """The last processor: stamps the event, then renders it — on the sink's writer thread
+    when the line goes to the sink and every field renders the same later, else now.
+
+    What the structlog chain did before, in the same order: the timestamp
+    (``TimeStamper(fmt="iso", utc=True)``, its instant taken here), ``format_exc_info``
+    for JSON (always here: ``exc_info=True`` means the exception being handled now), the
+    renderer. A line rendered later is handed to the sink and dropped from structlog's
+    path (``DropEvent``); one rendered now is returned for the logger to write, as before.
+    """
+
+    def __init__(self, renderer: Callable[..., Any], *, exc_info: bool, deferrable: bool) -> None:
+        self._renderer = renderer
+        self._exc_info = exc_info
+        self._deferrable = deferrable
+
+    def __call__(self, logger: object, method: str, event_dict: MutableMapping[str, Any]) -> Any:
+        event_dict["timestamp"] = time.time_ns()
+        sink = _stderr_sink() if self._deferrable and sys.stderr is sys.__stderr__ else None
+        if sink is not None and "exc_info" not in event_dict:
+            kept: dict[str, Any] = {}
+            for key, value in event_dict.items():
+                ok, copy = _kept(value)
+                if not ok:
+                    break
+                kept[key] = copy
+            else:
+                sink.write_later(
+                    functools.partial(self._render_bytes, sink.encoding, logger, method, kept)
+                )
+                raise structlog.DropEvent
+        return self._render(logger, method, event_dict)
+
+    def _render(self, logger: object, method: str, event_dict: MutableMapping[str, Any]) -> Any:
+        event_dict["timestamp"] = _iso(event_dict["timestamp"])
+        if self._exc_info:
+            event_dict = structlog.processors.format_exc_info(logger, method, event_dict)
+        return self._renderer(logger, method, event_dict)
+
+    def _render_bytes(
+        self, encoding: str, logger: object, method: str, event_dict: Mapping[str, Any]
+    ) -> bytes:
+        text = self._render(logger, method, dict(event_dict))
+        if isinstance(text, bytes):
+            return text + b"\n"
+        return (str(text) + "\n").encode(encoding, "backslashreplace")
 
 
 class CurrentStderr:
