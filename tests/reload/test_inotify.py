@@ -182,7 +182,7 @@ class TestFolders:
     ) -> None:
         """More events than the kernel queues (``fs.inotify.max_queued_events``), then a
         save whose events are lost: the overflow has the reloader look at every module,
-        and the save is applied."""
+        and the save is applied; the overflow is said once, at info."""
         limit = _queue_limit()
         if limit > 100_000:
             pytest.skip(f"max_queued_events is {limit}: too many events to make in a test")
@@ -190,13 +190,17 @@ class TestFolders:
         noise = [folder / "noise-a.txt", folder / "noise-b.txt"]
         for path in noise:
             path.write_text("")
-        with anyio.fail_after(scaled(20)):
+        with anyio.fail_after(scaled(20)), structlog.testing.capture_logs() as logs:
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
                 for count in range(limit + 100):  # alternating: the kernel merges repeats
                     os.utime(noise[count % 2])
                 write(ui, _module(2))  # its events are dropped: the queue is full
                 await events.next(ReloadCommitted, path=ui, generation=2)
                 assert reloader.status_of(ui).generation == 2
+        [overflowed] = _logged(logs, "reload.watch_overflowed")  # said once
+        assert overflowed["log_level"] == "info"
+        assert "fs.inotify.max_queued_events" in overflowed["summary"]
+        assert overflowed["roots"] == [str(folder)]
 
 
 class TestFallback:

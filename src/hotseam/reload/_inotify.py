@@ -26,8 +26,9 @@ folders and ``__pycache__`` are not watched (they never hold watched code); symb
 are not followed (a link to a folder inside the watched paths is watched where it leads,
 one outside is refused by the reloader anyway). A queue overflow (``IN_Q_OVERFLOW``)
 re-lists every watched folder and reports each root, which makes the reloader look at
-every module. The per-user watch limit (``ENOSPC``, ``fs.inotify.max_user_watches``) raises
-:class:`WatchLimitError`: the caller falls back to polling, loudly.
+every module (one line at info, ``reload.watch_overflowed``). The per-user watch limit
+(``ENOSPC``, ``fs.inotify.max_user_watches``) raises :class:`WatchLimitError`: the caller
+falls back to polling, loudly.
 
 The binding is `inotify_simple <https://pypi.org/project/inotify-simple/>`_: ``inotify_init1``,
 ``inotify_add_watch`` and ``inotify_rm_watch`` through ctypes and the event parser, no event
@@ -49,6 +50,7 @@ from typing import Final, Protocol
 
 import anyio
 
+from .._core import get_logger
 from ._watcher import is_module_file_name, may_matter
 
 __all__ = ["ADDED", "DELETED", "MODIFIED", "InotifyNotifier", "WatchLimitError", "available"]
@@ -57,6 +59,8 @@ ADDED: Final = 1
 MODIFIED: Final = 2
 DELETED: Final = 3
 """Change kinds, numbered as watchfiles numbers them (the native watcher reads both)."""
+
+_log = get_logger("hotseam.reload")
 
 # inotify.h; the values are the kernel's ABI.
 _MODIFY = 0x2
@@ -271,7 +275,14 @@ class InotifyNotifier:
         return False
 
     def _overflowed(self, pending: dict[str, int]) -> None:
-        """Events were lost: watch what is there now, and have every root looked at."""
+        """Events were lost: watch what is there now, and have every root looked at (said
+        once, at info: nothing is lost, but a reload of everything is worth a line)."""
+        _log.info(
+            "reload.watch_overflowed",
+            roots=sorted(self._roots),
+            summary="more file events came at once than the kernel queues "
+            "(fs.inotify.max_queued_events): looking at every watched module again",
+        )
         for root in self._roots:
             if self.recursive:
                 self._watch_tree(root, None)
