@@ -154,6 +154,39 @@ async def test_a_failed_prepare_leaves_the_value_with_the_running_generation(
     assert kept.disposals == 0
 
 
+async def test_what_a_failed_setup_did_to_the_carried_value_sticks(
+    reloader: Reloader, folder: Path, probe: Probe
+) -> None:
+    """The carry table's failed row (docs/providers.md): the value stays with the running
+    generation as the same object, so a mutation the failed ``setup`` made before raising
+    is not rolled back; the running generation sees it."""
+    path = folder / "counter.py"
+    template = (
+        "def setup(scope):\n"
+        "    state = scope.carry('state', dict)\n"
+        "    state['count'] = state.get('count', 0) + 1\n"
+        "    import reload_probe\n"
+        "    reload_probe.probe.values.setdefault('seen', []).append(state)\n"
+        "    {fail}\n"
+    )
+    write(path, template.format(fail="pass"))
+    (await reloader.reload(path)).raise_for_errors()
+    write(path, template.format(fail="raise RuntimeError('setup failed after mutating')"))
+    assert (await reloader.reload(path)).aborted
+    assert reloader.status_of(path).generation == 1
+    first, failed = probe.values["seen"]
+    assert failed is first  # on loan, not a copy
+    assert first == {"count": 2}  # the failed setup's increment stuck
+    docs = Path(__file__).parents[2] / "docs"
+    [row] = [
+        line
+        for line in (docs / "providers.md").read_text().splitlines()
+        if line.startswith("| a new generation fails")
+    ]
+    assert "untouched" not in row
+    assert "sticks" in row
+
+
 @pytest.mark.parametrize("how", ["delete the file", "close the reloader"])
 async def test_unloading_disposes_the_value_once(
     context: Context, folder: Path, factory: Factory, how: str
