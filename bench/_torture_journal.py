@@ -254,6 +254,10 @@ class JournalTorture(Torture):
 
     async def restart(self) -> None:
         """Ask the daemon to restart and wait until its agents run again."""
+        # On a busy machine the edits can reach the first restart before the daemon's
+        # agents started: wait for them (the incarnation to restart) first.
+        with anyio.move_on_after(self.settings.settle_timeout):
+            await self.restarted.wait()
         self.restarted = anyio.Event()
         assert self.wake is not None
         self.wake.set()

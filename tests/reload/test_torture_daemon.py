@@ -19,6 +19,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from tests._timing import scaled
 
 from _bench import load_bench
 
@@ -41,8 +42,8 @@ async def test_carry_grace_and_replaced_folders_hold_through_random_steps(
     settings = daemon.DaemonSettings(
         edits=40,
         seed=20261130,
-        hang_after=10.0,
-        settle_timeout=15.0,
+        hang_after=scaled(10.0),
+        settle_timeout=scaled(15.0),
         grace=0.3,
         root_check=0.1,
         episodes=0.25,
