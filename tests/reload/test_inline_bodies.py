@@ -15,6 +15,7 @@ import sys
 import threading
 import uuid
 from pathlib import Path
+from types import ModuleType
 
 import anyio
 import pytest
@@ -24,6 +25,7 @@ from hotseam import Context
 from hotseam.interaction import ask
 from hotseam.reload import Reloader, ReloadEvent
 from hotseam.reload import _loader as loader_module
+from hotseam.reload._inert import inert
 
 from ._support import Probe
 from .conftest import QUESTION, write
@@ -31,8 +33,10 @@ from .conftest import QUESTION, write
 pytestmark = pytest.mark.anyio
 
 INERT = """\
-from hotseam.interaction import USER_INTERACTION, AskUserQuestionAnswer
+import hotseam.interaction as interaction
+from hotseam.interaction import USER_INTERACTION
 
+AskUserQuestionAnswer = interaction.AskUserQuestionAnswer
 VERSION = {version}
 __all__ = ["Provider", "setup"]
 
@@ -222,3 +226,41 @@ async def test_the_users_ctrl_c_during_an_inline_body_is_not_the_bodys(
         monkeypatch.setattr(loader_module.Loader, "_execute", original)
         assert reloader.status_of(ui).generation == 1
         assert (await ask(QUESTION, context=context)).answer == "answer v1"
+
+
+def _loaded(name: str, fromlist: tuple[str, ...] | None, level: int) -> ModuleType | None:
+    """What the loader's resolver says for modules outside the watched folders."""
+    module = sys.modules.get(name)
+    if level or module is None:
+        return None
+    if not fromlist:
+        return sys.modules[name.partition(".")[0]]
+    return module if all(item in module.__dict__ for item in fromlist) else None
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("import os\nX = os.sep\nY = os.path.sep\nimport os.path as p\nZ = p.join\n", True),
+        ("from os import sep\nA = 1\nB = (1, 'x')\nC = ['a', 'b']\n", True),
+        ("def f(a=1, *, b: int = 2) -> int:\n    return a\n", True),
+        ("x: int = 3\nclass B:\n    def f(self):\n        return super().f()\n", True),
+        ("while True:\n    pass\n", False),
+        ("import time\ntime.sleep(1)\n", False),
+        ("import functools\n@functools.cache\ndef f(): pass\n", False),
+        ("class A(object):\n    pass\n", False),
+        ("class A(metaclass=type):\n    pass\n", False),
+        ("import os\nclass B:\n    y = os\n", False),
+        ("import os\nX = os.not_there\n", False),
+        ("import os\nos = 1\nX = os.sep\n", False),
+        ("from os import *\n", False),
+        ("D = {'a': 1}\n", False),
+        ("import a_module_nobody_has_xyz\n", False),
+        ("X = [*range(3)]\n", False),
+    ],
+)
+def test_what_is_inert(source: str, expected: bool) -> None:
+    """Straight-line code that calls nothing but ``class X:`` and reads only what is
+    imported is inert; a loop, a call, a decorator, a base, a class attribute read from a
+    name, a missing attribute, a rebound name, ``*``, a dict display, a new import are not."""
+    assert inert(compile(source, "m.py", "exec", dont_inherit=True), _loaded) is expected

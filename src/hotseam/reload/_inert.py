@@ -22,6 +22,7 @@ never a guarantee.
 from __future__ import annotations
 
 import dis
+import sys
 from collections.abc import Callable, Sequence
 from types import CodeType, ModuleType
 
@@ -70,6 +71,9 @@ _IMPORT_NAME = _OP["IMPORT_NAME"]
 _IMPORT_FROM = _OP["IMPORT_FROM"]
 _SETUP_ANNOTATIONS = _OP["SETUP_ANNOTATIONS"]
 _STORE_SUBSCR = _OP["STORE_SUBSCR"]
+_STORE_NAME = _OP["STORE_NAME"]
+_LOAD_ATTR = _OP["LOAD_ATTR"]
+_ATTR_SHIFT = 1 if sys.version_info >= (3, 12) else 0  # 3.12 packs a method flag in
 _LIST_EXTEND = _OP["LIST_EXTEND"]
 _BUILD_CONST_KEY_MAP = _OP.get("BUILD_CONST_KEY_MAP", -1)
 _MAX_INSTRUCTIONS = 20_000
@@ -112,10 +116,29 @@ def inert(code: CodeType, resolve: Resolve, *, class_body: bool = False) -> bool
     names = code.co_names
     imported: ModuleType | None = None  # the module the last IMPORT_NAME pushed
     chain: list[str] = []  # the rest of a dotted ``import a.b as c``, taken by IMPORT_FROM
+    modules: dict[str, ModuleType] = {}  # names this body bound to a plain module
+    pushed: ModuleType | None = None  # the plain module the last instruction pushed
     for index, (op, arg) in enumerate(ops):
+        produced, pushed = pushed, None
+        if op == _STORE_NAME:
+            if produced is not None:
+                modules[names[arg]] = produced
+            else:
+                modules.pop(names[arg], None)
+            continue
         if op in _PLAIN:
             continue
+        if op == _LOAD_ATTR:
+            # ``helper.VALUE`` (``os.path.sep``) of a module this body imported, the name
+            # in its __dict__: a dict lookup (a missing one would reach __getattr__).
+            owner = produced
+            attribute = names[arg >> _ATTR_SHIFT]
+            if class_body or owner is None or attribute not in owner.__dict__:
+                return False
+            pushed = _plain_module(owner.__dict__[attribute])
+            continue
         if op == _LOAD_NAME:
+            pushed = modules.get(names[arg])
             # A class body may read only ``__name__`` (its prologue): a value it stored
             # could have a ``__set_name__`` that ``type()`` calls.
             if class_body and names[arg] != "__name__":
@@ -174,6 +197,7 @@ def inert(code: CodeType, resolve: Resolve, *, class_body: bool = False) -> bool
             if imported is None:
                 return False
             chain = names[arg].split(".")[1:] if fromlist is None else []
+            pushed = imported if not chain else None
             continue
         if op == _IMPORT_FROM:
             if imported is None:
@@ -188,10 +212,11 @@ def inert(code: CodeType, resolve: Resolve, *, class_body: bool = False) -> bool
                 following = _plain_module(value)
                 if following is None:
                     return False
-                imported = following
+                imported = pushed = following
                 continue
             if attribute not in imported.__dict__:
                 return False
+            pushed = _plain_module(imported.__dict__[attribute])
             continue
         return False  # a call, a loop, an attribute, an operator... or unknown: the thread
     return True
