@@ -200,3 +200,50 @@ def test_sighup_reloads_every_module_like_hotseam_reload(project: Path, runtime:
     assert any(
         '"reload.committed"' in line and "generation 2" in line for line in process.lines["stderr"]
     )
+
+
+def test_reload_with_several_running_names_to_and_takes_a_name(
+    project: Path, runtime: Path
+) -> None:
+    """Two processes: ``hotseam reload`` alone says to name one with ``--to``; ``hotseam
+    reload NAME`` (no such file) is read as ``--to NAME``, with a note, and reloads that
+    one only; a file of that name is still a file."""
+    api = Process(
+        "run", "providers", "--agent", "agent", "--name", "api", cwd=project, runtime=runtime
+    )
+    web = Process(
+        "run", "providers", "--agent", "agent", "--name", "web", cwd=project, runtime=runtime
+    )
+    try:
+        pids = [
+            int(each.expect(r"control socket: \S+/(\d+)\.sock").group(1)) for each in (api, web)
+        ]
+        which = hotseam("reload", cwd=project, runtime=runtime)
+        assert which.returncode == 1
+        first, second = sorted(zip(pids, ("api", "web"), strict=True))
+        assert which.stderr == (
+            "hotseam reload: several are running; name one with --to PID|NAME: running: "
+            f"{first[0]} ({first[1]}), {second[0]} ({second[1]})\n"
+        )
+        named = hotseam("reload", "web", cwd=project, runtime=runtime)
+        assert named.returncode == 0, named.stderr
+        assert named.stderr == (
+            "hotseam reload: 'web' is no file or folder here but a running process: "
+            "reloading all of it (hotseam reload --to web)\n"
+        )
+        assert named.stdout.splitlines() == ["reloaded providers/ui.py (generation 2)"]
+        by_pid = hotseam("reload", str(pids[0]), cwd=project, runtime=runtime)
+        assert by_pid.returncode == 0, by_pid.stderr
+        assert by_pid.stdout.splitlines() == ["reloaded providers/ui.py (generation 2)"]
+        statuses = [
+            json.loads(hotseam("status", name, "--json", cwd=project, runtime=runtime).stdout)
+            for name in ("api", "web")
+        ]
+        assert [s["modules"][0]["generation"] for s in statuses] == [2, 2]
+        write(project / "web", "")  # a file called web: the argument is that file
+        as_file = hotseam("reload", "web", cwd=project, runtime=runtime)
+        assert as_file.returncode == 1
+        assert "several are running; name one with --to PID|NAME" in as_file.stderr
+    finally:
+        codes = [each.finish(signal.SIGTERM) for each in (api, web)]
+    assert codes == [0, 0]

@@ -256,8 +256,11 @@ def _endpoints_in(folder: str) -> tuple[list[Endpoint], list[str]]:
     return sorted(live.values(), key=lambda endpoint: endpoint.pid), notes
 
 
-def locate(target: str | None) -> tuple[Endpoint, list[str]]:
+def locate(target: str | None, *, choose: str = "by pid or name") -> tuple[Endpoint, list[str]]:
     """The endpoint for ``target``: a pid, a name, a socket path, or (``None``) the only one.
+
+    ``choose`` is how the command names one (``"with --to PID|NAME"``), for the message
+    when several are running.
 
     Raises:
         ControlError: nothing matches, or several do; the message says what is running.
@@ -278,7 +281,7 @@ def locate(target: str | None) -> tuple[Endpoint, list[str]]:
         return endpoints[0], notes
     if not endpoints:
         raise ControlError(f"no running hotseam dev or run was found (looked in {_looked_in()})")
-    raise ControlError(f"several are running; name one by pid or name: {_listing(endpoints)}")
+    raise ControlError(f"several are running; name one {choose}: {_listing(endpoints)}")
 
 
 def _looked_in() -> str:

@@ -5,6 +5,10 @@ files or folders, or every module when none is given, even those whose content d
 change (``SIGHUP`` to ``hotseam run`` does the same for every module). It prints one line
 per module committed, failed or unloaded.
 
+The process is the only one running, or the one ``--to`` names. ``hotseam reload NAME``,
+where NAME is no file or folder here but the name (or pid) of a running process, is read
+as ``--to NAME`` (with a note saying so): what ``hotseam status NAME`` accepts.
+
 Exit codes: 0 when every module loaded, 1 when one failed or no process could be reached,
 2 for bad input (a path the process does not watch).
 """
@@ -15,7 +19,7 @@ import argparse
 import os
 import sys
 
-from ._control_client import ControlError, locate, request
+from ._control_client import ControlError, find_endpoints, locate, request
 
 __all__ = ["add_arguments", "run"]
 
@@ -35,10 +39,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Ask for the reload; return the exit code."""
+    given, target = list(args.paths), args.to
+    if target is None and len(given) == 1 and _names_a_process(given[0]):
+        print(
+            f"hotseam reload: {given[0]!r} is no file or folder here but a running process: "
+            f"reloading all of it (hotseam reload --to {given[0]})",
+            file=sys.stderr,
+        )
+        given, target = [], given[0]
     # Absolute, links kept: the process resolves them, and names a link it refuses.
-    paths = [os.path.abspath(path) for path in args.paths]
+    paths = [os.path.abspath(path) for path in given]
     try:
-        endpoint, notes = locate(args.to)
+        endpoint, notes = locate(target, choose="with --to PID|NAME")
         for note in notes:
             print(f"hotseam reload: {note}", file=sys.stderr)
         reply = request(endpoint, {"op": "reload", "paths": paths}, timeout=120.0)
@@ -60,3 +72,13 @@ def run(args: argparse.Namespace) -> int:
     if not (reply["committed"] or reply["unloaded"] or reply["failed"]):
         print("nothing to reload")
     return 0 if reply.get("ok") else 1
+
+
+def _names_a_process(text: str) -> bool:
+    """Whether ``text`` is no path here but the name or pid of a running process."""
+    if os.path.lexists(text) or "/" in text:
+        return False
+    endpoints, notes = find_endpoints()
+    for note in notes:
+        print(f"hotseam reload: {note}", file=sys.stderr)
+    return any(text in (endpoint.name, str(endpoint.pid)) for endpoint in endpoints)
