@@ -16,7 +16,9 @@ import errno
 import json
 import os
 import queue
+import shutil
 import signal
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -29,6 +31,7 @@ from tests._timing import scaled
 
 from _postgres import PostgresServer, PostgresUnavailableError, postgres_unavailable
 from cli._support import Process, hotseam, write
+from hotseam.interaction import AskUserQuestionAnswer
 from hotseam.interaction._journal import RunState, open_journal
 
 QUESTIONS = ["Which database?", "Service name?", "Deploy now?"]
@@ -80,8 +83,12 @@ def started() -> Iterator[list[Process]]:
     processes: list[Process] = []
     yield processes
     for process in processes:
-        if process.popen.stdout is not None and not process.popen.stdout.closed:
-            process.finish(signal.SIGKILL)
+        if process.popen.poll() is None:
+            process.popen.kill()
+        process.popen.wait()
+        for stream in (process.popen.stdout, process.popen.stderr):
+            if stream is not None:
+                stream.close()
 
 
 @pytest.fixture
@@ -258,3 +265,106 @@ def test_postgres_down_for_three_seconds_delays_the_questions_and_the_run_still_
     assert not _events(daemon, "run.not_finished")
     assert _run_states(journal) == [RunState.FINISHED]
     _ends_without_resuming(project, journal, started)
+
+
+# -- the journal's files removed under a live daemon ----------------------------------------
+
+ASKING_AGENT = """
+import json
+from hotseam.interaction import current_run
+
+async def main(context):
+    result = await context.tools.execute("ask_user_question", {"question": "Deploy now?"})
+    answer = result.output["answer"] if result.ok else result.error["code"]
+    print(json.dumps({"run": current_run().id, "seq": 0, "answer": answer}), flush=True)
+"""
+
+
+def _pending_questions(url: str) -> list[str]:
+    """What an inbox opened now lists (a fleet inbox started after the removal)."""
+
+    async def read() -> list[str]:
+        async with open_journal(url) as journal:
+            return [entry.ask.request.question for entry in await journal.inbox()]
+
+    return anyio.run(read)
+
+
+def _answer_all(url: str, text: str) -> int:
+    async def answer() -> int:
+        async with open_journal(url) as journal:
+            entries = await journal.inbox()
+            for entry in entries:
+                settlement = await journal.answer_ask(
+                    entry.ask.id, AskUserQuestionAnswer(text), by="the test"
+                )
+                assert settlement.won
+            return len(entries)
+
+    return anyio.run(answer)
+
+
+@pytest.mark.parametrize("removed", ["-wal and -shm", "the folder"])
+def test_journal_files_removed_under_a_live_daemon_are_noticed_and_repaired(
+    tmp_path: Path, started: list[Process], removed: str
+) -> None:
+    write(tmp_path / "agent.py", ASKING_AGENT)
+    (tmp_path / "providers").mkdir()  # no provider: the answer comes from an inbox
+    folder = tmp_path / "journal"
+    folder.mkdir()
+    journal = str(folder / "journal.sqlite3")
+    daemon = _daemon(tmp_path, journal, started)
+    daemon.expect(r'"ask\.started"')
+    assert _pending_questions(journal) == ["Deploy now?"]
+    if removed == "the folder":
+        shutil.rmtree(folder)  # a tmp cleaner, an operator's clean-up
+    else:
+        for suffix in ("-wal", "-shm"):
+            os.unlink(journal + suffix)
+    found = daemon.expect(r'"journal\.files_removed"')
+    event = json.loads(found.string)
+    assert event["level"] == "error"
+    assert journal in event["what"]
+    # An inbox opened afterwards lists the question, and its answer reaches the agent.
+    assert _pending_questions(journal) == ["Deploy now?"]
+    assert _answer_all(journal, "yes") == 1
+    assert daemon.finish() == 0
+    assert _got(daemon) == [(0, "yes")]
+    assert _run_states(journal) == [RunState.FINISHED]
+    assert stat.S_IMODE(os.stat(journal).st_mode) == 0o600
+    if removed == "the folder":  # made again owner-only
+        assert stat.S_IMODE(os.stat(folder).st_mode) & 0o077 == 0
+
+
+def test_an_inbox_holding_the_journal_open_follows_the_daemon_repair(
+    tmp_path: Path, started: list[Process]
+) -> None:
+    """A fleet inbox that had the journal open when its folder was removed: the daemon
+    makes the journal again, and the inbox switches to it (its feed says resync)."""
+    write(tmp_path / "agent.py", ASKING_AGENT)
+    (tmp_path / "providers").mkdir()
+    folder = tmp_path / "journal"
+    folder.mkdir()
+    journal = str(folder / "journal.sqlite3")
+    daemon = _daemon(tmp_path, journal, started)
+    daemon.expect(r'"ask\.started"')
+
+    async def inbox() -> None:
+        async with open_journal(journal) as held:
+            assert [entry.ask.request.question for entry in await held.inbox()] == ["Deploy now?"]
+            shutil.rmtree(folder)
+            with anyio.fail_after(scaled(20)):
+                # The daemon's repair, in another process: nothing here to wait on.
+                while not (folder / "journal.sqlite3").exists():  # noqa: ASYNC110
+                    await anyio.sleep(0.02)
+                entries = await held.inbox()
+            assert [entry.ask.request.question for entry in entries] == ["Deploy now?"]
+            settlement = await held.answer_ask(
+                entries[0].ask.id, AskUserQuestionAnswer("yes"), by="the test"
+            )
+            assert settlement.won
+
+    anyio.run(inbox)
+    daemon.expect(r'"journal\.files_removed"')
+    assert daemon.finish() == 0
+    assert _got(daemon) == [(0, "yes")]

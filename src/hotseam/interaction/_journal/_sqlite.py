@@ -23,6 +23,26 @@ The feed is read back from the file: every change of an ask is appended to
 order), and the feed reads the entries numbered above the last one it saw. Entries older
 than ten minutes are trimmed as new ones come; a reader that fell further behind than that
 is told ``resync``.
+
+Files removed under a live process (a tmp cleaner, an operator's clean-up): before each
+transaction the journal compares what its path names (the file, its ``-wal`` and ``-shm``,
+by device and inode) with the files it holds open. SQLite would go on writing to unlinked
+files while every process that opens the path afterwards sees another journal — a split
+brain nobody is told about. So a difference is logged at error level and repaired before
+the transaction runs, with nothing of this process's view lost:
+
+* the ``-wal`` or ``-shm`` removed (the file itself still named): the write-ahead log the
+  connection still holds is checkpointed into the file, and the connection reopened;
+* the file or its whole folder removed: the folder is made again (owner-only), the
+  connection's whole view is copied (SQLite's backup) into a new file renamed into place,
+  and the connection reopened on it;
+* the path naming another file (a peer process repaired it first, or an operator restored
+  a copy): this process switches to it; the connection to the replaced file is kept open
+  until the journal closes (closing it earlier could remove the new file's ``-wal``).
+
+Every pending question, answer and run this process could read is in the repaired journal,
+and readers of the change feed are told ``resync``. What another process wrote to its own
+split-off files between the removal and the repair is not merged.
 """
 
 from __future__ import annotations
@@ -111,6 +131,10 @@ class SqliteJournal(SqlJournal):
         self._catching_up = anyio.Lock()
         self._data_version = 0
         self._last_change = 0
+        self._identity: dict[str, tuple[int, int] | None] = {}  # suffix -> (dev, ino)
+        self._retired: list[sqlite3.Connection] = []  # to files replaced under this one
+        self._repaired = False  # tell the feed's readers to resync
+        self._reopen = False  # a repair closed the connection and could not open a new one
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -122,6 +146,11 @@ class SqliteJournal(SqlJournal):
         await anyio.to_thread.run_sync(self._close_file, limiter=self._limiter)
 
     def _open_file(self) -> None:
+        self._connection = self._connect()
+        self._note_files()
+
+    def _connect(self) -> sqlite3.Connection:
+        """A new connection to the file at the path, in WAL mode, its schema current."""
         created = self._create_private()
         try:
             connection = sqlite3.connect(
@@ -157,7 +186,6 @@ class SqliteJournal(SqlJournal):
         except BaseException:
             connection.close()
             raise
-        self._connection = connection
         if not created:
             self._warn_if_shared()
         if found is not None and found < SCHEMA_VERSION:
@@ -168,6 +196,7 @@ class SqliteJournal(SqlJournal):
                 path=str(self.path),
                 from_version=found,
             )
+        return connection
 
     def _use_wal(self, connection: sqlite3.Connection) -> None:
         mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
@@ -179,9 +208,118 @@ class SqliteJournal(SqlJournal):
 
     def _close_file(self) -> None:
         with self._lock:
+            self._reopen = False
             connection, self._connection = self._connection, None
+            retired, self._retired = self._retired, []
         if connection is not None:
             connection.close()
+        for old in retired:  # after the new file's connection: see the module docstring
+            with contextlib.suppress(sqlite3.Error):
+                old.close()
+
+    # -- files removed under this process -----------------------------------------------------
+
+    def _named(self, suffix: str) -> tuple[int, int] | None:
+        """The (device, inode) the path (with ``suffix``) names now; None when nothing."""
+        try:
+            found = os.stat(f"{self.path}{suffix}")
+        except FileNotFoundError:
+            return None
+        except NotADirectoryError:
+            return None
+        return (found.st_dev, found.st_ino)
+
+    def _note_files(self) -> None:
+        """Remember which files the connection holds: the path names them now."""
+        self._identity = {suffix: self._named(suffix) for suffix in ("", "-wal", "-shm")}
+
+    def _moved(self) -> str | None:
+        """What happened to the files the connection holds (None: the path names them)."""
+        try:
+            for suffix, held in self._identity.items():
+                named = self._named(suffix)
+                if held is None:  # not there when opened (SQLite makes it on first use)
+                    self._identity[suffix] = named
+                elif named != held:
+                    name = f"{self.path}{suffix}"
+                    return f"{name} was removed" if named is None else f"{name} was replaced"
+        except OSError:  # cannot tell (a file system stalled, a permission): say nothing
+            return None
+        return None
+
+    def _repair(self, connection: sqlite3.Connection, what: str) -> sqlite3.Connection | None:
+        """Make the path name a journal holding this connection's whole view again, and
+        return a connection to it (see the module docstring); None when the old connection
+        was closed and a new one could not be opened yet (the next transaction tries
+        again). Runs under ``_lock``; raises ``JOURNAL_UNAVAILABLE`` with the old
+        connection untouched when the repair cannot be made now."""
+        main = self._identity.get("")
+        named = self._named("")
+        try:
+            if named is not None and named != main:  # replaced: switch to it
+                how = "switched to the file now at that path"
+                fresh = self._connect()
+                self._retired.append(connection)
+            elif named is not None:  # the -wal or -shm removed
+                how = "its write-ahead log was checkpointed into the file and reopened"
+                connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+                # Closed before reopening: SQLite shares one -shm mapping per file in a
+                # process, and the new log must not meet the removed one's.
+                connection.close()
+                self._log_repair(what, how)
+                fresh = self._connect()
+            else:  # the file or its folder removed
+                how = "it was made again from this process's copy"
+                self._restore(connection)
+                fresh = self._connect()
+                self._retired.append(connection)
+        except sqlite3.Error as error:
+            raise self._unavailable(error) from None
+        self._note_files()
+        self._data_version = fresh.execute("PRAGMA data_version").fetchone()[0]
+        self._repaired = True
+        if named is None or named != main:
+            self._log_repair(what, how)
+        return fresh
+
+    def _log_repair(self, what: str, how: str) -> None:
+        _log.error(
+            "journal.files_removed",
+            path=str(self.path),
+            what=what,
+            summary=f"the journal's files were removed under this process ({what}): {how}; "
+            "nothing this process held is lost, and readers are told to list again",
+        )
+
+    def _restore(self, connection: sqlite3.Connection) -> None:
+        """Copy the connection's whole view into a new file renamed into place at the path
+        (its folder made again, owner-only). The connection stays open: see the module
+        docstring."""
+        folder = self.path.parent
+        copy = folder / f".{self.path.name}.restoring-{os.getpid()}"
+        try:
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                copy.unlink()
+            os.close(os.open(copy, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+            target = sqlite3.connect(copy, isolation_level=None)
+            try:
+                connection.backup(target)
+            finally:
+                target.close()  # a copy in WAL mode, its log checkpointed into it
+            fd = os.open(copy, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            for suffix in ("-wal", "-shm"):  # of no file now: they must not meet the copy
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{self.path}{suffix}")
+            os.replace(copy, self.path)
+        except (OSError, sqlite3.Error) as error:
+            with contextlib.suppress(OSError):
+                copy.unlink()
+            raise self._unavailable(error) from None
 
     def _create_private(self) -> bool:
         """Create the file owner-only when missing; True when this call created it."""
@@ -221,19 +359,50 @@ class SqliteJournal(SqlJournal):
 
     async def _write(self, operation: Callable[[Db], T], *, durable: bool = False) -> T:
         sync = "FULL" if durable else "NORMAL"
-        return await anyio.to_thread.run_sync(self._run, operation, sync, limiter=self._limiter)
+        try:
+            return await anyio.to_thread.run_sync(self._run, operation, sync, limiter=self._limiter)
+        finally:
+            self._resync_if_repaired()
 
     async def _read(self, operation: Callable[[Db], T]) -> T:
-        return await anyio.to_thread.run_sync(self._run, operation, None, limiter=self._limiter)
+        try:
+            return await anyio.to_thread.run_sync(self._run, operation, None, limiter=self._limiter)
+        finally:
+            self._resync_if_repaired()
+
+    def _resync_if_repaired(self) -> None:
+        """After a repair (the files removed), readers of the feed list again."""
+        if self._repaired:
+            self._repaired = False
+            self._notices.publish([JournalEvent("resync")])
 
     def _run(self, operation: Callable[[Db], T], sync: str | None) -> T:
         """Run ``operation``: a read (``sync`` None), or a write committed with that
         ``synchronous`` level."""
         with self._lock:
+            if self._connection is None and self._reopen:  # a repair closed it
+                try:
+                    self._connection = self._connect()
+                except sqlite3.Error as error:
+                    raise self._unavailable(error) from None
+                self._note_files()
+                self._reopen = False
             if self._connection is None:
                 raise JournalError(
                     f"the journal {self.path} is closed", JournalErrorCode.JOURNAL_UNAVAILABLE
                 )
+            moved = self._moved()
+            if moved is not None:
+                connection, self._connection = self._connection, None
+                try:
+                    self._connection = self._repair(connection, moved)
+                except JournalError:
+                    if not _closed(connection):
+                        self._connection = connection  # untouched: tried again next time
+                    raise
+                finally:
+                    self._reopen = self._connection is None
+            assert self._connection is not None
             try:
                 return self._transaction(self._connection, operation, sync=sync)
             except sqlite3.Error as error:
@@ -353,3 +522,12 @@ class SqliteJournal(SqlJournal):
             "SELECT seq FROM sqlite_sequence WHERE name = 'hotseam_changes'"
         ).fetchone()
         return int(row[0]) if row is not None else 0
+
+
+def _closed(connection: sqlite3.Connection) -> bool:
+    """True once ``connection`` was closed."""
+    try:
+        connection.total_changes  # noqa: B018 (raises on a closed connection)
+    except sqlite3.ProgrammingError:
+        return True
+    return False
