@@ -97,7 +97,9 @@ class Racer:
             self.popen.stderr.close()
 
 
-def _race(project: Path, url: str, round_: int, racers: list[Racer]) -> tuple[Racer, list[Racer]]:
+def _race(
+    project: Path, url: str, round_: int, racers: list[Racer], extra: tuple[str, ...]
+) -> tuple[Racer, list[Racer]]:
     """Start RACERS daemons at once; return the one that asks and the others, ended."""
     barrier = project / f"barrier-{round_}"
     barrier.mkdir()
@@ -111,7 +113,7 @@ def _race(project: Path, url: str, round_: int, racers: list[Racer]) -> tuple[Ra
             "RACE_WAIT": str(scaled(30)),
         }
         args = ["run", "providers", "--agent", "agent.py", "--name", AGENT_NAME]
-        args += ["--journal", url, "--setup-timeout", str(scaled(60))]
+        args += ["--journal", url, "--setup-timeout", str(scaled(60)), *extra]
         racer = Racer(index, args, project, env)
         racers.append(racer)
         started.append(racer)
@@ -161,13 +163,13 @@ async def _owner_pid(url: str) -> int:
         return (await journal.get_daemon(run.daemon_id)).pid
 
 
-def _run_the_races(tmp_path: Path, url: str) -> None:
+def _run_the_races(tmp_path: Path, url: str, *extra: str) -> None:
     write(tmp_path / "agent.py", AGENT)
     write(tmp_path / "providers" / "ui.py", BARRIER_UI)
     racers: list[Racer] = []
     try:
         for round_ in range(ROUNDS):
-            asker, losers = _race(tmp_path, url, round_, racers)
+            asker, losers = _race(tmp_path, url, round_, racers, extra)
             for loser in losers:
                 _check_loser(loser, asker, round_)
             assert anyio.run(_owner_pid, url) == asker.popen.pid
@@ -191,3 +193,9 @@ def test_daemons_racing_for_one_agent_on_postgresql_one_asks_the_others_exit_2(
     postgres_url: str,  # noqa: F811
 ) -> None:
     _run_the_races(tmp_path, postgres_url)
+
+
+def test_daemons_racing_to_start_afresh_abandon_no_live_run(tmp_path: Path) -> None:
+    """``--fresh`` abandons the agent's unfinished run, not the one a racer just started:
+    one asks, the others say who does."""
+    _run_the_races(tmp_path, str(tmp_path / "journal.sqlite3"), "--fresh")

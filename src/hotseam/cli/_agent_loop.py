@@ -237,22 +237,36 @@ class AgentLoop:
         """
         assert self._journal is not None
         for attempt in range(_START_ATTEMPTS):
+            last = attempt == _START_ATTEMPTS - 1
             try:
                 return await stack.enter_async_context(
                     self._journal.run(self._agent_key, fresh=fresh)
                 )
             except JournalError as error:
                 if error.code in _TAKEN:
-                    raise _RunTakenError(await self._taken_line(error)) from None
-                if error.code not in _GONE or attempt == _START_ATTEMPTS - 1:
+                    owner = await self._owner_now(error)
+                    if owner is not None or last:
+                        raise _RunTakenError(await self._taken_line(owner, error)) from None
+                elif error.code not in _GONE or last:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _taken_line(self, error: JournalError) -> str:
+    async def _owner_now(self, error: JournalError) -> str | None:
+        """The daemon that runs the agent's unfinished run now, when it is the run the
+        refusal named (``None``: that run ended or changed hands since — a racer starting
+        afresh held it only to abandon it — so the start is tried again)."""
+        assert self._journal is not None
+        with contextlib.suppress(JournalError):
+            record = await self._journal.journal.unfinished_run(self._agent_key)
+            if record is not None and record.id == error.details.get("run_id"):
+                return record.daemon_id
+        return None
+
+    async def _taken_line(self, owner_id: str | None, error: JournalError) -> str:
         """What happened, who runs the agent, what to do: one line for stderr."""
         assert self._journal is not None
         journal = self._journal.journal
-        owner_id = str(error.details.get("owner", "?"))
+        owner_id = owner_id or str(error.details.get("owner", "?"))
         owner = f"the daemon {owner_id}"
         with contextlib.suppress(JournalError):
             found = await journal.get_daemon(owner_id)
