@@ -356,6 +356,14 @@ async def hotseam_reloader(
     async with ReloadDriver(hotseam_context, tmp_path / "providers", strict=strict) as driver:
         request.node.stash.setdefault(_DRIVERS, []).append(driver)
         yield driver
+        node = request.node.stash
+        if (
+            node.get(_LEAK_CHECK, False)
+            and node.get(_CALL_PASSED, False)
+            and "generations" not in node.get(_ALLOWED, set())
+        ):
+            # Before the close: a generation a watched helper holds is garbage after it.
+            driver.note_zombies()
 
 
 @pytest.fixture

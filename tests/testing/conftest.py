@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests._timing import scaled
 
 PLANTED = Path(__file__).parent / "planted"
 
@@ -60,6 +61,27 @@ async def test_open_socket(hotseam_reloader):
 async def test_listener(hotseam_reloader):
     await hotseam_reloader.load_folder(PLANTED + "/listener")
     (await hotseam_reloader.reload(None, force=True)).raise_for_errors()
+
+
+@pytest.mark.anyio
+async def test_watched_listener(hotseam_reloader):
+    await hotseam_reloader.load_folder(PLANTED + "/watched_listener")
+    (await hotseam_reloader.reload("watched_listener_ui.py", force=True)).raise_for_errors()
+
+
+@pytest.fixture
+def tracing():
+    import tracemalloc
+
+    tracemalloc.start()
+    yield
+    tracemalloc.stop()
+
+
+@pytest.mark.anyio
+async def test_watched_listener_traced(tracing, hotseam_reloader):
+    await hotseam_reloader.load_folder(PLANTED + "/watched_listener")
+    (await hotseam_reloader.reload("watched_listener_ui.py", force=True)).raise_for_errors()
 
 
 @pytest.mark.anyio
@@ -183,7 +205,7 @@ def planted_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         cwd=folder,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=scaled(120),
         check=False,
     )
     output = done.stdout + done.stderr

@@ -28,6 +28,39 @@ def test_a_listener_left_on_a_long_lived_object_is_a_zombie_with_its_chain(
 
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_a_listener_left_on_a_watched_helper_is_a_zombie_with_its_chain(
+    planted_report: dict[str, str], backend: str
+) -> None:
+    """The bus is a module of the watched folder: the close unloads it with the providers,
+    so the generations it held are garbage once the driver closed; they were zombies while
+    it served, and are reported as such (the look is made before the close)."""
+    text = planted_report[f"test_watched_listener[{backend}]"]
+    assert "1 generation(s) are still alive after their scope closed" in text, text
+    assert re.search(
+        r"==== zombie 1/1: watched_listener_ui\.py generation 1 ====\n"
+        r"    kept alive by: event_bus\.py's module dict\['BUS'\] → list\[0\] → bound method "
+        r"Listener\.on_change\.__func__ → function Listener\.on_change\.__globals__ → the "
+        r"module dict of watched_listener_ui\.py generation 1\n",
+        text,
+    ), text
+    assert "stored at" not in text  # tracemalloc does not trace here
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_with_tracemalloc_the_zombie_names_the_line_that_stored_the_reference(
+    planted_report: dict[str, str], backend: str
+) -> None:
+    """The bound method on the bus was made by the provider's ``setup``: that line is named,
+    in the user's file (not the driver's copy)."""
+    text = planted_report[f"test_watched_listener_traced[{backend}]"]
+    line = planted_line("watched_listener")
+    assert (
+        f"    stored at: {line} (bound method Listener.on_change made there): "
+        "event_bus.BUS.append(Listener().on_change)  # PLANTED"
+    ) in text, text
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_a_helpers_cache_holding_the_old_provider_is_a_zombie_with_its_chain(
     planted_report: dict[str, str], backend: str
 ) -> None:

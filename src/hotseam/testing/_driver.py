@@ -59,6 +59,8 @@ class ReloadDriver:
         self.generations: list[Generation] = []
         """Every generation this driver saw serving (weakly): :meth:`zombies` checks them."""
         self._seen: set[tuple[str, int]] = set()
+        self._noted: list[Zombie] = []
+        """Zombies :meth:`note_zombies` found while the watched modules still served."""
         if origin is not None:
             self.came_from(origin)
         self.reloader = Reloader(context, [self.directory], watch=False)
@@ -122,17 +124,27 @@ class ReloadDriver:
 
     def zombies(self) -> list[Zombie]:
         """Generations no longer serving whose module, classes or functions are still alive,
-        each with the reference chain that holds it (see :mod:`hotseam.testing._zombies`)."""
+        each with the reference chain that holds it (see :mod:`hotseam.testing._zombies`),
+        and those :meth:`note_zombies` found before the driver closed."""
         serving = {
             (record.name, record.generation)
             for record in self.reloader._loader.records.values()
             if record.module is not None and record.generation is not None
         }
-        return find_zombies(
+        found = find_zombies(
             generation
             for generation in self.generations
             if (generation.name, generation.generation) not in serving
         )
+        now = {zombie.label for zombie in found}
+        return [zombie for zombie in self._noted if zombie.label not in now] + found
+
+    def note_zombies(self) -> None:
+        """Look for zombies now, while the driver is open, and keep them for
+        :meth:`zombies`. A generation held by a *watched* helper (a listener left on the
+        bus of a ``bus.py`` in the same folder) is garbage again once the close unloads the
+        helper too: only a look before the close sees it (the leak check looks here)."""
+        self._noted = self.zombies()
 
     async def load(
         self, name: str, source: str, *, probe: Callable[[], object] | None = None

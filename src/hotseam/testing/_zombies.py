@@ -12,6 +12,11 @@ says it in words::
     planted_cache.py's module dict['_providers'] → list[0] → CachedUI object → the class
     CachedUI of cache_ui.py generation 1
 
+When ``tracemalloc`` traces, the report also names the line that handed the reference
+out: the allocation site of the first object on the chain that a reloaded module's own code
+made (the bound method ``bus.BUS.append(self.on_change)`` created, a lambda, a
+``functools.partial``): the line to fix, even when the object holding it is the user's too.
+
 Only run when something is found alive, so a clean test pays one ``gc.collect()``.
 """
 
@@ -19,13 +24,18 @@ from __future__ import annotations
 
 import collections
 import gc
+import linecache
+import os
 import sys
 import threading
+import tracemalloc
 import types
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from ._sites import is_library
 
 __all__ = [
     "Generation",
@@ -47,7 +57,8 @@ class Generation:
 
     def __init__(self, module: types.ModuleType, generation: int) -> None:
         self.name = module.__name__
-        self.file = Path(getattr(module, "__file__", None) or self.name).name
+        self.path: str | None = getattr(module, "__file__", None)
+        self.file = Path(self.path or self.name).name
         self.generation = generation
         self.label = f"{self.file} generation {generation}"
         self._refs: list[tuple[weakref.ref[object], str]] = [
@@ -81,6 +92,9 @@ class Zombie:
     label: str
     chain: str
     """The shortest reference chain from a root, in words."""
+    stored_at: str | None = None
+    """Where a reloaded module's code made the first object of the chain it made (the
+    line that handed the reference out), when ``tracemalloc`` traced it."""
 
 
 def find_zombies(generations: Iterable[Generation]) -> list[Zombie]:
@@ -99,13 +113,12 @@ def find_zombies(generations: Iterable[Generation]) -> list[Zombie]:
     gc.collect()
     alive = [(generation, generation.alive()) for generation in candidates]
     alive = [(generation, objects) for generation, objects in alive if objects]
-    chains = reference_chains(
-        [{id(obj): (obj, label) for obj, label in objects} for _, objects in alive]
-    )
+    files = {os.path.realpath(g.path) for g in candidates if g.path is not None}
+    paths = _walk([{id(obj): (obj, label) for obj, label in objects} for _, objects in alive])
     return [
-        Zombie(generation.label, chain)
-        for (generation, _), chain in zip(alive, chains, strict=True)
-        if chain is not None
+        Zombie(generation.label, _words(*path), _stored_at(path[0], path[2], files))
+        for (generation, _), path in zip(alive, paths, strict=True)
+        if path is not None
     ]
 
 
@@ -119,6 +132,8 @@ def format_zombies(zombies: list[Zombie]) -> str:
         lines.append("")
         lines.append(f"==== zombie {index}/{len(zombies)}: {zombie.label} ====")
         lines.append(f"    kept alive by: {zombie.chain}")
+        if zombie.stored_at is not None:
+            lines.append(f"    stored at: {zombie.stored_at}")
     return "\n".join(lines)
 
 
@@ -131,7 +146,16 @@ def reference_chains(groups: list[dict[int, tuple[object, str]]]) -> list[str | 
     """For each group of targets (by id), the shortest chain from a root to one of them,
     in words — all found in one breadth-first walk, which ends when every group has its
     chain or nothing more is reachable."""
-    chains: list[str | None] = [None] * len(groups)
+    return [None if path is None else _words(*path) for path in _walk(groups)]
+
+
+_Path = tuple[list[object], dict[int, str], dict[int, tuple[object, str]]]
+
+
+def _walk(groups: list[dict[int, tuple[object, str]]]) -> list[_Path | None]:
+    """:func:`reference_chains`' walk: for each group, the objects of its chain (root
+    first), with the roots' names and the targets' labels to say it in words."""
+    chains: list[_Path | None] = [None] * len(groups)
     if not groups:
         return chains
     targets: dict[int, tuple[object, str]] = {}
@@ -141,7 +165,7 @@ def reference_chains(groups: list[dict[int, tuple[object, str]]]) -> list[str | 
         group_of.update(dict.fromkeys(group, index))
     missing = set(range(len(groups)))
 
-    def found(key: int, chain: str) -> None:
+    def found(key: int, chain: _Path) -> None:
         index = group_of[key]
         if chains[index] is None:
             chains[index] = chain
@@ -154,7 +178,7 @@ def reference_chains(groups: list[dict[int, tuple[object, str]]]) -> list[str | 
     roots: dict[int, str] = {}
     for name, module in list(sys.modules.items()):
         if id(module) in targets:  # the zombie is still registered as the module itself
-            found(id(module), f"sys.modules[{name!r}] → {targets[id(module)][1]}")
+            found(id(module), ([module], {id(module): f"sys.modules[{name!r}]"}, targets))
         elif isinstance(module, types.ModuleType):
             roots[id(module)] = name
             parents[id(module)] = None
@@ -181,7 +205,7 @@ def reference_chains(groups: list[dict[int, tuple[object, str]]]) -> list[str | 
             parents[key] = id(node)
             objects[key] = child
             if key in targets:
-                found(key, _words(_path(key, parents, objects), roots, targets))
+                found(key, (_path(key, parents, objects), roots, targets))
             queue.append(child)
     return chains
 
@@ -205,9 +229,35 @@ def _path(key: int, parents: dict[int, int | None], objects: dict[int, object]) 
     return path
 
 
+def _stored_at(
+    path: list[object], targets: dict[int, tuple[object, str]], files: set[str]
+) -> str | None:
+    """``file:line: code`` where the first object of ``path`` (after its root, before the
+    targets) that a reloaded module's code made was allocated, as ``tracemalloc`` traced
+    it; ``None`` when it does not trace, or traced none of them there."""
+    if not tracemalloc.is_tracing():
+        return None
+    for node in path[1:]:
+        if id(node) in targets:
+            return None  # held directly: no line of the generation's made what holds it
+        traceback = tracemalloc.get_object_traceback(node)
+        if traceback is None:
+            continue
+        user = [frame for frame in traceback if not is_library(frame.filename)]
+        if not user or os.path.realpath(user[-1].filename) not in files:
+            continue
+        frame = user[-1]
+        code = linecache.getline(frame.filename, frame.lineno).strip()
+        made = f" ({_label(node)} made there)"
+        return f"{frame.filename}:{frame.lineno}{made}" + (f": {code}" if code else "")
+    return None
+
+
 def _words(
     path: list[object], roots: dict[int, str], targets: dict[int, tuple[object, str]]
 ) -> str:
+    if len(path) == 1 and id(path[0]) in targets:  # the zombie is registered as a module
+        return f"{roots[id(path[0])]} → {targets[id(path[0])][1]}"
     parts: list[str] = []
     index = 0
     if isinstance(path[0], types.ModuleType) and len(path) > 1 and path[1] is vars(path[0]):
