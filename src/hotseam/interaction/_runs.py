@@ -270,6 +270,12 @@ class AskJournal:
         journal = self.journal
         record = await journal.unfinished_run(agent)
         if record is not None and fresh:
+            if record.daemon_id != self.daemon.id:
+                # Taken first (RUN_CLAIMED while its owner lives): a fresh start abandons
+                # a run nobody runs, never the one a daemon started for this agent at the
+                # same time just began.
+                await self._release_if_dead(record.daemon_id)
+                record = await journal.claim_run(record.id, self.daemon.id)
             await journal.abandon_run(record.id)
             _log.info("run.abandoned", agent=agent, run_id=record.id, why="a fresh start")
             record = None
