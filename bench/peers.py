@@ -1,6 +1,6 @@
 """Save → serve beside the peers, at equal settings and at each one's defaults.
 
-    .venv/bin/python bench/peers.py [--saves 30] [--hmr-python PYTHON]
+    .venv/bin/python bench/peers.py [--saves 30] [--hmr-python PYTHON] [--hog N]
 
 Every method runs twice, interleaved with all the others in a random order each round:
 
@@ -13,14 +13,22 @@ Every method runs twice, interleaved with all the others in a random order each 
   ``watchfiles.watch()`` defaults, hotseam's ``Reloader`` defaults.
 
 hotseam also runs with its watchfiles backend at the equal settings (what it used before
-the event-driven watch), so the watcher's share is visible.
+the event-driven watch), so the watcher's share is visible. The "equal settings" compare
+hotseam's event-driven watch (a completed save reported at once) with watchfiles' *8 ms
+polling step*; so ``importlib.reload`` on ``awatch`` and hmr also run at **step 1**
+(``debounce=50, step=1``: a batch once changes paused 1 ms, the latency budget closest to
+an event-driven watch, which those peers pay for with a wake-up every millisecond while
+idle: ``scale.py``'s idle table). And **the floor** runs in the same rounds: a bare
+process doing a blocking inotify read, read, ``compile``, ``exec`` and a call
+(``bench/_floor.py``), timed by its own clock from the end of the write.
 
 Methods:
 
 * ``hotseam`` — a :class:`~hotseam.reload.Reloader`; served = an ``ask`` answered. Its
   own work (the watcher's batch → the answer) is reported too;
 * ``importlib.reload`` — ``watchfiles.awatch`` in the same process, then
-  ``importlib.reload`` of each changed module;
+  ``importlib.reload`` of each changed module (at step 1, in a child process: see
+  ``ImportlibReloadStep1``);
 * ``run_process`` (module only / with hotseam) — ``watchfiles.run_process`` restarting a
   child that imports only the provider module, or hotseam as well;
 * ``jurigged`` — ``jurigged.watch`` patching the running code (child process);
@@ -66,9 +74,11 @@ from pathlib import Path
 
 import anyio
 import anyio.abc
+from _floor import floor
 from anyio.streams.text import TextReceiveStream
 
 import hotseam
+from _hog import add_hog_option, hog
 from hotseam import Context
 from hotseam.interaction import AskUserQuestionRequest, ask
 from hotseam.reload import (
@@ -158,6 +168,18 @@ import jurigged
 jurigged.watch(pattern={folder!r} + "/*.py", logger=lambda event: print(
     "serving " + state().split()[0], flush=True), debounce={debounce})
 """
+AWATCH_RELOAD = """\
+import asyncio, importlib, threading, watchfiles
+async def _follow():
+    async for _ in watchfiles.awatch({folder!r}, debounce={debounce}, step={step}):
+        for name in ("helper", "provider"):
+            try:
+                importlib.reload(sys.modules[name])
+            except Exception:
+                pass
+        print("serving " + state().split()[0], flush=True)
+threading.Thread(target=asyncio.run, args=(_follow(),), daemon=True).start()
+"""
 HMR_ENTRY = """\
 import builtins, sys, threading
 sys.path.insert(0, {registries!r})
@@ -208,6 +230,11 @@ class Method:
     name = ""
     plain = True
     in_process = False
+    step1 = False
+    """At ``debounce=50, step=1`` (the closest a polling watcher gets to an event-driven one)."""
+    served_at: float | None = None
+    """When the last save was served by the method's own clock (``perf_counter``), if it
+    keeps one; else the bench's clock at the answer is used."""
     last_own: float | None = None
     """hotseam: its own part of the last save served (the watcher's batch → the answer)."""
 
@@ -222,16 +249,26 @@ class Method:
 
     @property
     def label(self) -> str:
+        if self.step1:
+            return f"{self.name}, step 1"
         return f"{self.name}, {'equal settings' if self.equal else 'its defaults'}"
 
     @property
     def settings(self) -> str:
         """The watcher settings, as the report shows them."""
+        if self.step1:
+            return f"debounce={DEBOUNCE}, step=1"
         return (
             f"debounce={DEBOUNCE}, step={STEP}"
             if self.equal
             else (f"debounce={WF_DEBOUNCE}, step={WF_STEP}")
         )
+
+    def timings(self) -> tuple[int, int]:
+        """watchfiles' ``(debounce, step)`` for this method."""
+        if self.step1:
+            return DEBOUNCE, 1
+        return (DEBOUNCE, STEP) if self.equal else (WF_DEBOUNCE, WF_STEP)
 
     def provider(self, version: int, broken: str = "") -> str:
         registry = self.registry
@@ -381,7 +418,8 @@ class Hmr(Child):
     async def start(self, stack: contextlib.AsyncExitStack) -> None:
         entry = self.folder / "entry.py"
         write(entry, HMR_ENTRY.format(registries=str(self.registries)))
-        launch = HMR_LAUNCH.format(equal=self.equal, debounce=DEBOUNCE, step=STEP)
+        debounce, step = self.timings()
+        launch = HMR_LAUNCH.format(equal=self.equal, debounce=debounce, step=step)
         self.command = [self.python, "-c", launch, str(entry)]
         await super().start(stack)
 
@@ -482,7 +520,7 @@ class ImportlibReload(Method):
         stop = anyio.Event()
         self._stop_event = stop
 
-        debounce, step = (DEBOUNCE, STEP) if self.equal else (WF_DEBOUNCE, WF_STEP)
+        debounce, step = self.timings()
 
         async def follow() -> None:
             async for batch in watchfiles.awatch(
@@ -516,6 +554,60 @@ class ImportlibReload(Method):
         except Exception:
             answer = None
         return answer, list(self.registry_module.REGISTRY)
+
+
+class ImportlibReloadStep1(Child):
+    """``importlib.reload`` on ``awatch(step=1)``, in a process of its own: a watcher that
+    wakes every millisecond would take the interpreter lock from the others in this one."""
+
+    name = "importlib.reload"
+    step1 = True
+
+    async def start(self, stack: contextlib.AsyncExitStack) -> None:
+        debounce, step = self.timings()
+        watch = AWATCH_RELOAD.format(folder=str(self.folder), debounce=debounce, step=step)
+        script = child_script(self.folder, self.registries, watch=watch)
+        self.command = [sys.executable, str(script)]
+        await super().start(stack)
+
+
+class HmrStep1(Hmr):
+    step1 = True
+
+
+class Floor(Method):
+    """The floor: a bare process (``bench/_floor.py``) serving the saved module's
+    ``answer()`` after a blocking inotify read, a read, ``compile`` and ``exec``."""
+
+    name = "floor (inotify read + read + compile + exec + call)"
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+    @property
+    def settings(self) -> str:
+        return "a blocking inotify read"
+
+    async def start(self, stack: contextlib.AsyncExitStack) -> None:
+        self.bare = stack.enter_context(floor(self.folder))
+
+    def save(self, version: int, broken: str = "") -> None:
+        if hasattr(self, "bare"):  # version 0 is written when the floor starts
+            self.bare.save(version)
+
+    def save_helper(self, value: int) -> None:
+        pass
+
+    async def until_serving(self, expected: str, timeout: float) -> bool:
+        version = int(expected[1:].partition("/")[0])
+        with anyio.move_on_after(timeout):
+            self.served_at = await anyio.to_thread.run_sync(self.bare.served, version)
+            return True
+        return False
+
+    async def state(self) -> tuple[str | None, list[int]]:
+        return None, []
 
 
 # -- installing the peers -----------------------------------------------------------------------
@@ -605,6 +697,10 @@ async def main(saves: int, hmr_python: str | None) -> None:
         else:
             missing["hmr"] = why_not or "?"
         kinds += [(kind, equal) for kind in peers for equal in (True, False)]
+        kinds.insert(1, (ImportlibReloadStep1, True))
+        if Hmr in peers:
+            kinds.insert(2, (HmrStep1, True))
+        kinds.append((Floor, True))
         methods: list[Method] = []
         for number, (kind, equal) in enumerate(kinds):
             folder = top / f"m{number}"
@@ -623,7 +719,9 @@ async def main(saves: int, hmr_python: str | None) -> None:
             behaviour = {
                 method.name: await scenario(method, saves + 2)
                 for method in methods
-                if method.equal and not isinstance(method, HotseamWatchfiles)
+                if method.equal
+                and not method.step1
+                and not isinstance(method, (HotseamWatchfiles, Floor))
             }
         sys.path.remove(str(registries))
     load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
@@ -643,9 +741,10 @@ async def latencies(
             await anyio.sleep(SETTLE + random.uniform(0, JITTER))
             method.save(version)
             started = time.perf_counter()
-            method.last_own = None
+            method.last_own = method.served_at = None
             if await method.until_serving(f"v{version}/0", 5) and version > 1:
-                samples[method.label].append(time.perf_counter() - started)
+                served = method.served_at or time.perf_counter()
+                samples[method.label].append(served - started)
                 if (part := _own_part(method)) is not None:
                     own[method.label].append(part)
     return samples, own
@@ -714,17 +813,19 @@ def report(
         "round of warm-up), every method in a random order each round (ms):\n"
     )
     base = statistics.median(samples[methods[0].label]) if samples[methods[0].label] else 1.0
-    print("| method | watcher settings | saves served | median | p95 | x hotseam |")
-    print("|---|---|---:|---:|---:|---:|")
+    floors = samples.get(Floor.name) or [base]
+    bottom = statistics.median(floors)
+    print("| method | watcher settings | saves served | median | p95 | x hotseam | x floor |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     for method in methods:
         values = samples[method.label]
         if not values:
-            print(f"| {method.label} | {method.settings} | 0 | - | - | - |")
+            print(f"| {method.label} | {method.settings} | 0 | - | - | - | - |")
             continue
         median = statistics.median(values)
         print(
-            f"| {method.label} | {method.settings} | {len(values)} | {median * 1000:.1f} | "
-            f"{_p95(values) * 1000:.1f} | {median / base:.2f}x |"
+            f"| {method.label} | {method.settings} | {len(values)} | {median * 1000:.2f} | "
+            f"{_p95(values) * 1000:.2f} | {median / base:.2f}x | {median / bottom:.2f}x |"
         )
     print()
     for method in methods:
@@ -748,5 +849,9 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--saves", type=int, default=30)
     parser.add_argument("--hmr-python", help="a Python >= 3.12 to make hmr's venv with")
+    add_hog_option(parser)
     options = parser.parse_args()
-    anyio.run(main, options.saves, options.hmr_python)
+    with hog(options.hog):
+        if options.hog:
+            print(f"With --hog {options.hog}: {options.hog} busy processes beside the run.")
+        anyio.run(main, options.saves, options.hmr_python)

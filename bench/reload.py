@@ -1,7 +1,8 @@
 """Hot-reload latency and safety, side by side with a process restart and importlib.reload.
 
     .venv/bin/python bench/reload.py [--saves 60] [--restarts 50] [--reloads 500]
-                                     [--handover 400] [--only-handover]
+                                     [--handover 400] [--only-handover] [--only-log]
+                                     [--log-saves 40] [--hog N]
 
 Prints markdown tables. Measures, on asyncio:
 
@@ -40,6 +41,16 @@ Prints markdown tables. Measures, on asyncio:
    A second table times the handover machinery alone (no file, no module execution), where
    a reload's own noise does not drown it.
 
+4. **The log of a save**: two real ``hotseam run`` daemons, JSON log lines on a piped
+   stderr, one at ``--log-level info`` (every lifecycle event of the save logged) and one
+   at ``warning`` (none), and the floor (``bench/_floor.py``: a bare inotify read, read,
+   ``compile``, ``exec``, call), ``--log-saves`` saves each interleaved in a random order:
+   the end of the write → the daemon's agent holding the new version's answer (the
+   question re-asked on the new generation included; ``bench/_run_saves.py``).
+   ``--only-log`` runs this part alone.
+
+``--hog N`` runs N busy processes beside the whole run (``bench/_hog.py``).
+
 Goals (2 cores, issue 27): median ≤ 5 ms, p95 ≤ 8 ms, ≥ 10x faster than the restart; 0 failed or
 hung asks; the no-provider gap ≤ 1 ms at p99; the handover < 0.1 ms per carried value.
 """
@@ -66,9 +77,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from _run_saves import run_saves
 
 import hotseam
 import hotseam._core._registry as core_context
+from _hog import add_hog_option, hog
 from hotseam import Context, Scope
 from hotseam._core import follow, hand_over
 from hotseam.interaction import AskUserQuestionRequest, ask
@@ -457,9 +470,39 @@ def machine() -> str:
     )
 
 
-async def main(saves: int, restarts: int, reloads: int, handover: int, only: bool) -> None:
+def print_log_rows(saves: int) -> None:
+    """Part 4: ``hotseam run`` at info and at warning, beside the floor."""
+    with tempfile.TemporaryDirectory() as tmp:
+        samples, lines = run_saves(Path(tmp), saves)
+    print(
+        f"`hotseam run` save → the agent holding the new answer, {saves} saves each, the "
+        "rows interleaved in a random order each round (ms):\n"
+    )
+    print("| row | log lines per save | median | p95 | x warning | x floor |")
+    print("|---|---:|---:|---:|---:|---:|")
+    warning = statistics.median(samples["warning"])
+    bottom = statistics.median(samples["floor"])
+    for row, values in samples.items():
+        median = statistics.median(values)
+        label = "floor" if row == "floor" else f"`hotseam run --log-level {row}` (JSON)"
+        count = f"{lines[row]:.1f}" if row in lines else "-"
+        print(
+            f"| {label} | {count} | {median * 1000:.2f} | {summary(values)[1]:.2f} | "
+            f"{median / warning:.2f}x | {median / bottom:.2f}x |"
+        )
+    print(f"\n(load average {_load()})\n")
+
+
+async def main(
+    saves: int, restarts: int, reloads: int, handover: int, only: bool, log_saves: int
+) -> None:
     compileall.compile_dir(Path(hotseam.__file__).parent, quiet=1)
     header = machine()
+    if log_saves < 0:  # --only-log
+        print(f"Run of {header}.\n")
+        print_log_rows(-log_saves)
+        print(f"Ended {datetime.now(UTC):%H:%M} UTC, load average {_load()}.")
+        return
     carried = await handover_cost(handover)
     core = await handover_core(handover * 5)
     if only:
@@ -518,6 +561,7 @@ async def main(saves: int, restarts: int, reloads: int, handover: int, only: boo
         print("\nFailures:", *sorted(set(through["failed"])), sep="\n- ")
     print()
     print_handovers(carried, core)
+    print_log_rows(log_saves)
     print(f"Ended {datetime.now(UTC):%H:%M} UTC, load average {_load()}.")
 
 
@@ -533,12 +577,19 @@ if __name__ == "__main__":
     parser.add_argument("--reloads", type=int, default=500)
     parser.add_argument("--handover", type=int, default=400, help="rounds of the handover cost")
     parser.add_argument("--only-handover", action="store_true", help="measure the handover only")
+    parser.add_argument("--log-saves", type=int, default=40, help="saves of part 4")
+    parser.add_argument("--only-log", action="store_true", help="measure part 4 only")
+    add_hog_option(parser)
     options = parser.parse_args()
-    anyio.run(
-        main,
-        options.saves,
-        options.restarts,
-        options.reloads,
-        options.handover,
-        options.only_handover,
-    )
+    with hog(options.hog):
+        if options.hog:
+            print(f"With --hog {options.hog}: {options.hog} busy processes beside the run.")
+        anyio.run(
+            main,
+            options.saves,
+            options.restarts,
+            options.reloads,
+            options.handover,
+            options.only_handover,
+            -options.log_saves if options.only_log else options.log_saves,
+        )

@@ -14,7 +14,10 @@ each round. Prints markdown tables:
 3. a chain of D modules each importing the next, the last one edited;
 4. save → new generation serving an ask among 1 and 1,000 modules, native watcher at its
    defaults (inotify on Linux), then its watchfiles backend: median, p95 and hotseam's own
-   part (from the watcher's batch to the answer);
+   part (from the watcher's batch to the answer); beside them, in the same rounds, the
+   same provider with one call at import (``len('')``: its body goes to the module-body
+   thread, see ``hotseam.reload._inert``), and **the floor**: a bare process doing a
+   blocking inotify read, read, ``compile``, ``exec`` and a call (``bench/_floor.py``);
 5. idle CPU of native (inotify, watchfiles) and polling watching over 100 / 1,000 / 3,000
    files.
 
@@ -26,7 +29,8 @@ may use and write bytecode (hotseam is compiled before the run). Memory per modu
 twice: what ``tracemalloc`` traces (Python objects), and the resident set (RSS) a fresh
 process grows by (allocator overhead, arenas...). The header says when the run was made, on
 what, and under what load (``os.getloadavg``), and the end
-line the load when it ended. ``--only`` runs one part.
+line the load when it ended. ``--only`` runs one part; ``--hog N`` runs N busy processes
+beside it (``bench/_hog.py``), so the load is a stated condition.
 """
 
 from __future__ import annotations
@@ -52,8 +56,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import anyio
+from _floor import floor
 
 import hotseam
+from _hog import add_hog_option, hog
 from hotseam import Context, Scope
 from hotseam.interaction import AskUserQuestionRequest, ask
 from hotseam.reload import (
@@ -304,36 +310,53 @@ class _Timed:
             yield timed()
 
 
+CALLING = "CALLED = len('')\n"
+"""One call at import: the body is no longer inert and executes in the module-body thread."""
+
+
 async def save_to_serve(
     sizes: Sequence[int], saves: int, backend: Backend = "auto"
-) -> dict[int, tuple[list[float], list[float]]]:
+) -> dict[str, tuple[list[float], list[float]]]:
     """The native watcher at its defaults: write the serving provider among ``size``
     modules, then time until an ask sees the new one (and hotseam's own part of it: from
-    the watcher's batch). The sizes are interleaved, in a random order each round."""
-    samples: dict[int, tuple[list[float], list[float]]] = {size: ([], []) for size in sizes}
+    the watcher's batch); the same at N = 1 with a body that calls, and the floor. The rows
+    are interleaved, in a random order each round (the first round is warm-up)."""
+    rows = [f"N = {size:,}" for size in sizes] + ["N = 1, a call at import", "floor"]
+    samples: dict[str, tuple[list[float], list[float]]] = {row: ([], []) for row in rows}
     async with contextlib.AsyncExitStack() as stack:
         setups = {}
-        for size in sizes:
+        for row, size, extra in [
+            *((f"N = {size:,}", size, "") for size in sizes),
+            ("N = 1, a call at import", 1, CALLING),
+        ]:
             folder = stack.enter_context(folder_of(size - 1))
             target = folder / f"serving_{folder.name}.py"
-            target.write_text(SERVING.format(value=0), encoding="utf-8")
+            target.write_text(SERVING.format(value=0) + extra, encoding="utf-8")
             context = Context("scale")
             watcher = _Timed(NativeWatcher(backend=backend))
             reloader = await stack.enter_async_context(Reloader(context, [folder], watcher=watcher))
             events = await stack.enter_async_context(reloader.events())
-            setups[size] = (target, context, watcher, events)
-        for version in range(1, saves + 1):
-            for size in random.sample(list(sizes), len(sizes)):
-                target, context, watcher, events = setups[size]
+            setups[row] = (target, context, watcher, events, extra)
+        bare = stack.enter_context(floor(stack.enter_context(folder_of(0))))
+        for version in range(saves + 1):
+            for row in random.sample(rows, len(rows)):
                 await anyio.sleep(0.15 + random.uniform(0, JITTER))
-                write(target, SERVING.format(value=version))
+                if row == "floor":
+                    started = bare.save(version + 1)
+                    served = await anyio.to_thread.run_sync(bare.served, version + 1)
+                    if version:
+                        samples[row][0].append(served - started)
+                    continue
+                target, context, watcher, events, extra = setups[row]
+                write(target, SERVING.format(value=version + 1) + extra)
                 started = time.perf_counter()
                 await events.next(ReloadCommitted, path=target)
                 answer = await ask(QUESTION, context=context)
                 served = time.perf_counter()
-                samples[size][0].append(served - started)
-                samples[size][1].append(served - watcher.last_batch)
-                assert answer.answer == f"v{version}", answer
+                assert answer.answer == f"v{version + 1}", answer
+                if version:
+                    samples[row][0].append(served - started)
+                    samples[row][1].append(served - watcher.last_batch)
     return samples
 
 
@@ -349,11 +372,13 @@ async def idle_cpu(files: int, watcher: str, seconds: float) -> float:
             sub = folder / f"d{number // 100}"
             sub.mkdir(parents=True, exist_ok=True)
             (sub / f"f{number}.py").write_text("")
-        chosen: Watcher = (
-            PollingWatcher()
-            if watcher == "polling"
-            else NativeWatcher(backend="watchfiles" if watcher == "watchfiles" else "inotify")
-        )
+        chosen: Watcher
+        if watcher == "polling":
+            chosen = PollingWatcher()
+        elif watcher == "watchfiles, step 1":  # what a peer on awatch(step=1) pays to wait
+            chosen = NativeWatcher(backend="watchfiles", step_ms=1)
+        else:
+            chosen = NativeWatcher(backend="watchfiles" if watcher == "watchfiles" else "inotify")
         # A folder without __init__.py: nothing loads, so only the watching costs.
         async with Reloader(Context("scale"), [folder], watcher=chosen):
             await anyio.sleep(3.0)  # past the first scans and the back-off
@@ -455,21 +480,27 @@ async def main(sizes: list[int], quick: bool, only: str | None) -> None:
             shown = NativeWatcher(backend=backend).backend
             print(
                 f"Save → new generation serving an ask, native watcher ({shown}) at its "
-                f"defaults, {saves} saves, N = 1 and 1,000 interleaved (ms; own work: from "
-                "the watcher's batch to the answer):\n"
+                f"defaults, {saves} saves, the rows interleaved in a random order each round "
+                "(ms; own work: from the watcher's batch to the answer; the floor: a bare "
+                "inotify read + read + compile + exec + call in a process of its own):\n"
             )
-            print("| N | median | p95 | own work median | own work p95 |")
-            print("|---:|---:|---:|---:|---:|")
-            for size, (total, own) in served.items():
+            floor_median = median_ms(served["floor"][0])
+            print("| row | median | p95 | x floor | own work median | own work p95 |")
+            print("|---|---:|---:|---:|---:|---:|")
+            for row, (total, own) in served.items():
+                own_cells = f"{median_ms(own):.2f} | {p95_ms(own):.2f}" if own else "- | -"
                 print(
-                    f"| {size:,} | {median_ms(total):.2f} | {p95_ms(total):.2f} | "
-                    f"{median_ms(own):.2f} | {p95_ms(own):.2f} |"
+                    f"| {row} | {median_ms(total):.2f} | {p95_ms(total):.2f} | "
+                    f"{median_ms(total) / floor_median:.2f}x | {own_cells} |"
                 )
-            print()
+            print(f"\n(load average {_load()})\n")
     if only in (None, "idle"):
         seconds = 3.0 if quick else 10.0
-        modes = ("inotify", "watchfiles", "polling")
-        print(f"Idle CPU over {seconds:g} s (% of one core; watchfiles at step_ms=8):\n")
+        modes = ("inotify", "watchfiles", "watchfiles, step 1", "polling")
+        print(
+            f"Idle CPU over {seconds:g} s (% of one core; watchfiles at step_ms=8, and at "
+            "step_ms=1 as awatch(step=1) polls):\n"
+        )
         print("| files | " + " | ".join(modes) + " |")
         print("|---:|" + "---:|" * len(modes))
         for files in (100, 1000, 3000):
@@ -537,5 +568,9 @@ if __name__ == "__main__":
     parser.add_argument("--quick", action="store_true", help="fewer rounds, for a smoke run")
     parser.add_argument("--sizes", type=_sizes, default=[1, 10, 100, 1000, 4000])
     parser.add_argument("--only", choices=["sizes", "serve", "idle"], help="one part of the run")
+    add_hog_option(parser)
     options = parser.parse_args()
-    anyio.run(main, options.sizes, options.quick, options.only)
+    with hog(options.hog):
+        if options.hog:
+            print(f"With --hog {options.hog}: {options.hog} busy processes beside the run.")
+        anyio.run(main, options.sizes, options.quick, options.only)

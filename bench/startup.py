@@ -1,6 +1,6 @@
 """Start-up: how long the commands take from a fresh interpreter, and where the time goes.
 
-    .venv/bin/python bench/startup.py [--rounds 20]
+    .venv/bin/python bench/startup.py [--rounds 20] [--hog N]
 
 Wall time of fresh processes, every command once per round in a random order, after one
 round of warm-up (not counted); median and p95 over the rounds, and the median minus the
@@ -23,7 +23,8 @@ go: ``-X importtime``'s self times summed by top-level package, beyond the bare
 interpreter's own imports (median of 5 runs; that flag slows imports a little, so the sum
 is an upper bound), beside the wall time and the bare interpreter; and ``hotseam run``
 step by step from its own log lines. The header says when the run was made, on what and
-under what load; the end line the load when it ended.
+under what load; the end line the load when it ended. ``--hog N`` runs N busy processes
+beside the run (``bench/_hog.py``).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import hotseam
+from _hog import add_hog_option, hog
 
 PROVIDER = """\
 from hotseam.interaction import USER_INTERACTION, AskUserQuestionAnswer
@@ -255,7 +257,15 @@ def load() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
-    rounds = parser.parse_args().rounds
+    add_hog_option(parser)
+    options = parser.parse_args()
+    with hog(options.hog):
+        if options.hog:
+            print(f"With --hog {options.hog}: {options.hog} busy processes beside the run.")
+        _run(options.rounds)
+
+
+def _run(rounds: int) -> None:
     random.seed(1)
     compileall.compile_dir(Path(hotseam.__file__).parent, quiet=1)
     uname = platform.uname()
