@@ -320,6 +320,57 @@ async def test_the_prompt_resumes_with_ticks_place_and_typed_text(keys: PipeInpu
 
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_prompt_resumes_with_the_highlight_where_it_was(keys: PipeInput) -> None:
+    """Question 2 (multi-select): Down twice, so the highlight is on Search, and Space
+    ticks it; the provider is replaced. The new prompt shows the highlight on Search
+    still (not back on option 1) with the ticks kept, and Space there unticks Search."""
+    screen = Screen(rows=80)
+    context = Context("reload")
+    draft = Draft()
+    old = TerminalProvider(input=keys, output=screen.output, draft=draft, banner="gen 1")
+    new = TerminalProvider(input=keys, output=screen.output, draft=draft, banner="gen 2")
+    result: list[AskUserQuestionAnswer] = []
+
+    def options() -> list[str]:
+        return [row for row in screen.lines if "] " in row][-3:]
+
+    async def agent() -> None:
+        result.append(await ask(STACK, context=context))
+
+    with anyio.fail_after(scaled(5)):
+        async with anyio.create_task_group() as tg:
+            first = Scope("generation 1", context=context)
+            first.provide(USER_INTERACTION, old)
+            tg.start_soon(agent)
+            keys.send_text("2\r")
+            await until(lambda: "[Features] Planner asks (2 of 3):" in screen.lines)
+            keys.send_text(DOWN + DOWN + " ")
+            await until(lambda: options()[2:] == ["> [x] 3. Search"])
+            async with context.swap(USER_INTERACTION):
+                await first.aclose()
+                second = Scope("generation 2", context=context)
+                second.provide(USER_INTERACTION, new)
+            await until(lambda: "gen 2" in screen.text and screen.lines[-1:] == [">"])
+            assert "(resumed: 1 answer kept from before)" in screen.lines
+            assert options() == [
+                "  [x] 1. Auth (recommended)",
+                "  [x] 2. Billing (recommended)",
+                "> [x] 3. Search",
+            ]
+            keys.send_text(" ")  # where the highlight is: Search
+            await until(lambda: options()[2:] == ["> [ ] 3. Search"])
+            keys.send_text("\r")
+            await until(lambda: "[Notes] Planner asks (3 of 3):" in screen.lines)
+            keys.send_text("none\r")
+        await second.aclose()
+    assert _entries(result[0]) == [
+        ("q1", ("SQLite",), None),
+        ("features", ("Auth", "Billing"), None),
+        ("notes", ("none",), None),
+    ]
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_one_multi_select_question_is_a_stepper_without_a_place(keys: PipeInput) -> None:
     """A one-question ask that is multi-select: ticks and Space, no "1 of 1", no summary."""
     screen = Screen()

@@ -92,9 +92,9 @@ def test_the_stepper_answers_goes_back_ticks_refuses_skips_and_dismisses(spawn: 
     child.wait_for(lambda c: "> DuckDB" in c.lines)
     child.send("\r")
     _at(child, "(2 of 3)")
-    assert _block(child, "  [x] 1.")[:3] == [  # the ticks as they were left
+    assert _block(child, "  [x] 1.")[:3] == [  # the ticks and the highlight as left
         "  [x] 1. Auth (recommended)",
-        "  [ ] 2. Billing (recommended)",
+        "> [ ] 2. Billing (recommended)",
         "  [x] 3. Search",
     ]
     child.send("\r")
@@ -184,8 +184,8 @@ def test_a_reload_in_the_middle_of_the_stepper_keeps_the_answers_and_the_place(
 ) -> None:
     """``hotseam dev`` with the walkthrough's provider (it carries a Draft) and an agent
     asking Claude Code's three questions: question 1 answered, question 2's ticks changed,
-    then my_ui.py is saved. The new generation resumes at "2 of 3" with the answer and the
-    ticks as they were, and the agent gets all three answers."""
+    then my_ui.py is saved. The new generation resumes at "2 of 3" with the answer, the
+    ticks and the highlight as they were, and the agent gets all three answers."""
     shutil.copytree(EXAMPLES, tmp_path / "examples", ignore=shutil.ignore_patterns("__pycache__"))
     (tmp_path / "stack_agent.py").write_text(AGENT, encoding="utf-8")
     ui = tmp_path / "examples" / "providers" / "my_ui.py"
@@ -213,11 +213,11 @@ def test_a_reload_in_the_middle_of_the_stepper_keeps_the_answers_and_the_place(
         "(resumed: 1 answer kept from before)",
         "[Features] Planner asks (2 of 3):",
         "Which features?",
-        "> [x] 1. Auth",
+        "  [x] 1. Auth",
         "         Sign-in",
         "  [ ] 2. Billing",
     ]
-    assert "  [x] 3. Search" in block
+    assert "> [x] 3. Search" in block  # the highlight where it was, with the ticks
     assert "(question withdrawn)" in child.text
     child.send("\r")
     _at(child, "(3 of 3)")

@@ -55,17 +55,20 @@ class Steps:
         ticked: Per question id, the options ticked (indices), where they differ from the
             preselection.
         typed: Per question id, the text typed into its line and the cursor.
+        highlighted: Per question id, the option the highlight (``>``, moved with Up/Down,
+            what Space ticks) is on, where it moved from the first.
     """
 
     position: int = 0
     answers: tuple[QuestionAnswer, ...] = ()
     ticked: tuple[tuple[str, tuple[int, ...]], ...] = ()
     typed: tuple[tuple[str, str, int], ...] = ()
+    highlighted: tuple[tuple[str, int], ...] = ()
 
     @property
     def is_empty(self) -> bool:
         """True when there is nothing worth keeping (the first question, untouched)."""
-        return not (self.position or self.answers or self.ticked or self.typed)
+        return not (self.position or self.answers or self.ticked or self.typed or self.highlighted)
 
 
 class Draft:
@@ -73,7 +76,8 @@ class Draft:
 
     For one question: the text and cursor, restored only into the same question (same
     text, header and option labels), once. For an ask of several questions: the
-    stepper's record, ``Steps`` (position, answers given, ticks, typed text), restored only
+    stepper's record, ``Steps`` (position, answers given, ticks, highlighted option, typed
+    text), restored only
     into the same ask (the same ``hotseam.interaction.ask_id()`` and questions), once.
     """
 

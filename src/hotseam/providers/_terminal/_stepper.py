@@ -1,9 +1,9 @@
 """The stepper: an ask of several questions, shown one question after the other.
 
 The state both paths share: which question is on screen ("2 of 3"), the answers given so
-far, the options ticked and the text typed per question. Going back keeps what was given
-(the previous answer is shown again, ready to send), and the whole state is a
-:class:`~._draft.Steps` that a draft keeps across a reload.
+far, the options ticked, the option highlighted and the text typed per question. Going back
+keeps what was given (the previous answer is shown again, ready to send), and the whole
+state is a :class:`~._draft.Steps` that a draft keeps across a reload.
 """
 
 from __future__ import annotations
@@ -33,7 +33,15 @@ def needs_stepper(request: AskUserQuestionRequest) -> bool:
 class Stepper:
     """Where the human is in ``request``, and what they gave so far."""
 
-    __slots__ = ("_answers", "_position", "_ticked", "_typed", "request", "resumed")
+    __slots__ = (
+        "_answers",
+        "_highlighted",
+        "_position",
+        "_ticked",
+        "_typed",
+        "request",
+        "resumed",
+    )
 
     def __init__(self, request: AskUserQuestionRequest, kept: Steps | None = None) -> None:
         self.request = request
@@ -41,6 +49,7 @@ class Stepper:
         self._answers: dict[str, QuestionAnswer] = {}
         self._ticked: dict[str, frozenset[int]] = {}
         self._typed: dict[str, tuple[str, int]] = {}
+        self._highlighted: dict[str, int] = {}
         self.resumed = 0
         """How many answers were kept from a withdrawn prompt (0: a fresh start)."""
         if kept is not None:
@@ -89,6 +98,19 @@ class Stepper:
         assert question.id is not None
         self._ticked[question.id] = self.ticked(question) ^ {index}
 
+    def highlighted(self, question: Question) -> int:
+        """The option of ``question`` the highlight is on (what Space ticks): the first
+        until it is moved."""
+        assert question.id is not None
+        return self._highlighted.get(question.id, 0)
+
+    def highlight(self, question: Question, index: int) -> None:
+        """Move the highlight of ``question`` to its option ``index`` (wrapping around)."""
+        assert question.id is not None
+        count = len(question.choices)
+        if count:
+            self._highlighted[question.id] = index % count
+
     def typed(self, question: Question) -> tuple[str, int] | None:
         """The text typed into ``question``'s line and its cursor, if any."""
         assert question.id is not None
@@ -136,6 +158,7 @@ class Stepper:
             answers=tuple(self._answers.values()),
             ticked=tuple((key, tuple(sorted(ticks))) for key, ticks in self._ticked.items()),
             typed=tuple((key, text, cursor) for key, (text, cursor) in self._typed.items()),
+            highlighted=tuple((key, at) for key, at in self._highlighted.items() if at),
         )
 
     def _restore(self, kept: Steps) -> None:
@@ -157,6 +180,9 @@ class Stepper:
         for key, text, cursor in kept.typed:
             if key in by_id:
                 self._typed[key] = (text, max(0, min(cursor, len(text))))
+        for key, at in kept.highlighted:
+            if key in by_id and 0 <= at < len(by_id[key].choices):
+                self._highlighted[key] = at
         # Resume at the first question without an answer, or where the human was.
         unanswered = next(
             (i for i, item in enumerate(self.request.questions) if item.id not in self._answers),

@@ -180,7 +180,6 @@ class TtySurface:
             _step_keys(question, first=first, total=stepper.total),
         ]
         resumed = stepper.resumed
-        cursor = [0]  # the option Space ticks
         refusal: list[str] = []  # why the last Enter (or key) sent nothing
 
         def message() -> StyleAndTextTuples:
@@ -193,7 +192,7 @@ class TtySurface:
                 hints=hints,
                 banner=banner,
                 ticked=stepper.ticked(question) if multi else None,
-                cursor=cursor[0] if multi and not done else None,
+                cursor=stepper.highlighted(question) if multi and not done else None,
                 resumed=resumed,
             )
             live = [] if done else waiting_line(queue.waiting)
@@ -221,7 +220,7 @@ class TtySurface:
             refusal[:] = [] if reason is None else [reason]
 
         bindings = _step_bindings(
-            question, first=first, cursor=cursor, resolve=resolve, refuse=refuse, stepper=stepper
+            question, first=first, resolve=resolve, refuse=refuse, stepper=stepper
         )
         with create_app_session(input=self._input, output=self._output):
             session: PromptSession[str] = PromptSession(
@@ -322,7 +321,6 @@ def _step_bindings(
     question: Question,
     *,
     first: bool,
-    cursor: list[int],
     resolve: Callable[[str], QuestionAnswer | Back | Reprompt],
     refuse: Callable[[str | None], None],
     stepper: Stepper,
@@ -332,20 +330,20 @@ def _step_bindings(
     menu_closed = ~has_completions
 
     if question.is_multi_select:
-        count = len(question.choices)
+        # The highlight lives in the stepper, so a draft keeps it across a reload.
 
         @bindings.add("space", filter=Condition(lambda: not get_app().current_buffer.text))
         def _tick(event: KeyPressEvent) -> None:
-            stepper.toggle(question, cursor[0])
+            stepper.toggle(question, stepper.highlighted(question))
             refuse(None)  # the ticks changed: a refusal of the old ones no longer holds
 
         @bindings.add("up", filter=menu_closed)
         def _up(event: KeyPressEvent) -> None:
-            cursor[0] = (cursor[0] - 1) % count
+            stepper.highlight(question, stepper.highlighted(question) - 1)
 
         @bindings.add("down", filter=menu_closed)
         def _down(event: KeyPressEvent) -> None:
-            cursor[0] = (cursor[0] + 1) % count
+            stepper.highlight(question, stepper.highlighted(question) + 1)
 
     @bindings.add("s-tab", filter=menu_closed)
     @bindings.add("pageup")
