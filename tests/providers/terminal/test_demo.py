@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from tests._timing import scaled
@@ -51,6 +53,29 @@ def test_an_invalid_piped_reply_is_asked_again() -> None:
         "> maybe\n  'maybe' is not an option: type a number from 1 to 2 or a label (Yes, No).\n"
         "> 1\n-> Yes\nDeploy: Yes\n"
     ) in done.stdout
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
+def test_make_demo_exits_as_the_readme_says() -> None:
+    """``printf '3\\n' | make demo``: the demo's exit 1 comes out of make as make's own 2,
+    with make's line naming the demo's code; the README says so (it said 1). The venv's
+    stamp is taken as made (``-o``): the test never installs anything."""
+    root = Path(__file__).parents[3]
+    done = subprocess.run(
+        ["make", "--no-print-directory", "-o", ".venv/.hotseam-installed", "demo"],
+        input="3\n",
+        capture_output=True,
+        text=True,
+        timeout=scaled(60),
+        check=False,
+        cwd=root,
+    )
+    assert done.returncode == 2, done.stderr
+    [line] = [line for line in done.stderr.splitlines() if line.startswith("make")]
+    assert line.endswith("demo] Error 1")
+    readme = " ".join((root / "README.md").read_text(encoding="utf-8").split())
+    said = "`make demo` reports as make reports any failed command (`make: *** [...demo] Error 1`)"
+    assert f"{said} and exits 2" in readme
 
 
 def test_input_that_ends_early_dismisses_the_rest_and_exits_1() -> None:
