@@ -28,10 +28,10 @@ from tests._timing import scaled
 
 from hotseam.cli._log_sink import EXIT_WAIT, StderrSink
 
-START_BOUND = 20.0
+START_BOUND = scaled(20.0)
 """``initialize`` is answered within this (starting Python and importing takes seconds)."""
 
-TURN_BOUND = 5.0
+TURN_BOUND = scaled(5.0)
 """Each prompt turn must be answered within this (one takes ~2 ms when nothing blocks)."""
 
 DROPPED = "lines dropped: stderr was not being read"

@@ -94,7 +94,7 @@ async def test_an_agent_has_at_most_one_unfinished_run(journal_url: str) -> None
 
 
 async def test_a_silent_daemon_dies_and_its_run_can_then_be_claimed(journal_url: str) -> None:
-    async with open_journal(journal_url, liveness_timeout=0.3) as journal:
+    async with open_journal(journal_url, liveness_timeout=scaled(0.3)) as journal:
         owner = await journal.register_daemon("first")
         heir = await journal.register_daemon("second")
         run = await journal.start_run("deployer", owner.id)
@@ -104,7 +104,9 @@ async def test_a_silent_daemon_dies_and_its_run_can_then_be_claimed(journal_url:
         assert claimed.value.details["owner"] == owner.id
         assert await journal.claim_run(run.id, owner.id) == await journal.get_run(run.id)
 
-        await anyio.sleep(0.4)  # the lapse of time itself is the behaviour under test
+        # The lapse of time itself is the behaviour under test (the journal's clock is the
+        # database's): the liveness bound and the wait past it are stretched alike.
+        await anyio.sleep(scaled(0.4))
         lapsed = await journal.get_daemon(owner.id)
         assert not lapsed.alive and not (await journal.get_daemon(heir.id)).alive
         taken = await journal.claim_run(run.id, heir.id)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from tests._timing import scaled
 
 from _bench import load_bench
 
@@ -52,7 +53,7 @@ def test_a_fleet_killed_at_random_loses_no_answer_and_delivers_each_once(
         answer_delay=0.05,
         restart_delay=0.2,
         seed=20261201,
-        timeout=120.0,
+        timeout=scaled(120.0),
     )
     report = anyio.run(torture.run_torture, settings, tmp_path / "fleet", url)
     print(report.render())  # shown with -rP, or -s
