@@ -50,6 +50,19 @@ by running its script again from the start — as an agent process restarted for
   open finding of ``tests/interaction/test_runs_findings.py``. ``--several-ratio 0``
   leaves it out.
 
+**Journal faults** (SQLite, every ``fault_every`` edits, 20 by default, in turn): the
+journal's ``-wal`` and ``-shm`` removed, its whole folder removed (a tmp cleaner, an
+operator's clean-up), and — when the journal's folder is a small tmpfs this process could
+mount (as root) — its disk full for 0.3-1.5 s while the agents ask. After a removal an
+inbox opened afterwards must list every question the daemon holds pending throughout;
+through a full disk the questions wait. Two more counters must be 0:
+
+* *asks or runs failed for the journal's sake* — a ``JournalError`` reached an agent (an
+  ask, a run's start or end) instead of the ask waiting for the journal;
+* *questions an inbox opened after a fault does not list* — a question pending before and
+  after the removal that a journal opened afresh at the path does not have (the daemon
+  kept writing to removed files), or that journal cannot be opened at all.
+
 The agents' scripts and the comparison of what an asker got with its record are in
 ``_torture_agents.py``, the watching of the journal and the sabotages in
 ``_torture_sabotage.py``.
@@ -59,13 +72,19 @@ The agents' scripts and the comparison of what an asker got with its record are 
 (an answer is not recorded), ``replay-position`` (a resumed run replays the record of the
 next position); on SQLite only, as a broken engine would, ``answer-twice`` (an answer is
 written again over the first) and ``touch-ended`` (a record of a run changes after the run
-ended).
+ended); ``keep-removed`` (removed journal files go unnoticed) and ``no-wait`` (a journal
+out of reach fails the ask at once), which the fault counters catch (these two through
+``run_journal_torture(..., sabotage=...)``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import os
 import random
+import shutil
+import subprocess
 from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -97,7 +116,14 @@ from _torture_agents import (
     settled_as,
 )
 from _torture_ledger import MUST_BE_ZERO, Outcome, Report, Settings
-from _torture_sabotage import SABOTAGES, TAMPERING, patch_replay_position, tamper, watch
+from _torture_sabotage import (
+    SABOTAGES,
+    TAMPERING,
+    patch_faults,
+    patch_replay_position,
+    tamper,
+    watch,
+)
 from torture import Torture
 
 from hotseam import AbortController
@@ -113,12 +139,28 @@ from hotseam.interaction import (
     UserInteractionError,
     ask,
 )
-from hotseam.interaction._journal import AskRecord, AskState, Journal, RunState, open_journal
+from hotseam.interaction._journal import (
+    AskRecord,
+    AskState,
+    Journal,
+    JournalError,
+    RunState,
+    open_journal,
+)
 from hotseam.reload import Reloader, ReloadEvent
 
 __all__ = ["ENGINES", "JournalTorture", "run_journal_torture"]
 
 ENGINES = ("sqlite", "memory")
+
+FAULT_EVERY = 20
+"""Edits between two journal faults on SQLite (0: none)."""
+FAULTS = ("-wal and -shm removed", "folder removed", "disk full")
+DISK = "8m"
+"""The size of the tmpfs the journal's folder is on, when it can be mounted."""
+
+JOURNAL_FAILED = "journal: asks or runs failed for the journal's sake"
+UNLISTED = "journal: questions an inbox opened after a fault does not list"
 
 
 class JournalTorture(Torture):
@@ -132,6 +174,7 @@ class JournalTorture(Torture):
         *,
         restart_every: int = 25,
         sabotage: str | None = None,
+        fault_every: int | None = None,
     ) -> None:
         if engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
@@ -142,10 +185,22 @@ class JournalTorture(Torture):
         self.engine = engine
         self.restart_every = restart_every
         self.sabotage = sabotage
+        if fault_every is None:
+            fault_every = FAULT_EVERY if engine == "sqlite" else 0
+        if fault_every and engine != "sqlite":
+            raise ValueError("journal faults need a journal in files: use sqlite")
+        self.fault_every = fault_every
+        self.faults_done = 0
+        self.fault_rng = random.Random(settings.seed * 7 + 3)
+        self.fault_windows: list[list[float]] = []  # the full disks: [start, end]
         self._stopping = False
         self.wake: anyio.Event | None = None
         super().__init__(folder, settings)
-        self.path = self.folder.parent / f"{self.folder.name}-journal.sqlite3"
+        # The journal in a folder of its own (removed by a fault), on a disk of its own
+        # (a tmpfs, filled by a fault) when one can be mounted.
+        self.disk = self.folder.parent / f"{self.folder.name}-journal"
+        self.path = self.disk / "journal" / "journal.sqlite3"
+        self.mounted = False
         self.agents = [
             Agent(index, random.Random(settings.seed * 1000 + index))
             for index in range(settings.askers)
@@ -176,16 +231,43 @@ class JournalTorture(Torture):
             title=f"Reload torture with a journal ({self.engine}"
             + (f", sabotage {self.sabotage}" if self.sabotage else "")
             + ")",
-            zero_names=(*MUST_BE_ZERO, *JOURNAL_ZERO),
+            zero_names=(*MUST_BE_ZERO, *JOURNAL_ZERO, JOURNAL_FAILED, UNLISTED),
         )
 
     async def run(self) -> Report:
         undo = patch_replay_position() if self.sabotage == "replay-position" else None
+        unfault = patch_faults(self.sabotage)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.fault_every:
+            self.mount()
+            self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             return await super().run()
         finally:
+            unfault()
             if undo is not None:
                 undo()
+            self.unmount()
+
+    def unmount(self) -> None:
+        if self.mounted:
+            subprocess.run(["umount", "-l", str(self.disk)], check=False)
+            self.mounted = False
+
+    def mount(self) -> None:
+        """A small tmpfs for the journal, when this process may mount one (root)."""
+        if os.geteuid() != 0 or shutil.which("mount") is None:
+            self.counts["faults: disk full left out (mounting a tmpfs needs root)"] = 1
+            return
+        done = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", f"size={DISK},mode=0700", "tmpfs", str(self.disk)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        self.mounted = done.returncode == 0
+        if not self.mounted:
+            self.counts["faults: disk full left out (no tmpfs could be mounted)"] = 1
 
     # The base sets ``stopping`` when the edits and the final check are over: wake the daemon.
     @property
@@ -273,6 +355,62 @@ class JournalTorture(Torture):
         self.edits_done += 1
         if self.restart_every and self.edits_done % self.restart_every == 0:
             await self.restart()
+        if self.fault_every and self.edits_done % self.fault_every == self.fault_every // 2:
+            await self.fault()
+
+    # -- journal faults -----------------------------------------------------------------------
+
+    async def fault(self) -> None:
+        """The next fault in turn, while the agents ask; then its check."""
+        kinds = FAULTS if self.mounted else FAULTS[:2]
+        kind = kinds[self.faults_done % len(kinds)]
+        self.faults_done += 1
+        journaling = self.journaling
+        if journaling is None:
+            return
+        before = await self.pending_ids(journaling.journal)
+        if kind == "disk full":
+            filler = self.disk / "filler"
+            window = [anyio.current_time(), float("inf")]
+            self.fault_windows.append(window)
+            await anyio.to_thread.run_sync(_fill, filler)
+            try:
+                await anyio.sleep(self.fault_rng.uniform(0.3, 1.5))  # the agents' asks wait
+            finally:
+                filler.unlink()
+                window[1] = anyio.current_time()
+            self.counts[f"faults: {kind}"] += 1
+            return
+        if kind == "folder removed":
+            await anyio.to_thread.run_sync(shutil.rmtree, self.path.parent)
+        else:
+            for suffix in ("-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(f"{self.path}{suffix}")
+        self.counts[f"faults: {kind}"] += 1
+        # The daemon's next transaction notices (its agents' asks, or this read).
+        after = await self.pending_ids(journaling.journal)
+        try:
+            async with open_journal(self.path) as fresh:  # an inbox opened afterwards
+                listed = {entry.ask.id for entry in await fresh.inbox()}
+        except JournalError as error:  # the daemon did not make the journal again
+            listed = set()
+            self.report.count(UNLISTED, f"after {kind}: an inbox could not open: {error}")
+        later = await self.pending_ids(journaling.journal)
+        unlisted = sorted((before & after & later) - listed)
+        if unlisted:
+            self.report.count(UNLISTED, f"after {kind}: {len(unlisted)}, {unlisted[:5]}")
+
+    def in_fault(self, outcome: Outcome) -> bool:
+        """True when a full disk began before the ask ended and ended after it started."""
+        return any(end >= outcome.started for _, end in self.fault_windows)
+
+    async def pending_ids(self, journal: Journal) -> set[str]:
+        """The asks ``journal`` holds pending."""
+        try:
+            return {ask.id for ask in await journal.list_asks(states=[AskState.PENDING])}
+        except JournalError:
+            return set()
 
     def watch(self, journal: Journal) -> None:
         """Watch ``journal``'s settlements and divergences (and sabotage it, when asked)."""
@@ -297,10 +435,17 @@ class JournalTorture(Torture):
             if agent.script is None:
                 agent.new_script(self.settings.several_ratio)
             assert agent.script is not None
-            with contextlib.suppress(AgentFailedError):
-                async with journaling.run(agent.key) as run:
-                    self.check_start(agent, run)
-                    await self.run_script(agent, run)
+            try:
+                with contextlib.suppress(AgentFailedError):
+                    async with journaling.run(agent.key) as run:
+                        self.check_start(agent, run)
+                        await self.run_script(agent, run)
+            except JournalError as error:  # an ask, the run's start or end: must wait
+                self.report.count(JOURNAL_FAILED, f"{agent.key}: {error.code}: {error}")
+                agent.script = None
+                agent.run_id = None
+                await anyio.sleep(0.05)
+                continue
             with anyio.CancelScope(shield=True):
                 await self.run_ended(agent, run, failed=agent.fails)
             agent.script = None
@@ -466,6 +611,11 @@ class JournalTorture(Torture):
             self.check_cancelled(question, mine[0] if mine else None)
             return
         if not mine:
+            if outcome.cancelled and item.withdraw == "signal" and self.in_fault(outcome):
+                # Taken back by its signal while it waited for the journal (a full disk):
+                # never recorded, never asked.
+                self.counts["signal aborts while waiting for the journal (never recorded)"] += 1
+                return
             self.report.count(NOT_AS_GOT, f"{question}: no record; the asker got {got(outcome)}")
             return
         record = mine[0]
@@ -616,10 +766,34 @@ async def run_journal_torture(
     *,
     restart_every: int = 25,
     sabotage: str | None = None,
+    fault_every: int | None = None,
 ) -> Report:
-    """Run the journal torture in ``folder`` (an empty directory; the SQLite journal is a
-    file next to it) and return its report."""
+    """Run the journal torture in ``folder`` (an empty directory; the SQLite journal is in a
+    folder next to it) and return its report. ``fault_every``: edits between two journal
+    faults (default: every 20 on SQLite, none on memory; 0: none)."""
     torture = JournalTorture(
-        folder, settings or Settings(), engine, restart_every=restart_every, sabotage=sabotage
+        folder,
+        settings or Settings(),
+        engine,
+        restart_every=restart_every,
+        sabotage=sabotage,
+        fault_every=fault_every,
     )
     return await torture.run()
+
+
+def _fill(filler: Path) -> None:
+    """Write ``filler`` until its file system is full, down to the last page."""
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        for size in (1 << 20, 65536, 4096, 512):
+            chunk = b"\0" * size
+            while True:
+                try:
+                    os.write(fd, chunk)
+                except OSError as error:
+                    if error.errno != errno.ENOSPC:
+                        raise
+                    break
+    finally:
+        os.close(fd)

@@ -9,12 +9,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hotseam.interaction import AgentRun, AskUserQuestionAnswer
+from hotseam.interaction import AgentRun, AskJournal, AskUserQuestionAnswer
 from hotseam.interaction._journal import AskRecord, AskState, Journal, Settlement
+from hotseam.interaction._journal._sqlite import SqliteJournal
 
-__all__ = ["SABOTAGES", "TAMPERING", "patch_replay_position", "tamper", "watch"]
+__all__ = ["SABOTAGES", "TAMPERING", "patch_faults", "patch_replay_position", "tamper", "watch"]
 
-SABOTAGES = ("no-withdraw", "forget-answer", "replay-position", "answer-twice", "touch-ended")
+SABOTAGES = (
+    "no-withdraw",
+    "forget-answer",
+    "replay-position",
+    "answer-twice",
+    "touch-ended",
+    "keep-removed",
+    "no-wait",
+)
 TAMPERING = ("answer-twice", "touch-ended")  # writes to the SQLite file behind the journal
 
 
@@ -78,3 +87,30 @@ def patch_replay_position() -> Callable[[], None]:
         AgentRun.recorded_at = real  # type: ignore[method-assign]
 
     return undo
+
+
+def patch_faults(sabotage: str | None) -> Callable[[], None]:
+    """Sabotages of the journal faults: ``keep-removed`` (removed journal files go
+    unnoticed: the daemon writes on to them) and ``no-wait`` (a journal out of reach fails
+    the write at once, as before hotseam waited for it). Returns the undo."""
+    if sabotage == "keep-removed":
+        moved = SqliteJournal._moved
+        SqliteJournal._moved = lambda self: None  # type: ignore[method-assign]
+
+        def undo_moved() -> None:
+            SqliteJournal._moved = moved  # type: ignore[method-assign]
+
+        return undo_moved
+    if sabotage == "no-wait":
+        persist = AskJournal.persist
+
+        async def at_once(self: AskJournal, what: str, operation: Any, **kw: Any) -> Any:
+            return await operation()
+
+        AskJournal.persist = at_once  # type: ignore[method-assign]
+
+        def undo_persist() -> None:
+            AskJournal.persist = persist  # type: ignore[method-assign]
+
+        return undo_persist
+    return lambda: None

@@ -49,36 +49,23 @@ async def place(run: AgentRun, request: AskUserQuestionRequest, key: str | None)
     Asks of one run are placed one at a time, in the order they come: a divergence
     abandons the superseded records before the next ask looks at its position. While the
     journal is out of reach, the ask waits for it (:meth:`AskJournal.persist`) before it
-    is put to anyone; the request's signal ends that wait (``ASK_ABORTED``).
+    is put to anyone; the request's signal ends that wait (``ASK_ABORTED``, nothing
+    recorded).
     """
-    signal = request.signal
-    if signal is None:
-        return await _place(run, request, key)
-    with signal.cancel_scope(raise_reason=False) as scope:
-        placed = await _place(run, request, key)
-    if not scope.cancelled_caught:
-        return placed
-    error = UserInteractionError(
-        "the question was aborted while it waited for the journal", ASK_ABORTED
-    )
-    error.reason = signal.reason
-    raise error
-
-
-async def _place(run: AgentRun, request: AskUserQuestionRequest, key: str | None) -> AskRecord:
     async with run.placing:
         position = run.take_position(key)
         digest = question_digest(request)
         recorded = run.recorded_at(position, key)
         what = f"question {position + 1} of run {run.id[:12]}, not yet asked"
+        journal = run.journal
+        signal = request.signal
         if recorded is not None and recorded.digest != digest:
             diverged_at = recorded.seq
-            await run.journal.persist(what, lambda: run.diverged(diverged_at))
+            await journal.persist(what, lambda: run.diverged(diverged_at), signal=signal)
             recorded = None
         if recorded is not None:
             run.replayed += 1
             return recorded
-        journal = run.journal
         ask_id = uuid.uuid4().hex[:12]  # one id for every try: recording it is idempotent
         return await journal.persist(
             what,
@@ -91,6 +78,7 @@ async def _place(run: AgentRun, request: AskUserQuestionRequest, key: str | None
                 digest=digest,
                 owner=journal.daemon.id,
             ),
+            signal=signal,
         )
 
 

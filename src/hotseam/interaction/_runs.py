@@ -43,7 +43,8 @@ from typing import Any, TypeVar
 
 import anyio
 
-from .._core import Scope, Seam, get_logger
+from .._core import AbortSignal, Scope, Seam, get_logger
+from ._errors import ASK_ABORTED, UserInteractionError
 from ._journal import (
     AskRecord,
     AskState,
@@ -100,15 +101,22 @@ class AskJournal:
         self._tickets = itertools.count()
 
     async def persist(
-        self, what: str, operation: Callable[[], Awaitable[T]], *, shown: bool = True
+        self,
+        what: str,
+        operation: Callable[[], Awaitable[T]],
+        *,
+        shown: bool = True,
+        signal: AbortSignal | None = None,
     ) -> T:
         """``operation()`` (one journal call), tried again with back-off for as long as the
         journal is out of reach (``JOURNAL_UNAVAILABLE``); other errors are raised.
 
         The first failure of an outage is logged once, at error level, and every caller
         waiting meanwhile is listed by ``what`` in :func:`journal_waits` (``shown``: the
-        wait holds something up, as a question not yet put or an answer not yet returned).
-        Cancelling the caller ends the wait: nothing is recorded then.
+        wait holds something up, as a question not yet put or an answer not yet returned;
+        only such a write that goes through ends the outage, a read may work meanwhile).
+        Cancelling the caller ends the wait: nothing is recorded then. So does ``signal``
+        (an ask's), once the first try failed: ``ASK_ABORTED`` is raised.
         """
         ticket = next(self._tickets)
         delay = RETRY_FIRST
@@ -122,10 +130,11 @@ class AskJournal:
                     self._unreachable(error, what)
                     if shown and self._outage is not None:
                         self._outage.waiting[ticket] = what
-                    await anyio.sleep(delay)
+                    await _pause(delay, signal)
                     delay = min(delay * 2, RETRY_MAX)
                     continue
-                self._reachable()
+                if shown:  # a read that works says nothing of the writes
+                    self._reachable()
                 return result
         finally:
             if self._outage is not None:
@@ -425,6 +434,21 @@ JOURNAL: Seam[AskJournal] = Seam("journal", AskJournal)
 :class:`AskJournal`); without one, asks live in this process only."""
 
 _current: ContextVar[AgentRun | None] = ContextVar("hotseam_agent_run", default=None)
+
+
+async def _pause(seconds: float, signal: AbortSignal | None) -> None:
+    """Sleep between two tries; ``ASK_ABORTED`` when ``signal`` fires first."""
+    if signal is None:
+        await anyio.sleep(seconds)
+        return
+    with signal.cancel_scope(raise_reason=False) as scope:
+        await anyio.sleep(seconds)
+    if scope.cancelled_caught:
+        error = UserInteractionError(
+            "the question was aborted while it waited for the journal", ASK_ABORTED
+        )
+        error.reason = signal.reason
+        raise error
 
 
 def journal_waits() -> list[dict[str, Any]]:
