@@ -163,16 +163,24 @@ async def test_a_client_without_elicitation_is_told_to_ask_in_the_conversation(
     mode: str,
 ) -> None:
     """No elicitation capability, no fallback: a tool error the model can read, naming the
-    question and its options — never a hang."""
+    question and its options and telling it what it can do (ask in the conversation, not
+    call the tool again: the tool has no input for an answer) — never a hang."""
     async with serving([pick_database], mode=mode) as served:
         result = await served.client.call_tool("pick_database", {})
         assert result.is_error
         error = result.structured_content
         assert error is not None
         assert (error["name"], error["code"]) == ("UserInteractionError", "NO_PROVIDER")
-        assert "Ask the user in the conversation instead" in error["message"]
-        assert "[Storage] Which database?" in error["message"]
-        assert "options: Postgres, SQLite" in error["message"]
+        assert error["message"] == (
+            "mcp cannot show this tool's question to the user (it advertised no form "
+            "elicitation capability). Ask the user in the conversation instead and carry on "
+            "with their answer; do not call this tool again for it (it would fail the same "
+            "way):\n"
+            "[Storage] Which database?\n"
+            "   options: Postgres, SQLite"
+        )
+        # Nothing the model cannot do: the tool has no input for an answer to come back in.
+        assert "again with" not in error["message"]
 
 
 @pytest.mark.anyio

@@ -262,19 +262,23 @@ def load_forms() -> None:
 
 
 def _ask_in_conversation(call: McpCall, request: AskUserQuestionRequest) -> str:
-    """The error a model reads when the client cannot show the question: ask in chat."""
+    """The error a model reads when the client cannot show the question: ask in chat, and
+    go on with the reply. Not "call the tool again with the answer": a tool as the docs
+    write one takes no answer in its input, and a retry would fail the same way."""
+    many = request.is_multi_question
     lines = [
-        f"{call.client_name} cannot show this tool's question to the user (it "
+        f"{call.client_name} cannot show this tool's question{'s' if many else ''} to the "
+        "user (it "
         + (
             "refused elicitation/create"
             if call.advertises_form
             else "advertised no form elicitation capability"
         )
-        + "). Ask the user in the conversation instead, then call the tool again with "
-        "their answer:"
+        + "). Ask the user in the conversation instead and carry on with their answer; do "
+        "not call this tool again for it (it would fail the same way):"
     ]
     for number, question in enumerate(request.questions, start=1):
-        prefix = f"{number}. " if request.is_multi_question else ""
+        prefix = f"{number}. " if many else ""
         header = f"[{question.header}] " if question.header else ""
         lines.append(f"{prefix}{header}{' '.join(question.question.split())}")
         if question.choices:
