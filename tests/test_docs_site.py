@@ -92,6 +92,32 @@ def _cli_hook() -> ModuleType:
     return module
 
 
+_COMMON = {"the", "a", "an", "and", "of", "to", "its", "it", "is", "in", "s", "or", "for"}
+
+
+def _first_sentence_words(text: str) -> list[str]:
+    sentence = re.split(r"(?<=\.)\s", " ".join(text.split()), maxsplit=1)[0]
+    return [word for word in re.findall(r"[a-z]+", sentence.lower()) if word not in _COMMON]
+
+
+@pytest.mark.parametrize("page", sorted((DOCS / "api").glob("*.md")), ids=lambda p: p.name)
+def test_an_api_page_does_not_open_by_repeating_its_module(page: Path) -> None:
+    """A page whose module docstring renders under its own opening paragraph says
+    something else first: not the docstring's opening words again, nor the same sentence
+    in other words (most of its words shared)."""
+    text = page.read_text(encoding="utf-8")
+    rendered = re.search(r"^::: (\S+)\n    options:\n      members: false", text, re.MULTILINE)
+    if rendered is None:
+        return  # no module docstring shown: nothing to repeat
+    opening = text.split(":::", 1)[0].split("\n", 1)[1]  # the prose under the title
+    doc = importlib.import_module(rendered.group(1)).__doc__ or ""
+    page_words = _first_sentence_words(opening)
+    doc_words = _first_sentence_words(doc.split("\n\n")[0])
+    assert page_words[:3] != doc_words[:3], (page_words, doc_words)
+    shared = set(page_words) & set(doc_words)
+    assert len(shared) / len(set(page_words) | set(doc_words)) < 0.3, shared
+
+
 def test_cli_reference_has_a_marker_for_every_command() -> None:
     """docs/cli.md places the help of ``hotseam`` and of each of its subcommands."""
     hook = _cli_hook()
