@@ -178,8 +178,9 @@ async def test_an_answer_from_another_process_wakes_the_waiter_within_millisecon
     print(
         f"answer in another process -> waiter woken: {[round(s * 1000, 1) for s in latencies]} ms"
     )
-    assert sorted(latencies)[len(latencies) // 2] < 0.1  # the goal is 20 ms; this is a bound
-    assert max(latencies) < 1.0
+    # The goal is 20 ms on an idle machine; these are bounds, stretched on a busy one.
+    assert sorted(latencies)[len(latencies) // 2] < scaled(0.1)
+    assert max(latencies) < scaled(1.0)
 
 
 async def _prepare_held(url: str) -> str:
