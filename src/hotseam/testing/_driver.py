@@ -102,6 +102,12 @@ class ReloadDriver:
     async def reload(self, name: str | None = None, *, force: bool = False) -> ReloadResult:
         """Reload module ``name`` (or rescan everything) and return what happened.
 
+        As a save does, this reloads only what changed: a file whose content is the same
+        as its serving generation's (by content hash) makes **no new generation** —
+        ``result.committed`` is empty and the generation number stays — unless its last
+        load failed. ``force=True`` reloads it anyway, as ``hotseam reload`` and SIGHUP
+        do; a test that reloads to exercise disposal (not an edit) needs it.
+
         A failed reload is not raised: inspect ``result.aborted`` or call
         ``result.raise_for_errors()``.
         """
