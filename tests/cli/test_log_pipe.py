@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 import structlog
 from tests._timing import scaled
@@ -539,3 +540,63 @@ def test_a_burst_of_lines_is_written_in_one_wake_up_of_the_writer(
         sink.close()
     assert writes == [b"".join(f"line {index}\n".encode() for index in range(6))]
     assert os.read(read_end, 65536) == writes[0]
+
+
+def _read_lines(read_end: int, count: int, bound: float) -> bytes:
+    """What the pipe holds once ``count`` lines came (blocking this thread, on purpose)."""
+    data = b""
+    deadline = time.monotonic() + bound
+    while data.count(b"\n") < count:
+        ready, _, _ = select.select([read_end], [], [], max(deadline - time.monotonic(), 0))
+        if not ready:
+            break
+        data += os.read(read_end, 65536)
+    return data
+
+
+@pytest.mark.anyio
+async def test_a_burst_logged_on_the_loop_wakes_the_writer_by_the_loops_timer(
+    pipe: tuple[int, int], anyio_backend_name: str
+) -> None:
+    """On asyncio the writer stays asleep through the burst (the loop's timer wakes it
+    after SETTLE); on trio it is woken at once, as on any other thread. Either way every
+    line is written, in order."""
+    read_end, write_end = pipe
+    sink = StderrSink(write_end)
+    try:
+        sink.write("first\n")  # starts the writer
+        assert sink.drain(scaled(10))
+        assert _read_lines(read_end, 1, scaled(10)) == b"first\n"
+        for index in range(5):
+            sink.write(f"line {index}\n")
+        kicked = sink._kick_pending
+        assert kicked is (anyio_backend_name == "asyncio")
+        with anyio.fail_after(scaled(10)):  # the loop runs (its timer) while it waits
+            await anyio.wait_readable(read_end)
+        expected = b"".join(f"line {index}\n".encode() for index in range(5))
+        assert _read_lines(read_end, 5, scaled(10)) == expected
+    finally:
+        sink.close()
+
+
+@pytest.mark.anyio
+async def test_a_line_from_another_thread_is_written_while_the_loop_is_blocked(
+    pipe: tuple[int, int],
+) -> None:
+    """A burst on the loop, then the loop blocks (its timer cannot fire): a line logged by
+    another thread — the loop watchdog's, say — wakes the writer, and both are written
+    while the loop is still blocked."""
+    read_end, write_end = pipe
+    sink = StderrSink(write_end)
+    try:
+        sink.write("warm\n")
+        assert sink.drain(scaled(10))
+        assert _read_lines(read_end, 1, scaled(10)) == b"warm\n"
+        sink.write("on the loop\n")
+        other = threading.Thread(target=sink.write, args=("from a thread\n",))
+        other.start()
+        other.join()
+        # This thread (the loop's) blocks here: only the other thread's wake-up writes.
+        assert _read_lines(read_end, 2, scaled(10)) == b"on the loop\nfrom a thread\n"
+    finally:
+        sink.close()

@@ -33,7 +33,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
@@ -59,6 +59,9 @@ SETTLE = 0.02
 what is queued (a drain or the exit does not wait): the lines a save logs are then taken
 in one wake-up, after the save, instead of one wake-up each during it."""
 
+_KICK_OVERDUE = 4 * SETTLE
+"""A line that finds the loop's timer this late wakes the writer itself."""
+
 _DEFERRED_BYTES = 256
 """What a line not rendered yet counts for against :data:`QUEUE_BYTES`."""
 
@@ -75,6 +78,32 @@ def plain_report(count: int) -> str:
     """The line that says how many lines were dropped (with its newline)."""
     lines = "line" if count == 1 else "lines"
     return f"hotseam: {count} {lines} dropped: stderr was not being read\n"
+
+
+def _running_loop() -> Any:
+    """The asyncio event loop running on this thread, if any (asyncio is not imported for
+    it: a process without it has no loop)."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return None
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _call_later(loop: Any, delay: float, callback: Callable[[], object]) -> bool:
+    """Have ``loop`` (running on this thread) call ``callback`` in ``delay`` seconds.
+
+    Waking the writer at the first line of a burst took the interpreter lock from the
+    loop in the middle of a save; the loop's own timer wakes it after the save instead,
+    and costs the loop no wake-up of its own. A line from another thread, or one that
+    finds the timer overdue (a blocked loop), wakes the writer at once."""
+    try:
+        loop.call_later(delay, callback)
+    except RuntimeError:  # the loop is closing
+        return False
+    return True
 
 
 class StderrSink:
@@ -104,6 +133,8 @@ class StderrSink:
         self._queued = 0
         self._idle = False  # the writer waits for a first line (only then is it notified)
         self._hurry = False  # a drain or the exit waits: no settling
+        self._kick_pending = False  # the event loop wakes the writer after SETTLE
+        self._kick_at = 0.0
         self._unreported = 0
         self._dropped = 0
         self._writing = False
@@ -159,7 +190,30 @@ class StderrSink:
                     self._broken = True
                     return
             if self._idle:
+                loop = _running_loop()
+                if self._kick_pending and loop is not None:
+                    if time.monotonic() - self._kick_at > _KICK_OVERDUE:  # a blocked loop
+                        self._wake()
+                elif loop is not None and _call_later(loop, SETTLE, self._kick):
+                    # The loop's timer wakes the writer after the burst, settled.
+                    self._kick_pending = True
+                    self._kick_at = time.monotonic()
+                else:  # another thread (the loop may be blocked), or no loop
+                    self._wake()
+
+    def _wake(self) -> None:
+        """Wake the idle writer now (holding the lock)."""
+        self._idle = False
+        self._cond.notify()
+
+    def _kick(self) -> None:
+        """The event loop's timer, :data:`SETTLE` after a burst began: wake the writer,
+        which need not settle any more."""
+        with self._cond:
+            self._kick_pending = False
+            if self._idle:
                 self._idle = False
+                self._hurry = True
                 self._cond.notify()
 
     def write_to(self, fd: int) -> None:
@@ -215,7 +269,8 @@ class StderrSink:
     def _written_by(self, deadline: float) -> bool:
         """Wait (holding the lock) until everything is written or ``deadline`` passes."""
         if self._queue or self._unreported:
-            self._hurry = True  # the writer stops settling
+            self._hurry = True  # the writer stops settling (or wakes, if a kick is due)
+            self._idle = False
             self._cond.notify_all()
         while (self._queue or self._writing or self._unreported) and not self._broken:
             remaining = deadline - time.monotonic()
