@@ -13,10 +13,12 @@ the journal — an SQLite file in a temporary folder, or the memory engine — a
 * another process (on SQLite a second ``Journal`` on the same file, as a fleet inbox)
   answers or dismisses a recorded question, the daemon up or down, a settled one too, and
   answers in the same turn as this process's provider (first answer wins);
-* a provider answers in the same turn as the process stops.
+* a provider answers in the same turn as the process stops;
+* another daemon starts for an agent this process runs (resuming or ``fresh``): refused,
+  the run left alone.
 
 The machine's model is in _journal_model.py, the other process's rules in _journal_inbox.py,
-the checks in _journal_checks.py.
+the racing daemon's in _journal_race.py, the checks in _journal_checks.py.
 
 After every step the journal is read whole and checked against what the machine saw
 (each broken rule fails with :class:`JournalViolation`):
@@ -73,6 +75,7 @@ from _journal_model import (
     idle,
     name_of,
 )
+from _journal_race import RacingClaimRules
 from _multi_question_machine import MultiAsk
 from hotseam import AbortController
 from hotseam.interaction import (
@@ -94,7 +97,7 @@ from hotseam.interaction._journal import (
 )
 
 
-class JournalRules(OtherProcessRules, JournalChecks):
+class JournalRules(RacingClaimRules, OtherProcessRules, JournalChecks):
     """The journal's rules and checks, for a machine of tests/test_invariants.py."""
 
     engine = "memory"
