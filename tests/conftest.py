@@ -27,6 +27,9 @@ def pytest_configure(config: pytest.Config) -> None:
     workers = config.getoption("numprocesses", None)
     if isinstance(workers, int) and workers > 0 and not hasattr(config, "workerinput"):
         _timing.share_cores_with(workers)
+    if config.getoption("hotseam_thread_grace", None) is None:
+        # How long the escape check waits for a thread still stopping: a wait like any other.
+        config.option.hotseam_thread_grace = scaled(float(config.getini("hotseam_thread_grace")))
     if not config.pluginmanager.hasplugin("timeout"):
         return
     chosen = config.getoption("timeout", None)

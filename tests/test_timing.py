@@ -107,3 +107,34 @@ def test_pytest_timeouts_are_stretched_by_the_factor(
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=scaled(60))
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*Timeout (>1.5s) from pytest-timeout*"])
+
+
+STOPPING_THREAD = """
+import threading
+import time
+
+
+def test_leaves_a_thread_that_ends_half_a_second_later():
+    threading.Thread(target=time.sleep, args=(0.5,)).start()
+"""
+
+
+def test_the_escape_checks_wait_for_a_stopping_thread_is_an_option_the_suite_scales(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thread still stopping at a test's end gets 0.2 s: one that needs 0.5 s escapes, unless
+    ``--hotseam-thread-grace`` allows more, or the suite's factor (10 here) stretches it."""
+    pytester.makeini("[pytest]\nhotseam_escape_check = true\n")
+    pytester.makepyfile(STOPPING_THREAD)
+    monkeypatch.setenv("HOTSEAM_TEST_TIME_SCALE", "10")
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    plain = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=scaled(60))
+    assert plain.ret != 0
+    plain.stdout.fnmatch_lines(["*escape 1/1: thread * running sleep()*"])
+    allowed = pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--hotseam-thread-grace", "3", timeout=scaled(60)
+    )
+    allowed.assert_outcomes(passed=1)
+    pytester.makeconftest("from tests.conftest import pytest_configure\n")
+    stretched = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=scaled(60))
+    stretched.assert_outcomes(passed=1)

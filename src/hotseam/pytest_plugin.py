@@ -26,7 +26,8 @@ Escape check: ``--hotseam-escape-check``, ``hotseam_escape_check = true`` or
 ``@pytest.mark.hotseam_escape_check``: asyncio tasks, timer handles, threads and sockets or
 files the test's code created and left behind fail it, each named by its creating line
 (:mod:`hotseam.testing._escapes`); ``@pytest.mark.hotseam_allow_leaks(*kinds)`` allows
-some. Strict mode: ``--hotseam-strict``, ``hotseam_strict = true``, or
+some; a thread still stopping gets ``--hotseam-thread-grace`` / ``hotseam_thread_grace``
+seconds (0.2) to end. Strict mode: ``--hotseam-strict``, ``hotseam_strict = true``, or
 ``@pytest.mark.hotseam_strict``.
 
 A failure that hotseam reports (a :class:`~hotseam.HarnessError` such as ``ReloadError``
@@ -57,7 +58,13 @@ from ._core import (
 from .interaction import USER_INTERACTION
 from .providers.scripted import ScriptedProvider
 from .testing import LeakTracker, ReloadDriver, format_leaks, strict_setup
-from .testing._escapes import ALLOWABLE, EscapeWatch, active_watch, format_escapes
+from .testing._escapes import (
+    ALLOWABLE,
+    THREAD_GRACE,
+    EscapeWatch,
+    active_watch,
+    format_escapes,
+)
 from .testing._sites import forget_origins, name_originals
 from .testing._strict import forget_told, told_carried
 from .testing._zombies import format_zombies
@@ -101,6 +108,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "descriptors behind (named by the line that created them)",
     )
     group.addoption(
+        "--hotseam-thread-grace",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="how long the escape check waits for a thread still stopping at the end of a "
+        f"test (default {THREAD_GRACE:g}; more on a busy machine)",
+    )
+    group.addoption(
         "--hotseam-strict",
         action="store_true",
         default=None,
@@ -117,6 +132,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="bool",
         default=False,
         help="fail tests that pass but leave tasks, timers, threads or fds behind",
+    )
+    parser.addini(
+        "hotseam_thread_grace",
+        default=str(THREAD_GRACE),
+        help="seconds the escape check waits for a thread still stopping at a test's end",
     )
     parser.addini(
         "hotseam_strict",
@@ -158,6 +178,20 @@ def _enabled(item: pytest.Item, name: str) -> bool:
     return bool(item.config.getini(name))
 
 
+def _thread_grace(config: pytest.Config) -> float:
+    """``--hotseam-thread-grace``, else the ini ``hotseam_thread_grace``."""
+    chosen = config.getoption("hotseam_thread_grace", default=None)
+    if chosen is not None:
+        return float(chosen)
+    ini = config.getini("hotseam_thread_grace")
+    try:
+        return float(ini)
+    except ValueError:
+        raise pytest.UsageError(
+            f"hotseam_thread_grace = {ini!r}: expected seconds, such as 0.5"
+        ) from None
+
+
 @pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     """Install the test's leak tracker (and escape watch) before its fixtures run, so they
@@ -171,7 +205,8 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     markers = list(item.iter_markers("hotseam_allow_leaks"))
     escape_check = _enabled(item, "hotseam_escape_check")
     if markers or escape_check:
-        watch = EscapeWatch()  # validates the marker's kinds even when the check is off
+        # The watch validates the marker's kinds even when the check is off.
+        watch = EscapeWatch(thread_grace=_thread_grace(item.config))
         for marker in markers:
             watch.allow(*(marker.args or ALLOWABLE))
         item.stash[_ALLOWED] = watch.allowed

@@ -65,8 +65,9 @@ ALLOWABLE = (*KINDS, "generations")
 """The kinds a test can allow: the escape check's, and zombie generations (the leak
 check's: a generation a deliberately kept thread or task holds stays alive with it)."""
 
-_JOIN_GRACE = 0.2
-"""Seconds a thread that is still alive at the end may take to finish (it may be stopping)."""
+THREAD_GRACE = 0.2
+"""Seconds a thread that is still alive at the end may take to finish (it may be stopping);
+the plugin's ``--hotseam-thread-grace`` changes it (a busy machine stops threads late)."""
 
 _STRUCTURED = frozenset({"anyio", "trio"})
 """Tasks and timers made through these belong to a task group or a cancel scope."""
@@ -91,7 +92,8 @@ class Escape:
 class EscapeWatch:
     """Notes what the user's code creates while it is active; lists what outlived it."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, thread_grace: float = THREAD_GRACE) -> None:
+        self.thread_grace = thread_grace
         self.tasks: weakref.WeakKeyDictionary[asyncio.Task[Any], Site] = weakref.WeakKeyDictionary()
         self.timers: weakref.WeakKeyDictionary[asyncio.TimerHandle, Site] = (
             weakref.WeakKeyDictionary()
@@ -202,7 +204,7 @@ class EscapeWatch:
             if site.via_event_loop or id(thread) in allowed or not thread.is_alive():
                 continue
             if thread is not threading.current_thread():
-                thread.join(_JOIN_GRACE)
+                thread.join(self.thread_grace)
             if not thread.is_alive():
                 continue
             target = getattr(thread, "_target", None)
