@@ -99,3 +99,51 @@ async def test_a_peer_that_stops_reading_is_warned_about_and_gets_every_reply_la
 
 def _stalled(logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [line for line in logs if line["event"] == "mcp.stdout_not_read"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # the transport is asyncio's pipes
+async def test_a_stop_waits_for_the_flush_only_when_something_is_queued(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A stop (the block cancelled, as a signal does) with nothing queued ends at once: the
+    flush wait is made an hour long, so a wait that ran would fail the deadline. A reply
+    queued when the stop comes is still written."""
+    from hotseam.providers._mcp import _stdio
+
+    monkeypatch.setattr(_stdio, "_FLUSH_WAIT", 3600.0)
+    loop = asyncio.get_running_loop()
+    stdin_read, stdin_write = os.pipe()
+    stdout_read, stdout_write = os.pipe()
+    reader = asyncio.StreamReader()
+    reader_transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(stdin_read, "rb", 0)
+    )
+    transport, protocol = await loop.connect_write_pipe(
+        asyncio.streams.FlowControlMixin, os.fdopen(stdout_write, "wb", 0)
+    )
+    writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    peer = asyncio.StreamReader(limit=1 << 20)
+    peer_transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(peer), os.fdopen(stdout_read, "rb", 0)
+    )
+    try:
+        with anyio.fail_after(scaled(10)):
+            with anyio.CancelScope() as stop:
+                async with stdio_streams(reader, writer) as (read_stream, _), read_stream:
+                    stop.cancel()  # nothing queued
+                    await anyio.sleep_forever()
+            with anyio.CancelScope() as stop:
+                async with (
+                    stdio_streams(reader, writer) as (read_stream, write_stream),
+                    read_stream,
+                ):
+                    write_stream.send_nowait(_reply(7))  # queued, not yet written
+                    stop.cancel()
+                    await anyio.sleep_forever()
+            assert json.loads(await peer.readline())["params"]["n"] == 7
+    finally:
+        os.close(stdin_write)
+        writer.close()
+        reader_transport.close()
+        peer_transport.close()
