@@ -45,6 +45,10 @@ def test_bad_input_is_one_line_and_exit_2(
         ('max-line-bytes = "lots"', "max-line-bytes must be a number of bytes > 0"),
         ('http-host = "::1"', "http-host in {file} needs --http"),
         ('http = false\nhttp-host = "::1"', "http-host in {file} needs --http"),
+        ("http-max-sessions = 0\nhttp = true", "http-max-sessions must be a whole number >= 1"),
+        ('http-max-sessions = "64"\nhttp = true', "http-max-sessions must be a whole number"),
+        ("http-session-idle-timeout = 0\nhttp = true", "must be a number of seconds > 0"),
+        ("http-max-sessions = 8", "http-max-sessions in {file} needs --http"),
     ],
 )
 def test_bad_keys_of_hotseam_mcp_are_one_line_naming_key_and_file(
@@ -73,11 +77,18 @@ def test_bad_keys_of_hotseam_mcp_are_one_line_naming_key_and_file(
     ("table", "flags", "http", "ttl", "max_line_bytes"),
     [
         ("", [], None, 600.0, None),
-        ('http = 8765\nhttp-host = "127.0.0.2"', [], ("127.0.0.2", 8765), 600.0, None),
-        ("http = true", [], ("127.0.0.1", 0), 600.0, None),
+        ('http = 8765\nhttp-host = "127.0.0.2"', [], ("127.0.0.2", 8765, 64, 3600.0), 600.0, None),
+        ("http = true", [], ("127.0.0.1", 0, 64, 3600.0), 600.0, None),
         ("http = 8765", ["--no-http"], None, 600.0, None),
-        ("http = false", ["--http"], ("127.0.0.1", 0), 600.0, None),
-        ("http = 8765", ["--http", "9000"], ("127.0.0.1", 9000), 600.0, None),
+        ("http = false", ["--http"], ("127.0.0.1", 0, 64, 3600.0), 600.0, None),
+        ("http = 8765", ["--http", "9000"], ("127.0.0.1", 9000, 64, 3600.0), 600.0, None),
+        (
+            "http = true\nhttp-max-sessions = 8\nhttp-session-idle-timeout = 60",
+            ["--http-max-sessions", "2"],
+            ("127.0.0.1", 0, 2, 60.0),
+            600.0,
+            None,
+        ),
         ('input-ttl = 30\nmax-line-bytes = "1MiB"', [], None, 30.0, 1 << 20),
         ("input-ttl = 30\nmax-line-bytes = 4096", ["--input-ttl", "5"], None, 5.0, 4096),
         ("max-line-bytes = 4096", ["--max-line-bytes", "100"], None, 600.0, 100),
@@ -86,14 +97,15 @@ def test_bad_keys_of_hotseam_mcp_are_one_line_naming_key_and_file(
 def test_keys_of_hotseam_mcp_and_flags_over_them(
     table: str,
     flags: list[str],
-    http: tuple[str, int] | None,
+    http: tuple[str, int, int, float] | None,
     ttl: float,
     max_line_bytes: int | None,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """http, http-host, input-ttl and max-line-bytes in [tool.hotseam] are hotseam mcp's
-    flags of the same names; a flag wins (--no-http turns a configured http off)."""
+    """http, http-host, http-max-sessions, http-session-idle-timeout, input-ttl and
+    max-line-bytes in [tool.hotseam] are hotseam mcp's flags of the same names; a flag wins
+    (--no-http turns a configured http off)."""
     from hotseam.cli import _mcp, build_parser
     from hotseam.cli._options import resolve
 
