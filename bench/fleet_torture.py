@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/fleet_torture.py [--engine postgresql|sqlite] [--questions 1200]
         [--daemons 3] [--agents 4] [--per-run 20] [--daemon-kills 100] [--inbox-kills 20]
-        [--seed 1] [--postgres URL] [--break NAME]
+        [--seed 1] [--outages 0] [--postgres URL] [--break NAME]
 
 Real processes on one journal (PostgreSQL: a throw-away server unless ``--postgres`` names
 one — its tables go to a new schema; SQLite: one file):
@@ -25,7 +25,16 @@ one — its tables go to a new schema; SQLite: one file):
   are open;
 * racing claims (``_fleet_race.py``): an agent's first start, its first restart after a
   kill and a share of the others start three daemons at once for it; one asks, the others
-  must exit 2 with one plain line, never two askers in one run.
+  must exit 2 with one plain line, never two askers in one run;
+* journal outages (PostgreSQL, on the torture's own server): ``--outages`` times the
+  server is stopped (``pg_ctl stop -m fast``: every connection cut) for 1-3 s while the
+  fleet asks and answers, then started again. The daemons' questions wait for it — an
+  agent never receives ``JOURNAL_UNAVAILABLE``, a run's end is recorded once it is back, so
+  no finished run replays; the inboxes answer ``503`` meanwhile. Off by default (``--outages
+  0``): the first runs with ``--outages 3`` failed — daemons started while the server was
+  down exit 1 (``cannot connect to the journal``: a start does not wait for it), and two
+  agents got a second run after their first had ended (an answer to it counted lost); not
+  yet explained.
 
 Then the journal is checked against everything the inboxes said and the agents received
 (see ``_fleet_ledger.py``); exit status 1 when a must-be-0 counter is not 0.
@@ -60,7 +69,7 @@ from _fleet_ledger import Attempt, Ledger, Report, check
 from _fleet_race import Races
 from _fleet_world import BREAKS, FleetSettings, Life, Slot, World, freeze, kill, read_life
 
-from hotseam.interaction._journal import AskState, Journal, RunState, open_journal
+from hotseam.interaction._journal import AskState, Journal, JournalError, RunState, open_journal
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
 PACE_SLACK = 0.03
@@ -69,9 +78,11 @@ PACE_SLACK = 0.03
 class Fleet:
     """The supervisors, the answering clients and the killer of one torture."""
 
-    def __init__(self, world: World, settings: FleetSettings) -> None:
+    def __init__(self, world: World, settings: FleetSettings, server: Any = None) -> None:
         self.world = world
         self.settings = settings
+        self.server = server  # the PostgreSQL server to stop now and then (ours only)
+        self.down = False  # the server is stopped: the torture's own reads wait
         self.rng = random.Random(settings.seed)
         self.ledger = Ledger()
         self.agents = [
@@ -107,7 +118,8 @@ class Fleet:
             # so, and the next life goes through the same run again).
             for life in lives:
                 for run_id in life.runs:
-                    if (await journal.get_run(run_id)).state is RunState.FINISHED:
+                    run = await _reachable(lambda run_id=run_id: journal.get_run(run_id))
+                    if run.state is RunState.FINISHED:
                         finished.add(run_id)
                 if life.returned and not (life.runs and life.runs[-1] in finished):
                     finished.add(f"returned in life {life.number}")
@@ -254,6 +266,8 @@ class Fleet:
         inbox_share = settings.inbox_kills / max(1, settings.inbox_kills + settings.daemon_kills)
         while not self.stopping:
             await anyio.sleep(self.rng.expovariate(1 / settings.kill_interval))
+            if self.down:
+                continue  # the window kills read the journal: not while it is stopped
             if self._kill_share() >= 1.0 and self.rng.random() < 0.5:
                 continue  # past the targets: kills go on, at half the rate
             if self._kill_share() > self._answer_share() + PACE_SLACK:
@@ -275,6 +289,26 @@ class Fleet:
                     kills["daemon"] += 1
             self.paced.set()
             self.paced = anyio.Event()
+
+    async def outages(self) -> None:
+        """Stop the PostgreSQL server for 1-3 s, ``outages`` times, while the fleet works."""
+        server, settings = self.server, self.settings
+        if server is None or settings.engine != "postgresql":
+            return
+        rng = random.Random(settings.seed * 31 + 7)
+        for _ in range(settings.outages):
+            await anyio.sleep(rng.expovariate(1 / settings.outage_interval))
+            if self.stopping:
+                return
+            self.down = True
+            try:
+                await anyio.to_thread.run_sync(server._pg_ctl, "stop", "-m", "fast")
+                await anyio.sleep(rng.uniform(1.0, 3.0))
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(server._pg_ctl, "start")
+                self.down = False
+            self.ledger.kills["journal outage"] += 1
 
     def open_question(self, life: Life) -> dict[str, Any] | None:
         """The question the life's agent has open, as last listed, and no answer is on its
@@ -363,6 +397,7 @@ class Fleet:
             ):
                 work.start_soon(self.watch, client, work)
                 work.start_soon(self.killer, client, journal)
+                work.start_soon(self.outages)
                 work.start_soon(self.progress, started)
                 with anyio.move_on_after(settings.timeout) as deadline:
                     async with anyio.create_task_group() as agents:
@@ -403,28 +438,45 @@ def new_schema(url: str) -> str:
 @asynccontextmanager
 async def journal_url(
     settings: FleetSettings, folder: Path, postgres: str | None
-) -> AsyncIterator[str]:
-    """The journal of the torture: a new schema of PostgreSQL, or a new SQLite file."""
+) -> AsyncIterator[tuple[str, Any]]:
+    """The journal of the torture — a new schema of PostgreSQL, or a new SQLite file — and
+    the PostgreSQL server when it is the torture's own (``None`` otherwise)."""
     if settings.engine == "sqlite":
-        yield str(folder / "journal.sqlite3")
+        yield str(folder / "journal.sqlite3"), None
         return
     if postgres is not None:
-        yield await anyio.to_thread.run_sync(new_schema, postgres)
+        yield await anyio.to_thread.run_sync(new_schema, postgres), None
         return
     sys.path.insert(0, str(TESTS))
+    sys.path.insert(0, str(TESTS.parent))  # it imports tests._timing
     from _postgres import PostgresServer  # type: ignore[import-not-found]
 
     server = await anyio.to_thread.run_sync(PostgresServer.start)
     try:
-        yield server.new_schema()
+        yield server.new_schema(), server
     finally:
         server.stop()
 
 
-async def run_torture(settings: FleetSettings, folder: Path, url: str) -> Report:
-    """One torture in ``folder`` on the journal at ``url`` (for tests and main)."""
+async def run_torture(
+    settings: FleetSettings, folder: Path, url: str, server: Any = None
+) -> Report:
+    """One torture in ``folder`` on the journal at ``url`` (for tests and main); with
+    ``server`` (a ``tests/_postgres.py`` server), the journal outages too."""
     world = World(folder, url, settings)
-    return await Fleet(world, settings).run()
+    return await Fleet(world, settings, server).run()
+
+
+async def _reachable(read: Any) -> Any:
+    """``read()`` (a journal read of the torture itself), tried again while the journal is
+    out of reach (an outage)."""
+    while True:
+        try:
+            return await read()
+        except JournalError as error:
+            if error.code != "JOURNAL_UNAVAILABLE":
+                raise
+            await anyio.sleep(0.2)
 
 
 async def main(settings: FleetSettings, postgres: str | None) -> int:
@@ -435,8 +487,8 @@ async def main(settings: FleetSettings, postgres: str | None) -> int:
     for name in settings.breaks:
         print(f"BROKEN on purpose: {name}: {BREAKS[name][0]}")
     with tempfile.TemporaryDirectory(prefix="hotseam-fleet-") as folder:
-        async with journal_url(settings, Path(folder), postgres) as url:
-            report = await run_torture(settings, Path(folder), url)
+        async with journal_url(settings, Path(folder), postgres) as (url, server):
+            report = await run_torture(settings, Path(folder), url, server)
     print(report.render())
     return 0 if report.ok else 1
 
@@ -454,6 +506,12 @@ def _arguments() -> tuple[FleetSettings, str | None]:
     parser.add_argument("--kill-interval", type=float, default=defaults.kill_interval)
     parser.add_argument("--seed", type=int, default=defaults.seed)
     parser.add_argument("--timeout", type=float, default=defaults.timeout)
+    parser.add_argument(
+        "--outages",
+        type=int,
+        default=defaults.outages,
+        help="times the torture's own PostgreSQL server is stopped for 1-3 s",
+    )
     parser.add_argument("--postgres", help="a PostgreSQL URL to use instead of a new server")
     parser.add_argument("--break", dest="breaks", action="append", default=[], metavar="NAME")
     options = parser.parse_args()
@@ -473,6 +531,7 @@ def _arguments() -> tuple[FleetSettings, str | None]:
         kill_interval=options.kill_interval,
         seed=options.seed,
         timeout=options.timeout,
+        outages=options.outages,
         breaks=tuple(options.breaks),
     )
     return settings, options.postgres
