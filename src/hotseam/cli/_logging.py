@@ -22,7 +22,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Callable, MutableMapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, TextIO
 
@@ -145,15 +145,22 @@ class _RenderLater:
         event_dict["timestamp"] = time.time_ns()
         sink = _stderr_sink() if self._deferrable and sys.stderr is sys.__stderr__ else None
         if sink is not None and "exc_info" not in event_dict:
-            kept: dict[str, Any] = {}
+            # The dict is this event's own (structlog makes one per call): a scalar stays,
+            # a list, tuple or dict of scalars is replaced by a copy, anything else is
+            # rendered now.
+            copies: list[tuple[str, object]] = []
             for key, value in event_dict.items():
+                if type(value) in _SCALARS:
+                    continue
                 ok, copy = _kept(value)
                 if not ok:
                     break
-                kept[key] = copy
+                copies.append((key, copy))
             else:
+                for key, copy in copies:
+                    event_dict[key] = copy
                 sink.write_later(
-                    functools.partial(self._render_bytes, sink.encoding, logger, method, kept)
+                    functools.partial(self._render_bytes, sink.encoding, logger, method, event_dict)
                 )
                 raise structlog.DropEvent
         return self._render(logger, method, event_dict)
@@ -165,9 +172,9 @@ class _RenderLater:
         return self._renderer(logger, method, event_dict)
 
     def _render_bytes(
-        self, encoding: str, logger: object, method: str, event_dict: Mapping[str, Any]
+        self, encoding: str, logger: object, method: str, event_dict: MutableMapping[str, Any]
     ) -> bytes:
-        text = self._render(logger, method, dict(event_dict))
+        text = self._render(logger, method, event_dict)
         if isinstance(text, bytes):
             return text + b"\n"
         return (str(text) + "\n").encode(encoding, "backslashreplace")
