@@ -328,8 +328,8 @@ BREAKS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         [
             (
                 "interaction/_runs.py",
-                "            if outcome is not None:\n                with anyio.CancelScope",
-                "            if outcome is None:\n                with anyio.CancelScope",
+                "            if outcome is not None:\n                await self._end(run",
+                "            if outcome is None:\n                await self._end(run",
             )
         ],
     ),
