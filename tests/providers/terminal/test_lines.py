@@ -233,12 +233,14 @@ async def test_a_terminal_in_line_mode_is_not_echoed_twice() -> None:
 async def test_the_time_limit_ends_with_ask_timeout_and_picks_nothing(pipe: Pipe) -> None:
     """An optional limit: ASK_TIMEOUT, a marker, and the recommended option is not taken."""
     out = io.StringIO()
-    provider = _provider(pipe.fd, out, timeout=0.05)
+    # The limit also applies to the second ask, which must read its waiting line within it.
+    limit = scaled(0.05)
+    provider = _provider(pipe.fd, out, timeout=limit)
     with pytest.raises(UserInteractionError) as caught:
         await _ask(provider, DB)
     assert caught.value.code == ASK_TIMEOUT
     assert "nothing was chosen" in caught.value.message
-    assert out.getvalue().endswith("> \n(no answer within 0.05 s; nothing was chosen)\n")
+    assert out.getvalue().endswith(f"> \n(no answer within {limit:g} s; nothing was chosen)\n")
     pipe.write("2\n")  # the line is still there for the next question
     assert (await _ask(provider, DB)).answer == "SQLite"
 
