@@ -223,7 +223,16 @@ async def test_a_session_whose_question_waits_is_busy_without_a_request_in_fligh
             assert (await http.post(endpoint.url, json=answer, headers=headers)).is_success
             await answered.wait()  # its result goes to the stream the host dropped
             assert tool_ended == ["SQLite"]
-            await opened(http, endpoint)  # answered: the session is idle, and makes room
+            # Answered: once the dropped call's request has ended too (when the server
+            # finds its connection gone: nothing to await from here), the session is idle
+            # and makes room.
+            admitted = await initialize(http, endpoint)
+            for _ in range(1000):  # bounded by the fail_after above too
+                if admitted.status_code != 503:
+                    break
+                await anyio.sleep(0.01)
+                admitted = await initialize(http, endpoint)
+            assert admitted.status_code == 200, admitted.text
             assert await ping(http, endpoint, session) == 404
 
 
