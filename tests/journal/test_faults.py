@@ -32,7 +32,7 @@ from tests._timing import scaled
 from _postgres import PostgresServer, PostgresUnavailableError, postgres_unavailable
 from cli._support import Process, hotseam, write
 from hotseam.interaction import AskUserQuestionAnswer
-from hotseam.interaction._journal import RunState, open_journal
+from hotseam.interaction._journal import JournalError, RunState, open_journal
 
 QUESTIONS = ["Which database?", "Service name?", "Deploy now?"]
 AGENT_NAME = "deployer"
@@ -368,3 +368,36 @@ def test_an_inbox_holding_the_journal_open_follows_the_daemon_repair(
     daemon.expect(r'"journal\.files_removed"')
     assert daemon.finish() == 0
     assert _got(daemon) == [(0, "yes")]
+
+
+def test_heartbeats_resume_as_soon_as_postgres_is_back(own_postgres: PostgresServer) -> None:
+    """A beat missed during an outage is tried again with back-off, not a whole period
+    later: a daemon whose beats lapse past the liveness would have its runs taken."""
+    url = own_postgres.new_schema()
+    period = 10.0
+
+    async def beating() -> float:
+        async with (
+            open_journal(url) as journal,
+            open_journal(url) as reader,
+            anyio.create_task_group() as tasks,
+        ):
+            daemon = await journal.register_daemon("beating")
+            tasks.start_soon(lambda: journal.keep_alive(daemon.id, interval=period))
+            await anyio.to_thread.run_sync(own_postgres._pg_ctl, "stop", "-m", "fast")
+            await anyio.sleep(period + 1)  # the beat due meanwhile failed
+            await anyio.to_thread.run_sync(own_postgres._pg_ctl, "start")
+            back = time.time()
+            with anyio.fail_after(scaled(period)):
+                while True:
+                    try:
+                        seen = (await reader.get_daemon(daemon.id)).heartbeat_at
+                    except JournalError:
+                        seen = 0.0  # the reader's own connection, cut by the stop
+                    if seen >= back:
+                        tasks.cancel_scope.cancel()
+                        return seen - back
+                    await anyio.sleep(0.05)
+        raise AssertionError("unreachable")
+
+    assert anyio.run(beating) < period / 2  # about 1 s; a whole period before

@@ -127,15 +127,17 @@ class Journal(JournalBase):
 
     async def keep_alive(self, daemon_id: str, *, interval: float | None = None) -> NoReturn:
         """Heartbeat every ``interval`` seconds (default: a third of ``liveness_timeout``)
-        until cancelled. A journal out of reach is warned about and tried again.
+        until cancelled. A journal out of reach is warned about and tried again with
+        back-off (from 0.2 s up to ``interval``), so the beat resumes as soon as it is back.
 
         Raises:
             JournalError: ``DAEMON_STOPPED`` or ``DAEMON_UNKNOWN``: the daemon lost its place.
         """
         period = self.liveness_timeout / 3 if interval is None else interval
         unreachable = False
+        wait = period
         while True:
-            await anyio.sleep(period)
+            await anyio.sleep(wait)
             try:
                 await self.heartbeat(daemon_id)
             except JournalError as error:
@@ -145,14 +147,19 @@ class Journal(JournalBase):
                     _log.warning(
                         "journal.heartbeat_failed",
                         summary=f"cannot reach the journal {self.url} to say this daemon is "
-                        f"alive ({error}); trying again every {period:g} s",
+                        f"alive ({error}); trying again soon, then every {period:g} s",
                         daemon_id=daemon_id,
                     )
+                    wait = min(period, 0.1)
+                # Soon after an outage ends, not a whole period later: a beat missed for
+                # longer than the liveness would let another daemon take this one's runs.
+                wait = min(period, wait * 2)
                 unreachable = True
             else:
                 if unreachable:
                     _log.info("journal.heartbeat_recovered", daemon_id=daemon_id)
                 unreachable = False
+                wait = period
 
     # -- runs ---------------------------------------------------------------------------------
 
