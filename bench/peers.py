@@ -24,8 +24,10 @@ process doing a blocking inotify read, read, ``compile``, ``exec`` and a call
 
 Methods:
 
-* ``hotseam`` — a :class:`~hotseam.reload.Reloader`; served = an ``ask`` answered. Its
-  own work (the watcher's batch → the answer) is reported too;
+* ``hotseam`` — a :class:`~hotseam.reload.Reloader` in a process of its own (as the peers
+  that run in children; in this one the in-process peers' polling threads would take the
+  interpreter lock from its loop); served = an ``ask`` answered. Its own work (the
+  watcher's batch → the answer, by the child's clock) is reported too;
 * ``importlib.reload`` — ``watchfiles.awatch`` in the same process, then
   ``importlib.reload`` of each changed module (at step 1, in a child process: see
   ``ImportlibReloadStep1``);
@@ -167,6 +169,69 @@ JURIGGED_WATCH = """\
 import jurigged
 jurigged.watch(pattern={folder!r} + "/*.py", logger=lambda event: print(
     "serving " + state().split()[0], flush=True), debounce={debounce})
+"""
+HOTSEAM_CHILD = """\
+import signal, sys, threading, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
+sys.path[:0] = [{registries!r}]
+import anyio, anyio.from_thread
+from hotseam import Context
+from hotseam.interaction import AskUserQuestionRequest, ask
+from hotseam.reload import FileChange, NativeWatcher, ReloadCommitted, Reloader
+import registry_child as registry
+
+QUESTION = AskUserQuestionRequest("Which version is serving?")
+LAST_BATCH = [0.0]
+
+
+class Timed:
+    def __init__(self, inner):
+        self.inner = inner
+
+    def open(self, roots):
+        return self._open(roots)
+
+    @__import__("contextlib").asynccontextmanager
+    async def _open(self, roots):
+        async with self.inner.open(roots) as batches:
+            async def timed():
+                async for batch in batches:
+                    LAST_BATCH[0] = time.perf_counter()
+                    yield batch
+            yield timed()
+
+
+async def main():
+    context = Context("peer")
+    watcher = Timed(NativeWatcher(debounce_ms={debounce}, step_ms={step}, backend={backend!r}))
+
+    async def answer():
+        try:
+            with anyio.fail_after(1):
+                return (await ask(QUESTION, context=context)).answer
+        except Exception:
+            return "none"
+
+    async with Reloader(context, [{folder!r}], watcher=watcher) as reloader:
+        async with reloader.events() as events:
+            print("serving " + await answer(), flush=True)
+            token = anyio.lowlevel.current_token()
+
+            def serve():
+                for line in sys.stdin:
+                    now = anyio.from_thread.run(answer, token=token)
+                    versions = ",".join(map(str, registry.REGISTRY)) or "-"
+                    print(f"state {{line.strip()}} {{now}} {{versions}}", flush=True)
+
+            threading.Thread(target=serve, daemon=True).start()
+            while True:
+                await events.next(ReloadCommitted)
+                now = await answer()
+                own = (time.perf_counter() - LAST_BATCH[0]) * 1000
+                print(f"serving {{now}} {{own!r}}", flush=True)
+
+
+anyio.run(main)
 """
 AWATCH_RELOAD = """\
 import asyncio, importlib, threading, watchfiles
@@ -501,6 +566,56 @@ class HotseamWatchfiles(Hotseam):
     backend: Backend = "watchfiles"
 
 
+class HotseamChild(Child):
+    """hotseam in a process of its own, like the peers that run in children: in this one,
+    the in-process peers' watcher threads (awatch polling every 8 ms) take the interpreter
+    lock from its event loop, each time a wake-up of a sleeping thread (milliseconds on a
+    loaded machine)."""
+
+    name = "hotseam"
+    plain = False
+    backend: Backend = "auto"
+
+    @property
+    def label(self) -> str:
+        if self.backend == "watchfiles":
+            return "hotseam, watchfiles backend, equal settings"
+        return f"hotseam ({NativeWatcher().backend}), its defaults = the equal settings"
+
+    @property
+    def settings(self) -> str:
+        watcher = NativeWatcher(debounce_ms=DEBOUNCE, step_ms=STEP, backend=self.backend)
+        return f"{watcher.backend}, step_ms={watcher.step_ms}, debounce_ms={watcher.debounce_ms}"
+
+    async def start(self, stack: contextlib.AsyncExitStack) -> None:
+        script = self.folder.parent / f"{self.folder.name}_hotseam.py"
+        write(
+            script,
+            HOTSEAM_CHILD.format(
+                registries=str(self.registries),
+                folder=str(self.folder),
+                debounce=DEBOUNCE,
+                step=STEP,
+                backend=self.backend,
+            ),
+        )
+        self.command = [sys.executable, str(script)]
+        await super().start(stack)
+
+    async def until_serving(self, expected: str, timeout: float) -> bool:
+        deadline = time.perf_counter() + timeout
+        while (line := await self._line(deadline)) is not None:
+            parts = line.split()
+            if parts[:2] == ["serving", expected]:
+                self.last_own = float(parts[2]) / 1000 if len(parts) > 2 else None
+                return True
+        return False
+
+
+class HotseamChildWatchfiles(HotseamChild):
+    backend: Backend = "watchfiles"
+
+
 class ImportlibReload(Method):
     name = "importlib.reload"
     in_process = True
@@ -683,7 +798,10 @@ async def main(saves: int, hmr_python: str | None) -> None:
         write(registries / "registry_child.py", "REGISTRY = []\nCURRENT = None\n")
         sys.path.insert(0, str(registries))
         # hotseam's defaults are the equal settings: one row, and its watchfiles backend.
-        kinds: list[tuple[type[Method], bool]] = [(Hotseam, True), (HotseamWatchfiles, True)]
+        kinds: list[tuple[type[Method], bool]] = [
+            (HotseamChild, True),
+            (HotseamChildWatchfiles, True),
+        ]
         peers: list[type[Method]] = [ImportlibReload, RunProcess, RunProcessHotseam]
         missing: dict[str, str] = {}
         if (why := ensure_jurigged()) is None:
@@ -721,7 +839,7 @@ async def main(saves: int, hmr_python: str | None) -> None:
                 for method in methods
                 if method.equal
                 and not method.step1
-                and not isinstance(method, (HotseamWatchfiles, Floor))
+                and not isinstance(method, (HotseamWatchfiles, HotseamChildWatchfiles, Floor))
             }
         sys.path.remove(str(registries))
     load = ", ".join(f"{value:.2f}" for value in os.getloadavg())
