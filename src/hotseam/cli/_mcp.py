@@ -46,6 +46,7 @@ from ._stdio_cmd import positive_float, positive_int
 
 if TYPE_CHECKING:
     from ..providers.mcp import McpServer
+    from ._stdio_cmd import StopSignals
     from ._web import WebOptions
 
 __all__ = ["add_arguments", "run"]
@@ -134,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     import anyio
 
     from ._logging import configure_logging
-    from ._stdio_cmd import stdout_reserved
+    from ._stdio_cmd import StopSignals, exit_process, stdout_reserved
     from ._web import web_options
 
     try:
@@ -151,7 +152,9 @@ def run(args: argparse.Namespace) -> int:
             _check_stdio()
         with stdout_reserved() as protocol_out:
             configure_logging(settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
-            return anyio.run(
+            signals = StopSignals("mcp")
+            signals.install()
+            code: int = anyio.run(
                 _main,
                 paths,
                 protocol_out,
@@ -160,6 +163,7 @@ def run(args: argparse.Namespace) -> int:
                 own.max_line_bytes,
                 own.input_ttl,
                 own.http,
+                signals,
                 backend="asyncio",
             )
     except (_UsageError, HarnessError, ValueError) as error:
@@ -167,6 +171,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     except KeyboardInterrupt:  # before the signal handlers were installed
         return 0
+    return exit_process(code)  # stopped: nothing to gain from the interpreter's teardown
 
 
 async def _main(
@@ -177,16 +182,16 @@ async def _main(
     max_line_bytes: int | None,
     input_ttl: float,
     http: _Http | None = None,
+    signals: StopSignals | None = None,
 ) -> int:
     import anyio
 
     from .. import __version__
     from .._core import Context, Scope
     from ..interaction import USER_INTERACTION
-    from ..providers._mcp._provider import load_forms
     from ..providers.mcp import DEFAULT_MAX_LINE_BYTES, McpProvider, McpServer, stdio_streams
     from ..reload import ReloadPathError
-    from ._stdio_cmd import stdio_pipes, stop_on_signals
+    from ._stdio_cmd import StopSignals, stdio_pipes
 
     base = Context("mcp")
     tools = base.child("mcp.tools")
@@ -195,63 +200,71 @@ async def _main(
     except ReloadPathError as error:
         print(f"hotseam mcp: {error}", file=sys.stderr)
         return 2
+    stop = anyio.CancelScope()
     try:
-        async with anyio.create_task_group() as group:
-            group.start_soon(stop_on_signals, group.cancel_scope, "mcp")
-            async with Scope("hotseam.mcp", context=base) as scope:
-                fallback = None
-                if web is not None:
-                    from ..providers.web import WebProvider
+        with (signals or StopSignals("mcp")).cancelling(stop), stop:
+            async with anyio.create_task_group() as group:
+                async with Scope("hotseam.mcp", context=base) as scope:
+                    fallback = None
+                    if web is not None:
+                        from ..providers.web import WebProvider
 
-                    try:
-                        fallback = WebProvider.serve(
-                            scope,
-                            host=web.host,
-                            port=web.port,
-                            allow_remote=web.allow_remote,
-                            token=web.token,
-                        )
-                    except (OSError, ValueError) as error:
-                        print(f"hotseam mcp: {error}", file=sys.stderr)
-                        group.cancel_scope.cancel()  # the signal task too
-                        return 2
-                scope.provide(USER_INTERACTION, McpProvider(fallback=fallback))
-                server = McpServer(tools, version=__version__, input_ttl=input_ttl)
-                events = reloader.events()
-                async with server.running(), reloader:
-                    await server.tools_changed()  # the first load: nobody to tell yet
-                    group.start_soon(server.follow, events)
-
-                    def warm_up() -> None:
-                        """The first question's imports, made in a worker thread once the
-                        server serves, while the host starts talking (not when a start
-                        fails: a port in use)."""
-                        group.start_soon(anyio.to_thread.run_sync, load_forms)
-
-                    _log.info(
-                        "mcp.serving",
-                        watch=[str(path) for path in paths],
-                        tools=tools.tools.names(),
-                        web=None if fallback is None else fallback.url,
-                    )
-                    if http is not None:
-                        if not await _serve_http(server, *http, serving=warm_up):
-                            group.cancel_scope.cancel()  # the signal task too
+                        try:
+                            fallback = WebProvider.serve(
+                                scope,
+                                host=web.host,
+                                port=web.port,
+                                allow_remote=web.allow_remote,
+                                token=web.token,
+                            )
+                        except (OSError, ValueError) as error:
+                            print(f"hotseam mcp: {error}", file=sys.stderr)
                             return 2
-                    else:
-                        reader, writer = await stdio_pipes(protocol_out)
-                        async with stdio_streams(
-                            reader, writer, max_line_bytes=max_line_bytes or DEFAULT_MAX_LINE_BYTES
-                        ) as (read_stream, write_stream):
-                            warm_up()
-                            await server.serve(read_stream, write_stream)
-                    await events.aclose()
-            group.cancel_scope.cancel()
+                    scope.provide(USER_INTERACTION, McpProvider(fallback=fallback))
+                    server = McpServer(tools, version=__version__, input_ttl=input_ttl)
+                    events = reloader.events()
+                    async with server.running(), reloader:
+                        await server.tools_changed()  # the first load: nobody to tell yet
+                        group.start_soon(server.follow, events)
+                        _log.info(
+                            "mcp.serving",
+                            watch=[str(path) for path in paths],
+                            tools=tools.tools.names(),
+                            web=None if fallback is None else fallback.url,
+                        )
+                        if http is not None:
+                            if not await _serve_http(server, *http, serving=_warm_up):
+                                group.cancel_scope.cancel()  # the reload events' follower
+                                return 2
+                        else:
+                            async with (
+                                stdio_pipes(protocol_out) as (reader, writer),
+                                stdio_streams(
+                                    reader,
+                                    writer,
+                                    max_line_bytes=max_line_bytes or DEFAULT_MAX_LINE_BYTES,
+                                ) as (read_stream, write_stream),
+                            ):
+                                _warm_up()
+                                await server.serve(read_stream, write_stream)
+                        await events.aclose()
+                group.cancel_scope.cancel()
     except Exception as error:
         _log.error("mcp.failed", exc_info=True, error=f"{type(error).__name__}: {error}")
         return 1
     _log.info("mcp.stopped")
     return 0
+
+
+def _warm_up() -> None:
+    """Make the first question's imports in a thread once the server serves, while the
+    host starts talking (not when a start fails: a port in use). A daemon thread: a stop
+    never waits for it."""
+    import threading
+
+    from ..providers._mcp._provider import load_forms
+
+    threading.Thread(target=load_forms, name="hotseam: form imports", daemon=True).start()
 
 
 async def _serve_http(
