@@ -295,6 +295,9 @@ class Loader:
         source = batch.sources[name]
         if len(source.data) > INLINE_SOURCE_LIMIT:
             return False
+        parent = name.rpartition(".")[0]
+        if parent and self._loaded_now(batch, parent) is None:
+            return False  # executing it executes its package first (or reads it)
         started = time.perf_counter()
         try:
             code = compile(source.data, str(source.path), "exec", dont_inherit=True)
