@@ -161,6 +161,8 @@ async def check(
         "inbox kills (SIGKILL)",
         "daemon starts (restarts after a kill, and new runs)",
         "restarts refused (exit 2: run claimed)",
+        "starts while the journal was down (exit 1, one line)",
+        "journal outages (the server stopped 1-3 s)",
     ):
         counts[name] = 0
     counts["questions expected"] = settings.expected
@@ -278,6 +280,7 @@ async def check(
         if name.startswith("window missed"):
             counts[f"frozen, {name}"] = count
     counts["inbox kills (SIGKILL)"] = ledger.kills["inbox"]
+    counts["journal outages (the server stopped 1-3 s)"] = ledger.kills["journal outage"]
     for slot in inboxes:
         for life in slot.lives:
             if life.killed is None and life.code not in (0, None):
@@ -315,6 +318,20 @@ def _problems(slots: list[Slot], report: Report) -> None:
         report.counts[name] = count
 
 
+def _journal_down_at_start(life: Life) -> bool:
+    """The life ended at its start, saying in one plain line that its journal could not be
+    reached, and asked nothing."""
+    lines = [p.get("line", "") for p in life.problems if p.get("event") == "not json"]
+    return (
+        life.code == 1
+        and not life.runs
+        and len(lines) == 1
+        and lines[0].startswith(
+            ("hotseam run: cannot connect to the journal", "hotseam run: cannot listen to")
+        )
+    )
+
+
 def _check_life(
     life: Life,
     slot: Slot,
@@ -328,6 +345,10 @@ def _check_life(
     if life.killed is None and life.code not in (0, None):
         if life.code == 2:
             counts["restarts refused (exit 2: run claimed)"] += 1
+        elif _journal_down_at_start(life):
+            # Started while the journal's server was stopped (--outages): one plain line,
+            # and its supervisor starts it again; a running daemon's questions wait instead.
+            counts["starts while the journal was down (exit 1, one line)"] += 1
         else:
             report.bad(
                 "daemons that exited on their own with an error",

@@ -51,8 +51,7 @@ class FleetSettings:
     poll: float = 0.05  # seconds between two listings of each inbox
     race_share: float = 0.1  # of other starts: several daemons at once (see _fleet_race)
     # PostgreSQL stopped for 1-3 s, then started again (our own server only). Off by default:
-    # a first run with 3 found daemons started during an outage exiting 1 and an extra run
-    # of an agent whose run had ended (see fleet_torture.py's docstring).
+    # runs with outages still fail now and then (see fleet_torture.py's docstring).
     outages: int = 0
     outage_interval: float = 15.0  # mean seconds between two outages
     seed: int = 1

@@ -30,11 +30,12 @@ one — its tables go to a new schema; SQLite: one file):
   server is stopped (``pg_ctl stop -m fast``: every connection cut) for 1-3 s while the
   fleet asks and answers, then started again. The daemons' questions wait for it — an
   agent never receives ``JOURNAL_UNAVAILABLE``, a run's end is recorded once it is back, so
-  no finished run replays; the inboxes answer ``503`` meanwhile. Off by default (``--outages
-  0``): the first runs with ``--outages 3`` failed — daemons started while the server was
-  down exit 1 (``cannot connect to the journal``: a start does not wait for it), and two
-  agents got a second run after their first had ended (an answer to it counted lost); not
-  yet explained.
+  no finished run replays; the inboxes answer ``503`` meanwhile. A daemon started while
+  the server is down exits 1 with one line (its supervisor starts it again): counted, not
+  judged. Off by default (``--outages 0``): runs with ``--outages 3`` (240 questions) still
+  fail now and then — once two agents got a second run after their first had ended, once
+  seven answers were counted "delivered twice" (received by a second life without its
+  ``ask.replayed`` line), and a racer cut by an outage exits 1, not 2; not yet explained.
 
 Then the journal is checked against everything the inboxes said and the agents received
 (see ``_fleet_ledger.py``); exit status 1 when a must-be-0 counter is not 0.
@@ -346,9 +347,10 @@ class Fleet:
                 why = "journal busy (frozen inside a write)"
                 with anyio.move_on_after(2.0):  # a daemon frozen inside its own SQLite write
                     why = "answered before the freeze"
-                    if (await journal.get_ask(ask_id)).pending:
+                    if (await _reachable(lambda: journal.get_ask(ask_id))).pending:
                         await self.post(client, attempt, 2.0)
-                        committed = (await journal.get_ask(ask_id)).state is AskState.ANSWERED
+                        asked = await _reachable(lambda: journal.get_ask(ask_id))
+                        committed = asked.state is AskState.ANSWERED
                         if committed:
                             self.decided.add(ask_id)
                         why = f"the answer was refused ({attempt.status} {attempt.code})"
