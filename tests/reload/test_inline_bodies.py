@@ -264,3 +264,45 @@ def test_what_is_inert(source: str, expected: bool) -> None:
     imported is inert; a loop, a call, a decorator, a base, a class attribute read from a
     name, a missing attribute, a rebound name, ``*``, a dict display, a new import are not."""
     assert inert(compile(source, "m.py", "exec", dont_inherit=True), _loaded) is expected
+
+
+async def test_a_submodule_whose_package_would_execute_goes_to_the_thread(
+    context: Context, folder: Path, probe: Probe
+) -> None:
+    """``pkg/__init__.py`` blocks (it failed at its bound when the reloader started, so
+    nothing of it serves); a save of the inert ``pkg/ui.py`` executes the package again
+    first — in the thread, where it is abandoned at its bound while the loop serves."""
+    gate, entered = threading.Event(), threading.Event()
+    probe.values.update(gate=gate, entered=entered)
+    write(
+        folder / "pkg" / "__init__.py",
+        "import reload_probe\nreload_probe.probe.values['entered'].set()\n"
+        "reload_probe.probe.values['gate'].wait(3600)\n",
+    )
+    ui = write(folder / "pkg" / "ui.py", INERT.format(version=1))
+    try:
+        async with Reloader(context, [folder], watch=False, import_timeout=scaled(0.5)) as reloader:
+            assert reloader.status_of(ui).generation is None  # its package failed
+            write(folder / "serving.py", INERT.format(version=7))
+            assert (await reloader.reload(folder / "serving.py")).ok
+            entered.clear()
+            write(ui, INERT.format(version=2))
+            results = []
+
+            async def reload() -> None:
+                results.append(await reloader.reload(ui))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(reload)
+                with anyio.fail_after(scaled(10)):
+                    await anyio.to_thread.run_sync(entered.wait)
+                with anyio.fail_after(scaled(0.4)):  # the loop serves meanwhile
+                    assert (await ask(QUESTION, context=context)).answer == "answer v7"
+            assert not results[0].ok
+            assert reloader.status_of(ui).generation is None
+            gate.set()
+            with anyio.fail_after(scaled(10)):  # the abandoned bodies end once released
+                for run in reloader._loader.abandoned:
+                    await run.done.wait()
+    finally:
+        gate.set()
