@@ -257,6 +257,7 @@ def _loaded(name: str, fromlist: tuple[str, ...] | None, level: int) -> ModuleTy
         ("D = {'a': 1}\n", False),
         ("import a_module_nobody_has_xyz\n", False),
         ("X = [*range(3)]\n", False),
+        ("from os import environ as __annotations__\nx: int = 1\n", False),
     ],
 )
 def test_what_is_inert(source: str, expected: bool) -> None:

@@ -121,6 +121,8 @@ def inert(code: CodeType, resolve: Resolve, *, class_body: bool = False) -> bool
     for index, (op, arg) in enumerate(ops):
         produced, pushed = pushed, None
         if op == _STORE_NAME:
+            if names[arg] == "__annotations__":
+                return False  # annotations would then be stored into whatever this is
             if produced is not None:
                 modules[names[arg]] = produced
             else:
