@@ -89,6 +89,15 @@ stress: $(STAMP)
 interop: $(STAMP)
 	sh interop/run.sh
 
+# The built sdist and wheel installed as users install them, outside the source tree, in
+# throw-away virtual environments (.ci/wheel-check): twine check, the base install with no
+# extra (every public module, --help, --version, a piped demo, the missing-extra lines),
+# each extra's surface (acp initialize, mcp tools/list, the web page, a PostgreSQL journal),
+# on each CPython 3.11+ found, and the lowest allowed versions on a subset of the suite.
+.PHONY: wheel-check
+wheel-check:
+	$(PYTHON) .ci/wheel-check --lower-bounds
+
 # The web inbox in a real headless Chromium (installed through apt when missing).
 browser-test: $(STAMP)
 	sh tests/browser/run.sh
