@@ -195,7 +195,15 @@ class AskJournal:
         async with contextlib.AsyncExitStack() as stack:
             if not isinstance(journal, Journal):
                 journal = await stack.enter_async_context(open_journal(journal))
-            daemon = await journal.register_daemon(name, agent=agent)
+            opened = journal
+            # Opened, the journal was reached: what fails from here is an outage (a
+            # server restarting just now), waited for. Before, a failure to reach it is
+            # not told from a wrong URL, password or folder, and is raised.
+            daemon = await _reached(
+                opened.url,
+                "this daemon's registration",
+                lambda: opened.register_daemon(name, agent=agent),
+            )
             journaling = cls(journal, daemon)
             _open_journals.add(journaling)
             # A scope's task, not a task group around the block: the block's own errors
@@ -225,8 +233,13 @@ class AskJournal:
                     summary=f"this daemon was marked stopped in the journal ({error.code}); "
                     "registering again (a run it owned may have been taken over)",
                 )
-                self.daemon = await self.journal.register_daemon(
-                    self.daemon.name, agent=self.daemon.agent
+                daemon = self.daemon
+                self.daemon = await self.persist(
+                    "this daemon's registration",
+                    lambda daemon=daemon: self.journal.register_daemon(  # type: ignore[misc]
+                        daemon.name, agent=daemon.agent
+                    ),
+                    shown=False,
                 )
 
     @contextlib.asynccontextmanager
@@ -264,13 +277,16 @@ class AskJournal:
     async def running_elsewhere(self, agent: str) -> DaemonRecord | None:
         """The live daemon (not this one) whose run of ``agent`` is unfinished, if any: this
         process cannot resume that run while it lives. A gone process of this machine is
-        marked stopped on the way, so it does not count."""
-        record = await self.journal.unfinished_run(agent)
+        marked stopped on the way, so it does not count. The journal out of reach is
+        waited for (a daemon started during an outage looks once it is back)."""
+        look = f"a look at the run of {agent!r}"
+        record = await self.persist(look, lambda: self.journal.unfinished_run(agent), shown=False)
         if record is None or record.daemon_id == self.daemon.id:
             return None
         await self._release_if_dead(record.daemon_id)
+        owner_id = record.daemon_id
         try:
-            owner = await self.journal.get_daemon(record.daemon_id)
+            owner = await self.persist(look, lambda: self.journal.get_daemon(owner_id), shown=False)
         except JournalError:
             return None
         return owner if owner.alive else None
@@ -449,6 +465,42 @@ async def _pause(seconds: float, signal: AbortSignal | None) -> None:
         )
         error.reason = signal.reason
         raise error
+
+
+async def _reached(url: str, what: str, operation: Callable[[], Awaitable[T]]) -> T:
+    """``operation()`` on a journal just opened, tried again with back-off while it is out
+    of reach (``JOURNAL_UNAVAILABLE``), said once at error level and once when it is back:
+    :meth:`AskJournal.persist` for the time before there is an :class:`AskJournal`."""
+    delay = RETRY_FIRST
+    since: float | None = None
+    while True:
+        try:
+            result = await operation()
+        except JournalError as error:
+            if error.code != _UNAVAILABLE:
+                raise
+            if since is None:
+                since = time.monotonic()
+                _log.error(
+                    "journal.unreachable",
+                    url=url,
+                    code=error.code,
+                    waiting=what,
+                    summary=f"the journal {url} cannot be reached ({error}): {what} waits "
+                    f"for it, tried again with back-off up to every {RETRY_MAX:g} s",
+                )
+            await anyio.sleep(delay)
+            delay = min(delay * 2, RETRY_MAX)
+            continue
+        if since is not None:
+            waited = time.monotonic() - since
+            _log.warning(
+                "journal.reachable",
+                url=url,
+                waited_s=round(waited, 3),
+                summary=f"the journal {url} is back after {waited:.1f} s",
+            )
+        return result
 
 
 def journal_waits() -> list[dict[str, Any]]:

@@ -1,0 +1,81 @@
+"""A daemon's start that meets a journal outage waits for it (a real PostgreSQL server,
+stopped and started again).
+
+The journal was opened — so its URL, password and schema are right — and then its server
+stops (a restart, a failover) while the daemon registers or looks for the agent's run. Those
+steps are tried again with back-off until the server is back, as a question's are: before,
+they raised ``JOURNAL_UNAVAILABLE`` and the daemon exited 1 (a racer cut by an outage
+exited 1 instead of 2, a daemon registering just then died with one line).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import anyio
+import pytest
+from tests._timing import scaled
+
+from _postgres import PostgresServer, PostgresUnavailableError, postgres_unavailable
+from hotseam.interaction import AskJournal
+from hotseam.interaction._journal import RunState, open_journal
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[PostgresServer]:
+    """A server of this test alone: it is stopped and started again."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError as error:
+        postgres_unavailable(f"psycopg is not installed ({error})")
+    try:
+        server = PostgresServer.start()
+    except PostgresUnavailableError as error:
+        postgres_unavailable(str(error))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+async def test_a_daemon_registering_during_an_outage_waits_and_runs(
+    own_postgres: PostgresServer,
+) -> None:
+    url = own_postgres.new_schema()
+    async with open_journal(url) as journal:
+        await anyio.to_thread.run_sync(own_postgres._pg_ctl, "stop", "-m", "fast")
+        async with anyio.create_task_group() as tasks:
+
+            async def back_soon() -> None:
+                await anyio.sleep(1.0)
+                await anyio.to_thread.run_sync(own_postgres._pg_ctl, "start")
+
+            tasks.start_soon(back_soon)
+            with anyio.fail_after(scaled(30)):
+                async with AskJournal.open(journal, name="started-in-an-outage", agent="a") as aj:
+                    assert await aj.running_elsewhere("a") is None
+                    async with aj.run("a") as run:
+                        pass
+        assert (await journal.get_run(run.id)).state is RunState.FINISHED
+
+
+async def test_a_look_for_the_agents_run_during_an_outage_waits(
+    own_postgres: PostgresServer,
+) -> None:
+    url = own_postgres.new_schema()
+    async with (
+        open_journal(url) as journal,
+        AskJournal.open(journal, name="looking", agent="a") as aj,
+        anyio.create_task_group() as tasks,
+    ):
+        await anyio.to_thread.run_sync(own_postgres._pg_ctl, "stop", "-m", "fast")
+
+        async def back_soon() -> None:
+            await anyio.sleep(1.0)
+            await anyio.to_thread.run_sync(own_postgres._pg_ctl, "start")
+
+        tasks.start_soon(back_soon)
+        with anyio.fail_after(scaled(30)):
+            assert await aj.running_elsewhere("a") is None
