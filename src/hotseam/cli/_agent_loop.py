@@ -160,7 +160,10 @@ class AgentLoop:
                         # Another daemon won the race for the agent's run: this one says
                         # so in one line and ends, as when it found the run taken at start.
                         self._facts.agent_state = "not started: run by another daemon"
-                        print(taken.line, file=sys.stderr, flush=True)
+                        # One write (print makes two): the log's writer thread,
+                        # writing to the same descriptor, cannot cut the line.
+                        sys.stderr.write(f"{taken.line}\n")
+                        sys.stderr.flush()
                         tg.cancel_scope.cancel()
                         return EXIT_BAD_INPUT
                     if restarted:

@@ -332,17 +332,17 @@ async def _open_journal(
             AskJournal.open(settings.journal, name=name, agent=session.agent_key)
         )
     except JournalError as error:
-        print(f"{session.command}: {error}", file=sys.stderr)
+        sys.stderr.write(f"{session.command}: {error}\n")  # one write: a log line cannot cut it
         unreachable = error.code == JournalErrorCode.JOURNAL_UNAVAILABLE
         return EXIT_FATAL if unreachable else EXIT_BAD_INPUT
     owner = await journal.running_elsewhere(session.agent_key)
     if owner is not None:
-        print(
+        sys.stderr.write(  # one write: the log's writer thread cannot cut the line
             f"{session.command}: the agent {session.agent_key!r} is run by {owner.name} "
             f"(host {owner.host}, pid {owner.pid}) in {journal.journal.url}; stop that one "
-            "first, or name this agent otherwise with --name",
-            file=sys.stderr,
+            "first, or name this agent otherwise with --name\n"
         )
+        sys.stderr.flush()
         return EXIT_BAD_INPUT
     registration = scope.provide(JOURNAL, journal)
     stack.push_async_callback(registration.dispose)  # gone before the journal closes
