@@ -32,7 +32,8 @@ Cancellation, three ways:
   (:meth:`AcpProvider._late_answer`); otherwise it is ignored;
 * :meth:`AcpProvider.cancel_session` (the client sent ``session/cancel``): the session's
   pending questions end with ``ASK_CANCELLED`` (their requests are withdrawn the same way);
-* the connection closes: ``PROVIDER_FAILED``.
+* the connection closes (the host closed the pipes, or hung up): ``ASK_ABORTED``, the
+  question withdrawn, as a disposed provider's are.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from acp.schema import ClientCapabilities
 
 from ..._core import get_logger
 from ...interaction import (
+    ASK_ABORTED,
     ASK_CANCELLED,
     ASK_DECLINED,
     INVALID_ANSWER,
@@ -364,9 +366,12 @@ class AcpProvider:
                 cause=error,
             ) from error
         except ConnectionError as error:
+            # The host closed the pipes (or hung up): nothing failed, the question has no
+            # one left to answer it and is withdrawn, as a disposed provider's are.
             raise UserInteractionError(
-                f"the ACP connection closed while {carrier.method} was waiting for the client",
-                PROVIDER_FAILED,
+                f"the ACP client went away while {carrier.method} was waiting for it "
+                "(the connection closed): the question is withdrawn",
+                ASK_ABORTED,
                 cause=error,
             ) from error
         finally:

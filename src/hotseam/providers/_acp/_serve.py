@@ -15,7 +15,7 @@ from ._agent import AcpAgent, AgentFunction
 from ._lines import DEFAULT_MAX_LINE_BYTES
 from ._provider import AcpProvider
 from ._sessions import DEFAULT_IDLE_TIMEOUT
-from ._wire import close_connection, guard_lines
+from ._wire import close_connection, guard_lines, guard_sender
 
 if TYPE_CHECKING:
     from acp._transport import Transport
@@ -100,6 +100,7 @@ async def serve(
             )
             limit = DEFAULT_MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes
             guard_lines(connection, reader, max_line_bytes=limit)
+            guard_sender(connection)
         try:
             async with acp_agent.running():
                 await connection.listen()

@@ -26,12 +26,15 @@ when another SDK version lacks them):
 
 The fourth defect, no capability check on the agent side, is the provider's to handle.
 A fifth, the stdio transport's handling of lines that are not JSON-RPC objects, is wrapped
-by :func:`guard_lines` (the checks themselves are in ``_lines``).
+by :func:`guard_lines` (the checks themselves are in ``_lines``). A sixth, the stdio
+sender's task dying on a closed stdout (an error-level "Send loop failed" traceback, and
+every later send waiting for ever), is wrapped by :func:`guard_sender`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from importlib import metadata
@@ -55,6 +58,7 @@ __all__ = [
     "RequestId",
     "close_connection",
     "guard_lines",
+    "guard_sender",
 ]
 
 RequestId: TypeAlias = int | str
@@ -289,6 +293,86 @@ def guard_lines(
         f"agent-client-protocol 0.12, which version {_sdk_version()} does not have; "
         "install 'agent-client-protocol>=0.12.1,<0.13'"
     )
+
+
+def guard_sender(connection: AgentSideConnection) -> None:
+    """Replace the SDK's stdio sender of ``connection`` with a :class:`_HostSender`.
+
+    The SDK's ``MessageSender`` writes from a task of its own; when the client has closed
+    its end of stdout (a host that exits closes both pipes, stdout first) that task dies on
+    ``ConnectionResetError``, is logged as an error with a traceback ("Send loop failed"),
+    and every later send waits for an answer from the dead task. Call it before the
+    connection listens (after :func:`guard_lines` or before: both keep the transport).
+    """
+    rpc, _ = _internals(connection)
+    transport = getattr(rpc, "_transport", None)
+    inner = getattr(transport, "_inner", transport)  # under GuardedLines, or bare
+    sender = getattr(inner, "_sender", None)
+    writer = getattr(sender, "_writer", None)
+    task = getattr(sender, "_task", None)
+    if (
+        isinstance(inner, NdjsonTransport)
+        and isinstance(writer, asyncio.StreamWriter)
+        and isinstance(task, asyncio.Task)
+    ):
+        task.cancel()  # waiting for its first message: nothing was sent through it
+        inner._sender = _HostSender(writer)  # type: ignore[assignment]
+        return
+    raise RuntimeError(
+        "hotseam's ACP provider wraps NdjsonTransport._sender (a MessageSender with "
+        f"_writer and _task) of agent-client-protocol 0.12, which version {_sdk_version()} "
+        "does not have; install 'agent-client-protocol>=0.12.1,<0.13'"
+    )
+
+
+class _HostSender:
+    """Writes each message whole, in the sending task, under a lock (the SDK's sender's
+    order and framing without its task): a closed stdout fails that send and every later
+    one at once with the same ``ConnectionError``, logged once at info
+    (``acp.host_gone``), since a host that closed it is gone, not broken. A reply to the
+    client's request is dropped instead (logged at debug): the SDK's task that sends it
+    would log its failure as an error.
+
+    ``write`` hands the whole line to the transport before anything can be cancelled, so
+    a send cancelled while it drains never tears a line.
+    """
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+        self._lock = asyncio.Lock()
+        self._gone: ConnectionError | None = None
+
+    async def send(self, payload: dict[str, Any]) -> None:
+        data = (json.dumps(payload, separators=(",", ":")) + "\n").encode("utf-8")
+        async with self._lock:
+            try:
+                if self._gone is not None:
+                    raise ConnectionResetError(str(self._gone)) from self._gone
+                try:
+                    self._writer.write(data)
+                    await self._writer.drain()
+                except ConnectionError as error:
+                    self._gone = error
+                    _log.info(
+                        "acp.host_gone",
+                        error=f"{type(error).__name__}: {error}",
+                        summary="the ACP client closed its end of stdout: what is left to "
+                        "send has no reader, and the session ends",
+                    )
+                    raise
+            except ConnectionError as error:
+                if "method" in payload:
+                    raise  # a request or a notification: its sender says it was not sent
+                # A reply: the SDK's request task would die on it, logged as an error
+                # ("Background task failed"); a reply nobody can read is simply dropped.
+                _log.debug(
+                    "acp.reply_not_sent",
+                    request_id=payload.get("id"),
+                    error=f"{type(error).__name__}: {error}",
+                )
+
+    async def close(self) -> None:
+        """Nothing to stop: the writer is the caller's (``stdio_pipes`` closes it)."""
 
 
 def _internals(connection: AgentSideConnection) -> tuple[Connection, MessageRouter]:
