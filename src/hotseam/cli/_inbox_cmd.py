@@ -27,24 +27,17 @@ import signal
 import sys
 from collections.abc import MutableMapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import anyio
-import structlog
+from ._stdio_cmd import STOP_SIGNALS, StopSignals, exit_process
 
-from .._core import HarnessError
-from ..interaction._journal import (
-    DEFAULT_LIVENESS_TIMEOUT,
-    JournalError,
-    JournalErrorCode,
-    open_journal,
-)
-from ..providers._web._fleet_server import DEFAULT_FLEET_PORT, serve_journal_inbox
-from ._config import find_config, load_config
-from ._extras import check_journal
-from ._logging import LogStyle, configure_logging
-from ._options import add_log_options, journal_from_config, seconds
-from ._web import WebOptions, add_web_arguments, web_options
+if TYPE_CHECKING:
+    from ._logging import LogStyle
+    from ._web import WebOptions
+
+# What the command needs beyond this is imported after its stop signals are handled
+# (:func:`add_arguments`): the web inbox's modules take seconds to import on a busy
+# machine, and a SIGTERM then (a supervisor that changes its mind) must be a clean stop.
 
 __all__ = ["add_arguments", "run"]
 
@@ -55,7 +48,17 @@ COMMAND = "hotseam inbox"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``[--journal URL] [--liveness-timeout S] [--web-host H] [--web-port P] ...``."""
+    """``[--journal URL] [--liveness-timeout S] [--web-host H] [--web-port P] ...``.
+
+    The parser of ``inbox`` is built only when the command runs: its stop signals are
+    handled from here on, before the slow imports (:func:`_stop_signals`).
+    """
+    _stop_signals()
+    from ..interaction._journal import DEFAULT_LIVENESS_TIMEOUT
+    from ..providers._web._fleet_server import DEFAULT_FLEET_PORT
+    from ._options import add_log_options, seconds
+    from ._web import add_web_arguments
+
     parser.add_argument(
         "--journal",
         metavar="URL",
@@ -74,6 +77,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_log_options(parser, default_format="console")
 
 
+_signals: StopSignals | None = None
+_replaced: dict[int, Any] = {}
+
+
+def _stop_signals() -> StopSignals:
+    """SIGTERM and SIGINT handled for the rest of the process (:class:`StopSignals`): one
+    that comes while the command starts is kept, and stops it once its loop runs."""
+    global _signals
+    if _signals is None:
+        _replaced.update({signum: signal.getsignal(signum) for signum in STOP_SIGNALS})
+        _signals = StopSignals("inbox", report=_report_signal)
+        _signals.install()
+    return _signals
+
+
+def _restore_signals() -> None:
+    """Give back the handlers :func:`_stop_signals` replaced: the command ends on bad input
+    and returns to its caller (``main()`` called in-process, by a test)."""
+    global _signals
+    for signum, handler in _replaced.items():
+        if handler is not None:
+            signal.signal(signum, handler)
+    _replaced.clear()
+    _signals = None
+
+
+def _report_signal(name: str, count: int) -> None:
+    import structlog
+
+    log = structlog.get_logger("hotseam.cli").bind(logger="hotseam.cli")
+    if count == 1:
+        log.info(f"{name}: shutting down")
+    else:
+        log.info(f"{name} while stopping: the stop goes on (a third signal exits at once)")
+
+
 @dataclass(frozen=True, slots=True)
 class _Options:
     journal: str | None
@@ -85,9 +124,17 @@ class _Options:
 
 def run(args: argparse.Namespace) -> int:
     """Serve the inbox until SIGTERM or Ctrl-C; return the exit code."""
+    import anyio
+    import structlog
+
+    from .._core import HarnessError
+    from ._logging import configure_logging
+
+    signals = _stop_signals()
     try:
         options = _prepare(args)
     except (HarnessError, ValueError) as error:
+        _restore_signals()
         print(f"{COMMAND}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     configure_logging(options.log_format, level=options.log_level)
@@ -95,16 +142,24 @@ def run(args: argparse.Namespace) -> int:
         _show_summaries()
     log = structlog.get_logger("hotseam.cli").bind(logger="hotseam.cli")
     try:
-        return anyio.run(_serve, options)
-    except KeyboardInterrupt:  # before the signal handler was installed
-        return EXIT_OK
+        code: int = anyio.run(_serve, options, signals)
     except Exception as error:
         log.error(f"{COMMAND} stopped: {error}", exc_info=True)
-        return EXIT_FATAL
+        code = EXIT_FATAL
+    # Stopped: the handlers stay to the end (the interpreter's teardown would restore the
+    # default action, and a host's second signal would kill a finished stop).
+    return exit_process(code)
 
 
 def _prepare(args: argparse.Namespace) -> _Options:
     """Everything that can be wrong with the input, found before anything starts."""
+    from ..interaction._journal import DEFAULT_LIVENESS_TIMEOUT
+    from ..providers._web._fleet_server import DEFAULT_FLEET_PORT
+    from ._config import find_config, load_config
+    from ._extras import check_journal
+    from ._options import journal_from_config
+    from ._web import web_options
+
     found = find_config()
     config = load_config(found) if found is not None else None
     journal = args.journal
@@ -125,46 +180,39 @@ def _prepare(args: argparse.Namespace) -> _Options:
     )
 
 
-async def _serve(options: _Options) -> int:
+async def _serve(options: _Options, signals: StopSignals) -> int:
+    import anyio
+    import structlog
+
+    from ..interaction._journal import JournalError, JournalErrorCode, open_journal
+    from ..providers._web._fleet_server import serve_journal_inbox
+
     log = structlog.get_logger("hotseam.cli").bind(logger="hotseam.cli")
     web = options.web
     stop = anyio.CancelScope()
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async with anyio.create_task_group() as tasks:
-
-            async def on_signals() -> None:
-                async for signum in signals:
-                    log.info(f"{signal.Signals(signum).name}: shutting down")
-                    stop.cancel()
-
-            tasks.start_soon(on_signals)
-            try:
-                with stop:
-                    async with (
-                        open_journal(
-                            options.journal, liveness_timeout=options.liveness_timeout
-                        ) as journal,
-                        serve_journal_inbox(
-                            journal,
-                            host=web.host,
-                            port=web.port,
-                            token=web.token,
-                            allow_remote=web.allow_remote,
-                        ),
-                    ):
-                        await anyio.sleep_forever()
-            except JournalError as error:
-                bad_input = error.code in (
-                    JournalErrorCode.JOURNAL_INVALID_URL,
-                    JournalErrorCode.JOURNAL_NEWER,
-                )
-                print(f"{COMMAND}: {error}", file=sys.stderr)
-                return EXIT_BAD_INPUT if bad_input else EXIT_FATAL
-            except (OSError, ValueError) as error:  # the port, the host
-                print(f"{COMMAND}: {error}", file=sys.stderr)
-                return EXIT_BAD_INPUT
-            finally:
-                tasks.cancel_scope.cancel()
+    try:
+        with signals.cancelling(stop), stop:
+            async with (
+                open_journal(options.journal, liveness_timeout=options.liveness_timeout) as journal,
+                serve_journal_inbox(
+                    journal,
+                    host=web.host,
+                    port=web.port,
+                    token=web.token,
+                    allow_remote=web.allow_remote,
+                ),
+            ):
+                await anyio.sleep_forever()
+    except JournalError as error:
+        bad_input = error.code in (
+            JournalErrorCode.JOURNAL_INVALID_URL,
+            JournalErrorCode.JOURNAL_NEWER,
+        )
+        print(f"{COMMAND}: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT if bad_input else EXIT_FATAL
+    except (OSError, ValueError) as error:  # the port, the host
+        print(f"{COMMAND}: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     log.info("the inbox stopped; every open page was told")
     return EXIT_OK
 
@@ -172,6 +220,8 @@ async def _serve(options: _Options) -> int:
 def _show_summaries() -> None:
     """On the console, an event with a one-line ``summary`` (the page's URL, a journal out
     of reach) is shown as that line."""
+    import structlog
+
     processors = list(structlog.get_config()["processors"])
     renderer = processors.pop()
     structlog.configure(processors=[*processors, _summary_line, renderer])
