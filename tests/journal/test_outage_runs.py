@@ -10,7 +10,8 @@ exited 1 instead of 2, a daemon registering just then died with one line).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TypeVar
 
 import anyio
 import pytest
@@ -18,7 +19,9 @@ from tests._timing import scaled
 
 from _postgres import PostgresServer, PostgresUnavailableError, postgres_unavailable
 from hotseam.interaction import AskJournal
-from hotseam.interaction._journal import RunState, open_journal
+from hotseam.interaction._journal import JournalError, RunState, open_journal
+
+T = TypeVar("T")
 
 pytestmark = pytest.mark.anyio
 
@@ -79,3 +82,43 @@ async def test_a_look_for_the_agents_run_during_an_outage_waits(
         tasks.start_soon(back_soon)
         with anyio.fail_after(scaled(30)):
             assert await aj.running_elsewhere("a") is None
+
+
+async def test_a_subscription_made_during_an_outage_waits_and_hears_changes(
+    own_postgres: PostgresServer,
+) -> None:
+    """An inbox starting (it subscribes, then lists) while the server restarts: it waits
+    for it rather than failing with a traceback, then hears what is committed."""
+    url = own_postgres.new_schema()
+    async with (
+        open_journal(url) as journal,
+        open_journal(url) as writer,
+        anyio.create_task_group() as tasks,
+    ):
+        await anyio.to_thread.run_sync(own_postgres._pg_ctl, "stop", "-m", "fast")
+
+        async def back_soon() -> None:
+            await anyio.sleep(1.0)
+            await anyio.to_thread.run_sync(own_postgres._pg_ctl, "start")
+
+        tasks.start_soon(back_soon)
+        with anyio.fail_after(scaled(30)):
+            async with journal.subscribe() as feed:
+                daemon = await _reached(lambda: writer.register_daemon("writer", agent="a"))
+                await _reached(lambda: writer.start_run("a", daemon.id))
+                run = await writer.unfinished_run("a")
+                assert run is not None
+                await writer.finish_run(run.id)
+                async for _event in feed:
+                    break  # a resync (the listener came back) or the change itself
+
+
+async def _reached(call: Callable[[], Awaitable[T]]) -> T:
+    """The test's own writes, tried again until the restarted server takes them."""
+    while True:
+        try:
+            return await call()
+        except JournalError as error:
+            if error.code != "JOURNAL_UNAVAILABLE":
+                raise
+            await anyio.sleep(0.1)

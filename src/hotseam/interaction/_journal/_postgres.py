@@ -297,9 +297,23 @@ class PostgresJournal(SqlJournal):
         token = uuid.uuid4().hex
         self._arming[token] = subscription
         try:
-            await self._read(
-                lambda db: db.one("SELECT pg_notify(?, ?)", (self._channel, _SYNC + token))
-            )
+            # The server out of reach (a restart, a failover) is waited for, with back-off:
+            # a subscriber (an inbox starting, a daemon's question) starts once it is back.
+            # The listener's reconnection arms every waiting subscriber (and says resync).
+            delay = 0.05
+            while not subscription.armed.is_set():
+                try:
+                    await self._read(
+                        lambda db: db.one("SELECT pg_notify(?, ?)", (self._channel, _SYNC + token))
+                    )
+                    break
+                except JournalError as error:
+                    if error.code != JournalErrorCode.JOURNAL_UNAVAILABLE:
+                        raise
+                    _log.debug("journal.subscribe_retry", url=self.url, error=str(error))
+                with anyio.move_on_after(delay):
+                    await subscription.armed.wait()
+                delay = min(delay * 2, 2.0)
             with anyio.fail_after(10):
                 await subscription.armed.wait()
         except TimeoutError:
