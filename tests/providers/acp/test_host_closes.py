@@ -58,7 +58,7 @@ async def _until(stdout: int, buffer: bytearray, method: str | int) -> dict[str,
             return message
 
 
-@pytest.mark.parametrize("cancel_between", [True, False], ids=["cancel-between", "nothing-between"])
+@pytest.mark.parametrize("host", ["cancels-then-closes", "closes", "closes-before-the-question"])
 @pytest.mark.parametrize(
     ("capabilities", "asked_by"),
     [
@@ -67,7 +67,7 @@ async def _until(stdout: int, buffer: bytearray, method: str | int) -> dict[str,
     ],
 )
 async def test_a_host_that_closes_both_pipes_while_a_question_waits_is_a_normal_end(
-    tmp_path: Path, capabilities: dict[str, Any], asked_by: str, cancel_between: bool
+    tmp_path: Path, capabilities: dict[str, Any], asked_by: str, host: str
 ) -> None:
     stderr = tmp_path / "stderr.log"
     buffer = bytearray()
@@ -110,13 +110,15 @@ async def test_a_host_that_closes_both_pipes_while_a_question_waits_is_a_normal_
                         },
                     )
                 )
-                question = await _until(stdout, buffer, asked_by)
-                assert question["params"]["sessionId"] == session_id
-                # The host goes away: stdout first, then stdin, the question unanswered;
-                # in between, it cancels the turn (the agent's replies have no reader).
+                if host != "closes-before-the-question":
+                    question = await _until(stdout, buffer, asked_by)
+                    assert question["params"]["sessionId"] == session_id
+                # The host goes away: stdout first, then stdin, the question unanswered (or
+                # not yet sent); in between, it may cancel the turn (the agent's replies
+                # then have no reader).
                 os.close(stdout)
                 stdout = -1
-                if cancel_between:
+                if host == "cancels-then-closes":
                     await process.stdin.send(
                         _line(
                             {
@@ -148,10 +150,16 @@ async def test_a_host_that_closes_both_pipes_while_a_question_waits_is_a_normal_
     assert "acp.failed" not in names
     assert "acp.stopped" in names  # every disposer ran: the scope closed before this line
     gone = [event for event in events if event["event"] == "acp.host_gone"]
-    assert [event["level"] for event in gone] == ["info"], names  # one line says why
+    # One info line says why, where something was still to be sent (the withdrawal of the
+    # cancelled question is); once stdin ends too, a reply may never be tried.
+    expected = [["info"]] if host == "cancels-then-closes" else [[], ["info"]]
+    assert [event["level"] for event in gone] in expected, names
     # The tool call whose peer vanished is withdrawn: the client's cancel (when it sent
     # one first) or the host's going away, never a crash or a provider failure.
     ended = [event for event in events if event["event"] in ("tool.failed", "tool.crashed")]
-    assert [(event["event"], event["code"]) for event in ended] == [
-        ("tool.failed", "ASK_CANCELLED" if cancel_between else "ASK_ABORTED")
-    ], names
+    withdrawn = ("tool.failed", "ASK_CANCELLED" if host == "cancels-then-closes" else "ASK_ABORTED")
+    ended_as = [(event["event"], event["code"]) for event in ended]
+    if host == "closes-before-the-question":  # the agent's first update may fail first
+        assert ended_as in ([], [withdrawn]), names
+    else:
+        assert ended_as == [withdrawn], names
