@@ -148,7 +148,8 @@ async def test_a_host_that_closes_both_pipes_while_a_question_waits_is_a_normal_
     assert "Traceback" not in text
     assert "tool.crashed" not in names
     assert "acp.failed" not in names
-    assert "acp.stopped" in names  # every disposer ran: the scope closed before this line
+    assert "provider.removed" in names  # the scope disposed the provider
+    assert names[-1] == "acp.stopped"  # every disposer ran: the scopes closed before this line
     gone = [event for event in events if event["event"] == "acp.host_gone"]
     # One info line says why, where something was still to be sent (the withdrawal of the
     # cancelled question is); once stdin ends too, a reply may never be tried.
