@@ -3,9 +3,14 @@ against the journal once the fleet has finished.
 
 Every answer the torture gives is ``ASK_ID|QUESTION|inbox N|ATTEMPT``, so an answer names
 the question it was given to. Every line an agent prints names the agent's run, the
-position and the question, with the answer it received. Each daemon life's log says which
-positions it *replayed* (``ask.replayed``); the other answers it printed reached it *live*
-(its ``ask()`` returned on the answer). Checked:
+position and the question, with the answer it received, and whether the record the run
+resumed with held that answer already (then the ask must replay it). Each daemon life's
+log says which positions it *replayed* (``ask.replayed``); the other answers it printed
+reached it *live* (its ``ask()`` returned on the answer). A SIGKILL can lose the tail of a
+life's stderr (its lines wait in a writer thread's queue; the agent's line on stdout was
+written at once): a position the agent saw as a replay, with no ``ask.replayed``, of a
+killed life whose stderr says nothing of a later position, counts as a replay — before, it
+counted as a second live delivery. Checked:
 
 * **asked / answered**: the journal holds one record per question of every run, every one
   answered; every agent's runs all finished (none abandoned, failed or left running);
@@ -26,6 +31,7 @@ positions it *replayed* (``ask.replayed``); the other answers it printed reached
 
 from __future__ import annotations
 
+import signal
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
@@ -71,6 +77,7 @@ class Ledger:
     attempts: list[Attempt] = field(default_factory=list)
     kills: Counter[str] = field(default_factory=Counter)
     wins: int = 0  # 200s: the pace of the answers
+    outages: list[tuple[float, float]] = field(default_factory=list)  # wall clock: down, up
 
     def answered(self, attempt: Attempt) -> None:
         self.attempts.append(attempt)
@@ -138,8 +145,9 @@ async def check(
     inboxes: list[Slot],
     ledger: Ledger,
     settings: FleetSettings,
+    races: list[list[Life]] = (),  # type: ignore[assignment]
 ) -> Report:
-    """Hold everything seen against the journal."""
+    """Hold everything seen against the journal (``races``: the lives started at once)."""
     report = Report(settings)
     counts = report.counts
     for name in (
@@ -186,15 +194,26 @@ async def check(
                 )
     by_id = {ask.id: ask for ask in asks}
 
-    # Runs: every agent ran `rounds` runs of `per_run` questions, all finished.
+    # Runs: every agent ran `rounds` runs of `per_run` questions, all finished — and one
+    # more for each slow racer: a daemon started with the winner of a race that looked for
+    # the agent's run only once the winner had ended it (a resumed run whose questions were
+    # all answered replays in a few ms; a racer may be slower to start, or wait out an
+    # outage) starts the agent's next run, with new questions. That is a run of its own,
+    # not a replay (what would break "a finished run never replays" is counted below).
+    extra_runs = 0
     for slot in agents:
-        mine = [run for run in runs.values() if run.agent == slot.name]
+        mine = sorted(
+            (run for run in runs.values() if run.agent == slot.name), key=lambda r: r.started_at
+        )
         finished = [run for run in mine if run.state is RunState.FINISHED]
-        if len(finished) != settings.rounds or len(mine) != settings.rounds:
+        extras = _slow_racer_runs(slot, mine, races)
+        extra_runs += len(extras)
+        expected_runs = settings.rounds + len(extras)
+        if len(finished) != expected_runs or len(mine) != expected_runs:
             report.bad(
                 "missing or extra runs",
                 f"{slot.name}: {len(mine)} runs, {len(finished)} finished "
-                f"(expected {settings.rounds})",
+                f"(expected {settings.rounds}, and {len(extras)} of slow racers)",
             )
         if await journal.unfinished_run(slot.name) is not None:
             report.bad("missing or extra runs", f"{slot.name}: a run left unfinished")
@@ -204,8 +223,11 @@ async def check(
                     "missing or extra runs",
                     f"{slot.name}: run {run.id[:8]} has {len(by_run[run.id])} questions",
                 )
-    if counts["questions asked (records)"] != settings.expected:
-        report.bad("missing questions", f"{len(asks)} recorded of {settings.expected}")
+    counts["runs of slow racers (started after the winner's run ended; told)"] = extra_runs
+    expected = settings.expected + extra_runs * settings.per_run
+    counts["questions expected"] = expected
+    if counts["questions asked (records)"] != expected:
+        report.bad("missing questions", f"{len(asks)} recorded of {expected}")
 
     # What the agents received, life by life.
     live: Counter[str] = Counter()
@@ -218,7 +240,7 @@ async def check(
     for slot in agents:
         counts["daemon starts (restarts after a kill, and new runs)"] += len(slot.lives)
         for life in slot.lives:
-            _check_life(life, slot, record_at, finished_by, live, replayed, report)
+            _check_life(life, slot, record_at, by_id, finished_by, live, replayed, report)
 
     for ask in asks:
         if ask.state is not AskState.ANSWERED:
@@ -284,6 +306,11 @@ async def check(
     for slot in inboxes:
         for life in slot.lives:
             if life.killed is None and life.code not in (0, None):
+                if _journal_down_at_start(life):
+                    counts["starts while the journal was down (exit 1, one line)"] += 1
+                    continue
+                if life.code == -signal.SIGTERM and life.serving is None:
+                    continue  # the torture's final SIGTERM came before its handler was set
                 report.bad(
                     "daemons that exited on their own with an error",
                     f"inbox life {life.number} exited {life.code}: {life.problems[-3:]}",
@@ -318,6 +345,29 @@ def _problems(slots: list[Slot], report: Report) -> None:
         report.counts[name] = count
 
 
+def _slow_racer_runs(slot: Slot, mine: list[RunRecord], races: list[list[Life]]) -> list[RunRecord]:
+    """The agent's runs started by a racer after another racer of the same race had ended
+    the agent's run: by the journal, the later run started after the earlier one ended."""
+    starter: dict[str, Life] = {}  # run id -> the first life that started, resumed or printed it
+    for life in slot.lives:
+        for run_id in life.runs:
+            starter.setdefault(run_id, life)
+    found = []
+    for run in mine:
+        life = starter.get(run.id)
+        race = next((race for race in races if life in race), None)
+        if life is None or race is None:
+            continue
+        if any(
+            other.finished_at is not None
+            and other.finished_at <= run.started_at
+            and any(other.id in sibling.runs for sibling in race if sibling is not life)
+            for other in mine
+        ):
+            found.append(run)
+    return found
+
+
 def _journal_down_at_start(life: Life) -> bool:
     """The life ended at its start, saying in one plain line that its journal could not be
     reached, and asked nothing."""
@@ -327,7 +377,11 @@ def _journal_down_at_start(life: Life) -> bool:
         and not life.runs
         and len(lines) == 1
         and lines[0].startswith(
-            ("hotseam run: cannot connect to the journal", "hotseam run: cannot listen to")
+            tuple(
+                f"hotseam {command}: {what}"
+                for command in ("run", "inbox")
+                for what in ("cannot connect to the journal", "cannot listen to")
+            )
         )
     )
 
@@ -336,6 +390,7 @@ def _check_life(
     life: Life,
     slot: Slot,
     record_at: dict[tuple[str, int], AskRecord],
+    by_id: dict[str, AskRecord],
     finished_by: dict[str, float],
     live: Counter[str],
     replayed: Counter[str],
@@ -370,6 +425,11 @@ def _check_life(
                 f"{slot.name} life {life.number}: replayed {e['question_id']} at "
                 f"{e['position']}, the record there is {record and record.id}",
             )
+    logged_up_to: dict[str, int] = {}  # run id -> the last position stderr spoke of
+    for event in life.events:
+        found = by_id.get(event.get("question_id", ""))
+        if found is not None:
+            logged_up_to[found.run_id] = max(logged_up_to.get(found.run_id, -1), found.seq)
     for line in life.stdout:
         if "run" not in line:
             report.bad("delivered to a different question", f"unreadable line {line}")
@@ -400,7 +460,20 @@ def _check_life(
                 f"{line['seq']} got {line.get('answer')!r} (record {record and record.id})",
             )
             continue
-        if where in replayed_at:
+        if where in replayed_at and not line.get("replayed"):
+            report.bad(
+                "replays inconsistent",
+                f"{record.id}: the daemon logged a replay the agent did not see",
+            )
+        # A replay the agent saw whose `ask.replayed` is missing: lost with the tail of a
+        # killed life's stderr (its writer thread's queue), but only if nothing of a later
+        # position of the run reached stderr (the queue is written in order).
+        lost_tail = (
+            line.get("replayed")
+            and life.killed is not None
+            and logged_up_to.get(line["run"], -1) < line["seq"]
+        )
+        if where in replayed_at or lost_tail:
             if line["answer"] == recorded:
                 counts["replayed deliveries (consistent)"] += 1
                 replayed[record.id] += 1

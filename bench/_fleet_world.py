@@ -50,8 +50,7 @@ class FleetSettings:
     restart_delay: float = 0.3  # at most, before a supervisor starts a dead process again
     poll: float = 0.05  # seconds between two listings of each inbox
     race_share: float = 0.1  # of other starts: several daemons at once (see _fleet_race)
-    # PostgreSQL stopped for 1-3 s, then started again (our own server only). Off by default:
-    # runs with outages still fail now and then (see fleet_torture.py's docstring).
+    # PostgreSQL stopped for 1-3 s, then started again (our own server only).
     outages: int = 0
     outage_interval: float = 15.0  # mean seconds between two outages
     seed: int = 1
@@ -85,9 +84,15 @@ async def main(context):
     run = current_run()
     for seq in range(QUESTIONS):
         question = f"{run.agent} asks question {seq}"
+        # Said by the agent on the line it prints (one write, that a SIGKILL cannot split):
+        # the answer comes from the record the run resumed with, not from anyone now. The
+        # daemon's `ask.replayed` goes to stderr through a writer thread, and a SIGKILL
+        # after the answer is printed can lose it.
+        held = run.recorded_at(seq, None)
+        replayed = held is not None and not held.pending
         result = await context.tools.execute("ask_user_question", {"question": question})
         line = {"pid": os.getpid(), "agent": run.agent, "run": run.id, "seq": seq,
-                "question": question}
+                "question": question, "replayed": replayed}
         if result.ok:
             line["answer"] = result.output["answer"]
         else:
