@@ -50,10 +50,12 @@ COMMAND = "hotseam inbox"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``[--journal URL] [--liveness-timeout S] [--web-host H] [--web-port P] ...``.
 
-    The parser of ``inbox`` is built only when the command runs: its stop signals are
-    handled from here on, before the slow imports (:func:`_stop_signals`).
+    When the process is ``hotseam inbox``, its stop signals are handled from here on,
+    before the slow imports (:func:`_stop_signals`); a process that only builds the
+    parser (the docs' build, a test calling ``main()``) keeps its own.
     """
-    _stop_signals()
+    if _is_the_command():
+        _stop_signals()
     from ..interaction._journal import DEFAULT_LIVENESS_TIMEOUT
     from ..providers._web._fleet_server import DEFAULT_FLEET_PORT
     from ._options import add_log_options, seconds
@@ -77,6 +79,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_log_options(parser, default_format="console")
 
 
+def _is_the_command() -> bool:
+    """Whether this process was started as ``hotseam inbox`` (the command's first word)."""
+    words = [word for word in sys.argv[1:] if not word.startswith("-")]
+    return words[:1] == ["inbox"]
+
+
 _signals: StopSignals | None = None
 _replaced: dict[int, Any] = {}
 
@@ -93,8 +101,8 @@ def _stop_signals() -> StopSignals:
 
 
 def _restore_signals() -> None:
-    """Give back the handlers :func:`_stop_signals` replaced: the command ends on bad input
-    and returns to its caller (``main()`` called in-process, by a test)."""
+    """Give back the handlers :func:`_stop_signals` replaced, when the command returns to a
+    caller (bad input, or ``main()`` called in-process by a test)."""
     global _signals
     for signum, handler in _replaced.items():
         if handler is not None:
@@ -124,13 +132,13 @@ class _Options:
 
 def run(args: argparse.Namespace) -> int:
     """Serve the inbox until SIGTERM or Ctrl-C; return the exit code."""
+    signals = _stop_signals()  # installed already when this process is the command
     import anyio
     import structlog
 
     from .._core import HarnessError
     from ._logging import configure_logging
 
-    signals = _stop_signals()
     try:
         options = _prepare(args)
     except (HarnessError, ValueError) as error:
@@ -146,6 +154,9 @@ def run(args: argparse.Namespace) -> int:
     except Exception as error:
         log.error(f"{COMMAND} stopped: {error}", exc_info=True)
         code = EXIT_FATAL
+    if not _is_the_command():  # main() called in-process: its caller goes on
+        _restore_signals()
+        return code
     # Stopped: the handlers stay to the end (the interpreter's teardown would restore the
     # default action, and a host's second signal would kill a finished stop).
     return exit_process(code)
