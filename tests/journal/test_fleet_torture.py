@@ -22,6 +22,7 @@ import pytest
 from tests._timing import scaled
 
 from _bench import load_bench
+from _postgres import PostgresServer, PostgresUnavailableError, postgres_unavailable
 
 torture = load_bench("fleet_torture", "_fleet_world", "_fleet_ledger")
 
@@ -64,4 +65,47 @@ def test_a_fleet_killed_at_random_loses_no_answer_and_delivers_each_once(
     assert counts["inbox kills (SIGKILL)"] >= 1
     assert counts["inbox answers posted"] > 24  # half of them raced in both inboxes
     assert counts["races (daemons started at once for one agent)"] >= 3  # first starts
+    assert report.ok, report.render()
+
+
+@pytest.mark.timeout(240)
+def test_a_fleet_whose_postgres_server_stops_twice_loses_and_repeats_nothing(
+    tmp_path: Path,
+) -> None:
+    """The same fleet on a PostgreSQL server of its own, stopped twice for 1-3 s while it
+    asks and answers: questions wait for it, no run's end is lost (no finished run
+    replays), racers cut by an outage still refuse with exit 2 and one line."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError as error:
+        postgres_unavailable(f"psycopg is not installed ({error})")
+    try:
+        server = PostgresServer.start()
+    except PostgresUnavailableError as error:
+        postgres_unavailable(str(error))
+    try:
+        settings = torture.FleetSettings(
+            engine="postgresql",
+            daemons=3,
+            agents=1,
+            questions=24,
+            per_run=4,
+            daemon_kills=4,
+            inbox_kills=1,
+            kill_interval=0.3,
+            answer_delay=0.05,
+            restart_delay=0.2,
+            outages=2,
+            outage_interval=2.0,
+            seed=20261202,
+            timeout=scaled(150.0),
+        )
+        report = anyio.run(
+            torture.run_torture, settings, tmp_path / "fleet", server.new_schema(), server
+        )
+    finally:
+        server.stop()
+    print(report.render())
+    assert report.counts["journal outages (the server stopped 1-3 s)"] == 2, report.render()
+    assert report.counts["answered"] == report.counts["questions expected"], report.render()
     assert report.ok, report.render()
