@@ -10,6 +10,8 @@ at once for it (racing claims): one asks, the others exit 2 with one line. Every
 must-be-0 counter stays 0: no answer lost, none delivered twice or to another question,
 every replay consistent with the record, every question answered once, no racing loser
 without its one line, never two askers in one run.
+The same fleet on a PostgreSQL server of its own is stopped twice for 1-3 s meanwhile (the
+torture's ``--outages``): the same counters stay 0.
 ``make stress`` runs the long version (1,200 questions, 100+ daemon and 20+ inbox kills).
 """
 

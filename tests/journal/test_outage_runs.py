@@ -1,11 +1,12 @@
-"""A daemon's start that meets a journal outage waits for it (a real PostgreSQL server,
+"""A daemon's or an inbox's start that meets a journal outage waits for it (a real PostgreSQL server,
 stopped and started again).
 
 The journal was opened — so its URL, password and schema are right — and then its server
 stops (a restart, a failover) while the daemon registers or looks for the agent's run. Those
 steps are tried again with back-off until the server is back, as a question's are: before,
 they raised ``JOURNAL_UNAVAILABLE`` and the daemon exited 1 (a racer cut by an outage
-exited 1 instead of 2, a daemon registering just then died with one line).
+exited 1 instead of 2, a daemon registering just then died with one line). So does a
+subscription (an inbox starting): it raised, and the inbox died with a traceback.
 """
 
 from __future__ import annotations
