@@ -1,5 +1,5 @@
-"""A daemon's or an inbox's start that meets a journal outage waits for it (a real PostgreSQL server,
-stopped and started again).
+"""A daemon's or an inbox's start that meets a journal outage waits for it (a real
+PostgreSQL server, stopped and started again).
 
 The journal was opened — so its URL, password and schema are right — and then its server
 stops (a restart, a failover) while the daemon registers or looks for the agent's run. Those
