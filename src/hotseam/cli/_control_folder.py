@@ -159,8 +159,13 @@ def claim(name: str | None) -> Claim:
         _check_name_free(name, folder)
         link = folder / f"{name}.sock"
         if link.is_symlink() or link.exists():
-            owner = Path(os.readlink(link)).name.removesuffix(".sock") if link.is_symlink() else ""
-            link.unlink()
+            # Daemons started at once for one name (racing for its agent's run) may each
+            # find the stale link: the first removes it, the others find it gone.
+            try:
+                owner = Path(os.readlink(link)).name.removesuffix(".sock")
+            except OSError:
+                owner = ""
+            link.unlink(missing_ok=True)
             notes.append(f"replaced the stale name {link.name} (process {owner or '?'} is gone)")
     return Claim(path, link, tuple(notes), () if warning is None else (warning,))
 
