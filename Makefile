@@ -75,7 +75,7 @@ stress: $(STAMP)
 	$(BIN)/python bench/control_flood.py
 	$(BIN)/python bench/web.py --reload --saves 100 --backend asyncio
 	$(BIN)/python bench/web.py --reload --saves 100 --backend trio
-	$(BIN)/python bench/fleet_torture.py --engine postgresql
+	$(BIN)/python bench/fleet_torture.py --engine postgresql --outages 3
 	$(BIN)/python bench/fleet_torture.py --engine sqlite
 	$(BIN)/python bench/mcp_torture.py --edits 1000
 	$(BIN)/python bench/torture.py --edits 1000 --journal sqlite --backend asyncio --several-ratio 0
