@@ -264,8 +264,22 @@ async def test_a_cancelled_ask_stays_pending_for_the_resume(journal: Journal) ->
         AskJournal.open(journal, name="d") as journaling,
         context.scope("ui") as scope,
     ):
-        scope.provide(USER_INTERACTION, ScriptedProvider([Reply.never()]))
-        with anyio.move_on_after(0.1):
+        shown = anyio.Event()
+
+        def never(request: object) -> Reply:
+            shown.set()
+            return Reply.never()
+
+        scope.provide(USER_INTERACTION, ScriptedProvider(never))
+        async with anyio.create_task_group() as agent:
+
+            async def cancel_once_shown() -> None:
+                # Cancelled once the question is up (recorded, then shown), however long
+                # a busy machine takes to get there.
+                await shown.wait()
+                agent.cancel_scope.cancel()
+
+            agent.start_soon(cancel_once_shown)
             async with journaling.run("deployer"):
                 assert current_run() is not None
                 await ask(DB, context=context)
