@@ -209,6 +209,9 @@ def test_a_daemon_killed_at_each_point_resumes_and_gets_every_answer_once(
     (project / "pause-1").touch()
     second = Daemon(project, journal, started)
     second.paused(1)
+    # Its log says so too: a daemon's log is written a moment after the event (off the
+    # event loop's path), so the kill waits for the line it will be asked about.
+    second.process.expect(r'"ask\.replayed"')
     assert [a.seq for a in _asks(journal)] == [0]  # nothing recorded at position 1
     second.kill()
     (project / "pause-1").unlink()
