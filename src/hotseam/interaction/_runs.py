@@ -18,7 +18,7 @@ dev`` re-running a saved agent) is left unfinished, to resume.
 A journal out of reach (a full disk, a database server restarting) delays what must be
 recorded, never fails it: :meth:`AskJournal.persist` tries again with back-off until the
 journal takes the write, says so once at error level (and in ``hotseam status``, from
-:func:`journal_waits`), and once more when it is back. So a question waits to be recorded
+``journal_waits()``), and once more when it is back. So a question waits to be recorded
 before it is put, an answer is returned once it is recorded, and a run's end is retried
 until the journal holds it: a finished run never resumes.
 
@@ -112,7 +112,7 @@ class AskJournal:
         journal is out of reach (``JOURNAL_UNAVAILABLE``); other errors are raised.
 
         The first failure of an outage is logged once, at error level, and every caller
-        waiting meanwhile is listed by ``what`` in :func:`journal_waits` (``shown``: the
+        waiting meanwhile is listed by ``what`` in ``journal_waits()`` (``shown``: the
         wait holds something up, as a question not yet put or an answer not yet returned;
         only such a write that goes through ends the outage, a read may work meanwhile).
         Cancelling the caller ends the wait: nothing is recorded then. So does ``signal``
