@@ -19,9 +19,8 @@ from _postgres import PostgresServer, PostgresUnavailableError, postgres_unavail
 ENGINES = ["memory", "sqlite", "postgres"]
 
 
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    """A PostgreSQL server for this session (this xdist worker)."""
+def _serve() -> Iterator[PostgresServer]:
+    """A throw-away PostgreSQL server, stopped when the fixture ends."""
     try:
         import psycopg  # noqa: F401
     except ImportError as error:
@@ -34,6 +33,18 @@ def postgres_server() -> Iterator[PostgresServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server for this session (this xdist worker)."""
+    yield from _serve()
+
+
+@pytest.fixture
+def own_postgres() -> Iterator[PostgresServer]:
+    """A server of this test alone: it is stopped and started again."""
+    yield from _serve()
 
 
 @pytest.fixture

@@ -29,7 +29,7 @@ import anyio
 import pytest
 from tests._timing import scaled
 
-from _postgres import PostgresServer, PostgresUnavailableError, postgres_unavailable
+from _postgres import PostgresServer
 from cli._support import Process, hotseam, write
 from hotseam.interaction import AskUserQuestionAnswer
 from hotseam.interaction._journal import JournalError, RunState, open_journal
@@ -225,23 +225,6 @@ def test_a_full_disk_delays_the_questions_and_the_run_still_ends(
     assert not _events(daemon, "run.not_finished")
     assert _run_states(journal) == [RunState.FINISHED]
     _ends_without_resuming(project, journal, started)
-
-
-@pytest.fixture
-def own_postgres() -> Iterator[PostgresServer]:
-    """A server of this test alone: it is stopped and started again."""
-    try:
-        import psycopg  # noqa: F401
-    except ImportError as error:
-        postgres_unavailable(f"psycopg is not installed ({error})")
-    try:
-        server = PostgresServer.start()
-    except PostgresUnavailableError as error:
-        postgres_unavailable(str(error))
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def test_postgres_down_for_three_seconds_delays_the_questions_and_the_run_still_ends(

@@ -11,37 +11,20 @@ subscription (an inbox starting): it raised, and the inbox died with a traceback
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import anyio
 import pytest
 from tests._timing import scaled
 
-from _postgres import PostgresServer, PostgresUnavailableError, postgres_unavailable
+from _postgres import PostgresServer
 from hotseam.interaction import AskJournal
 from hotseam.interaction._journal import JournalError, RunState, open_journal
 
 T = TypeVar("T")
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def own_postgres() -> Iterator[PostgresServer]:
-    """A server of this test alone: it is stopped and started again."""
-    try:
-        import psycopg  # noqa: F401
-    except ImportError as error:
-        postgres_unavailable(f"psycopg is not installed ({error})")
-    try:
-        server = PostgresServer.start()
-    except PostgresUnavailableError as error:
-        postgres_unavailable(str(error))
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 async def test_a_daemon_registering_during_an_outage_waits_and_runs(
