@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import errno
 import os
-import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
@@ -36,27 +35,6 @@ from hotseam.providers.scripted import ScriptedProvider
 pytestmark = pytest.mark.anyio
 
 QUESTION = AskUserQuestionRequest("Deploy now?")
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A real 2 MiB tmpfs (root only), unmounted at the end."""
-    folder = tmp_path / "disk"
-    folder.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root (this test fills a real file system)")
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(folder)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], check=False)
 
 
 @pytest.fixture

@@ -19,7 +19,6 @@ import queue
 import shutil
 import signal
 import stat
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -89,27 +88,6 @@ def started() -> Iterator[list[Process]]:
         for stream in (process.popen.stdout, process.popen.stderr):
             if stream is not None:
                 stream.close()
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A real 2 MiB tmpfs, unmounted at the end."""
-    folder = tmp_path / "disk"
-    folder.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root (this test fills a real file system)")
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m,mode=0700", "tmpfs", str(folder)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
-        yield folder
-    finally:
-        subprocess.run(["umount", "-l", str(folder)], check=False)
 
 
 def _daemon(project: Path, journal: str, started: list[Process]) -> Process:
