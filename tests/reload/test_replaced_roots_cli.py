@@ -43,13 +43,18 @@ def test_run_loads_a_folder_back_after_the_grace_and_follows_its_replacement(
         process.expect(r'"reloaded providers/ui.py \(generation 2\)')
         process.expect(r"^answer: teal$", stream="stdout")
         # Replaced in place (rm -rf and a new copy, as a checkout does): still watched.
+        # The two steps are not one: a watcher that looks between them sees the folder
+        # gone and back, one that looks after sees it replaced; both must watch the new one.
         shutil.rmtree(providers)
         write(providers / "ui.py", ANSWERING_PROVIDER)
-        process.expect(r'"watched folder providers was replaced by another folder')
+        process.expect(
+            r'"watched folder providers (was replaced by another folder|is back: watching it)'
+        )
         write(providers / "extra.py", "X = 1\n")
         process.expect(r'"loaded providers/extra.py \(generation 1\)')
     finally:
         code = process.finish(signal.SIGTERM)
     assert code == 0, process.lines["stderr"]
     gone = [line for line in process.lines["stderr"] if '"reload.root_gone"' in line]
-    assert len(gone) == 1 and '"level": "warning"' in gone[0]
+    assert 1 <= len(gone) <= 2, gone
+    assert all('"level": "warning"' in line for line in gone), gone
