@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 
     from .._core import Context, Tool
     from ..providers.acp import AgentFunction
+    from ._early import EarlyFront
 
 __all__ = ["add_arguments", "run"]
 
@@ -104,6 +105,10 @@ def run(args: argparse.Namespace) -> int:
         _check_stdio()
         paths = _watch_paths(args.watch)
         common = resolve_common(args, log_format="json")
+        from .. import __version__
+        from ._early import acp_answer, start_front
+
+        front = start_front(acp_answer(__version__))  # initialize, answered now
         with stdout_reserved() as protocol_out:
             configure_logging(common.log_format, level=common.log_level)  # type: ignore[arg-type]
             if args.agent:
@@ -127,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
                 args.max_line_bytes,
                 args.session_idle_timeout,
                 signals,
+                front,
                 backend="asyncio",
             )
     except (_UsageError, AgentLoadError, ConfigError) as error:
@@ -146,12 +152,14 @@ async def _main(
     max_line_bytes: int | None = None,
     session_idle_timeout: float | None = 3600.0,
     signals: StopSignals | None = None,
+    front: EarlyFront | None = None,
 ) -> int:
     import anyio
 
     from .._core import Context, Scope
     from ..interaction import USER_INTERACTION
     from ..providers.acp import AcpProvider, serve
+    from ._early import HandOff, SkippingWriter
 
     base = Context("acp")
     agent_context = base.child("acp.agent")
@@ -162,12 +170,15 @@ async def _main(
         print(f"hotseam acp: {error}", file=sys.stderr)
         return 2
     stop = anyio.CancelScope()
+    early = front.hand_off() if front is not None else HandOff()
     try:
         with (signals or StopSignals("acp")).cancelling(stop), stop:
             async with (
                 Scope("hotseam.acp", context=base) as scope,
-                stdio_pipes(protocol_out) as (reader, writer),
+                stdio_pipes(protocol_out, early.prefix, early.ended) as (reader, writer),
             ):
+                if early.answered:
+                    writer = SkippingWriter(writer, early.answered, _log)
                 scope.provide(USER_INTERACTION, provider)
                 scope.register_tool(ask_tool)
                 watcher = getattr(watching, "watcher", None)

@@ -46,6 +46,7 @@ from ._stdio_cmd import positive_float, positive_int
 
 if TYPE_CHECKING:
     from ..providers.mcp import McpServer
+    from ._early import EarlyFront
     from ._stdio_cmd import StopSignals
     from ._web import WebOptions
 
@@ -148,8 +149,13 @@ def run(args: argparse.Namespace) -> int:
             )
         paths = [_existing(path) for path in settings.paths]
         web = web_options(args)
+        front = None
         if own.http is None:
             _check_stdio()
+            from .. import __version__
+            from ._early import mcp_answer, start_front
+
+            front = start_front(mcp_answer(__version__))  # the host's probe, answered now
         with stdout_reserved() as protocol_out:
             configure_logging(settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
             signals = StopSignals("mcp")
@@ -164,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
                 own.input_ttl,
                 own.http,
                 signals,
+                front,
                 backend="asyncio",
             )
     except (_UsageError, HarnessError, ValueError) as error:
@@ -183,6 +190,7 @@ async def _main(
     input_ttl: float,
     http: _Http | None = None,
     signals: StopSignals | None = None,
+    front: EarlyFront | None = None,
 ) -> int:
     import anyio
 
@@ -191,6 +199,7 @@ async def _main(
     from ..interaction import USER_INTERACTION
     from ..providers.mcp import DEFAULT_MAX_LINE_BYTES, McpProvider, McpServer, stdio_streams
     from ..reload import ReloadPathError
+    from ._early import HandOff, SkippingWriter
     from ._stdio_cmd import StopSignals, stdio_pipes
 
     base = Context("mcp")
@@ -237,11 +246,17 @@ async def _main(
                                 group.cancel_scope.cancel()  # the reload events' follower
                                 return 2
                         else:
+                            early = front.hand_off() if front is not None else HandOff()
                             async with (
-                                stdio_pipes(protocol_out) as (reader, writer),
-                                stdio_streams(
+                                stdio_pipes(protocol_out, early.prefix, early.ended) as (
                                     reader,
                                     writer,
+                                ),
+                                stdio_streams(
+                                    reader,
+                                    SkippingWriter(writer, early.answered, _log)
+                                    if early.answered
+                                    else writer,
                                     max_line_bytes=max_line_bytes or DEFAULT_MAX_LINE_BYTES,
                                 ) as (read_stream, write_stream),
                             ):

@@ -240,9 +240,11 @@ def _stdout_to_stderr() -> Iterator[None]:
 
 @contextlib.asynccontextmanager
 async def stdio_pipes(
-    protocol_out: BinaryIO,
+    protocol_out: BinaryIO, prefix: bytes = b"", ended: bool = False
 ) -> AsyncIterator[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
-    """stdin and ``protocol_out`` (from :func:`stdout_reserved`) as asyncio streams.
+    """stdin and ``protocol_out`` (from :func:`stdout_reserved`) as asyncio streams;
+    ``prefix``, what was read of stdin before (:mod:`._early`), is read first, and with
+    ``ended`` stdin had ended there.
 
     A stdin the event loop cannot poll (``/dev/null``: a supervisor, ``nohup``, a test
     harness) is read in a worker thread instead, so its end is seen as a closed pipe's is:
@@ -259,6 +261,11 @@ async def stdio_pipes(
         asyncio.streams.FlowControlMixin, protocol_out
     )
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
+    reader.feed_data(prefix)  # before the pipe is connected: nothing can come first
+    if ended:
+        reader.feed_eof()
+        yield reader, writer
+        return
     fd = sys.stdin.fileno()
     if _pollable(fd):
         await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
