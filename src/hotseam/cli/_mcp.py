@@ -141,21 +141,29 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         settings = resolve(args, log_format="json", provider_wait=math.inf)
-        own = _own_options(args, settings.config)
-        if not settings.paths:
-            raise ConfigError(
-                "no PATH given, and no 'paths' in a [tool.hotseam] table of a pyproject.toml "
-                "here or above; for example: hotseam mcp tools/"
-            )
-        paths = [_existing(path) for path in settings.paths]
-        web = web_options(args)
-        front = None
-        if own.http is None:
-            _check_stdio()
-            from .. import __version__
-            from ._early import mcp_answer, start_front
+        checked: dict[str, Any] = {}
 
-            front = start_front(mcp_answer(__version__))  # the host's probe, answered now
+        def check(serves_http: bool) -> None:
+            """The options are good; the paths and the web inbox's options too, and over
+            stdio, the host's probe is answered from now on (:mod:`._early`)."""
+            if not settings.paths:
+                raise ConfigError(
+                    "no PATH given, and no 'paths' in a [tool.hotseam] table of a "
+                    "pyproject.toml here or above; for example: hotseam mcp tools/"
+                )
+            checked["paths"] = [_existing(path) for path in settings.paths]
+            checked["web"] = web_options(args)
+            if not serves_http:
+                _check_stdio()
+                from .. import __version__
+                from ._early import mcp_answer, start_front
+
+                checked["front"] = start_front(mcp_answer(__version__))
+
+        own = _own_options(args, settings.config, check)  # then imports the SDK's modules
+        paths: list[Path] = checked["paths"]
+        web: WebOptions | None = checked["web"]
+        front: EarlyFront | None = checked.get("front")
         with stdout_reserved() as protocol_out:
             configure_logging(settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
             signals = StopSignals("mcp")
@@ -334,14 +342,18 @@ class _Own:
     max_line_bytes: int | None
 
 
-def _own_options(args: argparse.Namespace, config_path: Path | None) -> _Own:
-    """Merge the flags with the keys of the same names (checked by ``load_config``).
+def _own_options(
+    args: argparse.Namespace,
+    config_path: Path | None,
+    checked: Callable[[bool], None] = lambda serves_http: None,
+) -> _Own:
+    """Merge the flags with the keys of the same names (checked by ``load_config``);
+    ``checked`` is called (with whether HTTP is served) once they are found good, before
+    the defaults are imported from the SDK's modules.
 
     Raises:
         _UsageError: ``http-host`` (or ``--http-host``), or a session limit, without HTTP.
     """
-    from ..providers._mcp._http import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT
-    from ..providers.mcp import DEFAULT_INPUT_TTL
     from ._config import flag_or_config, load_config
 
     config = load_config(config_path) if config_path is not None else None
@@ -360,6 +372,10 @@ def _own_options(args: argparse.Namespace, config_path: Path | None) -> _Own:
             raise _UsageError(f"{origin} needs --http{off}")
     ttl, _ = pick("input_ttl")
     max_line_bytes, _ = pick("max_line_bytes")
+    checked(serves_http)
+    from ..providers._mcp._http import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT
+    from ..providers.mcp import DEFAULT_INPUT_TTL
+
     return _Own(
         http=(
             (
