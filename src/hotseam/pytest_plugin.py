@@ -51,23 +51,29 @@ from ._core import (
     DisposalError,
     HarnessError,
     Scope,
-    _tracking,
+    Tracker,
     carried_since,
     carry_mark,
+    set_tracker,
 )
 from .interaction import USER_INTERACTION
 from .providers.scripted import ScriptedProvider
-from .testing import LeakTracker, ReloadDriver, format_leaks, strict_setup
-from .testing._escapes import (
+from .testing import (
     ALLOWABLE,
     THREAD_GRACE,
     EscapeWatch,
+    LeakTracker,
+    ReloadDriver,
     active_watch,
+    forget_origins,
+    forget_told,
     format_escapes,
+    format_leaks,
+    format_zombies,
+    name_originals,
+    strict_setup,
+    told_carried,
 )
-from .testing._sites import forget_origins, name_originals
-from .testing._strict import forget_told, told_carried
-from .testing._zombies import format_zombies
 
 __all__ = [
     "hotseam_allow_leaks",
@@ -80,7 +86,7 @@ __all__ = [
 ]
 
 _TRACKER = pytest.StashKey[LeakTracker]()
-_PREVIOUS = pytest.StashKey["_tracking.Tracker | None"]()
+_PREVIOUS = pytest.StashKey[Tracker | None]()
 _CALL_PASSED = pytest.StashKey[bool]()
 _LEAK_CHECK = pytest.StashKey[bool]()
 _CARRY_MARK = pytest.StashKey[int]()
@@ -201,7 +207,7 @@ def pytest_runtest_setup(item: pytest.Item) -> Generator[None, None, None]:
     item.stash[_LEAK_CHECK] = _enabled(item, "hotseam_leak_check")
     item.stash[_CARRY_MARK] = carry_mark()
     forget_told()
-    item.stash[_PREVIOUS] = _tracking.set_tracker(tracker)
+    item.stash[_PREVIOUS] = set_tracker(tracker)
     markers = list(item.iter_markers("hotseam_allow_leaks"))
     escape_check = _enabled(item, "hotseam_escape_check")
     if markers or escape_check:
@@ -279,7 +285,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
     finally:
         tracker = item.stash.get(_TRACKER, None)
         if tracker is not None:
-            _tracking.set_tracker(item.stash.get(_PREVIOUS, None))
+            set_tracker(item.stash.get(_PREVIOUS, None))
         watch = item.stash.get(_ESCAPES, None)
         if watch is not None:
             watch.stop()

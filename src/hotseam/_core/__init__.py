@@ -35,7 +35,7 @@ import importlib
 import sys
 from collections.abc import Iterable
 
-from ._public import present_as
+from ._public import lazy_exports, present_as
 
 # typing.TYPE_CHECKING without importing typing (the clients of the control socket load
 # this module): type checkers take any constant of this name as true.
@@ -43,7 +43,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-    from . import _tracking
     from ._abort import AbortController, AbortSignal, abort_exception
     from ._agent import Agent
     from ._carry import CarriedEffect, carried_since, carry_mark, follow, hand_over
@@ -77,7 +76,7 @@ if TYPE_CHECKING:
         format_validation_error,
         tool,
     )
-    from ._tracking import mark_long_lived
+    from ._tracking import Tracker, get_tracker, is_long_lived, mark_long_lived, set_tracker
 
 __all__ = [
     "DEFAULT_SWAP_WAIT",
@@ -116,7 +115,7 @@ __all__ = [
     "ToolRegistration",
     "ToolRegistry",
     "ToolResult",
-    "_tracking",
+    "Tracker",
     "abort_exception",
     "carried_since",
     "carry_mark",
@@ -126,11 +125,15 @@ __all__ = [
     "follow",
     "format_validation_error",
     "get_logger",
+    "get_tracker",
     "hand_over",
+    "is_long_lived",
+    "lazy_exports",
     "lookup_current_context",
     "mark_long_lived",
     "present_as",
     "present_when_loaded",
+    "set_tracker",
     "tool",
     "use_context",
 ]
@@ -185,8 +188,11 @@ _DEFINED_IN: dict[str, str] = {
     "ToolResult": "_tools",
     "format_validation_error": "_tools",
     "tool": "_tools",
-    "_tracking": "_tracking",
+    "Tracker": "_tracking",
+    "get_tracker": "_tracking",
+    "is_long_lived": "_tracking",
     "mark_long_lived": "_tracking",
+    "set_tracker": "_tracking",
 }
 """Where each name of ``__all__`` is defined (a module's own name: the module itself)."""
 

@@ -1,9 +1,10 @@
-"""Presenting a public package's names under the package, not its private modules."""
+"""Presenting a package's names under the package, not its private modules; importing them
+only when first used."""
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 
 # typing.TYPE_CHECKING without importing typing (the clients of the control socket load
 # this module): type checkers take any constant of this name as true.
@@ -11,7 +12,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["present_as"]
+__all__ = ["lazy_exports", "present_as"]
 
 
 def present_as(module_name: str, namespace: MutableMapping[str, Any], names: Iterable[str]) -> None:
@@ -26,3 +27,28 @@ def present_as(module_name: str, namespace: MutableMapping[str, Any], names: Ite
         if isinstance(module, str) and module.startswith("hotseam.") and "._" in module + ".":
             with contextlib.suppress(AttributeError, TypeError):  # e.g. type aliases
                 value.__module__ = module_name
+
+
+def lazy_exports(
+    namespace: MutableMapping[str, Any], defined_in: Mapping[str, str]
+) -> Callable[[str], Any]:
+    """A package's PEP 562 ``__getattr__``: each name of ``defined_in`` is imported from its
+    module (relative to the package, ``"._http"``) the first time it is asked for.
+
+    So a package can export what its siblings and the layers above use by its own name
+    (``from hotseam.providers import serve_http``) without importing what only some of
+    them need; type checkers read the same names from imports under ``TYPE_CHECKING``.
+    """
+    package = namespace["__name__"]
+
+    def load(name: str) -> Any:
+        where = defined_in.get(name)
+        if where is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        import importlib
+
+        value = getattr(importlib.import_module(where, package), name)
+        namespace[name] = value
+        return value
+
+    return load

@@ -13,8 +13,7 @@ import functools
 
 import anyio
 
-from ..reload._events import SLOW_NOTICE, report_slow
-from ..reload._guard import Worker, current_run
+from ..reload import SLOW_NOTICE, Worker, current_run, report_slow
 from ._agent import (
     AgentFunction,
     AgentLoadError,

@@ -49,10 +49,17 @@ import anyio.to_thread
 import sniffio
 
 from .._core import Context, use_context
-from ..interaction import ASK_CANCELLED, AgentRun, AskJournal
-from ..interaction._journal import JournalError, JournalErrorCode
-from ..interaction._pending import AskEnded, on_ask_ended, waiting_for_provider
-from ..reload._guard import is_fatal
+from ..interaction import (
+    ASK_CANCELLED,
+    AgentRun,
+    AskEnded,
+    AskJournal,
+    JournalError,
+    JournalErrorCode,
+    on_ask_ended,
+    waiting_for_provider,
+)
+from ..reload import is_fatal
 from ._agent import AgentFunction, AgentLoadError, agent_file, shown_path
 from ._agent_import import AgentImporter
 from ._snapshot import SessionFacts

@@ -32,7 +32,7 @@ import anyio
 import anyio.abc
 
 from .._core import HarnessError
-from ..providers._accept import accept_connections
+from ..providers import accept_connections
 from ._control_client import CLIENT_TIMEOUT, MAX_CONNECTIONS, MAX_REPLY, request
 from ._control_folder import (
     UNREACHABLE,

@@ -51,8 +51,14 @@ import anyio
 import structlog
 
 from .._core import CloseReason, Context, DisposalError, HarnessError, Scope, Tool
-from ..interaction import JOURNAL, USER_INTERACTION, AskJournal, ask_user_question_tool
-from ..interaction._journal import JournalError, JournalErrorCode
+from ..interaction import (
+    JOURNAL,
+    USER_INTERACTION,
+    AskJournal,
+    JournalError,
+    JournalErrorCode,
+    ask_user_question_tool,
+)
 from ..providers.scripted import ScriptedProvider
 from ..reload import Reloader, ReloaderClosedError
 from ._agent import AgentFunction, agent_key

@@ -23,8 +23,14 @@ from typing import Any
 
 import anyio
 
-from ..reload import ModuleState, ReloadAborted, ReloadCommitted, Reloader, ReloadEvent
-from ..reload._events import display_path
+from ..reload import (
+    ModuleState,
+    ReloadAborted,
+    ReloadCommitted,
+    Reloader,
+    ReloadEvent,
+    display_path,
+)
 
 __all__ = ["Hints"]
 

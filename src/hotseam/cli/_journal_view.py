@@ -16,14 +16,14 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ..interaction._journal import (
+from ..interaction import (
     AskRecord,
     AskState,
     DaemonRecord,
     InboxEntry,
     RunOverview,
+    pid_alive,
 )
-from ..interaction._runs import _pid_alive
 
 __all__ = [
     "ago",
@@ -155,7 +155,7 @@ def liveness(daemon: DaemonRecord) -> str:
         return "stopped"
     if not daemon.alive:
         return "down"
-    if daemon.host == socket.gethostname() and not _pid_alive(daemon.pid):
+    if daemon.host == socket.gethostname() and not pid_alive(daemon.pid):
         return "gone"
     return "up"
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..interaction._journal import parse_journal_url
+from ..interaction import parse_journal_url
 from ._config import LOG_FORMATS, LOG_LEVELS, Config, find_config, load_config, parse_size
 
 if TYPE_CHECKING:

@@ -18,10 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from .._core import BaseContext
-from ..interaction._pending import pending_asks
-from ..interaction._runs import journal_waits
-from ..reload import ModuleState, Reloader
-from ..reload._events import display_path
+from ..interaction import journal_waits, pending_asks
+from ..reload import ModuleState, Reloader, display_path
 
 __all__ = ["SessionFacts", "handle"]
 

@@ -36,7 +36,7 @@ from typing import Any
 
 import anyio
 
-from ..reload._guard import _library
+from ..reload import is_library_file
 
 __all__ = ["PET_INTERVAL", "LoopWatchdog", "blocked_frame"]
 
@@ -259,7 +259,7 @@ class LoopWatchdog:
 
 def _hidden(filename: str) -> bool:
     """hotseam, anyio, asyncio, trio and frozen modules: never what blocks the loop."""
-    return _library(filename) or filename.startswith("<")
+    return is_library_file(filename) or filename.startswith("<")
 
 
 def _stdlib(filename: str) -> bool:

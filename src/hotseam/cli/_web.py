@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from .._core import Scope
 from .._extras import missing
 from ..interaction import USER_INTERACTION
-from ..providers._web._security import is_loopback, load_token, stored_token_path
+from ..providers import is_loopback, load_token, stored_token_path
 from ._config import Config, find_config, flag_or_config, load_config
 from ._extras import needs
 

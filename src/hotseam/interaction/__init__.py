@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._core import Agent, present_as
 from . import _answer, _request
+from ._answer import where as where
 from ._ask import ask
 from ._errors import (
     ASK_ABORTED,
@@ -32,6 +33,8 @@ from ._errors import (
     ErrorCode,
     UserInteractionError,
 )
+from ._journal import DEFAULT_LIVENESS_TIMEOUT as DEFAULT_LIVENESS_TIMEOUT
+from ._journal import SETTLED_STATES as SETTLED_STATES
 from ._journal import (
     AskRecord,
     AskState,
@@ -45,6 +48,10 @@ from ._journal import (
     Settlement,
     open_journal,
 )
+from ._journal import JournalErrorCode as JournalErrorCode
+from ._journal import RunOverview as RunOverview
+from ._journal import default_journal_path as default_journal_path
+from ._journal import parse_journal_url as parse_journal_url
 from ._model import (
     MAX_QUESTIONS,
     AskUserQuestionAnswer,
@@ -67,6 +74,8 @@ from ._pending import (
 )
 from ._provider import USER_INTERACTION, UserInteractionProvider
 from ._runs import JOURNAL, AgentRun, AskJournal, current_run
+from ._runs import journal_waits as journal_waits
+from ._runs import pid_alive as pid_alive
 from ._tool import ASK_USER_QUESTION_DESCRIPTION, ask_user_question_tool
 from ._validate import validate_request
 from ._validate_answer import check_answer, check_partial_answer, check_question_answer
@@ -74,6 +83,9 @@ from ._validate_answer import check_answer, check_partial_answer, check_question
 if TYPE_CHECKING:
     from ._inputs import AskUserQuestionInput, AskUserQuestionOptionInput, QuestionInput
 
+# Imported above for hotseam's own layers (the CLI, the web inbox), not public and so left out
+# of __all__: where, DEFAULT_LIVENESS_TIMEOUT, SETTLED_STATES, JournalErrorCode, RunOverview,
+# default_journal_path, parse_journal_url, journal_waits, pid_alive.
 __all__ = [
     "ASK_ABORTED",
     "ASK_CANCELLED",

@@ -328,7 +328,7 @@ class AskJournal:
         is marked stopped at once, rather than after its heartbeat times out."""
         with contextlib.suppress(JournalError):
             owner = await self.journal.get_daemon(daemon_id)
-            if owner.alive and owner.host == socket.gethostname() and not _pid_alive(owner.pid):
+            if owner.alive and owner.host == socket.gethostname() and not pid_alive(owner.pid):
                 await self.journal.stop_daemon(owner.id)
                 _log.info("run.owner_gone", daemon_id=owner.id, pid=owner.pid)
 
@@ -514,7 +514,7 @@ def current_run() -> AgentRun | None:
     return _current.get()
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
     """True while a process ``pid`` runs here. A killed process nobody reaped (a zombie:
     in a container whose first process does not reap) is dead."""
     try:

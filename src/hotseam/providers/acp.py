@@ -21,11 +21,18 @@ from .._core import present_as
 from .._extras import raise_if_missing
 
 try:
-    from ._acp._agent import AcpAgent, AgentFunction
-    from ._acp._provider import AcpProvider
-    from ._acp._scope import AskScope, ask_scope, current_ask_scope
-    from ._acp._serve import serve
-    from ._acp._turn import ContentBlock, PromptTurn, current_turn
+    from ._acp import (
+        AcpAgent,
+        AcpProvider,
+        AgentFunction,
+        AskScope,
+        ContentBlock,
+        PromptTurn,
+        ask_scope,
+        current_ask_scope,
+        current_turn,
+        serve,
+    )
 except ModuleNotFoundError as error:  # installed without the acp extra
     raise_if_missing(error, "acp", __name__)
     raise

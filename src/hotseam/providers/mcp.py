@@ -19,11 +19,16 @@ from .._core import present_as
 from .._extras import raise_if_missing
 
 try:
-    from ._mcp._call import McpCall, current_call, in_call
-    from ._mcp._input import DEFAULT_INPUT_TTL
-    from ._mcp._provider import McpProvider
-    from ._mcp._server import McpServer
-    from ._mcp._stdio import DEFAULT_MAX_LINE_BYTES, stdio_streams
+    from ._mcp import (
+        DEFAULT_INPUT_TTL,
+        DEFAULT_MAX_LINE_BYTES,
+        McpCall,
+        McpProvider,
+        McpServer,
+        current_call,
+        in_call,
+        stdio_streams,
+    )
 except ModuleNotFoundError as error:  # installed without the mcp extra
     raise_if_missing(error, "mcp", __name__)
     raise

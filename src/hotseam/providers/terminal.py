@@ -20,8 +20,7 @@ Draft))``.
 from __future__ import annotations
 
 from .._core import present_as
-from ._terminal._draft import Draft
-from ._terminal._provider import Mode, TerminalProvider
+from ._terminal import Draft, Mode, TerminalProvider
 
 __all__ = ["Draft", "Mode", "TerminalProvider"]
 

@@ -20,8 +20,7 @@ from .._core import present_as
 from .._extras import raise_if_missing
 
 try:
-    from ._web._provider import DEFAULT_HOST, DEFAULT_PORT, WebProvider
-    from ._web._security import TOKEN_ENV, TOKEN_FILE_ENV
+    from ._web import DEFAULT_HOST, DEFAULT_PORT, TOKEN_ENV, TOKEN_FILE_ENV, WebProvider
 except ModuleNotFoundError as error:  # installed without the web extra
     raise_if_missing(error, "web", __name__)
     raise

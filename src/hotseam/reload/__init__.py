@@ -46,6 +46,7 @@ from ._errors import (
     ReloadError,
     ReloadPathError,
 )
+from ._events import SLOW_NOTICE as SLOW_NOTICE
 from ._events import (
     DisposeFailed,
     EventStream,
@@ -56,6 +57,12 @@ from ._events import (
     ReloadPlanned,
     TaskFailed,
 )
+from ._events import display_path as display_path
+from ._events import report_slow as report_slow
+from ._guard import Worker as Worker
+from ._guard import _library
+from ._guard import current_run as current_run
+from ._guard import is_fatal as is_fatal
 from ._native import NativeWatcher, WatchfilesWatcher
 from ._reloader import Reloader
 from ._result import ReloadResult
@@ -68,6 +75,8 @@ from ._watcher import (
     WatchRoot,
 )
 
+# Imported above for hotseam's CLI, not public and so left out of __all__: SLOW_NOTICE,
+# display_path, report_slow, Worker, current_run, is_fatal (and is_library_file below).
 __all__ = [
     "ChangeKind",
     "DisposeFailed",
@@ -98,3 +107,9 @@ __all__ = [
 ]
 
 present_as(__name__, globals(), __all__)
+
+
+def is_library_file(filename: str) -> bool:
+    """Whether ``filename`` is code of anyio, sniffio or hotseam (or of trio or asyncio),
+    never where a stall is located."""
+    return _library(filename)

@@ -49,8 +49,7 @@ from types import TracebackType
 import anyio
 import anyio.abc
 
-from .._core import CloseReason, Context, DisposalError, ScopeExit, get_logger
-from .._core._scope import exit_task_group
+from .._core import CloseReason, Context, DisposalError, ScopeExit, exit_task_group, get_logger
 from ._commit import Committer
 from ._errors import LoadError, ReloaderClosedError, ReloadPathError
 from ._events import (

@@ -7,13 +7,27 @@ fixtures and options; they work without pytest too.
 
 from __future__ import annotations
 
-from .._core import mark_long_lived, present_as
+from typing import TYPE_CHECKING
+
+from .._core import lazy_exports, mark_long_lived, present_as
 from ._asserts import DisposalRecorder, assert_no_provider
 from ._driver import ReloadDriver, assert_generation_active
 from ._growth import GrowthError, GrowthReport, assert_reload_stable
 from ._leaks import Leak, LeakError, LeakTracker, format_leaks, track_leaks
 from ._strict import StrictModeError, strict_setup
+from ._strict import forget_told as forget_told
+from ._strict import told_carried as told_carried
 from ._zombies import Zombie
+from ._zombies import format_zombies as format_zombies
+
+if TYPE_CHECKING:  # for the pytest plugin, not public: imported when first used
+    from ._escapes import ALLOWABLE as ALLOWABLE
+    from ._escapes import THREAD_GRACE as THREAD_GRACE
+    from ._escapes import EscapeWatch as EscapeWatch
+    from ._escapes import active_watch as active_watch
+    from ._escapes import format_escapes as format_escapes
+    from ._sites import forget_origins as forget_origins
+    from ._sites import name_originals as name_originals
 
 __all__ = [
     "DisposalRecorder",
@@ -35,3 +49,17 @@ __all__ = [
 ]
 
 present_as(__name__, globals(), __all__)
+
+if not TYPE_CHECKING:  # type checkers read the imports above
+    __getattr__ = lazy_exports(
+        globals(),
+        {
+            "ALLOWABLE": "._escapes",
+            "THREAD_GRACE": "._escapes",
+            "EscapeWatch": "._escapes",
+            "active_watch": "._escapes",
+            "format_escapes": "._escapes",
+            "forget_origins": "._sites",
+            "name_originals": "._sites",
+        },
+    )

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import anyio
 
-from .._core import BaseContext, HarnessError, _tracking
+from .._core import BaseContext, HarnessError, get_tracker
 from ._driver import ReloadDriver
 from ._escapes import open_fds
 from ._leaks import LeakTracker
@@ -169,7 +169,7 @@ def _registrations(context: BaseContext) -> int:
     while ctx is not None:
         count += len(ctx.providers()) + len(ctx.tools._own)
         ctx = ctx.parent
-    tracker = _tracking.get_tracker()
+    tracker = get_tracker()
     if isinstance(tracker, LeakTracker):
         count += tracker.live()
     return count

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .._core import HarnessError, _tracking
+from .._core import HarnessError, is_long_lived, set_tracker
 
 __all__ = ["Leak", "LeakError", "LeakTracker", "StackFrame", "track_leaks"]
 
@@ -247,16 +247,16 @@ def format_leaks(leaks: list[Leak], *, max_reported: int = 10) -> str:
 def track_leaks() -> Iterator[LeakTracker]:
     """Install a fresh tracker for the block (restoring the previous one after it)."""
     tracker = LeakTracker()
-    previous = _tracking.set_tracker(tracker)
+    previous = set_tracker(tracker)
     try:
         yield tracker
     finally:
-        _tracking.set_tracker(previous)
+        set_tracker(previous)
 
 
 def _is_long_lived(record: _Record) -> bool:
     obj = record.ref()
-    return obj is not None and _tracking.is_long_lived(obj)
+    return obj is not None and is_long_lived(obj)
 
 
 def _label(obj: object) -> str:

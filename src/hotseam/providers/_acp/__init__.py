@@ -20,3 +20,48 @@
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..._core import lazy_exports
+
+if TYPE_CHECKING:  # what hotseam.providers.acp and the MCP surface use, imported when first used
+    from ._agent import AcpAgent as AcpAgent
+    from ._agent import AgentFunction as AgentFunction
+    from ._form import EmptyAnswerError as EmptyAnswerError
+    from ._form import Form as Form
+    from ._form import IncompleteAnswerError as IncompleteAnswerError
+    from ._form import build_form as build_form
+    from ._form import type_name as type_name
+    from ._provider import EMPTY_ANSWER_NOTE as EMPTY_ANSWER_NOTE
+    from ._provider import AcpProvider as AcpProvider
+    from ._scope import AskScope as AskScope
+    from ._scope import ask_scope as ask_scope
+    from ._scope import current_ask_scope as current_ask_scope
+    from ._serve import serve as serve
+    from ._turn import ContentBlock as ContentBlock
+    from ._turn import PromptTurn as PromptTurn
+    from ._turn import current_turn as current_turn
+
+if not TYPE_CHECKING:  # type checkers read the imports above
+    __getattr__ = lazy_exports(
+        globals(),
+        {
+            "AcpAgent": "._agent",
+            "AgentFunction": "._agent",
+            "AcpProvider": "._provider",
+            "EMPTY_ANSWER_NOTE": "._provider",
+            "AskScope": "._scope",
+            "ask_scope": "._scope",
+            "current_ask_scope": "._scope",
+            "serve": "._serve",
+            "ContentBlock": "._turn",
+            "PromptTurn": "._turn",
+            "current_turn": "._turn",
+            "EmptyAnswerError": "._form",
+            "Form": "._form",
+            "IncompleteAnswerError": "._form",
+            "build_form": "._form",
+            "type_name": "._form",
+        },
+    )

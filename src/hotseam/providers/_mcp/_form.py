@@ -28,7 +28,7 @@ from ...interaction import (
     AskUserQuestionAnswer,
     UserInteractionError,
 )
-from .._acp._form import Form, type_name
+from .._acp import Form, type_name
 
 __all__ = ["ELICIT_METHOD", "mcp_schema", "read_result"]
 

@@ -49,8 +49,7 @@ from mcp.shared.message import SessionMessage
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..._core import get_logger
-from .._web._security import HostPolicy, is_loopback, token_matches
-from .._web._server import Listener, WebServer
+from .._web import HostPolicy, Listener, WebServer, is_loopback, token_matches
 from ._server import McpServer
 from ._tap import ResponseTap
 

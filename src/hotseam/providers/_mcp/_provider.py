@@ -120,8 +120,7 @@ class McpProvider:
     ) -> AskUserQuestionAnswer:
         # The form mapping is the ACP provider's, and so is its SDK's schema: imported at
         # the first question, not when a host starts the server (the ACP SDK costs ~0.5 s).
-        from .._acp._form import EmptyAnswerError, IncompleteAnswerError, build_form
-        from .._acp._provider import EMPTY_ANSWER_NOTE
+        from .._acp import EMPTY_ANSWER_NOTE, EmptyAnswerError, IncompleteAnswerError, build_form
         from ._form import mcp_schema, read_result
 
         note: str | None = None
@@ -257,7 +256,7 @@ def load_forms() -> None:
     """Import what the first form needs (the ACP form mapping and its SDK's schema, ~0.5 s):
     a server may do it in a worker thread once it serves, so that the first question does
     not wait for it."""
-    from .._acp import _form, _provider  # noqa: F401
+    from .._acp import EMPTY_ANSWER_NOTE, build_form  # noqa: F401
     from . import _form as _mcp_form  # noqa: F401
 
 

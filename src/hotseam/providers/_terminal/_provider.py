@@ -25,10 +25,10 @@ from ...interaction import (
     AskUserQuestionRequest,
     QuestionAnswer,
     UserInteractionError,
+    ask_deadline,
     ask_id,
     validate_request,
 )
-from ...interaction._pending import ask_deadline
 from ._draft import Draft
 from ._lines import LinesSurface
 from ._outcome import WITHDRAWN, DismissedError, timeout_marker

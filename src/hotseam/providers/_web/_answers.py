@@ -29,8 +29,8 @@ from ...interaction import (
     UserInteractionError,
     check_answer,
     check_question_answer,
+    where,
 )
-from ...interaction._answer import where
 
 __all__ = [
     "MAX_ANSWER_CHARS",

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import anyio
 
 from ..._core import get_logger
-from ...interaction._journal import Journal
+from ...interaction import Journal
 from ._app import build_app
 from ._journal_inbox import JournalInbox
 from ._provider import DEFAULT_HOST

@@ -30,8 +30,9 @@ from ...interaction import (
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
     UserInteractionError,
+    ask_id,
+    pending_asks,
 )
-from ...interaction._pending import ask_id, pending_asks
 from ._answers import MAX_ANSWER_CHARS, AnswerError, answer_label, question_dict, shown_answer
 from ._answers import parse_answer as read_answer
 

@@ -36,10 +36,12 @@ import anyio
 import anyio.abc
 
 from ..._core import get_logger
-from ...interaction import ASK_CANCELLED, ASK_TIMEOUT, AskUserQuestionRequest
-from ...interaction._journal import (
+from ...interaction import (
+    ASK_CANCELLED,
+    ASK_TIMEOUT,
     AskRecord,
     AskState,
+    AskUserQuestionRequest,
     DaemonRecord,
     InboxEntry,
     Journal,
