@@ -105,10 +105,6 @@ def run(args: argparse.Namespace) -> int:
         _check_stdio()
         paths = _watch_paths(args.watch)
         common = resolve_common(args, log_format="json")
-        from .. import __version__
-        from ._early import acp_answer, start_front
-
-        front = start_front(acp_answer(__version__))  # initialize, answered now
         with stdout_reserved() as protocol_out:
             configure_logging(common.log_format, level=common.log_level)  # type: ignore[arg-type]
             if args.agent:
@@ -122,6 +118,11 @@ def run(args: argparse.Namespace) -> int:
                 agent = acp_demo_agent
             signals = StopSignals("acp")
             signals.install()
+            from .. import __version__
+            from ._early import acp_answer, start_front
+
+            # The client's initialize is answered from now on, the SDK imported meanwhile.
+            front = start_front(acp_answer(__version__), protocol_out.fileno())
             code: int = anyio.run(
                 _main,
                 agent,

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from .._core import Agent, Context
-from ..providers.acp import current_turn
 
 __all__ = ["ACP_DEMO_AGENT", "ACP_DEMO_QUESTIONS", "acp_demo_agent"]
 
@@ -52,6 +51,8 @@ _PROMPT_SHOWN = 80
 
 async def acp_demo_agent(context: Context) -> None:
     """Ask the demo questions of one prompt turn and report the answers as message chunks."""
+    from ..providers.acp import current_turn  # the SDK: not before hotseam acp serves
+
     turn = current_turn()
     prompt = " ".join(turn.text.split())
     if len(prompt) > _PROMPT_SHOWN:

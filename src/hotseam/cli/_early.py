@@ -269,14 +269,15 @@ class EarlyFront:
         return True
 
 
-def start_front(answer: Answer) -> EarlyFront | None:
-    """An :class:`EarlyFront` reading stdin, started, when stdin and stdout are pipes (a
-    host's; a terminal or a file is read as before)."""
+def start_front(answer: Answer, out_fd: int = 1) -> EarlyFront | None:
+    """An :class:`EarlyFront` reading stdin and answering on ``out_fd`` (the protocol's
+    stdout), started, when both are pipes (a host's; a terminal or a file is read as
+    before)."""
     try:
-        pipes = all(stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (0, 1))
+        pipes = all(stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (0, out_fd))
     except OSError:
         return None
-    return EarlyFront(answer).start() if pipes else None
+    return EarlyFront(answer, out_fd=out_fd).start() if pipes else None
 
 
 class SkippingWriter(asyncio.StreamWriter):

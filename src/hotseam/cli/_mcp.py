@@ -155,6 +155,8 @@ def run(args: argparse.Namespace) -> int:
             checked["web"] = web_options(args)
             if not serves_http:
                 _check_stdio()
+                checked["signals"] = StopSignals("mcp")
+                checked["signals"].install()  # a host may stop the server once answered
                 from .. import __version__
                 from ._early import mcp_answer, start_front
 
@@ -166,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
         front: EarlyFront | None = checked.get("front")
         with stdout_reserved() as protocol_out:
             configure_logging(settings.log_format, level=settings.log_level)  # type: ignore[arg-type]
-            signals = StopSignals("mcp")
+            signals: StopSignals = checked.get("signals") or StopSignals("mcp")
             signals.install()
             code: int = anyio.run(
                 _main,

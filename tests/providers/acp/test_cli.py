@@ -395,4 +395,6 @@ async def test_sigterm_exits_0_and_stdout_is_protocol_only(tmp_path: Path) -> No
     assert response["result"]["protocolVersion"] == 1
     assert response["result"]["agentInfo"]["name"] == "hotseam"
     logs = _log_lines(tmp_path / "stderr.log")
-    assert {"acp.initialized", "acp.signal", "acp.stopped"} <= {line["event"] for line in logs}
+    # initialize is answered before the SDK is imported (cli/_early.py): a SIGTERM right
+    # after the answer may stop the agent before its SDK read the request (acp.initialized).
+    assert {"acp.signal", "acp.stopped"} <= {line["event"] for line in logs}
