@@ -25,6 +25,21 @@ is an upper bound), beside the wall time and the bare interpreter; and ``hotseam
 step by step from its own log lines. The header says when the run was made, on what and
 under what load; the end line the load when it ended. ``--hog N`` runs N busy processes
 beside the run (``bench/_hog.py``).
+
+**The goals** (issue 36), each hotseam row interleaved with its alternative in the same
+rounds, median and p95 and their ratio:
+
+* ``hotseam run`` → first answer against **the floor**: a script with the same libraries
+  doing the same job (anyio, a structlog JSON log, a pydantic model for the question and
+  the answer, an inotify watch of the providers' folder, a Unix socket listening, the
+  provider module compiled and executed, the question asked and answered); goal at most 1.15 times;
+* ``hotseam mcp`` and ``hotseam acp``: spawn → the first answer (``initialize``, and
+  ``server/discover`` for MCP, Claude Code's probe) against **a plain server on the same
+  SDK** doing the same (the mcp SDK's low-level ``Server`` on its ``stdio_server`` with
+  one tool; an acp SDK agent on ``run_agent``); goal at most 0.5 times, and inside Claude Code's 3 s
+  probe budget (p95) under load.
+
+``--only goals`` measures those rows alone (no breakdowns).
 """
 
 from __future__ import annotations
@@ -82,6 +97,174 @@ async def main(context):
     print("answer:", result.output["answer"], time.process_time(), flush=True)
 """
 
+TOOLS = '''\
+from pydantic import BaseModel
+
+from hotseam import ToolCall, tool
+
+
+class Text(BaseModel):
+    text: str
+
+
+@tool()
+async def echo(input: Text, call: ToolCall) -> str:
+    """Return the text."""
+    return input.text
+
+
+def setup(scope):
+    scope.register_tool(echo)
+'''
+FLOOR_PROVIDER = """\
+class Provider:
+    async def ask(self, question):
+        return {"answer": "fine"}
+"""
+FLOOR = """\
+import os, socket, sys, tempfile, time
+
+import anyio
+import inotify_simple
+import structlog
+from pydantic import BaseModel
+
+
+class Question(BaseModel):
+    question: str
+
+
+class Answer(BaseModel):
+    answer: str
+
+
+async def serve(listener, log):
+    async def one(stream):
+        async with stream:
+            log.info("control.request", data=(await stream.receive()).decode())
+    await listener.serve(one)
+
+
+async def main():
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.JSONRenderer(),
+        ],
+        logger_factory=structlog.PrintLoggerFactory(sys.stderr),
+    )
+    log = structlog.get_logger("floor")
+    notify = inotify_simple.INotify()
+    flags = inotify_simple.flags
+    notify.add_watch("floor_providers", flags.CLOSE_WRITE | flags.MOVED_TO | flags.DELETE)
+    folder = tempfile.mkdtemp()
+    listener = await anyio.create_unix_listener(os.path.join(folder, "control.sock"))
+    async with anyio.create_task_group() as group:
+        group.start_soon(serve, listener, log)
+        log.info("control socket", path=folder)
+        path = os.path.join("floor_providers", "ui.py")
+        with open(path, encoding="utf-8") as file:
+            namespace = {"__name__": "ui"}
+            exec(compile(file.read(), path, "exec"), namespace)
+        provider = namespace["Provider"]()
+        log.info("reload.committed", module="ui")
+        question = Question(question="How are you?")
+        answer = Answer.model_validate(await provider.ask(question))
+        print("answer:", answer.answer, time.process_time(), time.time(), flush=True)
+        group.cancel_scope.cancel()
+
+
+anyio.run(main)
+"""
+PLAIN_MCP = """\
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.stdio import stdio_server
+
+ECHO = types.Tool(
+    name="echo",
+    description="Return the text.",
+    input_schema={
+        "type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]
+    },
+)
+
+
+async def list_tools(ctx, params):
+    return types.ListToolsResult(tools=[ECHO])
+
+
+async def main():
+    server = Server("plain", version="1", on_list_tools=list_tools)
+    options = server.create_initialization_options(NotificationOptions(tools_changed=True))
+    async with stdio_server() as (read, write):
+        await server.run(read, write, options)
+
+
+anyio.run(main)
+"""
+PLAIN_ACP = """\
+import asyncio
+
+from acp import PROTOCOL_VERSION, run_agent
+from acp.schema import AgentCapabilities, Implementation, InitializeResponse, NewSessionResponse
+
+
+class Plain:
+    async def initialize(self, protocol_version, client_capabilities=None, client_info=None,
+                         **kwargs):
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(),
+            agent_info=Implementation(name="plain", version="1"),
+        )
+
+    async def new_session(self, cwd, mcp_servers=None, **kwargs):
+        return NewSessionResponse(session_id="one")
+
+
+asyncio.run(run_agent(Plain()))
+"""
+_CLIENT = {"name": "claude-code", "title": "Claude Code", "version": "2.1.332"}
+_CAPABILITIES = {"roots": {"listChanged": True}, "elicitation": {"form": {}, "url": {}}}
+MCP_INITIALIZE = {
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": _CAPABILITIES,
+        "clientInfo": _CLIENT,
+    },
+    "jsonrpc": "2.0",
+    "id": 0,
+}
+MCP_DISCOVER = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "server/discover",
+    "params": {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": _CLIENT,
+            "io.modelcontextprotocol/clientCapabilities": _CAPABILITIES,
+        }
+    },
+}
+ACP_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": 1,
+        "clientCapabilities": {
+            "fs": {"readTextFile": True, "writeTextFile": True},
+            "terminal": True,
+        },
+        "clientInfo": {"name": "zed", "version": "0.231.0", "title": "Zed"},
+    },
+}
+
 _SCRIPT = Path(sys.executable).with_name("hotseam")
 HOTSEAM = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "hotseam"]
 """The console script, as a user runs ``hotseam`` (``python -m hotseam`` without one)."""
@@ -95,6 +278,37 @@ ROWS = {
     "hotseam run → first answer, the ask tool": [*RUN, "tool_agent.py:main"],
 }
 DAEMON_ROWS = ("hotseam run → first answer, ask()", "hotseam run → first answer, the ask tool")
+FLOOR_ROW = "floor: the same libraries → first answer"
+GOAL_ROWS: dict[str, list[str]] = {
+    DAEMON_ROWS[0]: [*RUN, "agent.py:main"],
+    FLOOR_ROW: [sys.executable, "floor.py"],
+    "hotseam mcp → initialize answered": [*HOTSEAM, "mcp", "tools"],
+    "plain mcp-SDK server → initialize answered": [sys.executable, "plain_mcp.py"],
+    "hotseam mcp → server/discover answered": [*HOTSEAM, "mcp", "tools"],
+    "plain mcp-SDK server → server/discover answered": [sys.executable, "plain_mcp.py"],
+    "hotseam acp → initialize answered": [*HOTSEAM, "acp"],
+    "plain acp-SDK agent → initialize answered": [sys.executable, "plain_acp.py"],
+}
+REQUESTS = dict(
+    zip(
+        list(GOAL_ROWS)[2:],
+        [MCP_INITIALIZE] * 2 + [MCP_DISCOVER] * 2 + [ACP_INITIALIZE] * 2,
+        strict=True,
+    )
+)
+"""The rows timed to the first answer on stdout, and the line each writes to stdin."""
+GOALS = [  # hotseam's row, its alternative's, the most the ratio of their medians may be
+    (DAEMON_ROWS[0], FLOOR_ROW, 1.15),
+    ("hotseam mcp → initialize answered", "plain mcp-SDK server → initialize answered", 0.5),
+    (
+        "hotseam mcp → server/discover answered",
+        "plain mcp-SDK server → server/discover answered",
+        0.5,
+    ),
+    ("hotseam acp → initialize answered", "plain acp-SDK agent → initialize answered", 0.5),
+]
+_PROBE_BUDGET = 3000.0
+"""Claude Code's budget for an MCP server's answer to its server/discover probe (ms)."""
 
 
 def environment() -> dict[str, str]:
@@ -108,7 +322,96 @@ def project(folder: Path) -> Path:
     (folder / "agent.py").write_text(ASK_AGENT.format(wait=False), encoding="utf-8")
     (folder / "waiting.py").write_text(ASK_AGENT.format(wait=True), encoding="utf-8")
     (folder / "tool_agent.py").write_text(TOOL_AGENT, encoding="utf-8")
+    (folder / "tools").mkdir()
+    (folder / "tools" / "echo.py").write_text(TOOLS, encoding="utf-8")
+    (folder / "floor_providers").mkdir()
+    (folder / "floor_providers" / "ui.py").write_text(FLOOR_PROVIDER, encoding="utf-8")
+    (folder / "floor.py").write_text(FLOOR, encoding="utf-8")
+    (folder / "plain_mcp.py").write_text(PLAIN_MCP, encoding="utf-8")
+    (folder / "plain_acp.py").write_text(PLAIN_ACP, encoding="utf-8")
     return folder
+
+
+def timed_answer(
+    command: list[str], folder: Path, env: dict[str, str], request: dict[str, object]
+) -> tuple[float, float]:
+    """Wall seconds from starting ``command`` with ``request`` on its stdin until the first
+    line of its stdout (the answer; checked), and the CPU time of the process then (from
+    ``/proc``, every thread; it is then stopped)."""
+    started = time.perf_counter()
+    child = subprocess.Popen(
+        command,
+        cwd=folder,
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert child.stdin is not None
+    assert child.stdout is not None
+    child.stdin.write(json.dumps(request, separators=(",", ":")).encode() + b"\n")
+    child.stdin.flush()
+    line = child.stdout.readline()
+    elapsed = time.perf_counter() - started
+    cpu = _cpu_seconds(child.pid)
+    child.kill()
+    child.wait()
+    child.stdin.close()
+    child.stdout.close()
+    answer = json.loads(line)
+    assert answer.get("id") == request["id"], line
+    assert "result" in answer, line
+    return elapsed, cpu
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure_goals(rounds: int, folder: Path) -> dict[str, list[tuple[float, float]]]:
+    """The goal rows, interleaved: every row once per round, in a random order."""
+    env = environment()
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in GOAL_ROWS}
+    for round_number in range(rounds + 1):
+        for name in random.sample(list(GOAL_ROWS), len(GOAL_ROWS)):
+            if name in REQUESTS:
+                wall, cpu = timed_answer(GOAL_ROWS[name], folder, env, REQUESTS[name])
+            else:
+                wall, cpu = timed(GOAL_ROWS[name], folder, env, True)
+            if round_number:  # the first round warms the caches
+                samples[name].append((wall * 1000, cpu * 1000))
+    return samples
+
+
+def report_goals(samples: dict[str, list[tuple[float, float]]], rounds: int, hog: int) -> None:
+    print(
+        f"The goals (ms; {rounds} rounds, every row once a round in a random order, "
+        f"{'--hog ' + str(hog) if hog else 'no hog'}; load average now {load()}):\n"
+    )
+    print("| row | wall median | wall p95 | CPU median |")
+    print("|---|---:|---:|---:|")
+    stats = {}
+    for name, values in samples.items():
+        wall = [each for each, _ in values]
+        stats[name] = (statistics.median(wall), statistics.quantiles(wall, n=20)[-1])
+        cpu = statistics.median(each for _, each in values)
+        print(f"| `{name}` | {stats[name][0]:.1f} | {stats[name][1]:.1f} | {cpu:.1f} |")
+    print("\n| figure | hotseam median / p95 | alternative median / p95 | ratio | goal | met |")
+    print("|---|---:|---:|---:|---|---|")
+    for ours, theirs, most in GOALS:
+        ratio = stats[ours][0] / stats[theirs][0]
+        met = ratio <= most
+        goal = f"≤ {most}x"
+        if "mcp" in ours or "acp" in ours:
+            goal += f", p95 < {_PROBE_BUDGET / 1000:.0f} s"
+            met = met and stats[ours][1] < _PROBE_BUDGET
+        print(
+            f"| `{ours}` | {stats[ours][0]:.1f} / {stats[ours][1]:.1f} | "
+            f"{stats[theirs][0]:.1f} / {stats[theirs][1]:.1f} | {ratio:.2f}x | {goal} | "
+            f"{'yes' if met else 'no'} |"
+        )
+    print()
 
 
 def timed(
@@ -257,15 +560,16 @@ def load() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--only", choices=["goals"], help="measure the goal rows alone")
     add_hog_option(parser)
     options = parser.parse_args()
     with hog(options.hog):
         if options.hog:
             print(f"With --hog {options.hog}: {options.hog} busy processes beside the run.")
-        _run(options.rounds)
+        _run(options.rounds, options.hog, options.only == "goals")
 
 
-def _run(rounds: int) -> None:
+def _run(rounds: int, hog_count: int = 0, goals_only: bool = False) -> None:
     random.seed(1)
     compileall.compile_dir(Path(hotseam.__file__).parent, quiet=1)
     uname = platform.uname()
@@ -281,6 +585,10 @@ def _run(rounds: int) -> None:
     )
     with tempfile.TemporaryDirectory() as tmp:
         folder = project(Path(tmp))
+        report_goals(measure_goals(rounds, folder), rounds, hog_count)
+        if goals_only:
+            print(f"Ended {datetime.now(UTC):%H:%M} UTC, load average {load()}.")
+            return
         samples = measure(rounds, folder)
         walls = {name: [wall for wall, _ in values] for name, values in samples.items()}
         bare = statistics.median(walls["python -c pass"])
