@@ -9,9 +9,9 @@ The protocol is one JSON object per line each way: ``{"op": "status"}`` or ``{"o
 "reload", "paths": [...]}`` in, ``{"ok": true, ...}`` or ``{"ok": false, "error": "...",
 "code": "..."}`` out, then the server closes the connection. Nothing a client sends ends
 more than its own connection: a request line is read within ``REQUEST_TIMEOUT`` and at most
-``MAX_REQUEST`` bytes, decoded by a parser that bounds nesting (pydantic-core's, which
-stops at 200 levels instead of recursing into a ``RecursionError``), and checked field by
-field; whatever is wrong with it is the reply. Connections are accepted by the loop every
+``MAX_REQUEST`` bytes by the surface kit's bounded JSON-lines reader (the one ACP and MCP
+read stdin with: strict UTF-8, nesting bounded at 128 levels), and checked field by field;
+whatever is wrong with it is the reply. Connections are accepted by the loop every
 listener shares (:mod:`hotseam.providers._accept`): running out of file descriptors is
 waited out, not fatal, and at most ``MAX_CONNECTIONS`` are served at once.
 """
@@ -32,7 +32,7 @@ import anyio
 import anyio.abc
 
 from .._core import HarnessError
-from ..providers import accept_connections
+from ..providers import JsonLines, Refusal, accept_connections, decode_bytes
 from ._control_client import CLIENT_TIMEOUT, MAX_CONNECTIONS, MAX_REPLY, request
 from ._control_folder import (
     UNREACHABLE,
@@ -130,11 +130,22 @@ def parse_request(line: bytes) -> dict[str, Any]:
         )
     from pydantic import ValidationError
 
+    decoded = decode_bytes(line)
+    if isinstance(decoded, Refusal):
+        raise BadRequestError(_refused(decoded))
     try:
+        # Bounded and well-formed: pydantic reads it again, naming the fields in JSON's words.
         checked = _request_model().model_validate_json(line)
     except ValidationError as error:
         raise BadRequestError(_explain(error)) from None
     return {"op": checked.op, "paths": list(dict.fromkeys(checked.paths))}
+
+
+def _refused(refusal: Refusal) -> str:
+    """A line the reader refused, as the one-line reply (never echoing the input)."""
+    if refusal.kind == "too_deep":
+        return f"bad request: not valid JSON: recursion limit exceeded ({refusal.detail})"
+    return f"bad request: not valid JSON: {refusal.detail}"
 
 
 def _explain(error: ValidationError) -> str:
@@ -272,21 +283,16 @@ async def _request_line(stream: anyio.abc.ByteReceiveStream, timeout: float) -> 
     Raises:
         BadRequestError: it is longer than ``MAX_REQUEST`` or not complete within ``timeout``.
     """
-    buffer = bytearray()
+    lines = JsonLines(stream, max_line_bytes=MAX_REQUEST, discard_long=False)
     with anyio.move_on_after(timeout):
-        while (end := buffer.find(b"\n", 0, MAX_REQUEST + 1)) < 0:
-            if len(buffer) > MAX_REQUEST:
-                break
-            try:
-                buffer += await stream.receive()
-            except anyio.EndOfStream:  # the client shut its side: what came is the request
-                end = len(buffer)
-                break
-        if end < 0 or end > MAX_REQUEST:
+        line = await lines.receive_line()
+        if line is None:  # the client shut its side at once: an empty request
+            return b""
+        if line.too_long:
             raise BadRequestError(
                 f"bad request: the request line is longer than {MAX_REQUEST} bytes"
             )
-        return bytes(buffer[:end])
+        return line.data
     raise BadRequestError(f"bad request: no complete request line within {timeout:g} s")
 
 

@@ -16,6 +16,9 @@ from .._core import lazy_exports
 
 if TYPE_CHECKING:  # for hotseam's CLI, not public (not in __all__): imported when first used
     from ._accept import accept_connections as accept_connections
+    from ._kit import JsonLines as JsonLines
+    from ._kit import Refusal as Refusal
+    from ._kit import decode_bytes as decode_bytes
     from ._mcp import DEFAULT_MAX_SESSIONS as DEFAULT_MAX_SESSIONS
     from ._mcp import DEFAULT_SESSION_IDLE_TIMEOUT as DEFAULT_SESSION_IDLE_TIMEOUT
     from ._mcp import load_forms as load_forms
@@ -31,6 +34,9 @@ if not TYPE_CHECKING:  # type checkers read the imports above
         globals(),
         {
             "accept_connections": "._accept",
+            "JsonLines": "._kit",
+            "Refusal": "._kit",
+            "decode_bytes": "._kit",
             "DEFAULT_MAX_SESSIONS": "._mcp",
             "DEFAULT_SESSION_IDLE_TIMEOUT": "._mcp",
             "load_forms": "._mcp",

@@ -91,7 +91,8 @@ def _call(id_: int, name: str, meta: dict[str, Any] | None = None) -> dict[str, 
 async def test_bad_lines_then_a_peer_that_stops_reading(tmp_path: Path) -> None:
     """One process. A line over max-line-bytes (64KiB, from [tool.hotseam]) is discarded as
     it arrives (-32600 naming the limit), JSON nested too deep is -32700, JSON that is no
-    JSON-RPC is -32600; each with id null, and the next request is served. A host that
+    JSON-RPC is -32600; each with the id the line's start tells (9 for the long one, else
+    null), and the next request is served. A host that
     advertised no elicitation (2026-07-28 here) gets its question back as an error the
     model reads. Then the peer stops reading while replies pile up far beyond what a pipe
     holds: the server still reads stdin, still reloads a saved module, and SIGTERM still
@@ -108,7 +109,7 @@ async def test_bad_lines_then_a_peer_that_stops_reading(tmp_path: Path) -> None:
         )
         await peer.send(huge)
         error = await peer.receive()
-        assert error["id"] is None
+        assert error["id"] == 9  # read from the line's start: the host's request 9 is answered
         assert error["error"]["code"] == -32600
         assert f"limit of {LIMIT} bytes" in error["error"]["message"]
 

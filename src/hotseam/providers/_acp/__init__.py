@@ -15,8 +15,11 @@
   runs of the agent function, which may span prompt turns;
 * ``_agent``: the ACP agent that runs a hotseam agent function for each prompt turn;
 * ``_serve``: running that agent over stdio or an in-process transport;
-* ``_lines`` and ``_envelope``: reading stdin lines from an untrusted client, and what a
-  line that cannot be decoded whole says about itself (its id).
+* ``_lines``: JSON-RPC over stdin from an untrusted client, on the surface kit's bounded
+  reader (``hotseam.providers._kit``: size and depth limits, the id of a refused line).
+
+The names below are what :mod:`hotseam.providers.acp` and the MCP surface (the form
+mapping) import from here, each imported when first used.
 """
 
 from __future__ import annotations

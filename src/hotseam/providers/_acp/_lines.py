@@ -15,11 +15,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final
 
 from ..._core import get_logger
-from ._envelope import PREFIX_BYTES, Envelope, envelope_of, is_request_id, scan_envelope
+from .._kit import (
+    DEFAULT_MAX_DEPTH,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    Envelope,
+    JsonLines,
+    Refusal,
+    StreamReaderStream,
+    envelope_of,
+    is_request_id,
+)
 from ._form import type_name
 
 if TYPE_CHECKING:
@@ -43,22 +52,11 @@ ANSWER_REFUSED: Final = "hotseam.answerRefused"
 """Set in the ``data`` of the error that stands for a client's response refused here (the
 request it answered fails with it; never sent on the wire)."""
 
-MAX_DEPTH: Final = 128
+MAX_DEPTH: Final = DEFAULT_MAX_DEPTH
 """The deepest nesting of objects and arrays accepted in a message (serde_json's default,
 which the Rust ACP SDK parses with); ACP's own messages nest less than ten levels."""
 
-PARSE_ERROR: Final = -32700
-INVALID_REQUEST: Final = -32600
-
 _log = get_logger("hotseam.providers.acp")
-
-
-class _Oversized:
-    """A line longer than the cap, already discarded: its size and its start are kept."""
-
-    def __init__(self, size: int, head: bytes) -> None:
-        self.size = size
-        self.head = head
 
 
 class GuardedLines:
@@ -70,7 +68,7 @@ class GuardedLines:
     message nested more than :data:`MAX_DEPTH` levels deep, and a line longer than
     ``max_line_bytes`` get ``-32600`` (Invalid Request). Each answer carries the message's
     id when it can be told (read from the line's start when the line is not decoded
-    whole: :mod:`._envelope`), else ``"id": null``. A bad message that is a *response*
+    whole, by the surface kit's reader), else ``"id": null``. A bad message that is a *response*
     (to one of the agent's own requests) is not answered: that request fails with the
     error instead, as the TypeScript SDK does. Each is logged as ``acp.invalid_message``
     without the line's content, which may hold what the human typed. A response whose
@@ -93,7 +91,7 @@ class GuardedLines:
     ) -> None:
         if max_line_bytes < 1:
             raise ValueError(f"max_line_bytes must be at least 1, got {max_line_bytes}")
-        self._reader = reader
+        self._lines = JsonLines(StreamReaderStream(reader), max_line_bytes=max_line_bytes)
         self._inner = inner
         self.max_line_bytes = max_line_bytes
 
@@ -106,44 +104,40 @@ class GuardedLines:
     async def receive(self) -> dict[str, Any] | None:
         """The next message that is a JSON object; ``None`` at the end of the stream."""
         while True:
-            line = await self._read_line()
+            line = await self._lines.receive()
             if line is None:
                 return None
-            message: dict[str, Any] | None = None
-            if isinstance(line, _Oversized):
+            if isinstance(line, Refusal):
                 message = await self._refuse(
-                    scan_envelope(line.head),
-                    INVALID_REQUEST,
-                    f"the message line is {line.size} bytes long, more than the limit of "
-                    f"{self.max_line_bytes} bytes; it was discarded",
-                    size=line.size,
+                    line.envelope, line.code, self._detail(line), size=line.size
                 )
-            elif line := line.strip():
-                message = await self._decode(line)
+            else:
+                message = await self._check(line.value, line.size)
             if message is not None:
                 return message
 
-    async def _decode(self, line: bytes) -> dict[str, Any] | None:
-        """The message on ``line``, or what stands for it once refused (see :meth:`_refuse`)."""
-        try:
-            message = json.loads(line)
-        except (ValueError, RecursionError) as error:  # UnicodeDecodeError is a ValueError
-            if isinstance(error, RecursionError):
-                why = "the message is nested too deeply to parse"
-            else:
-                why = (
-                    "the message line is not JSON (JSON-RPC 2.0 over stdio: one JSON object "
-                    "per line, UTF-8)"
-                )
-            return await self._refuse(scan_envelope(line), PARSE_ERROR, why, size=len(line))
+    def _detail(self, refused: Refusal) -> str:
+        """What is wrong with a line the reader refused, in ACP's words."""
+        if refused.kind == "too_long":
+            return (
+                f"the message line is {refused.size} bytes long, more than the limit of "
+                f"{self.max_line_bytes} bytes; it was discarded"
+            )
+        if refused.kind == "not_json":
+            return _NOT_JSON
+        if refused.code == PARSE_ERROR:
+            return "the message is nested too deeply to parse"
+        return f"the message is nested more than {MAX_DEPTH} levels deep"
+
+    async def _check(self, message: object, size: int) -> dict[str, Any] | None:
+        """The message decoded, or what stands for it once refused (see :meth:`_refuse`)."""
         if not isinstance(message, dict):
             if isinstance(message, list):
                 why = "a batch (a JSON array); batches are not supported, send one object per line"
             else:
                 why = f"a JSON {type_name(message)}; a message must be a JSON object"
-            return await self._refuse(
-                Envelope(), INVALID_REQUEST, f"the message is {why}", size=len(line)
-            )
+            why = f"the message is {why}"
+            return await self._refuse(Envelope(), INVALID_REQUEST, why, size=size)
         request_id = message.get("id")
         if not _is_id_or_null(request_id):
             return await self._refuse(
@@ -152,9 +146,6 @@ class GuardedLines:
                 f"id must be a number, a string or null, got {type_name(request_id)}",
             )
         envelope = envelope_of(message)
-        if _nested_deeper_than(message, MAX_DEPTH):
-            why = f"the message is nested more than {MAX_DEPTH} levels deep"
-            return await self._refuse(envelope, INVALID_REQUEST, why, size=len(line))
         version = message.get("jsonrpc", _MISSING)
         if version != "2.0":
             why = f'jsonrpc must be "2.0" (JSON-RPC 2.0), {_described(version)}'
@@ -181,33 +172,6 @@ class GuardedLines:
                 "error": {"code": -32603, "message": "malformed error response from the client"},
             }
         return message
-
-    async def _read_line(self) -> bytes | _Oversized | None:
-        """One line without buffering more than the cap; ``None`` at the end of the stream."""
-        kept: list[bytes] = []
-        head = b""  # the line's start, kept whatever its length (for _envelope)
-        size = 0
-        while True:
-            ended = True
-            try:
-                chunk = await self._reader.readuntil(b"\n")
-            except asyncio.LimitOverrunError as overrun:  # longer than the reader's buffer
-                chunk = await self._reader.readexactly(overrun.consumed)
-                ended = False
-            except asyncio.IncompleteReadError as eof:
-                chunk = eof.partial
-                if not chunk and not size:
-                    return None
-            content = len(chunk) - (1 if chunk.endswith(b"\n") and ended else 0)
-            if len(head) < PREFIX_BYTES:
-                head += chunk[: PREFIX_BYTES - len(head)]
-            size += content
-            if size > self.max_line_bytes:
-                kept.clear()  # from here on, only counted
-            else:
-                kept.append(chunk)
-            if ended:
-                return _Oversized(size, head) if size > self.max_line_bytes else b"".join(kept)
 
     async def _refuse(
         self,
@@ -247,6 +211,9 @@ class GuardedLines:
 
 
 _MESSAGES: Final = {PARSE_ERROR: "Parse error", INVALID_REQUEST: "Invalid Request"}
+_NOT_JSON: Final = (
+    "the message line is not JSON (JSON-RPC 2.0 over stdio: one JSON object per line, UTF-8)"
+)
 _MISSING: Final = object()
 
 
@@ -261,21 +228,3 @@ def _described(version: object) -> str:
     if isinstance(version, str) and len(version) <= 16 and version.isprintable():
         return f"got {json.dumps(version)}"
     return f"got a {type_name(version)}"
-
-
-def _nested_deeper_than(message: object, limit: int) -> bool:
-    """Whether objects and arrays nest more than ``limit`` levels (the message is level 1).
-
-    Iterative, and stops at the first level too deep: the decoder's own limit (the
-    interpreter's recursion limit) is far above what the SDK's copying and validation,
-    and the log renderer, can take, and those would fail with ``RecursionError``.
-    """
-    stack: list[tuple[object, int]] = [(message, 1)]
-    while stack:
-        value, depth = stack.pop()
-        children = value.values() if isinstance(value, dict) else value
-        assert isinstance(children, Iterable)
-        if depth > limit:
-            return True
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False

@@ -5,10 +5,12 @@ whole) and writes through a worker thread (a client that never reads stdout bloc
 thread for good, and the process cannot exit). This transport reads the pipes on the
 event loop instead (asyncio), and:
 
-* reads a line in pieces of ``chunk`` bytes; a line longer than ``max_line_bytes`` is
-  discarded as it arrives and answered with error -32600 (``id: null``), naming the limit;
-* answers a line that is not JSON (or nested too deeply for the parser) with -32700, and
-  JSON that is no JSON-RPC message with -32600, each with one warning in the log;
+* reads lines with the surface kit's bounded reader (``hotseam.providers._kit``): a line
+  longer than ``max_line_bytes`` is discarded as it arrives and answered with error -32600
+  naming the limit, with the request's id when the line's start tells it (else ``null``);
+* answers a line that is not JSON (not UTF-8, or nested too deeply to parse) with -32700,
+  JSON nested more than 128 levels with -32600, and JSON that is no JSON-RPC message with
+  -32600, each with one warning in the log;
 * answers a request whose id is neither a string nor an integer (``{}``, ``[1]``,
   ``true``, ``1.5``, ``null``: MCP forbids a null id) with -32600, ``id: null``;
 * writes without ever blocking the loop: a client that stops reading holds only the
@@ -26,7 +28,6 @@ import asyncio
 import contextlib
 import json
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import anyio
 import mcp_types as types
@@ -35,48 +36,17 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from ..._core import get_logger
+from .._kit import Envelope, JsonLines, Refusal, StreamReaderStream, decode_line
 
 __all__ = ["DEFAULT_MAX_LINE_BYTES", "stdio_streams"]
 
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 """The longest message line read (room for images in tool arguments)."""
-_CHUNK = 1024 * 1024
 _STALL_WARNING = 10.0
 _FLUSH_WAIT = 2.0
 _PARSE_ERROR = -32700
 _INVALID_REQUEST = -32600
 _log = get_logger("hotseam.providers.mcp")
-
-
-@dataclass(frozen=True, slots=True)
-class _Line:
-    data: bytes
-    size: int
-    too_long: bool
-    eof: bool
-
-
-async def _read_line(reader: asyncio.StreamReader, max_bytes: int) -> _Line:
-    parts: list[bytes] = []
-    size = 0
-    too_long = False
-    while True:
-        eof = False
-        try:
-            chunk = await reader.readuntil(b"\n")
-            done = True
-        except asyncio.IncompleteReadError as partial:
-            chunk, done, eof = partial.partial, True, True
-        except asyncio.LimitOverrunError as overrun:
-            chunk, done = await reader.readexactly(overrun.consumed), False
-        size += len(chunk)
-        if size > max_bytes:
-            too_long = True
-            parts.clear()  # discarded as it arrives
-        elif not too_long:
-            parts.append(chunk)
-        if done:
-            return _Line(b"".join(parts), size, too_long, eof)
 
 
 _Key = tuple[bool, int | str]
@@ -167,10 +137,15 @@ async def stdio_streams(
     read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](16)
     book = _Book()
+    lines = JsonLines(StreamReaderStream(reader), max_line_bytes=max_line_bytes)
 
-    async def refuse(code: int, message: str) -> None:
+    async def refuse(code: int, message: str, envelope: Envelope | None = None) -> None:
+        # The id the line's start tells, unless the line answers one of the server's own
+        # requests (an error response to a response would answer nothing).
+        known = envelope is not None and not envelope.is_response
+        request_id = envelope.request_id if known and envelope is not None else None
         error = types.JSONRPCError(
-            jsonrpc="2.0", id=None, error=types.ErrorData(code=code, message=message)
+            jsonrpc="2.0", id=request_id, error=types.ErrorData(code=code, message=message)
         )
         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
             await write_send.send(SessionMessage(error))
@@ -181,26 +156,28 @@ async def stdio_streams(
 
     async def read_loop() -> None:
         async with read_send:
-            while True:
-                line = await _read_line(reader, max_line_bytes)
-                if line.too_long:
+            while (line := await lines.receive_line()) is not None:
+                if line.blank:
+                    continue
+                decoded = decode_line(line, lines.max_depth)
+                if isinstance(decoded, Refusal) and decoded.kind == "too_long":
                     _log.warning("mcp.line_too_long", size=line.size, limit=max_line_bytes)
                     await refuse(
                         _INVALID_REQUEST,
                         f"message discarded: a line of {line.size} bytes is longer than the "
                         f"limit of {max_line_bytes} bytes (--max-line-bytes)",
+                        decoded.envelope,
                     )
-                elif line.data.strip():
-                    message = _parse(line.data)
-                    if isinstance(message, tuple):
-                        code, text = message
-                        _log.warning("mcp.message_refused", rpc_code=code, reason=text)
-                        await refuse(code, text)
-                    else:
-                        book.read(message)
-                        await read_send.send(SessionMessage(message))
-                if line.eof:
-                    break
+                    continue
+                message = _refused(decoded) if isinstance(decoded, Refusal) else _parse(line.data)
+                if isinstance(message, tuple):
+                    code, text = message
+                    _log.warning("mcp.message_refused", rpc_code=code, reason=text)
+                    envelope = decoded.envelope if isinstance(decoded, Refusal) else None
+                    await refuse(code, text, envelope)
+                else:
+                    book.read(message)
+                    await read_send.send(SessionMessage(message))
             waiting = book.end()
             if book.owed or waiting:
                 _log.info(
@@ -284,6 +261,15 @@ async def _flush(
 
 def _encoded(item: SessionMessage) -> bytes:
     return (item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode()
+
+
+def _refused(refusal: Refusal) -> tuple[int, str]:
+    """The error code and text of a line the reader refused (other than for its length)."""
+    if refusal.kind == "too_deep":
+        if refusal.code == _PARSE_ERROR:
+            return _PARSE_ERROR, f"parse error: {refusal.detail} (recursion limit exceeded)"
+        return _INVALID_REQUEST, f"invalid request: the message is {refusal.detail}"
+    return _PARSE_ERROR, f"parse error: not valid JSON ({refusal.detail})"
 
 
 def _parse(data: bytes) -> types.JSONRPCMessage | tuple[int, str]:

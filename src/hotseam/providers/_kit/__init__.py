@@ -1,0 +1,60 @@
+"""The surface kit: what every surface of the user-interaction seam shares.
+
+* ``_envelope``: what a JSON-RPC line that cannot be decoded whole says about itself (its
+  id, and whether it answers a request);
+* ``_json_lines``: one bounded reader of JSON lines from an untrusted peer (a size and a
+  depth limit, invalid UTF-8, a line split across reads, the id of a refused line), used by
+  ACP over stdio, MCP over stdio and the control socket.
+
+Imported by name from anywhere in :mod:`hotseam.providers` (``from .._kit import
+JsonLines``); the CLI reaches it through :mod:`hotseam.providers`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..._core import lazy_exports
+
+if TYPE_CHECKING:  # imported when first used
+    from ._envelope import PREFIX_BYTES as PREFIX_BYTES
+    from ._envelope import Envelope as Envelope
+    from ._envelope import RequestId as RequestId
+    from ._envelope import envelope_of as envelope_of
+    from ._envelope import is_request_id as is_request_id
+    from ._envelope import scan_envelope as scan_envelope
+    from ._json_lines import DEFAULT_MAX_DEPTH as DEFAULT_MAX_DEPTH
+    from ._json_lines import INVALID_REQUEST as INVALID_REQUEST
+    from ._json_lines import PARSE_ERROR as PARSE_ERROR
+    from ._json_lines import Decoded as Decoded
+    from ._json_lines import JsonLines as JsonLines
+    from ._json_lines import Line as Line
+    from ._json_lines import Refusal as Refusal
+    from ._json_lines import StreamReaderStream as StreamReaderStream
+    from ._json_lines import decode_bytes as decode_bytes
+    from ._json_lines import decode_line as decode_line
+    from ._json_lines import nested_deeper_than as nested_deeper_than
+
+if not TYPE_CHECKING:  # type checkers read the imports above
+    __getattr__ = lazy_exports(
+        globals(),
+        {
+            "PREFIX_BYTES": "._envelope",
+            "Envelope": "._envelope",
+            "RequestId": "._envelope",
+            "envelope_of": "._envelope",
+            "is_request_id": "._envelope",
+            "scan_envelope": "._envelope",
+            "DEFAULT_MAX_DEPTH": "._json_lines",
+            "INVALID_REQUEST": "._json_lines",
+            "Decoded": "._json_lines",
+            "PARSE_ERROR": "._json_lines",
+            "JsonLines": "._json_lines",
+            "Line": "._json_lines",
+            "Refusal": "._json_lines",
+            "StreamReaderStream": "._json_lines",
+            "decode_bytes": "._json_lines",
+            "decode_line": "._json_lines",
+            "nested_deeper_than": "._json_lines",
+        },
+    )
