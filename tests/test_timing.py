@@ -1,6 +1,7 @@
 """The suite's one time factor (tests/_timing.py) and the busy machine of ``make test-loaded``
 (tests/_hog.py): the factor is measured when not chosen, shared with the processes the tests
-start, and stretches pytest-timeout's limits as well as the deadlines the tests write."""
+start, follows a load that rises after the start, and stretches pytest-timeout's limits as
+well as the deadlines the tests write."""
 
 from __future__ import annotations
 
@@ -15,11 +16,19 @@ from tests._timing import scaled
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _python(code: str, *, scale: str | None, hog: int = 0) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` in a fresh interpreter at the repository root (beside ``hog`` spinners)."""
-    env = {key: value for key, value in os.environ.items() if key != "HOTSEAM_TEST_TIME_SCALE"}
+VARIABLES = ("HOTSEAM_TEST_TIME_SCALE", "HOTSEAM_TEST_TIME_MEASURED")
+
+
+def _python(
+    code: str, *, scale: str | None, hog: int = 0, measured: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter at the repository root (beside ``hog`` spinners),
+    with the factor ``scale`` chosen, or inherited as measured (``measured``), or neither."""
+    env = {key: value for key, value in os.environ.items() if key not in VARIABLES}
     if scale is not None:
         env["HOTSEAM_TEST_TIME_SCALE"] = scale
+    if measured is not None:
+        env["HOTSEAM_TEST_TIME_SCALE"] = env["HOTSEAM_TEST_TIME_MEASURED"] = measured
     command = [sys.executable, "-c", code]
     if hog:
         command = [sys.executable, "tests/_hog.py", "--procs", str(hog), "--settle", "1", "--"]
@@ -30,6 +39,8 @@ def _python(code: str, *, scale: str | None, hog: int = 0) -> subprocess.Complet
 
 
 REPORT = "import os, tests._timing as t; print(t.TIME_SCALE, os.environ['HOTSEAM_TEST_TIME_SCALE'])"
+# What a deadline set now is stretched by; then the load per core the machine had meanwhile.
+NOW = "import tests._timing as t; print(t.scaled(1.0), t.current_load())"
 
 
 def test_a_chosen_factor_is_used_as_it_is() -> None:
@@ -54,8 +65,25 @@ def test_a_busy_machine_measures_slower_and_the_factor_is_handed_to_children() -
     factor, exported = loaded.stdout.split()
     assert float(factor) >= 1.5, loaded.stderr
     assert exported == factor
+    measured = _python(REPORT + "; print(os.environ['HOTSEAM_TEST_TIME_MEASURED'])", scale=None)
+    assert len(set(measured.stdout.split())) == 1, measured.stderr  # marked as measured
     assert f"hog: {spinners} busy processes" in loaded.stderr
     assert "hog: stopped after" in loaded.stderr
+
+
+def test_a_measured_factor_follows_a_load_that_rises_after_the_start() -> None:
+    """A worker inherits the factor its controller measured on an idle machine (1), then
+    three spinners per core start (a neighbour's build): a deadline set now is stretched by
+    the load it meets (about 3), never below the start's. A chosen factor stays as it is."""
+    spinners = 3 * (os.cpu_count() or 1)
+    inherited = _python(NOW, scale=None, measured="1.0", hog=spinners)
+    assert inherited.returncode == 0, inherited.stderr
+    stretch, _ = map(float, inherited.stdout.split())
+    assert stretch >= 2.5, inherited.stderr
+    chosen = _python(NOW, scale="1.0", hog=spinners)
+    assert chosen.returncode == 0, chosen.stderr
+    stretch, load = map(float, chosen.stdout.split())
+    assert (stretch, load >= 2.5) == (1.0, True), chosen.stderr
 
 
 def test_the_hog_ends_its_spinners_with_the_command_and_passes_on_its_exit_code() -> None:
@@ -103,6 +131,7 @@ def test_pytest_timeouts_are_stretched_by_the_factor(
         """
     )
     monkeypatch.setenv("HOTSEAM_TEST_TIME_SCALE", "3")
+    monkeypatch.delenv("HOTSEAM_TEST_TIME_MEASURED", raising=False)  # chosen: exactly 3
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=scaled(60))
     result.assert_outcomes(passed=2, failed=1)
@@ -127,6 +156,7 @@ def test_the_escape_checks_wait_for_a_stopping_thread_is_an_option_the_suite_sca
     pytester.makeini("[pytest]\nhotseam_escape_check = true\n")
     pytester.makepyfile(STOPPING_THREAD)
     monkeypatch.setenv("HOTSEAM_TEST_TIME_SCALE", "10")
+    monkeypatch.delenv("HOTSEAM_TEST_TIME_MEASURED", raising=False)
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
     plain = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=scaled(60))
     assert plain.ret != 0

@@ -248,7 +248,12 @@ async def started(tmp_path: Path, command: str, *, hold: float = 0.0) -> AsyncIt
     listener = await anyio.create_unix_listener(socket_path)
     try:
         process = await anyio.open_process(
-            [sys.executable, "-m", "hotseam", *args, "--dispose-timeout", "7200"],
+            # The import bound stretched too: the agent's module and the watched ones take
+            # over its default 10 s on a busy machine, and the command then exits 2.
+            [
+                *(sys.executable, "-m", "hotseam", *args, "--dispose-timeout", "7200"),
+                *("--import-timeout", f"{scaled(10.0):g}"),
+            ],
             cwd=tmp_path,
             env=env,
         )

@@ -12,10 +12,18 @@ from typing import Any
 
 import anyio
 import pytest
+from tests._timing import scaled
 
 from ._harness import STARTUP, WAIT, ChatOnlyClient, Connected, rpc_error, spawned
 
 AGENTS = Path(__file__).with_name("acp_test_agents.py")
+
+
+def _import_bound() -> tuple[str, str]:
+    """``--import-timeout``: the default 10 s, stretched by the suite's factor now. Importing
+    the agent's module (the ACP SDK with it) or a watched one takes over 10 s at load 15 on
+    2 cores, and hotseam acp then refuses to start (exit 2)."""
+    return ("--import-timeout", f"{scaled(10.0):g}")
 
 
 def _accept(**content: Any) -> dict[str, Any]:
@@ -190,7 +198,9 @@ async def test_an_agent_side_abort_and_a_stray_print(
     its print() goes to stderr, never onto the protocol stream."""
     stderr_path = tmp_path / "stderr.log"
     with stderr_path.open("wb") as stderr, caplog.at_level(logging.WARNING):
-        async with spawned("--agent", f"{AGENTS}:abort_agent", stderr=stderr) as acp:
+        async with spawned(
+            "--agent", f"{AGENTS}:abort_agent", *_import_bound(), stderr=stderr
+        ) as acp:
             pending = acp.start_prompt()
             requests = [await acp.next_request(), await acp.next_request()]
             first, second = sorted(requests, key=lambda r: r.arguments["message"])
@@ -241,7 +251,9 @@ async def test_watched_providers_shadow_the_acp_provider_and_hot_reload(tmp_path
     providers.mkdir()
     module = providers / "canned.py"
     module.write_text(CANNED.format(version=1))
-    async with spawned("--watch", str(providers), "--deletion-grace", "0.2", stderr=None) as acp:
+    async with spawned(
+        "--watch", str(providers), "--deletion-grace", "0.2", *_import_bound(), stderr=None
+    ) as acp:
         assert await _turn(acp, []) == (
             "end_turn",
             "You asked: go\nApproach: canned v1\nNotes: canned v1\n",
@@ -268,7 +280,7 @@ async def test_watch_takes_the_reload_options_of_dev_and_run(tmp_path: Path) -> 
     big = providers / "big.py"
     big.write_text("def setup(scope):\n    pass\n" + "#" * 2048 + "\n")
     flags = ["--polling", "--deletion-grace", "0.2", "--max-module-size", "1KiB"]
-    async with spawned("--watch", str(providers), *flags, stderr=None) as acp:
+    async with spawned("--watch", str(providers), *flags, *_import_bound(), stderr=None) as acp:
         serving = await acp.wait_for_log(lambda e: e["event"] == "acp.serving")
         refused = await acp.wait_for_log(lambda e: e["event"] == "reload.aborted")
         assert (await _turn(acp, []))[1] == "You asked: go\nApproach: canned v1\nNotes: canned v1\n"
