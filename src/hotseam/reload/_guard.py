@@ -35,7 +35,6 @@ from typing import Any
 
 import anyio
 import anyio.from_thread
-import anyio.lowlevel
 import sniffio
 
 __all__ = [
@@ -233,6 +232,23 @@ nothing meanwhile: at most this long once per run, below the interpreter's switc
 (5 ms) that a body running Python imposes on the loop anyway."""
 
 
+def _call_soon_threadsafe() -> Callable[[Callable[[], object]], object]:
+    """The running loop's own "call this soon, from any thread", looked up on the loop.
+
+    Not ``anyio.lowlevel.current_token()``: before anyio 4.11 it is the bare loop or
+    ``TrioToken``, with no ``backend_class`` to call through. Looked up here, on the loop,
+    so a mismatch fails the run loudly instead of inside the thread, where the loop would
+    never learn that the body ended.
+    """
+    if sniffio.current_async_library() == "trio":
+        import trio
+
+        return trio.lowlevel.current_trio_token().run_sync_soon
+    import asyncio
+
+    return asyncio.get_running_loop().call_soon_threadsafe
+
+
 def current_run() -> ThreadRun | None:
     """The :class:`ThreadRun` whose thread this is, if any."""
     run: ThreadRun | None = getattr(_CURRENT, "run", None)
@@ -314,7 +330,7 @@ class Worker:
         Cancellation stops the waiting (the run is abandoned) and propagates.
         """
         run = ThreadRun(label)
-        token = anyio.lowlevel.current_token()
+        call_soon = _call_soon_threadsafe()
         context = contextvars.copy_context()
         handoff = threading.Lock()
         finished = threading.Event()
@@ -341,8 +357,9 @@ class Worker:
                 if not told:
                     # Scheduled, not waited for: the thread is free at once (a blocking call
                     # would have it wait for the loop, then compete with it for the GIL).
-                    with contextlib.suppress(Exception):  # the loop is gone: nobody waits
-                        token.backend_class.run_sync_soon(run.done.set, (), token.native_token)
+                    # The loop is gone (asyncio: closed; trio: RunFinishedError): nobody waits.
+                    with contextlib.suppress(RuntimeError):
+                        call_soon(run.done.set)
             return not run.abandoned
 
         slow, notify = on_slow if on_slow is not None else (math.inf, None)
