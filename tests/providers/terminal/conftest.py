@@ -60,13 +60,14 @@ STACK = AskUserQuestionRequest.of(
 """The three questions of issue 24: one choice, several (at most 2), free text (optional)."""
 
 
-async def until(predicate: Callable[[], bool], *, timeout: float = scaled(5.0)) -> None:
-    """Wait until ``predicate()`` holds, for states nothing can be awaited on.
+async def until(predicate: Callable[[], bool], *, timeout: float | None = None) -> None:
+    """Wait until ``predicate()`` holds, for states nothing can be awaited on (within
+    ``timeout``, by default 5 s scaled by the suite's factor at the call).
 
     It yields to the event loop between checks; the short sleep only matters when another
     thread (prompt_toolkit's stdout proxy) has to run first.
     """
-    with anyio.fail_after(timeout):
+    with anyio.fail_after(scaled(5.0) if timeout is None else timeout):
         while not predicate():  # noqa: ASYNC110 - there is nothing to wait on
             await anyio.sleep(0.001)
 

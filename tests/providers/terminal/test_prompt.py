@@ -182,7 +182,11 @@ async def test_a_narrow_terminal_wraps_the_question_instead_of_cutting_it(
 
 async def test_agent_side_cancellation_withdraws_the_prompt_at_once(keys: PipeInput) -> None:
     """The prompt is torn down within 100 ms, a marker says so, the cancellation propagates,
-    stdout is unpatched, and the next prompt on the same input works."""
+    stdout is unpatched, and the next prompt on the same input works.
+
+    100 ms on an idle machine: prompt_toolkit's default stdout-proxy batch (0.2 s) would
+    block the close past it. The bound is scaled when it is checked: the teardown hands off
+    between threads, and at load 20 on 2 cores each hand-off waits for a turn of the CPU."""
     screen = Screen()
     provider = TerminalProvider(input=keys, output=screen.output)
     stdout, stderr = sys.stdout, sys.stderr
@@ -198,7 +202,7 @@ async def test_agent_side_cancellation_withdraws_the_prompt_at_once(keys: PipeIn
                 scope.cancel()
         elapsed = time.perf_counter() - started
     assert scope.cancelled_caught
-    assert elapsed < scaled(0.1)
+    assert elapsed < scaled(0.1), elapsed
     assert screen.lines[-2:] == ["> half-typed", "(question withdrawn)"]
     assert not screen.cursor_hidden
     assert (sys.stdout, sys.stderr) == (stdout, stderr)
