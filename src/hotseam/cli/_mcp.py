@@ -133,9 +133,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve until the host closes stdin, SIGTERM or Ctrl-C (exit 0)."""
-    import anyio
-
-    from ._logging import configure_logging
     from ._stdio_cmd import StopSignals, exit_process, stdout_reserved
     from ._web import web_options
 
@@ -163,6 +160,10 @@ def run(args: argparse.Namespace) -> int:
                 checked["front"] = start_front(mcp_answer(__version__))
 
         own = _own_options(args, settings.config, check)  # then imports the SDK's modules
+        import anyio
+
+        from ._logging import configure_logging  # structlog: after the front started
+
         paths: list[Path] = checked["paths"]
         web: WebOptions | None = checked["web"]
         front: EarlyFront | None = checked.get("front")
