@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.hotseam-installed
 
-.PHONY: demo test test-loaded lint typecheck unit docs bench stress interop browser-test clean
+.PHONY: demo test test-loaded test-stress lint typecheck unit docs bench stress interop browser-test clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "hotseam needs Python >= 3.11, found " + sys.version.split()[0])'
@@ -29,9 +29,17 @@ typecheck: $(STAMP)
 
 # Three workers on the 2-core machine: the suite is mostly subprocesses and waiting (about
 # 5 minutes of CPU in 4.5 minutes of wall with two workers), so a third fills the waits:
-# 3m11s instead of 4m30s on 2026-12-01, every test passing in both.
+# 3m11s instead of 4m30s on 2026-12-01, every test passing in both. The tests marked
+# `stress` (the short tortures, the fleet) are left out: `make test-stress` runs them, and the
+# costly property tests (marked `examples`) with their full Hypothesis counts; CI runs both.
 unit: $(STAMP)
-	$(BIN)/pytest -n 3
+	$(BIN)/pytest -n 3 -m "not stress"
+
+# What `make test` leaves out or runs short (CI runs it after `make test`, .ci/run): the
+# tests marked `stress`, and those marked `examples` under the Hypothesis profile "stress"
+# (4 times the examples of `make test`: tests/conftest.py). About 3 minutes on 2 cores.
+test-stress: $(STAMP)
+	$(BIN)/pytest -n 3 -m "stress or examples" --hypothesis-profile=stress
 
 # The unit suite on a busy machine: three busy processes per core beside the suite's own
 # workers (load average near 8 on 2 cores) for as long as it runs (tests/_hog.py). Every
@@ -65,8 +73,8 @@ bench: $(STAMP)
 # SQLite), 4 MCP host sessions through 1,000 edits of tool modules, the reload torture
 # inside agent runs of an SQLite ask journal restarted every 25 edits (asks of one question:
 # a multi-question ask cut by a restart is asked again whole, a known gap), then the stateful
-# invariant suite with many examples. Under 20 minutes on 2 cores.
-stress: $(STAMP)
+# invariant suite with many examples, after `make test-stress`. Under 25 minutes on 2 cores.
+stress: test-stress
 	$(BIN)/python bench/torture.py --edits 1000 --backend asyncio
 	$(BIN)/python bench/torture.py --edits 1000 --backend trio
 	$(BIN)/python bench/torture_daemon.py --edits 600 --backend asyncio

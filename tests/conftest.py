@@ -10,10 +10,19 @@ from typing import Any
 
 import pytest
 import structlog
+from hypothesis import settings
 from tests import _timing
 from tests._timing import scaled
 
 pytest_plugins = ["pytester"]
+
+# Hypothesis profiles. "hotseam" is the suite's (`make test`): Hypothesis's own 100 examples,
+# which the property tests whose examples are costly (marked ``examples``: the invariant
+# machines, the multi-question model) take a share of. "stress" (`make test-stress`, which CI
+# runs: ``--hypothesis-profile=stress``) gives those tests today's full counts, 4 times more.
+settings.register_profile("hotseam", max_examples=100)
+settings.register_profile("stress", max_examples=400)
+settings.load_profile("hotseam")  # --hypothesis-profile loads another after this
 
 
 def pytest_report_header() -> str:

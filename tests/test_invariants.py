@@ -32,9 +32,11 @@ ask journal (tests/_journal_machine.py: invariant 10, agents' runs, restarts, an
 process answering) and with asks of several questions (tests/_multi_question_machine.py:
 exactly once per ask and per question).
 
-``HOTSEAM_STATEFUL_EXAMPLES`` sets the number of examples per backend (default 200); the
-journal's variants run a fifth of them per backend and engine, the several-questions
-variant a third per backend (``make stress`` runs 2,000).
+``HOTSEAM_STATEFUL_EXAMPLES`` sets the number of examples per backend; by default it is half
+the Hypothesis profile's count (tests/conftest.py): 50 in ``make test``, 200 in ``make
+test-stress`` (CI runs both); the journal's variants run a fifth of them per backend and
+engine (at least 10), the several-questions variant a third per backend (``make stress``
+runs 2,000).
 """
 
 from __future__ import annotations
@@ -53,7 +55,10 @@ from _journal_model import ENGINES
 from _multi_question_machine import MultiQuestionRules
 from hotseam.interaction import Question, QuestionAnswer
 
-EXAMPLES = int(os.environ.get("HOTSEAM_STATEFUL_EXAMPLES", "200"))
+# settings.default is the profile loaded when the module is imported (after pytest_configure).
+EXAMPLES = int(
+    os.environ.get("HOTSEAM_STATEFUL_EXAMPLES") or max(settings.default.max_examples // 2, 10)
+)
 JOURNAL_EXAMPLES = max(EXAMPLES // 5, 10)  # per backend and engine
 MULTI_EXAMPLES = max(EXAMPLES // 3, 10)  # per backend
 STEPS = 50
@@ -67,6 +72,7 @@ SETTINGS = settings(
 )
 
 
+@pytest.mark.examples
 @pytest.mark.timeout(120 + EXAMPLES // 2)
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_core_and_seam_invariants(backend: str) -> None:
@@ -80,6 +86,7 @@ class MultiQuestionMachine(MultiQuestionRules, InvariantMachine):
     together or one at a time."""
 
 
+@pytest.mark.examples
 @pytest.mark.timeout(120 + MULTI_EXAMPLES)
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_invariants_with_multi_question_asks(backend: str) -> None:
@@ -95,6 +102,7 @@ class JournalInvariantMachine(JournalRules, MultiQuestionRules, InvariantMachine
     max_multi_asks = 2  # outside runs: the agents ask several questions too
 
 
+@pytest.mark.examples
 @pytest.mark.timeout(120 + JOURNAL_EXAMPLES)
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])

@@ -804,7 +804,13 @@ def _entry(draw: st.DrawFn, question: Question) -> QuestionAnswer:
     )
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# 30 examples in `make test`, 120 in `make test-stress` (the profiles: tests/conftest.py).
+@pytest.mark.examples
+@settings(
+    max_examples=settings.default.max_examples * 3 // 10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 @given(data=st.data(), request=_requests())
 def test_any_valid_request_and_answer_round_trip_through_json(
     data: st.DataObject, request: Request

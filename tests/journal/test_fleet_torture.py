@@ -28,6 +28,9 @@ from _postgres import PostgresServer, PostgresUnavailableError, postgres_unavail
 
 torture = load_bench("fleet_torture", "_fleet_world", "_fleet_ledger")
 
+# About a minute of daemons killed at random: `make test-stress` runs it (and CI), not `make test`.
+pytestmark = pytest.mark.stress
+
 
 @pytest.fixture(params=["postgresql", "sqlite"])
 def engine(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:

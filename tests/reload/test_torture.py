@@ -24,6 +24,7 @@ pytestmark = pytest.mark.anyio
 torture = load_bench("torture")
 
 
+@pytest.mark.stress  # 80 random edits: `make test-stress` (and CI); the sabotages below stay
 @pytest.mark.timeout(60)
 async def test_every_reload_guarantee_holds_through_random_edits(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
@@ -52,6 +53,7 @@ CAUGHT_BY = {
 }
 
 
+@pytest.mark.stress
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("engine", ["sqlite", "memory"])
 async def test_every_reload_and_journal_guarantee_holds_through_restarts(

@@ -25,6 +25,9 @@ from _bench import load_bench
 
 GIT = shutil.which("git") is not None
 
+# Hundreds of random steps and a real daemon hammered: `make test-stress` (and CI) runs them.
+pytestmark = pytest.mark.stress
+
 
 def _bench(name: str) -> ModuleType:
     """A bench script's module (torture_daemon imports the CLI torture lazily)."""

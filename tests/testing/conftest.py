@@ -4,6 +4,9 @@ report of its own defect from the output."""
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
 import re
 import subprocess
 import sys
@@ -181,7 +184,27 @@ async def test_clean(hotseam_scope, hotseam_reloader):
 
 @pytest.fixture(scope="session")
 def planted_report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """The teardown report of each users' test that failed (by test id), and the summary."""
+    """The teardown report of each users' test that failed (by test id), and the summary.
+
+    Once per run, not once per pytest-xdist worker: the users' run takes a few seconds of
+    CPU, so the first worker that needs it runs it and leaves the report in the run's
+    temporary folder (shared by the workers: --basetemp's parent) for the others, which wait
+    for it under a lock."""
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    report = root / "planted-report.json"
+    with (root / "planted-report.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if report.exists():
+            found: dict[str, str] = json.loads(report.read_text(encoding="utf-8"))
+            return found
+        found = _run_the_users_tests(tmp_path_factory)
+        report.write_text(json.dumps(found), encoding="utf-8")
+        return found
+
+
+def _run_the_users_tests(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     folder = tmp_path_factory.mktemp("planted")
     (folder / "test_users.py").write_text(USERS_TESTS.format(planted=str(PLANTED)))
     done = subprocess.run(

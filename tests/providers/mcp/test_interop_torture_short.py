@@ -11,11 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from tests._timing import scaled
 
 TORTURE = Path(__file__).resolve().parents[3] / "bench" / "mcp_torture.py"
 
 
+@pytest.mark.stress  # two host sessions through 30 edits: `make test-stress` (and CI)
 def test_thirty_edits_lose_no_answer_answer_none_twice_and_know_every_tool() -> None:
     """Exit 0 and the report's must-be-0 table all zeros, with calls answered on both eras."""
     done = subprocess.run(
