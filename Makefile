@@ -27,25 +27,30 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# Three workers on the 2-core machine: the suite is mostly subprocesses and waiting (about
-# 5 minutes of CPU in 4.5 minutes of wall with two workers), so a third fills the waits:
-# 3m11s instead of 4m30s on 2026-12-01, every test passing in both. The tests marked
-# `stress` (the short tortures, the fleet) are left out: `make test-stress` runs them, and the
-# costly property tests (marked `examples`) with their full Hypothesis counts; CI runs both.
+# Three workers on the 2-core machine: many tests wait on the processes they start, so a
+# third worker fills the waits. The suite's cost is mostly those processes' Python start-up
+# (about 17 CPU-minutes in all, 2026-12-02): the sources are compiled once first, since with
+# PYTHONDONTWRITEBYTECODE set (as in some CI images) every process would compile hotseam
+# again (0.3 s of CPU each). The tests marked `stress` (the short tortures, the fleet) are
+# left out: `make test-stress` runs them, and the costly property tests (marked `examples`)
+# with their full Hypothesis counts; CI runs both.
 unit: $(STAMP)
+	@$(BIN)/python -m compileall -q -j 0 src tests >/dev/null
 	$(BIN)/pytest -n 3 -m "not stress"
 
 # What `make test` leaves out or runs short (CI runs it after `make test`, .ci/run): the
 # tests marked `stress`, and those marked `examples` under the Hypothesis profile "stress"
 # (4 times the examples of `make test`: tests/conftest.py). About 3 minutes on 2 cores.
 test-stress: $(STAMP)
+	@$(BIN)/python -m compileall -q -j 0 src tests >/dev/null
 	$(BIN)/pytest -n 3 -m "stress or examples" --hypothesis-profile=stress
 
-# The unit suite on a busy machine: three busy processes per core beside the suite's own
+# `make unit` on a busy machine: three busy processes per core beside the suite's own
 # workers (load average near 8 on 2 cores) for as long as it runs (tests/_hog.py). Every
-# deadline of the suite is stretched by the factor tests/_timing.py measures at its start.
+# deadline of the suite is stretched by the factor tests/_timing.py measures.
 test-loaded: $(STAMP)
-	$(BIN)/python tests/_hog.py -- $(BIN)/pytest -n 3
+	@$(BIN)/python -m compileall -q -j 0 src tests >/dev/null
+	$(BIN)/python tests/_hog.py -- $(BIN)/pytest -n 3 -m "not stress"
 
 # The documentation site (docs/ -> build/site/), warnings as errors: a broken link, anchor or
 # cross-reference fails. Installs the pinned `docs` extra into .venv on first use.
