@@ -288,7 +288,7 @@ def _warm_up() -> None:
     never waits for it."""
     import threading
 
-    from ..providers._mcp._provider import load_forms
+    from ..providers import load_forms
 
     threading.Thread(target=load_forms, name="hotseam: form imports", daemon=True).start()
 
@@ -306,8 +306,7 @@ async def _serve_http(
     ``False`` (after one line on stderr) when the address cannot be listened on."""
     import anyio
 
-    from ..providers._mcp._http import serve_http
-    from ..providers._web._security import load_token
+    from ..providers import load_token, serve_http
 
     try:
         async with serve_http(
@@ -376,7 +375,7 @@ def _own_options(
     ttl, _ = pick("input_ttl")
     max_line_bytes, _ = pick("max_line_bytes")
     checked(serves_http)
-    from ..providers._mcp._http import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT
+    from ..providers import DEFAULT_MAX_SESSIONS, DEFAULT_SESSION_IDLE_TIMEOUT
     from ..providers.mcp import DEFAULT_INPUT_TTL
 
     return _Own(
