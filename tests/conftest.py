@@ -47,7 +47,13 @@ def pytest_configure(config: pytest.Config) -> None:
     if chosen is None:
         chosen = os.environ.get("PYTEST_TIMEOUT") or config.getini("timeout") or None
     if chosen is not None:
+        _TIMEOUT_BASE[0] = float(chosen)
         config.option.timeout = scaled(float(chosen))
+
+
+# pytest-timeout's default before stretching (``None``: not set); and each test's own.
+_TIMEOUT_BASE: list[float | None] = [None]
+_OWN_TIMEOUT = pytest.StashKey[float]()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -58,9 +64,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if marker is None or not marker.args or not marker.args[0]:
             continue
         seconds, *rest = marker.args
+        item.stash[_OWN_TIMEOUT] = float(seconds)
         item.add_marker(
             pytest.mark.timeout(scaled(float(seconds)), *rest, **marker.kwargs), append=False
         )
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """Stretch each test's timeout again as it starts, by the factor of that moment: a load
+    that rose since the collection (:func:`tests._timing.scaled` follows it) must not time
+    out a test whose own deadlines follow it. Outside pytest-timeout's own wrapper, which
+    reads the marker first."""
+    marker = item.get_closest_marker("timeout")
+    if _OWN_TIMEOUT in item.stash:
+        seconds: float | None = item.stash[_OWN_TIMEOUT]
+    else:  # the default, unless the test set its own some other way (0: none)
+        seconds = _TIMEOUT_BASE[0] if marker is None else None
+    if seconds and item.config.pluginmanager.hasplugin("timeout"):
+        rest = marker.args[1:] if marker is not None else ()
+        kwargs = marker.kwargs if marker is not None else {}
+        item.add_marker(pytest.mark.timeout(scaled(seconds), *rest, **kwargs), append=False)
+    yield
 
 
 @pytest.fixture(
