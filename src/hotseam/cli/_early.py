@@ -247,7 +247,10 @@ class EarlyFront:
             return  # the SDK's reader will meet whatever this was
 
     def _answer_lines(self) -> bool:
-        """Answer the complete lines not yet seen; ``False`` once one is not the front's."""
+        """Answer the first complete line if it is the front's; ``False`` once one is not,
+        or once one was answered: what a first answer means for the next (a
+        ``server/discover`` puts the server on its era, so an ``initialize`` after it is
+        refused) is the SDK's to decide."""
         while (end := self._buffer.find(b"\n", self._scanned)) >= 0:
             line = bytes(self._buffer[self._scanned : end])
             if not line.strip():
@@ -266,6 +269,7 @@ class EarlyFront:
                 view = view[os.write(self._out, view) :]
             self._done.answered[_key(reply["id"])] = reply
             self._scanned = end + 1
+            return False
         return True
 
 

@@ -156,6 +156,20 @@ async def test_the_handshake_era_in_one_write_is_answered_in_order(
     assert len(early.log("early_answer.confirmed")) == 1
 
 
+async def test_an_initialize_written_behind_the_probe_is_refused_as_the_sdk_refuses_it(
+    tools_args: list[str], tmp_path: Path
+) -> None:
+    """Claude Code's probe "timed out" on a loaded machine: its ``initialize`` is written
+    right behind the unanswered ``server/discover``, both read at once. The probe put the
+    server on 2026-07-28, so the handshake is refused with -32022 (the SDK's answer), never
+    answered by the front as a first ``initialize`` would be."""
+    lines = [discover("2026-07-28", 0), initialize("2025-11-25", 1)]
+    early, sdk = await both(tools_args, lines, cwd=tmp_path)
+    assert_same(early, sdk)
+    assert [m["id"] for m in early.messages] == [0, 1]
+    assert early.answer(1)["error"]["code"] == -32022
+
+
 async def test_requests_sent_after_the_early_answer_are_answered_in_order(
     tools_args: list[str], tmp_path: Path
 ) -> None:
