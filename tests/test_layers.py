@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import ast
 import re
 from pathlib import Path
 
 import pytest
+from tests._imports import imported, module_name
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "hotseam"
 
@@ -33,42 +33,15 @@ def _layer(module: str) -> str:
     return parts[1]
 
 
-def _module_name(path: Path) -> str:
-    relative = path.relative_to(PACKAGE.parent).with_suffix("")
-    parts = list(relative.parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def _imports(path: Path) -> list[tuple[str, int]]:
-    module = _module_name(path)
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    found: list[tuple[str, int]] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found.extend((alias.name, node.lineno) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join([*base, node.module] if node.module else base)
-            else:
-                target = node.module or ""
-            found.append((target, node.lineno))
-            found.extend((f"{target}.{alias.name}", node.lineno) for alias in node.names)
-    return [(name, line) for name, line in found if name.split(".")[0] == "hotseam"]
-
-
 SOURCES = sorted(PACKAGE.rglob("*.py"))
 
 
 @pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_imports_point_down_only(path: Path) -> None:
     """No module imports from a layer above its own."""
-    own = _layer(_module_name(path))
+    own = _layer(module_name(path))
     bad = []
-    for name, line in _imports(path):
+    for name, line in imported(path):
         target = _layer(name)
         # "hotseam.x.Name" where Name is a class, not a module, resolves to x's layer.
         if target != own and target not in ALLOWED[own] and target in ALLOWED:
@@ -81,12 +54,12 @@ def _module_graph() -> dict[str, set[str]]:
     the top, inside a function, under ``TYPE_CHECKING``): an import dodged into a function
     is still a dependency. ``from package import name`` points at the submodule when
     ``name`` is one, else at the package."""
-    modules = {_module_name(path) for path in SOURCES}
+    modules = {module_name(path) for path in SOURCES}
     graph: dict[str, set[str]] = {}
     for path in SOURCES:
-        name = _module_name(path)
+        name = module_name(path)
         by_statement: dict[int, set[str]] = {}
-        for target, line in _imports(path):
+        for target, line in imported(path):
             while target not in modules and "." in target:
                 target = target.rpartition(".")[0]
             if target in modules and target != name:

@@ -22,51 +22,13 @@ explicitly and left out of ``__all__``). ``from package import _name`` counts ev
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import pytest
+from tests._imports import imported, module_name
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "hotseam"
 SOURCES = sorted(PACKAGE.rglob("*.py"))
-
-
-def _module_name(path: Path, root: Path = PACKAGE) -> str:
-    parts = list(path.relative_to(root.parent).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def _imported(path: Path, root: Path) -> list[tuple[str, int]]:
-    """Every hotseam name ``path`` imports, fully qualified, with its line: the module of a
-    ``from`` import and each name it takes from there (a submodule or an attribute)."""
-    module = _module_name(path, root)
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    found: list[tuple[str, int]] = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found.extend((alias.name, node.lineno) for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join([*base, node.module] if node.module else base)
-            else:
-                target = node.module or ""
-            found.append((target, node.lineno))
-            found.extend((f"{target}.{alias.name}", node.lineno) for alias in node.names)
-        elif (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute | ast.Name)
-            and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id)
-            == "import_module"
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, str)
-        ):
-            found.append((node.args[0].value, node.lineno))
-    return [(name, line) for name, line in found if name.partition(".")[0] == "hotseam"]
 
 
 def _modules(root: Path) -> set[str]:
@@ -98,10 +60,10 @@ def private_part(name: str, modules: set[str]) -> tuple[str, str] | None:
 def back_doors(path: Path, root: Path = PACKAGE) -> list[str]:
     """The imports of ``path`` that reach into another package's private module, one entry
     per line and private module."""
-    module = _module_name(path, root)
+    module = module_name(path, root)
     modules = _modules(root)
     bad: dict[tuple[int, str], str] = {}
-    for name, line in _imported(path, root):
+    for name, line in imported(path, root):
         found = private_part(name, modules)
         if found is None:
             continue
@@ -115,7 +77,7 @@ def back_doors(path: Path, root: Path = PACKAGE) -> list[str]:
 def test_no_import_of_another_packages_private_module(path: Path) -> None:
     """Each module imports private modules of its own package only."""
     bad = back_doors(path)
-    assert not bad, f"{_module_name(path)} imports private modules of other packages: {bad}"
+    assert not bad, f"{module_name(path)} imports private modules of other packages: {bad}"
 
 
 def test_the_rule_reads_every_import_form(tmp_path: Path) -> None:
