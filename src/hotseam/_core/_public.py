@@ -32,19 +32,21 @@ def present_as(module_name: str, namespace: MutableMapping[str, Any], names: Ite
 def lazy_exports(
     namespace: MutableMapping[str, Any], defined_in: Mapping[str, str]
 ) -> Callable[[str], Any]:
-    """A package's PEP 562 ``__getattr__``: each name of ``defined_in`` is imported from its
-    module (relative to the package, ``"._http"``) the first time it is asked for.
+    """A package's or a module's PEP 562 ``__getattr__``: each name of ``defined_in`` is
+    imported from its module (relative to the package, ``"._http"``) the first time it is
+    asked for.
 
     So a package can export what its siblings and the layers above use by its own name
     (``from hotseam.providers import serve_http``) without importing what only some of
     them need; type checkers read the same names from imports under ``TYPE_CHECKING``.
     """
-    package = namespace["__name__"]
+    module = namespace["__name__"]
+    package = namespace["__package__"]  # itself for a package, its package for a module
 
     def load(name: str) -> Any:
         where = defined_in.get(name)
         if where is None:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
         import importlib
 
         value = getattr(importlib.import_module(where, package), name)

@@ -15,9 +15,9 @@ restart, and answerable from any process's inbox.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .._core import Agent, present_as
+from .._core import Agent, lazy_exports, present_as
 from . import _answer, _request
 from ._answer import where as where
 from ._ask import ask
@@ -160,15 +160,7 @@ _answer.parse_dicts_with(_input_models)
 present_as(__name__, globals(), [name for name in __all__ if name not in _INPUT_MODELS])
 
 if not TYPE_CHECKING:  # type checkers read the imports above
-
-    def __getattr__(name: str) -> Any:
-        if name not in _INPUT_MODELS:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        from . import _inputs
-
-        value = getattr(_inputs, name)
-        globals()[name] = value
-        return value
+    __getattr__ = lazy_exports(globals(), dict.fromkeys(_INPUT_MODELS, "._inputs"))
 
 
 def __dir__() -> list[str]:

@@ -5,8 +5,9 @@ answer per question, and the answer an ask returns) and the input models of the 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._core import lazy_exports
 from ._answer import AskUserQuestionAnswer, QuestionAnswer
 from ._request import (
     MAX_QUESTIONS,
@@ -35,15 +36,7 @@ __all__ = [
 _INPUT_MODELS = ("AskUserQuestionInput", "AskUserQuestionOptionInput", "QuestionInput")
 
 if not TYPE_CHECKING:  # type checkers read the imports above
-
-    def __getattr__(name: str) -> Any:
-        if name not in _INPUT_MODELS:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        from . import _inputs
-
-        value = getattr(_inputs, name)
-        globals()[name] = value
-        return value
+    __getattr__ = lazy_exports(globals(), dict.fromkeys(_INPUT_MODELS, "._inputs"))
 
 
 def __dir__() -> list[str]:
