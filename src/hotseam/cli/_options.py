@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..interaction import parse_journal_url
 from ._config import LOG_FORMATS, LOG_LEVELS, Config, find_config, load_config, parse_size
 
 if TYPE_CHECKING:
@@ -329,6 +328,10 @@ def journal_from_config(root: Path, url: str) -> str:
     Raises:
         JournalError: ``JOURNAL_INVALID_URL``, naming the URL.
     """
+    # Here, not at the top: building the parser (``hotseam mcp`` before its first answer)
+    # needs nothing of hotseam.interaction.
+    from ..interaction import parse_journal_url
+
     location = parse_journal_url(url)
     if location.engine != "sqlite" or Path(location.target).is_absolute():
         return url
