@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 import pytest
+from tests._timing import scaled
 
 from hotseam import AbortController, Agent, Context
 from hotseam.interaction import (
@@ -33,7 +34,7 @@ from providers.web.conftest import DB, FREE, STRICT, answer_of, serving
 pytestmark = pytest.mark.anyio
 
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "images" / "web-inbox.png"
-VISIBLE = 10_000  # ms: how long a page may take to show a change
+VISIBLE = round(scaled(10) * 1000)  # ms: how long a page may take to show a change
 
 
 async def open_page(browser: Any, url: str) -> Any:
@@ -317,9 +318,11 @@ async def test_of_two_tabs_answering_at_once_the_loser_says_who_won_and_what(
         s.ask_soon("db2", DB)
         pages = (winner, loser)
         await loser.unroute("**/answer")
+        ids = []
         for page, label in zip(pages, ("SQLite", "Postgres"), strict=True):
             question = card(page, "Which database?")
             await question.get_by_label(label).check()
+            ids.append(await question.get_attribute("data-id"))
             await question.get_by_role("button", name="Answer").evaluate(
                 "button => { window.__answer = () => button.click(); }"
             )
@@ -327,7 +330,11 @@ async def test_of_two_tabs_answering_at_once_the_loser_says_who_won_and_what(
             for page in pages:
                 tg.start_soon(page.evaluate, "() => window.__answer()")
         got = {"SQLite": "SQLite", "pg": "Postgres"}[answer_of(await s.result("db2")).answer]
-        notes = [await page.locator(".note").last.text_content(timeout=VISIBLE) for page in pages]
+        # Each tab's note of this question, not the first one's (it stays a moment).
+        notes = [
+            await page.locator(f'li.card[data-id="{id_}"] .note').text_content(timeout=VISIBLE)
+            for page, id_ in zip(pages, ids, strict=True)
+        ]
         assert sorted(notes) == sorted([f"Answered: {got}.", f"Answered in another tab: {got}."])
 
 
