@@ -17,7 +17,8 @@ beginning mid-suite): ``scaled`` uses the larger of the start's factor and the m
 load per core at the moment it is called (``current_load``: the processes runnable right
 now and the one-minute average, read from ``/proc/loadavg``, a few microseconds). It never
 goes below the start's factor, so a deadline is never shorter than the one measured at the
-start. A chosen factor is used as it is.
+start. It is read as each test starts and held for that test (``pin``), so the deadlines
+of one test keep their ratios. A chosen factor is used as it is.
 """
 
 from __future__ import annotations
@@ -117,12 +118,35 @@ def share_cores_with(workers: int) -> None:
     _export(TIME_SCALE)
 
 
+# The factor held for the test running now (``pin``): ``None`` between tests.
+_pinned: float | None = None
+
+
 def factor() -> float:
     """The suite's time factor now: a chosen one as it is; a measured one, the larger of
-    the start's and the load per core at this moment (rounded as ``measure`` rounds)."""
+    the start's and the load per core at this moment (rounded as ``measure`` rounds), or
+    the one pinned for the running test."""
     if _CHOSEN:
         return TIME_SCALE
+    if _pinned is not None:
+        return _pinned
     return max(TIME_SCALE, round(current_load(), 1))
+
+
+def pin() -> None:
+    """Hold the factor of this moment for the test that starts now (until ``unpin``).
+
+    A test pairs its deadlines: a liveness window of ``scaled(0.3)`` and a wait past it of
+    ``scaled(0.4)``, a grace and a moment inside it. Each pair must keep its ratio, so one
+    test sees one factor; the load is followed from one test to the next."""
+    global _pinned
+    _pinned = None
+    _pinned = factor()
+
+
+def unpin() -> None:
+    global _pinned
+    _pinned = None
 
 
 def scaled(seconds: float) -> float:

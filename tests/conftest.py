@@ -75,7 +75,9 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
     """Stretch each test's timeout again as it starts, by the factor of that moment: a load
     that rose since the collection (:func:`tests._timing.scaled` follows it) must not time
     out a test whose own deadlines follow it. Outside pytest-timeout's own wrapper, which
-    reads the marker first."""
+    reads the marker first. The factor of that moment is held for the test (its deadlines
+    keep their ratios) and let go after it."""
+    _timing.pin()
     marker = item.get_closest_marker("timeout")
     if _OWN_TIMEOUT in item.stash:
         seconds: float | None = item.stash[_OWN_TIMEOUT]
@@ -85,7 +87,10 @@ def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
         rest = marker.args[1:] if marker is not None else ()
         kwargs = marker.kwargs if marker is not None else {}
         item.add_marker(pytest.mark.timeout(scaled(seconds), *rest, **kwargs), append=False)
-    yield
+    try:
+        yield
+    finally:
+        _timing.unpin()
 
 
 @pytest.fixture(

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests import _timing
 from tests._timing import scaled
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -168,3 +169,26 @@ def test_the_escape_checks_wait_for_a_stopping_thread_is_an_option_the_suite_sca
     pytester.makeconftest("from tests.conftest import pytest_configure\n")
     stretched = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=scaled(60))
     stretched.assert_outcomes(passed=1)
+
+
+def test_one_test_sees_one_factor_and_the_next_test_follows_the_load(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A liveness window of ``scaled(0.3)`` set while the machine is busy and a wait past it
+    of ``scaled(0.4)`` set after the load fell must keep their ratio: the factor is pinned
+    as a test starts. The next test (a new pin) meets the load of its own start."""
+    load = [4.0]
+    monkeypatch.setattr(_timing, "_CHOSEN", False)
+    monkeypatch.setattr(_timing, "TIME_SCALE", 1.0)
+    monkeypatch.setattr(_timing, "current_load", lambda: load[0])
+    _timing.pin()  # as the suite's hook does when a test starts
+    window = _timing.scaled(0.3)
+    load[0] = 1.0  # the neighbour's build ended
+    wait = _timing.scaled(0.4)
+    assert wait / window == pytest.approx(0.4 / 0.3)
+    load[0] = 2.0
+    _timing.pin()  # the next test
+    assert _timing.scaled(1.0) == 2.0
+    _timing.unpin()  # between tests: the load of the moment
+    load[0] = 3.0
+    assert _timing.scaled(1.0) == 3.0
