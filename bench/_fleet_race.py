@@ -140,9 +140,9 @@ RACE_BREAKS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "a daemon takes the agent's run from a live owner (claim_run ignores the owner)",
         [
             (
-                "interaction/_journal/_sql.py",
-                "if owner is not None and owner.alive:\n                raise run_claimed",
-                "if False:\n                raise run_claimed",
+                "interaction/_journal/_store.py",
+                "if owner is not None and owner.alive:\n                    raise run_claimed",
+                "if False:\n                    raise run_claimed",
             )
         ],
     ),

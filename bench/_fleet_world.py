@@ -316,9 +316,10 @@ BREAKS: dict[str, tuple[str, list[tuple[str, str, str]]]] = {
         "an answer overwrites an answered ask (settle_ask's UPDATE also takes state 'answered')",
         [
             (
-                "interaction/_journal/_sql.py",
-                'f"UPDATE hotseam_asks SET {_SETTLED} WHERE id = ? AND state = ?"',
-                "f\"UPDATE hotseam_asks SET {_SETTLED} WHERE id = ? AND state IN (?, 'answered')\"",
+                "interaction/_journal/_store.py",
+                'f"UPDATE hotseam_asks SET {SETTLED} WHERE id = ? AND state = ?{running}"',
+                "f\"UPDATE hotseam_asks SET {SETTLED} WHERE id = ? AND state IN (?, 'answered')"
+                '{running}"',
             )
         ],
     ),

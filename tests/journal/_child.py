@@ -24,7 +24,7 @@ import anyio.to_thread
 
 from hotseam.interaction import AskUserQuestionAnswer
 from hotseam.interaction._journal import JournalError, open_journal
-from hotseam.interaction._journal._sql import Sql
+from hotseam.interaction._journal._sql import Db
 
 
 def say(line: str) -> None:
@@ -72,17 +72,16 @@ async def answer(url: str, name: str) -> None:
 
 
 async def hold(url: str, run_id: str) -> None:
-    original = Sql.end_run
+    original = Db.announce
 
-    def end_run_then_hang(self: Sql, *args: Any, **kwargs: Any) -> Any:
-        result = original(self, *args, **kwargs)  # every statement ran; nothing committed
+    def announce_then_hang(self: Db, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)  # the transaction's last statement ran; no commit
         say("holding")
         time.sleep(3600)
-        return result
 
-    Sql.end_run = end_run_then_hang  # type: ignore[method-assign]
+    Db.announce = announce_then_hang  # type: ignore[method-assign]
     async with open_journal(url) as journal:
-        await journal.finish_run(run_id)
+        await journal.finish_run(run_id)  # the only write: the hang is in its transaction
     say("finished: the transaction was not held")
 
 

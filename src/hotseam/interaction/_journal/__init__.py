@@ -7,7 +7,8 @@ and the same question); a finished run is never answered again; across processes
 answer wins in one transaction. ``ask()``, agent runs and resume, the CLI and the fleet
 inbox are built on :class:`Journal` (``open_journal(url)``).
 
-Engines, one interface, one behaviour (a contract test suite runs every behaviour on each):
+Engines, one interface, one behaviour (a contract test suite runs every behaviour on each,
+and on ``memory:``):
 
 * ``sqlite`` — the embedded default: plain tables in one file under hotseam's state folder
   (mode 0600, WAL, ``BEGIN IMMEDIATE`` writes), the standard library's ``sqlite3`` run in
@@ -18,7 +19,13 @@ Engines, one interface, one behaviour (a contract test suite runs every behaviou
   threads, so asyncio and trio work alike. Wake-ups across processes use ``LISTEN/NOTIFY``
   on a dedicated connection whose thread blocks in ``conn.notifies()`` and hands each
   notification to the event loop with ``anyio.from_thread``.
-* ``memory`` — the same behaviour in this process's memory, for tests.
+* ``memory:`` — not a third engine: SQLite on a database in this process's memory, its
+  transactions run on the event loop (no disk, no thread hop), so tests get speed from the
+  very statements the file runs. Nothing public needs more: with nothing configured the
+  journal is the SQLite *file*, and ``--no-journal`` means no journal at all.
+
+Each operation is written once, in :class:`Journal`'s method (its checks, then its SQL in
+one transaction); an engine supplies only how a transaction runs and how others are woken.
 
 Why not DBOS (durable workflows on the same two databases, which was considered): its
 workflows and steps are functions registered by decorators at import time and run on

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from ._errors import JournalError, JournalErrorCode
@@ -81,8 +80,6 @@ def ask_from_row(row: Row) -> AskRecord:
     (ask_id, run_id, seq, key, digest, request, state, code, answer) = row[:9]
     try:
         parsed_request = AskUserQuestionRequest.from_dict(json.loads(request))
-        if parsed_request.options is not None:  # as validate_request() gives it: a tuple
-            parsed_request = replace(parsed_request, options=tuple(parsed_request.options) or None)
         parsed_answer = (
             None if answer is None else AskUserQuestionAnswer.from_dict(json.loads(answer))
         )

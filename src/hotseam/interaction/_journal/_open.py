@@ -38,7 +38,8 @@ async def open_journal(
     ``JOURNAL_UNAVAILABLE``) and connections are closed.
 
     Args:
-        url: ``memory:``, ``sqlite:///PATH``, a file path, or ``postgresql://...``.
+        url: ``sqlite:///PATH``, a file path, ``postgresql://...``, or ``memory:`` (SQLite
+            in this process's memory, empty at each open: for tests).
         liveness_timeout: Seconds without a heartbeat after which a daemon is dead.
         poll_interval: SQLite only: seconds between looks for other processes' changes.
 
@@ -47,11 +48,10 @@ async def open_journal(
             server, no driver), ``JOURNAL_NEWER``.
     """
     engine = "sqlite" if url is None else parse_journal_url(url).engine
-    if engine != "memory":
-        # The engine's modules (and for PostgreSQL psycopg, a second or more to import,
-        # five on a busy machine) are imported in a worker thread: an import on the event
-        # loop would stall it that long, and a daemon's watchdog would report it.
-        await anyio.to_thread.run_sync(_import_engine, engine)
+    # The engine's modules (and for PostgreSQL psycopg, a second or more to import, five on
+    # a busy machine) are imported in a worker thread: an import on the event loop would
+    # stall it that long, and a daemon's watchdog would report it.
+    await anyio.to_thread.run_sync(_import_engine, engine)
     journal = _build(url, liveness_timeout, poll_interval)
     # Errors leave as they are, not in the group of the task group that holds the
     # journal's background tasks.
@@ -86,7 +86,7 @@ def _import_engine(engine: str) -> None:
 
         with contextlib.suppress(ImportError):
             import psycopg  # noqa: F401
-    elif engine == "sqlite":
+    else:  # a file, or memory: SQLite both
         from . import _sqlite  # noqa: F401
 
 
@@ -107,15 +107,13 @@ def _build(
             path, liveness_timeout=liveness_timeout, poll_interval=poll_interval, make_folder=True
         )
     location = parse_journal_url(url)
-    if location.engine == "memory":
-        from ._memory import MemoryJournal
-
-        return MemoryJournal(liveness_timeout=liveness_timeout)
-    if location.engine == "sqlite":
+    if location.engine != "postgresql":
         from ._sqlite import SqliteJournal
 
         return SqliteJournal(
-            location.target, liveness_timeout=liveness_timeout, poll_interval=poll_interval
+            location.target if location.engine == "sqlite" else None,
+            liveness_timeout=liveness_timeout,
+            poll_interval=poll_interval,
         )
     from ._postgres import PostgresJournal
 

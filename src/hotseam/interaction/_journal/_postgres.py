@@ -35,7 +35,7 @@ from ._notices import Subscription
 from ._records import JournalEvent, change_event
 from ._schema import SCHEMA_VERSION, ensure_schema, schema_is_current
 from ._sql import Db, Dialect
-from ._sql_engine import SqlJournal
+from ._store import Journal
 
 if TYPE_CHECKING:
     import psycopg
@@ -65,8 +65,8 @@ DIALECT = Dialect(
 
 
 class _PostgresDb(Db):
-    def __init__(self, connection: Any, channel: str) -> None:
-        super().__init__(connection, DIALECT)
+    def __init__(self, connection: Any, channel: str, ttl: float) -> None:
+        super().__init__(connection, DIALECT, ttl)
         self.channel = channel
 
     def publish(self, changes: Sequence[tuple[str, str, str]]) -> None:
@@ -76,7 +76,7 @@ class _PostgresDb(Db):
         )
 
 
-class PostgresJournal(SqlJournal):
+class PostgresJournal(Journal):
     """A journal in a PostgreSQL database."""
 
     engine = "postgresql"
@@ -203,7 +203,7 @@ class PostgresJournal(SqlJournal):
                     connection.close()
                 connection = None
                 connection = self._connect()
-            db = _PostgresDb(connection, self._channel)
+            db = _PostgresDb(connection, self._channel, self.liveness_timeout)
             if not write:
                 return connection, operation(db)
             with connection.transaction():

@@ -43,31 +43,40 @@ the transaction runs, with nothing of this process's view lost:
 Every pending question, answer and run this process could read is in the repaired journal,
 and readers of the change feed are told ``resync``. What another process wrote to its own
 split-off files between the removal and the repair is not merged.
+
+In memory (``memory:``, ``open_journal`` builds it with ``path=None``): one private
+database of this process, no file, no polling, nothing to repair. Its transactions run on
+the event loop itself rather than in a worker thread: they touch no disk, so each is over
+in microseconds, and a whole transaction between two checkpoints is one step of the loop.
+This is what tests use for speed, with every statement the file engine runs; there is no
+third engine.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sqlite3
 import stat
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from typing import TypeVar
 
 import anyio
 import anyio.abc
+import anyio.lowlevel
 import anyio.to_thread
 
 from ..._core import get_logger
 from ._errors import JournalError, JournalErrorCode
 from ._notices import Subscription
-from ._records import AskRecord, AskState, JournalEvent, PurgeReport, change_event
+from ._records import SETTLED_STATES, AskRecord, AskState, JournalEvent, PurgeReport, change_event
 from ._schema import SCHEMA_VERSION, ensure_schema, schema_is_current
 from ._sql import Db, Dialect
-from ._sql_engine import SqlJournal
+from ._store import Journal
 
 __all__ = ["SqliteJournal"]
 
@@ -105,24 +114,27 @@ class _SqliteDb(Db):
                 self.count("DELETE FROM hotseam_changes WHERE at < {now} - ?", (LOG_KEPT,))
 
 
-class SqliteJournal(SqlJournal):
-    """A journal in an SQLite file."""
+class SqliteJournal(Journal):
+    """A journal in an SQLite file, or (``path`` None) in this process's memory."""
 
     engine = "sqlite"
 
     def __init__(
         self,
-        path: str | os.PathLike[str],
+        path: str | os.PathLike[str] | None,
         *,
         liveness_timeout: float,
         poll_interval: float,
         make_folder: bool = False,
     ) -> None:
-        super().__init__(str(path), liveness_timeout=liveness_timeout)
+        shown = "memory:" if path is None else str(path)
+        super().__init__(shown, liveness_timeout=liveness_timeout)
         if not poll_interval > 0:
             raise ValueError(f"poll_interval must be seconds > 0, got {poll_interval!r}")
-        self.path = Path(path)
-        self._poll_interval = poll_interval
+        self._in_memory = path is None
+        self.path = Path(":memory:" if path is None else path)
+        # In memory nobody else commits: the feed waits for this process's own nudges only.
+        self._poll_interval = math.inf if path is None else poll_interval
         self._make_folder = make_folder
         self._connection: sqlite3.Connection | None = None
         self._lock = threading.Lock()
@@ -147,11 +159,12 @@ class SqliteJournal(SqlJournal):
 
     def _open_file(self) -> None:
         self._connection = self._connect()
-        self._note_files()
+        if not self._in_memory:
+            self._note_files()
 
     def _connect(self) -> sqlite3.Connection:
         """A new connection to the file at the path, in WAL mode, its schema current."""
-        created = self._create_private()
+        created = self._in_memory or self._create_private()
         try:
             connection = sqlite3.connect(
                 self.path,
@@ -162,7 +175,8 @@ class SqliteJournal(SqlJournal):
         except sqlite3.Error as error:
             raise self._unavailable(error) from None
         try:
-            self._use_wal(connection)
+            if not self._in_memory:  # a database in memory keeps its log in memory
+                self._use_wal(connection)
             # SQLite's own clock ticks in milliseconds: asks made in one would tie.
             connection.create_function("hotseam_now", 0, time.time)
             connection.execute("PRAGMA synchronous = FULL")
@@ -359,12 +373,18 @@ class SqliteJournal(SqlJournal):
 
     async def _write(self, operation: Callable[[Db], T], *, durable: bool = False) -> T:
         sync = "FULL" if durable else "NORMAL"
+        if self._in_memory:
+            await anyio.lowlevel.checkpoint()
+            return self._run(operation, sync)
         try:
             return await anyio.to_thread.run_sync(self._run, operation, sync, limiter=self._limiter)
         finally:
             self._resync_if_repaired()
 
     async def _read(self, operation: Callable[[Db], T]) -> T:
+        if self._in_memory:
+            await anyio.lowlevel.checkpoint()
+            return self._run(operation, None)
         try:
             return await anyio.to_thread.run_sync(self._run, operation, None, limiter=self._limiter)
         finally:
@@ -391,7 +411,7 @@ class SqliteJournal(SqlJournal):
                 raise JournalError(
                     f"the journal {self.path} is closed", JournalErrorCode.JOURNAL_UNAVAILABLE
                 )
-            moved = self._moved()
+            moved = None if self._in_memory else self._moved()
             if moved is not None:
                 connection, self._connection = self._connection, None
                 try:
@@ -404,20 +424,27 @@ class SqliteJournal(SqlJournal):
                     self._reopen = self._connection is None
             assert self._connection is not None
             try:
-                return self._transaction(self._connection, operation, sync=sync)
+                return self._transaction(
+                    self._connection, operation, sync=sync, ttl=self.liveness_timeout
+                )
             except sqlite3.Error as error:
                 raise self._unavailable(error) from None
 
     @staticmethod
     def _transaction(
-        connection: sqlite3.Connection, operation: Callable[[Db], T], *, sync: str | None
+        connection: sqlite3.Connection,
+        operation: Callable[[Db], T],
+        *,
+        sync: str | None,
+        ttl: float = 0.0,
     ) -> T:
+        db = _SqliteDb(connection, DIALECT, ttl)
         if sync is None:
-            return operation(_SqliteDb(connection, DIALECT))
+            return operation(db)
         connection.execute(f"PRAGMA synchronous = {sync}")  # outside a transaction only
         connection.execute("BEGIN IMMEDIATE")
         try:
-            result = operation(_SqliteDb(connection, DIALECT))
+            result = operation(db)
         except BaseException:
             if connection.in_transaction:
                 connection.execute("ROLLBACK")
@@ -433,11 +460,15 @@ class SqliteJournal(SqlJournal):
             cause=error,
         )
 
-    async def _purge(
-        self, states: frozenset[AskState], older_than: float, dry_run: bool
+    async def purge(
+        self,
+        *,
+        older_than: float,
+        states: Collection[AskState] = SETTLED_STATES,
+        dry_run: bool = False,
     ) -> PurgeReport:
-        report = await super()._purge(states, older_than, dry_run)
-        if not dry_run and report != PurgeReport(0, 0, 0):
+        report = await super().purge(older_than=older_than, states=states, dry_run=dry_run)
+        if not dry_run and not self._in_memory and report != PurgeReport(0, 0, 0):
             # The removed records' former pages stay in the write-ahead log (which daemons
             # that hold the journal open keep) until it is checkpointed: copy it into the
             # file, where they were overwritten, and empty it now.

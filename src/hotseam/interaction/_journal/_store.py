@@ -1,28 +1,41 @@
-"""The journal's one async interface: :class:`Journal`, whatever engine stores it.
+"""The journal's one async interface: :class:`Journal`, every operation written once.
 
-The public methods live here and check what every engine must check the same way (names,
-states, codes); each engine implements the ``_`` primitives of :class:`~._base.JournalBase`,
-in one transaction each. An open journal belongs to the event loop that opened it
-(``open_journal``).
+Each public method checks its arguments, then runs its statements (the SQL both engines
+speak, :mod:`._sql`) in one transaction of its engine: ``_write`` or ``_read``, which is
+all an engine implements, with its start, stop and wake-ups. There is no in-memory engine
+beside them: ``memory:`` is SQLite in this process's memory (the default when nothing is
+configured is a SQLite *file*, so nothing public needs a third engine), run on the event
+loop, as fast as the dictionaries it replaced and held to the same contract by being the
+same code. An open journal belongs to the event loop that opened it (``open_journal``).
 """
 
 from __future__ import annotations
 
+import abc
 import contextlib
+import math
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator, Collection
-from typing import TYPE_CHECKING, NoReturn
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import anyio
 import anyio.abc
 
 from ..._core import get_logger
-from ._base import JournalBase
-from ._codec import answer_json, request_json
+from ._codec import (
+    DAEMON_COLUMNS,
+    RUN_COLUMNS,
+    answer_json,
+    ask_from_row,
+    daemon_from_row,
+    entry_from_row,
+    request_json,
+    run_from_row,
+)
 from ._errors import JournalError, JournalErrorCode
-from ._notices import Subscription
+from ._notices import Notices, Subscription
 from ._records import (
     SETTLED_STATES,
     AskRecord,
@@ -36,29 +49,107 @@ from ._records import (
     Settlement,
     question_digest,
 )
-from ._refusals import unknown
+from ._refusals import (
+    ask_conflict,
+    not_abandoned,
+    run_claimed,
+    run_exists,
+    run_finished,
+    unknown,
+)
+from ._sql import (
+    ASK,
+    DAEMON_D,
+    ENTRY_FROM,
+    RUN,
+    RUN_R,
+    SETTLED,
+    Db,
+    columns,
+    limited,
+    marks,
+)
 
 if TYPE_CHECKING:
     from .._model import AskUserQuestionAnswer, AskUserQuestionRequest
 
 __all__ = ["Journal"]
 
+T = TypeVar("T")
+E = TypeVar("E", AskState, RunState)
+
 _log = get_logger("hotseam.journal")
 
 
-class Journal(JournalBase):
+class Journal(abc.ABC):
     """An open ask journal: daemons, their agents' runs, and every ask with its answer.
 
     Obtained from :func:`open_journal` (``async with open_journal(url) as journal``). The
-    three engines (``memory``, ``sqlite``, ``postgresql``) behave the same; a contract test
-    suite holds each to every method's documented behaviour.
+    two engines (``sqlite``, also for ``memory:``, and ``postgresql``) run the same
+    statements; a contract test suite holds each to every method's documented behaviour.
 
     Attributes:
-        engine: ``"memory"``, ``"sqlite"`` or ``"postgresql"``.
+        engine: ``"sqlite"`` or ``"postgresql"``.
         url: Where the journal is, fit to show (a password is replaced by ``***``).
         liveness_timeout: A daemon is alive while its last heartbeat is younger than this
             many seconds (and it was not marked stopped).
     """
+
+    engine: str
+
+    def __init__(self, url: str, *, liveness_timeout: float) -> None:
+        if not liveness_timeout > 0 or math.isinf(liveness_timeout):
+            raise ValueError(f"liveness_timeout must be seconds > 0, got {liveness_timeout!r}")
+        self.url = url
+        self.liveness_timeout = float(liveness_timeout)
+        self._notices = Notices()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.url}>"
+
+    # -- what an engine implements ------------------------------------------------------------
+
+    @abc.abstractmethod
+    async def _write(self, operation: Callable[[Db], T], *, durable: bool = False) -> T:
+        """Run ``operation`` in one write transaction (committed, or rolled back if it
+        raises). ``durable``: the commit must survive a power cut, not only a crash of this
+        process (an answer, how an ask or a run ended); the engine may make other commits
+        cheaper."""
+
+    @abc.abstractmethod
+    async def _read(self, operation: Callable[[Db], T]) -> T:
+        """Run ``operation`` (one query)."""
+
+    async def _start(self, task_group: anyio.abc.TaskGroup) -> None:  # noqa: B027
+        """Open connections and start background tasks in ``task_group``."""
+
+    async def _stop(self) -> None:  # noqa: B027
+        """Close connections (background tasks are cancelled by the caller)."""
+
+    async def _attach(self, subscription: Subscription) -> None:
+        """Start telling ``subscription`` the changes from now on (it was registered, not yet
+        armed: an engine whose changes arrive late arms it once the earlier ones are in)."""
+        subscription.arm()
+
+    def _changed(self, asks: Sequence[AskRecord]) -> None:
+        """These asks were created or settled through this object: wake their waiters."""
+        self._notices.wake_with(asks)
+
+    def _cleared(self, ask: AskRecord) -> None:
+        """This ask was cleared through this object: wake its waiters (they find it gone)."""
+        self._notices.wake([ask.id])
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise JournalError(
+                f"the journal {self.url} is closed", JournalErrorCode.JOURNAL_UNAVAILABLE
+            )
+
+    async def _closing(self) -> None:
+        """Refuse new calls and wake every waiter and reader (they see the journal closed)."""
+        self._closed = True
+        self._notices.close()
 
     # -- daemons ------------------------------------------------------------------------------
 
@@ -73,13 +164,21 @@ class Journal(JournalBase):
         """Record a daemon process (alive from now on); ``host``/``pid`` default to this one."""
         self._check_open()
         _nonblank("name", name)
-        daemon = await self._register_daemon(
-            uuid.uuid4().hex,
-            name,
+        daemon_id = uuid.uuid4().hex
+        place = (
             host if host is not None else socket.gethostname(),
             pid if pid is not None else os.getpid(),
-            agent,
         )
+
+        def register(db: Db) -> DaemonRecord:
+            db.count(
+                "INSERT INTO hotseam_daemons (id, name, host, pid, agent, started_at,"
+                " heartbeat_at) VALUES (?, ?, ?, ?, ?, {now}, {now})",
+                (daemon_id, name, *place, agent),
+            )
+            return db.known_daemon(daemon_id)
+
+        daemon = await self._write(register)
         _log.info(
             "journal.daemon_registered",
             daemon_id=daemon.id,
@@ -98,7 +197,7 @@ class Journal(JournalBase):
                 (another process found it dead and may have taken its runs).
         """
         self._check_open()
-        return await self._heartbeat(daemon_id)
+        return await self._write(lambda db: db.heartbeat(daemon_id))
 
     async def stop_daemon(self, daemon_id: str) -> DaemonRecord:
         """Mark a daemon stopped (itself at a clean stop, or another one found dead): its
@@ -108,14 +207,22 @@ class Journal(JournalBase):
             JournalError: ``DAEMON_UNKNOWN``.
         """
         self._check_open()
-        daemon = await self._stop_daemon(daemon_id)
+
+        def stop(db: Db) -> DaemonRecord:
+            db.count(
+                "UPDATE hotseam_daemons SET stopped_at = {now} WHERE id = ? AND stopped_at IS NULL",
+                (daemon_id,),
+            )
+            return db.known_daemon(daemon_id)
+
+        daemon = await self._write(stop)
         _log.info("journal.daemon_stopped", daemon_id=daemon_id, name=daemon.name)
         return daemon
 
     async def get_daemon(self, daemon_id: str) -> DaemonRecord:
         """The daemon as it is now (``alive`` included). Raises ``DAEMON_UNKNOWN``."""
         self._check_open()
-        daemon = await self._get_daemon(daemon_id)
+        daemon = await self._read(lambda db: db.daemon(daemon_id))
         if daemon is None:
             raise unknown("daemon", daemon_id)
         return daemon
@@ -123,7 +230,12 @@ class Journal(JournalBase):
     async def daemons(self) -> list[DaemonRecord]:
         """Every daemon in the journal, in the order they registered."""
         self._check_open()
-        return await self._daemons()
+        rows = await self._read(
+            lambda db: db.all(
+                f"SELECT {DAEMON_D} FROM hotseam_daemons d ORDER BY d.started_at, d.id", (db.ttl,)
+            )
+        )
+        return [daemon_from_row(row) for row in rows]
 
     async def keep_alive(self, daemon_id: str, *, interval: float | None = None) -> NoReturn:
         """Heartbeat every ``interval`` seconds (default: a third of ``liveness_timeout``)
@@ -173,14 +285,30 @@ class Journal(JournalBase):
         """
         self._check_open()
         _nonblank("agent", agent)
-        run = await self._start_run(uuid.uuid4().hex, agent, daemon_id)
+        run_id = uuid.uuid4().hex
+
+        def start(db: Db) -> RunRecord:
+            db.heartbeat(daemon_id)
+            row = db.one(
+                "INSERT INTO hotseam_runs (id, agent, daemon_id, state, started_at, claimed_at)"
+                " VALUES (?, ?, ?, ?, {now}, {now}) ON CONFLICT DO NOTHING"
+                f" RETURNING {RUN}",
+                (run_id, agent, daemon_id, RunState.RUNNING.value),
+            )
+            if row is None:  # the agent's one unfinished run exists (a unique index says so)
+                existing = db.unfinished_run(agent)
+                assert existing is not None
+                raise run_exists(existing)
+            return run_from_row(row)
+
+        run = await self._write(start)
         _log.info("journal.run_started", run_id=run.id, agent=agent, daemon_id=daemon_id)
         return run
 
     async def get_run(self, run_id: str) -> RunRecord:
         """The run as it is now. Raises ``RUN_UNKNOWN``."""
         self._check_open()
-        run = await self._get_run(run_id)
+        run = await self._read(lambda db: db.run(run_id))
         if run is None:
             raise unknown("run", run_id)
         return run
@@ -188,7 +316,7 @@ class Journal(JournalBase):
     async def unfinished_run(self, agent: str) -> RunRecord | None:
         """The agent's run that neither finished nor was abandoned, if there is one."""
         self._check_open()
-        return await self._unfinished_run(agent)
+        return await self._read(lambda db: db.unfinished_run(agent))
 
     async def runs(
         self,
@@ -202,8 +330,37 @@ class Journal(JournalBase):
         holds in each state (what an operator reads to learn why an agent resumed)."""
         self._check_open()
         _check_limit(limit)
-        chosen = frozenset(RunState) if states is None else frozenset(map(RunState, states))
-        return await self._runs(chosen, agent, limit)
+        chosen = _chosen(RunState, states)
+        if not chosen or limit == 0:
+            return []
+        params: list[object] = [*chosen]
+        of_agent = ""
+        if agent is not None:
+            of_agent = " AND agent = ?"
+            params.append(agent)
+        grouped = f"{RUN_R}, {columns(DAEMON_COLUMNS, 'd')}, a.state"
+        # One query: the chosen runs, each joined with its daemon and its asks counted by
+        # state (one row per run and state).
+        rows = await self._read(
+            lambda db: db.all(
+                f"SELECT {RUN_R}, {DAEMON_D}, a.state, COUNT(a.id) FROM"
+                f" (SELECT {RUN} FROM hotseam_runs WHERE state IN ({marks(chosen)}){of_agent}"
+                f" ORDER BY started_at DESC, id DESC{limited(limit)}) r"
+                " JOIN hotseam_daemons d ON d.id = r.daemon_id"
+                " LEFT JOIN hotseam_asks a ON a.run_id = r.id"
+                f" GROUP BY {grouped} ORDER BY r.started_at DESC, r.id DESC",
+                [db.ttl, *params],
+            )
+        )
+        width = len(RUN_COLUMNS)
+        found: dict[str, tuple[RunRecord, DaemonRecord, dict[AskState, int]]] = {}
+        for row in rows:  # in order: a run's rows follow one another
+            run_id, state, count = row[0], row[-2], row[-1]
+            if run_id not in found:
+                found[run_id] = (run_from_row(row[:width]), daemon_from_row(row[width:-2]), {})
+            if state is not None:
+                found[run_id][2][AskState(state)] = int(count)
+        return [RunOverview(run, daemon, asks) for run, daemon, asks in found.values()]
 
     async def claim_run(self, run_id: str, daemon_id: str) -> RunRecord:
         """Make ``daemon_id`` the owner of an unfinished run, to resume it.
@@ -217,7 +374,25 @@ class Journal(JournalBase):
                 ``RUN_FINISHED``, ``RUN_UNKNOWN``, ``DAEMON_UNKNOWN``, ``DAEMON_STOPPED``.
         """
         self._check_open()
-        run = await self._claim_run(run_id, daemon_id)
+
+        def claim(db: Db) -> RunRecord:
+            # The run's row locked, then decided: of two claimers, the second sees the
+            # first's claim (and its owner alive) once the first commits.
+            db.heartbeat(daemon_id)
+            run = db.locked_run(run_id, db.dialect.update)
+            if run.daemon_id != daemon_id:
+                owner = db.daemon(run.daemon_id)
+                if owner is not None and owner.alive:
+                    raise run_claimed(run, daemon_id)
+            row = db.one(
+                "UPDATE hotseam_runs SET daemon_id = ?, claimed_at = {now} WHERE id = ?"
+                f" RETURNING {RUN}",
+                (daemon_id, run_id),
+            )
+            assert row is not None
+            return run_from_row(row)
+
+        run = await self._write(claim)
         _log.info("journal.run_claimed", run_id=run_id, agent=run.agent, daemon_id=daemon_id)
         return run
 
@@ -255,6 +430,34 @@ class Journal(JournalBase):
         _log.info("journal.run_abandoned", run_id=run_id, agent=run.agent, asks=len(settled))
         return run
 
+    async def _end_run(
+        self, run_id: str, state: RunState, owner: str | None
+    ) -> tuple[RunRecord, list[AskRecord]]:
+        """End the run (finished, failed or abandoned) and settle its pending asks, in one
+        transaction: withdrawn, or abandoned with an abandoned run."""
+        ask_state = AskState.ABANDONED if state is RunState.ABANDONED else AskState.WITHDRAWN
+
+        def end(db: Db) -> tuple[RunRecord, list[AskRecord]]:
+            run = db.locked_run(run_id, db.dialect.update)
+            if owner is not None and run.daemon_id != owner:
+                raise run_claimed(run, owner)
+            row = db.one(
+                "UPDATE hotseam_runs SET state = ?, finished_at = {now} WHERE id = ?"
+                f" RETURNING {RUN}",
+                (state.value, run_id),
+            )
+            assert row is not None
+            settled = db.asks(
+                "UPDATE hotseam_asks SET state = ?, settled_at = {now}"
+                f" WHERE run_id = ? AND state = ? RETURNING {ASK}",
+                (ask_state.value, run_id, AskState.PENDING.value),
+            )
+            settled.sort(key=lambda ask: (ask.seq, ask.created_at))
+            db.announce(settled)
+            return run_from_row(row), settled
+
+        return await self._write(end, durable=True)
+
     # -- asks ---------------------------------------------------------------------------------
 
     async def record_ask(
@@ -285,15 +488,40 @@ class Journal(JournalBase):
         _nonblank("ask_id", ask_id)
         if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
             raise ValueError(f"seq must be an int >= 0, got {seq!r}")
-        ask, created = await self._record_ask(
+        values = (
             ask_id,
             run_id,
             seq,
             key,
             digest if digest is not None else question_digest(request),
             request_json(request),
-            owner,
+            AskState.PENDING.value,
         )
+
+        def record(db: Db) -> tuple[AskRecord, bool]:
+            # Within a share lock on the run: an ask is never added to a run that finishes.
+            run = db.locked_run(run_id, db.dialect.share)
+            if owner is not None and run.daemon_id != owner:
+                raise run_claimed(run, owner)
+            existing = db.ask(ask_id)
+            if existing is not None:
+                return existing, False
+            row = db.one(
+                "INSERT INTO hotseam_asks (id, run_id, seq, caller_key, digest, request, state,"
+                " created_at) VALUES (?, ?, ?, ?, ?, ?, ?, {now})"
+                f" ON CONFLICT DO NOTHING RETURNING {ASK}",
+                values,
+            )
+            if row is None:
+                existing = db.ask(ask_id)
+                if existing is not None:  # recorded at the same instant by another process
+                    return existing, False
+                raise ask_conflict(run_id, seq, ask_id, key)
+            ask = ask_from_row(row)
+            db.announce([ask])
+            return ask, True
+
+        ask, created = await self._write(record)
         if created:
             self._changed([ask])
             _log.debug("journal.ask_recorded", ask_id=ask_id, run_id=run_id, seq=seq)
@@ -302,7 +530,7 @@ class Journal(JournalBase):
     async def get_ask(self, ask_id: str) -> AskRecord:
         """The ask as it is now. Raises ``ASK_UNKNOWN``."""
         self._check_open()
-        ask = await self._get_ask(ask_id)
+        ask = await self._read(lambda db: db.ask(ask_id))
         if ask is None:
             raise unknown("ask", ask_id)
         return ask
@@ -311,7 +539,12 @@ class Journal(JournalBase):
         """The asks of a run in ``seq`` order (abandoned ones included, before the live ask
         that took their place)."""
         self._check_open()
-        return await self._run_asks(run_id)
+        return await self._read(
+            lambda db: db.asks(
+                f"SELECT {ASK} FROM hotseam_asks WHERE run_id = ? ORDER BY seq, created_at, id",
+                (run_id,),
+            )
+        )
 
     async def list_asks(
         self, *, states: Collection[AskState] | None = None, limit: int | None = None
@@ -319,8 +552,16 @@ class Journal(JournalBase):
         """Asks in these states (default: all), newest first, at most ``limit``."""
         self._check_open()
         _check_limit(limit)
-        chosen = frozenset(AskState) if states is None else frozenset(map(AskState, states))
-        return await self._list_asks(chosen, limit)
+        chosen = _chosen(AskState, states)
+        if not chosen or limit == 0:
+            return []
+        return await self._read(
+            lambda db: db.asks(
+                f"SELECT {ASK} FROM hotseam_asks WHERE state IN ({marks(chosen)})"
+                f" ORDER BY created_at DESC, id DESC{limited(limit)}",
+                chosen,
+            )
+        )
 
     async def list_entries(
         self,
@@ -333,8 +574,22 @@ class Journal(JournalBase):
         only the asks of ``agent``'s runs when given."""
         self._check_open()
         _check_limit(limit)
-        chosen = frozenset(AskState) if states is None else frozenset(map(AskState, states))
-        return await self._list_entries(chosen, agent, limit)
+        chosen = _chosen(AskState, states)
+        if not chosen or limit == 0:
+            return []
+        params: list[object] = [*chosen]
+        of_agent = ""
+        if agent is not None:
+            of_agent = " AND r.agent = ?"
+            params.append(agent)
+        rows = await self._read(
+            lambda db: db.all(
+                f"{ENTRY_FROM} WHERE a.state IN ({marks(chosen)}){of_agent}"
+                f" ORDER BY a.created_at DESC, a.id DESC{limited(limit)}",
+                [db.ttl, *params],
+            )
+        )
+        return [entry_from_row(row) for row in rows]
 
     async def answer_ask(
         self, ask_id: str, answer: AskUserQuestionAnswer, *, by: str | None = None
@@ -353,11 +608,7 @@ class Journal(JournalBase):
                 no longer running (refused; never recorded).
         """
         self._check_open()
-        settlement = await self._settle_ask(
-            ask_id, AskState.ANSWERED, None, answer_json(answer), by
-        )
-        self._settled(settlement)
-        return settlement
+        return await self._settle(ask_id, AskState.ANSWERED, None, answer_json(answer), by)
 
     async def settle_ask(
         self, ask_id: str, state: AskState, *, code: str | None = None, by: str | None = None
@@ -381,9 +632,7 @@ class Journal(JournalBase):
             )
         if (state is AskState.FAILED) != (code is not None):
             raise ValueError("a code is given with state failed, and only then")
-        settlement = await self._settle_ask(ask_id, state, code, None, by)
-        self._settled(settlement)
-        return settlement
+        return await self._settle(ask_id, state, code, None, by)
 
     async def abandon_asks(self, run_id: str, from_seq: int) -> list[AskRecord]:
         """Mark every ask of an unfinished run at ``seq >= from_seq`` abandoned, whatever
@@ -395,7 +644,20 @@ class Journal(JournalBase):
             JournalError: ``RUN_FINISHED``, ``RUN_UNKNOWN``.
         """
         self._check_open()
-        abandoned = await self._abandon_asks(run_id, from_seq)
+
+        def abandon(db: Db) -> list[AskRecord]:
+            # With the run's row locked first, as ending a run does: the two never deadlock.
+            db.locked_run(run_id, db.dialect.update)
+            asks = db.asks(
+                "UPDATE hotseam_asks SET state = ?, settled_at = COALESCE(settled_at, {now})"
+                f" WHERE run_id = ? AND seq >= ? AND state <> ? RETURNING {ASK}",
+                (AskState.ABANDONED.value, run_id, from_seq, AskState.ABANDONED.value),
+            )
+            asks.sort(key=lambda ask: (ask.seq, ask.created_at))
+            db.announce(asks)
+            return asks
+
+        abandoned = await self._write(abandon)
         self._changed(abandoned)
         if abandoned:
             _log.info(
@@ -437,7 +699,24 @@ class Journal(JournalBase):
                 settled otherwise (it stays until purged).
         """
         self._check_open()
-        ask = await self._clear(ask_id)
+
+        def clear(db: Db) -> AskRecord:
+            # One DELETE decides (an abandoned ask stays abandoned: of two clears, one wins
+            # and the other finds it gone).
+            row = db.one(
+                f"DELETE FROM hotseam_asks WHERE id = ? AND state = ? RETURNING {ASK}",
+                (ask_id, AskState.ABANDONED.value),
+            )
+            if row is None:
+                current = db.ask(ask_id)
+                if current is None:
+                    raise unknown("ask", ask_id)
+                raise not_abandoned(current)
+            ask = ask_from_row(row)
+            db.announce([ask], cleared=True)
+            return ask
+
+        ask = await self._write(clear)
         self._cleared(ask)
         _log.info("journal.ask_cleared", ask_id=ask.id, run_id=ask.run_id)
         return ask
@@ -447,7 +726,13 @@ class Journal(JournalBase):
         (``daemon.alive``: is the asker up? An ask of a dead daemon still takes an answer,
         held for its resume)."""
         self._check_open()
-        return await self._inbox()
+        rows = await self._read(
+            lambda db: db.all(
+                f"{ENTRY_FROM} WHERE a.state = ? ORDER BY a.created_at, a.id",
+                (db.ttl, AskState.PENDING.value),
+            )
+        )
+        return [entry_from_row(row) for row in rows]
 
     @contextlib.asynccontextmanager
     async def subscribe(self) -> AsyncIterator[Subscription]:
@@ -484,9 +769,37 @@ class Journal(JournalBase):
             raise ValueError("pending asks are never purged: abandon their run first")
         if not older_than >= 0:
             raise ValueError(f"older_than must be seconds >= 0, got {older_than!r}")
-        report = await self._purge(chosen, float(older_than), dry_run)
-        if dry_run:
+        age = float(older_than)
+        values = sorted(state.value for state in chosen)
+
+        def purge(db: Db) -> PurgeReport:
+            asks = 0
+            if values:
+                asks = db.count(
+                    f"DELETE FROM hotseam_asks WHERE state IN ({marks(values)})"
+                    " AND settled_at < {now} - ?",
+                    [*values, age],
+                )
+            runs = db.count(
+                "DELETE FROM hotseam_runs WHERE state <> ? AND finished_at < {now} - ? AND NOT"
+                " EXISTS (SELECT 1 FROM hotseam_asks a WHERE a.run_id = hotseam_runs.id)",
+                (RunState.RUNNING.value, age),
+            )
+            daemons = db.count(
+                "DELETE FROM hotseam_daemons WHERE heartbeat_at < {now} - ?"
+                " AND (stopped_at IS NOT NULL OR heartbeat_at < {now} - ?) AND NOT EXISTS"
+                " (SELECT 1 FROM hotseam_runs r WHERE r.daemon_id = hotseam_daemons.id)",
+                (age, db.ttl),
+            )
+            report = PurgeReport(asks, runs, daemons)
+            if dry_run:
+                raise _RolledBack(report)
             return report
+
+        try:
+            report = await self._write(purge)
+        except _RolledBack as done:  # the transaction was rolled back: nothing deleted
+            return done.report
         _log.info(
             "journal.purged",
             asks=report.asks,
@@ -498,7 +811,40 @@ class Journal(JournalBase):
 
     # -- shared -------------------------------------------------------------------------------
 
-    def _settled(self, settlement: Settlement) -> None:
+    async def _settle(
+        self, ask_id: str, state: AskState, code: str | None, answer: str | None, by: str | None
+    ) -> Settlement:
+        """One UPDATE decides: only a pending ask changes (first answer wins), and an answer
+        only while its run is running (a finished run is never answered)."""
+        running = ""
+        params: list[object] = [state.value, code, answer, by, ask_id, AskState.PENDING.value]
+        if state is AskState.ANSWERED:
+            running = (
+                " AND EXISTS (SELECT 1 FROM hotseam_runs r WHERE r.id = hotseam_asks.run_id"
+                " AND r.state = ?{share})"
+            )
+            params.append(RunState.RUNNING.value)
+
+        def settle(db: Db) -> Settlement:
+            row = db.one(
+                f"UPDATE hotseam_asks SET {SETTLED} WHERE id = ? AND state = ?{running}"
+                f" RETURNING {ASK}",
+                params,
+            )
+            if row is not None:
+                ask = ask_from_row(row)
+                db.announce([ask])
+                return Settlement(True, ask)
+            current = db.ask(ask_id)
+            if current is None:
+                raise unknown("ask", ask_id)
+            if current.pending:  # only an answer can miss a pending ask: its run ended
+                run = db.run(current.run_id)
+                assert run is not None
+                raise run_finished(run)
+            return Settlement(False, current)
+
+        settlement = await self._write(settle, durable=True)
         ask = settlement.ask
         if settlement.won:
             self._changed([ask])
@@ -510,6 +856,20 @@ class Journal(JournalBase):
             code=ask.code,
             by=ask.settled_by,
         )
+        return settlement
+
+
+class _RolledBack(Exception):  # noqa: N818 (not an error: how a dry run ends its transaction)
+    """Raised inside a write transaction to roll it back, carrying what it counted."""
+
+    def __init__(self, report: PurgeReport) -> None:
+        super().__init__("dry run")
+        self.report = report
+
+
+def _chosen(kind: type[E], states: Collection[E] | None) -> list[str]:
+    """The values of the chosen states (default: all), sorted: the parameters of an IN."""
+    return sorted({kind(state).value for state in (kind if states is None else states)})
 
 
 def _check_limit(limit: int | None) -> None:

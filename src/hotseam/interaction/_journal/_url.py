@@ -1,6 +1,6 @@
 """Where a journal is: the URL forms hotseam accepts, and the default file.
 
-* ``memory:`` — a new journal in this process's memory (tests);
+* ``memory:`` — a new, empty SQLite journal in this process's memory (tests);
 * ``sqlite:///abs/path.sqlite3`` (or SQLAlchemy's ``sqlite:////abs/path.sqlite3``),
   ``sqlite:relative/path``, or a plain path — an SQLite file (the embedded default);
 * ``postgresql://…`` or ``postgres://…`` — a PostgreSQL database, as libpq reads the URL
