@@ -373,9 +373,9 @@ class SqliteJournal(Journal):
 
     async def _write(self, operation: Callable[[Db], T], *, durable: bool = False) -> T:
         sync = "FULL" if durable else "NORMAL"
-        if self._in_memory:
+        if self._in_memory:  # no disk: no synchronous level to set
             await anyio.lowlevel.checkpoint()
-            return self._run(operation, sync)
+            return self._run(operation, "")
         try:
             return await anyio.to_thread.run_sync(self._run, operation, sync, limiter=self._limiter)
         finally:
@@ -398,7 +398,7 @@ class SqliteJournal(Journal):
 
     def _run(self, operation: Callable[[Db], T], sync: str | None) -> T:
         """Run ``operation``: a read (``sync`` None), or a write committed with that
-        ``synchronous`` level."""
+        ``synchronous`` level (empty: the level as it is)."""
         with self._lock:
             if self._connection is None and self._reopen:  # a repair closed it
                 try:
@@ -441,7 +441,8 @@ class SqliteJournal(Journal):
         db = _SqliteDb(connection, DIALECT, ttl)
         if sync is None:
             return operation(db)
-        connection.execute(f"PRAGMA synchronous = {sync}")  # outside a transaction only
+        if sync:
+            connection.execute(f"PRAGMA synchronous = {sync}")  # outside a transaction only
         connection.execute("BEGIN IMMEDIATE")
         try:
             result = operation(db)
