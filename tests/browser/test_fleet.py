@@ -14,7 +14,7 @@ import pytest
 
 from hotseam.interaction import AskUserQuestionAnswer
 from hotseam.interaction._journal import AskState, open_journal
-from hotseam.providers._web._fleet_server import serve_journal_inbox
+from hotseam.providers._web._journal_inbox import serve_journal_inbox
 from providers.web.conftest import DB, STRICT
 
 from .test_inbox import VISIBLE, card, open_page

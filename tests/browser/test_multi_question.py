@@ -22,7 +22,7 @@ from hotseam.interaction import (
     validate_request,
 )
 from hotseam.interaction._journal import open_journal
-from hotseam.providers._web._fleet_server import serve_journal_inbox
+from hotseam.providers._web._journal_inbox import serve_journal_inbox
 from hotseam.providers.web import WebProvider
 from hotseam.reload import Reloader
 from providers.web.conftest import answer_of, serving

@@ -13,7 +13,7 @@ from cli._support import Process, write
 from hotseam.cli import main
 from hotseam.interaction import AskUserQuestionRequest
 from hotseam.interaction._journal import open_journal
-from hotseam.providers._web._fleet_server import CLOSING_NOTE
+from hotseam.providers._web._journal_inbox import CLOSING_NOTE
 from hotseam.providers._web._security import stored_token_path
 from providers.web.conftest import open_events
 

@@ -31,9 +31,13 @@ from hotseam.interaction._journal import (
     RunRecord,
     open_journal,
 )
-from hotseam.providers._web._fleet_server import CLOSING_NOTE, FleetInbox, serve_journal_inbox
 from hotseam.providers._web._inbox import Inbox, InboxError
-from hotseam.providers._web._journal_inbox import JournalInbox
+from hotseam.providers._web._journal_inbox import (
+    CLOSING_NOTE,
+    FleetInbox,
+    JournalInbox,
+    serve_journal_inbox,
+)
 
 from .conftest import DB, FREE, STRICT, EventReader, open_events, serving
 from .test_api import BAD_ANSWERS
@@ -72,7 +76,8 @@ class Fleet:
         async with self.events() as events:
             while waiting:
                 event = await events.until(lambda e: e["type"] in ("snapshot", "added"))
-                questions = event.get("questions") or [event.get("question")]
+                is_snapshot = event["type"] == "snapshot"  # may be empty: the feed is behind
+                questions = event["questions"] if is_snapshot else [event["question"]]
                 waiting -= {question["id"] for question in questions}
 
     async def listed(self) -> list[dict[str, Any]]:

@@ -35,7 +35,7 @@ from tests._timing import scaled
 from _postgres import PostgresServer
 from hotseam.interaction import AskUserQuestionRequest
 from hotseam.interaction._journal import AskState, open_journal
-from hotseam.providers._web._fleet_server import serve_journal_inbox
+from hotseam.providers._web._journal_inbox import serve_journal_inbox
 from journal.conftest import postgres_server, postgres_url  # noqa: F401 (fixtures)
 
 from .conftest import EventReader, open_events

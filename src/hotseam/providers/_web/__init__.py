@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 from ..._core import lazy_exports
 
 if TYPE_CHECKING:  # what the web facade, the MCP surface and the CLI use, imported when first used
-    from ._fleet_server import DEFAULT_FLEET_PORT as DEFAULT_FLEET_PORT
-    from ._fleet_server import serve_journal_inbox as serve_journal_inbox
-    from ._provider import DEFAULT_HOST as DEFAULT_HOST
+    from ._journal_inbox import DEFAULT_FLEET_PORT as DEFAULT_FLEET_PORT
+    from ._journal_inbox import serve_journal_inbox as serve_journal_inbox
     from ._provider import DEFAULT_PORT as DEFAULT_PORT
     from ._provider import WebProvider as WebProvider
+    from ._security import DEFAULT_HOST as DEFAULT_HOST
     from ._security import TOKEN_ENV as TOKEN_ENV
     from ._security import TOKEN_FILE_ENV as TOKEN_FILE_ENV
     from ._security import HostPolicy as HostPolicy
@@ -26,7 +26,7 @@ if not TYPE_CHECKING:  # type checkers read the imports above
     __getattr__ = lazy_exports(
         globals(),
         {
-            "DEFAULT_HOST": "._provider",
+            "DEFAULT_HOST": "._security",
             "DEFAULT_PORT": "._provider",
             "WebProvider": "._provider",
             "HostPolicy": "._security",
@@ -38,7 +38,7 @@ if not TYPE_CHECKING:  # type checkers read the imports above
             "token_matches": "._security",
             "Listener": "._server",
             "WebServer": "._server",
-            "DEFAULT_FLEET_PORT": "._fleet_server",
-            "serve_journal_inbox": "._fleet_server",
+            "DEFAULT_FLEET_PORT": "._journal_inbox",
+            "serve_journal_inbox": "._journal_inbox",
         },
     )

@@ -29,7 +29,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..._core import get_logger
-from ._inbox import InboxError, ServedInbox
+from ._inbox import Inbox, InboxError
 from ._security import SECURITY_HEADERS, HostPolicy, token_matches
 
 __all__ = ["HEARTBEAT", "MAX_BODY", "MAX_STREAMS", "build_app"]
@@ -43,13 +43,13 @@ _RETRY_MS = 300
 CLIENT_HEADER = "x-hotseam-client"
 _CLIENT = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
-Lookup = Callable[[], ServedInbox | None]
+Lookup = Callable[[], Inbox | None]
 
 
 def build_app(inbox: Lookup, token: str, hosts: HostPolicy) -> ASGIApp:
     """The ASGI app serving whichever inbox ``inbox()`` returns at the time of a request
-    (a process's own :class:`~._inbox.Inbox`, or the journal-backed inbox of many daemons:
-    the same page, API and guard for both)."""
+    (a process's own :class:`~._inbox.Inbox`, or the fleet inbox over a journal: the same
+    page, API and guard for both)."""
 
     async def page(request: Request) -> Response:
         nonce = secrets.token_urlsafe(16)
@@ -122,7 +122,7 @@ class _EventsEndpoint:
             await _error(error.status, error.code, error.message)(scope, receive, send)
 
 
-def _current(lookup: Lookup) -> ServedInbox:
+def _current(lookup: Lookup) -> Inbox:
     inbox = lookup()
     if inbox is None:
         raise InboxError(503, "CLOSED", "the web inbox is not serving (it is being reloaded?)")
@@ -164,7 +164,7 @@ async def _json_body(request: Request, *, optional: bool = False) -> object:
         raise InboxError(400, "BAD_REQUEST", "the request body is not valid JSON") from None
 
 
-async def _stream_events(inbox: ServedInbox, receive: Receive, send: Send) -> None:
+async def _stream_events(inbox: Inbox, receive: Receive, send: Send) -> None:
     """Server-Sent Events: a snapshot, then changes; ends when the page or the inbox goes."""
     if inbox.subscribers >= MAX_STREAMS:
         raise InboxError(503, "TOO_MANY_STREAMS", f"at most {MAX_STREAMS} event streams")

@@ -1,26 +1,37 @@
-"""The inbox: every pending question of one provider, first answer wins, events fanned out.
+"""The web inbox: the questions every page shows, first answer wins, events fanned out.
 
-Everything that decides an outcome runs synchronously (no await between the check and the
-decision), so two answers arriving at once, or an answer and a withdrawal in the same
-event-loop turn, always end in exactly one outcome. Subscribers (open pages) each get a
-bounded buffer: one that does not read is dropped, never waited for, so a stuck browser
-can neither block the loop nor grow memory; a dropped page reconnects and gets a snapshot.
+One component serves both inboxes. :class:`Inbox` holds what the pages show — the
+questions in arrival order, how the latest ones ended, the open event streams — and
+answers the API (``submit_*``: the refusals, the outcome every page hears). A process's
+own inbox (``WebProvider``) decides its asks here, in memory; the fleet inbox
+(:class:`~._journal_inbox.JournalInbox`) is this inbox over a journal: its questions come
+from the journal's feed and its decisions are recorded there. A process with no journal
+has nothing to mirror (``ask()`` outside an agent run records nothing), so its inbox
+decides in memory; one with a journal shows each ask both here and in any fleet inbox,
+and the journal's transaction decides which answer came first.
 
-A question keeps the id of its ``ask()`` (:func:`~hotseam.interaction._pending.ask_id`),
-so when a reload puts it to the next generation's inbox, a page or a script holding the
-id still finds it. An answer or a dismissal records the ``client`` that sent it (a page
-sends its own random id), so every page can tell its own answer from another tab's.
+Deciding in memory runs synchronously (no await between the check and the decision), so
+two answers at once, or an answer and a withdrawal in the same event-loop turn, end in
+exactly one outcome. Subscribers (open pages) each get a bounded buffer: one that does not
+read is dropped, never waited for, so a stuck browser can neither block the loop nor grow
+memory; a dropped page reconnects and gets a snapshot.
+
+A question keeps the id of its ``ask()`` (:func:`~hotseam.interaction.ask_id`, the
+journal's ask id), so when a reload puts it to the next generation's inbox, or another
+inbox shows it, a page or a script holding the id still finds it. An answer or a
+dismissal records the ``client`` that sent it (a page sends its own random id), so every
+page can tell its own answer from another tab's.
 """
 
 from __future__ import annotations
 
-import itertools
+import contextlib
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
@@ -38,18 +49,14 @@ from ._answers import parse_answer as read_answer
 
 __all__ = [
     "MAX_ANSWER_CHARS",
-    "Audience",
     "Decision",
     "Entry",
     "Inbox",
     "InboxError",
-    "ServedInbox",
     "Subscription",
-    "answer_label",
     "cancelled_error",
     "parse_answer",
-    "question_dict",
-    "shown_answer",
+    "refusal",
 ]
 
 Outcome = Literal["answered", "dismissed", "withdrawn", "timed_out", "failed", "cleared", "closed"]
@@ -73,46 +80,6 @@ class InboxError(Exception):
     def to_dict(self) -> dict[str, Any]:
         """``{"error": {"code": ..., "message": ..., **details}}``, the API's error body."""
         return {"error": {"code": self.code, "message": self.message, **self.details}}
-
-
-class ServedInbox(Protocol):
-    """What the web app (``build_app``) needs of an inbox: the in-memory :class:`Inbox` of
-    one process, or the journal-backed inbox of many daemons (``_journal_inbox``).
-
-    ``submit_*`` decide a question or refuse with an :class:`InboxError` (nothing changes
-    then); each returns the extra fields of its ``200`` body.
-    """
-
-    @property
-    def subscribers(self) -> int:
-        """How many event streams are open."""
-        ...
-
-    def snapshot(self) -> list[dict[str, Any]]:
-        """Every question shown, oldest first."""
-        ...
-
-    async def submit_answer(
-        self, question_id: str, body: object, *, client: str | None
-    ) -> dict[str, Any]:
-        """Answer from an API body; the first answer wins."""
-        ...
-
-    async def submit_dismissal(self, question_id: str, *, client: str | None) -> dict[str, Any]:
-        """Dismiss: the ask fails with ``ASK_CANCELLED``."""
-        ...
-
-    async def submit_clear(self, question_id: str, *, client: str | None) -> dict[str, Any]:
-        """Take a question nobody owns any more (its run abandoned) off the pages."""
-        ...
-
-    def subscribe(self) -> Subscription:
-        """An event stream whose first event is the snapshot."""
-        ...
-
-    def close(self, note: str) -> None:
-        """End every stream with a ``closing`` event saying ``note``."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,9 +113,35 @@ class Decision:
         return facts
 
 
+def refusal(decision: Decision) -> InboxError:
+    """The ``409`` of a decision that came second: what the first one was, and by whom."""
+    by = f" (by {decision.by})" if decision.by else ""
+    if decision.outcome == "answered":
+        shown = "" if decision.answer is None else f": {answer_label(decision.answer)}"
+        message = f"the question was already answered{shown}{by}"
+        return InboxError(409, "ALREADY_ANSWERED", message, decision.to_dict())
+    message = f"the question is no longer pending: {decision.note}{by}"
+    return InboxError(409, "NOT_PENDING", message, decision.to_dict())
+
+
+def unknown(question_id: str) -> InboxError:
+    """The ``404`` of an id no inbox knows."""
+    return InboxError(404, "UNKNOWN_QUESTION", f"no question with id {question_id!r}")
+
+
+def not_abandoned(question_id: str) -> InboxError:
+    """The ``409`` of clearing a question whose asker still waits for its answer."""
+    return InboxError(
+        409,
+        "NOT_ABANDONED",
+        f"question {question_id!r} is waiting for its answer (its run was not abandoned): "
+        "answer or dismiss it",
+    )
+
+
 @dataclass(eq=False, slots=True)
 class Entry:
-    """One pending question and, once decided, its outcome."""
+    """One question shown and, once decided in memory, its outcome."""
 
     id: str
     seq: int
@@ -166,7 +159,7 @@ class Entry:
 
 
 _decided: OrderedDict[str, Decision] = OrderedDict()
-"""How the latest questions ended, process-wide: ids are the asks' own, so the inbox of a
+"""How the latest asks of this process ended: ids are the asks' own, so the inbox of a
 reload's next generation still answers "already answered" for what its predecessor saw."""
 
 
@@ -212,50 +205,21 @@ class Subscription:
         self._receive.close()
 
 
-class Audience:
-    """The open event streams of an inbox: each is handed every event, none waited for."""
-
-    __slots__ = ("_subscribers", "closed")
-
-    def __init__(self) -> None:
-        self._subscribers: set[Subscription] = set()
-        self.closed = False
-
-    def __len__(self) -> int:
-        return len(self._subscribers)
-
-    def subscribe(self, snapshot: list[dict[str, Any]]) -> Subscription:
-        """A stream whose first event is ``snapshot`` (one that ends at once when closed)."""
-        subscription = Subscription(self._subscribers)
-        if self.closed:
-            subscription.close()
-            return subscription
-        subscription.offer({"type": "snapshot", "questions": snapshot})
-        self._subscribers.add(subscription)
-        return subscription
-
-    def publish(self, event: dict[str, Any]) -> None:
-        """Queue ``event`` on every stream (a stream that does not read is dropped)."""
-        for subscription in list(self._subscribers):
-            subscription.offer(event)
-
-    def close(self, note: str) -> None:
-        """Tell every stream ``closing`` with ``note``, then end them; no stream opens again."""
-        self.closed = True
-        self.publish({"type": "closing", "note": note})
-        for subscription in list(self._subscribers):
-            subscription.close()
-
-
 class Inbox:
-    """Pending questions in arrival order, and the pages listening to them."""
+    """The questions shown in arrival order, how the latest ended, and the pages listening.
 
-    __slots__ = ("_audience", "_closed", "_entries", "_seq")
+    Its own methods decide a process's asks in memory (``add``, ``settle``, ``answer``,
+    ``dismiss``); the web app calls ``submit_*``, which the journal's inbox decides in
+    the journal instead (it overrides the ``_open``/``_answer``/``_dismiss``/``_clear``
+    steps, the rest is this class's).
+    """
 
-    def __init__(self) -> None:
+    def __init__(self, decided: OrderedDict[str, Decision] | None = None) -> None:
         self._entries: OrderedDict[str, Entry] = OrderedDict()
-        self._audience = Audience()
-        self._seq = itertools.count(1)
+        self._decided = _decided if decided is None else decided
+        self._deciding: dict[str, anyio.Lock] = {}
+        self._subscribers: set[Subscription] = set()
+        self._seq = 0
         self._closed = False
 
     def __len__(self) -> int:
@@ -267,13 +231,13 @@ class Inbox:
     @property
     def subscribers(self) -> int:
         """How many event streams are open."""
-        return len(self._audience)
+        return len(self._subscribers)
 
     def snapshot(self) -> list[dict[str, Any]]:
-        """Every pending question, oldest first."""
+        """Every question shown, oldest first."""
         return [entry.to_dict() for entry in self._entries.values()]
 
-    # -- the asking side ------------------------------------------------------------------------
+    # -- the asking side (a process's own asks) -------------------------------------------------
 
     def add(self, request: AskUserQuestionRequest) -> Entry:
         """Put a question in the inbox and tell every page.
@@ -286,10 +250,9 @@ class Inbox:
         question_id = ask_id()
         if question_id is None or question_id in self._entries:
             question_id = secrets.token_hex(8)
-        _decided.pop(question_id, None)  # asked again: pending, not decided
-        entry = Entry(question_id, next(self._seq), request, time.time())
-        self._entries[entry.id] = entry
-        self._publish({"type": "added", "question": entry.to_dict()})
+        self._decided.pop(question_id, None)  # asked again: pending, not decided
+        entry = Entry(question_id, self._next_seq(), request, time.time())
+        self._show(entry)
         return entry
 
     def settle(
@@ -310,77 +273,97 @@ class Inbox:
         """
         if entry.outcome is not None:
             return False
-        entry.outcome = outcome
-        entry.note = note
-        entry.client = client
-        self._entries.pop(entry.id, None)
+        entry.outcome, entry.note, entry.client = outcome, note, client
         answer = entry.answer if outcome == "answered" else None
         shown = None if answer is None else shown_answer(answer, entry.request)
-        decision = Decision(outcome, note, client, shown, by=by)
-        _decided[entry.id] = decision
-        while len(_decided) > _RECENT:
-            _decided.popitem(last=False)
+        self._remove(entry.id, Decision(outcome, note, client, shown, by=by))
         entry.done.set()
-        self._publish({"type": "removed", "id": entry.id, "reason": outcome, **decision.to_dict()})
         return True
-
-    # -- the answering side ---------------------------------------------------------------------
 
     def answer(
         self, question_id: str, body: object, *, client: str | None = None
     ) -> AskUserQuestionAnswer:
-        """Answer a pending question from an API body; the first answer wins.
+        """Answer a pending question from an API body, at once; the first answer wins.
 
         Raises:
-            InboxError: 400 for a malformed body, 404 for an unknown question, 409 when it
-                was already answered (saying with what, and by which client), dismissed or
-                withdrawn, 422 for an answer the question does not accept, 503 while the
-                question is open but shown elsewhere (being asked again after a reload).
-                Nothing changes in any of these cases.
+            InboxError: as :meth:`submit_answer`.
         """
         entry = self._pending(question_id)
-        answer = parse_answer(entry.request, body)
-        entry.answer = answer
+        entry.answer = parse_answer(entry.request, body)
         self.settle(entry, "answered", "answered", client=client)
-        return answer
+        return entry.answer
 
     def dismiss(self, question_id: str, *, client: str | None = None) -> None:
         """Dismiss a pending question: the agent's ask fails with ``ASK_CANCELLED``."""
-        entry = self._pending(question_id)
-        self.settle(entry, "dismissed", "dismissed", client=client)
+        self.settle(self._pending(question_id), "dismissed", "dismissed", client=client)
 
-    # What the web app calls (ServedInbox): each decides in one event-loop step.
+    # -- the answering side (what the web app calls) --------------------------------------------
 
     async def submit_answer(
         self, question_id: str, body: object, *, client: str | None
     ) -> dict[str, Any]:
-        """:meth:`answer`, for the web app."""
-        self.answer(question_id, body, client=client)
-        return {}
+        """Answer from an API body; return the extra fields of the ``200``.
+
+        Raises:
+            InboxError: 400 for a malformed body, 404 for an unknown question, 409 when it
+                was settled first (``ALREADY_ANSWERED`` says with what, by which client or
+                process), 422 for an answer the question does not take, 503 while it is
+                open but not here (being asked again after a reload) or the journal cannot
+                be reached. Nothing changes in any of these cases.
+        """
+        async with self._decision(question_id):
+            entry = await self._open(question_id)
+            return await self._answer(entry, parse_answer(entry.request, body), client)
 
     async def submit_dismissal(self, question_id: str, *, client: str | None) -> dict[str, Any]:
-        """:meth:`dismiss`, for the web app."""
-        self.dismiss(question_id, client=client)
-        return {}
+        """Dismiss: the ask fails with ``ASK_CANCELLED`` (refused as ``submit_answer``)."""
+        async with self._decision(question_id):
+            return await self._dismiss(await self._open(question_id), client)
 
     async def submit_clear(self, question_id: str, *, client: str | None) -> dict[str, Any]:
+        """Take a question nobody will read an answer to (its run abandoned) off the pages."""
+        async with self._decision(question_id):
+            return await self._clear(question_id, client)
+
+    @contextlib.asynccontextmanager
+    async def _decision(self, question_id: str) -> AsyncIterator[None]:
+        """One decision at a time per question here (a second tab's waits, then hears the
+        first one's outcome with its client)."""
+        lock = self._deciding.get(question_id)
+        if lock is None:
+            lock = self._deciding[question_id] = anyio.Lock()
+        try:
+            async with lock:
+                yield
+        finally:
+            idle = not lock.locked() and not lock.statistics().tasks_waiting
+            if idle and self._deciding.get(question_id) is lock:
+                del self._deciding[question_id]
+
+    async def _open(self, question_id: str) -> Entry:
+        return self._pending(question_id)
+
+    async def _answer(
+        self, entry: Entry, answer: AskUserQuestionAnswer, client: str | None
+    ) -> dict[str, Any]:
+        entry.answer = answer
+        self.settle(entry, "answered", "answered", client=client)
+        return {}
+
+    async def _dismiss(self, entry: Entry, client: str | None) -> dict[str, Any]:
+        self.settle(entry, "dismissed", "dismissed", client=client)
+        return {}
+
+    async def _clear(self, question_id: str, client: str | None) -> dict[str, Any]:
         """Refused: every question of a process's own inbox has its asker waiting."""
         self._pending(question_id)  # 404 or 409 for one that is gone
-        raise InboxError(
-            409,
-            "NOT_ABANDONED",
-            f"question {question_id!r} is waiting for its answer: answer or dismiss it",
-        )
+        raise not_abandoned(question_id)
 
     def _pending(self, question_id: str) -> Entry:
-        entry = self._entries.get(question_id)
+        entry: Entry | None = self._entries.get(question_id)
         if entry is not None:
             return entry
-        recent = _decided.get(question_id)
-        if recent is not None and recent.outcome == "answered":
-            shown = "" if recent.answer is None else f": {answer_label(recent.answer)}"
-            message = f"the question was already answered{shown}"
-            raise InboxError(409, "ALREADY_ANSWERED", message, recent.to_dict())
+        recent = self._decided.get(question_id)
         if (recent is None or recent.outcome == "withdrawn") and any(
             ask.question_id == question_id for ask in pending_asks()
         ):  # withdrawn by a reload, not asked again yet (or shown by another provider)
@@ -392,25 +375,58 @@ class Inbox:
                 "in a moment",
             )
         if recent is not None:
-            message = f"the question is no longer pending: {recent.note}"
-            raise InboxError(409, "NOT_PENDING", message, recent.to_dict())
-        raise InboxError(404, "UNKNOWN_QUESTION", f"no question with id {question_id!r}")
+            raise refusal(recent)
+        raise unknown(question_id)
 
-    # -- pages ------------------------------------------------------------------------------------
+    # -- what every page is told ----------------------------------------------------------------
 
     def subscribe(self) -> Subscription:
-        """Open an event stream whose first event is the snapshot of pending questions."""
-        return self._audience.subscribe(self.snapshot())
+        """An event stream whose first event is the snapshot (it ends at once if closed)."""
+        subscription = Subscription(self._subscribers)
+        if self._closed:
+            subscription.close()
+            return subscription
+        subscription.offer({"type": "snapshot", "questions": self.snapshot()})
+        self._subscribers.add(subscription)
+        return subscription
 
     def close(self, note: str) -> None:
         """Withdraw every pending question and end every stream with a ``closing`` event."""
         self._closed = True
         for entry in list(self._entries.values()):
             self.settle(entry, "withdrawn", note)
-        self._audience.close(note)
+        self._end_streams(note)
+
+    def _end_streams(self, note: str) -> None:
+        """Tell every stream ``closing`` with ``note``, then end them; none opens again."""
+        self._closed = True
+        self._publish({"type": "closing", "note": note})
+        for subscription in list(self._subscribers):
+            subscription.close()
+
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    def _show(self, entry: Entry) -> None:
+        self._entries[entry.id] = entry
+        self._publish({"type": "added", "question": entry.to_dict()})
+
+    def _changed(self, entry: Entry) -> None:
+        self._publish({"type": "changed", "question": entry.to_dict()})
+
+    def _remove(self, question_id: str, decision: Decision) -> None:
+        self._entries.pop(question_id, None)
+        self._decided[question_id] = decision
+        while len(self._decided) > _RECENT:
+            self._decided.popitem(last=False)
+        removed = {"type": "removed", "id": question_id, "reason": decision.outcome}
+        self._publish({**removed, **decision.to_dict()})
 
     def _publish(self, event: dict[str, Any]) -> None:
-        self._audience.publish(event)
+        """Queue ``event`` on every stream (a stream that does not read is dropped)."""
+        for subscription in list(self._subscribers):
+            subscription.offer(event)
 
 
 def cancelled_error() -> UserInteractionError:

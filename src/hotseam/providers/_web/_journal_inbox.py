@@ -1,8 +1,9 @@
-"""The inbox of many daemons: every pending ask of a journal, on the web inbox's page.
+"""The fleet inbox: every pending ask of a journal, on the web inbox's page.
 
-``hotseam inbox --journal URL`` serves a :class:`JournalInbox` with the app, page, API and
-guard of a daemon's own inbox (``build_app`` takes either, through ``ServedInbox``). It
-keeps a mirror of the journal's pending asks, each with the run and the daemon that asks:
+``hotseam inbox --journal URL`` serves a :class:`JournalInbox`: the web inbox
+(:class:`~._inbox.Inbox`, the same page, API, refusals and guard as a daemon's own) over a
+journal. It keeps a mirror of the journal's pending asks, each with the run and the daemon
+that asks:
 
 * the journal's change feed adds and removes questions as any process records or settles
   them (a daemon, its own web inbox, another fleet inbox);
@@ -18,7 +19,7 @@ Deciding goes to the journal: ``answer_ask`` records the first answer in one tra
 so of two inboxes answering at once exactly one gets ``200``; the other gets ``409
 ALREADY_ANSWERED`` with what was answered and by whom, and every open page of either hears
 ``removed``. A question keeps the journal's ask id, the id the asking daemon's own inbox
-shows it under.
+shows it under. :func:`serve_journal_inbox` serves it on the web inbox's server.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import os
 import socket
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import anyio
@@ -41,7 +42,7 @@ from ...interaction import (
     ASK_TIMEOUT,
     AskRecord,
     AskState,
-    AskUserQuestionRequest,
+    AskUserQuestionAnswer,
     DaemonRecord,
     InboxEntry,
     Journal,
@@ -50,18 +51,21 @@ from ...interaction import (
     JournalEvent,
     RunRecord,
 )
-from ._inbox import (
-    Audience,
-    Decision,
-    InboxError,
-    Subscription,
-    answer_label,
-    parse_answer,
-    question_dict,
-    shown_answer,
-)
+from ._answers import question_dict, shown_answer
+from ._app import build_app
+from ._inbox import Decision, Entry, Inbox, InboxError, not_abandoned, refusal, unknown
+from ._security import DEFAULT_HOST, HostPolicy, checked_host, load_token, warn_if_remote
+from ._server import DRAIN_GRACE, Listener, WebServer
 
-__all__ = ["DEFAULT_REFRESH", "JournalInbox", "inbox_identity"]
+__all__ = [
+    "CLOSING_NOTE",
+    "DEFAULT_FLEET_PORT",
+    "DEFAULT_REFRESH",
+    "FleetInbox",
+    "JournalInbox",
+    "inbox_identity",
+    "serve_journal_inbox",
+]
 
 T = TypeVar("T")
 
@@ -69,7 +73,12 @@ DEFAULT_REFRESH = 2.0
 """Seconds between two listings of the journal (liveness and run owners are not on the
 change feed); less when the journal's liveness timeout is short."""
 
-_RECENT = 1024  # outcomes remembered, so a late second answer hears what happened
+DEFAULT_FLEET_PORT = 8766
+"""The fleet inbox's port: one above a daemon's own inbox (8765), so both run side by side."""
+
+CLOSING_NOTE = "the fleet inbox is shutting down"
+"""What open pages are told when the fleet inbox stops."""
+
 _BURST = 16  # more changes than this at once: list everything again instead
 
 _log = get_logger("hotseam.providers.web")
@@ -81,19 +90,28 @@ def inbox_identity() -> str:
 
 
 @dataclass(eq=False, slots=True)
-class _Shown:
+class _Shown(Entry):
     """One question on the pages: the ask with its run and daemon as last read."""
 
-    ask: AskRecord
-    run: RunRecord
-    daemon: DaemonRecord
-    seq: int
+    ask: AskRecord | None = None
+    run: RunRecord | None = None
+    daemon: DaemonRecord | None = None
     abandoned: bool = False
 
+    @classmethod
+    def of(cls, ask: AskRecord, run: RunRecord, daemon: DaemonRecord, seq: int) -> _Shown:
+        return cls(ask.id, seq, ask.request, ask.created_at, ask=ask, run=run, daemon=daemon)
+
+    @property
+    def asker(self) -> DaemonRecord:
+        assert self.daemon is not None
+        return self.daemon
+
     def to_dict(self) -> dict[str, Any]:
-        daemon = self.daemon
+        daemon, run = self.asker, self.run
+        assert run is not None
         return {
-            **question_dict(self.ask.id, self.seq, self.ask.created_at, self.ask.request),
+            **question_dict(self.id, self.seq, self.asked_at, self.request),
             "state": "abandoned" if self.abandoned else "pending",
             "daemon": {
                 "id": daemon.id,
@@ -104,109 +122,77 @@ class _Shown:
                 "up": daemon.alive,
                 "stopped": daemon.stopped_at is not None,
             },
-            "run": {"id": self.run.id, "agent": self.run.agent},
+            "run": {"id": run.id, "agent": run.agent},
         }
 
     def looks(self) -> tuple[object, ...]:
         """What a page shows of the asker (a heartbeat alone changes nothing shown)."""
-        daemon = self.daemon
-        return (self.run.id, daemon.id, daemon.alive, daemon.stopped_at is None, self.abandoned)
+        daemon, run = self.asker, self.run
+        assert run is not None
+        return (run.id, daemon.id, daemon.alive, daemon.stopped_at is None, self.abandoned)
 
 
-@dataclass(eq=False)
-class JournalInbox:
-    """Every pending ask of ``journal``, for the web app (a ``ServedInbox``).
+class JournalInbox(Inbox):
+    """The web inbox over ``journal``: every pending ask of it, decided in it.
 
     Run :meth:`follow` in a task (it keeps the mirror until cancelled); the web app calls
-    the rest. ``by`` is how answers and dismissals made here are signed in the journal.
+    the rest (:class:`~._inbox.Inbox`'s ``submit_*``). ``by`` is how answers and
+    dismissals made here are signed in the journal.
     """
 
-    journal: Journal
-    by: str = field(default_factory=inbox_identity)
-    refresh: float | None = None
-    _entries: OrderedDict[str, _Shown] = field(default_factory=OrderedDict, init=False)
-    _decided: OrderedDict[str, Decision] = field(default_factory=OrderedDict, init=False)
-    _deciding: dict[str, anyio.Lock] = field(default_factory=dict, init=False)
-    _audience: Audience = field(default_factory=Audience, init=False)
-    _seq: int = field(default=0, init=False)
-    _stale: bool = field(default=False, init=False)
-
-    def __post_init__(self) -> None:
-        if self.refresh is None:
-            self.refresh = min(DEFAULT_REFRESH, self.journal.liveness_timeout / 4)
-        if not (self.refresh > 0 and math.isfinite(self.refresh)):
-            raise ValueError(f"refresh must be seconds > 0, got {self.refresh!r}")
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    # -- what the web app calls -----------------------------------------------------------------
-
-    @property
-    def subscribers(self) -> int:
-        """How many event streams are open."""
-        return len(self._audience)
-
-    def snapshot(self) -> list[dict[str, Any]]:
-        """Every question shown (pending, or abandoned and not cleared), oldest first."""
-        return [entry.to_dict() for entry in self._entries.values()]
-
-    def subscribe(self) -> Subscription:
-        """An event stream whose first event is the snapshot."""
-        return self._audience.subscribe(self.snapshot())
+    def __init__(
+        self, journal: Journal, *, by: str | None = None, refresh: float | None = None
+    ) -> None:
+        super().__init__(OrderedDict())
+        if refresh is None:
+            refresh = min(DEFAULT_REFRESH, journal.liveness_timeout / 4)
+        if not (refresh > 0 and math.isfinite(refresh)):
+            raise ValueError(f"refresh must be seconds > 0, got {refresh!r}")
+        self.journal = journal
+        self.by = inbox_identity() if by is None else by
+        self.refresh = refresh
+        self._stale = False
 
     def close(self, note: str) -> None:
         """End every stream with ``closing`` (the questions stay in the journal)."""
-        self._audience.close(note)
+        self._end_streams(note)
 
-    async def submit_answer(
-        self, question_id: str, body: object, *, client: str | None
+    # -- deciding, in the journal (the steps of Inbox.submit_*) ---------------------------------
+
+    async def _answer(
+        self, entry: Entry, answer: AskUserQuestionAnswer, client: str | None
     ) -> dict[str, Any]:
-        """Record an answer in the journal, checked as a daemon's own inbox checks it.
+        assert isinstance(entry, _Shown)
+        question_id, daemon = entry.id, entry.asker
+        settlement = await self._call(self.journal.answer_ask(question_id, answer, by=self.by))
+        if not settlement.won:
+            raise self._lost(settlement.ask, entry)
+        held = daemon.name if not daemon.alive else None
+        note = "answered" if held is None else f"answered; held for {held}'s resume"
+        shown = shown_answer(answer, entry.request)
+        self._remove(question_id, Decision("answered", note, client, shown, held_for=held))
+        _log.info(
+            "web.fleet_answered",
+            ask_id=question_id,
+            daemon=daemon.name,
+            daemon_up=daemon.alive,
+            by=self.by,
+        )
+        return {} if held is None else {"heldFor": held}
 
-        Raises:
-            InboxError: 400/422 for an answer the question does not take, 404 for an
-                unknown question, 409 when it was settled first (``ALREADY_ANSWERED`` says
-                with what and by whom), 503 when the journal cannot be reached. Nothing
-                changes in any of these cases.
-        """
-        async with self._decision(question_id):
-            entry, request, daemon = await self._open(question_id)
-            answer = parse_answer(request, body)
-            settlement = await self._call(self.journal.answer_ask(question_id, answer, by=self.by))
-            if not settlement.won:
-                raise self._lost(settlement.ask, entry)
-            held = daemon.name if not daemon.alive else None
-            note = "answered" if held is None else f"answered; held for {held}'s resume"
-            self._remove(
-                question_id,
-                Decision("answered", note, client, shown_answer(answer, request), held_for=held),
-            )
-            _log.info(
-                "web.fleet_answered",
-                ask_id=question_id,
-                daemon=daemon.name,
-                daemon_up=daemon.alive,
-                by=self.by,
-            )
-            return {} if held is None else {"heldFor": held}
-
-    async def submit_dismissal(self, question_id: str, *, client: str | None) -> dict[str, Any]:
+    async def _dismiss(self, entry: Entry, client: str | None) -> dict[str, Any]:
         """Settle the ask as failed with ``ASK_CANCELLED`` (its agent's ask raises it)."""
-        async with self._decision(question_id):
-            entry, _, _ = await self._open(question_id)
-            settlement = await self._call(
-                self.journal.settle_ask(
-                    question_id, AskState.FAILED, code=ASK_CANCELLED, by=self.by
-                )
-            )
-            if not settlement.won:
-                raise self._lost(settlement.ask, entry)
-            self._remove(question_id, Decision("dismissed", "dismissed", client))
-            _log.info("web.fleet_dismissed", ask_id=question_id, by=self.by)
-            return {}
+        settlement = await self._call(
+            self.journal.settle_ask(entry.id, AskState.FAILED, code=ASK_CANCELLED, by=self.by)
+        )
+        if not settlement.won:
+            assert isinstance(entry, _Shown)
+            raise self._lost(settlement.ask, entry)
+        self._remove(entry.id, Decision("dismissed", "dismissed", client))
+        _log.info("web.fleet_dismissed", ask_id=entry.id, by=self.by)
+        return {}
 
-    async def submit_clear(self, question_id: str, *, client: str | None) -> dict[str, Any]:
+    async def _clear(self, question_id: str, client: str | None) -> dict[str, Any]:
         """Remove an abandoned question from the journal: it leaves every page of every
         inbox (they hear ``cleared`` on the feed), and no inbox shows it again.
 
@@ -215,32 +201,28 @@ class JournalInbox:
                 404 for an unknown one; 409 for one settled otherwise; 503 when the journal
                 cannot be reached (nothing changes).
         """
-        async with self._decision(question_id):
-            entry = self._entries.get(question_id)
-            if entry is not None and not entry.abandoned:
-                raise _not_abandoned(question_id)
+        entry = self._mirrored(question_id)
+        if entry is not None and not entry.abandoned:
+            raise not_abandoned(question_id)
+        if entry is None:
+            recent = self._decided.get(question_id)
+            if recent is not None and recent.outcome == "cleared":
+                return {}
+        try:
+            await self.journal.clear(question_id)
+        except JournalError as error:
+            if error.code == JournalErrorCode.ASK_NOT_ABANDONED:
+                ask = await self._ask(question_id)
+                raise (not_abandoned(question_id) if ask.pending else self._lost(ask)) from None
+            if error.code != JournalErrorCode.ASK_UNKNOWN:
+                raise _unavailable(error) from None
             if entry is None:
-                recent = self._decided.get(question_id)
-                if recent is not None and recent.outcome == "cleared":
-                    return {}
-            try:
-                await self.journal.clear(question_id)
-            except JournalError as error:
-                if error.code == JournalErrorCode.ASK_NOT_ABANDONED:
-                    ask = await self._ask(question_id, entry)
-                    refusal = _not_abandoned(question_id) if ask.pending else self._lost(ask, None)
-                    raise refusal from None
-                if error.code != JournalErrorCode.ASK_UNKNOWN:
-                    raise _unavailable(error) from None
-                if entry is None:
-                    raise InboxError(
-                        404, "UNKNOWN_QUESTION", f"no question with id {question_id!r}"
-                    ) from None
-                # Shown here, gone from the journal: cleared elsewhere (or purged) already.
-            if entry is not None:
-                self._remove(question_id, Decision("cleared", "cleared", client))
-            _log.info("web.fleet_cleared", ask_id=question_id, by=self.by)
-            return {}
+                raise unknown(question_id) from None
+            # Shown here, gone from the journal: cleared elsewhere (or purged) already.
+        if entry is not None:
+            self._remove(question_id, Decision("cleared", "cleared", client))
+        _log.info("web.fleet_cleared", ask_id=question_id, by=self.by)
+        return {}
 
     # -- keeping the mirror ---------------------------------------------------------------------
 
@@ -253,7 +235,6 @@ class JournalInbox:
         ``refresh`` seconds, after a ``resync``, a burst, or a journal out of reach (which
         is warned about once, and tried again).
         """
-        assert self.refresh is not None
         async with self.journal.subscribe() as feed:
             for item in await self.journal.inbox():
                 self._add(item)
@@ -328,7 +309,7 @@ class JournalInbox:
         pending = set()
         for item in listing:
             pending.add(item.ask.id)
-            entry = self._entries.get(item.ask.id)
+            entry = self._mirrored(item.ask.id)
             if entry is None:
                 if item.ask.id not in self._deciding and item.ask.id not in self._decided:
                     self._add(item)
@@ -336,15 +317,12 @@ class JournalInbox:
             before = entry.looks()
             entry.run, entry.daemon = item.run, item.daemon
             if entry.looks() != before:
-                self._audience.publish({"type": "changed", "question": entry.to_dict()})
-        gone = [
-            ask_id
-            for ask_id, entry in self._entries.items()
-            if not entry.abandoned and ask_id not in pending
-        ]
+                self._changed(entry)
+        gone = [entry.id for entry in self._shown() if not entry.abandoned]
         for ask_id in gone:
-            await self._settled(ask_id)
-        abandoned = [ask_id for ask_id, entry in self._entries.items() if entry.abandoned]
+            if ask_id not in pending:
+                await self._settled(ask_id)
+        abandoned = [entry.id for entry in self._shown() if entry.abandoned]
         for ask_id in abandoned:  # cleared or purged while the feed missed it
             await self._still_recorded(ask_id)
 
@@ -360,7 +338,7 @@ class JournalInbox:
 
     async def _settled(self, ask_id: str) -> None:
         """A shown question left ``pending`` somewhere: say how on every page."""
-        entry = self._entries.get(ask_id)
+        entry = self._mirrored(ask_id)
         if entry is None or entry.abandoned or ask_id in self._deciding:
             return
         try:
@@ -375,54 +353,32 @@ class JournalInbox:
             return
         if ask.state is AskState.ABANDONED:
             entry.ask, entry.abandoned = ask, True
-            self._audience.publish({"type": "changed", "question": entry.to_dict()})
+            self._changed(entry)
             return
         self._remove(ask_id, self._decision_of(ask, entry))
 
     def _add(self, item: InboxEntry) -> None:
-        self._seq += 1
-        entry = _Shown(item.ask, item.run, item.daemon, self._seq)
-        self._entries[item.ask.id] = entry
-        self._audience.publish({"type": "added", "question": entry.to_dict()})
+        self._show(_Shown.of(item.ask, item.run, item.daemon, self._next_seq()))
 
-    def _remove(self, ask_id: str, decision: Decision) -> None:
-        self._entries.pop(ask_id, None)
-        self._decided[ask_id] = decision
-        while len(self._decided) > _RECENT:
-            self._decided.popitem(last=False)
-        self._audience.publish(
-            {"type": "removed", "id": ask_id, "reason": decision.outcome, **decision.to_dict()}
-        )
+    def _mirrored(self, ask_id: str) -> _Shown | None:
+        entry = self._entries.get(ask_id)
+        return entry if isinstance(entry, _Shown) else None
 
-    # -- deciding -------------------------------------------------------------------------------
+    def _shown(self) -> list[_Shown]:
+        return [entry for entry in self._entries.values() if isinstance(entry, _Shown)]
 
-    @contextlib.asynccontextmanager
-    async def _decision(self, ask_id: str) -> AsyncIterator[None]:
-        """One decision at a time per question in this process (a second tab's waits, then
-        hears the first one's outcome with its client), and the feed leaves it alone."""
-        lock = self._deciding.get(ask_id)
-        if lock is None:
-            lock = self._deciding[ask_id] = anyio.Lock()
-        try:
-            async with lock:
-                yield
-        finally:
-            idle = not lock.locked() and not lock.statistics().tasks_waiting
-            if idle and self._deciding.get(ask_id) is lock:
-                del self._deciding[ask_id]
+    # -- what a decision reads ----------------------------------------------------------------
 
-    async def _open(
-        self, ask_id: str
-    ) -> tuple[_Shown | None, AskUserQuestionRequest, DaemonRecord]:
-        """The question to decide, its request and its daemon; refused when it is not open.
+    async def _open(self, ask_id: str) -> Entry:
+        """The question to decide, with its request and daemon; refused when it is not open.
 
         A question not (yet) in the mirror is read from the journal: an id the asking
         daemon's own inbox shows can be answered here before the feed brings it.
         """
         recent = self._decided.get(ask_id)
         if recent is not None:
-            raise _refusal(recent)
-        entry = self._entries.get(ask_id)
+            raise refusal(recent)
+        entry = self._mirrored(ask_id)
         if entry is not None:
             if entry.abandoned:
                 raise InboxError(
@@ -432,22 +388,20 @@ class JournalInbox:
                     "read an answer (clear it)",
                     {"note": "abandoned"},
                 )
-            return entry, entry.ask.request, entry.daemon
-        ask = await self._ask(ask_id, None)
+            return entry
+        ask = await self._ask(ask_id)
         if not ask.pending:
-            raise self._lost(ask, None)
+            raise self._lost(ask)
         run = await self._call(self.journal.get_run(ask.run_id))
         daemon = await self._call(self.journal.get_daemon(run.daemon_id))
-        return None, ask.request, daemon
+        return _Shown.of(ask, run, daemon, 0)  # read, not shown
 
-    async def _ask(self, ask_id: str, entry: _Shown | None) -> AskRecord:
+    async def _ask(self, ask_id: str) -> AskRecord:
         try:
             return await self.journal.get_ask(ask_id)
         except JournalError as error:
             if error.code == JournalErrorCode.ASK_UNKNOWN:
-                raise InboxError(
-                    404, "UNKNOWN_QUESTION", f"no question with id {ask_id!r}"
-                ) from None
+                raise unknown(ask_id) from None
             raise _unavailable(error) from None
 
     async def _call(self, call: Awaitable[T]) -> T:
@@ -466,12 +420,12 @@ class JournalInbox:
                 ) from None
             raise _unavailable(error) from None
 
-    def _lost(self, ask: AskRecord, entry: _Shown | None) -> InboxError:
+    def _lost(self, ask: AskRecord, entry: _Shown | None = None) -> InboxError:
         """The 409 of a decision that came second; the pages are told the first one."""
         if ask.state is AskState.ABANDONED:
             if entry is not None and self._entries.get(ask.id) is entry and not entry.abandoned:
                 entry.ask, entry.abandoned = ask, True
-                self._audience.publish({"type": "changed", "question": entry.to_dict()})
+                self._changed(entry)
             return InboxError(
                 409,
                 "NOT_PENDING",
@@ -482,15 +436,15 @@ class JournalInbox:
         decision = self._decision_of(ask, entry)
         if ask.id in self._entries:
             self._remove(ask.id, decision)
-        return _refusal(decision)
+        return refusal(decision)
 
     def _decision_of(self, ask: AskRecord, entry: _Shown | None) -> Decision:
         """How a question settled elsewhere ended, as pages are told."""
         by = None if ask.settled_by == self.by else ask.settled_by
         if ask.state is AskState.ANSWERED:
             held = None
-            if entry is not None and not entry.daemon.alive:
-                held = entry.daemon.name
+            if entry is not None and not entry.asker.alive:
+                held = entry.asker.name
             note = "answered" if held is None else f"answered; held for {held}'s resume"
             shown = None if ask.answer is None else shown_answer(ask.answer, ask.request)
             return Decision("answered", note, None, shown, by=by, held_for=held)
@@ -507,34 +461,91 @@ class JournalInbox:
         )
 
 
-def _refusal(decision: Decision) -> InboxError:
-    by = f" (by {decision.by})" if decision.by else ""
-    if decision.outcome == "answered":
-        shown = "" if decision.answer is None else f": {answer_label(decision.answer)}"
-        return InboxError(
-            409,
-            "ALREADY_ANSWERED",
-            f"the question was already answered{shown}{by}",
-            decision.to_dict(),
-        )
-    return InboxError(
-        409,
-        "NOT_PENDING",
-        f"the question is no longer pending: {decision.note}{by}",
-        decision.to_dict(),
-    )
-
-
-def _not_abandoned(ask_id: str) -> InboxError:
-    return InboxError(
-        409,
-        "NOT_ABANDONED",
-        f"question {ask_id!r} is waiting for its answer (its run was not abandoned): answer "
-        "or dismiss it",
-    )
-
-
 def _unavailable(error: JournalError) -> InboxError:
     return InboxError(
         503, "JOURNAL_UNAVAILABLE", f"the journal cannot be used right now ({error}): retry"
     )
+
+
+@dataclass(frozen=True, slots=True)
+class FleetInbox:
+    """A served :class:`JournalInbox`: where it listens and its page's address."""
+
+    inbox: JournalInbox
+    listener: Listener
+    token: str
+
+    @property
+    def port(self) -> int:
+        """The TCP port listened on."""
+        return self.listener.port
+
+    @property
+    def url(self) -> str:
+        """The page's address, with the token."""
+        return self.listener.url(self.token)
+
+
+@contextlib.asynccontextmanager
+async def serve_journal_inbox(
+    journal: Journal,
+    *,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_FLEET_PORT,
+    token: str | None = None,
+    token_file: str | os.PathLike[str] | None = None,
+    allow_remote: bool = False,
+    allowed_hosts: tuple[str, ...] = (),
+    refresh: float | None = None,
+    by: str | None = None,
+) -> AsyncIterator[FleetInbox]:
+    """Serve every pending ask of ``journal`` on the web inbox's page, for the block.
+
+    The same server, guard and token rules as :meth:`WebProvider.serve` (loopback unless
+    ``allow_remote``; the kept token unless one is given). At the end of the block (its
+    cancellation included) every open page is told :data:`CLOSING_NOTE`, requests in
+    flight get :data:`~._server.DRAIN_GRACE` seconds, and the server stops; the questions
+    stay in the journal.
+
+    Raises:
+        ValueError: a bad host or port, a token that cannot be read, or a non-loopback
+            host without ``allow_remote``.
+        OSError: the port cannot be listened on.
+        JournalError: the journal cannot be listed.
+    """
+    host = checked_host(host, port, allow_remote)
+    secret = load_token(token, token_file)
+    inbox = JournalInbox(journal, refresh=refresh, by=by)
+    server = WebServer(Listener(host, port))
+    listener = server.listener
+    warn_if_remote(
+        listener.loopback, listener.address, "the fleet inbox", "every daemon's questions"
+    )
+    hosts = HostPolicy(host, listener.port, tuple(allowed_hosts))
+    serving = True
+    app = build_app(lambda: inbox if serving else None, secret, hosts)
+    served = FleetInbox(inbox, listener, secret)
+    async with anyio.create_task_group() as tasks:
+        server.start(tasks)
+        mount = None
+        try:
+            await tasks.start(inbox.follow)
+            mount = server.mount(app)
+            _log.info(
+                "web.serving",
+                summary=f"web inbox: {served.url} (every daemon of the journal {journal.url})",
+                address=listener.address,
+                url=served.url,
+                journal=journal.url,
+                first=True,
+            )
+            yield served
+        finally:
+            with anyio.CancelScope(shield=True):
+                inbox.close(CLOSING_NOTE)
+                if mount is not None:
+                    await server.unmount(mount, DRAIN_GRACE)
+                serving = False
+                await server.aclose()
+            tasks.cancel_scope.cancel()
+        _log.info("web.stopped", address=listener.address, reason="shutdown")

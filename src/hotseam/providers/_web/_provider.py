@@ -19,12 +19,11 @@ from ...interaction import (
 )
 from ._app import build_app
 from ._inbox import Entry, Inbox, InboxError, cancelled_error
-from ._security import HostPolicy, is_loopback, load_token
+from ._security import DEFAULT_HOST, HostPolicy, checked_host, load_token, warn_if_remote
 from ._server import DRAIN_GRACE, Listener, Mount, WebServer
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "WebProvider"]
 
-DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 _CARRY_KEY = "hotseam.providers.web.server"
 
@@ -120,27 +119,13 @@ class WebProvider:
                 ``allow_remote``.
             OSError: the port cannot be listened on (in use?).
         """
-        if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
-            raise ValueError(f"port must be an integer from 0 to 65535, got {port!r}")
         if timeout is not None and not (timeout > 0 and math.isfinite(timeout)):
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
-        host = host.strip().strip("[]") or DEFAULT_HOST
+        host = checked_host(host, port, allow_remote)
         secret = load_token(token, token_file)
-        if not is_loopback(host) and not allow_remote:
-            raise ValueError(
-                f"refusing to listen on {host!r}: it is not a loopback address, so other "
-                "machines could reach the inbox; pass allow_remote=True (--web-allow-remote) "
-                "to mean it"
-            )
         server = _serve_on(scope, host, port)
         listener = server.listener
-        if not listener.loopback:
-            _log.warning(
-                "web.remote",
-                summary=f"the web inbox listens on {listener.address}, reachable from other "
-                "machines: anyone with the token can answer (and read) questions",
-                address=listener.address,
-            )
+        warn_if_remote(listener.loopback, listener.address, "the web inbox", "questions")
         hosts = HostPolicy(host, listener.port, tuple(allowed_hosts))
         web = cls(server, secret, hosts, timeout=timeout, scope=scope)
         scope.spawn(web._mount_app, name="web inbox app")  # when the generation goes live
@@ -152,10 +137,7 @@ class WebProvider:
     @property
     def url(self) -> str:
         """The inbox page's address, with the token."""
-        listener = self._server.listener
-        wildcard = listener.host in ("0.0.0.0", "::")
-        address = f"127.0.0.1:{listener.port}" if wildcard else listener.address
-        return f"http://{address}/?token={self.token}"
+        return self._server.listener.url(self.token)
 
     @property
     def port(self) -> int:

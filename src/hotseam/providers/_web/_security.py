@@ -21,10 +21,12 @@ from pathlib import Path
 from ..._core import get_logger
 
 __all__ = [
+    "DEFAULT_HOST",
     "SECURITY_HEADERS",
     "TOKEN_ENV",
     "TOKEN_FILE_ENV",
     "HostPolicy",
+    "checked_host",
     "is_loopback",
     "load_token",
     "process_token",
@@ -32,7 +34,11 @@ __all__ = [
     "stored_token",
     "stored_token_path",
     "token_matches",
+    "warn_if_remote",
 ]
+
+DEFAULT_HOST = "127.0.0.1"
+"""Where an inbox listens unless told otherwise: only this machine can connect."""
 
 TOKEN_ENV = "HOTSEAM_WEB_TOKEN"
 TOKEN_FILE_ENV = "HOTSEAM_WEB_TOKEN_FILE"
@@ -248,6 +254,36 @@ def is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def checked_host(host: str, port: int, allow_remote: bool) -> str:
+    """``host`` as an inbox listens on it (blank: :data:`DEFAULT_HOST`), after the checks
+    every inbox makes before it binds.
+
+    Raises:
+        ValueError: a port outside 0-65535, or a host other machines can reach without
+            ``allow_remote``.
+    """
+    if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+        raise ValueError(f"port must be an integer from 0 to 65535, got {port!r}")
+    host = host.strip().strip("[]") or DEFAULT_HOST
+    if not is_loopback(host) and not allow_remote:
+        raise ValueError(
+            f"refusing to listen on {host!r}: it is not a loopback address, so other machines "
+            "could reach the inbox; pass allow_remote=True (--web-allow-remote) to mean it"
+        )
+    return host
+
+
+def warn_if_remote(loopback: bool, address: str, what: str, reads: str) -> None:
+    """Warn that ``what`` listening on ``address`` can be reached from other machines."""
+    if not loopback:
+        _log.warning(
+            "web.remote",
+            summary=f"{what} listens on {address}, reachable from other machines: anyone "
+            f"with the token can answer (and read) {reads}",
+            address=address,
+        )
 
 
 class HostPolicy:

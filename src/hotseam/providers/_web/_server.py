@@ -118,6 +118,12 @@ class Listener:
         """True once :meth:`close` ran."""
         return self.socket.fileno() < 0
 
+    def url(self, token: str) -> str:
+        """The inbox page's address on this listener, with ``token``."""
+        wildcard = self.host in ("0.0.0.0", "::")
+        address = f"127.0.0.1:{self.port}" if wildcard else self.address
+        return f"http://{address}/?token={token}"
+
     def matches(self, host: str, port: int) -> bool:
         """True when this listener is what ``host``/``port`` asks for (port 0: any)."""
         return not self.closed and self.host == host and port in (0, self.port)
