@@ -2,8 +2,9 @@
 an ask returns, with their JSON forms.
 
 ``AskUserQuestionAnswer(answer, option)`` stays the answer to one question as the seed has
-it; ``answers`` holds one :class:`QuestionAnswer` per question — for a one-question answer
-built the seed's way, one entry (``"q1"``) made of ``answer`` and ``option``.
+it: ``answers`` then holds the one entry those two say (:func:`implied_entry`, which follows
+them, through ``dataclasses.replace`` too), and such an answer is read as text
+(:func:`answered_in_text`), as a one-question UI answers.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from typing import Any, Protocol, get_args
 
 from ._errors import INVALID_ANSWER, UserInteractionError
 from ._request import (
-    FIRST_ID,
     AskUserQuestionOption,
     AskUserQuestionRequest,
     DictForms,
@@ -28,6 +28,8 @@ __all__ = [
     "QuestionAnswer",
     "answer_forms",
     "answer_text",
+    "answered_in_text",
+    "implied_entry",
     "parse_dicts_with",
     "where",
 ]
@@ -60,8 +62,6 @@ class QuestionAnswer:
     options: tuple[AskUserQuestionOption, ...] = ()
     custom: str | None = None
     skipped: SkipReason | None = None
-    # True for the entry an answer made of its own ``answer``/``option`` (see the module).
-    _derived: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         given: object = self.options  # a list is fine too
@@ -152,19 +152,11 @@ class AskUserQuestionAnswer:
         given: object = self.answers
         if isinstance(given, list):
             given = tuple(given)
-        if given == () or (_is_one_entry(given) and _only(given)._derived):
-            given = (self._derived_entry(),)
-        elif _is_one_entry(given) and _only(given) == self._derived_entry():
-            given = (self._derived_entry(),)  # one way to say one plain answer
+        if given == () or (
+            isinstance(given, tuple) and len(given) == 1 and _says_only_text(given[0])
+        ):
+            given = (implied_entry(self),)  # the seed's fields are the truth: it follows them
         object.__setattr__(self, "answers", given)
-
-    def _derived_entry(self) -> QuestionAnswer:
-        if self.option is None:
-            entry = QuestionAnswer(FIRST_ID, self.answer, (), self.answer)
-        else:
-            entry = QuestionAnswer(FIRST_ID, self.answer, (self.option,))
-        object.__setattr__(entry, "_derived", True)
-        return entry
 
     @classmethod
     def of(
@@ -197,7 +189,7 @@ class AskUserQuestionAnswer:
             "answer": self.answer,
             "option": None if self.option is None else self.option.to_dict(),
         }
-        if not (_is_one_entry(self.answers) and _only(self.answers)._derived):
+        if not answered_in_text(self):
             data["answers"] = [entry.to_dict() for entry in self.answers]
         return data
 
@@ -232,6 +224,38 @@ class AskUserQuestionAnswer:
         return cls(answer, option, answers=entries)
 
 
+def implied_entry(answer: AskUserQuestionAnswer) -> QuestionAnswer:
+    """The entry of the one question that ``answer``'s text and option say: the option
+    chosen, or the text as the human's own (id ``"q1"``)."""
+    if answer.option is None:
+        return QuestionAnswer("q1", answer.answer, (), answer.answer)
+    return QuestionAnswer("q1", answer.answer, (answer.option,))
+
+
+def answered_in_text(answer: AskUserQuestionAnswer) -> bool:
+    """Whether ``answer`` is the seed's, its text and option alone (its entries say nothing
+    more): the seam reads its text, as a one-question UI's, and completes the option."""
+    entries = answer.answers
+    return len(entries) == 1 and entries[0] == implied_entry(answer)
+
+
+def _says_only_text(entry: object) -> bool:
+    """An entry ``"q1"`` of what the seed's ``answer`` and ``option`` can say (one option
+    or one text): such an answer's entry is the one its own fields imply."""
+    if not isinstance(entry, QuestionAnswer) or entry.id != "q1" or entry.skipped is not None:
+        return False
+    options: object = entry.options
+    if options == ():
+        return entry.custom is not None and entry.custom == entry.answer
+    return (
+        isinstance(options, tuple)
+        and len(options) == 1
+        and isinstance(options[0], AskUserQuestionOption)
+        and entry.custom is None
+        and entry.answer == options[0].model_value
+    )
+
+
 def answer_text(options: Sequence[AskUserQuestionOption], custom: str | None) -> str:
     """What the model reads for a selection: the values joined by ``", "``, custom last."""
     return ", ".join([option.model_value for option in options] + ([custom] if custom else []))
@@ -248,18 +272,6 @@ def _shown(entry: QuestionAnswer) -> str:
     if entry.skipped is not None:
         return f"({entry.skipped})"
     return entry.answer or "(none)"
-
-
-def _is_one_entry(entries: object) -> bool:
-    return (
-        isinstance(entries, tuple) and len(entries) == 1 and isinstance(entries[0], QuestionAnswer)
-    )
-
-
-def _only(entries: object) -> QuestionAnswer:
-    assert isinstance(entries, tuple)
-    entry: QuestionAnswer = entries[0]
-    return entry
 
 
 def _entries_from(data: object) -> tuple[QuestionAnswer, ...]:

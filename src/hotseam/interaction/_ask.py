@@ -34,7 +34,7 @@ from ._pending import PendingAsk, ProviderWait
 from ._provider import USER_INTERACTION, UserInteractionProvider
 from ._runs import current_run
 from ._validate import validate_request
-from ._validate_answer import check_answer, check_partial_answer
+from ._validate_answer import check_answer, check_partial_answer, entries_of
 
 __all__ = ["ask"]
 
@@ -57,7 +57,7 @@ async def ask(
         timeout: An optional time limit for the human; when it passes the ask fails with
             ``ASK_TIMEOUT``. No option is ever picked on the human's behalf.
         swap_timeout: How long to wait for a provider swap in progress (default 10 s).
-        key: Inside an agent run (:meth:`~hotseam.interaction.AskJournal.run`), names the
+        key: Inside an agent run (:meth:`~hotseam.interaction.JournalDaemon.run`), names the
             ask for the journal, so a resumed run replays it wherever it comes in the run;
             without one, an ask is known by its position in the run and its question.
 
@@ -301,10 +301,7 @@ def _answers_to(
             f"the provider returned {type(answer).__name__}, not an AskUserQuestionAnswer",
             INVALID_ANSWER,
         )
-    entries: tuple[QuestionAnswer, ...] = tuple(answer.answers)
-    if len(asked) == 1 and len(entries) == 1 and entries[0]._derived:
-        entries = (QuestionAnswer(str(asked[0].id), answer.answer),)
-    checked = check_partial_answer(request, entries)
+    checked = check_partial_answer(request, entries_of(answer, asked))
     given = {entry.id for entry in checked}
     missing = [item for item in asked if item.id not in given]
     if missing:

@@ -4,6 +4,8 @@ They are the ``ask_user_question`` tool's input (and its JSON schema) and what p
 request, a question, an option or an answer entry given as a dict (``from_dict``). Dict
 input accepts the seed's camelCase (``allowCustom``) as well as snake_case.
 
+They describe the JSON forms and check their types; the rules of a request and of an answer
+are the dataclasses' (:func:`~hotseam.interaction.validate_request`, ``check_answer``).
 Imported when first needed, not with the seam: pydantic and the models cost about a third
 of ``hotseam run``'s start. The dataclasses they build (:mod:`._request`, :mod:`._answer`)
 sit below them and reach them through the :class:`~._request.DictForms` protocol, which
@@ -13,7 +15,6 @@ sit below them and reach them through the :class:`~._request.DictForms` protocol
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -186,12 +187,12 @@ class AskUserQuestionInput(_Input):
     ) -> AskUserQuestionRequest:
         """Return the seam's request dataclass (not yet validated).
 
-        With ``questions``, top-level fields left out (or at their defaults) mirror the
-        first question.
+        With ``questions``, the top-level fields are the first question's: left out (or at
+        their defaults, as in a dump of the input) they say nothing; given, they must agree.
 
         Raises:
             UserInteractionError: ``INVALID_REQUEST`` when neither ``question`` nor
-                ``questions`` is given.
+                ``questions`` is given, or a top-level field differs from the first question.
         """
         options = None if self.options is None else [o.to_option() for o in self.options]
         if self.questions is None:
@@ -205,16 +206,31 @@ class AskUserQuestionInput(_Input):
                 self.question, self.header, options, self.allow_custom, agent, signal
             )
         items = [item.to_question() for item in self.questions]
-        mirrored = AskUserQuestionRequest.of(items, agent=agent, signal=signal)
-        # Fields at their defaults mirror the first question (a dump of the input has
-        # them all); a field that says otherwise is left for validation to name.
-        return replace(
-            mirrored,
-            question=self.question,
-            header=mirrored.header if self.header is None else self.header,
-            options=mirrored.options if options is None else options,
-            allow_custom=mirrored.allow_custom if self.allow_custom else False,
-        )
+        first = items[0]
+        given: dict[str, object] = {"question": self.question}
+        if self.header is not None:
+            given["header"] = self.header
+        if options is not None:
+            given["options"] = tuple(options) or None
+        if not self.allow_custom:
+            given["allow_custom"] = False
+        differing = [name for name, value in given.items() if value != getattr(first, name)]
+        if differing:
+            problems = [
+                (
+                    name,
+                    f"differs from questions[0].{name} (the top-level fields mirror the first "
+                    "question: build the request with AskUserQuestionRequest.of(questions))",
+                )
+                for name in differing
+            ]
+            raise UserInteractionError(
+                "invalid request: "
+                + "; ".join(f"{field} {problem}" for field, problem in problems),
+                INVALID_REQUEST,
+                details={"errors": [{"field": f, "message": p} for f, p in problems]},
+            )
+        return AskUserQuestionRequest.of(items, agent=agent, signal=signal)
 
 
 def _parse(model: type[_M], data: Mapping[str, Any], what: str) -> _M:

@@ -1,23 +1,23 @@
-"""The request side of the user-interaction seam (options, questions, the request) and its
-JSON forms (the input models that parse them, pydantic, are :mod:`._inputs`, imported when
-a dict is first parsed: see :class:`DictForms`).
+"""The request side of the user-interaction seam: options, questions, the request.
+
+A request *is* its questions (:class:`Question`, 1 to :data:`MAX_QUESTIONS`): it stores
+them, its agent and its signal, nothing else. The seed's one-question vocabulary
+(``AskUserQuestionRequest(question, header, options, allow_custom, agent, signal)``,
+``request.question``, ``request.options``...) is a way to build a request of one question
+and to read its first question, never a second state.
 
 Plain frozen dataclasses, so that they take positional arguments as the seed's shapes do and
 cost little to build; :func:`~hotseam.interaction.validate_request` checks them (``ask()``
-does so before any provider sees a request). Dict input accepts the seed's camelCase
-(``allowCustom``) as well as snake_case.
-
-A request holds one question or several (:class:`Question`, 1 to :data:`MAX_QUESTIONS`).
-``request.questions`` is always the tuple of them: a request built the seed's way, with one
-question in its top-level fields, has one item there, ``"q1"``, built from those fields. A
-request of several questions (:meth:`AskUserQuestionRequest.of`) mirrors its first
-question in the top-level fields, so code written for one question still reads one.
+does so before any provider sees a request). Their dict forms are parsed by the tool's input
+models (:mod:`._inputs`, pydantic, imported at the first dict parsed: see :class:`DictForms`),
+which accept the seed's camelCase (``allowCustom``) as well as snake_case.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, TypeAlias
 
 from .._core import AbortSignal, Agent
@@ -32,6 +32,7 @@ __all__ = [
     "RequestForm",
     "SkipReason",
     "dict_forms",
+    "in_seed_form",
     "parse_dicts_with",
 ]
 
@@ -42,8 +43,7 @@ SkipReason: TypeAlias = Literal["skipped", "dismissed"]
 """Why a question the request lets the human skip has no answer: the human chose to skip
 it (``"skipped"``), or closed it without answering (``"dismissed"``)."""
 
-FIRST_ID = "q1"
-"""The id of the one question of a request built from its top-level fields."""
+_NUMBER = re.compile(r"([0-9]{1,4})[.)]?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +98,6 @@ class Question:
     min_selections: int | None = None
     max_selections: int | None = None
     allow_skip: bool = False
-    # True for the question a one-question request makes of its top-level fields: it
-    # follows those fields (through dataclasses.replace too) instead of being the caller's.
-    _derived: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", _tuple_or_none(self.options))
@@ -174,8 +171,37 @@ class Question:
         return f"{header}{' '.join(self.question.split())} ({self.hint})"
 
     def option_for(self, value: str) -> AskUserQuestionOption | None:
-        """Return the option whose model-facing value is ``value``, if any."""
+        """Return the option whose model-facing value is exactly ``value``, if any: how the
+        seam reads a provider's text answer."""
         return next((option for option in self.choices if option.model_value == value), None)
+
+    def option_named(self, text: str) -> AskUserQuestionOption | None:
+        """The option a human's reply names, if exactly one: what every surface that reads
+        typed text (a terminal, a chat, a script) matches with.
+
+        The reply names an option by its label or its model-facing value, with case, the
+        spaces around and between words and a trailing ``(Recommended)`` ignored; else by
+        its number in the list (``2``, ``2.``, ``2)``). A name is tried before a number (an
+        option may be called ``"2"``). Text that names two options (one's label is
+        another's value, say) names none: it is never read as either.
+        """
+        wanted = _folded(text)
+        if not wanted:
+            return None
+        choices = self.choices
+        named = [option for option in choices if wanted in _names(option)]
+        if not named:
+            stripped = _folded(_drop_suffix(text))
+            if stripped != wanted:
+                named = [option for option in choices if stripped in _names(option)]
+        if len(named) == 1:
+            return named[0]
+        if named:
+            return None  # ambiguous
+        number = _NUMBER.fullmatch(text.strip())
+        if number is not None and 1 <= int(number.group(1)) <= len(choices):
+            return choices[int(number.group(1)) - 1]
+        return None
 
     def to_dict(self, *, camel_case: bool = False) -> dict[str, Any]:
         """A JSON-ready dict; fields at their defaults are left out (``allow_custom`` is
@@ -205,41 +231,62 @@ class Question:
         return dict_forms().parse_question(data)
 
 
-@dataclass(frozen=True, slots=True)
+_UNSET: Any = type("_Unset", (), {"__repr__": lambda self: "<unset>", "__slots__": ()})()
+"""A seed field not given (``None`` is a value: no header, no options)."""
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class AskUserQuestionRequest:
-    """A question for the human, or several (``questions``).
+    """A question for the human, or several: a request is its ``questions``.
+
+    Build one question the seed's way, ``AskUserQuestionRequest(question, header, options,
+    allow_custom, agent, signal)``, or several with :meth:`of` (or ``questions=``); the
+    seed's fields, given beside ``questions``, set the first question's; the one question
+    of a request is ``"q1"`` unless it has an id. Read the first question through the
+    seed's names too (``request.question``, ``request.options``...).
 
     No options (``None`` or empty) means free-form input, even when ``allow_custom`` is
     false: there is nothing to constrain the answer to.
-
-    ``questions`` is always the tuple of the questions asked: left out, it holds the one
-    question of the top-level fields (id ``"q1"``). Build a request of several questions
-    with :meth:`of`; its top-level fields then mirror the first question (validation
-    refuses a request whose top-level fields say otherwise).
     """
 
-    question: str
-    header: str | None = None
-    options: Sequence[AskUserQuestionOption] | None = None
-    allow_custom: bool = True
+    questions: tuple[Question, ...]
     agent: Agent | None = None
     signal: AbortSignal | None = None
-    questions: Sequence[Question] = field(default=(), kw_only=True)
 
-    def __post_init__(self) -> None:
-        given: object = self.questions
-        if isinstance(given, list):
-            given = tuple(given)
-        if given == () or (_is_one_question(given) and _only(given)._derived):
-            given = (self._derived_question(),)
-        elif _is_one_question(given) and _is_plain_copy(_only(given), self):
-            given = (self._derived_question(),)  # one way to say one plain question
-        object.__setattr__(self, "questions", given)
-
-    def _derived_question(self) -> Question:
-        item = Question(self.question, self.header, self.options, self.allow_custom, FIRST_ID)
-        object.__setattr__(item, "_derived", True)
-        return item
+    def __init__(
+        self,
+        question: str = _UNSET,
+        header: str | None = _UNSET,
+        options: Sequence[AskUserQuestionOption] | None = _UNSET,
+        allow_custom: bool = _UNSET,
+        agent: Agent | None = None,
+        signal: AbortSignal | None = None,
+        *,
+        questions: Sequence[Question] = (),
+    ) -> None:
+        given: dict[str, Any] = {
+            name: value
+            for name, value in (
+                ("question", question),
+                ("header", header),
+                ("options", options),
+                ("allow_custom", allow_custom),
+            )
+            if value is not _UNSET
+        }
+        items: object = tuple(questions) if isinstance(questions, list | tuple) else questions
+        if items == ():
+            if "question" not in given:
+                raise TypeError("AskUserQuestionRequest() needs a question (or questions=)")
+            items = (Question(**given, id="q1"),)
+        elif isinstance(items, tuple) and isinstance(items[0], Question):
+            if given:
+                items = (replace(items[0], **given), *items[1:])
+            if len(items) == 1 and items[0].id is None:
+                items = (replace(items[0], id="q1"),)  # as validation names it
+        object.__setattr__(self, "questions", items)
+        object.__setattr__(self, "agent", agent)
+        object.__setattr__(self, "signal", signal)
 
     @classmethod
     def of(
@@ -249,12 +296,11 @@ class AskUserQuestionRequest:
         agent: Agent | None = None,
         signal: AbortSignal | None = None,
     ) -> AskUserQuestionRequest:
-        """A request of ``questions`` (1 to :data:`MAX_QUESTIONS`), asked together; its
-        top-level fields mirror the first one.
+        """A request of ``questions`` (1 to :data:`MAX_QUESTIONS`), asked together.
 
         Raises:
-            UserInteractionError: ``INVALID_REQUEST`` when there is no first question to
-                mirror (the other rules are checked by ``validate_request``).
+            UserInteractionError: ``INVALID_REQUEST`` when there is no question (the other
+                rules are checked by ``validate_request``).
         """
         items: object = questions
         if not isinstance(items, list | tuple) or not items:
@@ -269,44 +315,70 @@ class AskUserQuestionRequest:
                 f"invalid request: questions[0] must be a Question, got {type(first).__name__}",
                 INVALID_REQUEST,
             )
-        return cls(
-            first.question,
-            first.header,
-            first.options,
-            first.allow_custom,
-            agent,
-            signal,
-            questions=tuple(items),
-        )
+        return cls(agent=agent, signal=signal, questions=tuple(items))
+
+    # -- the seed's names, read from the first question --
+
+    @property
+    def first(self) -> Question:
+        """The first question (the only one, for a one-question request)."""
+        first: Question = self.questions[0]
+        return first
+
+    @property
+    def question(self) -> str:
+        """The first question's text."""
+        return self.first.question
+
+    @property
+    def header(self) -> str | None:
+        """The first question's header."""
+        return self.first.header
+
+    @property
+    def options(self) -> Sequence[AskUserQuestionOption] | None:
+        """The first question's options (``None`` for a free-form question)."""
+        return self.first.options
+
+    @property
+    def allow_custom(self) -> bool:
+        """Whether the first question takes an answer of the human's own."""
+        return self.first.allow_custom
+
+    @property
+    def choices(self) -> tuple[AskUserQuestionOption, ...]:
+        """The first question's options as a tuple (empty for a free-form question)."""
+        return self.first.choices
+
+    @property
+    def is_free_form(self) -> bool:
+        """True when the first question has no options to choose from."""
+        return self.first.is_free_form
+
+    @property
+    def accepts_custom(self) -> bool:
+        """True when free text answers the first question (always, when free-form)."""
+        return self.first.accepts_custom
+
+    @property
+    def recommended(self) -> AskUserQuestionOption | None:
+        """The first question's recommended option, if one is marked."""
+        return self.first.recommended
+
+    def option_for(self, value: str) -> AskUserQuestionOption | None:
+        """The first question's option whose model-facing value is ``value``, if any."""
+        return self.first.option_for(value)
+
+    def option_named(self, text: str) -> AskUserQuestionOption | None:
+        """The first question's option a reply names (see :meth:`Question.option_named`)."""
+        return self.first.option_named(text)
+
+    # -- the questions --
 
     @property
     def is_multi_question(self) -> bool:
         """True when the request holds more than one question."""
         return len(self.questions) > 1
-
-    @property
-    def choices(self) -> tuple[AskUserQuestionOption, ...]:
-        """The options as a tuple (empty for a free-form question)."""
-        return tuple(self.options or ())
-
-    @property
-    def is_free_form(self) -> bool:
-        """True when there are no options to choose from."""
-        return not self.options
-
-    @property
-    def accepts_custom(self) -> bool:
-        """True when free text is an acceptable answer (always, for a free-form question)."""
-        return self.allow_custom or self.is_free_form
-
-    @property
-    def recommended(self) -> AskUserQuestionOption | None:
-        """The recommended option, if one is marked."""
-        return next((option for option in self.choices if option.recommended), None)
-
-    def option_for(self, value: str) -> AskUserQuestionOption | None:
-        """Return the option whose model-facing value is ``value``, if any."""
-        return next((option for option in self.choices if option.model_value == value), None)
 
     def question_for(self, question_id: str) -> Question | None:
         """The question whose id is ``question_id``, if any."""
@@ -316,24 +388,26 @@ class AskUserQuestionRequest:
         """One single-question request per question (same agent and signal): what a
         surface that shows one question at a time asks, one after the other."""
         return tuple(
-            AskUserQuestionRequest.of([item], agent=self.agent, signal=self.signal)
+            AskUserQuestionRequest(agent=self.agent, signal=self.signal, questions=(item,))
             for item in self.questions
         )
 
     def with_signal(self, signal: AbortSignal | None) -> AskUserQuestionRequest:
         """Return a copy with another abort signal."""
-        return replace(self, signal=signal)
+        return AskUserQuestionRequest(agent=self.agent, signal=signal, questions=self.questions)
 
     def to_dict(self, *, camel_case: bool = False) -> dict[str, Any]:
         """A JSON-ready dict of the request (the signal is not serializable and is left
-        out). ``questions`` is there when the request is more than one plain question."""
-        data: dict[str, Any] = {"question": self.question}
-        if self.header is not None:
-            data["header"] = self.header
-        if self.options:
-            data["options"] = [option.to_dict() for option in self.options]
-        data["allowCustom" if camel_case else "allow_custom"] = self.allow_custom
-        if not (_is_one_question(self.questions) and _only(self.questions)._derived):
+        out): the first question's fields at the top level, and ``questions`` unless the
+        request is one question of nothing but those fields (the seed's form)."""
+        first = self.first
+        data: dict[str, Any] = {"question": first.question}
+        if first.header is not None:
+            data["header"] = first.header
+        if first.options:
+            data["options"] = [option.to_dict() for option in first.options]
+        data["allowCustom" if camel_case else "allow_custom"] = first.allow_custom
+        if not in_seed_form(self.questions):
             data["questions"] = [item.to_dict(camel_case=camel_case) for item in self.questions]
         if self.agent is not None:
             data["agent"] = self.agent.to_dict()
@@ -371,37 +445,47 @@ class AskUserQuestionRequest:
         return parsed.to_request(agent=agent, signal=signal)
 
 
+def in_seed_form(questions: object) -> bool:
+    """Whether ``questions`` is one question saying nothing the seed's one-question fields
+    cannot: such a request keeps the seed's dict form and the seed's field names in errors."""
+    if not (isinstance(questions, tuple) and len(questions) == 1):
+        return False
+    item = questions[0]
+    return (
+        isinstance(item, Question)
+        and item.id in (None, "q1")
+        and item.multi_select is False
+        and item.min_selections is None
+        and item.max_selections is None
+        and item.allow_skip is False
+    )
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _names(option: AskUserQuestionOption) -> tuple[str, str]:
+    label: object = option.label
+    return (_folded(label) if isinstance(label, str) else "", _folded(option.model_value))
+
+
+_SUFFIX = "(recommended)"
+
+
+def _drop_suffix(text: str) -> str:
+    stripped = text.rstrip()
+    if stripped.casefold().endswith(_SUFFIX):
+        return stripped[: -len(_SUFFIX)]
+    return text
+
+
 def _tuple_or_none(options: object) -> Any:
     """Options as validation gives them: a tuple, or ``None`` when there are none (anything
     else is left for validation to name)."""
     if isinstance(options, list | tuple):
         return tuple(options) or None
     return options
-
-
-def _is_one_question(items: object) -> bool:
-    return isinstance(items, tuple) and len(items) == 1 and isinstance(items[0], Question)
-
-
-def _only(items: object) -> Question:
-    assert isinstance(items, tuple)
-    item: Question = items[0]
-    return item
-
-
-def _is_plain_copy(item: Question, request: AskUserQuestionRequest) -> bool:
-    """Whether ``item`` says nothing the top-level fields of ``request`` do not."""
-    return (
-        item.id in (None, FIRST_ID)
-        and item.multi_select is False
-        and item.min_selections is None
-        and item.max_selections is None
-        and item.allow_skip is False
-        and item.question == request.question
-        and item.header == request.header
-        and item.options == _tuple_or_none(request.options)
-        and item.allow_custom == request.allow_custom
-    )
 
 
 def _describe_value(value: object) -> str:

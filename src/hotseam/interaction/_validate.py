@@ -3,25 +3,34 @@ answer are in :mod:`._validate_answer`)."""
 
 from __future__ import annotations
 
+import operator
 import re
 from dataclasses import replace
-from typing import Any
+from typing import Any, NoReturn
 
 from .._core import AbortSignal, Agent
 from ._errors import INVALID_REQUEST, UserInteractionError
-from ._request import MAX_QUESTIONS, AskUserQuestionOption, AskUserQuestionRequest, Question
+from ._request import (
+    MAX_QUESTIONS,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    Question,
+    in_seed_form,
+)
 
-__all__ = ["one_plain_question", "validate_request", "wrong_type"]
+__all__ = ["validate_request", "wrong_type"]
 
 _ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 Problems = list[tuple[str, str]]
 
 
 def validate_request(request: object) -> AskUserQuestionRequest:
-    """Check every rule of the seam and return the request with ``options`` as a tuple
-    and, for several questions, each question's id given (``"q1"``, ``"q2"``...).
+    """Check every rule of the seam and return the request with each question's options
+    as a tuple (an empty list becomes ``None``: free-form) and its id given (``"q1"``,
+    ``"q2"``...).
 
-    An empty options list becomes ``None`` (free-form).
+    A request of one question with nothing but the seed's fields is named in the seed's
+    vocabulary (``options[2].value``); any other in its questions' (``questions[1].id``).
 
     Raises:
         UserInteractionError: ``INVALID_REQUEST``, naming every broken rule, for example
@@ -35,58 +44,20 @@ def validate_request(request: object) -> AskUserQuestionRequest:
         )
     problems: Problems = []
     # Callers may ignore the type hints; every field is checked as the object it really is.
-    fields: dict[str, object] = {
-        "allow_custom": request.allow_custom,
-        "agent": request.agent,
-        "signal": request.signal,
-        "options": request.options,
-        "questions": request.questions,
-    }
-    if fields["agent"] is not None and not isinstance(fields["agent"], Agent):
-        problems.append(("agent", wrong_type("an Agent", fields["agent"])))
-    if fields["signal"] is not None and not isinstance(fields["signal"], AbortSignal):
-        problems.append(("signal", wrong_type("an AbortSignal", fields["signal"])))
-    items = fields["questions"]
-    if one_plain_question(items):
-        options = _check_top_level(problems, request, fields)
-        _raise_if(problems)
-        if options == request.options:
-            return request
-        return replace(request, options=options)
+    agent: object = request.agent
+    signal: object = request.signal
+    if agent is not None and not isinstance(agent, Agent):
+        problems.append(("agent", wrong_type("an Agent", agent)))
+    if signal is not None and not isinstance(signal, AbortSignal):
+        problems.append(("signal", wrong_type("an AbortSignal", signal)))
+    items: object = request.questions
     questions = _check_questions(problems, items)
-    if questions and not any(field.startswith("questions[0]") for field, _ in problems):
-        _check_mirror(problems, request, questions[0])
-    _raise_if(problems)
+    if problems:
+        _raise(problems)
     assert questions is not None
-    return replace(request, options=questions[0].options, questions=questions)
-
-
-def one_plain_question(items: object) -> bool:
-    """A request of one question made of its top-level fields (the seed's shape)."""
-    return (
-        isinstance(items, tuple)
-        and len(items) == 1
-        and isinstance(items[0], Question)
-        and items[0]._derived
-    )
-
-
-def _check_top_level(
-    problems: Problems, request: AskUserQuestionRequest, fields: dict[str, object]
-) -> tuple[AskUserQuestionOption, ...] | None:
-    _check_text(problems, "question", request.question, required=True)
-    _check_text(problems, "header", request.header, required=False)
-    if not isinstance(fields["allow_custom"], bool):
-        problems.append(("allow_custom", wrong_type("a bool", fields["allow_custom"])))
-    raw_options = fields["options"]
-    if raw_options is None:
-        return None
-    if not isinstance(raw_options, list | tuple):
-        problems.append(("options", wrong_type("a list of options", raw_options)))
-        return None
-    options = tuple(raw_options) or None
-    _check_options(problems, options or ())
-    return options
+    if all(map(operator.is_, questions, request.questions)):
+        return request
+    return AskUserQuestionRequest(agent=request.agent, signal=request.signal, questions=questions)
 
 
 def _check_questions(problems: Problems, items: object) -> tuple[Question, ...] | None:
@@ -97,6 +68,8 @@ def _check_questions(problems: Problems, items: object) -> tuple[Question, ...] 
     if not 1 <= len(items) <= MAX_QUESTIONS:
         problems.append(("questions", f"holds {len(items)} questions; give 1 to {MAX_QUESTIONS}"))
         return None
+    if in_seed_form(items):
+        return (_check_question(problems, "", items[0], 0, {}),)
     ids: dict[str, int] = {}
     texts: dict[str, int] = {}
     for index, item in enumerate(items):
@@ -108,7 +81,7 @@ def _check_questions(problems: Problems, items: object) -> tuple[Question, ...] 
         if not isinstance(item, Question):
             problems.append((path, wrong_type("a Question", item)))
             continue
-        checked.append(_check_question(problems, path, item, index, ids))
+        checked.append(_check_question(problems, path + ".", item, index, ids))
         if _check_text([], "", item.question, required=True):
             key = " ".join(item.question.split()).casefold()
             if key in texts:
@@ -123,30 +96,35 @@ def _check_questions(problems: Problems, items: object) -> tuple[Question, ...] 
 def _check_question(
     problems: Problems, path: str, item: Question, index: int, ids: dict[str, int]
 ) -> Question:
-    """The rules of one question; returns it with its id and options normalized."""
+    """The rules of one question, its fields named ``{path}question``... (``path`` is
+    ``""`` for the seed's one question); returns it with its id and options normalized."""
     flags: dict[str, object] = {
         "allow_custom": item.allow_custom,
         "multi_select": item.multi_select,
         "allow_skip": item.allow_skip,
     }
-    _check_text(problems, f"{path}.question", item.question, required=True)
-    _check_text(problems, f"{path}.header", item.header, required=False)
+    seed = not path
+    _check_text(problems, f"{path}question", item.question, required=True)
+    _check_text(problems, f"{path}header", item.header, required=False)
     for name, flag in flags.items():
         if not isinstance(flag, bool):
-            problems.append((f"{path}.{name}", wrong_type("a bool", flag)))
-    question_id = _check_id(problems, path, item.id, index, ids)
+            problems.append((f"{path}{name}", wrong_type("a bool", flag)))
+    question_id = "q1" if seed else _check_id(problems, path[:-1], item.id, index, ids)
     raw_options: object = item.options
     options: tuple[AskUserQuestionOption, ...] | None = None
     if raw_options is not None:
         if isinstance(raw_options, tuple):
             options = raw_options or None
-            _check_options(problems, options or (), prefix=f"{path}.options", one_recommended=False)
+            _check_options(problems, options or (), prefix=f"{path}options", one_recommended=seed)
         else:
-            problems.append((f"{path}.options", wrong_type("a list of options", raw_options)))
-    multi = flags["multi_select"] is True
-    if multi and raw_options is None:
-        problems.append((f"{path}.multi_select", "needs options to choose from"))
-    _check_selections(problems, path, item, options, multi=multi)
+            problems.append((f"{path}options", wrong_type("a list of options", raw_options)))
+    if not seed:
+        multi = flags["multi_select"] is True
+        if multi and raw_options is None:
+            problems.append((f"{path}multi_select", "needs options to choose from"))
+        _check_selections(problems, path[:-1], item, options, multi=multi)
+    if question_id == item.id and options is raw_options:
+        return item
     return replace(item, id=question_id, options=options)
 
 
@@ -248,35 +226,13 @@ def _is_true(option: object, name: str) -> bool:
     return isinstance(option, AskUserQuestionOption) and getattr(option, name) is True
 
 
-def _check_mirror(problems: Problems, request: AskUserQuestionRequest, first: Question) -> None:
-    """The top-level fields of a request of questions mirror its first question."""
-    given: dict[str, object] = {
-        "question": request.question,
-        "header": request.header,
-        "options": tuple(request.options) or None
-        if isinstance(request.options, list | tuple)
-        else request.options,
-        "allow_custom": request.allow_custom,
-    }
-    for name, value in given.items():
-        if value != getattr(first, name):
-            problems.append(
-                (
-                    name,
-                    f"differs from questions[0].{name} (the top-level fields mirror the first "
-                    "question: build the request with AskUserQuestionRequest.of(questions))",
-                )
-            )
-
-
-def _raise_if(problems: Problems) -> None:
-    if problems:
-        message = "; ".join(f"{field} {problem}" for field, problem in problems)
-        raise UserInteractionError(
-            f"invalid request: {message}",
-            INVALID_REQUEST,
-            details={"errors": [{"field": f, "message": p} for f, p in problems]},
-        )
+def _raise(problems: Problems) -> NoReturn:
+    message = "; ".join(f"{field} {problem}" for field, problem in problems)
+    raise UserInteractionError(
+        f"invalid request: {message}",
+        INVALID_REQUEST,
+        details={"errors": [{"field": f, "message": p} for f, p in problems]},
+    )
 
 
 def _check_options(

@@ -5,23 +5,31 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ._answer import SKIP_REASONS, AskUserQuestionAnswer, QuestionAnswer, answer_text, where
+from ._answer import (
+    SKIP_REASONS,
+    AskUserQuestionAnswer,
+    QuestionAnswer,
+    answer_text,
+    answered_in_text,
+    where,
+)
 from ._errors import INVALID_ANSWER, UserInteractionError
-from ._request import AskUserQuestionOption, AskUserQuestionRequest, Question
-from ._validate import one_plain_question, wrong_type
+from ._request import AskUserQuestionOption, AskUserQuestionRequest, Question, in_seed_form
+from ._validate import wrong_type
 
-__all__ = ["check_answer", "check_partial_answer", "check_question_answer"]
+__all__ = ["check_answer", "check_partial_answer", "check_question_answer", "entries_of"]
 
 
 def check_answer(request: AskUserQuestionRequest, answer: object) -> AskUserQuestionAnswer:
     """Check a provider's answer against the request (validated) and complete it.
 
-    For a one-question request, ``option`` is set to the request's option whose
-    model-facing value equals the answer (and cleared otherwise). When options exist and
-    custom answers are not allowed, an answer that is none of the option values is the
-    provider breaking its contract. ``answers`` then holds one checked entry per question,
-    in question order (see :func:`check_question_answer`), and for several questions
-    ``answer`` is their summary.
+    An answer of text alone (the seed's ``AskUserQuestionAnswer(answer, option)``) answers a
+    one-question request: its ``option`` is set to the question's option whose model-facing
+    value equals the text (and cleared otherwise); when options exist and custom answers are
+    not allowed, text that is none of the option values is the provider breaking its
+    contract. Otherwise ``answers`` holds one checked entry per question, in question order
+    (see :func:`check_question_answer`), and for several questions ``answer`` is their
+    summary.
 
     Raises:
         UserInteractionError: ``INVALID_ANSWER`` saying what is wrong, naming the question
@@ -33,64 +41,56 @@ def check_answer(request: AskUserQuestionRequest, answer: object) -> AskUserQues
             INVALID_ANSWER,
         )
     items = request.questions
-    entries: object = answer.answers
-    text_only = isinstance(entries, tuple) and len(entries) == 1 and entries[0]._derived
-    if text_only and one_plain_question(items):
-        return _check_plain(request, answer)
-    if text_only:
-        if len(items) > 1:
+    seed = in_seed_form(items)
+    if answered_in_text(answer) and len(items) > 1:
+        raise UserInteractionError(
+            f"the provider answered an ask of {len(items)} questions with one text; "
+            "give one entry per question in answers (a provider that shows one question "
+            "at a time leaves out multiple_questions and is asked them one by one)",
+            INVALID_ANSWER,
+        )
+    in_text = answered_in_text(answer)
+    if in_text:
+        named = "" if seed else where(items[0], 0)
+        entry = _check_count(items[0], named, _from_text(items[0], answer.answer, named))
+        checked: tuple[QuestionAnswer, ...] = (entry,)
+    else:
+        checked = _check_entries(request, answer.answers, complete=True)
+    if not seed:
+        return AskUserQuestionAnswer.of(checked, request)
+    (entry,) = checked
+    option = entry.options[0] if len(entry.options) == 1 else None
+    if in_text and option is answer.option:
+        return answer  # the seed's answer, already complete
+    return AskUserQuestionAnswer(entry.answer or "", option)
+
+
+def entries_of(
+    answer: AskUserQuestionAnswer, asked: Sequence[Question]
+) -> tuple[QuestionAnswer, ...]:
+    """``answer``'s entries for the questions ``asked``: an answer of text alone to one
+    question is that question's text answer (whatever id it was given)."""
+    if len(asked) == 1 and answered_in_text(answer):
+        return (QuestionAnswer(str(asked[0].id), answer.answer),)
+    return tuple(answer.answers)
+
+
+def _text_of(text: object, named: str, what: str = "the answer") -> str:
+    """The text of an answer, checked; ``named`` is ``""`` for the seed's one question,
+    whose errors speak of "the provider's answer"."""
+    if not isinstance(text, str):
+        subject = f"{named}: {what}" if named else "the provider's answer"
+        raise UserInteractionError(
+            f"{subject} must be a string, got {type(text).__name__}", INVALID_ANSWER
+        )
+    if not text.strip():
+        if not named:
             raise UserInteractionError(
-                f"the provider answered an ask of {len(items)} questions with one text; "
-                "give one entry per question in answers (a provider that shows one question "
-                "at a time leaves out multiple_questions and is asked them one by one)",
+                "the provider returned a blank answer (a UI should re-prompt, or decline/cancel)",
                 INVALID_ANSWER,
             )
-        entries = (_from_text(items[0], answer.answer, where(items[0], 0)),)
-    checked = _check_entries(request, entries, complete=True)
-    if one_plain_question(items):
-        (entry,) = checked
-        option = entry.options[0] if len(entry.options) == 1 else None
-        return AskUserQuestionAnswer(entry.answer or "", option)
-    return AskUserQuestionAnswer.of(checked, request)
-
-
-def _check_plain(
-    request: AskUserQuestionRequest, answer: AskUserQuestionAnswer
-) -> AskUserQuestionAnswer:
-    """The seed's rules for the seed's shapes: one question, answered with text."""
-    text: object = answer.answer
-    if not isinstance(text, str):
         raise UserInteractionError(
-            f"the provider's answer must be a string, got {type(text).__name__}",
-            INVALID_ANSWER,
-        )
-    if not text.strip():
-        raise UserInteractionError(
-            "the provider returned a blank answer (a UI should re-prompt, or decline/cancel)",
-            INVALID_ANSWER,
-        )
-    option = request.option_for(text)
-    if option is None and not request.accepts_custom:
-        # The answer is what the human typed: described, never quoted (errors reach the logs).
-        allowed = ", ".join(repr(o.model_value) for o in request.choices)
-        raise UserInteractionError(
-            f"the provider's answer is none of the options ({allowed}) of a question that "
-            f"allows no custom answer (a custom answer of {len(text)} characters)",
-            INVALID_ANSWER,
-        )
-    if option is answer.option:
-        return answer
-    return AskUserQuestionAnswer(answer.answer, option)
-
-
-def _text_of(text: object, what: str) -> str:
-    if not isinstance(text, str):
-        raise UserInteractionError(
-            f"{what} must be a string, got {type(text).__name__}", INVALID_ANSWER
-        )
-    if not text.strip():
-        raise UserInteractionError(
-            f"{what} is blank (a UI should re-prompt, or decline/cancel)", INVALID_ANSWER
+            f"{named}: {what} is blank (a UI should re-prompt, or decline/cancel)", INVALID_ANSWER
         )
     return text
 
@@ -99,25 +99,26 @@ def _from_text(question: Question, text: object, named: str) -> QuestionAnswer:
     """The entry of a question answered with text, as a one-question UI answers: an
     option's model value, else (for a multi-select question) option values joined by
     ``","``, else the human's own text."""
-    typed = _text_of(text, f"{named}: the answer")
-    assert question.id is not None
+    typed = _text_of(text, named)
+    question_id = question.id or "q1"  # the seed's one question may not be validated
     option = question.option_for(typed)
     if option is not None:
-        return QuestionAnswer(question.id, typed, (option,))
+        return QuestionAnswer(question_id, typed, (option,))
     if question.is_multi_select:
         parts = [part.strip() for part in typed.split(",")]
         found = [question.option_for(part) for part in parts]
         if len(parts) > 1 and all(found) and len(set(parts)) == len(parts):
             chosen = tuple(o for o in question.choices if o in found)
-            return QuestionAnswer(question.id, answer_text(chosen, None), chosen)
+            return QuestionAnswer(question_id, answer_text(chosen, None), chosen)
     if not question.accepts_custom:
         allowed = ", ".join(repr(o.model_value) for o in question.choices)
+        subject = f"{named}: the answer" if named else "the provider's answer"
         raise UserInteractionError(
-            f"{named}: the answer is none of the options ({allowed}) of a question that "
+            f"{subject} is none of the options ({allowed}) of a question that "
             f"allows no custom answer (a custom answer of {len(typed)} characters)",
             INVALID_ANSWER,
         )
-    return QuestionAnswer(question.id, typed, (), typed)
+    return QuestionAnswer(question_id, typed, (), typed)
 
 
 def check_question_answer(
@@ -179,7 +180,7 @@ def check_question_answer(
             )
         chosen.add(index_of)
     if custom is not None:
-        text = _text_of(custom, f"{named}: the custom answer")
+        text = _text_of(custom, named, "the custom answer")
         if not question.accepts_custom:
             raise UserInteractionError(
                 f"{named}: a custom answer (of {len(text)} characters) to a question that "

@@ -126,7 +126,9 @@ class Reply:
                 f"gives one answer to an ask of {len(questions)} questions (give a list in "
                 "question order, or an object keyed by question id)",
             )
-        elif self.kind in ("match", "text", "option", "recommended") and questions[0]._derived:
+        elif self.kind in ("match", "text", "option", "recommended") and not (
+            questions[0].is_multi_select
+        ):
             return self._plain_answer(request)
         elif self.kind == "list" and len(self.replies) == 1 and self.replies[0].kind == "list":
             replies = list(self.replies)  # [[choices]]: the one question's, in question order
@@ -151,7 +153,7 @@ class Reply:
             )
 
     def _plain_answer(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
-        """The answer to one question of the seed's shape, as before questions existed."""
+        """The answer to a single-select question in text, as a one-question UI gives it."""
         if self.kind == "recommended":
             option = request.recommended
             if option is None:
@@ -162,7 +164,7 @@ class Reply:
             return AskUserQuestionAnswer(option.model_value, option)
         assert self.text is not None
         if self.kind == "match":
-            option = _match(request.questions[0], self.text)
+            option = request.questions[0].option_named(self.text)
             if option is not None:
                 return AskUserQuestionAnswer(option.model_value, option)
         return AskUserQuestionAnswer(self.text)
@@ -190,7 +192,7 @@ class Reply:
                 chosen.append(_choose(request, question, part.option))
             else:
                 assert part.text is not None
-                option = _match(question, part.text) if part.kind == "match" else None
+                option = question.option_named(part.text) if part.kind == "match" else None
                 option = option or question.option_for(part.text)
                 if option is not None:
                     chosen.append(option)
@@ -320,15 +322,6 @@ def coerce(reply: Any, where: str) -> Any:
     return reply
 
 
-def _match(question: Question, text: str) -> AskUserQuestionOption | None:
-    """The option whose value or label is ``text``, case-insensitively."""
-    folded = text.strip().casefold()
-    for option in question.choices:
-        if folded in (option.model_value.casefold(), option.label.strip().casefold()):
-            return option
-    return None
-
-
 def _choose(
     request: AskUserQuestionRequest, question: Question, which: int | str | None
 ) -> AskUserQuestionOption:
@@ -337,10 +330,9 @@ def _choose(
         if 1 <= which <= len(choices):
             return choices[which - 1]
         raise script_failure(request, f"chooses option {which}, but there are {len(choices)}")
-    folded = str(which).strip().casefold()
-    for option in choices:
-        if folded in (option.label.strip().casefold(), option.model_value.casefold()):
-            return option
+    option = question.option_named(str(which))
+    if option is not None:
+        return option
     raise script_failure(request, f"chooses option {which!r}, which is not among the options")
 
 
