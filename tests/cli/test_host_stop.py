@@ -303,22 +303,7 @@ async def test_sigint_then_sigterm_is_one_clean_stop(
         assert not [event for event in events if event.get("level") == "error"], events
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        pytest.param(
-            "mcp",
-            marks=pytest.mark.xfail(
-                strict=False,
-                reason="open: now and then hotseam mcp does not act on the third signal while "
-                "a disposer holds its stop (seen in 1 of 4 fresh-clone runs, load 1-2; the "
-                "second signal is logged, the third is not); cause not found yet",
-            ),
-        ),
-        "acp",
-        "run",
-    ],
-)
+@pytest.mark.parametrize("command", ["mcp", "acp", "run"])
 async def test_a_second_signal_lets_the_stop_finish_and_a_third_ends_it(
     tmp_path: Path, command: str
 ) -> None:

@@ -97,10 +97,11 @@ class StopSignals:
         self._cancel = scope.cancel
         self._wake = wake
         try:
-            if self.received:  # one came before the loop listened
-                self._report(signal.Signals(self.received[0]).name, 1)
-                scope.cancel()
-            yield
+            with _woken_by_signals():
+                if self.received:  # one came before the loop listened
+                    self._report(signal.Signals(self.received[0]).name, 1)
+                    scope.cancel()
+                yield
         finally:
             self._wake = None
             self._cancel = None
@@ -151,6 +152,56 @@ class StopSignals:
         reporter.start()
         reporter.join(_FORCED_REPORT_WAIT)
         _exit_at_once(code)
+
+
+@contextmanager
+def _woken_by_signals() -> Iterator[None]:
+    """Wake asyncio's loop when a signal arrives, whichever thread the kernel gave it to.
+
+    Python runs a signal's handler in the main thread only. The kernel may deliver a
+    process's signal to any thread that does not block it, and a signal taken by the log
+    writer or a worker thread leaves the main thread asleep in ``epoll_wait`` (an hour, while
+    a disposer waits): the handler would run only when the loop next woke. Python's wakeup
+    descriptor gets a byte on every signal, in any thread; the loop reads it, and the
+    handlers run. Trio sets one of its own; a descriptor set already (asyncio's
+    ``add_signal_handler``) is left as it is.
+    """
+    import sniffio
+
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or sniffio.current_async_library() != "asyncio"
+    ):
+        yield
+        return
+    import asyncio
+    import socket
+
+    loop = asyncio.get_running_loop()
+    reader, writer = socket.socketpair()
+    reader.setblocking(False)
+    writer.setblocking(False)
+    previous = signal.set_wakeup_fd(writer.fileno(), warn_on_full_buffer=False)
+    if previous != -1:  # someone wakes the loop already: keep theirs
+        signal.set_wakeup_fd(previous)
+        reader.close()
+        writer.close()
+        yield
+        return
+
+    def drain() -> None:
+        with contextlib.suppress(OSError):
+            while reader.recv(4096):
+                pass
+
+    loop.add_reader(reader.fileno(), drain)
+    try:
+        yield
+    finally:
+        loop.remove_reader(reader.fileno())
+        signal.set_wakeup_fd(-1)
+        reader.close()
+        writer.close()
 
 
 def _loop_waker() -> Callable[[Callable[[], None]], None]:
