@@ -4,8 +4,8 @@
 
 The reload torture (``bench/torture.py``) runs as it does without a journal — the real
 watcher, random edits of every kind, asks in flight through every reload — and its asks are
-made inside agent runs of an :class:`~hotseam.interaction.AskJournal` (provided as
-``JOURNAL``): ``sqlite``, a temporary SQLite file, or ``memory``. Each asker is an agent: a
+made inside agent runs of a :class:`~hotseam.interaction.JournalDaemon` (provided as
+``JOURNALING``): ``sqlite``, a temporary SQLite file, or ``memory``. Each asker is an agent: a
 run is a script of 2-8 asks (30 % of several questions, ``--several-ratio``), after which
 the agent returns (the run finishes) or, one run in ten, raises (the run fails). 15 % of
 the asks are ended by the agent at a random moment: 10 % by the request's signal (the
@@ -130,12 +130,12 @@ from hotseam import AbortController
 from hotseam.interaction import (
     ASK_ABORTED,
     ASK_TIMEOUT,
-    JOURNAL,
+    JOURNALING,
     NO_PROVIDER,
     AgentRun,
-    AskJournal,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
+    JournalDaemon,
     UserInteractionError,
     ask,
 )
@@ -207,7 +207,7 @@ class JournalTorture(Torture):
         ]
         self.items: dict[str, Item] = {}
         self.replaying: set[str] = set()
-        self.journaling: AskJournal | None = None
+        self.journaling: JournalDaemon | None = None
         self.agent_tasks: anyio.abc.TaskGroup | None = None
         self.restarted = anyio.Event()
         self.edits_done = 0
@@ -307,17 +307,17 @@ class JournalTorture(Torture):
     @contextlib.asynccontextmanager
     async def incarnation(self, shared: Journal | None, number: int) -> AsyncIterator[Journal]:
         """One life of the daemon: the journal (on SQLite, opened anew on the same file) and
-        this process's ``AskJournal`` in it, provided as ``JOURNAL``."""
+        this process's ``JournalDaemon`` in it, provided as ``JOURNALING``."""
         async with contextlib.AsyncExitStack() as life:
             journal = shared
             if journal is None:
                 journal = await life.enter_async_context(open_journal(self.path))
                 self.watch(journal)
             journaling = await life.enter_async_context(
-                AskJournal.open(journal, name=f"torture-daemon-{number}")
+                JournalDaemon.open(journal, name=f"torture-daemon-{number}")
             )
             scope = await life.enter_async_context(self.context.scope("journal"))
-            scope.provide(JOURNAL, journaling)
+            scope.provide(JOURNALING, journaling)
             self.journaling = journaling
             yield journal
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hotseam.interaction import AgentRun, AskJournal, AskUserQuestionAnswer
+from hotseam.interaction import AgentRun, AskUserQuestionAnswer, JournalDaemon
 from hotseam.interaction._journal import AskRecord, AskState, Journal, Settlement
 from hotseam.interaction._journal._sqlite import SqliteJournal
 
@@ -102,15 +102,15 @@ def patch_faults(sabotage: str | None) -> Callable[[], None]:
 
         return undo_moved
     if sabotage == "no-wait":
-        persist = AskJournal.persist
+        persist = JournalDaemon.persist
 
-        async def at_once(self: AskJournal, what: str, operation: Any, **kw: Any) -> Any:
+        async def at_once(self: JournalDaemon, what: str, operation: Any, **kw: Any) -> Any:
             return await operation()
 
-        AskJournal.persist = at_once  # type: ignore[method-assign]
+        JournalDaemon.persist = at_once  # type: ignore[method-assign]
 
         def undo_persist() -> None:
-            AskJournal.persist = persist  # type: ignore[method-assign]
+            JournalDaemon.persist = persist  # type: ignore[method-assign]
 
         return undo_persist
     return lambda: None

@@ -65,9 +65,9 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from hotseam import Context
 from hotseam.interaction import (
     USER_INTERACTION,
-    AskJournal,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
+    JournalDaemon,
     ask,
 )
 from hotseam.interaction._journal import Journal, open_journal
@@ -97,7 +97,7 @@ def _table(title: str, header: list[str], rows: list[list[str]]) -> None:
 
 async def _asker(
     name: str,
-    journal: AskJournal | None,
+    journal: JournalDaemon | None,
     turns: anyio.abc.ObjectReceiveStream[None],
     done: anyio.abc.ObjectSendStream[float],
 ) -> None:
@@ -112,7 +112,7 @@ async def _asker(
             await done.send(time.perf_counter() - started)
 
 
-def _synchronous(journal: AskJournal, mode: str) -> None:
+def _synchronous(journal: JournalDaemon, mode: str) -> None:
     """Make every commit of the SQLite engine use ``synchronous=mode`` (the engine itself
     commits answers FULL and questions NORMAL)."""
     engine: Any = journal.journal
@@ -155,11 +155,11 @@ async def ask_overhead(folder: Path, postgres: str, asks: int) -> None:
     }
     timings: dict[str, list[float]] = {name: [] for name in variants}
     async with contextlib.AsyncExitStack() as stack:
-        journals: dict[str, AskJournal | None] = {}
+        journals: dict[str, JournalDaemon | None] = {}
         for name, url in variants.items():
             journals[name] = None
             if url is not None:
-                journals[name] = await stack.enter_async_context(AskJournal.open(url, name=name))
+                journals[name] = await stack.enter_async_context(JournalDaemon.open(url, name=name))
         for name, journal in journals.items():
             if journal is not None and name.startswith("SQLite, every commit"):
                 _synchronous(journal, name.rpartition(" ")[2])
@@ -304,7 +304,7 @@ async def replays(url: str, count: int, repeat: int) -> tuple[list[float], list[
     requests = [AskUserQuestionRequest(f"Question {i} of the run?") for i in range(count)]
     answered = Context("bench-answered")
     answered.provide(USER_INTERACTION, ScriptedProvider(lambda request: "recorded"))
-    async with AskJournal.open(url, name="first") as journal:
+    async with JournalDaemon.open(url, name="first") as journal:
         with anyio.CancelScope() as cut:
             async with journal.run(agent):
                 for request in requests:
@@ -314,7 +314,7 @@ async def replays(url: str, count: int, repeat: int) -> tuple[list[float], list[
     nobody = Context("bench-replay")  # no provider: a question asked anew would wait
     entered, whole = [], []
     for attempt in range(repeat):
-        async with AskJournal.open(url, name=f"resumer-{attempt}") as journal:
+        async with JournalDaemon.open(url, name=f"resumer-{attempt}") as journal:
             with anyio.CancelScope() as cut:
                 started = time.perf_counter()
                 async with journal.run(agent) as run:

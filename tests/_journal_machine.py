@@ -3,7 +3,7 @@
 :class:`JournalRules` is mixed into that machine, which keeps driving scopes, providers,
 swaps and asks and checking invariants 1-6 after every step. With it, a daemon process opens
 the journal — an SQLite file in a temporary folder, or the memory engine — as an
-:class:`~hotseam.interaction.AskJournal`, and its agents ask inside runs. New rules:
+:class:`~hotseam.interaction.JournalDaemon`, and its agents ask inside runs. New rules:
 
 * the daemon stops (its agents' runs are cancelled, left to resume) and starts again on the
   same journal (on SQLite, a new ``Journal`` object on the file, as a new process would);
@@ -81,7 +81,7 @@ from hotseam import AbortController
 from hotseam.interaction import (
     ASK_DECLINED,
     USER_INTERACTION,
-    AskJournal,
+    JournalDaemon,
     UserInteractionError,
     ask,
 )
@@ -242,7 +242,7 @@ class JournalRules(RacingClaimRules, OtherProcessRules, JournalChecks):
                     self.j_sqlite.append(journal)
                     stack.callback(self.j_sqlite.remove, journal)
                 journaling = await stack.enter_async_context(
-                    AskJournal.open(journal, name=daemon.name)
+                    JournalDaemon.open(journal, name=daemon.name)
                 )
                 daemon.label = f"{journaling.daemon.name} (pid {journaling.daemon.pid})"
                 async with anyio.create_task_group() as agents:

@@ -19,10 +19,10 @@ from hotseam.interaction import (
     ASK_ABORTED,
     ASK_DECLINED,
     AgentRun,
-    AskJournal,
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    JournalDaemon,
     QuestionAnswer,
 )
 from hotseam.interaction._journal import (
@@ -57,12 +57,12 @@ class AgentFailed(Exception):
 
 @dataclass(eq=False)
 class MDaemon:
-    """One start of this process as the journal sees it (an AskJournal)."""
+    """One start of this process as the journal sees it (a JournalDaemon)."""
 
     name: str
     stop: anyio.Event = field(default_factory=anyio.Event)
     down: anyio.Event = field(default_factory=anyio.Event)
-    journaling: AskJournal | None = None
+    journaling: JournalDaemon | None = None
     agents: anyio.abc.TaskGroup | None = None
     label: str = ""  # how its settlements are signed in the journal
 

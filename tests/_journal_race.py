@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
 from _journal_model import POLL_INTERVAL, Incarnation
-from hotseam.interaction import AskJournal
+from hotseam.interaction import JournalDaemon
 from hotseam.interaction._journal import JournalError, JournalErrorCode, RunState, open_journal
 
 REFUSED = frozenset({JournalErrorCode.RUN_CLAIMED, JournalErrorCode.RUN_EXISTS})
@@ -59,7 +59,7 @@ class RacingClaimRules:
                     self.j_sqlite.append(journal)
                     stack.callback(self.j_sqlite.remove, journal)
                 racer = await stack.enter_async_context(
-                    AskJournal.open(journal, name=f"racer-{next(self.ids)}")
+                    JournalDaemon.open(journal, name=f"racer-{next(self.ids)}")
                 )
                 try:
                     async with racer.run(inc.agent.key, fresh=fresh) as taken:

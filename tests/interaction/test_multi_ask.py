@@ -18,9 +18,9 @@ from hotseam import AbortController, Agent, Context
 from hotseam.interaction import (
     ASK_CANCELLED,
     INVALID_ANSWER,
-    JOURNAL,
+    JOURNALING,
     USER_INTERACTION,
-    AskJournal,
+    JournalDaemon,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
     QuestionAnswer,
@@ -239,11 +239,11 @@ async def _run(
     context = Context("daemon")
     answers: list[AskUserQuestionAnswer] = []
     async with (
-        AskJournal.open(journal, name="multi-daemon") as journaling,
+        JournalDaemon.open(journal, name="multi-daemon") as journaling,
         context.scope("ui") as scope,
     ):
         scope.provide(USER_INTERACTION, provider)
-        scope.provide(JOURNAL, journaling)
+        scope.provide(JOURNALING, journaling)
         async with anyio.create_task_group() as group:
 
             async def agent() -> None:

@@ -19,13 +19,13 @@ from hotseam.interaction import (
     ASK_ABORTED,
     ASK_CANCELLED,
     ASK_TIMEOUT,
-    JOURNAL,
+    JOURNALING,
     NO_PROVIDER,
     USER_INTERACTION,
-    AskJournal,
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    JournalDaemon,
     UserInteractionError,
     ask,
     current_run,
@@ -71,11 +71,11 @@ async def run_agent(
     provider = ScriptedProvider(replies)
     answers: list[str] = []
     async with (
-        AskJournal.open(journal, name="daemon-test") as journaling,
+        JournalDaemon.open(journal, name="daemon-test") as journaling,
         context.scope("ui") as scope,
     ):
         scope.provide(USER_INTERACTION, provider)
-        scope.provide(JOURNAL, journaling)
+        scope.provide(JOURNALING, journaling)
         with anyio.CancelScope() as stopping:
             async with journaling.run(agent, fresh=fresh):
                 for index, question in enumerate(questions):
@@ -146,7 +146,7 @@ async def test_an_answer_given_elsewhere_wins_and_withdraws_the_prompt_here(
     context = Context("daemon")
     provider = ScriptedProvider([Reply.never()])
     async with (
-        AskJournal.open(journal, name="daemon-a") as journaling,
+        JournalDaemon.open(journal, name="daemon-a") as journaling,
         context.scope("ui") as scope,
     ):
         scope.provide(USER_INTERACTION, provider)
@@ -186,7 +186,7 @@ async def test_with_no_provider_here_an_answer_elsewhere_wins_while_the_ask_wait
     """No provider in this process (a daemon answered from a fleet inbox): while the ask
     waits for one (``waiting_for_provider``), an answer written to the journal wins."""
     context = Context("daemon")  # no user-interaction provider at all
-    async with AskJournal.open(journal, name="headless") as journaling:
+    async with JournalDaemon.open(journal, name="headless") as journaling:
         async with journaling.run("deployer"), anyio.create_task_group() as tasks:
             got: list[str] = []
 
@@ -207,7 +207,7 @@ async def test_with_no_provider_and_no_wait_the_ask_fails_and_is_recorded(
     journal: Journal,
 ) -> None:
     context = Context("daemon")
-    async with AskJournal.open(journal, name="headless") as journaling:
+    async with JournalDaemon.open(journal, name="headless") as journaling:
         with anyio.CancelScope() as stop:
             async with journaling.run("deployer"):
                 with pytest.raises(UserInteractionError) as missing:
@@ -221,7 +221,7 @@ async def test_with_no_provider_and_no_wait_the_ask_fails_and_is_recorded(
 async def test_a_timeout_and_a_signal_are_recorded_and_replayed(journal: Journal) -> None:
     context = Context("daemon")
     async with (
-        AskJournal.open(journal, name="d") as journaling,
+        JournalDaemon.open(journal, name="d") as journaling,
         context.scope("ui") as scope,
     ):
         scope.provide(USER_INTERACTION, ScriptedProvider([Reply.never(), Reply.never()]))
@@ -261,7 +261,7 @@ async def test_a_dismissed_question_is_replayed_as_dismissed(journal: Journal) -
 async def test_a_cancelled_ask_stays_pending_for_the_resume(journal: Journal) -> None:
     context = Context("daemon")
     async with (
-        AskJournal.open(journal, name="d") as journaling,
+        JournalDaemon.open(journal, name="d") as journaling,
         context.scope("ui") as scope,
     ):
         shown = anyio.Event()
@@ -298,17 +298,17 @@ async def test_a_cancelled_ask_stays_pending_for_the_resume(journal: Journal) ->
 async def test_a_run_a_live_daemon_owns_is_refused_and_a_dead_ones_taken_over(
     journal: Journal,
 ) -> None:
-    async with AskJournal.open(journal, name="first") as first:
+    async with JournalDaemon.open(journal, name="first") as first:
         with anyio.CancelScope() as stop:
             async with first.run("deployer"):
-                async with AskJournal.open(journal, name="second") as second:
+                async with JournalDaemon.open(journal, name="second") as second:
                     with pytest.raises(JournalError) as taken:
                         async with second.run("deployer"):
                             pass
                     assert taken.value.code == "RUN_CLAIMED"
                 stop.cancel()
     # The first daemon stopped (its block ended): its unfinished run is taken over.
-    async with AskJournal.open(journal, name="third") as third, third.run("deployer") as run:
+    async with JournalDaemon.open(journal, name="third") as third, third.run("deployer") as run:
         assert run.resumed or run.record.daemon_id == third.daemon.id
 
 
@@ -319,7 +319,7 @@ async def test_a_web_inbox_here_says_who_answered_elsewhere(journal: Journal) ->
 
     context = Context("daemon")
     async with (
-        AskJournal.open(journal, name="daemon-a") as journaling,
+        JournalDaemon.open(journal, name="daemon-a") as journaling,
         context.scope("ui") as scope,
     ):
         web = WebProvider.serve(scope, port=0, token="test-token-0123456789abcdef")

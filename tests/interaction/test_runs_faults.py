@@ -21,10 +21,10 @@ from tests._timing import scaled
 from hotseam import AbortController, Context
 from hotseam.interaction import (
     ASK_ABORTED,
-    JOURNAL,
+    JOURNALING,
     USER_INTERACTION,
-    AskJournal,
     AskUserQuestionRequest,
+    JournalDaemon,
     UserInteractionError,
     ask,
 )
@@ -80,11 +80,11 @@ async def test_an_ask_waits_for_a_full_disk_and_its_signal_ends_the_wait(
     context = Context("daemon")
     provider = ScriptedProvider(["yes", "no"])
     async with (
-        AskJournal.open(journal, name="daemon") as journaling,
+        JournalDaemon.open(journal, name="daemon") as journaling,
         context.scope("ui") as scope,
     ):
         scope.provide(USER_INTERACTION, provider)
-        scope.provide(JOURNAL, journaling)
+        scope.provide(JOURNALING, journaling)
         async with journaling.run("deployer") as run:
             full = Full(small_disk)
             controller = AbortController()
@@ -123,7 +123,7 @@ async def test_an_ask_waits_for_a_full_disk_and_its_signal_ends_the_wait(
 async def test_the_runs_end_waits_for_room_and_a_stop_meanwhile_says_it_resumes(
     journal: Journal, small_disk: Path
 ) -> None:
-    async with AskJournal.open(journal, name="daemon") as journaling:
+    async with JournalDaemon.open(journal, name="daemon") as journaling:
         # The run's end waits for the journal, and is recorded once there is room.
         with anyio.fail_after(scaled(10)):
             async with anyio.create_task_group() as tasks:

@@ -15,10 +15,10 @@ from hotseam import AbortController, Context
 from hotseam.interaction import (
     ASK_ABORTED,
     USER_INTERACTION,
-    AskJournal,
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    JournalDaemon,
     Question,
     QuestionAnswer,
     UserInteractionError,
@@ -65,7 +65,7 @@ async def test_an_answer_given_as_the_process_stops_is_kept_for_the_resume(
     context = Context("daemon")
     human = Human()
     async with (
-        AskJournal.open(journal, name="daemon") as journaling,
+        JournalDaemon.open(journal, name="daemon") as journaling,
         context.scope("ui") as scope,
     ):
         scope.provide(USER_INTERACTION, human)
@@ -94,7 +94,7 @@ async def test_an_answer_given_as_the_signal_fires_wins_and_is_recorded(
     request = AskUserQuestionRequest(DB.question, options=DB.options, signal=controller.signal)
     got: list[str] = []
     async with (
-        AskJournal.open(journal, name="daemon") as journaling,
+        JournalDaemon.open(journal, name="daemon") as journaling,
         context.scope("ui") as scope,
     ):
         scope.provide(USER_INTERACTION, human)
@@ -351,7 +351,7 @@ async def test_a_question_of_several_answered_before_a_restart_is_not_asked_agai
     context = Context("daemon")
     before, after = AnswersAtOnce("region"), AnswersAtOnce()
     async with (
-        AskJournal.open(journal, name="daemon") as journaling,
+        JournalDaemon.open(journal, name="daemon") as journaling,
         context.scope("ui") as scope,
     ):
         scope.provide(USER_INTERACTION, before)
@@ -361,7 +361,7 @@ async def test_a_question_of_several_answered_before_a_restart_is_not_asked_agai
                 await before.shown.wait()  # the first question answered, the second shown
                 stopping.cancel()
     async with (
-        AskJournal.open(journal, name="daemon, restarted") as journaling,
+        JournalDaemon.open(journal, name="daemon, restarted") as journaling,
         context.scope("ui") as scope,
     ):
         scope.provide(USER_INTERACTION, after)

@@ -374,14 +374,14 @@ def test_two_inboxes_racing_on_a_daemon_killed_and_restarted_answer_each_questio
 @pytest.mark.anyio
 async def test_an_ask_placed_while_a_resumed_run_drops_its_superseded_records_asks_anew() -> None:
     from hotseam import Context
-    from hotseam.interaction import USER_INTERACTION, AskJournal, AskUserQuestionRequest, ask
+    from hotseam.interaction import USER_INTERACTION, AskUserQuestionRequest, JournalDaemon, ask
     from hotseam.providers.scripted import ScriptedProvider
 
     first, second = AskUserQuestionRequest("Which database?"), AskUserQuestionRequest("Name?")
     async with open_journal("memory:") as journal:
         answered = Context("before the kill")
         answered.provide(USER_INTERACTION, ScriptedProvider(lambda request: "recorded"))
-        async with AskJournal.open(journal, name="killed") as daemon:
+        async with JournalDaemon.open(journal, name="killed") as daemon:
             with anyio.CancelScope() as killed:  # cut short: the run stays unfinished
                 async with daemon.run("agent"):
                     await ask(first, context=answered)
@@ -408,7 +408,7 @@ async def test_an_ask_placed_while_a_resumed_run_drops_its_superseded_records_as
                 got[request.question] = error
 
         async with (
-            AskJournal.open(journal, name="restarted") as daemon,
+            JournalDaemon.open(journal, name="restarted") as daemon,
             daemon.run("agent"),
             anyio.create_task_group() as group,
         ):
@@ -430,13 +430,13 @@ async def test_a_daemon_that_stops_cleanly_is_not_taken_for_replaced_by_its_own_
     stop, and the daemon registered again, a record left alive after the process ended."""
     from structlog.testing import capture_logs
 
-    from hotseam.interaction import AskJournal
+    from hotseam.interaction import JournalDaemon
 
     # A heartbeat every millisecond: one falls on nearly every stop.
     async with open_journal(tmp_path / "journal.sqlite3", liveness_timeout=0.003) as journal:
         with capture_logs() as logs:
             for index in range(40):
-                async with AskJournal.open(journal, name=f"daemon-{index}"):
+                async with JournalDaemon.open(journal, name=f"daemon-{index}"):
                     await anyio.sleep(0.004)  # it lives a few heartbeats
         assert [e for e in logs if e["event"] == "journal.daemon_replaced"] == []
         daemons = await journal.daemons()

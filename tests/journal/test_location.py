@@ -115,6 +115,22 @@ async def test_the_default_journal_is_an_owner_only_file_in_the_state_folder(
 
 
 @pytest.mark.anyio
+async def test_a_memory_journal_is_sqlite_in_memory_empty_at_each_open_and_writes_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    async with open_journal("memory:") as first, open_journal("memory:") as second:
+        assert (first.engine, first.url) == ("sqlite", "memory:")
+        daemon = await first.register_daemon("d")
+        await first.start_run("agent", daemon.id)
+        assert [d.id for d in await first.daemons()] == [daemon.id]
+        assert await second.daemons() == []  # another open, another journal
+    async with open_journal("memory:") as again:
+        assert await again.daemons() == []  # nothing outlives the block
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.anyio
 async def test_a_journal_file_others_can_read_is_warned_about(tmp_path: Path) -> None:
     path = tmp_path / "shared.sqlite3"
     async with open_journal(str(path)):

@@ -19,7 +19,7 @@ import pytest
 from tests._timing import scaled
 
 from _postgres import PostgresServer
-from hotseam.interaction import AskJournal
+from hotseam.interaction import JournalDaemon
 from hotseam.interaction._journal import JournalError, RunState, open_journal
 
 T = TypeVar("T")
@@ -41,7 +41,9 @@ async def test_a_daemon_registering_during_an_outage_waits_and_runs(
 
             tasks.start_soon(back_soon)
             with anyio.fail_after(scaled(30)):
-                async with AskJournal.open(journal, name="started-in-an-outage", agent="a") as aj:
+                async with JournalDaemon.open(
+                    journal, name="started-in-an-outage", agent="a"
+                ) as aj:
                     assert await aj.running_elsewhere("a") is None
                     async with aj.run("a") as run:
                         pass
@@ -54,7 +56,7 @@ async def test_a_look_for_the_agents_run_during_an_outage_waits(
     url = own_postgres.new_schema()
     async with (
         open_journal(url) as journal,
-        AskJournal.open(journal, name="looking", agent="a") as aj,
+        JournalDaemon.open(journal, name="looking", agent="a") as aj,
         anyio.create_task_group() as tasks,
     ):
         await anyio.to_thread.run_sync(own_postgres._pg_ctl, "stop", "-m", "fast")

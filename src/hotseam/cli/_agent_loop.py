@@ -53,7 +53,7 @@ from ..interaction import (
     ASK_CANCELLED,
     AgentRun,
     AskEnded,
-    AskJournal,
+    JournalDaemon,
     JournalError,
     JournalErrorCode,
     on_ask_ended,
@@ -114,7 +114,7 @@ class AgentLoop:
         on_wait: Callable[[str], object],
         stop: Callable[[], None],
         import_timeout: float = 10.0,
-        journal: AskJournal | None = None,
+        journal: JournalDaemon | None = None,
         agent_key: str = "demo",
         fresh: bool = False,
     ) -> None:

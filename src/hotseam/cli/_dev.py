@@ -52,9 +52,9 @@ import structlog
 
 from .._core import CloseReason, Context, DisposalError, HarnessError, Scope, Tool
 from ..interaction import (
-    JOURNAL,
+    JOURNALING,
     USER_INTERACTION,
-    AskJournal,
+    JournalDaemon,
     JournalError,
     JournalErrorCode,
     ask_user_question_tool,
@@ -324,7 +324,7 @@ async def _serve_session(session: _Session, log: Any, stop: Callable[[], None]) 
 
 async def _open_journal(
     session: _Session, stack: contextlib.AsyncExitStack, scope: Scope, log: Any
-) -> AskJournal | int | None:
+) -> JournalDaemon | int | None:
     """The journal the agent's questions are recorded in (``None`` with --no-journal), open
     until ``stack`` closes and provided in ``scope``'s context meanwhile; an exit code when
     it cannot be opened (one line on stderr)."""
@@ -335,7 +335,7 @@ async def _open_journal(
     name = settings.name or session.command
     try:
         journal = await stack.enter_async_context(
-            AskJournal.open(settings.journal, name=name, agent=session.agent_key)
+            JournalDaemon.open(settings.journal, name=name, agent=session.agent_key)
         )
     except JournalError as error:
         sys.stderr.write(f"{session.command}: {error}\n")  # one write: a log line cannot cut it
@@ -350,7 +350,7 @@ async def _open_journal(
         )
         sys.stderr.flush()
         return EXIT_BAD_INPUT
-    registration = scope.provide(JOURNAL, journal)
+    registration = scope.provide(JOURNALING, journal)
     stack.push_async_callback(registration.dispose)  # gone before the journal closes
     log.info(f"journal: {journal.journal.url} (agent {session.agent_key})")
     return journal
@@ -380,7 +380,7 @@ async def _run_agent(
     stop: Callable[[], None],
     watched: str,
     facts: SessionFacts,
-    journal: AskJournal | None,
+    journal: JournalDaemon | None,
 ) -> int:
     """Run the agent (again and again in ``dev``)."""
     settings = session.settings

@@ -8,8 +8,8 @@ request holds one question or several (:class:`Question`,
 :class:`QuestionAnswer` per question.
 :func:`pending_asks` lists the open questions (never their answers) and
 :func:`waiting_for_provider` lets questions wait for a provider to appear. With a
-:data:`JOURNAL` (an :class:`AskJournal` over :func:`open_journal`), asks made inside an
-agent run (:meth:`AskJournal.run`) are recorded, replayed when the run resumes after a
+:data:`JOURNALING` (a :class:`JournalDaemon` over :func:`open_journal`), asks made inside an
+agent run (:meth:`JournalDaemon.run`) are recorded, replayed when the run resumes after a
 restart, and answerable from any process's inbox.
 """
 
@@ -73,7 +73,7 @@ from ._pending import (
     waiting_for_provider,
 )
 from ._provider import USER_INTERACTION, UserInteractionProvider
-from ._runs import JOURNAL, AgentRun, AskJournal, current_run
+from ._runs import JOURNALING, AgentRun, JournalDaemon, current_run
 from ._runs import journal_waits as journal_waits
 from ._runs import pid_alive as pid_alive
 from ._tool import ASK_USER_QUESTION_DESCRIPTION, ask_user_question_tool
@@ -96,7 +96,6 @@ __all__ = [
     "AgentRun",
     "AnsweredElsewhere",
     "AskEnded",
-    "AskJournal",
     "AskRecord",
     "AskState",
     "AskUserQuestionAnswer",
@@ -109,8 +108,9 @@ __all__ = [
     "INVALID_ANSWER",
     "INVALID_REQUEST",
     "InboxEntry",
-    "JOURNAL",
+    "JOURNALING",
     "Journal",
+    "JournalDaemon",
     "JournalError",
     "JournalEvent",
     "MAX_QUESTIONS",

@@ -48,7 +48,7 @@ async def place(run: AgentRun, request: AskUserQuestionRequest, key: str | None)
 
     Asks of one run are placed one at a time, in the order they come: a divergence
     abandons the superseded records before the next ask looks at its position. While the
-    journal is out of reach, the ask waits for it (:meth:`AskJournal.persist`) before it
+    journal is out of reach, the ask waits for it (:meth:`JournalDaemon.persist`) before it
     is put to anyone; the request's signal ends that wait (``ASK_ABORTED``, nothing
     recorded).
     """

@@ -16,15 +16,18 @@ task) never receives yesterday's answer. A cancelled run (the process stopping, 
 dev`` re-running a saved agent) is left unfinished, to resume.
 
 A journal out of reach (a full disk, a database server restarting) delays what must be
-recorded, never fails it: :meth:`AskJournal.persist` tries again with back-off until the
+recorded, never fails it: :meth:`JournalDaemon.persist` tries again with back-off until the
 journal takes the write, says so once at error level (and in ``hotseam status``, from
 ``journal_waits()``), and once more when it is back. So a question waits to be recorded
 before it is put, an answer is returned once it is recorded, and a run's end is retried
 until the journal holds it: a finished run never resumes.
 
-The journal is a capability like any other: :data:`JOURNAL`'s provider is an
-:class:`AskJournal`, the journal as this process writes to it (as one *daemon*, kept alive
-by a heartbeat). Tests provide one on the in-memory engine.
+The journal is a capability like any other: :data:`JOURNALING`'s provider is a
+:class:`JournalDaemon`, this process as one *daemon* of a :class:`Journal` (registered, kept
+alive by a heartbeat, marked stopped at the end), through which it writes. Three names, three
+things: the ``Journal`` holds the records, a ``JournalDaemon`` is one process writing to it,
+``JOURNALING`` is the seam that says a context records its asks. Tests provide one on
+``memory:`` (SQLite in memory).
 """
 
 from __future__ import annotations
@@ -56,7 +59,7 @@ from ._journal import (
     open_journal,
 )
 
-__all__ = ["JOURNAL", "AgentRun", "AskJournal", "current_run", "journal_waits"]
+__all__ = ["JOURNALING", "AgentRun", "JournalDaemon", "current_run", "journal_waits"]
 
 T = TypeVar("T")
 
@@ -68,7 +71,7 @@ RETRY_MAX = 2.0
 """The longest wait between two tries (the back-off doubles up to it)."""
 
 _UNAVAILABLE = JournalErrorCode.JOURNAL_UNAVAILABLE.value
-_open_journals: weakref.WeakSet[AskJournal] = weakref.WeakSet()
+_open_journals: weakref.WeakSet[JournalDaemon] = weakref.WeakSet()
 
 
 @dataclass(slots=True)
@@ -80,11 +83,12 @@ class _Outage:
     waiting: dict[int, str] = field(default_factory=dict)
 
 
-class AskJournal:
-    """A journal as this process writes to it: as one daemon, alive while it is open.
+class JournalDaemon:
+    """This process as one daemon of a journal, alive while it is open: what it writes
+    (runs, asks, answers) goes through it, waiting out the journal's outages.
 
     Open it with :meth:`open` (it registers the daemon, beats its heart and marks it stopped
-    at the end) and provide it as :data:`JOURNAL`; :meth:`run` starts or resumes a run.
+    at the end) and provide it as :data:`JOURNALING`; :meth:`run` starts or resumes a run.
 
     Attributes:
         journal: The journal itself.
@@ -179,13 +183,13 @@ class AskJournal:
         }
 
     def __repr__(self) -> str:
-        return f"<AskJournal {self.journal.url} daemon={self.daemon.name!r}>"
+        return f"<JournalDaemon {self.journal.url} daemon={self.daemon.name!r}>"
 
     @classmethod
     @contextlib.asynccontextmanager
     async def open(
         cls, journal: Journal | str | None = None, *, name: str, agent: str | None = None
-    ) -> AsyncIterator[AskJournal]:
+    ) -> AsyncIterator[JournalDaemon]:
         """Write to ``journal`` (a :class:`Journal`, or a URL to open: ``None`` is the
         embedded default file) as the daemon ``name`` for the block.
 
@@ -385,7 +389,7 @@ class AgentRun:
             replay still ahead shrinks as asks consume it).
     """
 
-    journal: AskJournal
+    journal: JournalDaemon
     record: RunRecord
     recorded: list[AskRecord]
     replayed: int = 0
@@ -445,9 +449,9 @@ class AgentRun:
         )
 
 
-JOURNAL: Seam[AskJournal] = Seam("journal", AskJournal)
+JOURNALING: Seam[JournalDaemon] = Seam("journal", JournalDaemon)
 """The ask journal of a context: with a provider, every ``ask()`` is recorded (see
-:class:`AskJournal`); without one, asks live in this process only."""
+:class:`JournalDaemon`); without one, asks live in this process only."""
 
 _current: ContextVar[AgentRun | None] = ContextVar("hotseam_agent_run", default=None)
 
@@ -470,7 +474,7 @@ async def _pause(seconds: float, signal: AbortSignal | None) -> None:
 async def _reached(url: str, what: str, operation: Callable[[], Awaitable[T]]) -> T:
     """``operation()`` on a journal just opened, tried again with back-off while it is out
     of reach (``JOURNAL_UNAVAILABLE``), said once at error level and once when it is back:
-    :meth:`AskJournal.persist` for the time before there is an :class:`AskJournal`."""
+    :meth:`JournalDaemon.persist` for the time before there is a :class:`JournalDaemon`."""
     delay = RETRY_FIRST
     since: float | None = None
     while True:
@@ -510,7 +514,7 @@ def journal_waits() -> list[dict[str, Any]]:
 
 
 def current_run() -> AgentRun | None:
-    """The agent run the calling code is inside (:meth:`AskJournal.run`), if any."""
+    """The agent run the calling code is inside (:meth:`JournalDaemon.run`), if any."""
     return _current.get()
 
 
