@@ -44,6 +44,15 @@ STRICT = AskUserQuestionRequest(
 FREE = AskUserQuestionRequest("What colour?", header="Theme")
 
 
+def said(question: str, *labels: str, text: str | None = None, id: str = "q1") -> dict[str, Any]:
+    """What pages are told an ask of one question was answered with: the labels chosen,
+    the text typed (one item per question, as for an ask of several)."""
+    item: dict[str, Any] = {"id": id, "question": question, "labels": list(labels)}
+    if text is not None:
+        item["text"] = text
+    return {"answers": [item]}
+
+
 @dataclass
 class Served:
     """A running web provider, its context, and an API client holding the token."""

@@ -22,7 +22,7 @@ from hotseam.interaction import (
     UserInteractionError,
 )
 
-from .conftest import DB, FREE, STRICT, answer_of, serving
+from .conftest import DB, FREE, STRICT, answer_of, said, serving
 
 pytestmark = pytest.mark.anyio
 
@@ -340,7 +340,7 @@ async def test_the_loser_of_two_answers_hears_who_won_and_with_what() -> None:
         winner = next(client for client, reply in statuses.items() if reply.status_code == 200)
         loser = "tab-b" if winner == "tab-a" else "tab-a"
         label = {"tab-a": "Postgres", "tab-b": "SQLite"}[winner]
-        assert removed["client"] == winner and removed["answer"] == {"label": label}
+        assert removed["client"] == winner and removed["answer"] == said("Which database?", label)
         refused = statuses[loser]
         assert refused.status_code == 409
         assert refused.json()["error"] == {
@@ -348,7 +348,7 @@ async def test_the_loser_of_two_answers_hears_who_won_and_with_what() -> None:
             "message": f"the question was already answered: {label}",
             "note": "answered",
             "client": winner,
-            "answer": {"label": label},
+            "answer": said("Which database?", label),
         }
         assert answer_of(await s.result("db")).answer == {"tab-a": "pg", "tab-b": "SQLite"}[winner]
 
@@ -360,7 +360,9 @@ async def test_a_typed_answer_is_shown_to_other_pages_cut_to_a_readable_length()
         text = "teal " * 100
         assert (await s.answer(added["question"]["id"], {"text": text})).status_code == 200
         removed = await events.until(lambda e: e["type"] == "removed")
-        shown = removed["answer"]["text"]
+        (item,) = removed["answer"]["answers"]
+        shown = item["text"]
+        assert item["labels"] == []
         assert len(shown) == 300 and shown.endswith("…") and text.startswith(shown[:-1])
         assert answer_of(await s.result("free")).answer == text
 

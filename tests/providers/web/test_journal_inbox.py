@@ -39,7 +39,7 @@ from hotseam.providers._web._journal_inbox import (
     serve_journal_inbox,
 )
 
-from .conftest import DB, FREE, STRICT, EventReader, open_events, serving
+from .conftest import DB, FREE, STRICT, EventReader, open_events, said, serving
 from .test_api import BAD_ANSWERS
 
 pytestmark = pytest.mark.anyio
@@ -182,7 +182,7 @@ async def test_an_answer_is_recorded_in_the_journal_and_wakes_the_asker() -> Non
             assert response.json() == {"ok": True, "outcome": "answered"}
             gone = await events.until(removed("q1"))
         assert gone["reason"] == "answered" and gone["client"] == "tab-1"
-        assert gone["answer"] == {"label": "Postgres"} and "by" not in gone
+        assert gone["answer"] == said("Which database?", "Postgres") and "by" not in gone
         (ask,) = settled
         assert ask.state is AskState.ANSWERED and ask.settled_by == f.served.inbox.by
         assert ask.answer is not None and ask.answer.answer == "pg"
@@ -247,7 +247,8 @@ async def test_two_tabs_answering_at_once_one_wins_and_the_other_hears_which_tab
         error = loser.json()["error"]
         assert error["code"] == "ALREADY_ANSWERED" and error["client"] == winner
         recorded = (await f.journal.get_ask("q1")).answer
-        assert recorded is not None and error["answer"] == {"label": recorded.option.label}  # type: ignore[union-attr]
+        assert recorded is not None and recorded.option is not None
+        assert error["answer"] == said("Which database?", recorded.option.label)
 
 
 async def test_a_daemon_that_stops_beating_or_is_stopped_shows_down_and_still_takes_answers() -> (
@@ -346,7 +347,7 @@ async def test_a_question_settled_by_another_process_leaves_every_page_saying_ho
             await f.journal.answer_ask("answered", AskUserQuestionAnswer("sqlite"), by=other)
             gone = await events.until(removed("answered"))
             assert (gone["reason"], gone["by"], gone["client"]) == ("answered", other, None)
-            assert gone["answer"] == {"text": "sqlite"}
+            assert gone["answer"] == said("Which database?", text="sqlite")
             await f.journal.settle_ask("timed-out", AskState.FAILED, code=ASK_TIMEOUT)
             assert (await events.until(removed("timed-out")))["reason"] == "timed_out"
             await f.journal.settle_ask("dismissed", AskState.FAILED, code=ASK_CANCELLED, by=other)
@@ -463,7 +464,7 @@ async def test_a_daemons_own_inbox_tells_its_pages_an_answer_came_from_another_p
             gone = await events.until(removed(question["id"]))
         assert (gone["by"], gone["answer"], gone["client"]) == (
             "inbox b:7",
-            {"text": "sqlite"},
+            said("Which database?", text="sqlite"),
             None,
         )
         assert (await s.result("db")).answer == "sqlite"

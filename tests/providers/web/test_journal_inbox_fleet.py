@@ -38,7 +38,7 @@ from hotseam.interaction._journal import AskState, open_journal
 from hotseam.providers._web._journal_inbox import serve_journal_inbox
 from journal.conftest import postgres_server, postgres_url  # noqa: F401 (fixtures)
 
-from .conftest import EventReader, open_events
+from .conftest import EventReader, open_events, said
 
 pytestmark = pytest.mark.anyio
 
@@ -337,7 +337,7 @@ async def test_two_inboxes_show_every_daemon_and_the_first_answer_wins_once_per_
         assert time.monotonic() - started < scaled(5.0)
         elsewhere = open_pages.removed[1]["alpha-0"]
         assert (elsewhere["reason"], elsewhere["by"]) == ("answered", inboxes[0].identity)
-        assert elsewhere["answer"] == {"label": "No"}
+        assert elsewhere["answer"] == said("alpha asks 0?", "No")
         assert open_pages.removed[1]["beta-0"]["reason"] == "withdrawn"
 
         # Both inboxes answer every other question at the same moment.
@@ -367,7 +367,8 @@ async def test_two_inboxes_show_every_daemon_and_the_first_answer_wins_once_per_
         winner = next(index for index, r in got.items() if r.status_code == 200)
         error = got[1 - winner].json()["error"]
         assert error["code"] == "ALREADY_ANSWERED", error
-        assert error["answer"] == {"text": f"from inbox {winner}"}
+        name, seq = ask_id.rsplit("-", 1)
+        assert error["answer"] == said(f"{name} asks {seq}?", text=f"from inbox {winner}")
         assert error["by"] == inboxes[winner].identity
         winners[ask_id] = winner
     print("answers won per inbox:", {i: list(winners.values()).count(i) for i in (0, 1)})

@@ -15,7 +15,7 @@ from hotseam.interaction import USER_INTERACTION, AskUserQuestionAnswer, ask
 from hotseam.providers.web import WebProvider
 from hotseam.reload import Reloader
 
-from .conftest import DB, open_events
+from .conftest import DB, open_events, said
 
 pytestmark = [
     pytest.mark.anyio,
@@ -157,5 +157,7 @@ async def test_a_question_answered_before_a_reload_is_already_answered_after_it(
             late = await client.post(url, json={"option": 0})
             assert late.status_code == 409, late.text
             error = late.json()["error"]
-            assert error["code"] == "ALREADY_ANSWERED" and error["answer"] == {"label": "SQLite"}
+            assert error["code"] == "ALREADY_ANSWERED" and error["answer"] == said(
+                "Which database?", "SQLite"
+            )
     assert [answer.answer for answer in answers] == ["SQLite"]

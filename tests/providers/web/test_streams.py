@@ -13,7 +13,7 @@ from tests._timing import scaled
 from hotseam.interaction import AskUserQuestionRequest
 from hotseam.providers._web._app import MAX_STREAMS
 
-from .conftest import DB, FREE, Served, answer_of, open_events, serving
+from .conftest import DB, FREE, Served, answer_of, open_events, said, serving
 
 pytestmark = pytest.mark.anyio
 
@@ -46,7 +46,7 @@ async def test_the_stream_starts_with_a_snapshot_then_tells_every_change() -> No
                 "reason": "answered",
                 "note": "answered",
                 "client": None,  # a script that sent no X-Hotseam-Client
-                "answer": {"label": "SQLite"},
+                "answer": said("Which database?", "SQLite"),
             }
             dismiss = await s.client.post(f"/api/questions/{added['question']['id']}/dismiss")
             assert dismiss.status_code == 415  # no JSON body: refused

@@ -1,18 +1,17 @@
 """What the page and the API see of an ask, and what they send back.
 
-A question is shown as one card (``question_dict``): the top-level fields are those of a
-one-question ask (and mirror the first question of several, so an older script still reads
-one), and ``questions`` holds every question of the ask with its own id, options, whether it
-takes several choices (with how many) or may be skipped.
+An ask is shown as one card (``question_dict``): ``questions`` holds each question of the
+ask with its own id, options, whether it takes several choices (with how many) or may be
+skipped; the top-level ``header``, ``question``, ``options`` and ``allowCustom`` are the
+first question's, for a script that reads one.
 
 An answer body is read here (``parse_answer``) and checked with the seam's own rules
 (``check_question_answer``, ``check_answer``), so a page, a script and the fleet inbox are
-refused alike, each refusal naming the question. A one-question ask takes the answer
-itself (``{"option": 0}``, ``{"text": "..."}``, and ``{"options": [0, 2]}`` or ``{"skip":
-true}`` when its question allows them); any ask takes ``{"answers": {question id: that
-answer, ...}}``, one per question. What other pages are told was answered
-(``shown_answer``) is the option's label or the start of the text for the plain question,
-and one item per question otherwise.
+refused alike, each refusal naming the question. Any ask takes ``{"answers": {question id:
+its answer, ...}}``, one per question; an ask of one question also takes that answer alone
+(``{"option": 0}``, ``{"text": "..."}``, ``{"options": [0, 2]}``, ``{"skip": true}``). What
+other pages are told was answered (``shown_answer``) is one item per question: the labels
+chosen, the start of the text typed, or why it was skipped.
 """
 
 from __future__ import annotations
@@ -72,15 +71,6 @@ def questions_of(request: AskUserQuestionRequest) -> tuple[Question, ...]:
         item if item.id is not None else replace(item, id=f"q{index + 1}")
         for index, item in enumerate(request.questions)
     )
-
-
-def is_plain(request: AskUserQuestionRequest) -> bool:
-    """One question with one answer that cannot be skipped: the shapes of a one-question
-    inbox (``{"label": ...}`` or ``{"text": ...}`` for what was answered)."""
-    if request.is_multi_question:
-        return False
-    (only,) = request.questions
-    return not only.is_multi_select and not only.allow_skip
 
 
 # -- what the page shows ------------------------------------------------------------------------
@@ -163,12 +153,8 @@ def parse_answer(request: AskUserQuestionRequest, body: object) -> AskUserQuesti
             f"one answer to an ask of {len(questions)} questions: give the answer of each "
             f"question in {shape} (its ids: {ids})"
         )
-    else:
+    else:  # the answer of the only question, alone
         entries = [_parse_one(questions[0], 0, body, named="")]
-    if is_plain(request):
-        (entry,) = entries
-        only = entry.options[0] if entry.options else None
-        return AskUserQuestionAnswer(entry.answer or "", only)
     try:
         return check_answer(request, AskUserQuestionAnswer.of(entries, request))
     except UserInteractionError as error:  # every rule was checked per question already
@@ -274,19 +260,10 @@ def _checked(question: Question, index: int, entry: QuestionAnswer) -> QuestionA
 # -- what other pages are told ------------------------------------------------------------------
 
 
-def shown_answer(
-    answer: AskUserQuestionAnswer, request: AskUserQuestionRequest | None = None
-) -> dict[str, Any]:
-    """What pages are told was answered: the option's label or the start of the text for
-    one plain question; for any other ask (several questions, several choices, a question
-    that may be skipped) ``{"answers": [...]}``, one item per question with its ``id``,
-    ``question``, the ``labels`` chosen and the start of the ``text`` typed, or
-    ``skipped``."""
-    if request is None or is_plain(request):
-        option = answer.option
-        if option is not None:
-            return {"label": option.label}
-        return {"text": _cut(answer.answer)}
+def shown_answer(answer: AskUserQuestionAnswer, request: AskUserQuestionRequest) -> dict[str, Any]:
+    """What pages are told was answered: ``{"answers": [...]}``, one item per question
+    with its ``id``, ``question``, the ``labels`` chosen and the start of the ``text``
+    typed, or ``skipped``."""
     texts = {item.id: item.question for item in questions_of(request)}
     items = []
     for entry in answer.answers:
@@ -305,18 +282,17 @@ def shown_answer(
 
 
 def answer_label(shown: dict[str, Any]) -> str:
-    """A shown answer in a refusal's message: labels, never a typed text."""
-    if "answers" in shown:
-        parts = []
-        for item in shown["answers"]:
-            if "skipped" in item:
-                said = f"({item['skipped']})"
-            else:
-                typed = ["a typed answer"] if "text" in item else []
-                said = ", ".join([*item.get("labels", []), *typed])
-            parts.append(f"{item['question']} {said or '(none)'}")
-        return "; ".join(parts)
-    return str(shown["label"]) if "label" in shown else "a typed answer"
+    """A shown answer in a refusal's message, as the page says it: labels, never a typed
+    text (and each question's text when there are several)."""
+    parts = []
+    for item in shown["answers"]:
+        if "skipped" in item:
+            said = f"({item['skipped']})"
+        else:
+            typed = ["a typed answer"] if "text" in item else []
+            said = ", ".join([*item.get("labels", []), *typed]) or "(none)"
+        parts.append(said if len(shown["answers"]) == 1 else f"{item['question']} {said}")
+    return "; ".join(parts)
 
 
 def _cut(text: str) -> str:

@@ -38,16 +38,9 @@
     return node;
   }
 
-  // The questions of an ask: `questions` (one or several), else the one of the top-level fields.
-  function questionsOf(q) {
-    if (q.questions && q.questions.length) return q.questions;
-    return [{ id: "q1", header: q.header, question: q.question, options: q.options, allowCustom: q.allowCustom,
-              multiSelect: false, minSelections: 1, maxSelections: 1, allowSkip: false, hint: "" }];
-  }
-
   function fingerprint(q) {
     return JSON.stringify([q.agent && q.agent.id,
-      questionsOf(q).map((item) => [item.id, item.header, item.question, item.options.map((o) => o.label)])]);
+      q.questions.map((item) => [item.id, item.header, item.question, item.options.map((o) => o.label)])]);
   }
 
   function sentence(text) {
@@ -55,17 +48,14 @@
     return text.charAt(0).toUpperCase() + text.slice(1) + ".";
   }
 
-  // What was answered, in words: a label or a typed text; for an ask of several questions (or
-  // choices, or one that may be skipped) each question's text, then what was chosen or typed.
+  // What was answered, in words: what was chosen or typed (after each question's text when
+  // there are several).
   function shown(answer) {
     if (!answer) return "";
-    if (answer.answers) {
-      const part = (item) => item.skipped ? "(" + item.skipped + ")"
-        : [...(item.labels || []), ...(item.text !== undefined ? ["“" + item.text + "”"] : [])].join(", ") || "(none)";
-      if (answer.answers.length === 1) return part(answer.answers[0]);
-      return answer.answers.map((item) => item.question + " " + part(item)).join("; ");
-    }
-    return answer.label !== undefined ? answer.label : "“" + answer.text + "”";
+    const part = (item) => item.skipped ? "(" + item.skipped + ")"
+      : [...(item.labels || []), ...(item.text !== undefined ? ["“" + item.text + "”"] : [])].join(", ") || "(none)";
+    if (answer.answers.length === 1) return part(answer.answers[0]);
+    return answer.answers.map((item) => item.question + " " + part(item)).join("; ");
   }
 
   function capital(text) {
@@ -214,7 +204,7 @@
   }
 
   // What this tab answered, in the shape the server tells other pages (for its own note).
-  function answered(fields, body, several) {
+  function answered(fields, body) {
     const one = (item, b) => {
       if (b.skip) return { question: item.question, skipped: "skipped" };
       const picked = b.options || (b.option !== undefined ? [b.option] : []);
@@ -222,11 +212,7 @@
       if (b.text !== undefined) result.text = b.text;
       return result;
     };
-    const items = fields.map((f) => f.item);
-    if (several) return { answers: items.map((item) => one(item, body.answers[item.id])) };
-    const item = items[0];
-    if (!item.multiSelect && !item.allowSkip) return body.option !== undefined ? { label: item.options[body.option].label } : { text: body.text };
-    return { answers: [one(item, body)] };
+    return { answers: fields.map((f) => one(f.item, body.answers[f.item.id])) };
   }
 
   function render(q) {
@@ -234,7 +220,7 @@
     const who = q.agent ? (q.agent.name || q.agent.id) : "an agent";
     const asked = clock.format(new Date(q.askedAt * 1000));
     const draft = drafts.get(fingerprint(q)) || {};
-    const items = questionsOf(q);
+    const items = q.questions;
     const several = items.length > 1;
     const error = el("p", { class: "error", role: "alert" });
     const hold = el("p", { class: "hold", role: "status" });
@@ -249,7 +235,7 @@
     const daemonState = el("span", { class: "daemon-state" });
     const heading = several
       ? el("h2", { id: base + "-count", text: items.length + " questions" })
-      : q.header ? el("h2", { text: q.header }) : null;
+      : items[0].header ? el("h2", { text: items[0].header }) : null;
     const card = el("li", { class: several ? "card several" : "card", id: base, "data-id": q.id }, [
       el("p", { class: "meta", text: "Asked by " + who + " at " + asked }),
       q.daemon ? el("p", { class: "daemon" }, [el("span", { text: asker(q.daemon) }), daemonState]) : null,
@@ -258,7 +244,7 @@
     ]);
     card.fingerprint = fingerprint(q);
     card.draft = () => Object.fromEntries(fields.map((f) => [f.item.id, f.draft()]));
-    card.shownOf = (body) => answered(fields, body, several);
+    card.shownOf = (body) => answered(fields, body);
     card.enable = (on) => {
       const live = on && !card.abandoned;
       for (const f of fields) f.fieldset.disabled = !live;
@@ -294,7 +280,7 @@
         if (!body) return;
         bodies.push(body);
       }
-      const body = several ? { answers: Object.fromEntries(fields.map((f, i) => [f.item.id, bodies[i]])) } : bodies[0];
+      const body = { answers: Object.fromEntries(fields.map((f, i) => [f.item.id, bodies[i]])) };
       send(card, "answer", body, error);
     });
     dismissButton.addEventListener("click", () => send(card, "dismiss", {}, error));
