@@ -271,8 +271,9 @@ class Fleet:
                 if reply.status_code != 200:
                     body = reply.json().get("error", {})
                     attempt.code = body.get("code")
-                    shown = body.get("answer") or {}
-                    attempt.shown = shown.get("text") or shown.get("label")
+                    # The winner's answer, one item per question (one question here).
+                    (shown, *_) = (body.get("answer") or {}).get("answers") or [{}]
+                    attempt.shown = shown.get("text") or next(iter(shown.get("labels") or []), None)
         self.ledger.answered(attempt)
 
     # -- the killer ---------------------------------------------------------------------------

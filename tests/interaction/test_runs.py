@@ -348,4 +348,6 @@ async def test_a_web_inbox_here_says_who_answered_elsewhere(journal: Journal) ->
         assert got == ["SQLite"]
         assert removed is not None
         assert removed["reason"] == "answered" and removed["by"] == "fleet"
-        assert removed["answer"] == {"label": "SQLite"}
+        assert removed["answer"] == {
+            "answers": [{"id": "q1", "question": "Which database?", "labels": ["SQLite"]}]
+        }
