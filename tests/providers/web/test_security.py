@@ -12,7 +12,8 @@ import pytest
 import structlog
 
 from hotseam.providers._web import _security
-from hotseam.providers._web._security import load_token, token_matches
+from hotseam.providers._web._app import Guard, build_app
+from hotseam.providers._web._security import HostPolicy, load_token, token_matches
 from hotseam.providers.web import TOKEN_ENV, TOKEN_FILE_ENV
 
 from .conftest import DB, FREE, Served, answer_of, open_events, serving
@@ -25,7 +26,20 @@ ROUTES = [
     ("GET", "/api/events"),
     ("POST", "/api/questions/x/answer"),
     ("POST", "/api/questions/x/dismiss"),
+    ("POST", "/api/questions/x/clear"),
 ]
+
+
+async def test_every_route_of_the_app_is_in_the_guard_tests() -> None:
+    """A route added to the app (either inbox's: they share it) is checked below too."""
+    app = build_app(lambda: None, "a-token-of-enough-length", HostPolicy("127.0.0.1", 1))
+    assert isinstance(app, Guard)
+    served = {
+        (method, route.path.replace("{question_id}", "x"))
+        for route in app._app.routes  # type: ignore[attr-defined]
+        for method in route.methods - {"HEAD"}
+    }
+    assert served == set(ROUTES)
 
 
 async def test_every_request_needs_the_token() -> None:
@@ -75,7 +89,7 @@ async def test_simple_cross_site_request_bodies_are_refused() -> None:
             None,
         ):
             headers = {} if content_type is None else {"content-type": content_type}
-            for action in ("answer", "dismiss"):
+            for action in ("answer", "dismiss", "clear"):
                 response = await s.client.post(
                     f"/api/questions/{question['id']}/{action}",
                     content=b'{"option": 0}',
