@@ -14,9 +14,10 @@ for the run: a resume re-attaches to it, the run's end withdraws it); 5 % more h
 limit.
 
 Every ``--restart-every`` edits the daemon restarts, in process: its agents' tasks are
-cancelled mid-ask, the journal is closed and opened anew on the same file (the memory engine
-keeps its one object: a new daemon writes to it), and every agent resumes its unfinished run
-by running its script again from the start — as an agent process restarted for a deploy.
+cancelled mid-ask, the journal is closed and opened anew on the same file (``memory:``,
+SQLite in memory, keeps its one object: a new daemon writes to it), and every agent resumes
+its unfinished run by running its script again from the start — as an agent process
+restarted for a deploy.
 
 **Must be 0**, besides every counter of the torture without a journal:
 

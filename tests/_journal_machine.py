@@ -2,7 +2,7 @@
 
 :class:`JournalRules` is mixed into that machine, which keeps driving scopes, providers,
 swaps and asks and checking invariants 1-6 after every step. With it, a daemon process opens
-the journal — an SQLite file in a temporary folder, or the memory engine — as an
+the journal — an SQLite file in a temporary folder, or `memory:` (SQLite in memory) — as an
 :class:`~hotseam.interaction.JournalDaemon`, and its agents ask inside runs. New rules:
 
 * the daemon stops (its agents' runs are cancelled, left to resume) and starts again on the
@@ -138,7 +138,7 @@ class JournalRules(RacingClaimRules, OtherProcessRules, JournalChecks):
         await self._start_daemon([self.j_agents[0]])
 
     async def _hold_journal(self, *, task_status: Any) -> None:
-        """The journal as another process sees it (the memory engine: the journal itself)."""
+        """The journal as another process sees it (``memory:``: the journal itself)."""
         try:
             async with open_journal(self.j_url, poll_interval=POLL_INTERVAL) as journal:
                 if journal.engine == "sqlite":

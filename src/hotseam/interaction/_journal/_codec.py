@@ -1,8 +1,7 @@
 """Rows to records and back: the one place that knows how a record is stored.
 
-Every engine stores the same columns (the memory engine too, as tuples), so a request or an
-answer makes the same JSON round trip everywhere: what an engine gives back is what any
-other would.
+Both engines store the same columns, so a request or an answer makes the same JSON round
+trip everywhere: what an engine gives back is what the other would.
 """
 
 from __future__ import annotations

@@ -1,11 +1,12 @@
 """Wake-ups inside one process: the tasks waiting for an ask to settle, and the change feed.
 
-Every engine feeds the same hub, each from what it can see: the memory engine publishes its
-own writes; SQLite wakes local waiters on its own writes and learns of other processes'
-writes by polling ``PRAGMA data_version``; PostgreSQL wakes local waiters on its own writes
-and hears everyone's through ``LISTEN/NOTIFY``. A waiter only ever re-reads its ask, so a
-wake-up too many costs a read and never a wrong answer. The hub lives in the event loop
-that opened the journal; other threads reach it through ``anyio.from_thread``.
+Every engine feeds the same hub, each from what it can see: SQLite wakes local waiters on
+its own writes and learns of other processes' writes by polling ``PRAGMA data_version`` (in
+memory there are none: its feed reads back its own writes, when nudged); PostgreSQL wakes
+local waiters on its own writes and hears everyone's through ``LISTEN/NOTIFY``. A waiter
+only ever re-reads its ask, so a wake-up too many costs a read and never a wrong answer.
+The hub lives in the event loop that opened the journal; other threads reach it through
+``anyio.from_thread``.
 """
 
 from __future__ import annotations
