@@ -147,6 +147,42 @@ class TestTypes:
         assert all(part.agent == THREE.agent and not part.is_multi_question for part in parts)
         assert parts[1].question == "Which features?" and parts[1].choices == FEATURES_V.choices
 
+    @pytest.mark.parametrize(
+        ("reply", "named"),
+        [
+            ("Postgres", 0),
+            ("  postgres ", 0),  # case and the spaces around
+            ("pg", 0),  # the model-facing value
+            ("PG (recommended)", 0),  # as a chat marks the recommended option
+            ("Two  Words", 2),  # the spaces between words too
+            ("2", 1),
+            ("2.", 1),
+            ("2)", 1),
+            ("3", 2),
+            ("4", None),  # no option 4
+            ("0", None),
+            ("", None),
+            ("MySQL", None),
+            ("beta", None),  # option 4's label is option 3's value: names neither
+            ("1", 3),  # a name is tried before a number: option 4 is called "1"
+        ],
+    )
+    def test_option_named_reads_a_reply_as_every_surface_does(
+        self, reply: str, named: int | None
+    ) -> None:
+        """The one matcher (terminal, chat, scripts): label, value or number; ambiguous text
+        picks no option."""
+        options = [
+            Option("Postgres", "pg", recommended=True),
+            Option("SQLite"),
+            Option("two words", "beta"),
+            Option("Beta", "1"),
+        ]
+        question = Question("Which?", options=options[:3] if reply in ("4", "3") else options)
+        found = question.option_named(reply)
+        assert found is (None if named is None else question.choices[named])
+        assert Request.of([question]).option_named(reply) is found
+
     def test_question_helpers(self) -> None:
         """The request's helpers, per question; recommended_options for multi-select."""
         marked = [Option("a", recommended=True), Option("b"), Option("c", recommended=True)]

@@ -57,6 +57,18 @@ async def test_a_list_answers_in_order_matching_labels_and_values() -> None:
     assert provider.requests == [DB, DB, DB, NAME]
 
 
+async def test_a_string_names_an_option_as_a_human_would() -> None:
+    """The matcher every surface uses: a number, spacing and a "(Recommended)" suffix are
+    read as a human typing them would be; text naming two options is neither (custom)."""
+    provider = ScriptedProvider(["2", "  postgres  (recommended) ", "3"])
+    assert [await _ask(provider, DB) for _ in range(3)] == ["SQLite", "pg", "3"]
+    crossed = AskUserQuestionRequest(
+        "Which?", options=(Option("Alpha", "beta"), Option("Beta", "b"))
+    )
+    assert await _ask(ScriptedProvider(["BETA"]), crossed) == "BETA"
+    assert await _ask(ScriptedProvider([Reply.choose("alpha")]), crossed) == "beta"
+
+
 async def test_a_mapping_answers_by_question_text() -> None:
     """Keyed by question; a list answers repeated asks in turn."""
     provider = ScriptedProvider({"Which database?": ["Postgres", "SQLite"], NAME.question: "Ada"})

@@ -236,7 +236,14 @@ def answered_in_text(answer: AskUserQuestionAnswer) -> bool:
     """Whether ``answer`` is the seed's, its text and option alone (its entries say nothing
     more): the seam reads its text, as a one-question UI's, and completes the option."""
     entries = answer.answers
-    return len(entries) == 1 and entries[0] == implied_entry(answer)
+    if len(entries) != 1:
+        return False
+    entry = entries[0]  # implied_entry(answer), compared field by field (on every ask)
+    if entry.id != "q1" or entry.answer != answer.answer or entry.skipped is not None:
+        return False
+    if answer.option is None:
+        return entry.options == () and entry.custom == answer.answer
+    return entry.custom is None and entry.options == (answer.option,)
 
 
 def _says_only_text(entry: object) -> bool:

@@ -43,7 +43,7 @@ SkipReason: TypeAlias = Literal["skipped", "dismissed"]
 """Why a question the request lets the human skip has no answer: the human chose to skip
 it (``"skipped"``), or closed it without answering (``"dismissed"``)."""
 
-_NUMBER = re.compile(r"([0-9]{1,4})[.)]?")
+_NUMBER = re.compile(r"(\d{1,6})[.)]?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,22 +264,30 @@ class AskUserQuestionRequest:
         *,
         questions: Sequence[Question] = (),
     ) -> None:
-        given: dict[str, Any] = {
-            name: value
-            for name, value in (
-                ("question", question),
-                ("header", header),
-                ("options", options),
-                ("allow_custom", allow_custom),
-            )
-            if value is not _UNSET
-        }
         items: object = tuple(questions) if isinstance(questions, list | tuple) else questions
-        if items == ():
-            if "question" not in given:
+        if items == ():  # the seed's way: one question of these fields
+            if question is _UNSET:
                 raise TypeError("AskUserQuestionRequest() needs a question (or questions=)")
-            items = (Question(**given, id="q1"),)
+            items = (
+                Question(
+                    question,
+                    None if header is _UNSET else header,
+                    None if options is _UNSET else options,
+                    True if allow_custom is _UNSET else allow_custom,
+                    "q1",
+                ),
+            )
         elif isinstance(items, tuple) and isinstance(items[0], Question):
+            given: dict[str, Any] = {
+                name: value
+                for name, value in (
+                    ("question", question),
+                    ("header", header),
+                    ("options", options),
+                    ("allow_custom", allow_custom),
+                )
+                if value is not _UNSET
+            }
             if given:
                 items = (replace(items[0], **given), *items[1:])
             if len(items) == 1 and items[0].id is None:

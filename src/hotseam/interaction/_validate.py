@@ -98,12 +98,10 @@ def _check_question(
 ) -> Question:
     """The rules of one question, its fields named ``{path}question``... (``path`` is
     ``""`` for the seed's one question); returns it with its id and options normalized."""
-    flags: dict[str, object] = {
-        "allow_custom": item.allow_custom,
-        "multi_select": item.multi_select,
-        "allow_skip": item.allow_skip,
-    }
-    seed = not path
+    seed = not path  # its other flags are False (see in_seed_form)
+    flags: dict[str, object] = {"allow_custom": item.allow_custom}
+    if not seed:
+        flags.update(multi_select=item.multi_select, allow_skip=item.allow_skip)
     _check_text(problems, f"{path}question", item.question, required=True)
     _check_text(problems, f"{path}header", item.header, required=False)
     for name, flag in flags.items():
@@ -119,7 +117,7 @@ def _check_question(
         else:
             problems.append((f"{path}options", wrong_type("a list of options", raw_options)))
     if not seed:
-        multi = flags["multi_select"] is True
+        multi = item.multi_select is True
         if multi and raw_options is None:
             problems.append((f"{path}multi_select", "needs options to choose from"))
         _check_selections(problems, path[:-1], item, options, multi=multi)

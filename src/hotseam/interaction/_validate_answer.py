@@ -42,26 +42,33 @@ def check_answer(request: AskUserQuestionRequest, answer: object) -> AskUserQues
         )
     items = request.questions
     seed = in_seed_form(items)
-    if answered_in_text(answer) and len(items) > 1:
+    in_text = answered_in_text(answer)
+    if in_text and len(items) > 1:
         raise UserInteractionError(
             f"the provider answered an ask of {len(items)} questions with one text; "
             "give one entry per question in answers (a provider that shows one question "
             "at a time leaves out multiple_questions and is asked them one by one)",
             INVALID_ANSWER,
         )
-    in_text = answered_in_text(answer)
+    if in_text and seed:  # the seed's answer to the seed's question: what most asks are
+        question = items[0]
+        typed = _text_of(answer.answer, "")
+        option = question.option_for(typed)
+        if option is None:
+            _refuse_custom(question, typed, "")
+        if option is answer.option:
+            return answer  # already complete
+        return AskUserQuestionAnswer(typed, option)
+    checked: tuple[QuestionAnswer, ...]
     if in_text:
-        named = "" if seed else where(items[0], 0)
-        entry = _check_count(items[0], named, _from_text(items[0], answer.answer, named))
-        checked: tuple[QuestionAnswer, ...] = (entry,)
+        named = where(items[0], 0)
+        checked = (_check_count(items[0], named, _from_text(items[0], answer.answer, named)),)
     else:
         checked = _check_entries(request, answer.answers, complete=True)
     if not seed:
         return AskUserQuestionAnswer.of(checked, request)
     (entry,) = checked
     option = entry.options[0] if len(entry.options) == 1 else None
-    if in_text and option is answer.option:
-        return answer  # the seed's answer, already complete
     return AskUserQuestionAnswer(entry.answer or "", option)
 
 
@@ -110,6 +117,13 @@ def _from_text(question: Question, text: object, named: str) -> QuestionAnswer:
         if len(parts) > 1 and all(found) and len(set(parts)) == len(parts):
             chosen = tuple(o for o in question.choices if o in found)
             return QuestionAnswer(question_id, answer_text(chosen, None), chosen)
+    _refuse_custom(question, typed, named)
+    return QuestionAnswer(question_id, typed, (), typed)
+
+
+def _refuse_custom(question: Question, typed: str, named: str) -> None:
+    """Text that is none of the options is refused unless the question accepts custom
+    answers (described, never quoted: errors reach the logs)."""
     if not question.accepts_custom:
         allowed = ", ".join(repr(o.model_value) for o in question.choices)
         subject = f"{named}: the answer" if named else "the provider's answer"
@@ -118,7 +132,6 @@ def _from_text(question: Question, text: object, named: str) -> QuestionAnswer:
             f"allows no custom answer (a custom answer of {len(typed)} characters)",
             INVALID_ANSWER,
         )
-    return QuestionAnswer(question_id, typed, (), typed)
 
 
 def check_question_answer(

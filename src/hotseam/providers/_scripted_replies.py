@@ -49,7 +49,9 @@ class Reply:
 
     @classmethod
     def match(cls, text: str) -> Reply:
-        """An option whose value or label (case-insensitive) is ``text``; else custom text."""
+        """The option ``text`` names, as a human's reply would
+        (:meth:`~hotseam.interaction.Question.option_named`: label, value or number); else
+        custom text."""
         return cls("match", text=text)
 
     @classmethod

@@ -29,6 +29,9 @@ YES, NO = STRICT.choices
         ("  SQLite\t", SQLITE),
         ("DUCKDB", DUCKDB),
         ("pg", POSTGRES),  # the model-facing value names the option too
+        ("2.", SQLITE),  # the matcher every surface uses: a number as a list shows it
+        ("3)", DUCKDB),
+        ("postgres (Recommended)", POSTGRES),  # as a chat shows a recommended option
         ("", POSTGRES),
         ("   ", POSTGRES),
     ],
@@ -75,6 +78,17 @@ def test_anything_else_asks_again_with_a_one_line_reason(
     result = resolve_reply(request_, reply)
     assert result == Reprompt(reason)
     assert "\n" not in result.reason
+
+
+def test_text_that_names_two_options_picks_neither() -> None:
+    """An option's label that is another's value is ambiguous: never read as either (here
+    the human's own answer, or asked again when none is allowed)."""
+    crossed = (AskUserQuestionOption("Alpha", "beta"), AskUserQuestionOption("Beta", "b"))
+    loose = AskUserQuestionRequest("Which?", options=crossed)
+    assert resolve_reply(loose, "beta") == AskUserQuestionAnswer("beta")
+    strict = AskUserQuestionRequest("Which?", options=crossed, allow_custom=False)
+    assert isinstance(resolve_reply(strict, "BETA"), Reprompt)
+    assert resolve_reply(strict, "alpha") == AskUserQuestionAnswer("beta", crossed[0])
 
 
 def test_long_replies_are_shortened_in_the_reason() -> None:

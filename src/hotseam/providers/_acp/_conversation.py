@@ -20,7 +20,6 @@ turn when told to (:attr:`~._scope.AskScope.end_turn`) and hands the next prompt
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -67,8 +66,6 @@ _SKIP_HINT = f"_(Reply `{SKIP_WORD}` to leave it unanswered.)_"
 NOT_AN_OPTION_NOTE = "That reply is none of the options: please reply with one of them."
 """The one line put before a question with options asked again after a reply that is
 none of them (custom answers not allowed)."""
-
-_NUMBER = re.compile(r"(\d{1,6})[.)]?")
 
 
 class NotAnOptionError(Exception):
@@ -156,9 +153,10 @@ def _numbered(options: Sequence[AskUserQuestionOption]) -> list[str]:
 def read_reply(request: AskUserQuestionRequest, text: str) -> AskUserQuestionAnswer:
     """The answer a reply in the chat gives to ``request``.
 
-    For a question with options: the option's number (``2``, ``2.``, ``2)``), its label or
-    its model-facing value (case and surrounding spaces ignored, a ``(Recommended)``
-    suffix too), else the reply itself when custom answers are allowed. For a
+    For a question with options: the option the reply names
+    (:meth:`~hotseam.interaction.Question.option_named`: its label or model-facing value,
+    case, spacing and a ``(Recommended)`` suffix ignored, or its number ``2``, ``2.``,
+    ``2)``), else the reply itself when custom answers are allowed. For a
     multi-select question, several of them separated by commas (``1, 3``,
     ``auth, billing``); when custom answers are allowed, the parts that name no option
     are the human's own answer (one more choice). ``skip`` skips a question that may be
@@ -180,7 +178,7 @@ def read_reply(request: AskUserQuestionRequest, text: str) -> AskUserQuestionAns
         return assemble(request, [QuestionAnswer.chosen(question, (), reply)])
     if question.is_multi_select:
         return assemble(request, [_several(question, reply, skip)])
-    option = _chosen(request.choices, reply)
+    option = question.option_named(reply)
     if option is not None:
         return AskUserQuestionAnswer(option.model_value, option)
     if skip:
@@ -192,9 +190,9 @@ def read_reply(request: AskUserQuestionRequest, text: str) -> AskUserQuestionAns
 
 def _several(question: Question, reply: str, skip: bool) -> QuestionAnswer:
     """The entry of a multi-select question for a reply of choices separated by commas."""
-    whole = _chosen(question.choices, reply)  # an option's own name may hold a comma
+    whole = question.option_named(reply)  # an option's own name may hold a comma
     parts = [part.strip() for part in reply.split(",") if part.strip()]
-    found = [(part, _chosen(question.choices, part)) for part in parts]
+    found = [(part, question.option_named(part)) for part in parts]
     picked = [whole] if whole is not None else [o for _, o in found if o is not None]
     rest = [] if whole is not None else [part for part, o in found if o is None]
     if skip and not picked:
@@ -216,19 +214,6 @@ def _several(question: Question, reply: str, skip: bool) -> QuestionAnswer:
             f"had a number of choices the question does not take (pick {bounds})",
             "",
         ) from None
-
-
-def _chosen(options: Sequence[AskUserQuestionOption], reply: str) -> AskUserQuestionOption | None:
-    """The option a reply names: its label or value first (an option may be called "2"),
-    then its number in the list."""
-    wanted = reply.removesuffix(RECOMMENDED_SUFFIX.strip()).strip().casefold()
-    for option in options:
-        if wanted in (option.label.strip().casefold(), option.model_value.strip().casefold()):
-            return option
-    number = _NUMBER.fullmatch(reply)
-    if number is not None and 1 <= int(number.group(1)) <= len(options):
-        return options[int(number.group(1)) - 1]
-    return None
 
 
 def escape_markdown(text: str) -> str:

@@ -3,9 +3,12 @@
 A reply is resolved in this order (surrounding blanks are ignored):
 
 1. empty → the recommended option; without one, ask again;
-2. an option's label (case-insensitive) or its value → that option;
-3. a number from 1 to the number of options → that option; any other number asks again
-   (numbers are reserved for options whenever there are options);
+2. the option the reply names, by label or value or number
+   (:meth:`~hotseam.interaction.Question.option_named`, the matcher every surface uses:
+   case, spacing and a ``(Recommended)`` suffix ignored; text naming two options names
+   none) → that option;
+3. any other number asks again (numbers are reserved for options whenever there are
+   options);
 4. anything else → the human's own answer when the question accepts one, else ask again.
 
 The reasons are one line each, so both the plain-line path and the prompt's validation line
@@ -82,14 +85,11 @@ def resolve_reply(request: Asked, reply: str) -> AskUserQuestionAnswer | Repromp
         if recommended is not None:
             return _chosen(recommended)
         return Reprompt(_empty_reason(request))
-    named = _option_named(choices, text)
+    named = request.option_named(text)
     if named is not None:
-        return _chosen(choices[named])
+        return _chosen(named)
     if choices and text.isascii() and text.isdigit():
-        number = int(text)
-        if 1 <= number <= len(choices):
-            return _chosen(choices[number - 1])
-        return Reprompt(f"There is no option {number}: choose {_range(choices)}.")
+        return Reprompt(f"There is no option {int(text)}: choose {_range(choices)}.")
     if request.accepts_custom:
         return AskUserQuestionAnswer(text)
     return Reprompt(
@@ -183,21 +183,18 @@ def _resolve_selection(
     picked = set(ticked) if ticking or not text else set()
     own: list[str] = []
     if text:
-        whole = _option_named(choices, text)  # a label may hold a comma
+        whole = question.option_named(text)  # a label may hold a comma
         for part in [text] if whole is not None else text.split(","):
             part = part.strip()
             if not part:
                 continue
-            index = _option_named(choices, part)
-            if index is None and part.isascii() and part.isdigit():
-                number = int(part)
-                if not 1 <= number <= len(choices):
-                    return Reprompt(f"There is no option {number}: choose {_range(choices)}.")
-                index = number - 1
-            if index is None:
+            option = question.option_named(part)
+            if option is None and part.isascii() and part.isdigit():
+                return Reprompt(f"There is no option {int(part)}: choose {_range(choices)}.")
+            if option is None:
                 own.append(part)
             else:
-                picked.add(index)
+                picked.add(choices.index(option))
     if own and not question.allow_custom:
         return Reprompt(
             f"{_quote(own[0])} is not an option: type numbers or labels separated by commas "
@@ -256,14 +253,6 @@ def entry_line(entry: QuestionAnswer) -> str:
         return f"-> {labels}" if labels else "-> (nothing chosen)"
     own = answer_line(AskUserQuestionAnswer(entry.custom)).removeprefix("-> ")
     return f"-> {labels}; {own}" if labels else f"-> {own}"
-
-
-def _option_named(choices: tuple[AskUserQuestionOption, ...], text: str) -> int | None:
-    folded = text.casefold()
-    for index, option in enumerate(choices):
-        if folded == option.label.strip().casefold() or folded == option.model_value.casefold():
-            return index
-    return None
 
 
 def _and(items: list[str]) -> str:
