@@ -24,10 +24,8 @@ __all__ = ["Stepper", "needs_stepper"]
 def needs_stepper(request: AskUserQuestionRequest) -> bool:
     """Whether ``request`` is more than one plain question (several questions, or one that
     is multi-select or may be skipped); a plain one keeps the one-question prompt."""
-    if request.is_multi_question:
-        return True
-    (question,) = request.questions
-    return question.is_multi_select or question.allow_skip
+    questions = request.questions
+    return len(questions) > 1 or questions[0].is_multi_select or questions[0].allow_skip
 
 
 class Stepper:
