@@ -27,7 +27,7 @@ from hotseam.interaction import (
 )
 from hotseam.providers._acp._conversation import NOT_AN_OPTION_NOTE
 from hotseam.providers._acp._permission import CUSTOM_DROPPED
-from hotseam.providers._acp._provider import EMPTY_ANSWER_NOTE
+from hotseam.providers._kit import EMPTY_ANSWER_NOTE
 from hotseam.providers.acp import AcpProvider, ask_scope, current_turn
 
 from ._harness import ChatOnlyClient, ask_agent, connected

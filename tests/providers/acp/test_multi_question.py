@@ -25,12 +25,11 @@ from hotseam.interaction import (
     AskUserQuestionOption,
     AskUserQuestionRequest,
     Question,
-    QuestionAnswer,
-    UserInteractionError,
     validate_request,
 )
-from hotseam.providers._acp._form import EmptyAnswerError, IncompleteAnswerError, build_form
+from hotseam.providers._acp._form import form_params
 from hotseam.providers._acp._permission import CUSTOM_DROPPED, ONE_CHOICE
+from hotseam.providers._kit import build_form
 from hotseam.providers.acp import current_turn
 
 from ._harness import ChatOnlyClient, connected, rpc_error
@@ -294,14 +293,14 @@ class TestSchema:
         ]
         for request in requests:
             form = build_form(validate_request(request))
-            params = form.params("sess_1", "tc_1", note="Please answer every question.")
+            params = form_params(form, "sess_1", "tc_1", note="Please answer every question.")
             assert acp_schema_errors("CreateElicitationRequest", params) == [], params
         again = build_form(_request(STACK), {"q1": "SQLite", "q2": ["Auth"], "q2_custom": "x"})
-        assert acp_schema_errors("CreateElicitationRequest", again.params("sess_1")) == []
+        assert acp_schema_errors("CreateElicitationRequest", form_params(again, "sess_1")) == []
 
     def test_the_validator_catches_a_broken_form(self) -> None:
         """The check is not vacuous: what the schema forbids is reported."""
-        params = build_form(_request(STACK)).params("sess_1")
+        params = form_params(build_form(_request(STACK)), "sess_1")
         broken = json.loads(json.dumps(params))
         del broken["requestedSchema"]["properties"]["q2"]["items"]
         broken["requestedSchema"]["properties"]["q1"]["oneOf"][0].pop("title")
@@ -314,97 +313,6 @@ class TestSchema:
             else:
                 one["requestedSchema"]["properties"]["q2"][key] = value
             assert acp_schema_errors("CreateElicitationRequest", one) != [], key
-
-    def test_min_and_max_selections(self) -> None:
-        """minItems/maxItems are the question's selection range; "Other" counts as one, as
-        a custom answer does; without custom answers the array holds the options only."""
-        bounded = Question(
-            "Which regions?",
-            options=[AskUserQuestionOption(n, recommended=n in "euus") for n in ("eu", "us", "ap")],
-            multi_select=True,
-            min_selections=2,
-            max_selections=2,
-            allow_custom=False,
-            id="regions",
-        )
-        loose = Question(
-            "Which tags?",
-            options=[AskUserQuestionOption("a"), AskUserQuestionOption("b")],
-            multi_select=True,
-            min_selections=0,
-            id="tags",
-        )
-        form = build_form(validate_request(AskUserQuestionRequest.of([bounded, loose])))
-        schema = form.requested_schema()
-        regions, tags = schema["properties"]["regions"], schema["properties"]["tags"]
-        assert (regions["minItems"], regions["maxItems"], regions["default"]) == (
-            2,
-            2,
-            ["eu", "us"],
-        )
-        assert [o["const"] for o in regions["items"]["anyOf"]] == ["eu", "us", "ap"]
-        assert (tags["minItems"], tags["maxItems"]) == (0, 3)
-        assert [o["const"] for o in tags["items"]["anyOf"]] == ["a", "b", "_other"]
-        assert schema["required"] == ["regions"]  # an empty selection of tags is an answer
-        answer = form.read(_accept({"regions": ["us", "eu"]}))
-        assert [(e.id, e.values) for e in answer.answers] == [
-            ("regions", ("eu", "us")),
-            ("tags", ()),
-        ]
-        for chosen in (["eu"], ["eu", "us", "ap"]):
-            with pytest.raises(IncompleteAnswerError) as caught:
-                form.read(_accept({"regions": chosen, "tags": ["a"]}))
-            assert caught.value.note == (
-                f"Please answer every question: “Which regions?” has {len(chosen)} selected, "
-                "but takes 2."
-            )
-            assert caught.value.given == {"tags": ["a"]}  # what fits, to pre-fill
-            assert "questions[0] (Which regions?)" in caught.value.problems[0]
-
-    def test_skipping_is_leaving_the_property_out(self) -> None:
-        """allow_skip: not required; left out (or blank) → skipped; answered → the answer."""
-        request = validate_request(
-            AskUserQuestionRequest.of(
-                [
-                    Question("Which?", options=[AskUserQuestionOption("a")], id="which"),
-                    Question("Any notes?", allow_skip=True, id="notes"),
-                ]
-            )
-        )
-        form = build_form(request)
-        assert form.requested_schema()["required"] == ["which"]
-        skipped = form.read(_accept({"which": "a", "notes": " "}))
-        assert skipped.answers[1] == QuestionAnswer("notes", None, skipped="skipped")
-        assert form.read(_accept({"which": "a", "notes": "ok"})).answers[1].answer == "ok"
-
-    @pytest.mark.parametrize(
-        ("content", "message"),
-        [
-            ({"q1": "pg", "q2": ["Auth"], "q3": "x"}, "content.q1 is none of the options"),
-            ({"q1": "SQLite", "q2": "Auth", "q3": "x"}, "content.q2 must be an array of strings"),
-            ({"q1": "SQLite", "q2": ["Auth", 3], "q3": "x"}, "content.q2[1] must be a string"),
-            (
-                {"q1": "SQLite", "q2": ["Auth", "Secret"], "q3": "x"},
-                "content.q2[1] is none of the options ('Auth', 'Billing', 'Search') (a value "
-                "of 6 characters)",
-            ),
-            ({"q1": "SQLite", "q2": ["Auth"], "q3": 5}, "content.q3 must be a string"),
-            ({"q1": "SQLite", "q2": ["Auth"], "q4": "x"}, "content.q4 was not asked for"),
-        ],
-    )
-    def test_what_does_not_fit_is_named(self, content: dict[str, Any], message: str) -> None:
-        """INVALID_ANSWER naming the field, the value described, never quoted."""
-        with pytest.raises(UserInteractionError) as caught:
-            build_form(_request(STACK)).read(_accept(content))
-        assert caught.value.code == INVALID_ANSWER
-        assert message in caught.value.message
-        assert "Secret" not in caught.value.message
-
-    def test_nothing_at_all_is_an_empty_answer(self) -> None:
-        """Nothing chosen or typed anywhere: asked again as a one-question form is."""
-        for content in ({}, {"q1": "", "q2": [], "q3": " "}, {"q1": "_other", "q1_custom": ""}):
-            with pytest.raises(EmptyAnswerError):
-                build_form(_request(STACK)).read(_accept(content))
 
 
 class TestFallbacks:

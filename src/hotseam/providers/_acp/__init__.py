@@ -1,9 +1,9 @@
 """The parts of :mod:`hotseam.providers.acp`, one concept per module.
 
-* ``_form``: an ask as an ``elicitation/create`` form, and the client's result read back;
-* ``_fields``: one question's properties in such a form (one choice, several, free text,
-  custom text, skipping), and its answer read from the result;
-* ``_permission``: the same for the ``session/request_permission`` fallback;
+* ``_form``: an ask as an ``elicitation/create`` request (the form and its reading are the
+  surface kit's, ``hotseam.providers._kit``);
+* ``_permission``: a question as the ``session/request_permission`` fallback, and its
+  outcome read back;
 * ``_conversation``: the last fallback, a question asked in the chat and answered by the
   next prompt;
 * ``_wire``: what the ``agent-client-protocol`` 0.12.1 SDK lacks on the agent side
@@ -18,8 +18,8 @@
 * ``_lines``: JSON-RPC over stdin from an untrusted client, on the surface kit's bounded
   reader (``hotseam.providers._kit``: size and depth limits, the id of a refused line).
 
-The names below are what :mod:`hotseam.providers.acp` and the MCP surface (the form
-mapping) import from here, each imported when first used.
+The names below are what :mod:`hotseam.providers.acp` imports from here, each imported
+when first used.
 """
 
 from __future__ import annotations
@@ -28,15 +28,9 @@ from typing import TYPE_CHECKING
 
 from ..._core import lazy_exports
 
-if TYPE_CHECKING:  # what hotseam.providers.acp and the MCP surface use, imported when first used
+if TYPE_CHECKING:  # what hotseam.providers.acp uses, imported when first used
     from ._agent import AcpAgent as AcpAgent
     from ._agent import AgentFunction as AgentFunction
-    from ._form import EmptyAnswerError as EmptyAnswerError
-    from ._form import Form as Form
-    from ._form import IncompleteAnswerError as IncompleteAnswerError
-    from ._form import build_form as build_form
-    from ._form import type_name as type_name
-    from ._provider import EMPTY_ANSWER_NOTE as EMPTY_ANSWER_NOTE
     from ._provider import AcpProvider as AcpProvider
     from ._scope import AskScope as AskScope
     from ._scope import ask_scope as ask_scope
@@ -53,7 +47,6 @@ if not TYPE_CHECKING:  # type checkers read the imports above
             "AcpAgent": "._agent",
             "AgentFunction": "._agent",
             "AcpProvider": "._provider",
-            "EMPTY_ANSWER_NOTE": "._provider",
             "AskScope": "._scope",
             "ask_scope": "._scope",
             "current_ask_scope": "._scope",
@@ -61,10 +54,5 @@ if not TYPE_CHECKING:  # type checkers read the imports above
             "ContentBlock": "._turn",
             "PromptTurn": "._turn",
             "current_turn": "._turn",
-            "EmptyAnswerError": "._form",
-            "Form": "._form",
-            "IncompleteAnswerError": "._form",
-            "build_form": "._form",
-            "type_name": "._form",
         },
     )

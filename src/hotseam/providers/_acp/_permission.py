@@ -48,8 +48,8 @@ from ...interaction import (
     QuestionAnswer,
     UserInteractionError,
 )
+from .._kit import RECOMMENDED_SUFFIX, assemble, type_name
 from ._conversation import escape_markdown
-from ._fields import RECOMMENDED_SUFFIX, assemble, type_name
 
 __all__ = [
     "CUSTOM_DROPPED",
@@ -102,10 +102,10 @@ _NEGATIVE = frozenset(
 
 
 def fits_permission(request: AskUserQuestionRequest) -> bool:
-    """True when a permission request can carry the question: it has options, and one
-    choice can answer it (a multi-select question that needs two or more cannot)."""
-    question = request.questions[0]
-    return not question.is_free_form and question.selection_range[0] <= 1
+    """True when a permission request can carry the request: one question, with options,
+    that one choice can answer (a multi-select question that needs two or more cannot)."""
+    (question, *more) = request.questions
+    return not more and not question.is_free_form and question.selection_range[0] <= 1
 
 
 def is_negative(option: AskUserQuestionOption) -> bool:
@@ -213,7 +213,7 @@ class PermissionForm:
 
 def build_permission_form(request: AskUserQuestionRequest) -> PermissionForm:
     """Map a question with options onto a permission request (custom answers dropped)."""
-    if request.is_multi_question or not fits_permission(request):
+    if not fits_permission(request):
         raise ValueError(
             "only a question with options, one of which can answer it, fits a permission request"
         )

@@ -56,37 +56,36 @@ from ...interaction import (
     ASK_ABORTED,
     ASK_CANCELLED,
     ASK_DECLINED,
-    INVALID_ANSWER,
     NO_PROVIDER,
     PROVIDER_FAILED,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
     UserInteractionError,
-    check_answer,
+)
+from .._kit import (
+    EmptyAnswerError,
+    IncompleteAnswerError,
+    ask_one_at_a_time,
+    ask_until_answered,
+    build_form,
 )
 from ._conversation import Conversations, NotAnOptionError, question_text, read_reply
-from ._form import ELICITATION_CREATE, EmptyAnswerError, IncompleteAnswerError, build_form
+from ._form import ELICITATION_CREATE, form_params
 from ._lines import ANSWER_REFUSED
 from ._permission import REQUEST_PERMISSION, build_permission_form, fits_permission
 from ._scope import AskScope, current_ask_scope
 from ._wire import AcpWire
 
-__all__ = [
-    "AcpProvider",
-    "CONVERSATION",
-    "EMPTY_ANSWER_NOTE",
-]
+__all__ = ["AcpProvider", "CONVERSATION"]
 
 _log = get_logger("hotseam.providers.acp")
 _UNWIND_WAIT = 5.0
 _SEND_WAIT = 2.0
 _METHOD_NOT_FOUND = -32601
-_ASKED_AGAIN_AT_MOST = 2
+_AGAIN = {"empty": "empty_answer", "incomplete": "incomplete_answer", "unfit": "not_an_option"}
 _REFUSABLE = frozenset({ELICITATION_CREATE, REQUEST_PERMISSION})
 CONVERSATION = "conversation"
 """The carrier of a free-form question on a client without form elicitation (no method)."""
-EMPTY_ANSWER_NOTE = "That answer was empty: please choose an option or type an answer."
-"""The one line put before a question asked again after an empty answer."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,66 +255,34 @@ class AcpProvider:
             )
         try:
             return await self._ask(wire, request, scope)
-        except _OneByOneError:
-            return await self._ask_one_by_one(wire, request, scope)
-
-    async def _ask_one_by_one(
-        self, wire: AcpWire, request: AskUserQuestionRequest, scope: AskScope
-    ) -> AskUserQuestionAnswer:
-        """The questions of ``request``, one after the other, each through a fallback: for
-        a client that refused forms once ``ask()`` had given it the whole ask."""
-        entries = []
-        for item in request.questions:
-            part = AskUserQuestionRequest.of([item], agent=request.agent, signal=request.signal)
-            entries.append(check_answer(part, await self._ask(wire, part, scope)).answers[0])
-        return AskUserQuestionAnswer.of(entries, request)
+        except _OneByOneError:  # the client refused forms once ask() gave it the whole ask
+            return await ask_one_at_a_time(request, lambda part: self._ask(wire, part, scope))
 
     async def _ask(
         self, wire: AcpWire, request: AskUserQuestionRequest, scope: AskScope
     ) -> AskUserQuestionAnswer:
         """Carry the question (or a form of several) until answered, asking again after an
-        empty or incomplete answer, and planning again after a refused method."""
-        note: str | None = None
-        given: dict[str, Any] | None = None
-        asked_again = 0
-        while True:
-            if scope.cancelled is not None and scope.cancelled.aborted:
-                raise _cancelled_by_client(scope.session_id)
-            carrier = self._plan(request, scope, note, given)
-            try:
-                return await self._carry(wire, carrier, scope, request)
-            except _RefusedError:
-                continue  # planned again: the next fallback now
-            except EmptyAnswerError:
-                if asked_again >= _ASKED_AGAIN_AT_MOST:
-                    raise UserInteractionError(
-                        f"the ACP client sent an empty answer {asked_again + 1} times (nothing "
-                        "chosen or typed); the question is taken as dismissed",
-                        ASK_CANCELLED,
-                    ) from None
-                note, given, event = EMPTY_ANSWER_NOTE, None, "acp.empty_answer_asked_again"
-            except IncompleteAnswerError as incomplete:
-                if asked_again >= _ASKED_AGAIN_AT_MOST:
-                    raise UserInteractionError(
-                        f"the ACP client's answer left questions unanswered or out of bounds "
-                        f"{asked_again + 1} times: {'; '.join(incomplete.problems)}",
-                        INVALID_ANSWER,
-                    ) from None
-                note, given = incomplete.note, incomplete.given
-                event = "acp.incomplete_answer_asked_again"
-            except NotAnOptionError as unfit:
-                if asked_again >= _ASKED_AGAIN_AT_MOST:
-                    raise UserInteractionError(
-                        unfit.describe(asked_again + 1), INVALID_ANSWER
-                    ) from None
-                note, given, event = unfit.note, None, "acp.not_an_option_asked_again"
-            asked_again += 1
-            _log.info(
-                event,
-                session_id=scope.session_id,
-                method=carrier.method,
-                attempt=asked_again,
-            )
+        empty, incomplete or unfit answer, and planning again after a refused method."""
+        sent: list[str] = []
+
+        async def attempt(note: str | None, given: dict[str, Any] | None) -> AskUserQuestionAnswer:
+            while True:
+                if scope.cancelled is not None and scope.cancelled.aborted:
+                    raise _cancelled_by_client(scope.session_id)
+                carrier = self._plan(request, scope, note, given)
+                sent.append(carrier.method)
+                try:
+                    return await self._carry(wire, carrier, scope, request)
+                except _RefusedError:
+                    continue  # planned again: the next fallback now
+
+        def asked_again(why: str, attempt: int) -> None:
+            event = f"acp.{_AGAIN[why]}_asked_again"
+            _log.info(event, session_id=scope.session_id, method=sent[-1], attempt=attempt)
+
+        return await ask_until_answered(
+            attempt, peer="ACP client", unfit=(NotAnOptionError,), asked_again=asked_again
+        )
 
     async def _carry(
         self, wire: AcpWire, carrier: _Carrier, scope: AskScope, request: AskUserQuestionRequest
@@ -506,10 +473,9 @@ class AcpProvider:
         session_id, tool_call_id = scope.session_id, scope.tool_call_id
         if self.supports_form:
             form = build_form(request, given)
-            return _Carrier(
-                ELICITATION_CREATE, form.params(session_id, tool_call_id, note=note), form.read
-            )
-        if request.is_multi_question:
+            params = form_params(form, session_id, tool_call_id, note=note)
+            return _Carrier(ELICITATION_CREATE, params, form.read)
+        if len(request.questions) > 1:
             raise _OneByOneError()
         if self.permission_fallback and fits_permission(request) and not self._permission_refused:
             permission = build_permission_form(request)

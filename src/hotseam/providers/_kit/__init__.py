@@ -4,7 +4,11 @@
   id, and whether it answers a request);
 * ``_json_lines``: one bounded reader of JSON lines from an untrusted peer (a size and a
   depth limit, invalid UTF-8, a line split across reads, the id of a refused line), used by
-  ACP over stdio, MCP over stdio and the control socket.
+  ACP over stdio, MCP over stdio and the control socket;
+* ``_forms``: an ask as a JSON-schema elicitation form and the result read back, with the
+  variants of ACP and each MCP revision (ACP's and MCP's elicitation forms);
+* ``_reask``: the loop that asks again after an empty, incomplete or unfit answer;
+* ``_one_at_a_time``: several questions put one after the other to a one-question UI.
 
 Imported by name from anywhere in :mod:`hotseam.providers` (``from .._kit import
 JsonLines``); the CLI reaches it through :mod:`hotseam.providers`.
@@ -23,6 +27,14 @@ if TYPE_CHECKING:  # imported when first used
     from ._envelope import envelope_of as envelope_of
     from ._envelope import is_request_id as is_request_id
     from ._envelope import scan_envelope as scan_envelope
+    from ._forms import RECOMMENDED_SUFFIX as RECOMMENDED_SUFFIX
+    from ._forms import EmptyAnswerError as EmptyAnswerError
+    from ._forms import Form as Form
+    from ._forms import IncompleteAnswerError as IncompleteAnswerError
+    from ._forms import assemble as assemble
+    from ._forms import build_form as build_form
+    from ._forms import mcp_variant as mcp_variant
+    from ._forms import type_name as type_name
     from ._json_lines import DEFAULT_MAX_DEPTH as DEFAULT_MAX_DEPTH
     from ._json_lines import INVALID_REQUEST as INVALID_REQUEST
     from ._json_lines import PARSE_ERROR as PARSE_ERROR
@@ -34,6 +46,10 @@ if TYPE_CHECKING:  # imported when first used
     from ._json_lines import decode_bytes as decode_bytes
     from ._json_lines import decode_line as decode_line
     from ._json_lines import nested_deeper_than as nested_deeper_than
+    from ._one_at_a_time import ask_one_at_a_time as ask_one_at_a_time
+    from ._reask import ASKED_AGAIN_AT_MOST as ASKED_AGAIN_AT_MOST
+    from ._reask import EMPTY_ANSWER_NOTE as EMPTY_ANSWER_NOTE
+    from ._reask import ask_until_answered as ask_until_answered
 
 if not TYPE_CHECKING:  # type checkers read the imports above
     __getattr__ = lazy_exports(
@@ -56,5 +72,17 @@ if not TYPE_CHECKING:  # type checkers read the imports above
             "decode_bytes": "._json_lines",
             "decode_line": "._json_lines",
             "nested_deeper_than": "._json_lines",
+            "RECOMMENDED_SUFFIX": "._forms",
+            "EmptyAnswerError": "._forms",
+            "Form": "._forms",
+            "IncompleteAnswerError": "._forms",
+            "assemble": "._forms",
+            "build_form": "._forms",
+            "mcp_variant": "._forms",
+            "type_name": "._forms",
+            "ask_one_at_a_time": "._one_at_a_time",
+            "ASKED_AGAIN_AT_MOST": "._reask",
+            "EMPTY_ANSWER_NOTE": "._reask",
+            "ask_until_answered": "._reask",
         },
     )

@@ -33,8 +33,6 @@ from pydantic import ValidationError
 
 from ..._core import get_logger
 from ...interaction import (
-    ASK_CANCELLED,
-    INVALID_ANSWER,
     NO_PROVIDER,
     PROVIDER_FAILED,
     AskUserQuestionAnswer,
@@ -49,7 +47,6 @@ __all__ = ["McpProvider", "load_forms"]
 
 _log = get_logger("hotseam.providers.mcp")
 _METHOD_NOT_FOUND = -32601
-_ASKED_AGAIN_AT_MOST = 2
 
 
 class _RefusedError(Exception):
@@ -60,8 +57,10 @@ class _MalformedAnswerError(Exception):
     """The client's answer to ``elicitation/create`` is no ``ElicitResult`` (its
     ``content`` not an object...): asked again, as an answer that does not fit is."""
 
+    note = "The previous answer could not be read. Please answer again."
 
-_MALFORMED_NOTE = "The previous answer could not be read. Please answer again."
+    def describe(self, times: int) -> str:
+        return f"the MCP client's answer was malformed {times} times: {self}"
 
 
 class McpProvider:
@@ -118,49 +117,22 @@ class McpProvider:
     async def _ask_by_form(
         self, call: McpCall, request: AskUserQuestionRequest
     ) -> AskUserQuestionAnswer:
-        # The form mapping is the ACP provider's, and so is its SDK's schema: imported at
-        # the first question, not when a host starts the server (the ACP SDK costs ~0.5 s).
-        from .._acp import EMPTY_ANSWER_NOTE, EmptyAnswerError, IncompleteAnswerError, build_form
+        from .._kit import ask_until_answered, build_form
         from ._form import mcp_schema, read_result
 
-        note: str | None = None
-        given: dict[str, Any] | None = None
-        asked_again = 0
-        while True:
+        async def attempt(note: str | None, given: dict[str, Any] | None) -> AskUserQuestionAnswer:
             form = build_form(request, given)
-            message = form.message() if note is None else f"{note}\n\n{form.message()}"
             schema = mcp_schema(form, call.protocol_version)
             _log.info("mcp.question_sent", tool=call.tool, modern=call.modern)
-            try:
-                result = await self._elicit(call, request, message, schema)
-                return read_result(form, result)
-            except _MalformedAnswerError as malformed:
-                _log.warning("mcp.answer_malformed", tool=call.tool, reason=str(malformed))
-                if asked_again >= _ASKED_AGAIN_AT_MOST:
-                    raise UserInteractionError(
-                        f"the MCP client's answer was malformed {asked_again + 1} times: "
-                        f"{malformed}",
-                        INVALID_ANSWER,
-                    ) from None
-                note, given = _MALFORMED_NOTE, None
-            except EmptyAnswerError:
-                if asked_again >= _ASKED_AGAIN_AT_MOST:
-                    raise UserInteractionError(
-                        f"the MCP client sent an empty answer {asked_again + 1} times (nothing "
-                        "chosen or typed); the question is taken as dismissed",
-                        ASK_CANCELLED,
-                    ) from None
-                note, given = EMPTY_ANSWER_NOTE, None
-            except IncompleteAnswerError as incomplete:
-                if asked_again >= _ASKED_AGAIN_AT_MOST:
-                    raise UserInteractionError(
-                        f"the MCP client's answer left questions unanswered or out of bounds "
-                        f"{asked_again + 1} times: {'; '.join(incomplete.problems)}",
-                        INVALID_ANSWER,
-                    ) from None
-                note, given = incomplete.note, incomplete.given
-            asked_again += 1
-            _log.info("mcp.question_asked_again", tool=call.tool, attempt=asked_again)
+            result = await self._elicit(call, request, form.message(note), schema)
+            return read_result(form, result, call.protocol_version)
+
+        def asked_again(why: str, attempt: int) -> None:
+            _log.info("mcp.question_asked_again", tool=call.tool, attempt=attempt)
+
+        return await ask_until_answered(
+            attempt, peer="MCP client", unfit=(_MalformedAnswerError,), asked_again=asked_again
+        )
 
     async def _elicit(
         self,
@@ -207,7 +179,9 @@ class McpProvider:
             )
             return filed.result
         except ValidationError as invalid:
-            raise _MalformedAnswerError(_described(invalid)) from None
+            malformed = _described(invalid)
+            _log.warning("mcp.answer_malformed", tool=call.tool, reason=malformed)
+            raise _MalformedAnswerError(malformed) from None
         except MCPError as error:
             if error.code == types.CONNECTION_CLOSED:  # the host's input ended (stdio)
                 raise UserInteractionError(
@@ -253,10 +227,9 @@ def _described(invalid: ValidationError) -> str:
 
 
 def load_forms() -> None:
-    """Import what the first form needs (the ACP form mapping and its SDK's schema, ~0.5 s):
-    a server may do it in a worker thread once it serves, so that the first question does
-    not wait for it."""
-    from .._acp import EMPTY_ANSWER_NOTE, build_form  # noqa: F401
+    """Import what the first form needs (the surface kit's form mapping): a server may do
+    it in a worker thread once it serves, so that the first question does not wait for it."""
+    from .._kit import ask_until_answered, build_form  # noqa: F401
     from . import _form as _mcp_form  # noqa: F401
 
 
