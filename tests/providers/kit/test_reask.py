@@ -9,12 +9,12 @@ import pytest
 
 from hotseam.interaction import ASK_CANCELLED, INVALID_ANSWER, UserInteractionError
 from hotseam.providers._kit import (
-    ASKED_AGAIN_AT_MOST,
     EMPTY_ANSWER_NOTE,
     EmptyAnswerError,
     IncompleteAnswerError,
     ask_until_answered,
 )
+from hotseam.providers._kit._reask import ASKED_AGAIN_AT_MOST
 
 pytestmark = pytest.mark.anyio
 

@@ -48,7 +48,7 @@ from ...interaction import (
     QuestionAnswer,
     UserInteractionError,
 )
-from .._kit import RECOMMENDED_SUFFIX, assemble, type_name
+from .._kit import RECOMMENDED_SUFFIX, type_name, unused_value
 from ._conversation import escape_markdown
 
 __all__ = [
@@ -191,7 +191,7 @@ class PermissionForm:
             )
         question = self.request.questions[0]
         if question.allow_skip and outcome.option_id == self.skip_id:
-            return assemble(self.request, [QuestionAnswer.skip(question)])
+            return AskUserQuestionAnswer.of([QuestionAnswer.skip(question)], self.request)
         option = self.request.option_for(outcome.option_id)
         if option is None:
             offered = ", ".join(repr(o.model_value) for o in self.request.choices)
@@ -199,16 +199,12 @@ class PermissionForm:
                 f"outcome.optionId is none of the offered options ({offered}) (an id of "
                 f"{len(outcome.option_id)} characters)"
             )
-        return assemble(self.request, [QuestionAnswer.chosen(question, (option,))])
+        return AskUserQuestionAnswer.of([QuestionAnswer.chosen(question, (option,))], self.request)
 
     @property
     def skip_id(self) -> str:
         """The ``optionId`` of "Skip": one that no option of the question uses."""
-        taken = {option.model_value for option in self.request.choices}
-        value = _SKIP_ID
-        while value in taken:
-            value += "_"
-        return value
+        return unused_value(self.request.questions[0], _SKIP_ID)
 
 
 def build_permission_form(request: AskUserQuestionRequest) -> PermissionForm:

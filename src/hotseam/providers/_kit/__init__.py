@@ -31,10 +31,10 @@ if TYPE_CHECKING:  # imported when first used
     from ._forms import EmptyAnswerError as EmptyAnswerError
     from ._forms import Form as Form
     from ._forms import IncompleteAnswerError as IncompleteAnswerError
-    from ._forms import assemble as assemble
     from ._forms import build_form as build_form
     from ._forms import mcp_variant as mcp_variant
     from ._forms import type_name as type_name
+    from ._forms import unused_value as unused_value
     from ._json_lines import DEFAULT_MAX_DEPTH as DEFAULT_MAX_DEPTH
     from ._json_lines import INVALID_REQUEST as INVALID_REQUEST
     from ._json_lines import PARSE_ERROR as PARSE_ERROR
@@ -47,7 +47,6 @@ if TYPE_CHECKING:  # imported when first used
     from ._json_lines import decode_line as decode_line
     from ._json_lines import nested_deeper_than as nested_deeper_than
     from ._one_at_a_time import ask_one_at_a_time as ask_one_at_a_time
-    from ._reask import ASKED_AGAIN_AT_MOST as ASKED_AGAIN_AT_MOST
     from ._reask import EMPTY_ANSWER_NOTE as EMPTY_ANSWER_NOTE
     from ._reask import ask_until_answered as ask_until_answered
 
@@ -76,12 +75,11 @@ if not TYPE_CHECKING:  # type checkers read the imports above
             "EmptyAnswerError": "._forms",
             "Form": "._forms",
             "IncompleteAnswerError": "._forms",
-            "assemble": "._forms",
             "build_form": "._forms",
             "mcp_variant": "._forms",
             "type_name": "._forms",
+            "unused_value": "._forms",
             "ask_one_at_a_time": "._one_at_a_time",
-            "ASKED_AGAIN_AT_MOST": "._reask",
             "EMPTY_ANSWER_NOTE": "._reask",
             "ask_until_answered": "._reask",
         },

@@ -35,7 +35,7 @@ question unanswered or out of bounds :class:`IncompleteAnswerError` (asked again
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -65,10 +65,10 @@ __all__ = [
     "OTHER_TITLE",
     "RECOMMENDED_SUFFIX",
     "Variant",
-    "assemble",
     "build_form",
     "mcp_variant",
     "type_name",
+    "unused_value",
 ]
 
 ANSWER_FIELD = "answer"
@@ -142,16 +142,19 @@ class IncompleteAnswerError(Exception):
 @dataclass(frozen=True, slots=True)
 class _Field:
     """One question as form properties: ``name`` holds the choice(s) or the text,
-    ``custom`` (when custom answers are allowed) the human's own text, ``other`` the
-    ``const`` of the "Other" choice."""
+    ``custom`` (when custom answers are allowed) the human's own text."""
 
     question: Question
     index: int
     name: str
     custom: str | None
-    other: str | None
     title: str
     description: str | None
+
+    @property
+    def other(self) -> str | None:
+        """The ``const`` of the "Other" choice (with custom answers)."""
+        return None if self.custom is None else unused_value(self.question, _OTHER_VALUE)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -400,7 +403,7 @@ class Form:
             raise IncompleteAnswerError(
                 "Please answer every question: " + "; ".join(notes) + ".", given, errors
             )
-        return assemble(self.request, entries)
+        return AskUserQuestionAnswer.of(entries, self.request)
 
 
 def build_form(request: AskUserQuestionRequest, given: Mapping[str, Any] | None = None) -> Form:
@@ -419,7 +422,7 @@ def build_form(request: AskUserQuestionRequest, given: Mapping[str, Any] | None 
         plain = not (question.is_multi_select or question.allow_skip)
         custom = CUSTOM_FIELD if question.allow_custom and not question.is_free_form else None
         hint = None if plain else _capitalized(question.hint)
-        only = _Field(question, 0, ANSWER_FIELD, custom, _other(question, custom), title, hint)
+        only = _Field(question, 0, ANSWER_FIELD, custom, title, hint)
         return Form(request, (only,), given or {})
     taken = {str(item.id) for item in questions}
     fields = []
@@ -437,25 +440,11 @@ def build_form(request: AskUserQuestionRequest, given: Mapping[str, Any] | None 
                 index,
                 str(question.id),
                 custom,
-                _other(question, custom),
                 " ".join(question.question.split()),
                 f"{question.header}: {hint}" if question.header else _capitalized(hint),
             )
         )
     return Form(request, tuple(fields), given or {})
-
-
-def assemble(
-    request: AskUserQuestionRequest, entries: Sequence[QuestionAnswer]
-) -> AskUserQuestionAnswer:
-    """The answer of the ask: for one question with one value, the seed's
-    ``AskUserQuestionAnswer(answer, option)``; otherwise one entry per question."""
-    if len(request.questions) == 1 and len(entries) == 1:
-        (entry,) = entries
-        if entry.skipped is None and not request.questions[0].is_multi_select:
-            option = entry.options[0] if entry.options else None
-            return AskUserQuestionAnswer(entry.answer or "", option)
-    return AskUserQuestionAnswer.of(entries, request)
 
 
 def type_name(value: object) -> str:
@@ -493,12 +482,9 @@ def _fitted(schema: dict[str, Any], variant: Variant) -> dict[str, Any]:
     return schema
 
 
-def _other(question: Question, custom: str | None) -> str | None:
-    """A ``const`` for "Other" that no option of the question uses (with custom answers)."""
-    if custom is None:
-        return None
+def unused_value(question: Question, value: str) -> str:
+    """``value``, made one that no option of ``question`` has (for "Other", "Skip")."""
     taken = {option.model_value for option in question.choices}
-    value = _OTHER_VALUE
     while value in taken:
         value += "_"
     return value

@@ -40,6 +40,7 @@ from ...interaction import (
     UserInteractionError,
     UserInteractionProvider,
 )
+from .._kit import ask_until_answered, build_form, mcp_variant
 from ._call import McpCall, current_call
 from ._tap import MARK
 
@@ -117,15 +118,13 @@ class McpProvider:
     async def _ask_by_form(
         self, call: McpCall, request: AskUserQuestionRequest
     ) -> AskUserQuestionAnswer:
-        from .._kit import ask_until_answered, build_form
-        from ._form import mcp_schema, read_result
+        variant = mcp_variant(call.protocol_version)  # the kit's form, as this revision takes it
 
         async def attempt(note: str | None, given: dict[str, Any] | None) -> AskUserQuestionAnswer:
             form = build_form(request, given)
-            schema = mcp_schema(form, call.protocol_version)
             _log.info("mcp.question_sent", tool=call.tool, modern=call.modern)
-            result = await self._elicit(call, request, form.message(note), schema)
-            return read_result(form, result, call.protocol_version)
+            result = await self._elicit(call, request, form.message(note), form.schema(variant))
+            return form.read(result, variant)
 
         def asked_again(why: str, attempt: int) -> None:
             _log.info("mcp.question_asked_again", tool=call.tool, attempt=attempt)
@@ -230,7 +229,6 @@ def load_forms() -> None:
     """Import what the first form needs (the surface kit's form mapping): a server may do
     it in a worker thread once it serves, so that the first question does not wait for it."""
     from .._kit import ask_until_answered, build_form  # noqa: F401
-    from . import _form as _mcp_form  # noqa: F401
 
 
 def _ask_in_conversation(call: McpCall, request: AskUserQuestionRequest) -> str:
