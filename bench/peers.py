@@ -89,6 +89,7 @@ from hotseam.reload import (
     ReloadCommitted,
     Reloader,
     Watcher,
+    WatchOptions,
     WatchRoot,
 )
 from hotseam.reload._native import Backend
@@ -540,7 +541,7 @@ class Hotseam(Method):
         native = NativeWatcher(debounce_ms=DEBOUNCE, step_ms=STEP, backend=self.backend)
         self.watcher = TimedWatcher(native)
         reloader = await stack.enter_async_context(
-            Reloader(self.context, [self.folder], watcher=self.watcher)
+            Reloader(self.context, [self.folder], watch=WatchOptions(watcher=self.watcher))
         )
         self.events = await stack.enter_async_context(reloader.events())
 

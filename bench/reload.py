@@ -85,7 +85,7 @@ from _hog import add_hog_option, hog
 from hotseam import Context, Scope
 from hotseam._core import follow, hand_over
 from hotseam.interaction import AskUserQuestionRequest, ask
-from hotseam.reload import NativeWatcher, ReloadCommitted, Reloader
+from hotseam.reload import NativeWatcher, ReloadCommitted, Reloader, WatchOptions
 
 QUESTION = AskUserQuestionRequest("Which version is serving?")
 SETTLE = 0.15  # seconds between saves: past the reloader's 0.1 s coalescing window
@@ -151,7 +151,7 @@ async def hotseam_watched(folder: Path, saves: int, watcher: NativeWatcher) -> l
     context = Context("bench")
     samples = []
     async with (
-        Reloader(context, [folder], watcher=watcher) as reloader,
+        Reloader(context, [folder], watch=WatchOptions(watcher=watcher)) as reloader,
         reloader.events() as events,
     ):
         for version in range(1, saves + 1):

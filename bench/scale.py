@@ -69,6 +69,7 @@ from hotseam.reload import (
     ReloadCommitted,
     Reloader,
     Watcher,
+    WatchOptions,
     WatchRoot,
 )
 from hotseam.reload._native import Backend
@@ -334,7 +335,9 @@ async def save_to_serve(
             target.write_text(SERVING.format(value=0) + extra, encoding="utf-8")
             context = Context("scale")
             watcher = _Timed(NativeWatcher(backend=backend))
-            reloader = await stack.enter_async_context(Reloader(context, [folder], watcher=watcher))
+            reloader = await stack.enter_async_context(
+                Reloader(context, [folder], watch=WatchOptions(watcher=watcher))
+            )
             events = await stack.enter_async_context(reloader.events())
             setups[row] = (target, context, watcher, events, extra)
         bare = stack.enter_context(floor(stack.enter_context(folder_of(0))))
@@ -380,7 +383,7 @@ async def idle_cpu(files: int, watcher: str, seconds: float) -> float:
         else:
             chosen = NativeWatcher(backend="watchfiles" if watcher == "watchfiles" else "inotify")
         # A folder without __init__.py: nothing loads, so only the watching costs.
-        async with Reloader(Context("scale"), [folder], watcher=chosen):
+        async with Reloader(Context("scale"), [folder], watch=WatchOptions(watcher=chosen)):
             await anyio.sleep(3.0)  # past the first scans and the back-off
             cpu, wall = time.process_time(), time.perf_counter()
             await anyio.sleep(seconds)

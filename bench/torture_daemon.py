@@ -85,6 +85,7 @@ from hotseam.reload import (
     Reloader,
     ReloadEvent,
     WatchfilesWatcher,
+    WatchOptions,
 )
 
 __all__ = ["DaemonSettings", "DaemonTorture", "run_daemon_torture"]
@@ -175,8 +176,7 @@ class DaemonTorture(Torture):
         return Reloader(
             self.context,
             [self.folder],
-            watcher=native,
-            deletion_grace=settings.grace,
+            watch=WatchOptions(watcher=native, deletion_grace=settings.grace),
             dispose_timeout=settings.dispose_timeout,
             on_event=self.on_event,
         )

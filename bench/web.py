@@ -56,7 +56,7 @@ from hotseam.interaction import (
     ask,
 )
 from hotseam.providers.web import WebProvider
-from hotseam.reload import ReloadCommitted, Reloader
+from hotseam.reload import ReloadCommitted, Reloader, WatchOptions
 
 REQUEST = AskUserQuestionRequest(
     "Which database should the service use?",
@@ -353,7 +353,7 @@ async def reload_under_load(saves: int, clients: int) -> int:
         load = ReloadLoad(port)
         started = time.perf_counter()
         async with (
-            Reloader(context, folder, debounce_ms=10) as reloader,
+            Reloader(context, folder, watch=WatchOptions(debounce_ms=10)) as reloader,
             reloader.events() as events,
             anyio.create_task_group() as tg,
         ):

@@ -35,6 +35,7 @@ from hotseam.reload import (
     Reloader,
     ReloadEvent,
     WatchfilesWatcher,
+    WatchOptions,
     WatchRoot,
 )
 
@@ -108,7 +109,7 @@ async def test_a_module_gone_for_good_serves_for_the_grace_then_is_unloaded(
     context = Context("grace")
     with structlog.testing.capture_logs() as logs:
         async with (
-            Reloader(context, [folder], deletion_grace=GRACE) as reloader,
+            Reloader(context, [folder], watch=WatchOptions(deletion_grace=GRACE)) as reloader,
             reloader.events() as events,
         ):
             serving = context.lookup(USER_INTERACTION)
@@ -156,7 +157,7 @@ def test_the_grace_is_checked(tmp_path: Path, grace: Any, error: type[Exception]
     with pytest.raises(
         error, match=rf"deletion_grace must be a .*number of seconds >= 0, got {grace!r}"
     ):
-        Reloader(Context("grace"), [tmp_path], deletion_grace=grace)
+        Reloader(Context("grace"), [tmp_path], watch=WatchOptions(deletion_grace=grace))
 
 
 class _Scripted:
@@ -190,7 +191,9 @@ async def test_a_return_the_watcher_does_not_report_is_loaded_when_the_grace_end
     context = Context("grace")
     with anyio.fail_after(scaled(5)):
         async with (
-            Reloader(context, [folder, other], watcher=watcher, deletion_grace=0.2) as reloader,
+            Reloader(
+                context, [folder, other], watch=WatchOptions(watcher=watcher, deletion_grace=0.2)
+            ) as reloader,
             reloader.events() as events,
         ):
             away = tmp_path / "away"
@@ -227,7 +230,9 @@ async def test_a_delete_then_write_is_one_reload_and_nothing_at_the_grace_end(
     _, ui, source = _files(folder)
     context = Context("grace")
     async with (
-        Reloader(context, [folder], deletion_grace=GRACE, coalesce=0) as reloader,
+        Reloader(
+            context, [folder], watch=WatchOptions(deletion_grace=GRACE, coalesce=0)
+        ) as reloader,
         reloader.events() as events,
     ):
         ui.unlink()
@@ -250,7 +255,7 @@ async def test_a_helper_and_its_importer_both_away_and_back(tmp_path: Path, chan
     words, ui, source = _files(folder)
     context = Context("grace")
     async with (
-        Reloader(context, [folder], deletion_grace=GRACE) as reloader,
+        Reloader(context, [folder], watch=WatchOptions(deletion_grace=GRACE)) as reloader,
         reloader.events() as events,
     ):
         serving = context.lookup(USER_INTERACTION)
@@ -281,7 +286,7 @@ async def test_a_module_executed_meanwhile_gets_the_held_module_it_imports(
     words, ui, source = _files(folder)
     context = Context("grace")
     async with (
-        Reloader(context, [folder], deletion_grace=GRACE) as reloader,
+        Reloader(context, [folder], watch=WatchOptions(deletion_grace=GRACE)) as reloader,
         reloader.events() as events,
     ):
         words.unlink()
@@ -310,7 +315,7 @@ async def test_the_grace_ending_while_a_reload_runs(
     probe.values.update(entered=anyio.Event(), gate=anyio.Event())
     context = Context("grace")
     async with (
-        Reloader(context, [folder], deletion_grace=GRACE) as reloader,
+        Reloader(context, [folder], watch=WatchOptions(deletion_grace=GRACE)) as reloader,
         reloader.events() as events,
     ):
         ui.unlink()
@@ -347,7 +352,9 @@ async def test_a_folder_replaced_without_a_module_keeps_it_for_the_grace(tmp_pat
     context = Context("grace")
     async with (
         Reloader(
-            context, [folder], watcher=WatchfilesWatcher(root_check=0.1), deletion_grace=GRACE
+            context,
+            [folder],
+            watch=WatchOptions(watcher=WatchfilesWatcher(root_check=0.1), deletion_grace=GRACE),
         ) as reloader,
         reloader.events() as events,
     ):
@@ -380,7 +387,7 @@ async def test_a_return_within_the_grace_is_honoured_when_hotseam_gets_to_it_lat
     watcher = _Scripted()
     context = Context("grace")
     async with Reloader(
-        context, [folder, other], watcher=watcher, deletion_grace=grace
+        context, [folder, other], watch=WatchOptions(watcher=watcher, deletion_grace=grace)
     ) as reloader:
         serving = context.lookup(USER_INTERACTION)
         away = tmp_path / "away"

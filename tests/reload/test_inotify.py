@@ -20,7 +20,7 @@ import structlog
 from tests._timing import scaled
 
 from hotseam import Context
-from hotseam.reload import NativeWatcher, ReloadCommitted, Reloader, WatchfilesWatcher
+from hotseam.reload import NativeWatcher, ReloadCommitted, Reloader, WatchfilesWatcher, WatchOptions
 from hotseam.reload._inotify import ADDED, DELETED, MODIFIED, InotifyNotifier
 
 from .conftest import write
@@ -309,7 +309,7 @@ class TestFallback:
         ui = write(folder / "ui.py", _module(1))
         with anyio.fail_after(scaled(10)):
             async with (
-                Reloader(context, [folder], watcher=watcher) as reloader,
+                Reloader(context, [folder], watch=WatchOptions(watcher=watcher)) as reloader,
                 reloader.events() as events,
             ):
                 write(ui, _module(2))

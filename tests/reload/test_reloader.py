@@ -27,6 +27,7 @@ from hotseam.reload import (
     ReloadPathError,
     ReloadPlanned,
     TaskFailed,
+    WatchOptions,
 )
 
 from ._support import Probe, ScriptedWatcher, provider_source
@@ -154,8 +155,8 @@ class TestBadInput:
             Reloader(context, [notes])
         with pytest.raises(ReloadPathError, match="at least one path"):
             Reloader(context, [])
-        with pytest.raises(ValueError, match="watch=False"):
-            Reloader(context, [tmp_path], watch=False, watcher=hotseam.reload.PollingWatcher())
+        with pytest.raises(TypeError, match="watch must be True, False or a WatchOptions"):
+            Reloader(context, [tmp_path], watch=hotseam.reload.PollingWatcher())  # type: ignore[arg-type]
 
     async def test_reload_outside_the_watched_paths_and_after_close_fail(
         self, context: Context, folder: Path, tmp_path: Path
@@ -253,7 +254,7 @@ class TestBrokenWatcher:
         write(folder / "my_ui.py", provider_source(1))
         watcher = Broken()
         with pytest.raises(ExceptionGroup) as caught:
-            async with Reloader(context, [folder], watcher=watcher):
+            async with Reloader(context, [folder], watch=WatchOptions(watcher=watcher)):
                 await watcher.push()
                 await anyio.sleep_forever()
         assert caught.group_contains(RuntimeError, match="watcher stopped")

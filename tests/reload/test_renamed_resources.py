@@ -37,6 +37,7 @@ from hotseam.reload import (
     ReloadCommitted,
     Reloader,
     ReloadEvent,
+    WatchOptions,
 )
 
 from ._support import Probe
@@ -167,7 +168,7 @@ class TestTakeover:
         write(folder / "web.py", carried(port))
         with anyio.fail_after(scaled(10)):
             async with (
-                Reloader(context, [folder], deletion_grace=GRACE) as reloader,
+                Reloader(context, [folder], watch=WatchOptions(deletion_grace=GRACE)) as reloader,
                 reloader.events() as events,
             ):
                 listener = probe.values["web"]
@@ -220,7 +221,7 @@ class TestRetryAfterUnload:
             structlog.testing.capture_logs() as logs,
         ):
             async with (
-                Reloader(context, [folder], deletion_grace=GRACE) as reloader,
+                Reloader(context, [folder], watch=WatchOptions(deletion_grace=GRACE)) as reloader,
                 reloader.events() as events,
             ):
                 os.rename(folder / "web.py", folder / "inbox.py")
@@ -282,7 +283,7 @@ async def test_the_web_inbox_renamed_by_git_mv_keeps_its_port_and_its_question(
     answers: list[str] = []
     with anyio.fail_after(scaled(15)):
         async with (
-            Reloader(context, [folder], deletion_grace=GRACE) as reloader,
+            Reloader(context, [folder], watch=WatchOptions(deletion_grace=GRACE)) as reloader,
             reloader.events() as events,
             anyio.create_task_group() as tg,
             httpx.AsyncClient(

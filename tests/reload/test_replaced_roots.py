@@ -29,6 +29,7 @@ from hotseam.reload import (
     Reloader,
     ReloadEvent,
     WatchfilesWatcher,
+    WatchOptions,
 )
 from hotseam.reload._events import EventStream
 
@@ -147,7 +148,9 @@ class TestReplaced:
         watcher = WatchfilesWatcher(root_check=FAST)
         with anyio.fail_after(scaled(15)):
             async with (
-                Reloader(context, [folder], watcher=watcher, deletion_grace=0.2) as reloader,
+                Reloader(
+                    context, [folder], watch=WatchOptions(watcher=watcher, deletion_grace=0.2)
+                ) as reloader,
                 reloader.events() as events,
             ):
                 shutil.rmtree(folder)
@@ -182,7 +185,9 @@ class TestAwayAndBack:
         watcher = WatchfilesWatcher(root_check=FAST)
         with anyio.fail_after(scaled(10)), structlog.testing.capture_logs() as logs:
             async with (
-                Reloader(context, [folder], watcher=watcher, deletion_grace=0.2) as reloader,
+                Reloader(
+                    context, [folder], watch=WatchOptions(watcher=watcher, deletion_grace=0.2)
+                ) as reloader,
                 reloader.events() as events,
                 anyio.create_task_group() as tg,
             ):
@@ -212,7 +217,7 @@ class TestAwayAndBack:
         watcher = WatchfilesWatcher(root_check=FAST)
         with anyio.fail_after(scaled(10)), structlog.testing.capture_logs() as logs:
             async with (
-                Reloader(context, [folder], watcher=watcher) as reloader,
+                Reloader(context, [folder], watch=WatchOptions(watcher=watcher)) as reloader,
                 reloader.events() as events,
             ):
                 shutil.rmtree(folder)
@@ -240,7 +245,9 @@ class TestAwayAndBack:
         watcher = WatchfilesWatcher(root_check=FAST)
         with anyio.fail_after(scaled(10)), structlog.testing.capture_logs() as logs:
             async with (
-                Reloader(context, [ui.parent, tools.parent], watcher=watcher) as reloader,
+                Reloader(
+                    context, [ui.parent, tools.parent], watch=WatchOptions(watcher=watcher)
+                ) as reloader,
                 reloader.events() as events,
             ):
                 shutil.rmtree(ui.parent)
@@ -267,7 +274,7 @@ class TestAroundTheFolder:
         watcher = WatchfilesWatcher(root_check=FAST)
         with anyio.fail_after(scaled(10)):
             async with (
-                Reloader(context, [folder], watcher=watcher) as reloader,
+                Reloader(context, [folder], watch=WatchOptions(watcher=watcher)) as reloader,
                 reloader.events() as events,
             ):
                 os.rename(tmp_path / "app", tmp_path / "app.old")
@@ -290,7 +297,9 @@ class TestAroundTheFolder:
         current.symlink_to(tmp_path / "releases" / "v1")
         with anyio.fail_after(scaled(10)):
             async with (
-                Reloader(context, [current / "providers"], root_check=FAST) as reloader,
+                Reloader(
+                    context, [current / "providers"], watch=WatchOptions(root_check=FAST)
+                ) as reloader,
                 reloader.events() as events,
             ):
                 assert reloader.paths == (v1.parent,)

@@ -23,6 +23,7 @@ from hotseam.reload import (
     Reloader,
     ReloadEvent,
     ReloadPlanned,
+    WatchOptions,
 )
 
 from ._support import Probe, ScriptedWatcher, provider_source
@@ -125,7 +126,9 @@ class TestSameContent:
         watcher = ScriptedWatcher()
         with anyio.fail_after(scaled(5)):
             async with (
-                Reloader(context, [folder], watcher=watcher, coalesce=0) as reloader,
+                Reloader(
+                    context, [folder], watch=WatchOptions(watcher=watcher, coalesce=0)
+                ) as reloader,
                 reloader.events() as events,
             ):
                 await watcher.push(ui)
@@ -311,7 +314,9 @@ class TestConflictRetry:
         b = write(folder / "b.py", provider_source(2))
         with anyio.fail_after(scaled(5)):
             async with (
-                Reloader(context, [folder], watcher=ScriptedWatcher()) as reloader,
+                Reloader(
+                    context, [folder], watch=WatchOptions(watcher=ScriptedWatcher())
+                ) as reloader,
                 reloader.events() as events,
             ):
                 assert reloader.status_of(b).state is ModuleState.FAILED

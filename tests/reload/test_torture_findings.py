@@ -25,6 +25,7 @@ from hotseam.reload import (
     Reloader,
     ReloadEvent,
     WatchfilesWatcher,
+    WatchOptions,
 )
 
 from .conftest import write
@@ -51,7 +52,7 @@ def setup(scope):
 
 def _reloader(context: Context, folder: Path) -> Reloader:
     watcher = WatchfilesWatcher(root_check=0.1)
-    return Reloader(context, [folder], watcher=watcher, deletion_grace=GRACE)
+    return Reloader(context, [folder], watch=WatchOptions(watcher=watcher, deletion_grace=GRACE))
 
 
 async def _until_barrier(events: EventStream, folder: Path) -> list[ReloadEvent]:

@@ -40,6 +40,7 @@ from hotseam.reload import (
     ReloadCommitted,
     Reloader,
     ReloadEvent,
+    WatchOptions,
     WatchRoot,
     _loader,
     _native,
@@ -98,13 +99,14 @@ import anyio
 
 from hotseam import Context
 from hotseam.cli._logging import configure_logging
-from hotseam.reload import Reloader
+from hotseam.reload import Reloader, WatchOptions
 
 
 async def main(native, polled):
     configure_logging("json")
     context = Context("transient")
-    async with Reloader(context, [native]), Reloader(context, [polled], polling=True):
+    polling = WatchOptions(polling=True)
+    async with Reloader(context, [native]), Reloader(context, [polled], watch=polling):
         print("ready", flush=True)
         await anyio.sleep_forever()
 
@@ -496,7 +498,7 @@ async def test_a_watched_folder_that_cannot_be_looked_at_is_not_taken_for_gone(
 
     write(folder / "my_ui.py", announcing("my_ui", 1))
     with anyio.fail_after(scaled(10)), structlog.testing.capture_logs() as logs:
-        reloader = Reloader(context, [folder], root_check=0.01)
+        reloader = Reloader(context, [folder], watch=WatchOptions(root_check=0.01))
         async with reloader, reloader.events() as events:
             monkeypatch.setattr(os, "stat", flaky)
             await recovered.wait()

@@ -28,6 +28,7 @@ from hotseam.reload import (
     Reloader,
     ReloadEvent,
     ReloadPlanned,
+    WatchOptions,
 )
 
 from ._support import Probe, ScriptedWatcher, provider_source
@@ -208,7 +209,9 @@ class TestPolling:
         extra = folder / "extra.py"
         with anyio.fail_after(scaled(10)):
             async with (
-                Reloader(context, [folder], polling=True, poll_interval=0.02) as reloader,
+                Reloader(
+                    context, [folder], watch=WatchOptions(polling=True, poll_interval=0.02)
+                ) as reloader,
                 reloader.events() as events,
             ):
                 assert isinstance(reloader.watcher, PollingWatcher)
@@ -236,7 +239,7 @@ class TestPolling:
         watcher = PollingWatcher(interval=0.02, stat=coarse_stat)
         with anyio.fail_after(scaled(10)):
             async with (
-                Reloader(context, [folder], watcher=watcher) as reloader,
+                Reloader(context, [folder], watch=WatchOptions(watcher=watcher)) as reloader,
                 reloader.events() as events,
             ):
                 for version in (2, 3):
@@ -304,7 +307,9 @@ class TestUnchangedContent:
         watcher = ScriptedWatcher()
         with anyio.fail_after(scaled(5)):
             async with (
-                Reloader(context, [folder], watcher=watcher, coalesce=0) as reloader,
+                Reloader(
+                    context, [folder], watch=WatchOptions(watcher=watcher, coalesce=0)
+                ) as reloader,
                 reloader.events() as events,
             ):
                 assert [root.directory for root in watcher.roots] == [folder]

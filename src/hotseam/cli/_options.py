@@ -197,7 +197,8 @@ def add_session_options(parser: argparse.ArgumentParser) -> None:
 @dataclass(frozen=True, slots=True)
 class ReloadOptions:
     """The options :func:`add_reload_options` adds, merged with ``[tool.hotseam]``: all the
-    reloader of ``dev``, ``run`` and ``acp --watch`` is made of (:meth:`reloader`)."""
+    reloader of ``dev``, ``run`` and ``acp --watch`` is made of (:meth:`reloader`): the
+    reloader's time bounds and size limit, and its :class:`~hotseam.reload.WatchOptions`."""
 
     setup_timeout: float
     dispose_timeout: float
@@ -214,13 +215,12 @@ class ReloadOptions:
         Raises:
             ReloadPathError: a path does not exist, or is not a module or a folder.
         """
-        from ..reload import Reloader
+        from ..reload import Reloader, WatchOptions
 
         return Reloader(
             context,
             paths,
-            polling=self.polling,
-            deletion_grace=self.deletion_grace,
+            watch=WatchOptions(polling=self.polling, deletion_grace=self.deletion_grace),
             setup_timeout=self.setup_timeout,
             dispose_timeout=self.dispose_timeout,
             import_timeout=self.import_timeout,

@@ -67,6 +67,7 @@ from ._native import NativeWatcher, WatchfilesWatcher
 from ._reloader import Reloader
 from ._result import ReloadResult
 from ._status import ModuleKind, ModuleState, ModuleStatus
+from ._watch_options import WatchOptions
 from ._watcher import (
     ChangeKind,
     FileChange,
@@ -101,6 +102,7 @@ __all__ = [
     "Reloader",
     "ReloaderClosedError",
     "TaskFailed",
+    "WatchOptions",
     "WatchRoot",
     "Watcher",
     "WatchfilesWatcher",

@@ -6,7 +6,7 @@ a moment and comes back. Unloading the module then would dispose its provider (i
 question withdrawn, its UI gone, what it carries dropped) only to load it again a moment
 later.
 
-So with ``Reloader(deletion_grace=seconds)``, a plan that finds a loaded module's file gone
+So with ``WatchOptions(deletion_grace=seconds)``, a plan that finds a loaded module's file gone
 *holds* the module instead of unloading it, whatever asked for the plan: a watcher's report,
 ``reload()`` (``SIGHUP``, ``hotseam reload``), a retry, a watched folder replaced. A held
 module is planned as still there and unchanged:

@@ -62,7 +62,6 @@ from ._events import (
 from ._guard import Detached
 from ._holds import Holds
 from ._loader import Loader
-from ._native import WatchfilesWatcher
 from ._plan_builder import PlanBuilder
 from ._planner import ModuleIndex, dependency_order
 from ._prepare import Preparer
@@ -73,7 +72,8 @@ from ._sequence import Steps
 from ._status import ModuleStatus, NotLoadedError
 from ._teardown import Closer, as_exception, dispose_failed
 from ._transient import EVERYTHING, Deferrals
-from ._watcher import FileChange, PollingWatcher, Watcher
+from ._watch_options import WatchOptions
+from ._watcher import FileChange
 
 __all__ = ["Reloader"]
 
@@ -90,20 +90,9 @@ class Reloader:
     Args:
         context: Where the providers register (each ``setup`` gets a scope on it).
         paths: ``.py`` files, folders of modules, or packages.
-        watch: Watch the paths for changes (``False``: reload only through :meth:`reload`).
-        watcher: A custom :class:`Watcher` (overrides ``polling`` and the timings below).
-        polling: Scan the folders instead of using native notifications (network mounts,
-            containers); changes are still decided by content hash.
-        debounce_ms: Native watching: the longest a batch of changes is held open.
-        step_ms: Native watching: how long changes must pause before a batch is reported.
-        poll_interval: Polling: seconds between scans.
-        root_check: Seconds between checks that each watched path still leads to the folder
-            watched: a folder replaced at its path (``rm -rf`` and made again, an atomic
-            deploy by renames, a parent swapped) is watched again, and a path given through
-            a symbolic link that is pointed elsewhere (``ln -sfn``) is followed; what
-            appeared, changed or vanished in the swap is applied.
-        coalesce: Seconds after a reload during which further changes are gathered into
-            the next one (a lone change is applied at once).
+        watch: How to watch the paths for changes: a :class:`WatchOptions` (the watcher,
+            polling or native, its timings, the coalescing window, the deletion grace),
+            ``True`` for the default ones, ``False`` to reload only through :meth:`reload`.
         dispose_timeout: Time bound, in seconds, of each async disposer of a generation; the
             reloader waits at most this (plus a margin) for a whole generation to close.
         setup_timeout: Time bound, in seconds, of one module's ``setup``; past it the setup
@@ -115,12 +104,6 @@ class Reloader:
             no limit). Compiling holds the interpreter lock, so a module of many megabytes
             would stall the event loop for seconds; a larger file fails to load with an error
             naming it, its size and the limit, and the running generation keeps serving.
-        deletion_grace: Seconds a loaded module whose file (or folder) is gone keeps
-            serving before it is unloaded (default 0: unloaded at once; ``hotseam dev`` and
-            ``run`` use 2). A file back within the grace (``git checkout``, ``git stash``,
-            an editor that deletes then writes) is reloaded if it changed, and nothing
-            happens if it did not; whatever plans a reload meanwhile (a save of a module
-            it imports, :meth:`reload`) leaves it serving. See ``docs/reload.md``.
         on_event: Called with every :class:`ReloadEvent` (errors it raises are logged).
 
     Without a watcher (``watch=False``) the reloader is fully deterministic, which is what a
@@ -140,19 +123,11 @@ class Reloader:
         context: Context,
         paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
         *,
-        watch: bool = True,
-        watcher: Watcher | None = None,
-        polling: bool = False,
-        debounce_ms: int = 50,
-        step_ms: int = 8,
-        poll_interval: float = 0.3,
-        root_check: float = 1.0,
-        coalesce: float = 0.1,
+        watch: bool | WatchOptions = True,
         dispose_timeout: float = 5.0,
         setup_timeout: float = 30.0,
         import_timeout: float = 10.0,
         max_module_size: int | None = MAX_MODULE_SIZE,
-        deletion_grace: float = 0.0,
         on_event: Callable[[ReloadEvent], object] | None = None,
     ) -> None:
         if isinstance(paths, str | os.PathLike):
@@ -164,10 +139,12 @@ class Reloader:
             root = Root.from_path(given)
             if root not in roots:
                 roots.append(root)
-        if not 0 < root_check < float("inf"):
-            raise ValueError(f"root_check must be a number of seconds > 0, got {root_check!r}")
-        if not coalesce >= 0 or coalesce == float("inf"):
-            raise ValueError(f"coalesce must be a finite number of seconds >= 0, got {coalesce!r}")
+        if isinstance(watch, bool):
+            options = WatchOptions()
+        elif isinstance(watch, WatchOptions):
+            options = watch
+        else:
+            raise TypeError(f"watch must be True, False or a WatchOptions, got {watch!r}")
         for option, value in (
             ("dispose_timeout", dispose_timeout),
             ("setup_timeout", setup_timeout),
@@ -183,24 +160,17 @@ class Reloader:
             raise ValueError(
                 f"max_module_size must be a number of bytes > 0 (or None), got {max_module_size!r}"
             )
-        if watcher is not None and not watch:
-            raise ValueError("watcher= was given with watch=False; drop one of them")
-        if watch and watcher is None:
-            watcher = (
-                PollingWatcher(interval=poll_interval)
-                if polling
-                else WatchfilesWatcher(
-                    debounce_ms=debounce_ms, step_ms=step_ms, root_check=root_check
-                )
-            )
+        watcher = options.make_watcher() if watch is not False else None
         self.context = context
         self.paths: tuple[Path, ...] = tuple(root.path for root in roots)
         self.watcher = watcher
+        self.watch_options = options
+        """The watch tuning (the defaults with ``watch=True`` or ``watch=False``)."""
         self._index = ModuleIndex(tuple(roots), max_size=max_module_size)
         self._loader = Loader(self._index)
         self._emitter = Emitter(on_event)
-        self._coalesce = coalesce
-        self._root_check = root_check
+        self._coalesce = options.coalesce
+        self._root_check = options.root_check
         self._linked = LinkedRoots()
         self._watching: anyio.CancelScope | None = None
         self._relinked: set[Path] = set()
@@ -215,7 +185,7 @@ class Reloader:
         self._services_done: anyio.Event | None = None
         self._closed: anyio.Event | None = None
         self._deferrals = Deferrals()
-        self._holds = Holds(deletion_grace)
+        self._holds = Holds(options.deletion_grace)
         self.deletion_grace = self._holds.grace
         self._planner = PlanBuilder(self._index, self._loader, self._deferrals, self._holds)
         self._closer = Closer(self._loader, dispose_timeout, self._abandoned)

@@ -21,7 +21,7 @@ from tests._timing import scaled
 
 from hotseam import Context
 from hotseam.interaction import ask
-from hotseam.reload import ReloadCommitted, Reloader
+from hotseam.reload import ReloadCommitted, Reloader, WatchOptions
 
 from .conftest import DB, open_events
 
@@ -129,7 +129,7 @@ async def test_saves_under_load_lose_no_request(
     answers: list[Any] = []
     load = Load(port)
     async with (
-        Reloader(context, tmp_path, debounce_ms=10) as reloader,
+        Reloader(context, tmp_path, watch=WatchOptions(debounce_ms=10)) as reloader,
         reloader.events() as events,
         anyio.create_task_group() as tg,
     ):
