@@ -178,7 +178,7 @@ sys.path[:0] = [{registries!r}]
 import anyio, anyio.from_thread
 from hotseam import Context
 from hotseam.interaction import AskUserQuestionRequest, ask
-from hotseam.reload import FileChange, NativeWatcher, ReloadCommitted, Reloader
+from hotseam.reload import FileChange, NativeWatcher, ReloadCommitted, Reloader, WatchOptions
 import registry_child as registry
 
 QUESTION = AskUserQuestionRequest("Which version is serving?")
@@ -213,7 +213,7 @@ async def main():
         except Exception:
             return "none"
 
-    async with Reloader(context, [{folder!r}], watcher=watcher) as reloader:
+    async with Reloader(context, [{folder!r}], watch=WatchOptions(watcher=watcher)) as reloader:
         async with reloader.events() as events:
             print("serving " + await answer(), flush=True)
             token = anyio.lowlevel.current_token()

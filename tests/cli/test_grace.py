@@ -2,7 +2,7 @@
 watcher, SIGHUP and its control socket: a module whose folder (or file) is away keeps
 serving while reloads land, and is never unloaded when it is back within the grace.
 
-The grace itself is the reloader's (``Reloader(deletion_grace=...)``, tested in
+The grace itself is the reloader's (``WatchOptions(deletion_grace=...)``, tested in
 ``tests/reload/test_deletion_grace.py``); here is what a daemon's operator meets.
 """
 
