@@ -25,6 +25,7 @@ import gc
 import itertools
 import linecache
 import logging
+import os
 import threading
 import tracemalloc
 from dataclasses import dataclass, field
@@ -43,7 +44,7 @@ __all__ = ["GrowthError", "GrowthReport", "assert_reload_stable"]
 
 COUNTERS = ("registrations", "live generations", "tasks", "threads", "file descriptors")
 _TOP_SITES = 5
-_KIT = str(Path(__file__).parent / "*")
+_KIT = str(Path(__file__).parent) + os.sep
 
 
 class GrowthError(HarnessError, AssertionError):
@@ -105,14 +106,14 @@ async def assert_reload_stable(
         for _ in range(warmup):
             await _reload(driver, name)
         report = GrowthReport(name or str(driver.directory))
-        base = _measure(driver)
         base_snapshot = _snapshot()
-        series = {key: [value] for key, value in base.items()}
+        series = {key: [value] for key, value in _measure(driver, base_snapshot).items()}
+        end_snapshot = base_snapshot
         for _ in range(reloads):
             await _reload(driver, name)
-            for key, value in _measure(driver).items():
+            end_snapshot = _snapshot()
+            for key, value in _measure(driver, end_snapshot).items():
                 series[key].append(value)
-        end_snapshot = _snapshot()
     finally:
         if started_tracing:
             tracemalloc.stop()
@@ -140,8 +141,8 @@ async def _reload(driver: ReloadDriver, name: str | None) -> None:
     await anyio.lowlevel.checkpoint()  # let cancelled tasks of the old generation end
 
 
-def _measure(driver: ReloadDriver) -> dict[str, int]:
-    gc.collect()
+def _measure(driver: ReloadDriver, snapshot: tracemalloc.Snapshot) -> dict[str, int]:
+    """The counters, and the memory ``snapshot`` (taken after a full collection) holds."""
     serving = {
         (record.name, record.generation)
         for record in driver.reloader._loader.records.values()
@@ -157,7 +158,7 @@ def _measure(driver: ReloadDriver) -> dict[str, int]:
         "tasks": len(anyio.get_running_tasks()),
         "threads": threading.active_count(),
         "file descriptors": _fd_count(),
-        "memory": sum(stat.size for stat in _snapshot().statistics("filename")),
+        "memory": _memory(snapshot),
     }
 
 
@@ -196,16 +197,50 @@ def _growth(key: str, values: list[int], per_reload: int) -> str | None:
 
 
 def _snapshot() -> tracemalloc.Snapshot:
-    return tracemalloc.take_snapshot().filter_traces(
-        [
-            tracemalloc.Filter(False, tracemalloc.__file__, all_frames=True),
-            tracemalloc.Filter(False, _KIT, all_frames=True),  # the kit's own bookkeeping
-            tracemalloc.Filter(False, "<unknown>"),
-            # log records a capturing handler keeps (pytest's caplog) are the harness's;
-            # linecache fills once per file a traceback shows (pytest's, a log's)
-            tracemalloc.Filter(False, logging.__file__, all_frames=True),
-            tracemalloc.Filter(False, linecache.__file__, all_frames=True),
-        ]
+    gc.collect()
+    return tracemalloc.take_snapshot()
+
+
+class _Harness:
+    """Which allocations are the harness's own, not the code under test: tracemalloc's,
+    the kit's bookkeeping, log records a capturing handler keeps (pytest's caplog),
+    linecache (it fills once per file a traceback shows) and allocations of unknown origin.
+
+    Decided per traceback, each file name once: ``Snapshot.filter_traces`` would match every
+    frame of every trace with ``fnmatch`` (seconds per snapshot in a test process that
+    allocated a lot), and grouping by traceback first gives the same sums.
+    """
+
+    def __init__(self) -> None:
+        self._files = {_source(module.__file__) for module in (tracemalloc, logging, linecache)}
+        self._kit = _KIT
+        self._seen: dict[str, bool] = {}
+
+    def owns(self, traceback: tracemalloc.Traceback) -> bool:
+        if not len(traceback) or traceback[-1].filename == "<unknown>":  # the newest frame
+            return True
+        return any(self._owns_file(frame.filename) for frame in traceback)
+
+    def _owns_file(self, filename: str) -> bool:
+        owned = self._seen.get(filename)
+        if owned is None:
+            name = _source(filename)
+            owned = self._seen[filename] = name in self._files or name.startswith(self._kit)
+        return owned
+
+
+def _source(filename: str | None) -> str:
+    name = filename or ""
+    return name[:-1] if name.endswith(".pyc") else name
+
+
+_HARNESS = _Harness()
+
+
+def _memory(snapshot: tracemalloc.Snapshot) -> int:
+    """The bytes ``snapshot`` holds, the harness's own left out."""
+    return sum(
+        stat.size for stat in snapshot.statistics("traceback") if not _HARNESS.owns(stat.traceback)
     )
 
 
@@ -213,7 +248,9 @@ def _top_allocations(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) 
     """The tracebacks whose memory grew most, each led by its innermost frame of the
     user's code (an allocation inside a library is named by the line that called it)."""
     lines: list[str] = []
-    stats = after.compare_to(before, "traceback")
+    stats = [
+        stat for stat in after.compare_to(before, "traceback") if not _HARNESS.owns(stat.traceback)
+    ]
     total = sum(stat.size_diff for stat in stats if stat.size_diff > 0)
     # the sites that carry the growth; a few hundred bytes of an event loop's churn are not
     floor = max(512, total // 20)
