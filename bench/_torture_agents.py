@@ -11,7 +11,7 @@ from _torture_ledger import Outcome
 from torture import _mark
 
 from hotseam import AbortController
-from hotseam.interaction import ASK_ABORTED
+from hotseam.interaction import ErrorCode
 from hotseam.interaction._journal import AskRecord, AskState
 
 __all__ = [
@@ -146,7 +146,7 @@ def got(outcome: Outcome) -> tuple[object, ...]:
     """What an asker got, as a record would say it."""
     if outcome.answer is not None:
         return ("answered", outcome.answer, outcome.parts)
-    if outcome.code == ASK_ABORTED:
+    if outcome.code == ErrorCode.ASK_ABORTED:
         return ("withdrawn", None)
     return ("failed", outcome.code)
 

@@ -129,13 +129,11 @@ from torture import Torture
 
 from hotseam import AbortController
 from hotseam.interaction import (
-    ASK_ABORTED,
-    ASK_TIMEOUT,
     JOURNALING,
-    NO_PROVIDER,
     AgentRun,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
+    ErrorCode,
     JournalDaemon,
     UserInteractionError,
     ask,
@@ -551,7 +549,7 @@ class JournalTorture(Torture):
                 timeout=item.after if item.withdraw == "timeout" else None,
             )
         except UserInteractionError as error:
-            if error.code == ASK_ABORTED and controller.signal.aborted:
+            if error.code == ErrorCode.ASK_ABORTED and controller.signal.aborted:
                 outcome.cancelled = True  # the agent took it back
             raise
 
@@ -568,9 +566,12 @@ class JournalTorture(Torture):
         if outcome.question in self.replaying:
             return True  # what the record says (checked against it)
         item = self.items.get(outcome.question)
-        if item is not None and item.withdraw == "timeout" and error.code == ASK_TIMEOUT:
+        if item is not None and item.withdraw == "timeout" and error.code == ErrorCode.ASK_TIMEOUT:
             return True
-        if error.code in (NO_PROVIDER, ASK_ABORTED) and self.idle_until >= outcome.started:
+        if (
+            error.code in (ErrorCode.NO_PROVIDER, ErrorCode.ASK_ABORTED)
+            and self.idle_until >= outcome.started
+        ):
             return True
         return super().legitimate(outcome, error)
 

@@ -111,11 +111,10 @@ from _torture_ledger import (
 
 from hotseam import Context, DisposalError
 from hotseam.interaction import (
-    ASK_ABORTED,
-    NO_PROVIDER,
     USER_INTERACTION,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
+    ErrorCode,
     QuestionAnswer,
     UserInteractionError,
     ask,
@@ -291,7 +290,7 @@ class Torture:
         """A failure the run explains: no provider active, and no provider module had an
         active generation by the reload events."""
         return (
-            error.code in (NO_PROVIDER, ASK_ABORTED)
+            error.code in (ErrorCode.NO_PROVIDER, ErrorCode.ASK_ABORTED)
             and self.context.lookup(USER_INTERACTION) is None
             and not self.active
         )

@@ -38,11 +38,7 @@ from hotseam import (
     ScopeState,
     Seam,
 )
-from hotseam.interaction import (
-    ASK_ABORTED,
-    INVALID_REQUEST,
-    NO_PROVIDER,
-)
+from hotseam.interaction import ErrorCode
 
 
 class InvariantChecks:
@@ -107,7 +103,10 @@ class InvariantChecks:
                 try:
                     got = ctx.get(seam)
                 except Exception as error:
-                    if expected is not None or getattr(error, "code", None) != NO_PROVIDER:
+                    if (
+                        expected is not None
+                        or getattr(error, "code", None) != ErrorCode.NO_PROVIDER
+                    ):
                         self.fail_serving(
                             f"{where}: {ctx.name}.get({seam.name!r}) raised {error!r}"
                         )
@@ -242,9 +241,9 @@ class InvariantChecks:
         last = attempts[-1] if attempts else None
         allowed: set[tuple[Any, ...]] = set()
         if rec.mode == "invalid":
-            allowed.add(("error", INVALID_REQUEST))
+            allowed.add(("error", ErrorCode.INVALID_REQUEST))
         elif rec.mode == "pre-aborted":
-            allowed.add(("error", ASK_ABORTED))
+            allowed.add(("error", ErrorCode.ASK_ABORTED))
         elif last is not None and last.status in ("returned", "raised"):
             assert last.result is not None
             allowed.add(last.result)  # the provider's result stands, whatever else happened
@@ -252,7 +251,7 @@ class InvariantChecks:
                 allowed.add(("cancelled",))
         else:
             if rec.abort_fired:
-                allowed.add(("error", ASK_ABORTED))
+                allowed.add(("error", ErrorCode.ASK_ABORTED))
             if rec.caller_cancelled:
                 allowed.add(("cancelled",))
             if not allowed and last is not None:
@@ -263,14 +262,14 @@ class InvariantChecks:
                     and swap.finished
                     and None in swap.visible_end.get(rec.ctx, [None])
                 ):
-                    allowed.add(("error", ASK_ABORTED))
+                    allowed.add(("error", ErrorCode.ASK_ABORTED))
             elif not allowed:
                 swap = rec.swap_at_start
                 if swap is None:
                     if None in rec.acceptable_at_start:
-                        allowed.add(("error", NO_PROVIDER))
+                        allowed.add(("error", ErrorCode.NO_PROVIDER))
                 elif swap.finished and None in swap.visible_end.get(rec.ctx, [None]):
-                    allowed.add(("error", NO_PROVIDER))
+                    allowed.add(("error", ErrorCode.NO_PROVIDER))
         if outcome not in allowed:
             history = ", ".join(
                 f"{a.name} on {a.reg.name}: {a.status}"
@@ -356,7 +355,10 @@ class InvariantChecks:
                     try:
                         provider = await ctx.wait_for(seam, timeout=1)
                     except Exception as error:
-                        if None not in allowed or getattr(error, "code", None) != NO_PROVIDER:
+                        if (
+                            None not in allowed
+                            or getattr(error, "code", None) != ErrorCode.NO_PROVIDER
+                        ):
                             self.fail_serving(f"{ctx.name}.wait_for({seam.name!r}): {error!r}")
                     else:
                         if not any(r is not None and r.provider is provider for r in allowed):
@@ -367,7 +369,10 @@ class InvariantChecks:
                         async with ctx.lease(seam, timeout=1) as lease:
                             got = self.reg_by_handle.get(lease.registration)
                     except Exception as error:
-                        if None not in allowed or getattr(error, "code", None) != NO_PROVIDER:
+                        if (
+                            None not in allowed
+                            or getattr(error, "code", None) != ErrorCode.NO_PROVIDER
+                        ):
                             self.fail_serving(f"{ctx.name}.lease({seam.name!r}): {error!r}")
                     else:
                         if got is None or got not in allowed:

@@ -62,13 +62,10 @@ from hotseam import (
     ToolError,
 )
 from hotseam.interaction import (
-    ASK_CANCELLED,
-    ASK_DECLINED,
-    INVALID_ANSWER,
-    PROVIDER_FAILED,
     USER_INTERACTION,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
+    ErrorCode,
     UserInteractionError,
     ask,
 )
@@ -220,7 +217,7 @@ class InvariantMachine(InvariantRules, InvariantChecks, RuleBasedStateMachine):
     def new_scope(self, ctx: Context, fast: bool, parent: MScope | None = None) -> MScope | None:
         name = f"s{next(self.ids)}"
         if parent is None:
-            timeout = FAST_TIMEOUT if fast else SLOW_TIMEOUT
+            timeout = FAST_TIMEOUT if fast else scaled(SLOW_TIMEOUT)
             scope = Scope(name, context=ctx, dispose_timeout=timeout)
         else:
             is_open = parent.scope.state is ScopeState.OPEN
@@ -455,12 +452,12 @@ class InvariantMachine(InvariantRules, InvariantChecks, RuleBasedStateMachine):
             attempt.status, attempt.result = "returned", ("answer", attempt.text)
             return AskUserQuestionAnswer(attempt.text)
         if reply == "invalid":
-            attempt.status, attempt.result = "returned", ("error", INVALID_ANSWER)
+            attempt.status, attempt.result = "returned", ("error", ErrorCode.INVALID_ANSWER)
             return AskUserQuestionAnswer("maybe" if rec.strict else "   ")
         if reply == "crash":
-            attempt.status, attempt.result = "raised", ("error", PROVIDER_FAILED)
+            attempt.status, attempt.result = "raised", ("error", ErrorCode.PROVIDER_FAILED)
             raise RuntimeError("the provider crashed")
-        assert reply in (ASK_DECLINED, ASK_CANCELLED)
+        assert reply in (ErrorCode.ASK_DECLINED, ErrorCode.ASK_CANCELLED)
         attempt.status, attempt.result = "raised", ("error", reply)
         raise UserInteractionError("the human said no", reply)
 
@@ -491,7 +488,7 @@ class InvariantMachine(InvariantRules, InvariantChecks, RuleBasedStateMachine):
         rec.acceptable_at_start = self.acceptable(rec.ctx, USER_INTERACTION)
         with rec.cancel_scope:
             try:
-                answer = await ask(rec.request, context=rec.ctx, swap_timeout=SWAP_WAIT)
+                answer = await ask(rec.request, context=rec.ctx, swap_timeout=scaled(SWAP_WAIT))
             except UserInteractionError as error:
                 rec.outcome, rec.error = ("error", error.code), error
             except Exception as error:

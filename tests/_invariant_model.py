@@ -14,7 +14,6 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 from pydantic import BaseModel
-from tests._timing import scaled
 
 from hotseam import (
     AbortController,
@@ -29,41 +28,34 @@ from hotseam import (
     Tool,
 )
 from hotseam.interaction import (
-    ASK_ABORTED,
-    ASK_CANCELLED,
-    ASK_DECLINED,
-    ASK_TIMEOUT,
-    INVALID_ANSWER,
-    INVALID_REQUEST,
-    NO_PROVIDER,
-    PROVIDER_FAILED,
     USER_INTERACTION,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
+    ErrorCode,
     UserInteractionError,
 )
 
 FAST_TIMEOUT = 0.05  # dispose_timeout of "fast" scope trees, the only ones with overruns
-SLOW_TIMEOUT = scaled(30.0)  # never reached: gates are opened by a rule or by the teardown
-SWAP_WAIT = scaled(30.0)
+SLOW_TIMEOUT = 30.0  # never reached: gates are opened by a rule or by the teardown
+SWAP_WAIT = 30.0
 
 DOCUMENTED_CODES = frozenset(
     {
-        NO_PROVIDER,
-        ASK_ABORTED,
-        ASK_CANCELLED,
-        ASK_DECLINED,
-        ASK_TIMEOUT,
-        INVALID_REQUEST,
-        INVALID_ANSWER,
-        PROVIDER_FAILED,
+        ErrorCode.NO_PROVIDER,
+        ErrorCode.ASK_ABORTED,
+        ErrorCode.ASK_CANCELLED,
+        ErrorCode.ASK_DECLINED,
+        ErrorCode.ASK_TIMEOUT,
+        ErrorCode.INVALID_REQUEST,
+        ErrorCode.INVALID_ANSWER,
+        ErrorCode.PROVIDER_FAILED,
     }
 )
 OTHER: Seam[Any] = Seam("other")
 SEAMS = {"ui": USER_INTERACTION, "other": OTHER}
 TOOL_NAMES = ("probe_a", "probe_b")
 DISPOSER_KINDS = ("sync", "raise", "async", "async_raise", "gated", "overrun")
-REPLIES = ("answer", "invalid", ASK_DECLINED, ASK_CANCELLED, "crash")
+REPLIES = ("answer", "invalid", ErrorCode.ASK_DECLINED, ErrorCode.ASK_CANCELLED, "crash")
 ASK_MODES = ("none", "controller") * 4 + ("pre-aborted", "invalid")
 REASON_KEYS = ("tab", "zero", "false", "none", "empty", "value_error", "abort_error")
 

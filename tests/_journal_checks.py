@@ -16,10 +16,7 @@ from _journal_model import (
     state_of,
 )
 from _multi_question_machine import entry_key
-from hotseam.interaction import (
-    ASK_CANCELLED,
-    AskUserQuestionAnswer,
-)
+from hotseam.interaction import AskUserQuestionAnswer, ErrorCode
 from hotseam.interaction._journal import (
     AskRecord,
     AskState,
@@ -380,7 +377,7 @@ class JournalChecks:
                 self.fail_journal(f"{where} was refused: {write.error}")
                 continue
             mine = record.settled_by == FLEET and (
-                record.code == ASK_CANCELLED
+                record.code == ErrorCode.ASK_CANCELLED
                 if write.text is None
                 else record.answer is not None and record.answer.answer == write.text
             )

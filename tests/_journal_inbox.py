@@ -11,6 +11,7 @@ import anyio
 import anyio.abc
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
+from tests._timing import scaled
 
 from _journal_model import (
     DELIVERY_WAIT,
@@ -19,9 +20,7 @@ from _journal_model import (
     name_of,
     written_answer,
 )
-from hotseam.interaction import (
-    ASK_CANCELLED,
-)
+from hotseam.interaction import ErrorCode
 from hotseam.interaction._journal import (
     AskRecord,
     AskState,
@@ -111,7 +110,7 @@ class OtherProcessRules:
         try:
             if write.text is None:
                 settlement = await self.j_journal.settle_ask(
-                    write.ask_id, AskState.FAILED, code=ASK_CANCELLED, by=FLEET
+                    write.ask_id, AskState.FAILED, code=ErrorCode.ASK_CANCELLED, by=FLEET
                 )
             else:
                 assert write.answer is not None
@@ -125,10 +124,11 @@ class OtherProcessRules:
 
     async def _await_delivery(self, rec: Any, write: MWrite) -> None:
         """An ask answered elsewhere while it waits receives it: it must end, soon."""
-        with anyio.move_on_after(DELIVERY_WAIT) as late:
+        wait = scaled(DELIVERY_WAIT)
+        with anyio.move_on_after(wait) as late:
             await rec.journal.done.wait()
         if late.cancelled_caught:
             self.fail_journal(
-                f"{rec.name} is still waiting {DELIVERY_WAIT:g} s after {write.name} settled "
+                f"{rec.name} is still waiting {wait:g} s after {write.name} settled "
                 f"its record {write.ask_id} (won: {write.won}): the ask hangs"
             )

@@ -79,8 +79,8 @@ from _journal_race import RacingClaimRules
 from _multi_question_machine import MultiAsk
 from hotseam import AbortController
 from hotseam.interaction import (
-    ASK_DECLINED,
     USER_INTERACTION,
+    ErrorCode,
     JournalDaemon,
     UserInteractionError,
     ask,
@@ -313,7 +313,10 @@ class JournalRules(RacingClaimRules, OtherProcessRules, JournalChecks):
             with rec.cancel_scope:
                 try:
                     answer = await ask(
-                        rec.request, context=rec.ctx, swap_timeout=SWAP_WAIT, key=rec.journal.key
+                        rec.request,
+                        context=rec.ctx,
+                        swap_timeout=scaled(SWAP_WAIT),
+                        key=rec.journal.key,
                     )
                 except UserInteractionError as error:
                     rec.outcome, rec.error = ("error", error.code), error
@@ -517,7 +520,7 @@ class JournalRules(RacingClaimRules, OtherProcessRules, JournalChecks):
     @precondition(lambda self: self.agent_attempts())
     @rule(
         pick=st.integers(0, 63),
-        reply=st.sampled_from(["answer"] * 4 + ["invalid", ASK_DECLINED, "crash"]),
+        reply=st.sampled_from(["answer"] * 4 + ["invalid", ErrorCode.ASK_DECLINED, "crash"]),
     )
     def human_answers_agent(self, pick: int, reply: str) -> None:
         """The human replies to an agent's question (as the generic ``answer`` rule, for

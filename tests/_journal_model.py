@@ -11,17 +11,15 @@ from typing import Any
 import anyio
 import anyio.abc
 from hypothesis import strategies as st
-from tests._timing import scaled
 
 from _multi_question_machine import build_question
 from hotseam import AbortSignal
 from hotseam.interaction import (
-    ASK_ABORTED,
-    ASK_DECLINED,
     AgentRun,
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    ErrorCode,
     JournalDaemon,
     QuestionAnswer,
 )
@@ -36,12 +34,12 @@ from hotseam.interaction._journal import (
 ENGINES = ("memory", "sqlite")
 AGENTS = ("alpha", "beta")
 POLL_INTERVAL = 0.01  # SQLite: how soon this process sees another's answer
-DELIVERY_WAIT = scaled(5.0)  # an ask answered elsewhere must have its answer within this
+DELIVERY_WAIT = 5.0  # an ask answered elsewhere must have its answer within this
 MAX_AGENT_ASKS = 20
-SWAP_WAIT = scaled(30.0)
+SWAP_WAIT = 30.0
 FLEET = "fleet inbox (another process)"
 FRESH = st.integers(0, 4).map(lambda i: i == 4)
-THEN = st.sampled_from(["wait", "wait", "answer", "answer", "answer", ASK_DECLINED])
+THEN = st.sampled_from(["wait", "wait", "answer", "answer", "answer", ErrorCode.ASK_DECLINED])
 YES_NO = (AskUserQuestionOption("yes"), AskUserQuestionOption("no"))
 SEVERAL = "+"  # an agent's question whose text holds it is an ask of several questions
 SEVERAL_KINDS = ("one", "many", "free_skip")  # each takes text: another process answers so
@@ -163,10 +161,10 @@ def outcome_of(record: AskRecord) -> tuple[Any, ...] | None:
         assert record.answer is not None
         return ("answer", record.answer.answer)
     if record.state is AskState.FAILED:
-        return ("error", record.code or ASK_ABORTED)
+        return ("error", record.code or ErrorCode.ASK_ABORTED)
     if record.state is AskState.PENDING:
         return None
-    return ("error", ASK_ABORTED)
+    return ("error", ErrorCode.ASK_ABORTED)
 
 
 def idle(journal: Journal) -> bool:

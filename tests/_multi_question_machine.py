@@ -37,17 +37,11 @@ from hypothesis.stateful import precondition, rule
 
 from hotseam import AbortController
 from hotseam.interaction import (
-    ASK_ABORTED,
-    ASK_CANCELLED,
-    ASK_DECLINED,
-    INVALID_ANSWER,
-    INVALID_REQUEST,
-    NO_PROVIDER,
-    PROVIDER_FAILED,
     USER_INTERACTION,
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    ErrorCode,
     Question,
     QuestionAnswer,
     UserInteractionError,
@@ -56,7 +50,7 @@ from hotseam.interaction import (
 KINDS = ("one", "one_strict", "many", "many_strict", "free_skip", "one_skip")
 LETTERS = tuple(AskUserQuestionOption(letter) for letter in "abcd")
 YES_NO = (AskUserQuestionOption("yes"), AskUserQuestionOption("no"))
-THEN = ("answer",) * 6 + ("invalid", "invalid", ASK_DECLINED, "crash")
+THEN = ("answer",) * 6 + ("invalid", "invalid", ErrorCode.ASK_DECLINED, "crash")
 
 
 class QuestionViolation(AssertionError):
@@ -277,12 +271,12 @@ class MultiQuestionRules:
         if reply == "invalid":
             entries, broken = self.invalid_entries(items, attempt, together=len(items) > 1)
             multi.invalid[attempt] = multi.index(broken)
-            attempt.status, attempt.result = "returned", ("error", INVALID_ANSWER)
+            attempt.status, attempt.result = "returned", ("error", ErrorCode.INVALID_ANSWER)
             return AskUserQuestionAnswer.of(entries, request)
         if reply == "crash":
-            attempt.status, attempt.result = "raised", ("error", PROVIDER_FAILED)
+            attempt.status, attempt.result = "raised", ("error", ErrorCode.PROVIDER_FAILED)
             raise RuntimeError("the provider crashed")
-        assert reply in (ASK_DECLINED, ASK_CANCELLED)
+        assert reply in (ErrorCode.ASK_DECLINED, ErrorCode.ASK_CANCELLED)
         attempt.status, attempt.result = "raised", ("error", reply)
         raise UserInteractionError("the human said no", reply)
 
@@ -370,9 +364,9 @@ class MultiQuestionRules:
             self.fail_questions(f"{where}; allowed {sorted(allowed)}: {self.history(rec)}")
         elif outcome[0] == "answer":
             self.check_whole(rec, answered, where)
-        if outcome == ("error", INVALID_ANSWER):
+        if outcome == ("error", ErrorCode.INVALID_ANSWER):
             self.check_named(rec, where)
-        if outcome == ("error", INVALID_REQUEST):
+        if outcome == ("error", ErrorCode.INVALID_REQUEST):
             field_name = f"questions[{len(multi.items) - 1}].min_selections"
             if field_name not in str(rec.error):
                 self.fail_questions(f"{where}: {str(rec.error)!r} does not name {field_name}")
@@ -381,14 +375,14 @@ class MultiQuestionRules:
         """What the ask may have ended with, given what its providers did."""
         multi: MultiAsk = rec.multi
         if rec.mode == "invalid":
-            return {("error", INVALID_REQUEST)}
+            return {("error", ErrorCode.INVALID_REQUEST)}
         allowed: set[tuple[Any, ...]] = set()
         last = rec.attempts[-1] if rec.attempts else None
         complete = len(answered) == len(multi.items)
         if last is not None and last.status == "raised":
             allowed.add(last.result)
         elif last is not None and last.status == "returned" and last in multi.invalid:
-            allowed.add(("error", INVALID_ANSWER))
+            allowed.add(("error", ErrorCode.INVALID_ANSWER))
         elif complete:
             allowed.add(("answer",))  # the providers' answers stand, whatever else happened
         if allowed:
@@ -396,7 +390,7 @@ class MultiQuestionRules:
                 allowed.add(("cancelled",))
             return allowed
         if rec.abort_fired:
-            allowed.add(("error", ASK_ABORTED))
+            allowed.add(("error", ErrorCode.ASK_ABORTED))
         if rec.caller_cancelled:
             allowed.add(("cancelled",))
         if allowed:
@@ -409,14 +403,14 @@ class MultiQuestionRules:
                 and swap.finished
                 and None in swap.visible_end.get(rec.ctx, [None])
             ):
-                allowed.add(("error", ASK_ABORTED))
+                allowed.add(("error", ErrorCode.ASK_ABORTED))
         elif last is None:
             swap = rec.swap_at_start
             if swap is None:
                 if None in rec.acceptable_at_start:
-                    allowed.add(("error", NO_PROVIDER))
+                    allowed.add(("error", ErrorCode.NO_PROVIDER))
             elif swap.finished and None in swap.visible_end.get(rec.ctx, [None]):
-                allowed.add(("error", NO_PROVIDER))
+                allowed.add(("error", ErrorCode.NO_PROVIDER))
         elif last.revoke_kind is not None:
             # Answered in the turn its provider was revoked, with questions left: the rest
             # goes to a replacement, or the ask ends as withdrawn when there is none.
@@ -424,7 +418,7 @@ class MultiQuestionRules:
             if last.revoke_kind == "aborted" or (
                 swap is not None and swap.finished and None in swap.visible_end.get(rec.ctx, [None])
             ):
-                allowed.add(("error", ASK_ABORTED))
+                allowed.add(("error", ErrorCode.ASK_ABORTED))
         return allowed
 
     def check_once(self, rec: Any, where: str) -> None:

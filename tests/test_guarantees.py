@@ -39,14 +39,11 @@ from hotseam import (
     tool,
 )
 from hotseam.interaction import (
-    ASK_ABORTED,
-    INVALID_ANSWER,
-    INVALID_REQUEST,
-    NO_PROVIDER,
     USER_INTERACTION,
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    ErrorCode,
     UserInteractionError,
     ask,
     ask_user_question_tool,
@@ -134,13 +131,13 @@ class TestAClosingGenerationServesNoOne:
             release.set()
         assert seen == {
             "lookup": None,
-            "get": NO_PROVIDER,
-            "wait_for": NO_PROVIDER,
+            "get": ErrorCode.NO_PROVIDER,
+            "wait_for": ErrorCode.NO_PROVIDER,
             "tool": "TOOL_NOT_FOUND",
             "state": RegistrationState.WITHDRAWN,
         }
         assert [type(f) for f in failures] == [UserInteractionError]
-        assert failures[0].code == NO_PROVIDER
+        assert failures[0].code == ErrorCode.NO_PROVIDER
         assert provider.requests == []
         assert order == ["sync_close", "async_close"]  # LIFO is unchanged
         assert registration.state is RegistrationState.REMOVED
@@ -338,7 +335,7 @@ class TestAnAnswerThatExistsStands:
                 assert isinstance(result, AskUserQuestionAnswer), result
             else:
                 assert isinstance(result, UserInteractionError)
-                assert result.code == ASK_ABORTED
+                assert result.code == ErrorCode.ASK_ABORTED
             await registration.dispose()
 
     async def test_scripted_answers_are_given_once_across_many_swaps(self) -> None:
@@ -466,7 +463,7 @@ class TestAbortReasonsAreAnyValue:
             controller.abort(reason)
         (error,) = results
         assert isinstance(error, UserInteractionError)
-        assert error.code == ASK_ABORTED
+        assert error.code == ErrorCode.ASK_ABORTED
         assert error.reason == reason
         assert type(error.reason) is type(reason)
         assert isinstance(error.__cause__, AbortError)
@@ -490,7 +487,7 @@ class TestAbortReasonsAreAnyValue:
             signal=AbortSignal.abort(reason),
         )
         assert result.error is not None
-        assert result.error["code"] == ASK_ABORTED
+        assert result.error["code"] == ErrorCode.ASK_ABORTED
         await tool_registration.dispose()
         await registration.dispose()
 
@@ -594,9 +591,9 @@ class TestToolsExecuteNeverRaises:
     @given(value=JUNK)
     def test_from_dict_of_anything_is_a_user_interaction_error(self, value: object) -> None:
         for build, code in (
-            (AskUserQuestionRequest.from_dict, INVALID_REQUEST),
-            (AskUserQuestionOption.from_dict, INVALID_REQUEST),
-            (AskUserQuestionAnswer.from_dict, INVALID_ANSWER),
+            (AskUserQuestionRequest.from_dict, ErrorCode.INVALID_REQUEST),
+            (AskUserQuestionOption.from_dict, ErrorCode.INVALID_REQUEST),
+            (AskUserQuestionAnswer.from_dict, ErrorCode.INVALID_ANSWER),
         ):
             try:
                 build(value)  # type: ignore[arg-type]

@@ -19,11 +19,11 @@ from tests._timing import scaled
 
 from hotseam import AbortController, Agent, Context
 from hotseam.interaction import (
-    ASK_CANCELLED,
     USER_INTERACTION,
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    ErrorCode,
     UserInteractionError,
     ask,
 )
@@ -109,7 +109,7 @@ async def test_dismiss_is_ask_cancelled(browser: Any) -> None:
         question = card(page, "Which database?")
         await question.get_by_role("button", name="Dismiss").click()
         error = await s.result("db")
-        assert isinstance(error, UserInteractionError) and error.code == ASK_CANCELLED
+        assert isinstance(error, UserInteractionError) and error.code == ErrorCode.ASK_CANCELLED
 
 
 async def test_answering_in_one_tab_clears_the_other(browser: Any) -> None:

@@ -11,11 +11,10 @@ import pytest
 
 from hotseam import Agent
 from hotseam.interaction import (
-    INVALID_ANSWER,
-    INVALID_REQUEST,
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    ErrorCode,
     Question,
     QuestionAnswer,
     UserInteractionError,
@@ -54,14 +53,14 @@ def _features(**changes: Any) -> Question:
 def _invalid(request: object) -> str:
     with pytest.raises(UserInteractionError) as caught:
         validate_request(request)
-    assert caught.value.code == INVALID_REQUEST
+    assert caught.value.code == ErrorCode.INVALID_REQUEST
     return str(caught.value)
 
 
 def _refused(answer: object, request: Request = THREE) -> str:
     with pytest.raises(UserInteractionError) as caught:
         check_answer(request, answer)
-    assert caught.value.code == INVALID_ANSWER
+    assert caught.value.code == ErrorCode.INVALID_ANSWER
     return str(caught.value)
 
 
@@ -92,7 +91,7 @@ class TestCheckSeedAnswer:
         """INVALID_ANSWER: the model never sees an answer the question did not allow."""
         with pytest.raises(UserInteractionError) as caught:
             check_answer(self.request, answer)
-        assert caught.value.code == INVALID_ANSWER
+        assert caught.value.code == ErrorCode.INVALID_ANSWER
         assert message in str(caught.value)
 
     def test_custom_text_is_fine_when_allowed(self) -> None:

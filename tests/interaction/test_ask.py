@@ -12,17 +12,11 @@ from tests._timing import scaled
 
 from hotseam import AbortController, AbortSignal, Agent, Context, HarnessError, Scope
 from hotseam.interaction import (
-    ASK_ABORTED,
-    ASK_DECLINED,
-    ASK_TIMEOUT,
-    INVALID_ANSWER,
-    INVALID_REQUEST,
-    NO_PROVIDER,
-    PROVIDER_FAILED,
     USER_INTERACTION,
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    ErrorCode,
     UserInteractionError,
     ask,
     ask_user_question_tool,
@@ -96,7 +90,7 @@ class TestFailures:
         """NO_PROVIDER, immediately, when nothing provides the seam and no swap runs."""
         with anyio.fail_after(scaled(1)), pytest.raises(UserInteractionError) as caught:
             await ask(DB, context=Context("empty"))
-        assert caught.value.code == NO_PROVIDER
+        assert caught.value.code == ErrorCode.NO_PROVIDER
         assert "user-interaction" in str(caught.value)
 
     async def test_an_invalid_request_never_reaches_the_provider(self) -> None:
@@ -104,7 +98,7 @@ class TestFailures:
         provider = ScriptedProvider(["x"])
         with pytest.raises(UserInteractionError) as caught:
             await ask(AskUserQuestionRequest(" "), context=_context_with(provider))
-        assert caught.value.code == INVALID_REQUEST
+        assert caught.value.code == ErrorCode.INVALID_REQUEST
         assert provider.requests == []
 
     async def test_an_answer_outside_the_options_is_invalid(self) -> None:
@@ -113,7 +107,7 @@ class TestFailures:
         provider = ScriptedProvider([Reply.exactly("MySQL")])
         with pytest.raises(UserInteractionError) as caught:
             await ask(request, context=_context_with(provider))
-        assert caught.value.code == INVALID_ANSWER
+        assert caught.value.code == ErrorCode.INVALID_ANSWER
 
     async def test_an_unexpected_provider_error_is_provider_failed_with_cause(self) -> None:
         """Anything that is not a HarnessError becomes PROVIDER_FAILED, original as cause."""
@@ -124,16 +118,16 @@ class TestFailures:
 
         with pytest.raises(UserInteractionError) as caught:
             await ask(DB, context=_context_with(Broken()))
-        assert caught.value.code == PROVIDER_FAILED
+        assert caught.value.code == ErrorCode.PROVIDER_FAILED
         assert isinstance(caught.value.__cause__, OSError)
         assert "terminal went away" in str(caught.value)
 
     async def test_ui_outcomes_pass_through(self) -> None:
         """ASK_DECLINED (and ASK_CANCELLED) from the UI reach the caller unchanged."""
-        provider = ScriptedProvider([Reply.fail(ASK_DECLINED, "no thanks")])
+        provider = ScriptedProvider([Reply.fail(ErrorCode.ASK_DECLINED, "no thanks")])
         with pytest.raises(UserInteractionError) as caught:
             await ask(DB, context=_context_with(provider))
-        assert caught.value.code == ASK_DECLINED
+        assert caught.value.code == ErrorCode.ASK_DECLINED
         assert str(caught.value) == "no thanks"
 
     async def test_a_time_limit_ends_with_ask_timeout_and_picks_nothing(self) -> None:
@@ -141,7 +135,7 @@ class TestFailures:
         provider = ScriptedProvider([Reply.never()])
         with anyio.fail_after(scaled(2)), pytest.raises(UserInteractionError) as caught:
             await ask(DB, context=_context_with(provider), timeout=0.02)
-        assert caught.value.code == ASK_TIMEOUT
+        assert caught.value.code == ErrorCode.ASK_TIMEOUT
         assert provider.cancelled == [DB]
         assert provider.answers == []
 
@@ -161,7 +155,7 @@ class TestAbort:
                 await provider.wait_for_requests(1)
                 controller.abort(KeyError("user pressed stop"))
         (error,) = errors
-        assert error.code == ASK_ABORTED
+        assert error.code == ErrorCode.ASK_ABORTED
         assert isinstance(error.__cause__, KeyError)
         assert provider.cancelled == [request]
 
@@ -171,7 +165,7 @@ class TestAbort:
         request = DB.with_signal(AbortSignal.abort())
         with pytest.raises(UserInteractionError) as caught:
             await ask(request, context=_context_with(provider))
-        assert caught.value.code == ASK_ABORTED
+        assert caught.value.code == ErrorCode.ASK_ABORTED
         assert provider.requests == []
 
     async def test_a_signal_timeout_is_an_abort(self) -> None:
@@ -180,7 +174,7 @@ class TestAbort:
         request = DB.with_signal(AbortSignal.timeout(0.02))
         with anyio.fail_after(scaled(2)), pytest.raises(UserInteractionError) as caught:
             await ask(request, context=_context_with(provider))
-        assert caught.value.code == ASK_ABORTED
+        assert caught.value.code == ErrorCode.ASK_ABORTED
 
     async def test_cancelling_the_caller_propagates_as_cancellation(self) -> None:
         """Plain cancellation is not turned into an error; the provider saw it."""
@@ -264,11 +258,11 @@ class TestSwaps:
                         await registration.dispose()
                         raise SyntaxError("the new provider module does not compile")
         (error,) = errors
-        assert error.code == ASK_ABORTED
+        assert error.code == ErrorCode.ASK_ABORTED
         assert "ended without a provider" in error.message
         missing = error.__cause__
         assert isinstance(missing, UserInteractionError)
-        assert missing.code == NO_PROVIDER
+        assert missing.code == ErrorCode.NO_PROVIDER
         assert isinstance(missing.__cause__, SyntaxError)
 
     async def test_a_provider_disposed_without_replacement_aborts_the_ask(self) -> None:
@@ -284,7 +278,7 @@ class TestSwaps:
                 await provider.wait_for_requests(1)
                 await registration.dispose()
         (error,) = errors
-        assert error.code == ASK_ABORTED
+        assert error.code == ErrorCode.ASK_ABORTED
         assert "was disposed" in str(error)
         assert provider.cancelled == [DB]
 
@@ -346,9 +340,9 @@ class TestTool:
     @pytest.mark.parametrize(
         ("script", "tool_input", "code"),
         [
-            (None, {"question": "Q?"}, NO_PROVIDER),
-            ([Reply.fail(ASK_DECLINED)], {"question": "Q?"}, ASK_DECLINED),
-            (["x"], {"question": "  "}, INVALID_REQUEST),
+            (None, {"question": "Q?"}, ErrorCode.NO_PROVIDER),
+            ([Reply.fail(ErrorCode.ASK_DECLINED)], {"question": "Q?"}, ErrorCode.ASK_DECLINED),
+            (["x"], {"question": "  "}, ErrorCode.INVALID_REQUEST),
             (
                 [Reply.exactly("c")],
                 {
@@ -356,7 +350,7 @@ class TestTool:
                     "options": [{"label": "a"}, {"label": "b"}],
                     "allow_custom": False,
                 },
-                INVALID_ANSWER,
+                ErrorCode.INVALID_ANSWER,
             ),
         ],
         ids=["no-provider", "declined", "invalid-request", "invalid-answer"],
@@ -408,7 +402,7 @@ class TestLogging:
         assert answered["question_id"] == started["question_id"]
         assert "duration_ms" in answered
         assert "ScriptedProvider" in str(answered["provider"])
-        assert by_name["ask.failed"]["code"] == NO_PROVIDER
+        assert by_name["ask.failed"]["code"] == ErrorCode.NO_PROVIDER
         leaking = [e for e in events if "secret answer" in str(e) and e["log_level"] != "debug"]
         assert leaking == []
         assert by_name["ask.answer_text"]["log_level"] == "debug"
@@ -422,7 +416,7 @@ class TestLogging:
             assert (await ask(DB, context=context)).answer == "secret answer"
             with pytest.raises(UserInteractionError) as caught:
                 await ask(DB, context=context)
-        assert caught.value.code == PROVIDER_FAILED
+        assert caught.value.code == ErrorCode.PROVIDER_FAILED
         (crash,) = [event for event in events if event["event"] == "ask.provider_failed"]
         (_, second) = [event for event in events if event["event"] == "ask.started"]
         assert crash["log_level"] == "error"

@@ -15,13 +15,12 @@ from hypothesis import strategies as st
 
 from hotseam import AbortController, Agent
 from hotseam.interaction import (
-    INVALID_ANSWER,
-    INVALID_REQUEST,
     MAX_QUESTIONS,
     AskUserQuestionAnswer,
     AskUserQuestionInput,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    ErrorCode,
     Question,
     QuestionAnswer,
     UserInteractionError,
@@ -59,14 +58,14 @@ def _features(**changes: Any) -> Question:
 def _invalid(request: object) -> str:
     with pytest.raises(UserInteractionError) as caught:
         validate_request(request)
-    assert caught.value.code == INVALID_REQUEST
+    assert caught.value.code == ErrorCode.INVALID_REQUEST
     return str(caught.value)
 
 
 def _refused(answer: object, request: Request = THREE) -> str:
     with pytest.raises(UserInteractionError) as caught:
         check_answer(request, answer)
-    assert caught.value.code == INVALID_ANSWER
+    assert caught.value.code == ErrorCode.INVALID_ANSWER
     return str(caught.value)
 
 
@@ -103,7 +102,7 @@ class TestSeedJson:
         """Wrong types are INVALID_REQUEST naming the field."""
         with pytest.raises(UserInteractionError) as caught:
             Request.from_dict(data)
-        assert caught.value.code == INVALID_REQUEST
+        assert caught.value.code == ErrorCode.INVALID_REQUEST
         assert message in str(caught.value)
 
     def test_answer_round_trip(self) -> None:
@@ -125,7 +124,7 @@ class TestSeedJson:
         """A malformed answer dict is INVALID_ANSWER."""
         with pytest.raises(UserInteractionError) as caught:
             AskUserQuestionAnswer.from_dict({"answer": 1})
-        assert caught.value.code == INVALID_ANSWER
+        assert caught.value.code == ErrorCode.INVALID_ANSWER
 
 
 class TestJsonForms:
@@ -198,7 +197,7 @@ class TestJsonForms:
         """Wrong shapes of `questions` are INVALID_REQUEST naming the field."""
         with pytest.raises(UserInteractionError) as caught:
             Request.from_dict(data)
-        assert caught.value.code == INVALID_REQUEST
+        assert caught.value.code == ErrorCode.INVALID_REQUEST
         assert message in str(caught.value)
 
     def test_an_answer_of_questions_round_trips(self) -> None:
@@ -234,7 +233,7 @@ class TestJsonForms:
         """A malformed entry is INVALID_ANSWER naming it."""
         with pytest.raises(UserInteractionError) as caught:
             AskUserQuestionAnswer.from_dict(data)
-        assert caught.value.code == INVALID_ANSWER
+        assert caught.value.code == ErrorCode.INVALID_ANSWER
         assert message in str(caught.value)
 
 

@@ -16,13 +16,12 @@ from tests._timing import scaled
 
 from hotseam import AbortController, Agent, Context
 from hotseam.interaction import (
-    ASK_CANCELLED,
-    INVALID_ANSWER,
     JOURNALING,
     USER_INTERACTION,
-    JournalDaemon,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
+    ErrorCode,
+    JournalDaemon,
     QuestionAnswer,
     UserInteractionError,
     ask,
@@ -104,12 +103,12 @@ async def test_a_flag_that_is_not_true_means_one_question_at_a_time() -> None:
 async def test_a_declined_question_ends_the_whole_ask() -> None:
     """The second question dismissed: ASK_CANCELLED, the third never asked."""
     provider = ScriptedProvider(
-        lambda r: Reply.fail(ASK_CANCELLED) if r.question == "Which features?" else "pg"
+        lambda r: Reply.fail(ErrorCode.ASK_CANCELLED) if r.question == "Which features?" else "pg"
     )
     provider.multiple_questions = False
     with pytest.raises(UserInteractionError) as caught:
         await ask(THREE, context=_context(provider))
-    assert caught.value.code == ASK_CANCELLED
+    assert caught.value.code == ErrorCode.ASK_CANCELLED
     assert [r.question for r in provider.requests] == ["Which database?", "Which features?"]
 
 
@@ -121,7 +120,7 @@ async def test_an_answer_that_does_not_fit_names_the_question_in_the_whole_ask()
     strict = AskUserQuestionRequest.of([THREE.questions[0], strict_features, THREE.questions[2]])
     with pytest.raises(UserInteractionError) as caught:
         await ask(strict, context=_context(provider))
-    assert caught.value.code == INVALID_ANSWER
+    assert caught.value.code == ErrorCode.INVALID_ANSWER
     assert str(caught.value).startswith("questions[1] (Which features?): the answer is none")
     assert "secret" not in str(caught.value)
 

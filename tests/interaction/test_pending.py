@@ -10,11 +10,10 @@ from tests._timing import scaled
 
 from hotseam import Agent, Context, Scope
 from hotseam.interaction import (
-    ASK_CANCELLED,
-    NO_PROVIDER,
     USER_INTERACTION,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
+    ErrorCode,
     UserInteractionError,
     ask,
 )
@@ -80,7 +79,8 @@ class TestPendingAsks:
         """A dismissal is reported with ASK_CANCELLED and its message."""
         context = Context("pending")
         context.provide(
-            USER_INTERACTION, ScriptedProvider([Reply.fail(ASK_CANCELLED, "dismissed (Ctrl-C)")])
+            USER_INTERACTION,
+            ScriptedProvider([Reply.fail(ErrorCode.ASK_CANCELLED, "dismissed (Ctrl-C)")]),
         )
         ended: list[AskEnded] = []
         stop = on_ask_ended(ended.append)
@@ -89,14 +89,14 @@ class TestPendingAsks:
                 await ask(QUESTION, context=context)
         finally:
             stop()
-        assert [end.code for end in ended] == [ASK_CANCELLED]
+        assert [end.code for end in ended] == [ErrorCode.ASK_CANCELLED]
 
 
 class TestWaitingForProvider:
     async def test_without_the_wait_no_provider_fails_at_once(self) -> None:
         with pytest.raises(UserInteractionError) as caught:
             await ask(QUESTION, context=Context("empty"))
-        assert caught.value.code == NO_PROVIDER
+        assert caught.value.code == ErrorCode.NO_PROVIDER
 
     async def test_an_ask_waits_for_a_provider_and_announces_it_once(self) -> None:
         """Two questions wait; the announcement is made once; a provider answers both."""
@@ -120,7 +120,7 @@ class TestWaitingForProvider:
         """Past its bound the ask fails with NO_PROVIDER, saying how long it waited."""
         with waiting_for_provider(timeout=0.1), pytest.raises(UserInteractionError) as caught:
             await ask(QUESTION, context=Context("empty"))
-        assert caught.value.code == NO_PROVIDER
+        assert caught.value.code == ErrorCode.NO_PROVIDER
         assert "within 0.1 s" in str(caught.value)
 
     async def test_a_provider_that_goes_with_nothing_in_its_place_is_waited_for(self) -> None:

@@ -12,12 +12,11 @@ import pytest
 
 from hotseam import Agent
 from hotseam.interaction import (
-    INVALID_ANSWER,
-    INVALID_REQUEST,
     MAX_QUESTIONS,
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    ErrorCode,
     Question,
     UserInteractionError,
     check_answer,
@@ -52,14 +51,14 @@ def _features(**changes: Any) -> Question:
 def _invalid(request: object) -> str:
     with pytest.raises(UserInteractionError) as caught:
         validate_request(request)
-    assert caught.value.code == INVALID_REQUEST
+    assert caught.value.code == ErrorCode.INVALID_REQUEST
     return str(caught.value)
 
 
 def _refused(answer: object, request: Request = THREE) -> str:
     with pytest.raises(UserInteractionError) as caught:
         check_answer(request, answer)
-    assert caught.value.code == INVALID_ANSWER
+    assert caught.value.code == ErrorCode.INVALID_ANSWER
     return str(caught.value)
 
 
@@ -179,7 +178,7 @@ def test_invalid_seed_requests_name_the_field(request_: Request, message: str) -
     """Each broken rule is INVALID_REQUEST with a message naming the field."""
     with pytest.raises(UserInteractionError) as caught:
         validate_request(request_)
-    assert caught.value.code == INVALID_REQUEST
+    assert caught.value.code == ErrorCode.INVALID_REQUEST
     assert message in str(caught.value)
 
 
@@ -525,7 +524,7 @@ def test_an_ask_of_no_questions_cannot_be_built() -> None:
     for nothing in ([], "Q?", [3]):
         with pytest.raises(UserInteractionError) as caught:
             Request.of(nothing)  # type: ignore[arg-type]
-        assert caught.value.code == INVALID_REQUEST
+        assert caught.value.code == ErrorCode.INVALID_REQUEST
         assert "questions" in str(caught.value)
 
 

@@ -16,15 +16,12 @@ import structlog
 
 from hotseam import AbortSignal, Context
 from hotseam.interaction import (
-    ASK_ABORTED,
-    ASK_CANCELLED,
-    ASK_TIMEOUT,
     JOURNALING,
-    NO_PROVIDER,
     USER_INTERACTION,
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    ErrorCode,
     JournalDaemon,
     UserInteractionError,
     ask,
@@ -212,10 +209,10 @@ async def test_with_no_provider_and_no_wait_the_ask_fails_and_is_recorded(
             async with journaling.run("deployer"):
                 with pytest.raises(UserInteractionError) as missing:
                     await ask(NAME, context=context)
-                assert missing.value.code == NO_PROVIDER
+                assert missing.value.code == ErrorCode.NO_PROVIDER
                 stop.cancel()
         (record,) = await journal.list_asks()
-        assert record.state is AskState.FAILED and record.code == NO_PROVIDER
+        assert record.state is AskState.FAILED and record.code == ErrorCode.NO_PROVIDER
 
 
 async def test_a_timeout_and_a_signal_are_recorded_and_replayed(journal: Journal) -> None:
@@ -229,13 +226,13 @@ async def test_a_timeout_and_a_signal_are_recorded_and_replayed(journal: Journal
             async with journaling.run("deployer"):
                 with pytest.raises(UserInteractionError) as late:
                     await ask(DB, context=context, timeout=0.05)
-                assert late.value.code == ASK_TIMEOUT
+                assert late.value.code == ErrorCode.ASK_TIMEOUT
                 with pytest.raises(UserInteractionError) as cut:
                     await ask(
                         AskUserQuestionRequest(NAME.question, signal=AbortSignal.timeout(0.05)),
                         context=context,
                     )
-                assert cut.value.code == ASK_ABORTED
+                assert cut.value.code == ErrorCode.ASK_ABORTED
                 stopping.cancel()
                 await anyio.sleep_forever()
         states = sorted((a.seq, a.state.value, a.code) for a in await journal.list_asks())
@@ -244,18 +241,18 @@ async def test_a_timeout_and_a_signal_are_recorded_and_replayed(journal: Journal
         async with journaling.run("deployer"):
             with pytest.raises(UserInteractionError) as again:
                 await ask(DB, context=context, timeout=0.05)
-            assert again.value.code == ASK_TIMEOUT
+            assert again.value.code == ErrorCode.ASK_TIMEOUT
             with pytest.raises(UserInteractionError) as again_cut:
                 await ask(NAME, context=context)
-            assert again_cut.value.code == ASK_ABORTED
+            assert again_cut.value.code == ErrorCode.ASK_ABORTED
 
 
 async def test_a_dismissed_question_is_replayed_as_dismissed(journal: Journal) -> None:
     with pytest.raises(UserInteractionError) as dismissed:
-        await run_agent(journal, [Reply.fail(ASK_CANCELLED)], [DB])
-    assert dismissed.value.code == ASK_CANCELLED
+        await run_agent(journal, [Reply.fail(ErrorCode.ASK_CANCELLED)], [DB])
+    assert dismissed.value.code == ErrorCode.ASK_CANCELLED
     (record,) = await journal.list_asks()
-    assert record.state is AskState.FAILED and record.code == ASK_CANCELLED
+    assert record.state is AskState.FAILED and record.code == ErrorCode.ASK_CANCELLED
 
 
 async def test_a_cancelled_ask_stays_pending_for_the_resume(journal: Journal) -> None:

@@ -20,10 +20,10 @@ from tests._timing import scaled
 
 from hotseam import AbortController, Context
 from hotseam.interaction import (
-    ASK_ABORTED,
     JOURNALING,
     USER_INTERACTION,
     AskUserQuestionRequest,
+    ErrorCode,
     JournalDaemon,
     UserInteractionError,
     ask,
@@ -105,7 +105,7 @@ async def test_an_ask_waits_for_a_full_disk_and_its_signal_ends_the_wait(
                     assert wait["url"] == journal.url
                     assert outcome == []  # not failed: waiting
                     controller.abort("the agent moved on")
-            assert outcome == [ASK_ABORTED]
+            assert outcome == [ErrorCode.ASK_ABORTED]
             assert provider.requests == []  # never put to anyone
             assert await journal.run_asks(run.id) == []  # and never recorded
             unreachable = [log for log in logs if log["event"] == "journal.unreachable"]

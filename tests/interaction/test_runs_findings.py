@@ -13,11 +13,11 @@ from tests._timing import scaled
 
 from hotseam import AbortController, Context
 from hotseam.interaction import (
-    ASK_ABORTED,
     USER_INTERACTION,
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    ErrorCode,
     JournalDaemon,
     Question,
     QuestionAnswer,
@@ -215,7 +215,7 @@ async def test_the_next_question_never_reaches_a_provider_whose_scope_began_clos
         human.reply.set()
         await scope.aclose()  # the same turn: the close starts before the ask goes on
     assert human.asked == ["db"]
-    assert ended == [ASK_ABORTED]
+    assert ended == [ErrorCode.ASK_ABORTED]
 
 
 async def test_the_rest_of_an_ask_goes_to_the_replacement_with_the_answers_kept() -> None:

@@ -10,10 +10,9 @@ import pytest
 
 from hotseam import Agent, Context
 from hotseam.interaction import (
-    ASK_DECLINED,
-    INVALID_REQUEST,
     USER_INTERACTION,
     AskUserQuestionInput,
+    ErrorCode,
     ask_user_question_tool,
 )
 from hotseam.providers.scripted import Reply, ScriptedProvider
@@ -201,14 +200,16 @@ async def test_one_question_in_the_questions_shape_answers_in_that_shape() -> No
 async def test_a_declined_question_ends_the_whole_call() -> None:
     """Decline of any question, on a provider showing them together or one by one: the
     model reads ASK_DECLINED, and no answer."""
-    together = ScriptedProvider([["SQLite", Reply.fail(ASK_DECLINED, "not now"), "x"]])
+    together = ScriptedProvider([["SQLite", Reply.fail(ErrorCode.ASK_DECLINED, "not now"), "x"]])
     one_by_one = ScriptedProvider(
-        lambda request: Reply.fail(ASK_DECLINED) if request.question == FEATURES_TEXT else "SQLite"
+        lambda request: (
+            Reply.fail(ErrorCode.ASK_DECLINED) if request.question == FEATURES_TEXT else "SQLite"
+        )
     )
     one_by_one.multiple_questions = False
     for provider in (together, one_by_one):
         result = await _context(provider).tools.execute("ask_user_question", CLAUDE_CODE_INPUT)
-        assert result.error is not None and result.error["code"] == ASK_DECLINED
+        assert result.error is not None and result.error["code"] == ErrorCode.ASK_DECLINED
     assert [r.question for r in one_by_one.requests] == [DB_TEXT, FEATURES_TEXT]
 
 
@@ -230,12 +231,12 @@ async def test_a_declined_question_ends_the_whole_call() -> None:
         ("{}", "INVALID_INPUT", "question: Field required (or give questions"),
         (
             {"question": "Other?", "questions": [{"question": "A?"}, {"question": "B?"}]},
-            INVALID_REQUEST,
+            ErrorCode.INVALID_REQUEST,
             "question differs from questions[0].question",
         ),
         (
             {"questions": [{"question": "A?", "multiSelect": True}]},
-            INVALID_REQUEST,
+            ErrorCode.INVALID_REQUEST,
             "questions[0].multi_select needs options",
         ),
     ],

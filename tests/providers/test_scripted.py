@@ -11,13 +11,11 @@ import pytest
 
 from hotseam import Context
 from hotseam.interaction import (
-    ASK_CANCELLED,
-    ASK_DECLINED,
-    PROVIDER_FAILED,
     USER_INTERACTION,
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    ErrorCode,
     Question,
     UserInteractionError,
     UserInteractionProvider,
@@ -99,7 +97,7 @@ async def test_replies_that_do_not_fit_fail_clearly() -> None:
     for reply in (Reply.choose(5), Reply.choose("MySQL")):
         with pytest.raises(UserInteractionError) as caught:
             await _ask(ScriptedProvider([reply]), DB)
-        assert caught.value.code == PROVIDER_FAILED
+        assert caught.value.code == ErrorCode.PROVIDER_FAILED
         assert "Which database?" in str(caught.value)
     with pytest.raises(UserInteractionError, match="none is"):
         await _ask(ScriptedProvider([Reply.recommended()]), NAME)
@@ -107,8 +105,10 @@ async def test_replies_that_do_not_fit_fail_clearly() -> None:
 
 async def test_failures_with_a_given_code() -> None:
     """Reply.fail raises the code a UI would."""
-    provider = ScriptedProvider([Reply.fail(ASK_DECLINED), Reply.fail(ASK_CANCELLED, "closed")])
-    for code in (ASK_DECLINED, ASK_CANCELLED):
+    provider = ScriptedProvider(
+        [Reply.fail(ErrorCode.ASK_DECLINED), Reply.fail(ErrorCode.ASK_CANCELLED, "closed")]
+    )
+    for code in (ErrorCode.ASK_DECLINED, ErrorCode.ASK_CANCELLED):
         with pytest.raises(UserInteractionError) as caught:
             await _ask(provider, NAME)
         assert caught.value.code == code
@@ -184,7 +184,7 @@ class TestAnswersFile:
         assert [await _ask(provider, DB) for _ in range(4)] == ["SQLite", "pg", "pg", "pg"]
         with pytest.raises(UserInteractionError, match="not today") as caught:
             await _ask(provider, DB)
-        assert caught.value.code == ASK_DECLINED
+        assert caught.value.code == ErrorCode.ASK_DECLINED
 
     async def test_a_mapping_file(self, tmp_path: Path) -> None:
         """An object keyed by question text."""
@@ -303,7 +303,7 @@ class TestSeveralQuestions:
         provider = ScriptedProvider([["pg", {"error": "ASK_DECLINED"}, "x"]])
         with pytest.raises(UserInteractionError) as caught:
             await _answers(provider, STACK)
-        assert caught.value.code == ASK_DECLINED
+        assert caught.value.code == ErrorCode.ASK_DECLINED
 
     @pytest.mark.parametrize(
         ("script", "message"),

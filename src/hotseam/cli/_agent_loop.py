@@ -50,9 +50,9 @@ import sniffio
 
 from .._core import Context, use_context
 from ..interaction import (
-    ASK_CANCELLED,
     AgentRun,
     AskEnded,
+    ErrorCode,
     JournalDaemon,
     JournalError,
     JournalErrorCode,
@@ -366,7 +366,7 @@ class AgentLoop:
                 self._restart.set()
 
     def _ask_ended(self, ended: AskEnded) -> None:
-        if ended.code != ASK_CANCELLED or "Ctrl-C" not in (ended.message or ""):
+        if ended.code != ErrorCode.ASK_CANCELLED or "Ctrl-C" not in (ended.message or ""):
             return
         now = time.monotonic()
         if now - self._last_dismissal <= DOUBLE_CTRL_C:

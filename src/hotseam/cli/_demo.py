@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 
 from .._core import Context, Scope
-from ..interaction import ASK_CANCELLED, USER_INTERACTION, ask_user_question_tool
+from ..interaction import USER_INTERACTION, ErrorCode, ask_user_question_tool
 from ..providers.terminal import TerminalProvider
 from ._demo_agent import demo_agent
 from ._logging import configure_logging
@@ -83,7 +83,7 @@ def _answered_or_dismissed(result: Any) -> bool:
         return False
     if "answer" in result:
         return True
-    return result.get("code") == ASK_CANCELLED and "the human dismissed" in str(
+    return result.get("code") == ErrorCode.ASK_CANCELLED and "the human dismissed" in str(
         result.get("message", "")
     )
 

@@ -21,18 +21,7 @@ from .._core import Agent, lazy_exports, present_as
 from . import _answer, _request
 from ._answer import where as where
 from ._ask import ask
-from ._errors import (
-    ASK_ABORTED,
-    ASK_CANCELLED,
-    ASK_DECLINED,
-    ASK_TIMEOUT,
-    INVALID_ANSWER,
-    INVALID_REQUEST,
-    NO_PROVIDER,
-    PROVIDER_FAILED,
-    ErrorCode,
-    UserInteractionError,
-)
+from ._errors import ErrorCode, UserInteractionError
 from ._journal import DEFAULT_LIVENESS_TIMEOUT as DEFAULT_LIVENESS_TIMEOUT
 from ._journal import SETTLED_STATES as SETTLED_STATES
 from ._journal import (
@@ -87,10 +76,6 @@ if TYPE_CHECKING:
 # of __all__: where, DEFAULT_LIVENESS_TIMEOUT, SETTLED_STATES, JournalErrorCode, RunOverview,
 # default_journal_path, parse_journal_url, journal_waits, pid_alive.
 __all__ = [
-    "ASK_ABORTED",
-    "ASK_CANCELLED",
-    "ASK_DECLINED",
-    "ASK_TIMEOUT",
     "ASK_USER_QUESTION_DESCRIPTION",
     "Agent",
     "AgentRun",
@@ -105,8 +90,6 @@ __all__ = [
     "AskUserQuestionRequest",
     "DaemonRecord",
     "ErrorCode",
-    "INVALID_ANSWER",
-    "INVALID_REQUEST",
     "InboxEntry",
     "JOURNALING",
     "Journal",
@@ -114,8 +97,6 @@ __all__ = [
     "JournalError",
     "JournalEvent",
     "MAX_QUESTIONS",
-    "NO_PROVIDER",
-    "PROVIDER_FAILED",
     "PendingAsk",
     "Question",
     "QuestionAnswer",

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, get_args
 
-from ._errors import INVALID_ANSWER, UserInteractionError
+from ._errors import ErrorCode, UserInteractionError
 from ._request import (
     AskUserQuestionOption,
     AskUserQuestionRequest,
@@ -100,7 +100,8 @@ class QuestionAnswer:
             )
             if index is None:
                 raise UserInteractionError(
-                    f"{where(question)}: a choice that is none of its options", INVALID_ANSWER
+                    f"{where(question)}: a choice that is none of its options",
+                    ErrorCode.INVALID_ANSWER,
                 )
             picked.add(index)
         options = tuple(question.choices[i] for i in sorted(picked))
@@ -199,13 +200,14 @@ class AskUserQuestionAnswer:
         given: object = data  # from the wire: anything at all
         if not isinstance(given, Mapping):
             raise UserInteractionError(
-                f"invalid answer: expected an object, got {type(given).__name__}", INVALID_ANSWER
+                f"invalid answer: expected an object, got {type(given).__name__}",
+                ErrorCode.INVALID_ANSWER,
             )
         answer = given.get("answer")
         if not isinstance(answer, str):
             raise UserInteractionError(
                 f"invalid answer: 'answer' must be a string, got {type(answer).__name__}",
-                INVALID_ANSWER,
+                ErrorCode.INVALID_ANSWER,
             )
         entries = _entries_from(given.get("answers"))
         option_data = data.get("option")
@@ -213,13 +215,14 @@ class AskUserQuestionAnswer:
             return cls(answer, answers=entries)
         if not isinstance(option_data, Mapping):
             raise UserInteractionError(
-                "invalid answer: 'option' must be an object or null", INVALID_ANSWER
+                "invalid answer: 'option' must be an object or null", ErrorCode.INVALID_ANSWER
             )
         try:
             option = AskUserQuestionOption.from_dict(option_data)
         except UserInteractionError as error:
             raise UserInteractionError(
-                error.message.replace("invalid option", "invalid answer option"), INVALID_ANSWER
+                error.message.replace("invalid option", "invalid answer option"),
+                ErrorCode.INVALID_ANSWER,
             ) from error
         return cls(answer, option, answers=entries)
 
@@ -286,7 +289,8 @@ def _entries_from(data: object) -> tuple[QuestionAnswer, ...]:
         return ()
     if not isinstance(data, list) or not data:
         raise UserInteractionError(
-            "invalid answer: 'answers' must be a non-empty list of answers", INVALID_ANSWER
+            "invalid answer: 'answers' must be a non-empty list of answers",
+            ErrorCode.INVALID_ANSWER,
         )
     entries = []
     for index, item in enumerate(data):
@@ -295,7 +299,7 @@ def _entries_from(data: object) -> tuple[QuestionAnswer, ...]:
         except UserInteractionError as error:
             detail = error.message.removeprefix("invalid answer: ")
             raise UserInteractionError(
-                f"invalid answer: answers[{index}]: {detail}", INVALID_ANSWER
+                f"invalid answer: answers[{index}]: {detail}", ErrorCode.INVALID_ANSWER
             ) from None
     return tuple(entries)
 

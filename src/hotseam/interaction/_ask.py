@@ -20,14 +20,7 @@ from .._core import (
 from . import _pending
 from ._answer import where
 from ._crash import log_provider_crash
-from ._errors import (
-    ASK_ABORTED,
-    ASK_TIMEOUT,
-    INVALID_ANSWER,
-    NO_PROVIDER,
-    PROVIDER_FAILED,
-    UserInteractionError,
-)
+from ._errors import ErrorCode, UserInteractionError
 from ._journaled import answer_recorded, place, replay
 from ._model import AskUserQuestionAnswer, AskUserQuestionRequest, Question, QuestionAnswer
 from ._pending import PendingAsk, ProviderWait
@@ -173,7 +166,7 @@ async def _ask_in_time(
         raise _aborted(signal.reason)
     raise UserInteractionError(
         f"no answer within the time limit of {timeout} s (nothing was chosen for the human)",
-        ASK_TIMEOUT,
+        ErrorCode.ASK_TIMEOUT,
     )
 
 
@@ -212,11 +205,11 @@ async def _ask_until_answered(
                     answer = await _put(lease.provider, request, answered, pending)
                     returned = True
             except HarnessError as error:
-                if not entered and error.code == NO_PROVIDER and wait is not None:
+                if not entered and error.code == ErrorCode.NO_PROVIDER and wait is not None:
                     assert deadline is not None
                     await _wait_for_provider(ctx, wait, deadline, pending, error)
                     continue
-                if migrated and not entered and error.code == NO_PROVIDER:
+                if migrated and not entered and error.code == ErrorCode.NO_PROVIDER:
                     raise _withdrawn(
                         pending.provider, "the swap that replaced it ended without a provider"
                     ) from error
@@ -236,7 +229,7 @@ async def _ask_until_answered(
                     raise UserInteractionError(
                         f"the user-interaction provider {pending.provider} failed: "
                         f"{type(failure).__name__}: {failure}",
-                        PROVIDER_FAILED,
+                        ErrorCode.PROVIDER_FAILED,
                         cause=failure,
                     ) from failure
             if returned or not lease.revoked:
@@ -299,7 +292,7 @@ def _answers_to(
     if not isinstance(answer, AskUserQuestionAnswer):
         raise UserInteractionError(
             f"the provider returned {type(answer).__name__}, not an AskUserQuestionAnswer",
-            INVALID_ANSWER,
+            ErrorCode.INVALID_ANSWER,
         )
     checked = check_partial_answer(request, entries_of(answer, asked))
     given = {entry.id for entry in checked}
@@ -310,13 +303,13 @@ def _answers_to(
             f"{where(missing[0], index)} has no answer (the provider answered "
             f"{len(checked)} of the {len(asked)} question(s) it was asked; one entry per "
             "question)",
-            INVALID_ANSWER,
+            ErrorCode.INVALID_ANSWER,
         )
     if [entry.id for entry in checked] != [item.id for item in asked]:
         raise UserInteractionError(
             f"the provider answered {len(checked)} of the {len(asked)} question(s) it was "
             "asked (one entry per question)",
-            INVALID_ANSWER,
+            ErrorCode.INVALID_ANSWER,
         )
     return checked
 
@@ -336,12 +329,12 @@ async def _wait_for_provider(
         try:
             await ctx.wait_provided(USER_INTERACTION, timeout=max(deadline - time.monotonic(), 0))
         except HarnessError as error:
-            if error.code != NO_PROVIDER:
+            if error.code != ErrorCode.NO_PROVIDER:
                 raise
             raise UserInteractionError(
                 f"no provider of {USER_INTERACTION.name!r} appeared within "
                 f"{wait.timeout:g} s in context {ctx.name!r}",
-                NO_PROVIDER,
+                ErrorCode.NO_PROVIDER,
             ) from missing
     _log.info("ask.provider_appeared", question_id=pending.question_id, context=ctx.name)
 
@@ -350,7 +343,7 @@ def _withdrawn(provider: str | None, why: str) -> UserInteractionError:
     return UserInteractionError(
         f"the user-interaction provider {provider} was disposed while the question was open, "
         f"and {why}",
-        ASK_ABORTED,
+        ErrorCode.ASK_ABORTED,
     )
 
 
@@ -363,7 +356,7 @@ def _aborted(reason: object) -> UserInteractionError:
     detail = f": {reason}" if reason is not None and str(reason) else ""
     error = UserInteractionError(
         f"the question was aborted by the caller's signal{detail}",
-        ASK_ABORTED,
+        ErrorCode.ASK_ABORTED,
         cause=abort_exception(reason),
         details={"reason": repr(reason)},
     )

@@ -1,23 +1,23 @@
-"""UserInteractionError and its codes."""
+"""UserInteractionError and its codes.
+
+A code has one spelling in hotseam's API: a member of :class:`ErrorCode`
+(``ErrorCode.ASK_TIMEOUT``), as the journal's codes are members of ``JournalErrorCode``. An
+enum rather than module constants because it is one name to import and document, it lists
+the codes (``list(ErrorCode)``, ``ErrorCode.__members__``), and it types a ``code``. A
+``StrEnum`` member *is* its string, so the seed's vocabulary holds verbatim: ``error.code ==
+"NO_PROVIDER"``, ``UserInteractionError("...", "ASK_DECLINED")`` and ``{name, code}`` on the
+wire and in the journal carry the same values as before.
+"""
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
+from typing import Any
 
 from .._core import HarnessError
 
-__all__ = [
-    "ASK_ABORTED",
-    "ASK_CANCELLED",
-    "ASK_DECLINED",
-    "ASK_TIMEOUT",
-    "INVALID_ANSWER",
-    "INVALID_REQUEST",
-    "NO_PROVIDER",
-    "PROVIDER_FAILED",
-    "ErrorCode",
-    "UserInteractionError",
-]
+__all__ = ["ErrorCode", "UserInteractionError"]
 
 
 class ErrorCode(enum.StrEnum):
@@ -41,16 +41,6 @@ class ErrorCode(enum.StrEnum):
     """The provider raised an unexpected error (the original is the cause)."""
 
 
-NO_PROVIDER = ErrorCode.NO_PROVIDER.value
-ASK_ABORTED = ErrorCode.ASK_ABORTED.value
-ASK_CANCELLED = ErrorCode.ASK_CANCELLED.value
-ASK_DECLINED = ErrorCode.ASK_DECLINED.value
-ASK_TIMEOUT = ErrorCode.ASK_TIMEOUT.value
-INVALID_REQUEST = ErrorCode.INVALID_REQUEST.value
-INVALID_ANSWER = ErrorCode.INVALID_ANSWER.value
-PROVIDER_FAILED = ErrorCode.PROVIDER_FAILED.value
-
-
 class UserInteractionError(HarnessError):
     """An ask that ended without an answer; ``code`` says why (see :class:`ErrorCode`).
 
@@ -58,6 +48,18 @@ class UserInteractionError(HarnessError):
     ``{"name": "UserInteractionError", "code": ..., "message": ...}``.
     """
 
-    default_code = PROVIDER_FAILED
+    default_code = ErrorCode.PROVIDER_FAILED.value
     reason: object = None
     """For ``ASK_ABORTED`` by a signal: the signal's reason (any value given to ``abort``)."""
+
+    def __init__(
+        self,
+        message: str,
+        code: str | None = None,
+        *,
+        cause: BaseException | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> None:
+        # An ErrorCode is kept as its plain string: ``code`` reads, prints and serialises as
+        # the seed's value (``'NO_PROVIDER'``, never ``<ErrorCode.NO_PROVIDER: ...>``).
+        super().__init__(message, None if code is None else str(code), cause=cause, details=details)

@@ -22,7 +22,7 @@ from pydantic.alias_generators import to_camel
 
 from .._core import AbortSignal, Agent, format_validation_error, present_as
 from ._answer import QuestionAnswer
-from ._errors import INVALID_ANSWER, INVALID_REQUEST, UserInteractionError
+from ._errors import ErrorCode, UserInteractionError
 from ._request import (
     MAX_QUESTIONS,
     AskUserQuestionOption,
@@ -200,7 +200,7 @@ class AskUserQuestionInput(_Input):
                 raise UserInteractionError(
                     "invalid request: question: Field required (or give questions: a list "
                     f"of 1 to {MAX_QUESTIONS} questions)",
-                    INVALID_REQUEST,
+                    ErrorCode.INVALID_REQUEST,
                 )
             return AskUserQuestionRequest(
                 self.question, self.header, options, self.allow_custom, agent, signal
@@ -227,7 +227,7 @@ class AskUserQuestionInput(_Input):
             raise UserInteractionError(
                 "invalid request: "
                 + "; ".join(f"{field} {problem}" for field, problem in problems),
-                INVALID_REQUEST,
+                ErrorCode.INVALID_REQUEST,
                 details={"errors": [{"field": f, "message": p} for f, p in problems]},
             )
         return AskUserQuestionRequest.of(items, agent=agent, signal=signal)
@@ -237,13 +237,14 @@ def _parse(model: type[_M], data: Mapping[str, Any], what: str) -> _M:
     given: object = data
     if not isinstance(given, Mapping):
         raise UserInteractionError(
-            f"invalid {what}: expected an object, got {type(given).__name__}", INVALID_REQUEST
+            f"invalid {what}: expected an object, got {type(given).__name__}",
+            ErrorCode.INVALID_REQUEST,
         )
     try:
         return model.model_validate(dict(given))
     except ValidationError as invalid:
         raise UserInteractionError(
-            f"invalid {what}: {format_validation_error(invalid)}", INVALID_REQUEST
+            f"invalid {what}: {format_validation_error(invalid)}", ErrorCode.INVALID_REQUEST
         ) from None
 
 
@@ -253,7 +254,7 @@ def parse_input(model: type[_M], data: Mapping[str, Any], what: str, code: str) 
     try:
         return _parse(model, data, what)
     except UserInteractionError as error:
-        if code == INVALID_REQUEST:
+        if code == ErrorCode.INVALID_REQUEST:
             raise
         raise UserInteractionError(error.message, code) from None
 
@@ -289,7 +290,7 @@ def parse_request(data: Mapping[str, Any]) -> AskUserQuestionInput:
 
 def parse_entry(data: Mapping[str, Any]) -> QuestionAnswer:
     """An answer entry from its dict form (``INVALID_ANSWER`` naming each bad field)."""
-    return parse_input(_QuestionAnswerInput, data, "answer", INVALID_ANSWER).to_entry()
+    return parse_input(_QuestionAnswerInput, data, "answer", ErrorCode.INVALID_ANSWER).to_entry()
 
 
 # Defined here, public in hotseam.interaction (reprs and tracebacks say so).

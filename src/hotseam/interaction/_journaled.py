@@ -20,7 +20,7 @@ import anyio
 
 from .._core import AbortSignal, get_logger
 from . import _pending
-from ._errors import ASK_ABORTED, ASK_TIMEOUT, UserInteractionError
+from ._errors import ErrorCode, UserInteractionError
 from ._journal import (
     AskRecord,
     AskState,
@@ -240,7 +240,7 @@ async def _settle_here(
     try:
         answer = await ask_here()
     except UserInteractionError as error:
-        state = AskState.WITHDRAWN if error.code == ASK_ABORTED else AskState.FAILED
+        state = AskState.WITHDRAWN if error.code == ErrorCode.ASK_ABORTED else AskState.FAILED
         code = error.code if state is AskState.FAILED else None
         try:
             with anyio.CancelScope(shield=True):
@@ -275,7 +275,9 @@ async def _record_end(journal: Journal, ask_id: str, by: str, *, withdrawn: bool
         if withdrawn:
             settlement = await journal.settle_ask(ask_id, AskState.WITHDRAWN, by=by)
         else:
-            settlement = await journal.settle_ask(ask_id, AskState.FAILED, code=ASK_TIMEOUT, by=by)
+            settlement = await journal.settle_ask(
+                ask_id, AskState.FAILED, code=ErrorCode.ASK_TIMEOUT, by=by
+            )
     return settlement.ask
 
 
@@ -290,8 +292,8 @@ def _outcome(
         assert record.answer is not None
         return check_answer(request, record.answer)
     if record.state is AskState.FAILED:
-        code = record.code or ASK_ABORTED
-        if code == ASK_TIMEOUT and timeout is not None:
+        code = record.code or ErrorCode.ASK_ABORTED
+        if code == ErrorCode.ASK_TIMEOUT and timeout is not None:
             message = f"no answer within the time limit of {timeout} s (nothing was chosen)"
         else:
             message = f"the question ended with {code} (recorded by {record.settled_by})"
@@ -300,7 +302,7 @@ def _outcome(
     error = UserInteractionError(
         f"the question was {record.state.value}"
         + (f" by {record.settled_by}" if record.settled_by else ""),
-        ASK_ABORTED,
+        ErrorCode.ASK_ABORTED,
     )
     error.reason = reason
     return _raise(error)

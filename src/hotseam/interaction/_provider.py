@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 from .._core import Seam
-from ._errors import NO_PROVIDER, UserInteractionError
+from ._errors import ErrorCode, UserInteractionError
 from ._model import AskUserQuestionAnswer, AskUserQuestionRequest
 
 __all__ = ["USER_INTERACTION", "UserInteractionProvider"]
@@ -31,7 +31,7 @@ class UserInteractionProvider(Protocol):
 
 
 def _no_provider(message: str) -> UserInteractionError:
-    return UserInteractionError(message, NO_PROVIDER)
+    return UserInteractionError(message, ErrorCode.NO_PROVIDER)
 
 
 USER_INTERACTION: Seam[UserInteractionProvider] = Seam(

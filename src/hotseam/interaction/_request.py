@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, TypeAlias
 
 from .._core import AbortSignal, Agent
-from ._errors import INVALID_REQUEST, UserInteractionError
+from ._errors import ErrorCode, UserInteractionError
 
 __all__ = [
     "MAX_QUESTIONS",
@@ -315,13 +315,13 @@ class AskUserQuestionRequest:
             raise UserInteractionError(
                 f"invalid request: questions must be a list of 1 to {MAX_QUESTIONS} "
                 f"questions, got {_describe_value(items)}",
-                INVALID_REQUEST,
+                ErrorCode.INVALID_REQUEST,
             )
         first = items[0]
         if not isinstance(first, Question):
             raise UserInteractionError(
                 f"invalid request: questions[0] must be a Question, got {type(first).__name__}",
-                INVALID_REQUEST,
+                ErrorCode.INVALID_REQUEST,
             )
         return cls(agent=agent, signal=signal, questions=tuple(items))
 
@@ -434,7 +434,7 @@ class AskUserQuestionRequest:
         if not isinstance(given, Mapping):
             raise UserInteractionError(
                 f"invalid request: expected an object, got {type(given).__name__}",
-                INVALID_REQUEST,
+                ErrorCode.INVALID_REQUEST,
             )
         raw = dict(given)
         agent_data = raw.pop("agent", None)
@@ -448,7 +448,7 @@ class AskUserQuestionRequest:
             else:
                 raise UserInteractionError(
                     "invalid request: agent must be a string id or {'id': ..., 'name': ...}",
-                    INVALID_REQUEST,
+                    ErrorCode.INVALID_REQUEST,
                 )
         return parsed.to_request(agent=agent, signal=signal)
 

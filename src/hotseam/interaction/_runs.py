@@ -47,7 +47,7 @@ from typing import Any, TypeVar
 import anyio
 
 from .._core import AbortSignal, Scope, Seam, get_logger
-from ._errors import ASK_ABORTED, UserInteractionError
+from ._errors import ErrorCode, UserInteractionError
 from ._journal import (
     AskRecord,
     AskState,
@@ -465,7 +465,7 @@ async def _pause(seconds: float, signal: AbortSignal | None) -> None:
         await anyio.sleep(seconds)
     if scope.cancelled_caught:
         error = UserInteractionError(
-            "the question was aborted while it waited for the journal", ASK_ABORTED
+            "the question was aborted while it waited for the journal", ErrorCode.ASK_ABORTED
         )
         error.reason = signal.reason
         raise error

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any, NoReturn
 
 from .._core import AbortSignal, Agent
-from ._errors import INVALID_REQUEST, UserInteractionError
+from ._errors import ErrorCode, UserInteractionError
 from ._request import (
     MAX_QUESTIONS,
     AskUserQuestionOption,
@@ -40,7 +40,7 @@ def validate_request(request: object) -> AskUserQuestionRequest:
     if not isinstance(request, AskUserQuestionRequest):
         raise UserInteractionError(
             f"invalid request: expected an AskUserQuestionRequest, got {type(request).__name__}",
-            INVALID_REQUEST,
+            ErrorCode.INVALID_REQUEST,
         )
     problems: Problems = []
     # Callers may ignore the type hints; every field is checked as the object it really is.
@@ -228,7 +228,7 @@ def _raise(problems: Problems) -> NoReturn:
     message = "; ".join(f"{field} {problem}" for field, problem in problems)
     raise UserInteractionError(
         f"invalid request: {message}",
-        INVALID_REQUEST,
+        ErrorCode.INVALID_REQUEST,
         details={"errors": [{"field": f, "message": p} for f, p in problems]},
     )
 

@@ -13,7 +13,7 @@ from ._answer import (
     answered_in_text,
     where,
 )
-from ._errors import INVALID_ANSWER, UserInteractionError
+from ._errors import ErrorCode, UserInteractionError
 from ._request import AskUserQuestionOption, AskUserQuestionRequest, Question, in_seed_form
 from ._validate import wrong_type
 
@@ -38,7 +38,7 @@ def check_answer(request: AskUserQuestionRequest, answer: object) -> AskUserQues
     if not isinstance(answer, AskUserQuestionAnswer):
         raise UserInteractionError(
             f"the provider returned {type(answer).__name__}, not an AskUserQuestionAnswer",
-            INVALID_ANSWER,
+            ErrorCode.INVALID_ANSWER,
         )
     items = request.questions
     seed = in_seed_form(items)
@@ -48,7 +48,7 @@ def check_answer(request: AskUserQuestionRequest, answer: object) -> AskUserQues
             f"the provider answered an ask of {len(items)} questions with one text; "
             "give one entry per question in answers (a provider that shows one question "
             "at a time leaves out multiple_questions and is asked them one by one)",
-            INVALID_ANSWER,
+            ErrorCode.INVALID_ANSWER,
         )
     if in_text and seed:  # the seed's answer to the seed's question: what most asks are
         question = items[0]
@@ -88,16 +88,17 @@ def _text_of(text: object, named: str, what: str = "the answer") -> str:
     if not isinstance(text, str):
         subject = f"{named}: {what}" if named else "the provider's answer"
         raise UserInteractionError(
-            f"{subject} must be a string, got {type(text).__name__}", INVALID_ANSWER
+            f"{subject} must be a string, got {type(text).__name__}", ErrorCode.INVALID_ANSWER
         )
     if not text.strip():
         if not named:
             raise UserInteractionError(
                 "the provider returned a blank answer (a UI should re-prompt, or decline/cancel)",
-                INVALID_ANSWER,
+                ErrorCode.INVALID_ANSWER,
             )
         raise UserInteractionError(
-            f"{named}: {what} is blank (a UI should re-prompt, or decline/cancel)", INVALID_ANSWER
+            f"{named}: {what} is blank (a UI should re-prompt, or decline/cancel)",
+            ErrorCode.INVALID_ANSWER,
         )
     return text
 
@@ -130,7 +131,7 @@ def _refuse_custom(question: Question, typed: str, named: str) -> None:
         raise UserInteractionError(
             f"{subject} is none of the options ({allowed}) of a question that "
             f"allows no custom answer (a custom answer of {len(typed)} characters)",
-            INVALID_ANSWER,
+            ErrorCode.INVALID_ANSWER,
         )
 
 
@@ -156,7 +157,7 @@ def check_question_answer(
     if not isinstance(entry, QuestionAnswer):
         raise UserInteractionError(
             f"{named}: the answer must be a QuestionAnswer, got {type(entry).__name__}",
-            INVALID_ANSWER,
+            ErrorCode.INVALID_ANSWER,
         )
     assert question.id is not None
     fields: dict[str, object] = {
@@ -170,7 +171,8 @@ def check_question_answer(
     options = fields["options"]
     if not isinstance(options, tuple):
         raise UserInteractionError(
-            f"{named}: options {wrong_type('a tuple of options', options)}", INVALID_ANSWER
+            f"{named}: options {wrong_type('a tuple of options', options)}",
+            ErrorCode.INVALID_ANSWER,
         )
     custom = fields["custom"]
     if not options and custom is None and fields["answer"]:  # text, as a one-question UI gives
@@ -185,11 +187,12 @@ def check_question_answer(
         if index_of is None:
             raise UserInteractionError(
                 f"{named}: options[{position}] is none of the question's options",
-                INVALID_ANSWER,
+                ErrorCode.INVALID_ANSWER,
             )
         if index_of in chosen:
             raise UserInteractionError(
-                f"{named}: options[{position}] chooses an option a second time", INVALID_ANSWER
+                f"{named}: options[{position}] chooses an option a second time",
+                ErrorCode.INVALID_ANSWER,
             )
         chosen.add(index_of)
     if custom is not None:
@@ -198,7 +201,7 @@ def check_question_answer(
             raise UserInteractionError(
                 f"{named}: a custom answer (of {len(text)} characters) to a question that "
                 "allows none",
-                INVALID_ANSWER,
+                ErrorCode.INVALID_ANSWER,
             )
     picked = tuple(question.choices[i] for i in sorted(chosen))
     typed = custom if isinstance(custom, str) else None
@@ -212,18 +215,18 @@ def _skipped(question: Question, named: str, fields: dict[str, object]) -> Quest
     if reason not in SKIP_REASONS:
         raise UserInteractionError(
             f"{named}: skipped must be one of {', '.join(map(repr, SKIP_REASONS))} or None",
-            INVALID_ANSWER,
+            ErrorCode.INVALID_ANSWER,
         )
     if not question.allow_skip:
         raise UserInteractionError(
             f"{named}: was skipped, but the question does not allow skipping (allow_skip)",
-            INVALID_ANSWER,
+            ErrorCode.INVALID_ANSWER,
         )
     if fields["options"] or fields["custom"] is not None or fields["answer"] is not None:
         raise UserInteractionError(
             f"{named}: is skipped and answered at once (a skipped question has no answer, "
             "options or custom text)",
-            INVALID_ANSWER,
+            ErrorCode.INVALID_ANSWER,
         )
     return QuestionAnswer(question.id, None, skipped=reason)  # type: ignore[arg-type]
 
@@ -235,12 +238,13 @@ def _check_count(question: Question, named: str, entry: QuestionAnswer) -> Quest
         if count != 1:
             raise UserInteractionError(
                 f"{named}: {count} selections, but the question takes exactly one",
-                INVALID_ANSWER,
+                ErrorCode.INVALID_ANSWER,
             )
     elif not least <= count <= most:
         bounds = f"{least}" if least == most else f"{least} to {most}"
         raise UserInteractionError(
-            f"{named}: {count} selections, but the question takes {bounds}", INVALID_ANSWER
+            f"{named}: {count} selections, but the question takes {bounds}",
+            ErrorCode.INVALID_ANSWER,
         )
     return entry
 
@@ -263,7 +267,7 @@ def _check_entries(
 ) -> tuple[QuestionAnswer, ...]:
     if not isinstance(entries, list | tuple):
         raise UserInteractionError(
-            f"answers {wrong_type('a list of QuestionAnswer', entries)}", INVALID_ANSWER
+            f"answers {wrong_type('a list of QuestionAnswer', entries)}", ErrorCode.INVALID_ANSWER
         )
     position = {item.id: index for index, item in enumerate(request.questions)}
     found: dict[int, QuestionAnswer] = {}
@@ -271,19 +275,21 @@ def _check_entries(
         entry_id = getattr(entry, "id", None) if isinstance(entry, QuestionAnswer) else None
         if not isinstance(entry, QuestionAnswer):
             raise UserInteractionError(
-                f"answers[{number}] {wrong_type('a QuestionAnswer', entry)}", INVALID_ANSWER
+                f"answers[{number}] {wrong_type('a QuestionAnswer', entry)}",
+                ErrorCode.INVALID_ANSWER,
             )
         if entry_id not in position:
             known = ", ".join(repr(item.id) for item in request.questions)
             raise UserInteractionError(
                 f"answers[{number}].id names no question of the ask (its ids: {known})",
-                INVALID_ANSWER,
+                ErrorCode.INVALID_ANSWER,
             )
         index = position[entry_id]
         item = request.questions[index]
         if index in found:
             raise UserInteractionError(
-                f"answers[{number}] answers {where(item, index)} a second time", INVALID_ANSWER
+                f"answers[{number}] answers {where(item, index)} a second time",
+                ErrorCode.INVALID_ANSWER,
             )
         found[index] = check_question_answer(item, entry, index=index)
     if complete:
@@ -292,6 +298,6 @@ def _check_entries(
                 raise UserInteractionError(
                     f"{where(item, index)} has no answer (one entry per question; a question "
                     "that allows skipping takes QuestionAnswer.skip)",
-                    INVALID_ANSWER,
+                    ErrorCode.INVALID_ANSWER,
                 )
     return tuple(found[index] for index in sorted(found))

@@ -13,7 +13,6 @@ import anyio
 
 from .._core import HarnessError
 from ..interaction import (
-    PROVIDER_FAILED,
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
@@ -340,5 +339,6 @@ def _choose(
 
 def script_failure(request: AskUserQuestionRequest, problem: str) -> UserInteractionError:
     return UserInteractionError(
-        f"the scripted provider {problem} (question: {request.question!r})", PROVIDER_FAILED
+        f"the scripted provider {problem} (question: {request.question!r})",
+        ErrorCode.PROVIDER_FAILED,
     )

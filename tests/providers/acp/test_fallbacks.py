@@ -17,12 +17,9 @@ from tests._timing import scaled
 
 from hotseam import AbortController, Context, ToolResult
 from hotseam.interaction import (
-    ASK_ABORTED,
-    ASK_CANCELLED,
-    INVALID_ANSWER,
-    NO_PROVIDER,
     USER_INTERACTION,
     AskUserQuestionRequest,
+    ErrorCode,
     UserInteractionError,
 )
 from hotseam.providers._acp._conversation import NOT_AN_OPTION_NOTE
@@ -168,7 +165,7 @@ class TestPermissionFallback:
         agent = ask_agent(DB, results=results)
         async with connected(agent, capabilities=None, context=context, provider=provider) as acp:
             await acp.prompt()
-        assert _codes(results) == [NO_PROVIDER]
+        assert _codes(results) == [ErrorCode.NO_PROVIDER]
         assert "fallback is turned off" in results[0].error["message"]  # type: ignore[index]
 
 
@@ -211,7 +208,7 @@ class TestPermissionRefused:
                 for reply in ("a", "b", "c"):
                     mark = len(acp.client.updates)
                     assert (await acp.prompt(reply)).stop_reason == "end_turn"
-                assert acp.said_since(mark) == f"error: {INVALID_ANSWER}\n"
+                assert acp.said_since(mark) == f"error: {ErrorCode.INVALID_ANSWER}\n"
                 refused = acp.client_wire.messages("incoming", "session/request_permission")
                 assert len(refused) == 1  # asked once: never again on this client
                 answer = acp.client_wire.answer_to(refused[0]["id"], "outgoing")
@@ -279,10 +276,10 @@ class TestConversation:
             await acp.conn.cancel(session_id=acp.session_id)
             with anyio.fail_after(scaled(5)):
                 await ended.wait()
-            assert _codes(results) == [ASK_CANCELLED]
+            assert _codes(results) == [ErrorCode.ASK_CANCELLED]
             assert (await acp.prompt("Ada")).stop_reason == "end_turn"
             assert acp.client.said().count("What is your name?") == 1
-        assert _codes(results) == [ASK_CANCELLED]
+        assert _codes(results) == [ErrorCode.ASK_CANCELLED]
 
     async def test_a_prompt_right_after_session_cancel_starts_afresh(self) -> None:
         """session/cancel then at once a prompt (what clients do): the prompt waits for the
@@ -294,7 +291,7 @@ class TestConversation:
             mark = len(acp.client.updates)
             assert (await acp.prompt("Ada")).stop_reason == "end_turn"
             assert "What is your name?" in acp.said_since(mark)  # asked again, not answered
-        assert _codes(results)[0] == ASK_CANCELLED
+        assert _codes(results)[0] == ErrorCode.ASK_CANCELLED
 
     async def test_a_withdrawn_question_is_said_and_frees_the_next_prompt(self) -> None:
         """The agent aborts its own ask: the chat says the question was withdrawn, and the
@@ -325,7 +322,7 @@ class TestConversation:
             await acp.wait_said("withdrawn", mark)
             assert (await acp.prompt("hello")).stop_reason == "end_turn"
             assert "fresh: hello" in acp.client.said()
-        assert _codes(results) == [ASK_ABORTED]
+        assert _codes(results) == [ErrorCode.ASK_ABORTED]
 
     async def test_an_empty_reply_is_asked_again_then_cancelled(self) -> None:
         """A blank prompt is no answer: asked again with a one-line note, at most twice."""
@@ -338,8 +335,8 @@ class TestConversation:
                 assert EMPTY_ANSWER_NOTE in acp.said_since(mark), attempt
             mark = len(acp.client.updates)
             assert (await acp.prompt("")).stop_reason == "end_turn"
-            assert acp.said_since(mark) == f"error: {ASK_CANCELLED}\n"
-        assert _codes(results) == [ASK_CANCELLED]
+            assert acp.said_since(mark) == f"error: {ErrorCode.ASK_CANCELLED}\n"
+        assert _codes(results) == [ErrorCode.ASK_CANCELLED]
 
     async def test_two_questions_at_once_in_one_session_go_one_by_one(self) -> None:
         """Concurrent free-form asks in one session: the second waits for the first."""
@@ -378,7 +375,7 @@ class TestConversation:
             ]
             await acp.cancel_request(prompt["id"])
             assert (await pending.result()).stop_reason == "cancelled"
-        assert _codes(results) == [None, ASK_CANCELLED]
+        assert _codes(results) == [None, ErrorCode.ASK_CANCELLED]
 
     async def test_an_ask_that_cannot_end_the_turn_cannot_converse(self) -> None:
         """A custom agent whose ask_scope has no end_turn: NO_PROVIDER naming the reason,
@@ -387,7 +384,7 @@ class TestConversation:
         provider._wire = object()  # type: ignore[assignment] # attached; never reached
         with ask_scope("sess_1"), pytest.raises(UserInteractionError) as caught:
             await provider.ask(AskUserQuestionRequest("Why?"))
-        assert caught.value.code == NO_PROVIDER
+        assert caught.value.code == ErrorCode.NO_PROVIDER
         assert "end the prompt turn" in caught.value.message
 
 
@@ -418,7 +415,7 @@ class TestEmptyForm:
         if then == "answer":
             assert [r.output["answer"] for r in results] == ["pg"]
         else:
-            assert _codes(results) == [ASK_CANCELLED]
+            assert _codes(results) == [ErrorCode.ASK_CANCELLED]
             assert "empty answer 3 times" in results[0].error["message"]  # type: ignore[index]
         again = [e for e in logs if e["event"] == "acp.empty_answer_asked_again"]
         assert [e["attempt"] for e in again] == [1, 2]
@@ -442,7 +439,7 @@ class TestSessions:
         async with connected(ask_agent(NAME, results=results), capabilities=None) as acp:
             await acp.prompt("start")
             assert await acp.close_session() == {}
-            assert _codes(results) == [ASK_CANCELLED]
+            assert _codes(results) == [ErrorCode.ASK_CANCELLED]
             with pytest.raises(RequestError) as unknown:
                 await acp.prompt("Ada")
             assert "unknown session" in unknown.value.data["details"]

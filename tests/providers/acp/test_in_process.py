@@ -18,14 +18,9 @@ from acp.schema import (
 
 from hotseam import AbortController, Context, HarnessError, ToolResult
 from hotseam.interaction import (
-    ASK_ABORTED,
-    ASK_CANCELLED,
-    ASK_DECLINED,
-    INVALID_ANSWER,
-    NO_PROVIDER,
-    PROVIDER_FAILED,
     USER_INTERACTION,
     AskUserQuestionRequest,
+    ErrorCode,
     UserInteractionError,
     ask,
 )
@@ -174,9 +169,12 @@ class TestAnswers:
             (await acp.next_request()).answer(DeclineElicitationResponse(action="decline"))
             assert (await pending.result()).stop_reason == "end_turn"
             assert acp.client.tool_call_updates()[0].status == "failed"
-            assert acp.client.tool_call_updates()[0].raw_output["error"]["code"] == ASK_DECLINED
+            assert (
+                acp.client.tool_call_updates()[0].raw_output["error"]["code"]
+                == ErrorCode.ASK_DECLINED
+            )
             await _served_next(acp, results)
-        assert _errors(results) == [ASK_DECLINED, None]
+        assert _errors(results) == [ErrorCode.ASK_DECLINED, None]
 
     async def test_cancel(self) -> None:
         """cancel (the human dismissed the form) → ASK_CANCELLED."""
@@ -186,7 +184,7 @@ class TestAnswers:
             (await acp.next_request()).answer({"action": "cancel"})
             await pending.result()
             await _served_next(acp, results)
-        assert _errors(results) == [ASK_CANCELLED, None]
+        assert _errors(results) == [ErrorCode.ASK_CANCELLED, None]
 
     async def test_a_json_rpc_error_is_provider_failed_with_the_remote_code(self) -> None:
         """The client's error code and message travel in the error."""
@@ -198,7 +196,7 @@ class TestAnswers:
             await _served_next(acp, results)
         error = results[0].error
         assert error is not None
-        assert error["code"] == PROVIDER_FAILED
+        assert error["code"] == ErrorCode.PROVIDER_FAILED
         assert "JSON-RPC error -32602: Invalid params" in error["message"]
         assert error["details"] == {
             "rpc_code": -32602,
@@ -240,10 +238,10 @@ class TestMalformedResponses:
             pending = acp.start_prompt()
             (await acp.next_request()).answer(result)
             assert (await pending.result()).stop_reason == "end_turn"
-            assert acp.client.said() == f"error: {INVALID_ANSWER}\n"
+            assert acp.client.said() == f"error: {ErrorCode.INVALID_ANSWER}\n"
             await _served_next(acp, results)
         assert results[0].error is not None
-        assert results[0].error["code"] == INVALID_ANSWER
+        assert results[0].error["code"] == ErrorCode.INVALID_ANSWER
         assert problem in results[0].error["message"]
 
 
@@ -296,8 +294,8 @@ class TestCapabilities:
     @pytest.mark.parametrize(
         ("outcome", "code"),
         [
-            ({"outcome": "cancelled"}, ASK_CANCELLED),
-            ({"outcome": "selected", "optionId": "nope"}, INVALID_ANSWER),
+            ({"outcome": "cancelled"}, ErrorCode.ASK_CANCELLED),
+            ({"outcome": "selected", "optionId": "nope"}, ErrorCode.INVALID_ANSWER),
         ],
     )
     async def test_permission_fallback_outcomes(self, outcome: dict[str, Any], code: str) -> None:
@@ -318,7 +316,7 @@ class TestCapabilities:
         agent = ask_agent(DB_STRICT, results=results)
         async with connected(agent, capabilities=None, context=context, provider=provider) as acp:
             await acp.prompt()
-        assert _errors(results) == [NO_PROVIDER]
+        assert _errors(results) == [ErrorCode.NO_PROVIDER]
 
 
 class TestScope:
@@ -362,7 +360,7 @@ class TestScope:
         context.provide(USER_INTERACTION, provider)
         with pytest.raises(UserInteractionError, match="ask_scope") as caught:
             await ask(AskUserQuestionRequest("Name?"), context=context)
-        assert caught.value.code == NO_PROVIDER
+        assert caught.value.code == ErrorCode.NO_PROVIDER
         with ask_scope("sess_1"), pytest.raises(UserInteractionError, match="not attached"):
             await ask(AskUserQuestionRequest("Name?"), context=context)
 
@@ -416,10 +414,10 @@ class TestCancellation:
                 assert acp.client.cancelled == [elicitation["id"]]
                 await _served_next(acp, results, questions=2)
         # The open question, and any the agent tried after the cancel: ASK_CANCELLED.
-        assert set(_errors(results)[:-2]) == {ASK_CANCELLED}
+        assert set(_errors(results)[:-2]) == {ErrorCode.ASK_CANCELLED}
         assert _errors(results)[-2:] == [None, None]
         failed = [e for e in logs if e["event"] == "ask.failed"]
-        assert failed[0]["code"] == ASK_CANCELLED
+        assert failed[0]["code"] == ErrorCode.ASK_CANCELLED
         late = [e for e in logs if e["event"] == "acp.late_response_ignored"]
         assert late == [
             {
@@ -508,8 +506,8 @@ class TestCancellation:
                 assert (await pending.result()).stop_reason == "end_turn"
                 request.answer({"action": "accept", "content": {"answer": "pg"}})
                 await acp.agent_wire.wait_for("incoming", answers(elicitation["id"]))
-                assert acp.client.said() == f"error: {ASK_ABORTED}\n"
-        assert _errors(results) == [ASK_ABORTED]
+                assert acp.client.said() == f"error: {ErrorCode.ASK_ABORTED}\n"
+        assert _errors(results) == [ErrorCode.ASK_ABORTED]
         assert [e["request_id"] for e in logs if e["event"] == "acp.late_response_ignored"] == [
             elicitation["id"]
         ]
@@ -608,7 +606,7 @@ class TestCancellation:
                 await acp.client_wire.wait_for(
                     "incoming", lambda m: m.get("method") == "$/cancel_request"
                 )
-        assert _errors(results) == [ASK_CANCELLED]
+        assert _errors(results) == [ErrorCode.ASK_CANCELLED]
         assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
     @pytest.mark.parametrize(

@@ -18,12 +18,10 @@ from jsonschema import Draft202012Validator
 
 from hotseam import Context, ToolResult
 from hotseam.interaction import (
-    ASK_CANCELLED,
-    ASK_DECLINED,
-    INVALID_ANSWER,
     AskUserQuestionInput,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    ErrorCode,
     Question,
     validate_request,
 )
@@ -205,7 +203,10 @@ class TestOneForm:
 
     async def test_decline_ends_the_whole_ask(self) -> None:
         """decline (and cancel) on the form: the ask fails as a whole, nothing re-asked."""
-        for action, code in (("decline", ASK_DECLINED), ("cancel", ASK_CANCELLED)):
+        for action, code in (
+            ("decline", ErrorCode.ASK_DECLINED),
+            ("cancel", ErrorCode.ASK_CANCELLED),
+        ):
             results: list[ToolResult] = []
             async with connected(stack_agent(results)) as acp:
                 pending = acp.start_prompt()
@@ -249,7 +250,7 @@ class TestOneForm:
             assert (await pending.result()).stop_reason == "end_turn"
             assert len(acp.elicitations()) == 3
         error = results[0].error
-        assert error is not None and error["code"] == INVALID_ANSWER
+        assert error is not None and error["code"] == ErrorCode.INVALID_ANSWER
         assert error["message"] == (
             "the ACP client's answer left questions unanswered or out of bounds 3 times: "
             "questions[1] (Which features?) has no answer"

@@ -8,11 +8,10 @@ import pytest
 from acp.schema import RequestPermissionRequest
 
 from hotseam.interaction import (
-    ASK_CANCELLED,
-    INVALID_ANSWER,
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    ErrorCode,
     UserInteractionError,
 )
 from hotseam.providers._acp._permission import (
@@ -128,7 +127,7 @@ def test_cancelled() -> None:
     """Outcome cancelled → ASK_CANCELLED."""
     with pytest.raises(UserInteractionError) as caught:
         build_permission_form(DEPLOY).read({"outcome": {"outcome": "cancelled"}})
-    assert caught.value.code == ASK_CANCELLED
+    assert caught.value.code == ErrorCode.ASK_CANCELLED
 
 
 @pytest.mark.parametrize(
@@ -147,5 +146,5 @@ def test_what_does_not_fit_is_named(result: Any, message: str) -> None:
     """INVALID_ANSWER naming the field."""
     with pytest.raises(UserInteractionError) as caught:
         build_permission_form(DEPLOY).read(result)
-    assert caught.value.code == INVALID_ANSWER
+    assert caught.value.code == ErrorCode.INVALID_ANSWER
     assert message in caught.value.message

@@ -23,10 +23,10 @@ from tests._timing import scaled
 
 from hotseam import Context, Registration, ToolResult
 from hotseam.interaction import (
-    ASK_DECLINED,
     USER_INTERACTION,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
+    ErrorCode,
 )
 from hotseam.providers.acp import AcpProvider
 
@@ -211,7 +211,7 @@ async def test_a_decline_on_the_withdrawn_form_declines_the_question_asked_again
             "incoming",
             lambda m: m.get("method") == CANCEL_REQUEST and m["params"]["requestId"] == new_id,
         )
-    assert [result.error["code"] for result in results] == [ASK_DECLINED]  # type: ignore[index]
+    assert [result.error["code"] for result in results] == [ErrorCode.ASK_DECLINED]  # type: ignore[index]
 
 
 async def test_a_session_cancel_is_not_a_reload() -> None:

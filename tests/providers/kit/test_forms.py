@@ -8,13 +8,11 @@ from typing import Any
 import pytest
 
 from hotseam.interaction import (
-    ASK_CANCELLED,
-    ASK_DECLINED,
-    INVALID_ANSWER,
     AskUserQuestionAnswer,
     AskUserQuestionInput,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    ErrorCode,
     Question,
     QuestionAnswer,
     UserInteractionError,
@@ -177,13 +175,13 @@ class TestRead:
         """decline → ASK_DECLINED."""
         with pytest.raises(UserInteractionError) as caught:
             build_form(DB).read({"action": "decline"})
-        assert caught.value.code == ASK_DECLINED
+        assert caught.value.code == ErrorCode.ASK_DECLINED
 
     def test_cancel(self) -> None:
         """cancel → ASK_CANCELLED."""
         with pytest.raises(UserInteractionError) as caught:
             build_form(DB).read({"action": "cancel"})
-        assert caught.value.code == ASK_CANCELLED
+        assert caught.value.code == ErrorCode.ASK_CANCELLED
 
     @pytest.mark.parametrize(
         ("request_", "result", "message"),
@@ -217,7 +215,7 @@ class TestRead:
         """INVALID_ANSWER saying which field is wrong, and how."""
         with pytest.raises(UserInteractionError) as caught:
             build_form(request_).read(result)
-        assert caught.value.code == INVALID_ANSWER
+        assert caught.value.code == ErrorCode.INVALID_ANSWER
         assert message in caught.value.message
         assert caught.value.message.startswith("the ACP client's answer does not fit the question")
 
@@ -338,7 +336,7 @@ class TestSeveralQuestions:
         """INVALID_ANSWER naming the field, the value described, never quoted."""
         with pytest.raises(UserInteractionError) as caught:
             build_form(_request(STACK)).read(_accept(content))
-        assert caught.value.code == INVALID_ANSWER
+        assert caught.value.code == ErrorCode.INVALID_ANSWER
         assert message in caught.value.message
         assert "Secret" not in caught.value.message
 

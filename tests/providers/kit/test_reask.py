@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from hotseam.interaction import ASK_CANCELLED, INVALID_ANSWER, UserInteractionError
+from hotseam.interaction import ErrorCode, UserInteractionError
 from hotseam.providers._kit import (
     EMPTY_ANSWER_NOTE,
     EmptyAnswerError,
@@ -65,7 +65,7 @@ async def test_an_empty_answer_is_asked_again_at_most_twice_then_cancelled() -> 
     told: list[tuple[str, int]] = []
     with pytest.raises(UserInteractionError) as caught:
         await _ask(attempts, told)
-    assert caught.value.code == ASK_CANCELLED
+    assert caught.value.code == ErrorCode.ASK_CANCELLED
     assert caught.value.message.startswith("the ACP client sent an empty answer 3 times")
     assert attempts.given == [(None, None), (EMPTY_ANSWER_NOTE, None), (EMPTY_ANSWER_NOTE, None)]
     assert told == [("empty", 1), ("empty", 2)]
@@ -85,7 +85,7 @@ async def test_incomplete_answers_end_as_invalid_naming_each_question() -> None:
     attempts = Attempts(*(IncompleteAnswerError("n", {}, ["questions[1] (B?)"]) for _ in range(3)))
     with pytest.raises(UserInteractionError) as caught:
         await _ask(attempts)
-    assert caught.value.code == INVALID_ANSWER
+    assert caught.value.code == ErrorCode.INVALID_ANSWER
     assert caught.value.message == (
         "the ACP client's answer left questions unanswered or out of bounds 3 times: "
         "questions[1] (B?)"
@@ -98,7 +98,7 @@ async def test_an_unfit_answer_says_what_it_is_when_it_ends() -> None:
     told: list[tuple[str, int]] = []
     with pytest.raises(UserInteractionError) as caught:
         await _ask(attempts, told)
-    assert caught.value.code == INVALID_ANSWER
+    assert caught.value.code == ErrorCode.INVALID_ANSWER
     assert caught.value.message == "the reply was none of the options 3 times"
     assert attempts.given[1] == (_NoneOfTheOptionsError.note, None)
     assert told == [("unfit", 1), ("unfit", 2)]

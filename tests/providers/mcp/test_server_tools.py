@@ -10,7 +10,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
 
 from hotseam import ToolCall, tool
-from hotseam.interaction import ASK_DECLINED, UserInteractionError
+from hotseam.interaction import ErrorCode, UserInteractionError
 
 from .conftest import ERAS, serving
 
@@ -35,7 +35,7 @@ async def describe(input: Named, call: ToolCall) -> dict[str, Any]:
 @tool()
 async def fails(input: Named, call: ToolCall) -> str:
     """Fail with a seam error."""
-    raise UserInteractionError("the human declined", ASK_DECLINED)
+    raise UserInteractionError("the human declined", ErrorCode.ASK_DECLINED)
 
 
 @tool()

@@ -16,12 +16,10 @@ from tests._timing import scaled
 
 from hotseam import Context, Scope
 from hotseam.interaction import (
-    ASK_CANCELLED,
-    ASK_TIMEOUT,
-    PROVIDER_FAILED,
     USER_INTERACTION,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
+    ErrorCode,
     UserInteractionError,
     UserInteractionProvider,
     ask,
@@ -132,7 +130,7 @@ async def test_end_of_input_dismisses_the_question(pipe: Pipe) -> None:
     pipe.close_writer()
     with pytest.raises(UserInteractionError) as caught:
         await _ask(_provider(pipe.fd, out), DB)
-    assert caught.value.code == ASK_CANCELLED
+    assert caught.value.code == ErrorCode.ASK_CANCELLED
     assert "input ended" in caught.value.message
     assert out.getvalue().endswith("> \n(dismissed: input ended)\n")
 
@@ -207,7 +205,7 @@ async def test_dev_null_ends_at_once() -> None:
             await _ask(_provider(null, io.StringIO()), DB)
     finally:
         os.close(null)
-    assert caught.value.code == ASK_CANCELLED
+    assert caught.value.code == ErrorCode.ASK_CANCELLED
 
 
 async def test_an_in_memory_stream_is_read_with_readline() -> None:
@@ -238,7 +236,7 @@ async def test_the_time_limit_ends_with_ask_timeout_and_picks_nothing(pipe: Pipe
     provider = _provider(pipe.fd, out, timeout=limit)
     with pytest.raises(UserInteractionError) as caught:
         await _ask(provider, DB)
-    assert caught.value.code == ASK_TIMEOUT
+    assert caught.value.code == ErrorCode.ASK_TIMEOUT
     assert "nothing was chosen" in caught.value.message
     assert out.getvalue().endswith(f"> \n(no answer within {limit:g} s; nothing was chosen)\n")
     pipe.write("2\n")  # the line is still there for the next question
@@ -309,7 +307,7 @@ async def test_the_prompt_mode_refuses_trio_clearly() -> None:
     """mode='tty' needs asyncio; under trio it says so (auto and lines use plain lines)."""
     with pytest.raises(UserInteractionError) as caught:
         await TerminalProvider(mode="tty").ask(DB)
-    assert caught.value.code == PROVIDER_FAILED
+    assert caught.value.code == ErrorCode.PROVIDER_FAILED
     assert "needs asyncio" in caught.value.message
     assert "mode='lines'" in caught.value.message
 
@@ -334,7 +332,7 @@ async def test_the_prompt_mode_never_reads_a_pipe(
         monkeypatch.setattr(sys, "stdin", stdin)
         with pytest.raises(UserInteractionError) as caught:
             await TerminalProvider(mode="tty").ask(DB)
-    assert caught.value.code == PROVIDER_FAILED
+    assert caught.value.code == ErrorCode.PROVIDER_FAILED
     assert "must never read a pipe" in caught.value.message
 
 

@@ -19,12 +19,11 @@ from tests._timing import scaled
 
 from hotseam import Context, Scope
 from hotseam.interaction import (
-    ASK_CANCELLED,
-    ASK_TIMEOUT,
     USER_INTERACTION,
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    ErrorCode,
     UserInteractionError,
     ask,
 )
@@ -118,7 +117,7 @@ async def test_ctrl_c_and_ctrl_d_dismiss_the_question(keys: PipeInput, key: str,
     keys.send_text(key)
     with pytest.raises(UserInteractionError) as caught:
         await _ask(TerminalProvider(input=keys, output=screen.output), DB)
-    assert caught.value.code == ASK_CANCELLED
+    assert caught.value.code == ErrorCode.ASK_CANCELLED
     assert name in caught.value.message
     assert screen.lines[-2:] == [">", f"(dismissed with {name})"]
     assert not screen.cursor_hidden
@@ -217,7 +216,7 @@ async def test_the_time_limit_ends_with_ask_timeout_and_picks_nothing(keys: Pipe
     provider = TerminalProvider(input=keys, output=screen.output, timeout=0.05)
     with pytest.raises(UserInteractionError) as caught:
         await _ask(provider, DB)
-    assert caught.value.code == ASK_TIMEOUT
+    assert caught.value.code == ErrorCode.ASK_TIMEOUT
     assert screen.lines[-1] == "(no answer within 0.05 s; nothing was chosen)"
 
 

@@ -17,12 +17,11 @@ from tests._timing import scaled
 
 from hotseam import Context, Scope
 from hotseam.interaction import (
-    ASK_CANCELLED,
-    ASK_TIMEOUT,
     USER_INTERACTION,
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    ErrorCode,
     Question,
     QuestionAnswer,
     UserInteractionError,
@@ -200,7 +199,7 @@ async def test_plain_lines_step_through_a_pipe(pipe: Pipe) -> None:
         pipe.close_writer()
         with anyio.fail_after(scaled(5)), pytest.raises(UserInteractionError) as caught:
             await ask(STACK, context=context)
-    assert caught.value.code == ASK_CANCELLED
+    assert caught.value.code == ErrorCode.ASK_CANCELLED
     assert caught.value.message.endswith("at question 2 of 3; the whole ask is dismissed")
     assert out.getvalue().endswith("> \n(dismissed: input ended)\n")
 
@@ -254,7 +253,7 @@ async def test_a_time_limit_ends_the_stepper_and_keeps_no_draft(pipe: Pipe) -> N
     pipe.write("2\n")
     with anyio.fail_after(scaled(5)), pytest.raises(UserInteractionError) as caught:
         await provider.ask(STACK)
-    assert caught.value.code == ASK_TIMEOUT
+    assert caught.value.code == ErrorCode.ASK_TIMEOUT
     assert draft.take_steps(None, validate_request(STACK)) is None
 
 

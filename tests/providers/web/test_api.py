@@ -13,14 +13,7 @@ import structlog
 from tests._timing import scaled
 
 from hotseam import AbortController, Scope
-from hotseam.interaction import (
-    ASK_ABORTED,
-    ASK_CANCELLED,
-    ASK_TIMEOUT,
-    PROVIDER_FAILED,
-    AskUserQuestionRequest,
-    UserInteractionError,
-)
+from hotseam.interaction import AskUserQuestionRequest, ErrorCode, UserInteractionError
 
 from .conftest import DB, FREE, STRICT, answer_of, said, serving
 
@@ -156,7 +149,7 @@ async def test_dismiss_is_ask_cancelled() -> None:
         response = await s.client.post(f"/api/questions/{question['id']}/dismiss", json={})
         assert response.status_code == 200
         error = await s.result("db")
-        assert isinstance(error, UserInteractionError) and error.code == ASK_CANCELLED
+        assert isinstance(error, UserInteractionError) and error.code == ErrorCode.ASK_CANCELLED
         again = await s.client.post(f"/api/questions/{question['id']}/dismiss", json={})
         assert again.status_code == 409 and again.json()["error"]["code"] == "NOT_PENDING"
 
@@ -202,7 +195,7 @@ async def test_answering_a_withdrawn_question_is_refused_and_changes_nothing() -
         assert removed["reason"] == "withdrawn"
         assert "the user closed the chat" in removed["note"]
         error = await s.result("db")
-        assert isinstance(error, UserInteractionError) and error.code == ASK_ABORTED
+        assert isinstance(error, UserInteractionError) and error.code == ErrorCode.ASK_ABORTED
         response = await s.answer(question["id"], {"option": 0})
         assert response.status_code == 409 and response.json()["error"]["code"] == "NOT_PENDING"
         assert "withdrawn" in response.json()["error"]["message"]
@@ -227,7 +220,7 @@ async def test_a_withdrawal_before_the_answer_turn_refuses_the_answer() -> None:
         (question,) = await s.pending(1)
         controller.abort("gone")
         error = await s.result("db")
-        assert isinstance(error, UserInteractionError) and error.code == ASK_ABORTED
+        assert isinstance(error, UserInteractionError) and error.code == ErrorCode.ASK_ABORTED
         with pytest.raises(Exception, match="no longer pending") as raised:
             s.web.inbox.answer(question["id"], {"option": 1})
         assert getattr(raised.value, "status", None) == 409
@@ -239,7 +232,7 @@ async def test_a_question_times_out_with_ask_timeout() -> None:
         removed = await events.until(lambda e: e["type"] == "removed")
         assert removed["reason"] == "timed_out"
         error = await s.result("db")
-        assert isinstance(error, UserInteractionError) and error.code == ASK_TIMEOUT
+        assert isinstance(error, UserInteractionError) and error.code == ErrorCode.ASK_TIMEOUT
 
 
 async def test_many_concurrent_askers_each_get_their_own_answer() -> None:
@@ -277,7 +270,7 @@ async def test_closing_the_scope_withdraws_every_question_from_every_page() -> N
                 assert seen[-1]["type"] == "closing"
         for name in ("db", "free"):
             error = await s.result(name)
-            assert isinstance(error, UserInteractionError) and error.code == ASK_ABORTED
+            assert isinstance(error, UserInteractionError) and error.code == ErrorCode.ASK_ABORTED
 
 
 async def test_closing_the_server_under_a_provider_registered_elsewhere_aborts_the_ask() -> None:
@@ -310,11 +303,11 @@ async def test_closing_the_server_under_a_provider_registered_elsewhere_aborts_t
                     await serves.aclose()
                     await done.wait()
         (error,) = outcome
-        assert isinstance(error, UserInteractionError) and error.code == ASK_ABORTED
+        assert isinstance(error, UserInteractionError) and error.code == ErrorCode.ASK_ABORTED
         assert "withdrew" in error.message
         with pytest.raises(UserInteractionError) as late:
             await ask(DB, context=context)  # still registered, but closed: a clear failure
-        assert late.value.code == PROVIDER_FAILED and "closed" in late.value.message
+        assert late.value.code == ErrorCode.PROVIDER_FAILED and "closed" in late.value.message
 
 
 async def test_the_loser_of_two_answers_hears_who_won_and_with_what() -> None:

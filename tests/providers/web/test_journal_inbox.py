@@ -17,12 +17,7 @@ import httpx
 import pytest
 from tests._timing import scaled
 
-from hotseam.interaction import (
-    ASK_CANCELLED,
-    ASK_TIMEOUT,
-    AskUserQuestionAnswer,
-    AskUserQuestionRequest,
-)
+from hotseam.interaction import AskUserQuestionAnswer, AskUserQuestionRequest, ErrorCode
 from hotseam.interaction._journal import (
     AskRecord,
     AskState,
@@ -218,7 +213,7 @@ async def test_dismissing_fails_the_ask_with_ask_cancelled() -> None:
         response = await f.post("q1", "dismiss", client="tab-1")
         assert response.status_code == 200 and response.json()["outcome"] == "dismissed"
         ask = await f.journal.get_ask("q1")
-        assert (ask.state, ask.code) == (AskState.FAILED, ASK_CANCELLED)
+        assert (ask.state, ask.code) == (AskState.FAILED, ErrorCode.ASK_CANCELLED)
         assert ask.settled_by == f.served.inbox.by
         again = await f.post("q1", "answer", {"option": 0})
         assert again.status_code == 409 and again.json()["error"]["code"] == "NOT_PENDING"
@@ -348,9 +343,11 @@ async def test_a_question_settled_by_another_process_leaves_every_page_saying_ho
             gone = await events.until(removed("answered"))
             assert (gone["reason"], gone["by"], gone["client"]) == ("answered", other, None)
             assert gone["answer"] == said("Which database?", text="sqlite")
-            await f.journal.settle_ask("timed-out", AskState.FAILED, code=ASK_TIMEOUT)
+            await f.journal.settle_ask("timed-out", AskState.FAILED, code=ErrorCode.ASK_TIMEOUT)
             assert (await events.until(removed("timed-out")))["reason"] == "timed_out"
-            await f.journal.settle_ask("dismissed", AskState.FAILED, code=ASK_CANCELLED, by=other)
+            await f.journal.settle_ask(
+                "dismissed", AskState.FAILED, code=ErrorCode.ASK_CANCELLED, by=other
+            )
             assert (await events.until(removed("dismissed")))["reason"] == "dismissed"
             await f.journal.finish_run(run.id)  # the agent returned: its asks are withdrawn
             assert (await events.until(removed("withdrawn")))["reason"] == "withdrawn"

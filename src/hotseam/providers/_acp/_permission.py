@@ -40,11 +40,10 @@ from pydantic import ValidationError
 
 from ..._core import format_validation_error
 from ...interaction import (
-    ASK_CANCELLED,
-    INVALID_ANSWER,
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    ErrorCode,
     QuestionAnswer,
     UserInteractionError,
 )
@@ -187,7 +186,7 @@ class PermissionForm:
             raise UserInteractionError(
                 "the human dismissed the question (the ACP client answered the permission "
                 "request with outcome 'cancelled')",
-                ASK_CANCELLED,
+                ErrorCode.ASK_CANCELLED,
             )
         question = self.request.questions[0]
         if question.allow_skip and outcome.option_id == self.skip_id:
@@ -219,5 +218,5 @@ def build_permission_form(request: AskUserQuestionRequest) -> PermissionForm:
 def _invalid(problem: str) -> UserInteractionError:
     return UserInteractionError(
         f"the ACP client's answer to the permission request does not fit the question: {problem}",
-        INVALID_ANSWER,
+        ErrorCode.INVALID_ANSWER,
     )

@@ -53,13 +53,9 @@ from acp.schema import ClientCapabilities
 
 from ..._core import get_logger
 from ...interaction import (
-    ASK_ABORTED,
-    ASK_CANCELLED,
-    ASK_DECLINED,
-    NO_PROVIDER,
-    PROVIDER_FAILED,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
+    ErrorCode,
     UserInteractionError,
 )
 from .._kit import (
@@ -246,12 +242,12 @@ class AcpProvider:
             raise UserInteractionError(
                 "the ACP provider can only ask inside an ACP session: ask from a prompt turn "
                 "(or wrap the call in hotseam.providers.acp.ask_scope(session_id))",
-                NO_PROVIDER,
+                ErrorCode.NO_PROVIDER,
             )
         wire = self._wire
         if wire is None:
             raise UserInteractionError(
-                "the ACP provider is not attached to a client connection", NO_PROVIDER
+                "the ACP provider is not attached to a client connection", ErrorCode.NO_PROVIDER
             )
         try:
             return await self._ask(wire, request, scope)
@@ -328,7 +324,7 @@ class AcpProvider:
                 )
             raise UserInteractionError(
                 what,
-                PROVIDER_FAILED,
+                ErrorCode.PROVIDER_FAILED,
                 details={"rpc_code": error.code, "rpc_message": str(error), "rpc_data": error.data},
                 cause=error,
             ) from error
@@ -338,7 +334,7 @@ class AcpProvider:
             raise UserInteractionError(
                 f"the ACP client went away while {carrier.method} was waiting for it "
                 "(the connection closed): the question is withdrawn",
-                ASK_ABORTED,
+                ErrorCode.ASK_ABORTED,
                 cause=error,
             ) from error
         finally:
@@ -497,7 +493,7 @@ class AcpProvider:
         raise UserInteractionError(
             f"the ACP client does not support form elicitation ({reason}), and "
             f"{_no_fallback(self, request)}",
-            NO_PROVIDER,
+            ErrorCode.NO_PROVIDER,
         )
 
 
@@ -520,7 +516,7 @@ def _read_late(
     try:
         return carrier.read(message["result"])
     except UserInteractionError as error:
-        return error if error.code == ASK_DECLINED else None
+        return error if error.code == ErrorCode.ASK_DECLINED else None
     except (EmptyAnswerError, IncompleteAnswerError, NotAnOptionError):
         return None
 
@@ -549,5 +545,5 @@ def _no_fallback(provider: AcpProvider, request: AskUserQuestionRequest) -> str:
 def _cancelled_by_client(session_id: str) -> UserInteractionError:
     return UserInteractionError(
         f"the ACP client cancelled the prompt turn of session {session_id!r} (session/cancel)",
-        ASK_CANCELLED,
+        ErrorCode.ASK_CANCELLED,
     )

@@ -40,12 +40,10 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from ...interaction import (
-    ASK_CANCELLED,
-    ASK_DECLINED,
-    INVALID_ANSWER,
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    ErrorCode,
     Question,
     QuestionAnswer,
     UserInteractionError,
@@ -345,12 +343,12 @@ class Form:
         if action == "decline":
             raise UserInteractionError(
                 f"the human declined to answer (the {peer} answered action 'decline')",
-                ASK_DECLINED,
+                ErrorCode.ASK_DECLINED,
             )
         if action == "cancel":
             raise UserInteractionError(
                 f"the human dismissed the question (the {peer} answered action 'cancel')",
-                ASK_CANCELLED,
+                ErrorCode.ASK_CANCELLED,
             )
         if action != "accept":
             kind = "custom action" if action.startswith("_") else "unknown action"
@@ -529,6 +527,6 @@ def _invalid(peer: str, problems: Problems) -> UserInteractionError:
     message = "; ".join(f"{field} {problem}" for field, problem in problems)
     return UserInteractionError(
         f"the {peer}'s answer does not fit the question: {message}",
-        INVALID_ANSWER,
+        ErrorCode.INVALID_ANSWER,
         details={"errors": [{"field": f, "message": p} for f, p in problems]},
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol, TypeAlias, TypeVar, cast
 
-from ...interaction import ASK_CANCELLED, INVALID_ANSWER, UserInteractionError
+from ...interaction import ErrorCode, UserInteractionError
 from ._forms import EmptyAnswerError, IncompleteAnswerError
 
 __all__ = ["ASKED_AGAIN_AT_MOST", "EMPTY_ANSWER_NOTE", "AskedAgain", "Unfit", "ask_until_answered"]
@@ -58,7 +58,7 @@ async def ask_until_answered(
                 raise UserInteractionError(
                     f"the {peer} sent an empty answer {times + 1} times (nothing chosen or "
                     "typed); the question is taken as dismissed",
-                    ASK_CANCELLED,
+                    ErrorCode.ASK_CANCELLED,
                 ) from None
             note, given, why = EMPTY_ANSWER_NOTE, None, "empty"
         except IncompleteAnswerError as incomplete:
@@ -66,13 +66,15 @@ async def ask_until_answered(
                 raise UserInteractionError(
                     f"the {peer}'s answer left questions unanswered or out of bounds "
                     f"{times + 1} times: {'; '.join(incomplete.problems)}",
-                    INVALID_ANSWER,
+                    ErrorCode.INVALID_ANSWER,
                 ) from None
             note, given, why = incomplete.note, incomplete.given, "incomplete"
         except unfit as error:
             reason = cast(Unfit, error)
             if last:
-                raise UserInteractionError(reason.describe(times + 1), INVALID_ANSWER) from None
+                raise UserInteractionError(
+                    reason.describe(times + 1), ErrorCode.INVALID_ANSWER
+                ) from None
             note, given, why = reason.note, None, "unfit"
         times += 1
         asked_again(why, times)

@@ -34,7 +34,7 @@ import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
 from ..._core import get_logger
-from ...interaction import ASK_CANCELLED, AskUserQuestionRequest, UserInteractionError
+from ...interaction import AskUserQuestionRequest, ErrorCode, UserInteractionError
 
 __all__ = ["Continuation", "Continuations", "DEFAULT_INPUT_TTL"]
 
@@ -118,7 +118,7 @@ class Continuation:
             raise UserInteractionError(
                 f"the MCP client did not come back with an answer within {self.ttl:g} s "
                 "(the tool call was left waiting); the question is taken as dismissed",
-                ASK_CANCELLED,
+                ErrorCode.ASK_CANCELLED,
             )
         del self._shown[shown.key]
         assert shown.answer is not None

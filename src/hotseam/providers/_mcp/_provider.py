@@ -33,10 +33,9 @@ from pydantic import ValidationError
 
 from ..._core import get_logger
 from ...interaction import (
-    NO_PROVIDER,
-    PROVIDER_FAILED,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
+    ErrorCode,
     UserInteractionError,
     UserInteractionProvider,
 )
@@ -100,7 +99,7 @@ class McpProvider:
             raise UserInteractionError(
                 "the MCP provider can only ask from a tool that an MCP client called "
                 "(hotseam mcp runs each tool call with its client at hand)",
-                NO_PROVIDER,
+                ErrorCode.NO_PROVIDER,
             )
         if self._takes_forms(call):
             try:
@@ -110,7 +109,7 @@ class McpProvider:
         if self.fallback is not None:
             _log.info("mcp.question_to_fallback", tool=call.tool, client=call.client_name)
             return await self.fallback.ask(request)
-        raise UserInteractionError(_ask_in_conversation(call, request), NO_PROVIDER)
+        raise UserInteractionError(_ask_in_conversation(call, request), ErrorCode.NO_PROVIDER)
 
     def _takes_forms(self, call: McpCall) -> bool:
         return call.advertises_form and id(call.session.client_params) not in self._refused
@@ -185,7 +184,7 @@ class McpProvider:
             if error.code == types.CONNECTION_CLOSED:  # the host's input ended (stdio)
                 raise UserInteractionError(
                     "the MCP connection closed while a question was waiting for the client",
-                    PROVIDER_FAILED,
+                    ErrorCode.PROVIDER_FAILED,
                     cause=error,
                 ) from error
             if error.code == _METHOD_NOT_FOUND:
@@ -200,14 +199,14 @@ class McpProvider:
             raise UserInteractionError(
                 f"the MCP client answered elicitation/create with error {error.code}: "
                 f"{error.error.message}",
-                PROVIDER_FAILED,
+                ErrorCode.PROVIDER_FAILED,
                 details={"rpc_code": error.code, "rpc_message": error.error.message},
                 cause=error,
             ) from error
         except (anyio.BrokenResourceError, anyio.ClosedResourceError) as error:
             raise UserInteractionError(
                 "the MCP connection closed while a question was waiting for the client",
-                PROVIDER_FAILED,
+                ErrorCode.PROVIDER_FAILED,
                 cause=error,
             ) from error
         finally:

@@ -18,11 +18,9 @@ from prompt_toolkit.input import Input, create_input
 from prompt_toolkit.output import Output, create_output
 
 from ...interaction import (
-    ASK_CANCELLED,
-    ASK_TIMEOUT,
-    PROVIDER_FAILED,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
+    ErrorCode,
     QuestionAnswer,
     UserInteractionError,
     ask_deadline,
@@ -272,7 +270,7 @@ class TerminalProvider:
             except DismissedError as human:
                 _mark(surface, "dismissed", human.marker)
                 message = human.message if dismissed is None else dismissed(human.message)
-                raise UserInteractionError(message, ASK_CANCELLED) from None
+                raise UserInteractionError(message, ErrorCode.ASK_CANCELLED) from None
             except (anyio.get_cancelled_exc_class(), KeyboardInterrupt):
                 # Cancelled by the asking side (its signal, a reload), or the program is
                 # being interrupted (trio delivers SIGINT as KeyboardInterrupt).
@@ -287,7 +285,7 @@ class TerminalProvider:
         raise UserInteractionError(
             f"no answer within the terminal provider's time limit of {self._timeout:g} s "
             "(nothing was chosen for the human)",
-            ASK_TIMEOUT,
+            ErrorCode.ASK_TIMEOUT,
         )
 
     # -- choosing the path ---------------------------------------------------------------------
@@ -311,7 +309,7 @@ class TerminalProvider:
                 "the terminal provider's prompt (mode='tty') needs asyncio: prompt_toolkit "
                 "cannot run under trio; use mode='auto' or mode='lines', which read plain "
                 "lines",
-                PROVIDER_FAILED,
+                ErrorCode.PROVIDER_FAILED,
             )
         source = self._input if self._input is not None else sys.stdin
         if isinstance(source, Input):
@@ -322,7 +320,7 @@ class TerminalProvider:
                     "the terminal provider's prompt (mode='tty') needs a terminal to read, "
                     "and its input is not one (a pipe or a file?); a prompt must never read a "
                     "pipe: use mode='auto' or mode='lines'",
-                    PROVIDER_FAILED,
+                    ErrorCode.PROVIDER_FAILED,
                 )
             toolkit_input = create_input(_text_file(source))
         out = self._output if self._output is not None else sys.stdout

@@ -37,9 +37,9 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from ...interaction import (
-    ASK_CANCELLED,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
+    ErrorCode,
     UserInteractionError,
     ask_id,
     pending_asks,
@@ -431,7 +431,9 @@ class Inbox:
 
 def cancelled_error() -> UserInteractionError:
     """The ``ASK_CANCELLED`` error of a question dismissed in the page."""
-    return UserInteractionError("the human dismissed the question in the web inbox", ASK_CANCELLED)
+    return UserInteractionError(
+        "the human dismissed the question in the web inbox", ErrorCode.ASK_CANCELLED
+    )
 
 
 def parse_answer(request: AskUserQuestionRequest, body: object) -> AskUserQuestionAnswer:

@@ -38,12 +38,11 @@ import anyio.abc
 
 from ..._core import get_logger
 from ...interaction import (
-    ASK_CANCELLED,
-    ASK_TIMEOUT,
     AskRecord,
     AskState,
     AskUserQuestionAnswer,
     DaemonRecord,
+    ErrorCode,
     InboxEntry,
     Journal,
     JournalError,
@@ -183,7 +182,9 @@ class JournalInbox(Inbox):
     async def _dismiss(self, entry: Entry, client: str | None) -> dict[str, Any]:
         """Settle the ask as failed with ``ASK_CANCELLED`` (its agent's ask raises it)."""
         settlement = await self._call(
-            self.journal.settle_ask(entry.id, AskState.FAILED, code=ASK_CANCELLED, by=self.by)
+            self.journal.settle_ask(
+                entry.id, AskState.FAILED, code=ErrorCode.ASK_CANCELLED, by=self.by
+            )
         )
         if not settlement.won:
             assert isinstance(entry, _Shown)
@@ -448,9 +449,9 @@ class JournalInbox(Inbox):
             note = "answered" if held is None else f"answered; held for {held}'s resume"
             shown = None if ask.answer is None else shown_answer(ask.answer, ask.request)
             return Decision("answered", note, None, shown, by=by, held_for=held)
-        if ask.state is AskState.FAILED and ask.code == ASK_CANCELLED:
+        if ask.state is AskState.FAILED and ask.code == ErrorCode.ASK_CANCELLED:
             return Decision("dismissed", "dismissed", None, by=by)
-        if ask.state is AskState.FAILED and ask.code == ASK_TIMEOUT:
+        if ask.state is AskState.FAILED and ask.code == ErrorCode.ASK_TIMEOUT:
             return Decision("timed_out", "timed out", by=by)
         if ask.state is AskState.FAILED:
             return Decision("failed", f"it failed ({ask.code})", by=by)

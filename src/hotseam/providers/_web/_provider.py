@@ -9,11 +9,9 @@ import anyio
 
 from ..._core import CloseReason, Scope, ScopeExit, get_logger
 from ...interaction import (
-    ASK_ABORTED,
-    ASK_TIMEOUT,
-    PROVIDER_FAILED,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
+    ErrorCode,
     UserInteractionError,
     answered_elsewhere,
 )
@@ -172,7 +170,7 @@ class WebProvider:
             entry = self._inbox.add(request)
         except InboxError as closed:
             raise UserInteractionError(
-                f"the web inbox is closed: {closed.message}", PROVIDER_FAILED
+                f"the web inbox is closed: {closed.message}", ErrorCode.PROVIDER_FAILED
             ) from None
         try:
             with anyio.move_on_after(math.inf if self.timeout is None else self.timeout):
@@ -193,7 +191,7 @@ class WebProvider:
             raise UserInteractionError(
                 f"no answer within the web inbox's time limit of {self.timeout:g} s "
                 "(nothing was chosen for the human)",
-                ASK_TIMEOUT,
+                ErrorCode.ASK_TIMEOUT,
             )
         return _outcome(entry)
 
@@ -258,7 +256,9 @@ def _outcome(entry: Entry) -> AskUserQuestionAnswer:
         raise cancelled_error()
     # Withdrawn without the ask being cancelled: the server closed under a provider
     # registered elsewhere (its serving scope is not the one that provides it).
-    raise UserInteractionError(f"the web inbox withdrew the question: {entry.note}", ASK_ABORTED)
+    raise UserInteractionError(
+        f"the web inbox withdrew the question: {entry.note}", ErrorCode.ASK_ABORTED
+    )
 
 
 def _close_note(exit: ScopeExit) -> str:
