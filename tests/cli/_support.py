@@ -16,7 +16,8 @@ from typing import IO
 
 from tests._timing import scaled
 
-DEADLINE = scaled(20.0)
+DEADLINE = 20.0
+"""Seconds on an idle machine for one step of a child process; scaled where it is used."""
 
 ASKING_AGENT = """
 import anyio
@@ -73,7 +74,7 @@ def hotseam(*args: str, cwd: Path, runtime: Path) -> subprocess.CompletedProcess
         env=hotseam_env(runtime),
         capture_output=True,
         text=True,
-        timeout=DEADLINE,
+        timeout=scaled(DEADLINE),
         check=False,
     )
 
@@ -131,14 +132,14 @@ class Process:
 
     def expect(self, pattern: str, *, stream: str = "stderr") -> re.Match[str]:
         """Wait for a line matching ``pattern`` (a regex); fail at the deadline or EOF."""
-        deadline = time.monotonic() + DEADLINE
+        deadline = time.monotonic() + scaled(DEADLINE)
         while True:
             remaining = deadline - time.monotonic()
             try:
                 line = self._queues[stream].get(timeout=max(remaining, 0.001))
             except queue.Empty:
                 raise AssertionError(
-                    f"no {stream} line matched {pattern!r} within {DEADLINE} s; got "
+                    f"no {stream} line matched {pattern!r} within {scaled(DEADLINE)} s; got "
                     f"{self.lines[stream]!r}"
                 ) from None
             if line is None:
@@ -154,9 +155,9 @@ class Process:
         """Send ``signum`` (if any), wait for the exit, and collect the remaining output."""
         if signum is not None and self.popen.poll() is None:
             self.popen.send_signal(signum)
-        code = self.popen.wait(timeout=DEADLINE)
+        code = self.popen.wait(timeout=scaled(DEADLINE))
         for name, lines in self.lines.items():
-            while (line := self._queues[name].get(timeout=DEADLINE)) is not None:
+            while (line := self._queues[name].get(timeout=scaled(DEADLINE))) is not None:
                 lines.append(line)
             getattr(self.popen, name).close()
         return code

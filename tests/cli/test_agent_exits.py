@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pexpect
+from tests._timing import scaled
 
 from ._support import DEADLINE, hotseam_env, write
 
@@ -79,7 +80,7 @@ def test_dev_on_a_terminal_reports_what_the_agent_raised_and_keeps_watching(
         cwd=str(tmp_path),
         env=hotseam_env(tmp_path / "rt"),
         encoding="utf-8",
-        timeout=DEADLINE,
+        timeout=scaled(DEADLINE),
         dimensions=(50, 160),
     )
     watching = "keeps watching; save agent.py or press Enter to run it again"
@@ -133,7 +134,7 @@ def test_run_ends_with_the_agent_sys_exit_0_is_a_finish_and_a_provider_crash_is_
     outputs = {}
     try:
         for name, process in processes.items():
-            out, err = process.communicate(timeout=DEADLINE)
+            out, err = process.communicate(timeout=scaled(DEADLINE))
             outputs[name] = (
                 process.returncode,
                 out,

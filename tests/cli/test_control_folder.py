@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests._timing import scaled
 
 from ._support import ASKING_AGENT, DEADLINE, HELD_PROVIDER, Process, hotseam, write
 
@@ -51,7 +52,7 @@ def cli(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProce
         env=env,
         capture_output=True,
         text=True,
-        timeout=DEADLINE,
+        timeout=scaled(DEADLINE),
         check=False,
     )
 

@@ -29,10 +29,10 @@ from tests._timing import scaled
 
 from hotseam.cli._log_sink import EXIT_WAIT, StderrSink
 
-START_BOUND = scaled(20.0)
+START_BOUND = 20.0
 """``initialize`` is answered within this (starting Python and importing takes seconds)."""
 
-TURN_BOUND = scaled(5.0)
+TURN_BOUND = 5.0
 """Each prompt turn must be answered within this (one takes ~2 ms when nothing blocks)."""
 
 DROPPED = "lines dropped: stderr was not being read"
@@ -56,13 +56,14 @@ class _Agent:
     def request(
         self, method: str, params: dict[str, Any], bound: float = TURN_BOUND
     ) -> dict[str, Any]:
-        """Send a request; return its response (notifications on the way are skipped)."""
+        """Send a request; return its response (notifications on the way are skipped).
+        ``bound``: seconds on an idle machine, scaled here."""
         assert self.process.stdin is not None and self.process.stdout is not None
         self._next_id += 1
         message = {"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params}
         self.process.stdin.write((json.dumps(message) + "\n").encode())
         self.process.stdin.flush()
-        deadline = time.monotonic() + bound
+        deadline = time.monotonic() + scaled(bound)
         while True:
             while b"\n" in self._buffer:
                 line, self._buffer = self._buffer.split(b"\n", 1)
@@ -202,10 +203,10 @@ def test_output_capture_in_lines() -> None:
     try:
         seen = b""
         while not seen.endswith(b"fd, unfinished"):
-            ready, _, _ = select.select([child.stderr], [], [], START_BOUND)
+            ready, _, _ = select.select([child.stderr], [], [], scaled(START_BOUND))
             assert ready, f"the unfinished line was not written: {seen!r}"
             seen += os.read(child.stderr.fileno(), 65536)
-        stdout, stderr = child.communicate(b"\n", timeout=START_BOUND)
+        stdout, stderr = child.communicate(b"\n", timeout=scaled(START_BOUND))
     finally:
         if child.poll() is None:
             child.kill()
@@ -243,7 +244,7 @@ def test_ten_thousand_log_calls_with_stderr_never_read() -> None:
     )
     try:
         assert child.stdout is not None
-        ready, _, _ = select.select([child.stdout], [], [], START_BOUND)
+        ready, _, _ = select.select([child.stdout], [], [], scaled(START_BOUND))
         assert ready, "10,000 log calls did not return"
         assert float(child.stdout.readline()) < 5.0  # ~0.2 s; blocking never returns
         _, stderr = child.communicate(timeout=scaled(10))
@@ -272,7 +273,10 @@ def test_the_exit_writes_the_lines_and_joins_the_writer() -> None:
     """As the CLI ends: its last line is written and the writer thread is gone (nothing
     left running once the exit handlers are done)."""
     child = subprocess.run(
-        [sys.executable, "-c", EXIT_JOINS], capture_output=True, text=True, timeout=START_BOUND
+        [sys.executable, "-c", EXIT_JOINS],
+        capture_output=True,
+        text=True,
+        timeout=scaled(START_BOUND),
     )
     assert child.returncode == 0, child.stderr
     assert json.loads(child.stderr)["event"] == "one.line"
@@ -298,11 +302,11 @@ def test_the_exit_is_prompt_with_stderr_never_read() -> None:
     )
     try:
         assert child.stdout is not None
-        ready, _, _ = select.select([child.stdout], [], [], START_BOUND)
+        ready, _, _ = select.select([child.stdout], [], [], scaled(START_BOUND))
         assert ready, "3,000 log calls did not return"
         assert child.stdout.readline() == b"logged\n"
         logged = time.monotonic()
-        assert child.wait(timeout=START_BOUND) == 0  # a writer joined forever never returns
+        assert child.wait(timeout=scaled(START_BOUND)) == 0  # a writer joined forever never returns
         assert time.monotonic() - logged < EXIT_WAIT + scaled(2.0)  # + the interpreter's own exit
     finally:
         if child.poll() is None:
@@ -470,7 +474,10 @@ def test_lines_rendered_off_the_path_keep_their_order_and_content() -> None:
     structlog's chain renders (a list changed after the call shows what it held at the
     call), its timestamp the instant of the call."""
     child = subprocess.run(
-        [sys.executable, "-c", OFF_PATH], capture_output=True, text=True, timeout=START_BOUND
+        [sys.executable, "-c", OFF_PATH],
+        capture_output=True,
+        text=True,
+        timeout=scaled(START_BOUND),
     )
     assert child.returncode == 0, child.stderr
     report = json.loads(child.stdout)

@@ -1,10 +1,11 @@
 """Fixtures of the journal tests: a journal URL per engine, and a throw-away PostgreSQL.
 
 ``journal_url`` runs a test on each engine — SQLite in memory (``memory:``, run on the event
-loop), SQLite in a file, PostgreSQL: the contract suite holds all three to one behaviour. The PostgreSQL server is started once per
-test session (per xdist worker: each worker has its own server) and each test gets a new,
-empty schema of it. Where no server can be started the PostgreSQL cases skip, saying why —
-except when ``$CI`` is set: there they fail, so CI never passes without them.
+loop), SQLite in a file, PostgreSQL: the contract suite holds all three to one behaviour.
+The PostgreSQL server is started once per test session (per xdist worker: each worker has
+its own server) and each test gets a new, empty schema of it. Where no server can be
+started the PostgreSQL cases skip, saying why — except when ``$CI`` is set: there they
+fail, so CI never passes without them.
 """
 
 from __future__ import annotations

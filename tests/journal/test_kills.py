@@ -41,7 +41,7 @@ from hotseam.interaction._journal import AskRecord, AskState, JournalError, RunS
 
 QUESTIONS = ["Which database?", "Service name?", "Deploy now?"]
 AGENT_NAME = "deployer"
-DEADLINE = scaled(20.0)
+DEADLINE = 20.0
 
 AGENT = """
 import json, os, pathlib
@@ -168,7 +168,7 @@ def _answer(url: str, ask_id: str, text: str) -> bool:
 
     async def answer() -> bool:
         async with open_journal(url) as journal:
-            with anyio.fail_after(DEADLINE):
+            with anyio.fail_after(scaled(DEADLINE)):
                 settlement = await journal.answer_ask(
                     ask_id, AskUserQuestionAnswer(text), by="the test"
                 )
@@ -300,11 +300,11 @@ def _race(inboxes: list[Inbox], ask_id: str) -> tuple[str, str]:
 
     async def race() -> None:
         clients = [
-            httpx.AsyncClient(base_url=inbox.base, headers=inbox.headers, timeout=DEADLINE)
+            httpx.AsyncClient(base_url=inbox.base, headers=inbox.headers, timeout=scaled(DEADLINE))
             for inbox in inboxes
         ]
         try:
-            with anyio.fail_after(DEADLINE):
+            with anyio.fail_after(scaled(DEADLINE)):
                 async with anyio.create_task_group() as group:
                     for client in clients:
                         group.start_soon(_listed, client, ask_id)

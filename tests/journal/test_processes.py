@@ -26,7 +26,7 @@ from hotseam.interaction._journal import AskState, RunState, open_journal
 
 CHILD = Path(__file__).with_name("_child.py")
 QUESTION = AskUserQuestionRequest("Merge?")
-DEADLINE = scaled(30.0)
+DEADLINE = 30.0
 
 
 class Child:
@@ -51,7 +51,9 @@ class Child:
         self._lines.put(None)
 
     def line(self, timeout: float = DEADLINE) -> str:
-        """The next line it prints (fails naming its stderr when it ends first)."""
+        """The next line it prints (fails naming its stderr when it ends first);
+        ``timeout``: seconds on an idle machine, scaled here."""
+        timeout = scaled(timeout)
         try:
             line = self._lines.get(timeout=timeout)
         except queue.Empty:
@@ -69,7 +71,7 @@ class Child:
     def close(self) -> None:
         if self.process.poll() is None:
             self.process.kill()
-        self.process.wait(timeout=DEADLINE)
+        self.process.wait(timeout=scaled(DEADLINE))
         for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
             if stream is not None:
                 stream.close()
@@ -167,7 +169,7 @@ async def test_an_answer_from_another_process_wakes_the_waiter_within_millisecon
                 woken.append(time.monotonic())
                 assert settled.answer == AskUserQuestionAnswer("inbox")
 
-            with anyio.fail_after(DEADLINE):
+            with anyio.fail_after(scaled(DEADLINE)):
                 async with anyio.create_task_group() as group:
                     group.start_soon(wait)
                     await anyio.wait_all_tasks_blocked()
@@ -201,7 +203,7 @@ async def _state_of(url: str, run_id: str) -> tuple[RunState, dict[str, AskState
 
 async def _answer_and_finish(url: str, run_id: str) -> tuple[bool, RunState]:
     async with open_journal(url) as journal:
-        with anyio.fail_after(DEADLINE):  # the dead writer's lock is gone: no waiting on it
+        with anyio.fail_after(scaled(DEADLINE)):  # the dead writer's lock is gone: no waiting on it
             settlement = await journal.answer_ask("pending", AskUserQuestionAnswer("after"))
             run = await journal.finish_run(run_id)
         return settlement.won, run.state
@@ -217,7 +219,7 @@ def test_a_process_killed_inside_a_write_transaction_leaves_the_journal_consiste
     unchanged = (RunState.RUNNING, {"answered": AskState.ANSWERED, "pending": AskState.PENDING})
     assert anyio.run(_state_of, shared_url, run_id) == unchanged  # nothing is seen half-done
     child.process.send_signal(signal.SIGKILL)
-    assert child.process.wait(timeout=DEADLINE) == -signal.SIGKILL
+    assert child.process.wait(timeout=scaled(DEADLINE)) == -signal.SIGKILL
     assert anyio.run(_state_of, shared_url, run_id) == unchanged  # nothing of it survived
     assert anyio.run(_answer_and_finish, shared_url, run_id) == (True, RunState.FINISHED)
     if not shared_url.startswith("postgresql:"):

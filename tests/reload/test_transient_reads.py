@@ -54,7 +54,7 @@ from .conftest import write
 
 DESCRIPTORS = 64
 """The children's limit: they idle with a few dozen open."""
-RECOVERY_BOUND = scaled(4.0)
+RECOVERY_BOUND = 4.0  # seconds on an idle machine, scaled where used
 """Seconds from the release of the descriptors to the load of what was saved meanwhile
 (the retry's backoff stops at 1 s; polling scans at least every second)."""
 
@@ -237,7 +237,7 @@ def test_the_library_reloader_reads_again_what_it_could_not_read_for_want_of_des
             ],
         )
         process.expect_each(*(f"^set up {name} v2$" for name in saves.values()), stream="stdout")
-        assert time.monotonic() - released < RECOVERY_BOUND
+        assert time.monotonic() - released < scaled(RECOVERY_BOUND)
         if not logged(process, "reload.scan_recovered"):  # may come after the setups it led to
             process.expect(r'"event": "reload.scan_recovered"')
     finally:
@@ -287,7 +287,7 @@ def test_hotseam_run_loads_what_was_saved_while_out_of_descriptors(
         )
         released = exhaust_save_release(process, flags, saves, waits)
         process.expect_each("^set up ui v2$", "^set up new v2$", stream="stdout")
-        assert time.monotonic() - released < RECOVERY_BOUND
+        assert time.monotonic() - released < scaled(RECOVERY_BOUND)
     finally:
         code = process.finish(signal.SIGTERM)
     assert code == 0, process.lines
