@@ -17,7 +17,7 @@ from hotseam.interaction._journal import AskState, open_journal
 from hotseam.providers._web._journal_inbox import serve_journal_inbox
 from providers.web.conftest import DB, STRICT
 
-from .test_inbox import VISIBLE, card, open_page
+from .test_inbox import card, open_page, visible
 
 pytestmark = pytest.mark.anyio
 
@@ -36,7 +36,7 @@ async def test_cards_of_two_daemons_say_who_asks_and_which_daemon_is_down(
         async with serve_journal_inbox(journal, port=0) as served:
             page = await open_page(browser, served.url)
             up, down = card(page, "Which database?"), card(page, "Deploy now?")
-            await down.wait_for(timeout=VISIBLE)
+            await down.wait_for(timeout=visible())
             assert await up.get_by_text("alpha on build-1, pid 101, agent deployer").is_visible()
             assert await up.get_by_text("— up").is_visible()
             assert await up.get_by_text("Asked by Planner").is_visible()
@@ -51,26 +51,26 @@ async def test_cards_of_two_daemons_say_who_asks_and_which_daemon_is_down(
             await down.get_by_label("No", exact=True).check()
             await down.get_by_role("button", name="Answer").click()
             await page.get_by_text("Answered: No. Held for beta's resume.").wait_for(
-                timeout=VISIBLE
+                timeout=visible()
             )
             answered = await journal.get_ask("beta-0")
             assert answered.answer is not None and answered.answer.answer == "No"
 
             await journal.answer_ask("alpha-0", AskUserQuestionAnswer("sqlite"), by="inbox b:7")
             await page.get_by_text("Answered elsewhere (by inbox b:7): “sqlite”.").wait_for(
-                timeout=VISIBLE
+                timeout=visible()
             )
 
             await journal.record_ask("alpha-1", alpha_run.id, 1, DB)
             fresh = card(page, "Which database?")
-            await fresh.get_by_role("button", name="Answer").wait_for(timeout=VISIBLE)
+            await fresh.get_by_role("button", name="Answer").wait_for(timeout=visible())
             await journal.abandon_run(alpha_run.id)
             clear = fresh.get_by_role("button", name="Clear")
-            await clear.wait_for(timeout=VISIBLE)
+            await clear.wait_for(timeout=visible())
             assert await fresh.get_by_text("its run was abandoned").is_visible()
             assert await fresh.get_by_role("button", name="Answer").is_hidden()
             assert await fresh.get_by_label("Postgres").is_disabled()
             await clear.click()
-            await page.get_by_text("Cleared.").wait_for(timeout=VISIBLE)
+            await page.get_by_text("Cleared.").wait_for(timeout=visible())
             assert await journal.list_asks(states={AskState.ABANDONED}) == []  # removed
             assert not page.errors

@@ -34,7 +34,11 @@ from providers.web.conftest import DB, FREE, STRICT, answer_of, serving
 pytestmark = pytest.mark.anyio
 
 SCREENSHOT = Path(__file__).resolve().parents[2] / "docs" / "images" / "web-inbox.png"
-VISIBLE = round(scaled(10) * 1000)  # ms: how long a page may take to show a change
+
+
+def visible() -> int:
+    """How long a page may take to show a change, in ms (the test's time factor)."""
+    return round(scaled(10) * 1000)
 
 
 async def open_page(browser: Any, url: str) -> Any:
@@ -44,7 +48,7 @@ async def open_page(browser: Any, url: str) -> Any:
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.errors = errors
     await page.goto(url)
-    await page.get_by_text("Live: new questions appear by themselves.").wait_for(timeout=VISIBLE)
+    await page.get_by_text("Live: new questions appear by themselves.").wait_for(timeout=visible())
     return page
 
 
@@ -55,10 +59,10 @@ def card(page: Any, question: str) -> Any:
 async def test_a_question_appears_live_and_choosing_an_option_answers_it(browser: Any) -> None:
     async with serving() as s:
         page = await open_page(browser, s.web.url)
-        await page.get_by_text("No questions are waiting.").wait_for(timeout=VISIBLE)
+        await page.get_by_text("No questions are waiting.").wait_for(timeout=visible())
         s.ask_soon("db", DB)
         question = card(page, "Which database?")
-        await question.wait_for(timeout=VISIBLE)  # no reload of the page
+        await question.wait_for(timeout=visible())  # no reload of the page
         assert await question.get_by_text("Storage").is_visible()
         assert await question.get_by_text("Asked by Planner").is_visible()
         assert await question.get_by_text("Server database").is_visible()
@@ -68,7 +72,7 @@ async def test_a_question_appears_live_and_choosing_an_option_answers_it(browser
         await question.get_by_label("SQLite").check()
         await question.get_by_role("button", name="Answer").click()
         assert answer_of(await s.result("db")).answer == "SQLite"
-        await page.get_by_text("Answered: SQLite.").wait_for(timeout=VISIBLE)
+        await page.get_by_text("Answered: SQLite.").wait_for(timeout=visible())
         assert not page.errors
 
 
@@ -77,7 +81,7 @@ async def test_a_custom_answer_is_typed_and_sent(browser: Any) -> None:
         page = await open_page(browser, s.web.url)
         s.ask_soon("db", DB)
         question = card(page, "Which database?")
-        await question.wait_for(timeout=VISIBLE)
+        await question.wait_for(timeout=visible())
         await question.get_by_label("Type your own answer").fill("MariaDB")
         assert await question.locator("input[type=radio][value=own]").is_checked()
         await question.get_by_role("button", name="Answer").click()
@@ -90,7 +94,7 @@ async def test_the_keyboard_alone_answers(browser: Any) -> None:
         page = await open_page(browser, s.web.url)
         s.ask_soon("strict", STRICT)
         s.ask_soon("free", FREE)
-        await card(page, "What colour?").wait_for(timeout=VISIBLE)
+        await card(page, "What colour?").wait_for(timeout=visible())
         assert await card(page, "Deploy now?").locator("input[type=text]").count() == 0
         await page.keyboard.press("Tab")  # the first question's radio group
         await page.keyboard.press("ArrowDown")  # "No"
@@ -117,11 +121,11 @@ async def test_answering_in_one_tab_clears_the_other(browser: Any) -> None:
         first = await open_page(browser, s.web.url)
         second = await open_page(browser, s.web.url)
         s.ask_soon("db", DB)
-        await card(second, "Which database?").wait_for(timeout=VISIBLE)
+        await card(second, "Which database?").wait_for(timeout=visible())
         await card(first, "Which database?").get_by_role("button", name="Answer").click()
         assert answer_of(await s.result("db")).answer == "pg"
-        await second.get_by_text("Answered in another tab: Postgres.").wait_for(timeout=VISIBLE)
-        await card(second, "Which database?").wait_for(state="detached", timeout=VISIBLE)
+        await second.get_by_text("Answered in another tab: Postgres.").wait_for(timeout=visible())
+        await card(second, "Which database?").wait_for(state="detached", timeout=visible())
 
 
 async def test_a_late_answer_in_a_stale_tab_says_already_answered(browser: Any) -> None:
@@ -143,12 +147,12 @@ async def test_a_late_answer_in_a_stale_tab_says_already_answered(browser: Any) 
         await page.route("**/api/events*", stale)
         await page.goto(s.web.url)
         question = card(page, "Which database?")
-        await question.wait_for(timeout=VISIBLE)
+        await question.wait_for(timeout=visible())
         s.web.inbox.answer(pending["id"], {"option": 1})  # a script was faster
         await question.get_by_role("button", name="Answer").click()
         await page.get_by_text(
             "Answered elsewhere (by a script or another client): SQLite."
-        ).wait_for(timeout=VISIBLE)
+        ).wait_for(timeout=visible())
         assert answer_of(await s.result("db")).answer == "SQLite"
 
 
@@ -157,11 +161,11 @@ async def test_a_withdrawn_question_vanishes_with_the_reason(browser: Any) -> No
         page = await open_page(browser, s.web.url)
         controller = AbortController()
         s.ask_soon("db", DB.with_signal(controller.signal))
-        await card(page, "Which database?").wait_for(timeout=VISIBLE)
+        await card(page, "Which database?").wait_for(timeout=visible())
         controller.abort("the user closed the chat")
         note = page.get_by_text("Withdrawn by the agent: the user closed the chat.")
-        await note.wait_for(timeout=VISIBLE)
-        await card(page, "Which database?").wait_for(state="detached", timeout=VISIBLE)
+        await note.wait_for(timeout=visible())
+        await card(page, "Which database?").wait_for(state="detached", timeout=visible())
 
 
 async def test_model_written_markup_shows_as_text(browser: Any) -> None:
@@ -175,7 +179,7 @@ async def test_model_written_markup_shows_as_text(browser: Any) -> None:
         page = await open_page(browser, s.web.url)
         s.ask_soon("x", hostile)
         legend = page.locator("legend")
-        await legend.wait_for(timeout=VISIBLE)
+        await legend.wait_for(timeout=visible())
         assert await legend.text_content() == "<script>alert(1)</script>?"
         assert await page.get_by_text("<img src=x onerror=alert(2)>").is_visible()
         assert await page.get_by_text("<b>bold</b>").is_visible()
@@ -206,9 +210,9 @@ async def test_the_inbox_lists_questions_oldest_first_and_is_photographed(
     async with serving() as s:
         page = await open_page(browser, s.web.url)
         s.ask_soon("db", DB)
-        await card(page, "Which database?").wait_for(timeout=VISIBLE)
+        await card(page, "Which database?").wait_for(timeout=visible())
         s.ask_soon("deploy", deploy)
-        await card(page, deploy.question).wait_for(timeout=VISIBLE)
+        await card(page, deploy.question).wait_for(timeout=visible())
         s.ask_soon(
             "free",
             AskUserQuestionRequest(
@@ -217,7 +221,7 @@ async def test_the_inbox_lists_questions_oldest_first_and_is_photographed(
                 agent=Agent("writer", "Docs writer"),
             ),
         )
-        await card(page, "What should the changelog headline be?").wait_for(timeout=VISIBLE)
+        await card(page, "What should the changelog headline be?").wait_for(timeout=visible())
         legends = await page.locator("legend").all_text_contents()
         assert legends == [
             "Which database?",
@@ -269,15 +273,15 @@ async def test_an_open_page_reconnects_after_a_reload_and_answers_the_question_a
 
             tg.start_soon(agent)
             question = card(page, "Which database?")
-            await question.wait_for(timeout=VISIBLE)
+            await question.wait_for(timeout=visible())
             await question.get_by_label("Type your own answer").fill("typed before")
             module.write_text(MODULE.format(generation=2, port=port))
             assert (await reloader.reload()).committed
             # The page reconnects by itself and shows the question asked again, draft kept.
             again = page.locator("li.card:not(.gone)").filter(has_text="Which database?")
-            await again.wait_for(timeout=VISIBLE)
+            await again.wait_for(timeout=visible())
             await page.get_by_text("Live: new questions appear by themselves.").wait_for(
-                timeout=VISIBLE
+                timeout=visible()
             )
             typed = again.get_by_label("Type your own answer")
             assert await typed.input_value() == "typed before"
@@ -307,8 +311,8 @@ async def test_of_two_tabs_answering_at_once_the_loser_says_who_won_and_what(
         await card(winner, "Which database?").get_by_label("SQLite").check()
         await card(winner, "Which database?").get_by_role("button", name="Answer").click()
         assert answer_of(await s.result("db")).answer == "SQLite"
-        await winner.get_by_text("Answered: SQLite.").wait_for(timeout=VISIBLE)
-        await loser.get_by_text("Answered in another tab: SQLite.").wait_for(timeout=VISIBLE)
+        await winner.get_by_text("Answered: SQLite.").wait_for(timeout=visible())
+        await loser.get_by_text("Answered in another tab: SQLite.").wait_for(timeout=visible())
         released.set()
         await loser.wait_for_load_state("networkidle")
         assert await loser.get_by_text("Answered: Postgres").count() == 0
@@ -332,7 +336,7 @@ async def test_of_two_tabs_answering_at_once_the_loser_says_who_won_and_what(
         got = {"SQLite": "SQLite", "pg": "Postgres"}[answer_of(await s.result("db2")).answer]
         # Each tab's note of this question, not the first one's (it stays a moment).
         notes = [
-            await page.locator(f'li.card[data-id="{id_}"] .note').text_content(timeout=VISIBLE)
+            await page.locator(f'li.card[data-id="{id_}"] .note').text_content(timeout=visible())
             for page, id_ in zip(pages, ids, strict=True)
         ]
         assert sorted(notes) == sorted([f"Answered: {got}.", f"Answered in another tab: {got}."])
@@ -389,9 +393,9 @@ async def test_every_text_has_aa_contrast_in_both_colour_schemes(browser: Any) -
         s.ask_soon("free", FREE)
         s.ask_soon("strict", STRICT)
         await card(page, "Deploy now?").get_by_role("button", name="Answer").click()
-        await page.get_by_text("Choose an option.").wait_for(timeout=VISIBLE)
+        await page.get_by_text("Choose an option.").wait_for(timeout=visible())
         await card(page, "What colour?").get_by_role("button", name="Dismiss").click()
-        await page.get_by_text("Dismissed.").wait_for(timeout=VISIBLE)
+        await page.get_by_text("Dismissed.").wait_for(timeout=visible())
         for scheme in ("light", "dark"):
             await page.emulate_media(color_scheme=scheme)
             measured = await page.evaluate(CONTRAST)

@@ -28,7 +28,7 @@ from hotseam.reload import Reloader
 from providers.web.conftest import answer_of, serving
 from providers.web.test_multi_question import STACK
 
-from .test_inbox import CONTRAST, MODULE, VISIBLE, _free_port, card, contrast, open_page
+from .test_inbox import CONTRAST, MODULE, _free_port, card, contrast, open_page, visible
 
 pytestmark = pytest.mark.anyio
 
@@ -83,7 +83,7 @@ async def test_one_card_a_fieldset_each_checkboxes_within_bounds_one_answer(
         page.on("request", lambda r: posts.append(r.url) if r.url.endswith("/answer") else None)
         s.ask_soon("stack", STACK)
         stack = card(page, "Which database?")
-        await stack.wait_for(timeout=VISIBLE)
+        await stack.wait_for(timeout=visible())
         assert await page.locator("li.card").count() == 1
         assert await stack.get_by_role("heading", name="3 questions").is_visible()
         legends = await stack.locator("legend").all_inner_texts()
@@ -113,21 +113,23 @@ async def test_one_card_a_fieldset_each_checkboxes_within_bounds_one_answer(
         await features.get_by_role("checkbox", name="Search").check()
         await features.get_by_role("checkbox", name="Billing").click()
         alert = "Which features? — at most 2 choices: uncheck one first."
-        await features.get_by_text(alert).wait_for(timeout=VISIBLE)
+        await features.get_by_text(alert).wait_for(timeout=visible())
         assert await checked(page, "Which features?") == ["Auth", "Search"]
         # At least one: none chosen is refused in the page, the focus on the question.
         await features.get_by_role("checkbox", name="Auth").uncheck()
         await features.get_by_role("checkbox", name="Search").uncheck()
         await stack.get_by_role("button", name="Answer").click()
         await features.get_by_text("Which features? — pick at least 1 (0 chosen).").wait_for(
-            timeout=VISIBLE
+            timeout=visible()
         )
         focused = await page.evaluate("document.activeElement.closest('fieldset').dataset.question")
         assert focused == "q2"
         # Nothing written for a question that must be answered: refused too, nothing sent.
         await features.get_by_role("checkbox", name="Export").check()
         await stack.get_by_role("button", name="Answer").click()
-        await stack.get_by_text("Anything else? — type an answer first.").wait_for(timeout=VISIBLE)
+        await stack.get_by_text("Anything else? — type an answer first.").wait_for(
+            timeout=visible()
+        )
         assert posts == [] and s.web.pending == 1 and "stack" not in s.results
 
         await fieldset(page, "Anything else?").get_by_label("Skip this question").check()
@@ -141,7 +143,7 @@ async def test_one_card_a_fieldset_each_checkboxes_within_bounds_one_answer(
         await page.get_by_text(
             "Answered: Which database? SQLite; Which features? Auth, Export; "
             "Anything else? (skipped)."
-        ).wait_for(timeout=VISIBLE)
+        ).wait_for(timeout=visible())
         assert len(posts) == 1 and not page.errors
 
 
@@ -163,7 +165,7 @@ async def test_selections_outlive_a_reload_a_reconnect_and_a_restart(
                 answers.append(await ask(STACK, context=context))
 
             tg.start_soon(agent)
-            await card(page, "Which database?").wait_for(timeout=VISIBLE)
+            await card(page, "Which database?").wait_for(timeout=visible())
             await choose(page)
             await page.evaluate("delete window.__hotseamSnapshotMs")
             module.write_text(MODULE.format(generation=2, port=port))
@@ -172,7 +174,7 @@ async def test_selections_outlive_a_reload_a_reconnect_and_a_restart(
             # holds the card in place until it is asked again, every choice kept.
             await page.wait_for_function("() => window.__hotseamSnapshotMs !== undefined")
             again = page.locator("li.card:not(.gone):not(.held)").filter(has_text="Which features?")
-            await again.wait_for(timeout=VISIBLE)
+            await again.wait_for(timeout=visible())
             await assert_chosen(page)
 
             # The event stream drops (no reload): the page fell more than 256 events behind
@@ -186,7 +188,7 @@ async def test_selections_outlive_a_reload_a_reconnect_and_a_restart(
             assert web.inbox.subscribers == 0  # dropped
             await page.wait_for_function("() => window.__hotseamSnapshotMs !== undefined")
             assert web.inbox.subscribers == 1
-            await again.wait_for(timeout=VISIBLE)
+            await again.wait_for(timeout=visible())
             await assert_chosen(page)
             await again.get_by_role("button", name="Answer").click()
     (answer,) = answers
@@ -201,13 +203,13 @@ async def test_selections_outlive_a_restart_of_hotseam(browser: Any) -> None:
     async with serving(port=port, token=TOKEN) as first:
         page = await open_page(browser, first.web.url)
         first.ask_soon("stack", STACK)
-        await card(page, "Which database?").wait_for(timeout=VISIBLE)
+        await card(page, "Which database?").wait_for(timeout=visible())
         await choose(page)
-    await page.get_by_text("hotseam is not running").wait_for(timeout=VISIBLE)
+    await page.get_by_text("hotseam is not running").wait_for(timeout=visible())
     async with serving(port=port, token=TOKEN) as second:
         second.ask_soon("stack", STACK)
         back = page.locator("li.card:not(.gone)").filter(has_text="Which features?")
-        await back.wait_for(timeout=VISIBLE)
+        await back.wait_for(timeout=visible())
         await assert_chosen(page)
         await back.get_by_role("button", name="Answer").click()
         assert_answered(answer_of(await second.result("stack")))
@@ -218,7 +220,7 @@ async def test_the_keyboard_alone_answers_every_question(browser: Any) -> None:
     async with serving() as s:
         page = await open_page(browser, s.web.url)
         s.ask_soon("stack", STACK)
-        await card(page, "Which database?").wait_for(timeout=VISIBLE)
+        await card(page, "Which database?").wait_for(timeout=visible())
 
         async def focused() -> str:
             return str(
@@ -247,7 +249,7 @@ async def test_the_keyboard_alone_answers_every_question(browser: Any) -> None:
         await page.keyboard.press("Space")
         assert await focused() == "Your own answer"
         alert = "Which features? — at most 2 choices: uncheck one first."
-        await page.get_by_text(alert).wait_for(timeout=VISIBLE)
+        await page.get_by_text(alert).wait_for(timeout=visible())
         assert await checked(page, "Which features?") == ["Billing", "Export"]
         await page.keyboard.press("Tab")  # its text field
         await page.keyboard.press("Tab")  # the third question's text area
@@ -272,7 +274,7 @@ async def test_the_fleet_inbox_shows_and_answers_an_ask_of_several_questions(
         async with serve_journal_inbox(journal, port=0) as served:
             page = await open_page(browser, served.url)
             stack = card(page, "Which database?")
-            await stack.wait_for(timeout=VISIBLE)
+            await stack.wait_for(timeout=visible())
             assert await stack.get_by_text("alpha on build-1, pid 101, agent planner").is_visible()
             assert await stack.locator("fieldset").count() == 3
             assert await stack.get_by_role("button", name="Answer").count() == 1
@@ -285,7 +287,7 @@ async def test_the_fleet_inbox_shows_and_answers_an_ask_of_several_questions(
             await page.get_by_text(
                 "Answered: Which database? SQLite; Which features? Billing, “GraphQL”; "
                 "Anything else? “Ship it by Friday”."
-            ).wait_for(timeout=VISIBLE)
+            ).wait_for(timeout=visible())
             record = await journal.get_ask("stack-0")
             assert record.answer is not None
             assert_answered(record.answer)
@@ -303,7 +305,7 @@ async def test_the_card_of_several_questions_has_aa_contrast_in_both_schemes(
         features = fieldset(page, "Which features?")
         await features.get_by_role("checkbox", name="Auth").uncheck()
         await card(page, "Which database?").get_by_role("button", name="Answer").click()
-        await features.get_by_text("pick at least 1").wait_for(timeout=VISIBLE)
+        await features.get_by_text("pick at least 1").wait_for(timeout=visible())
         for scheme in ("light", "dark"):
             await page.emulate_media(color_scheme=scheme)
             measured = await page.evaluate(measure)

@@ -22,7 +22,7 @@ from hotseam.providers.web import WebProvider
 from hotseam.reload import Reloader
 from providers.web.conftest import DB, FREE, serving
 
-from .test_inbox import MODULE, VISIBLE, card, open_page
+from .test_inbox import MODULE, card, open_page, visible
 
 pytestmark = pytest.mark.anyio
 
@@ -68,12 +68,12 @@ async def test_a_stopped_daemon_leaves_no_answerable_card_and_its_restart_brings
         url = await _expect(first, r"web inbox: (http://\S+?)\"")
         page = await open_page(browser, url)
         question = card(page, "Which colour?")
-        await question.wait_for(timeout=VISIBLE)
+        await question.wait_for(timeout=visible())
         await question.get_by_label("Green").check()
         assert await page.title() == "(1) hotseam inbox"
 
         await anyio.to_thread.run_sync(first.finish, signal.SIGTERM)
-        await page.get_by_text("hotseam is not running").wait_for(timeout=VISIBLE)
+        await page.get_by_text("hotseam is not running").wait_for(timeout=visible())
         assert await page.locator(ANSWERABLE).count() == 0
         assert await page.get_by_text("Not answered: hotseam stopped").is_visible()
         assert await page.title() == "hotseam inbox (not connected)"
@@ -82,11 +82,11 @@ async def test_a_stopped_daemon_leaves_no_answerable_card_and_its_restart_brings
         second = Process(*args, cwd=tmp_path, runtime=runtime)
         assert await _expect(second, r"web inbox: (http://\S+?)\"") == url  # the same link
         again = page.locator("li.card:not(.gone):not(.held)").filter(has_text="Which colour?")
-        await again.wait_for(timeout=VISIBLE)  # the open tab reconnected by itself
+        await again.wait_for(timeout=visible())  # the open tab reconnected by itself
         assert await page.locator("li.card").count() == 1  # in the old card's place
         assert await again.get_by_label("Green").is_checked()
         bookmark = await open_page(browser, url)
-        await card(bookmark, "Which colour?").wait_for(timeout=VISIBLE)
+        await card(bookmark, "Which colour?").wait_for(timeout=visible())
         await again.get_by_role("button", name="Answer").click()
         assert await _expect(second, r"(answer: \w+)", "stdout") == "answer: Green"
         assert not page.errors and not bookmark.errors
@@ -105,17 +105,17 @@ async def test_a_page_whose_token_is_no_longer_valid_says_what_to_do(browser: An
         old = s.web.url
         page = await open_page(browser, old)
         s.ask_soon("db", DB)
-        await card(page, "Which database?").wait_for(timeout=VISIBLE)
+        await card(page, "Which database?").wait_for(timeout=visible())
     async with serving(port=port, token="the-second-token-0123456789") as s:
         s.ask_soon("db", DB)
-        await page.get_by_text("This page's link is no longer accepted").wait_for(timeout=VISIBLE)
+        await page.get_by_text("This page's link is no longer accepted").wait_for(timeout=visible())
         assert await page.get_by_text("'hotseam status' shows it").is_visible()
         assert await page.locator(ANSWERABLE).count() == 0
         stale = await browser.new_page()
         response = await stale.goto(old)
         assert response is not None and response.status == 401
         await stale.get_by_role("heading", name="This link's token is not accepted").wait_for(
-            timeout=VISIBLE
+            timeout=visible()
         )
         assert await stale.get_by_text("hotseam status", exact=True).count() == 1
 
@@ -154,9 +154,9 @@ async def test_cards_stay_in_place_across_a_reload_of_the_inbox_module(
                 answers[name] = await ask(request, context=context)
 
             tg.start_soon(agent, "db", DB)
-            await card(page, "Which database?").wait_for(timeout=VISIBLE)
+            await card(page, "Which database?").wait_for(timeout=visible())
             tg.start_soon(agent, "free", FREE)
-            await card(page, "What colour?").wait_for(timeout=VISIBLE)
+            await card(page, "What colour?").wait_for(timeout=visible())
             ids = await page.locator("li.card").evaluate_all("cards => cards.map(c => c.id)")
             await card(page, "What colour?").get_by_label("Your answer").fill("typed before")
             assert await page.title() == "(2) hotseam inbox"
@@ -167,7 +167,7 @@ async def test_cards_stay_in_place_across_a_reload_of_the_inbox_module(
             await page.wait_for_function(
                 "() => window.__seen.held && !document.querySelector('li.card.held')"
                 " && document.getElementById('status').textContent.startsWith('Live')",
-                timeout=VISIBLE,
+                timeout=visible(),
             )
             cards = page.locator("li.card")
             assert await cards.evaluate_all("cards => cards.map(c => c.__mark)") == [0, 1]
@@ -182,7 +182,7 @@ async def test_cards_stay_in_place_across_a_reload_of_the_inbox_module(
             second.inbox.answer(ids[0].removeprefix("q-"), {"option": 1})  # a script's id
             await page.get_by_text(
                 "Answered elsewhere (by a script or another client): SQLite."
-            ).wait_for(timeout=VISIBLE)
+            ).wait_for(timeout=visible())
             await page.wait_for_function("() => document.title === '(1) hotseam inbox'")
             await card(page, "What colour?").get_by_role("button", name="Answer").click()
     assert answers["db"].answer == "SQLite" and answers["free"].answer == "typed before"

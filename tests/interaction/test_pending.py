@@ -31,9 +31,10 @@ SECRET = "the-answer-text-never-shown"
 QUESTION = AskUserQuestionRequest("Colour?", header="Theme", agent=Agent("planner"))
 
 
-async def _until(predicate: object, timeout: float = scaled(5.0)) -> None:
-    """Wait for a state that has nothing to await (a poll by design)."""
-    with anyio.fail_after(timeout):
+async def _until(predicate: object, timeout: float = 5.0) -> None:
+    """Wait for a state that has nothing to await (a poll by design); ``timeout``: seconds on
+    an idle machine, scaled here."""
+    with anyio.fail_after(scaled(timeout)):
         while not predicate():  # type: ignore[operator]  # noqa: ASYNC110
             await anyio.sleep(0.005)
 
