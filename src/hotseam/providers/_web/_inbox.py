@@ -16,7 +16,7 @@ exactly one outcome. Subscribers (open pages) each get a bounded buffer: one tha
 read is dropped, never waited for, so a stuck browser can neither block the loop nor grow
 memory; a dropped page reconnects and gets a snapshot.
 
-A question keeps the id of its ``ask()`` (:func:`~hotseam.interaction.ask_id`, the
+A question keeps the id of its ``ask()`` (:func:`~hotseam.interaction.current_ask`, the
 journal's ask id), so when a reload puts it to the next generation's inbox, or another
 inbox shows it, a page or a script holding the id still finds it. An answer or a
 dismissal records the ``client`` that sent it (a page sends its own random id), so every
@@ -41,7 +41,7 @@ from ...interaction import (
     AskUserQuestionRequest,
     ErrorCode,
     UserInteractionError,
-    ask_id,
+    current_ask,
     pending_asks,
 )
 from ._answers import MAX_ANSWER_CHARS, AnswerError, answer_label, question_dict, shown_answer
@@ -247,7 +247,7 @@ class Inbox:
         """
         if self._closed:
             raise InboxError(503, "CLOSED", "the web inbox is closed")
-        question_id = ask_id()
+        question_id = asked.question_id if (asked := current_ask()) else None
         if question_id is None or question_id in self._entries:
             question_id = secrets.token_hex(8)
         self._decided.pop(question_id, None)  # asked again: pending, not decided

@@ -37,12 +37,11 @@ import anyio
 import anyio.abc
 
 from ..._core import get_logger
-from ...interaction import (
+from ...interaction import AskUserQuestionAnswer, ErrorCode
+from ...interaction.journal import (
     AskRecord,
     AskState,
-    AskUserQuestionAnswer,
     DaemonRecord,
-    ErrorCode,
     InboxEntry,
     Journal,
     JournalError,

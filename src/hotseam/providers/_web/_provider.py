@@ -13,7 +13,7 @@ from ...interaction import (
     AskUserQuestionRequest,
     ErrorCode,
     UserInteractionError,
-    answered_elsewhere,
+    current_ask,
 )
 from ._app import build_app
 from ._inbox import Entry, Inbox, InboxError, cancelled_error
@@ -179,7 +179,7 @@ class WebProvider:
             if entry.outcome == "answered":
                 assert entry.answer is not None
                 return entry.answer  # answered in the same turn: the answer stands
-            elsewhere = answered_elsewhere()
+            elsewhere = asked.answered_elsewhere if (asked := current_ask()) else None
             if elsewhere is not None:  # another process's inbox answered: pages say so
                 entry.answer = elsewhere.answer
                 self._inbox.settle(entry, "answered", "answered elsewhere", by=elsewhere.by)
