@@ -392,15 +392,14 @@ async def test_an_open_question_that_another_provider_shows_is_503_not_404() -> 
     """Between a reload's withdrawal and the re-ask (or while another provider shows it),
     a script holding the id is told to retry, not that the question never existed."""
     from hotseam import Context
-    from hotseam.interaction import USER_INTERACTION, ask
-    from hotseam.interaction._pending import ask_id
+    from hotseam.interaction import USER_INTERACTION, ask, current_ask
 
     asked: list[str] = []
     shown = anyio.Event()
 
     class Elsewhere:
         async def ask(self, request: AskUserQuestionRequest) -> Any:
-            asked.append(str(ask_id()))
+            asked.append(str(pending.question_id if (pending := current_ask()) else None))
             shown.set()
             await anyio.sleep_forever()
 
