@@ -6,11 +6,10 @@ is replaced mid-question); :func:`ask_user_question_tool` is the model-facing to
 request holds one question or several (:class:`Question`,
 :meth:`~hotseam.interaction.AskUserQuestionRequest.of`), and its answer one
 :class:`QuestionAnswer` per question.
-:func:`pending_asks` lists the open questions (never their answers) and
-:func:`waiting_for_provider` lets questions wait for a provider to appear. With a
-:data:`JOURNALING` (a :class:`JournalDaemon` over :func:`open_journal`), asks made inside an
-agent run (:meth:`JournalDaemon.run`) are recorded, replayed when the run resumes after a
-restart, and answerable from any process's inbox.
+:func:`pending_asks` lists the open questions (never their answers), :func:`current_ask`
+is the one a provider is serving, and :func:`waiting_for_provider` lets questions wait for a
+provider to appear. The ask journal (questions that outlive the process, agent runs that
+resume) is :mod:`hotseam.interaction.journal`.
 """
 
 from __future__ import annotations
@@ -22,25 +21,6 @@ from . import _answer, _request
 from ._answer import where as where
 from ._ask import ask
 from ._errors import ErrorCode, UserInteractionError
-from ._journal import DEFAULT_LIVENESS_TIMEOUT as DEFAULT_LIVENESS_TIMEOUT
-from ._journal import SETTLED_STATES as SETTLED_STATES
-from ._journal import (
-    AskRecord,
-    AskState,
-    DaemonRecord,
-    InboxEntry,
-    Journal,
-    JournalError,
-    JournalEvent,
-    RunRecord,
-    RunState,
-    Settlement,
-    open_journal,
-)
-from ._journal import JournalErrorCode as JournalErrorCode
-from ._journal import RunOverview as RunOverview
-from ._journal import default_journal_path as default_journal_path
-from ._journal import parse_journal_url as parse_journal_url
 from ._model import (
     MAX_QUESTIONS,
     AskUserQuestionAnswer,
@@ -54,17 +34,13 @@ from ._pending import (
     AnsweredElsewhere,
     AskEnded,
     PendingAsk,
-    answered_elsewhere,
-    ask_deadline,
-    ask_id,
+    current_ask,
     on_ask_ended,
     pending_asks,
     waiting_for_provider,
 )
 from ._provider import USER_INTERACTION, UserInteractionProvider
-from ._runs import JOURNALING, AgentRun, JournalDaemon, current_run
-from ._runs import journal_waits as journal_waits
-from ._runs import pid_alive as pid_alive
+from ._provider import takes_several as takes_several
 from ._tool import ASK_USER_QUESTION_DESCRIPTION, ask_user_question_tool
 from ._validate import validate_request
 from ._validate_answer import check_answer, check_partial_answer, check_question_answer
@@ -73,52 +49,34 @@ if TYPE_CHECKING:
     from ._inputs import AskUserQuestionInput, AskUserQuestionOptionInput, QuestionInput
 
 # Imported above for hotseam's own layers (the CLI, the web inbox), not public and so left out
-# of __all__: where, DEFAULT_LIVENESS_TIMEOUT, SETTLED_STATES, JournalErrorCode, RunOverview,
-# default_journal_path, parse_journal_url, journal_waits, pid_alive.
+# of __all__: where, takes_several.
 __all__ = [
     "ASK_USER_QUESTION_DESCRIPTION",
     "Agent",
-    "AgentRun",
     "AnsweredElsewhere",
     "AskEnded",
-    "AskRecord",
-    "AskState",
     "AskUserQuestionAnswer",
     "AskUserQuestionInput",
     "AskUserQuestionOption",
     "AskUserQuestionOptionInput",
     "AskUserQuestionRequest",
-    "DaemonRecord",
     "ErrorCode",
-    "InboxEntry",
-    "JOURNALING",
-    "Journal",
-    "JournalDaemon",
-    "JournalError",
-    "JournalEvent",
     "MAX_QUESTIONS",
     "PendingAsk",
     "Question",
     "QuestionAnswer",
     "QuestionInput",
-    "RunRecord",
-    "RunState",
-    "Settlement",
     "SkipReason",
     "USER_INTERACTION",
     "UserInteractionError",
     "UserInteractionProvider",
-    "answered_elsewhere",
     "ask",
-    "ask_deadline",
-    "ask_id",
     "ask_user_question_tool",
     "check_answer",
     "check_partial_answer",
     "check_question_answer",
-    "current_run",
+    "current_ask",
     "on_ask_ended",
-    "open_journal",
     "pending_asks",
     "validate_request",
     "waiting_for_provider",

@@ -24,7 +24,7 @@ from ._errors import ErrorCode, UserInteractionError
 from ._journaled import answer_recorded, place, replay
 from ._model import AskUserQuestionAnswer, AskUserQuestionRequest, Question, QuestionAnswer
 from ._pending import PendingAsk, ProviderWait
-from ._provider import USER_INTERACTION, UserInteractionProvider
+from ._provider import USER_INTERACTION, UserInteractionProvider, takes_several
 from ._runs import current_run
 from ._validate import validate_request
 from ._validate_answer import check_answer, check_partial_answer, entries_of
@@ -258,7 +258,7 @@ async def _put(
     if not request.is_multi_question:
         return await provider.ask(request)
     rest = [item for item in request.questions if item.id not in answered]
-    if getattr(provider, "multiple_questions", False) is True:
+    if takes_several(provider):
         if not answered:
             return await provider.ask(request)
         part = AskUserQuestionRequest.of(rest, agent=request.agent, signal=request.signal)

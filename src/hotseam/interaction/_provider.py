@@ -8,7 +8,7 @@ from .._core import Seam
 from ._errors import ErrorCode, UserInteractionError
 from ._model import AskUserQuestionAnswer, AskUserQuestionRequest
 
-__all__ = ["USER_INTERACTION", "UserInteractionProvider"]
+__all__ = ["USER_INTERACTION", "UserInteractionProvider", "takes_several"]
 
 
 @runtime_checkable
@@ -20,14 +20,39 @@ class UserInteractionProvider(Protocol):
     propagate. It raises :class:`UserInteractionError` with ``ASK_CANCELLED`` when the human
     dismissed the question and ``ASK_DECLINED`` when they declined to answer.
 
-    A provider that shows several questions at once says so with a class attribute,
-    ``multiple_questions = True`` (not part of the protocol: a provider without it is
-    asked one question at a time). It then receives requests of several questions
-    (``request.questions``) and answers each (``AskUserQuestionAnswer.of``).
+    ``ask`` is all a provider needs at run time (the seed's interface): the seam accepts any
+    object with an ``ask`` method, so a provider without :attr:`multiple_questions` takes
+    questions one at a time. Subclass this protocol to inherit the default, or declare the
+    attribute (a class attribute or a property) so that a type checker sees it.
     """
+
+    @property
+    def multiple_questions(self) -> bool:
+        """True if the provider shows several questions at once (default ``False``).
+
+        It then receives a request of several questions whole (``request.questions``) and
+        answers each (``AskUserQuestionAnswer.of``); otherwise :func:`ask` puts them to it
+        one after the other. Only ``True`` counts (a truthy string does not), and it is
+        read at each ask, so a property may change its mind (ACP: while the client takes
+        forms).
+        """
+        return False
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Ask the human and return their answer."""
+
+    @classmethod
+    def __subclasshook__(cls, other: type) -> bool:
+        # The run-time check asks for ``ask`` alone, as the seed's interface does: a
+        # provider written to it has no multiple_questions, and is still a provider.
+        return True if callable(getattr(other, "ask", None)) else NotImplemented
+
+
+def takes_several(provider: object) -> bool:
+    """Whether ``provider`` is given an ask of several questions whole: its
+    :attr:`~UserInteractionProvider.multiple_questions` is ``True``. The one reading of the
+    capability, tolerant of a provider that has only ``ask``."""
+    return getattr(provider, "multiple_questions", False) is True
 
 
 def _no_provider(message: str) -> UserInteractionError:

@@ -38,6 +38,7 @@ from ...interaction import (
     ErrorCode,
     UserInteractionError,
     UserInteractionProvider,
+    takes_several,
 )
 from .._kit import ask_until_answered, build_form, mcp_variant
 from ._call import McpCall, current_call
@@ -89,7 +90,7 @@ class McpProvider:
         forms (one form of them all); else as the fallback says."""
         call = current_call()
         if call is not None and not self._takes_forms(call) and self.fallback is not None:
-            return bool(getattr(self.fallback, "multiple_questions", False))
+            return takes_several(self.fallback)
         return True
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
