@@ -26,6 +26,7 @@ DOCS = ROOT / "docs"
 PUBLIC_PACKAGES = [
     "hotseam",
     "hotseam.interaction",
+    "hotseam.interaction.journal",
     "hotseam.reload",
     "hotseam.testing",
     "hotseam.pytest_plugin",

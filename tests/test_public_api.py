@@ -17,6 +17,7 @@ from hotseam import Context, HarnessError, Scope, Seam
 PUBLIC_MODULES = [
     "hotseam",
     "hotseam.interaction",
+    "hotseam.interaction.journal",
     "hotseam.reload",
     "hotseam.providers.scripted",
     "hotseam.providers.terminal",
@@ -44,6 +45,53 @@ def test_public_names_show_a_public_module(module_name: str) -> None:
         if isinstance(owner, str) and owner.startswith("hotseam"):
             assert "._" not in owner, f"{module_name}.{name} shows {owner}"
     assert hotseam.Scope.__module__ == "hotseam"
+
+
+# What a provider author and an agent author need, and nothing more: the journal's records
+# and codes are in hotseam.interaction.journal, a name added here is a decision.
+INTERACTION = {
+    "ASK_USER_QUESTION_DESCRIPTION",
+    "Agent",
+    "AnsweredElsewhere",
+    "AskEnded",
+    "AskUserQuestionAnswer",
+    "AskUserQuestionInput",
+    "AskUserQuestionOption",
+    "AskUserQuestionOptionInput",
+    "AskUserQuestionRequest",
+    "ErrorCode",
+    "MAX_QUESTIONS",
+    "PendingAsk",
+    "Question",
+    "QuestionAnswer",
+    "QuestionInput",
+    "SkipReason",
+    "USER_INTERACTION",
+    "UserInteractionError",
+    "UserInteractionProvider",
+    "ask",
+    "ask_user_question_tool",
+    "check_answer",
+    "check_partial_answer",
+    "check_question_answer",
+    "current_ask",
+    "on_ask_ended",
+    "pending_asks",
+    "validate_request",
+    "waiting_for_provider",
+}
+
+
+def test_interaction_holds_what_a_provider_or_an_agent_author_needs() -> None:
+    """At most 30 names, each one pinned; none of them the journal's."""
+    import hotseam.interaction
+    import hotseam.interaction.journal
+
+    assert set(hotseam.interaction.__all__) == INTERACTION
+    assert len(INTERACTION) <= 30
+    journal = set(hotseam.interaction.journal.__all__)
+    assert journal & set(hotseam.interaction.__all__) == set()
+    assert {"Journal", "JournalDaemon", "JOURNALING", "JournalErrorCode"} <= journal
 
 
 def test_harness_error_name_code_and_dict() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import time
 
 import anyio
 import pytest
@@ -16,9 +17,11 @@ from hotseam.interaction import (
     ErrorCode,
     UserInteractionError,
     ask,
+    current_ask,
 )
 from hotseam.interaction._pending import (
     AskEnded,
+    PendingAsk,
     on_ask_ended,
     pending_asks,
     waiting_for_provider,
@@ -91,6 +94,77 @@ class TestPendingAsks:
         finally:
             stop()
         assert [end.code for end in ended] == [ErrorCode.ASK_CANCELLED]
+
+
+class TestCurrentAsk:
+    async def test_outside_an_ask_there_is_none(self) -> None:
+        assert current_ask() is None
+
+    async def test_a_provider_sees_the_ask_it_serves_its_id_and_its_deadline(self) -> None:
+        """The id is the one the log events carry; the deadline is ``ask(timeout=)`` from
+        its start, in ``time.monotonic()`` seconds; no answer given elsewhere."""
+        seen: list[object] = []
+
+        class Looking:
+            async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+                seen.append(current_ask())
+                return AskUserQuestionAnswer("red")
+
+        context = Context("current")
+        context.provide(USER_INTERACTION, Looking())
+        before = time.monotonic()
+        await ask(QUESTION, context=context, timeout=60)
+        await ask(QUESTION, context=context)
+        timed, untimed = seen
+        assert isinstance(timed, PendingAsk) and isinstance(untimed, PendingAsk)
+        assert timed.question_id != untimed.question_id
+        assert timed.agent == "planner" and timed.header == "Theme"
+        assert timed.deadline is not None
+        assert before + 60 <= timed.deadline <= time.monotonic() + 60
+        assert untimed.deadline is None
+        assert timed.answered_elsewhere is None
+        assert current_ask() is None and pending_asks() == []
+
+    async def test_the_same_ask_keeps_its_id_on_the_next_provider(self) -> None:
+        """Re-asked after its provider is replaced, the question is the same ask."""
+        context = Context("current-swap")
+        ids: list[str] = []
+        first_shown = anyio.Event()
+
+        class First:
+            async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+                asked = current_ask()
+                assert asked is not None
+                ids.append(asked.question_id)
+                first_shown.set()
+                await anyio.sleep_forever()
+                raise AssertionError
+
+        class Second:
+            async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+                asked = current_ask()
+                assert asked is not None
+                ids.append(asked.question_id)
+                return AskUserQuestionAnswer("blue")
+
+        answers: list[str] = []
+
+        async def asker() -> None:
+            with waiting_for_provider():
+                answers.append((await ask(QUESTION, context=context)).answer)
+
+        async with anyio.create_task_group() as tg:
+            old = Scope("old-ui", context=context)
+            old.provide(USER_INTERACTION, First())
+            tg.start_soon(asker)
+            with anyio.fail_after(scaled(5)):
+                await first_shown.wait()
+            await old.aclose()
+            async with Scope("new-ui", context=context) as new:
+                new.provide(USER_INTERACTION, Second())
+                await _until(lambda: bool(answers))
+        assert answers == ["blue"]
+        assert len(ids) == 2 and ids[0] == ids[1]
 
 
 class TestWaitingForProvider:

@@ -27,9 +27,7 @@ __all__ = [
     "AskEnded",
     "PendingAsk",
     "ProviderWait",
-    "ask_deadline",
-    "answered_elsewhere",
-    "ask_id",
+    "current_ask",
     "on_ask_ended",
     "pending_asks",
     "provider_wait",
@@ -50,6 +48,8 @@ class PendingAsk:
         provider: The provider showing it now (``module.Class``), ``None`` while none does.
         attempts: How many providers it was put to (more than one after a reload).
         waiting_for_provider: True while it waits for a provider to appear.
+        deadline: When it times out, in ``time.monotonic()`` seconds (``ask(...,
+            timeout=)`` sets it, so a provider can show the time left); ``None``: never.
     """
 
     question_id: str
@@ -60,11 +60,19 @@ class PendingAsk:
     provider: str | None = None
     attempts: int = 0
     waiting_for_provider: bool = False
+    deadline: float | None = None
 
     @property
     def seconds(self) -> float:
         """How long it has been open."""
         return time.monotonic() - self.started
+
+    @property
+    def answered_elsewhere(self) -> AnsweredElsewhere | None:
+        """Why it is being withdrawn, when the reason is an answer given in another process
+        (a fleet inbox): a provider withdrawing its prompt can then say who answered, and
+        what, instead of "withdrawn". Read when the withdrawal comes, not before."""
+        return _elsewhere.get(self.question_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,48 +110,40 @@ _waiting = 0
 _wait: contextvars.ContextVar[ProviderWait | None] = contextvars.ContextVar(
     "hotseam_provider_wait", default=None
 )
-_deadline: contextvars.ContextVar[float | None] = contextvars.ContextVar(
-    "hotseam_ask_deadline", default=None
-)
 _asking: contextvars.ContextVar[str | None] = contextvars.ContextVar("hotseam_ask_id", default=None)
 _asking_tokens: dict[str, contextvars.Token[str | None]] = {}
 _elsewhere: dict[str, AnsweredElsewhere] = {}
 
 
-def ask_id() -> str | None:
-    """The ``question_id`` of the ask being served in this task, or ``None`` outside one.
+def current_ask() -> PendingAsk | None:
+    """The ask a provider is serving in this task, or ``None`` outside one (a copy).
 
-    It stays the same for every provider the question is put to: a provider that shows
-    it again after a reload (a web page, a script holding the id) can keep its identity.
+    Its ``question_id`` stays the same for every provider the question is put to (a
+    provider that shows it again after a reload, a web page or a script holding the id,
+    keeps its identity); its ``deadline`` says the time left; its ``answered_elsewhere``
+    why it is withdrawn. One object rather than a function per fact: they are facts about
+    the same ask, and a provider reads them together.
     """
-    return _asking.get()
-
-
-def answered_elsewhere(question_id: str | None = None) -> AnsweredElsewhere | None:
-    """Why the question being asked (by default: in this task) is being withdrawn, when
-    the reason is an answer given in another process: a provider withdrawing its prompt can
-    then say who answered, and what, instead of "withdrawn"."""
-    asked = question_id if question_id is not None else _asking.get()
-    return None if asked is None else _elsewhere.get(asked)
-
-
-def ask_deadline() -> float | None:
-    """When the question being asked (in this task) times out, in ``time.monotonic()``
-    seconds: ``ask(..., timeout=)`` sets it, so a provider can show the time left."""
-    return _deadline.get()
+    asked = _asking.get()
+    ask = None if asked is None else _pending.get(asked)
+    return None if ask is None else replace(ask)
 
 
 @contextlib.contextmanager
 def deadline_of(timeout: float | None) -> Iterator[None]:
-    """Within the block, :func:`ask_deadline` is ``timeout`` seconds from now."""
-    if timeout is None:
+    """Within the block, the ask served in this task times out ``timeout`` seconds from
+    now (its ``deadline``)."""
+    asked = _asking.get()
+    ask = None if asked is None else _pending.get(asked)
+    if timeout is None or ask is None:
         yield
         return
-    token = _deadline.set(time.monotonic() + timeout)
+    before = ask.deadline
+    ask.deadline = time.monotonic() + timeout
     try:
         yield
     finally:
-        _deadline.reset(token)
+        ask.deadline = before
 
 
 def pending_asks() -> list[PendingAsk]:
@@ -188,12 +188,12 @@ def provider_wait() -> ProviderWait | None:
 
 def opened(ask: PendingAsk) -> None:
     _pending[ask.question_id] = ask
-    # ask() calls its providers in its own task: they see the id through ask_id().
+    # ask() calls its providers in its own task: they see it through current_ask().
     _asking_tokens[ask.question_id] = _asking.set(ask.question_id)
 
 
 def settled_elsewhere(question_id: str, outcome: AnsweredElsewhere) -> None:
-    """Tell providers (:func:`answered_elsewhere`) before their ask is cancelled."""
+    """Tell providers (``PendingAsk.answered_elsewhere``) before their ask is cancelled."""
     _elsewhere[question_id] = outcome
 
 
