@@ -4,7 +4,7 @@
 
 The reload torture (``bench/torture.py``) runs as it does without a journal — the real
 watcher, random edits of every kind, asks in flight through every reload — and its asks are
-made inside agent runs of a :class:`~hotseam.interaction.JournalDaemon` (provided as
+made inside agent runs of a :class:`~hotseam.interaction.journal.JournalDaemon` (provided as
 ``JOURNALING``): ``sqlite``, a temporary SQLite file, or ``memory``. Each asker is an agent: a
 run is a script of 2-8 asks (30 % of several questions, ``--several-ratio``), after which
 the agent returns (the run finishes) or, one run in ten, raises (the run fails). 15 % of
@@ -129,12 +129,9 @@ from torture import Torture
 
 from hotseam import AbortController
 from hotseam.interaction import (
-    JOURNALING,
-    AgentRun,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
     ErrorCode,
-    JournalDaemon,
     UserInteractionError,
     ask,
 )
@@ -146,6 +143,7 @@ from hotseam.interaction._journal import (
     RunState,
     open_journal,
 )
+from hotseam.interaction.journal import JOURNALING, AgentRun, JournalDaemon
 from hotseam.reload import Reloader, ReloadEvent
 
 __all__ = ["ENGINES", "JournalTorture", "run_journal_torture"]

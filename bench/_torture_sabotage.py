@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hotseam.interaction import AgentRun, AskUserQuestionAnswer, JournalDaemon
+from hotseam.interaction import AskUserQuestionAnswer
 from hotseam.interaction._journal import AskRecord, AskState, Journal, Settlement
 from hotseam.interaction._journal._sqlite import SqliteJournal
+from hotseam.interaction.journal import AgentRun, JournalDaemon
 
 __all__ = ["SABOTAGES", "TAMPERING", "patch_faults", "patch_replay_position", "tamper", "watch"]
 

@@ -63,14 +63,9 @@ import httpx
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from hotseam import Context
-from hotseam.interaction import (
-    USER_INTERACTION,
-    AskUserQuestionAnswer,
-    AskUserQuestionRequest,
-    JournalDaemon,
-    ask,
-)
+from hotseam.interaction import USER_INTERACTION, AskUserQuestionAnswer, AskUserQuestionRequest, ask
 from hotseam.interaction._journal import Journal, open_journal
+from hotseam.interaction.journal import JournalDaemon
 from hotseam.providers.scripted import ScriptedProvider
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"

@@ -3,7 +3,7 @@
 :class:`JournalRules` is mixed into that machine, which keeps driving scopes, providers,
 swaps and asks and checking invariants 1-6 after every step. With it, a daemon process opens
 the journal — an SQLite file in a temporary folder, or `memory:` (SQLite in memory) — as an
-:class:`~hotseam.interaction.JournalDaemon`, and its agents ask inside runs. New rules:
+:class:`~hotseam.interaction.journal.JournalDaemon`, and its agents ask inside runs. New rules:
 
 * the daemon stops (its agents' runs are cancelled, left to resume) and starts again on the
   same journal (on SQLite, a new ``Journal`` object on the file, as a new process would);
@@ -78,13 +78,7 @@ from _journal_model import (
 from _journal_race import RacingClaimRules
 from _multi_question_machine import MultiAsk
 from hotseam import AbortController
-from hotseam.interaction import (
-    USER_INTERACTION,
-    ErrorCode,
-    JournalDaemon,
-    UserInteractionError,
-    ask,
-)
+from hotseam.interaction import USER_INTERACTION, ErrorCode, UserInteractionError, ask
 from hotseam.interaction._journal import (
     AskRecord,
     AskState,
@@ -95,6 +89,7 @@ from hotseam.interaction._journal import (
     open_journal,
     question_digest,
 )
+from hotseam.interaction.journal import JournalDaemon
 
 
 class JournalRules(RacingClaimRules, OtherProcessRules, JournalChecks):

@@ -15,12 +15,10 @@ from hypothesis import strategies as st
 from _multi_question_machine import build_question
 from hotseam import AbortSignal
 from hotseam.interaction import (
-    AgentRun,
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
     ErrorCode,
-    JournalDaemon,
     QuestionAnswer,
 )
 from hotseam.interaction._journal import (
@@ -30,6 +28,7 @@ from hotseam.interaction._journal import (
     RunRecord,
     RunState,
 )
+from hotseam.interaction.journal import AgentRun, JournalDaemon
 
 ENGINES = ("memory", "sqlite")
 AGENTS = ("alpha", "beta")

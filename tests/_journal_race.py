@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
 from _journal_model import POLL_INTERVAL, Incarnation
-from hotseam.interaction import JournalDaemon
 from hotseam.interaction._journal import JournalError, JournalErrorCode, RunState, open_journal
+from hotseam.interaction.journal import JournalDaemon
 
 REFUSED = frozenset({JournalErrorCode.RUN_CLAIMED, JournalErrorCode.RUN_EXISTS})
 

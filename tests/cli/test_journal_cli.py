@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from cli._support import Process, hotseam, write
-from hotseam.interaction import AskUserQuestionAnswer, open_journal
+from hotseam.interaction import AskUserQuestionAnswer
+from hotseam.interaction.journal import open_journal
 
 AGENT = """
 from hotseam import Agent

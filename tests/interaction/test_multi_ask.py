@@ -16,18 +16,17 @@ from tests._timing import scaled
 
 from hotseam import AbortController, Agent, Context
 from hotseam.interaction import (
-    JOURNALING,
     USER_INTERACTION,
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
     ErrorCode,
-    JournalDaemon,
     QuestionAnswer,
     UserInteractionError,
     ask,
     validate_request,
 )
 from hotseam.interaction._journal import AskState, Journal, open_journal
+from hotseam.interaction.journal import JOURNALING, JournalDaemon
 from hotseam.providers.scripted import Reply, ScriptedProvider
 from hotseam.testing import ReloadDriver
 

@@ -16,19 +16,17 @@ import structlog
 
 from hotseam import AbortSignal, Context
 from hotseam.interaction import (
-    JOURNALING,
     USER_INTERACTION,
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
     ErrorCode,
-    JournalDaemon,
     UserInteractionError,
     ask,
-    current_run,
     waiting_for_provider,
 )
 from hotseam.interaction._journal import AskState, Journal, JournalError, open_journal
+from hotseam.interaction.journal import JOURNALING, JournalDaemon, current_run
 from hotseam.providers.scripted import Reply, ScriptedProvider
 
 pytestmark = pytest.mark.anyio

@@ -20,16 +20,15 @@ from tests._timing import scaled
 
 from hotseam import AbortController, Context
 from hotseam.interaction import (
-    JOURNALING,
     USER_INTERACTION,
     AskUserQuestionRequest,
     ErrorCode,
-    JournalDaemon,
     UserInteractionError,
     ask,
 )
 from hotseam.interaction._journal import AskState, Journal, RunState, open_journal
 from hotseam.interaction._runs import journal_waits
+from hotseam.interaction.journal import JOURNALING, JournalDaemon
 from hotseam.providers.scripted import ScriptedProvider
 
 pytestmark = pytest.mark.anyio

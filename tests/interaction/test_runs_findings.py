@@ -18,13 +18,13 @@ from hotseam.interaction import (
     AskUserQuestionOption,
     AskUserQuestionRequest,
     ErrorCode,
-    JournalDaemon,
     Question,
     QuestionAnswer,
     UserInteractionError,
     ask,
 )
 from hotseam.interaction._journal import AskState, Journal, open_journal
+from hotseam.interaction.journal import JournalDaemon
 
 pytestmark = pytest.mark.anyio
 

@@ -375,7 +375,8 @@ def test_two_inboxes_racing_on_a_daemon_killed_and_restarted_answer_each_questio
 @pytest.mark.anyio
 async def test_an_ask_placed_while_a_resumed_run_drops_its_superseded_records_asks_anew() -> None:
     from hotseam import Context
-    from hotseam.interaction import USER_INTERACTION, AskUserQuestionRequest, JournalDaemon, ask
+    from hotseam.interaction import USER_INTERACTION, AskUserQuestionRequest, ask
+    from hotseam.interaction.journal import JournalDaemon
     from hotseam.providers.scripted import ScriptedProvider
 
     first, second = AskUserQuestionRequest("Which database?"), AskUserQuestionRequest("Name?")
@@ -431,7 +432,7 @@ async def test_a_daemon_that_stops_cleanly_is_not_taken_for_replaced_by_its_own_
     stop, and the daemon registered again, a record left alive after the process ended."""
     from structlog.testing import capture_logs
 
-    from hotseam.interaction import JournalDaemon
+    from hotseam.interaction.journal import JournalDaemon
 
     # A heartbeat every millisecond: one falls on nearly every stop.
     async with open_journal(tmp_path / "journal.sqlite3", liveness_timeout=0.003) as journal:

@@ -19,8 +19,8 @@ import pytest
 from tests._timing import scaled
 
 from _postgres import PostgresServer
-from hotseam.interaction import JournalDaemon
 from hotseam.interaction._journal import JournalError, RunState, open_journal
+from hotseam.interaction.journal import JournalDaemon
 
 T = TypeVar("T")
 

@@ -49,16 +49,8 @@ import anyio.to_thread
 import sniffio
 
 from .._core import Context, use_context
-from ..interaction import (
-    AgentRun,
-    AskEnded,
-    ErrorCode,
-    JournalDaemon,
-    JournalError,
-    JournalErrorCode,
-    on_ask_ended,
-    waiting_for_provider,
-)
+from ..interaction import AskEnded, ErrorCode, on_ask_ended, waiting_for_provider
+from ..interaction.journal import AgentRun, JournalDaemon, JournalError, JournalErrorCode
 from ..reload import is_fatal
 from ._agent import AgentFunction, AgentLoadError, agent_file, shown_path
 from ._agent_import import AgentImporter

@@ -51,14 +51,8 @@ import anyio
 import structlog
 
 from .._core import CloseReason, Context, DisposalError, HarnessError, Scope, Tool
-from ..interaction import (
-    JOURNALING,
-    USER_INTERACTION,
-    JournalDaemon,
-    JournalError,
-    JournalErrorCode,
-    ask_user_question_tool,
-)
+from ..interaction import USER_INTERACTION, ask_user_question_tool
+from ..interaction.journal import JOURNALING, JournalDaemon, JournalError, JournalErrorCode
 from ..providers.scripted import ScriptedProvider
 from ..reload import Reloader, ReloaderClosedError
 from ._agent import AgentFunction, agent_key

@@ -35,7 +35,7 @@ def check_journal(url: str | os.PathLike[str]) -> None:
         JournalError: the URL is not one.
         ValueError: a PostgreSQL journal without the postgres extra.
     """
-    from ..interaction import parse_journal_url
+    from ..interaction.journal import parse_journal_url
 
     location = parse_journal_url(url)
     if location.engine == "postgresql" and missing("postgres") is not None:

@@ -56,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """
     if _is_the_command():
         _stop_signals()
-    from ..interaction import DEFAULT_LIVENESS_TIMEOUT
+    from ..interaction.journal import DEFAULT_LIVENESS_TIMEOUT
     from ..providers import DEFAULT_FLEET_PORT
     from ._options import add_log_options, seconds
     from ._web import add_web_arguments
@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _prepare(args: argparse.Namespace) -> _Options:
     """Everything that can be wrong with the input, found before anything starts."""
-    from ..interaction import DEFAULT_LIVENESS_TIMEOUT
+    from ..interaction.journal import DEFAULT_LIVENESS_TIMEOUT
     from ..providers import DEFAULT_FLEET_PORT
     from ._config import find_config, load_config
     from ._extras import check_journal
@@ -195,7 +195,7 @@ async def _serve(options: _Options, signals: StopSignals) -> int:
     import anyio
     import structlog
 
-    from ..interaction import JournalError, JournalErrorCode, open_journal
+    from ..interaction.journal import JournalError, JournalErrorCode, open_journal
     from ..providers import serve_journal_inbox
 
     log = structlog.get_logger("hotseam.cli").bind(logger="hotseam.cli")

@@ -49,7 +49,7 @@ from typing import Any
 import anyio
 
 from .._core import HarnessError
-from ..interaction import (
+from ..interaction.journal import (
     DEFAULT_LIVENESS_TIMEOUT,
     SETTLED_STATES,
     AskState,

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from ..interaction import (
+from ..interaction.journal import (
     AskRecord,
     AskState,
     DaemonRecord,

@@ -330,7 +330,7 @@ def journal_from_config(root: Path, url: str) -> str:
     """
     # Here, not at the top: building the parser (``hotseam mcp`` before its first answer)
     # needs nothing of hotseam.interaction.
-    from ..interaction import parse_journal_url
+    from ..interaction.journal import parse_journal_url
 
     location = parse_journal_url(url)
     if location.engine != "sqlite" or Path(location.target).is_absolute():

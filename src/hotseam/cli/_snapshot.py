@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from .._core import BaseContext
-from ..interaction import journal_waits, pending_asks
+from ..interaction import pending_asks
+from ..interaction.journal import journal_waits
 from ..reload import ModuleState, Reloader, display_path
 
 __all__ = ["SessionFacts", "handle"]

@@ -78,7 +78,7 @@ class Draft:
     text, header and option labels), once. For an ask of several questions: the
     stepper's record, ``Steps`` (position, answers given, ticks, highlighted option, typed
     text), restored only
-    into the same ask (the same ``hotseam.interaction.ask_id()`` and questions), once.
+    into the same ask (the same ``hotseam.interaction.current_ask()`` id and questions), once.
     """
 
     __slots__ = ("_saved", "_steps")
@@ -113,7 +113,7 @@ class Draft:
 
     def keep_steps(self, ask: str | None, request: AskUserQuestionRequest, steps: Steps) -> None:
         """Keep where the human was in the stepper of ``request``, asked as ``ask`` (its
-        ``ask_id()``; ``None`` outside ``ask()``). Nothing done yet: forget."""
+        ``current_ask().question_id``; ``None`` outside ``ask()``). Nothing done yet: forget."""
         key = _ask_key(ask, request)
         self._steps.pop(key, None)
         if steps.is_empty:

@@ -23,8 +23,7 @@ from ...interaction import (
     ErrorCode,
     QuestionAnswer,
     UserInteractionError,
-    ask_deadline,
-    ask_id,
+    current_ask,
     validate_request,
 )
 from ._draft import Draft
@@ -101,7 +100,7 @@ class TerminalProvider:
             it so that log lines and prints do not corrupt it (default true).
         draft: Where the prompt keeps a half-typed reply (and its cursor) when its question
             is withdrawn, to start the re-asked question from it, and a stepper the answers
-            given so far, where it was, and its ticks (by ``hotseam.interaction.ask_id()``).
+            given so far, where it was, and its ticks (by ``current_ask().question_id``).
             A hot-reloaded provider carries one across generations:
             ``TerminalProvider(draft=scope.carry("draft", Draft))``. Default: one of the
             provider's own.
@@ -206,7 +205,7 @@ class TerminalProvider:
         """The stepper: each question in turn until the last is answered; withdrawn, the
         draft keeps where the human was, to resume there on the next prompt of this ask."""
         request = validate_request(request)  # every question has its id (ask() did this)
-        asked_as = ask_id()
+        asked_as = asked.question_id if (asked := current_ask()) else None
         stepper = Stepper(request, self._draft.take_steps(asked_as, request))
 
         async def steps(deadline: float | None) -> AskUserQuestionAnswer:
@@ -256,7 +255,7 @@ class TerminalProvider:
             try:
                 # The human sees how long is left (time.monotonic() seconds): this provider's
                 # own limit, or the asker's (ask(..., timeout=)), whichever comes first.
-                limits = [ask_deadline()]
+                limits = [asked.deadline if (asked := current_ask()) else None]
                 if self._timeout is not None:
                     limits.append(time.monotonic() + self._timeout)
                 deadline = min((limit for limit in limits if limit is not None), default=None)
