@@ -74,7 +74,7 @@ class FleetSettings:
 
 AGENT = """
 import json, os, sys
-from hotseam.interaction import current_run
+from hotseam.interaction.journal import current_run
 
 QUESTIONS = __PER_RUN__
 

@@ -38,7 +38,7 @@ AGENT_NAME = "deployer"
 
 AGENT = """
 import json
-from hotseam.interaction import current_run
+from hotseam.interaction.journal import current_run
 
 QUESTIONS = __QUESTIONS__
 
@@ -232,7 +232,7 @@ def test_postgres_down_for_three_seconds_delays_the_questions_and_the_run_still_
 
 ASKING_AGENT = """
 import json
-from hotseam.interaction import current_run
+from hotseam.interaction.journal import current_run
 
 async def main(context):
     result = await context.tools.execute("ask_user_question", {"question": "Deploy now?"})

@@ -47,7 +47,7 @@ AGENT = """
 import json, os, pathlib
 import anyio
 import anyio.lowlevel
-from hotseam.interaction import current_run
+from hotseam.interaction.journal import current_run
 
 QUESTIONS = __QUESTIONS__
 
