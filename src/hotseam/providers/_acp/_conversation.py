@@ -34,8 +34,7 @@ from ...interaction import (
     UserInteractionError,
     check_question_answer,
 )
-from ._fields import RECOMMENDED_SUFFIX, assemble
-from ._form import EmptyAnswerError
+from .._kit import RECOMMENDED_SUFFIX, EmptyAnswerError
 
 __all__ = [
     "Conversations",
@@ -174,15 +173,15 @@ def read_reply(request: AskUserQuestionRequest, text: str) -> AskUserQuestionAns
     skip = question.allow_skip and reply.casefold() == SKIP_WORD
     if question.is_free_form:
         if skip:
-            return assemble(request, [QuestionAnswer.skip(question)])
-        return assemble(request, [QuestionAnswer.chosen(question, (), reply)])
+            return AskUserQuestionAnswer.of([QuestionAnswer.skip(question)], request)
+        return AskUserQuestionAnswer.of([QuestionAnswer.chosen(question, (), reply)], request)
     if question.is_multi_select:
-        return assemble(request, [_several(question, reply, skip)])
+        return AskUserQuestionAnswer.of([_several(question, reply, skip)], request)
     option = question.option_named(reply)
     if option is not None:
         return AskUserQuestionAnswer(option.model_value, option)
     if skip:
-        return assemble(request, [QuestionAnswer.skip(question)])
+        return AskUserQuestionAnswer.of([QuestionAnswer.skip(question)], request)
     if request.allow_custom:
         return AskUserQuestionAnswer(reply)
     raise NotAnOptionError()

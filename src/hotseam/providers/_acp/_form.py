@@ -12,10 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._kit import EmptyAnswerError, Form, type_name
+from .._kit import Form
 
-# EmptyAnswerError and type_name: for _conversation and _lines, which import them from here.
-__all__ = ["ELICITATION_CREATE", "EmptyAnswerError", "form_params", "type_name"]
+__all__ = ["ELICITATION_CREATE", "form_params"]
 
 ELICITATION_CREATE = "elicitation/create"
 

@@ -28,8 +28,8 @@ from .._kit import (
     StreamReaderStream,
     envelope_of,
     is_request_id,
+    type_name,
 )
-from ._form import type_name
 
 if TYPE_CHECKING:
     from acp._transport import Transport
