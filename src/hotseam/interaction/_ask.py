@@ -50,7 +50,7 @@ async def ask(
         timeout: An optional time limit for the human; when it passes the ask fails with
             ``ASK_TIMEOUT``. No option is ever picked on the human's behalf.
         swap_timeout: How long to wait for a provider swap in progress (default 10 s).
-        key: Inside an agent run (:meth:`~hotseam.interaction.JournalDaemon.run`), names the
+        key: Inside an agent run (:meth:`~hotseam.interaction.journal.JournalDaemon.run`), names the
             ask for the journal, so a resumed run replays it wherever it comes in the run;
             without one, an ask is known by its position in the run and its question.
 
