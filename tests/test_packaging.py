@@ -246,7 +246,7 @@ def test_the_check_finds_an_undeclared_import() -> None:
     ]
     assert undeclared(planted, PYPROJECT["project"], distributions) == [
         "src/hotseam/reload/_planted.py:1: acp: agent-client-protocol is not declared by the "
-        "base requirements (declared by acp, mcp, all, dev)",
+        "base requirements (declared by acp, all, dev)",
         "src/hotseam/reload/_planted.py:2: trio is imported at module level "
         "(only inside functions)",
     ]
@@ -395,7 +395,7 @@ def test_a_surface_imported_without_its_extra_names_it(
         (["acp"], ["acp"], "hotseam acp needs the acp extra: pip install 'hotseam[acp]'"),
         (["acp", "--help"], ["acp"], "hotseam acp needs the acp extra: pip install 'hotseam[acp]'"),
         (["mcp", "."], ["mcp"], "hotseam mcp needs the mcp extra: pip install 'hotseam[mcp]'"),
-        (["mcp", "."], ["acp"], "hotseam mcp needs the mcp extra: pip install 'hotseam[mcp]'"),
+        (["mcp", "."], ["hypercorn"], "hotseam mcp needs the mcp extra: pip install 'hotseam[mcp]'"),
         (["inbox"], ["hypercorn"], "hotseam inbox needs the web extra: pip install 'hotseam[web]'"),
         (
             ["run", "--web", "examples"],

@@ -18,8 +18,8 @@ __all__ = ["EXTRAS", "MissingExtraError", "install_hint", "missing", "raise_if_m
 EXTRAS: dict[str, tuple[str, ...]] = {
     "acp": ("acp",),
     "web": ("starlette", "hypercorn"),
-    # MCP forms are built by the ACP form mapping; Streamable HTTP by the web inbox's server.
-    "mcp": ("mcp", "mcp_types", "acp", "starlette", "hypercorn"),
+    # Streamable HTTP is served by the web inbox's server.
+    "mcp": ("mcp", "mcp_types", "starlette", "hypercorn"),
     "postgres": ("psycopg",),
 }
 """Each extra and the top-level modules that its surface imports."""
