@@ -50,3 +50,12 @@ def test_a_plain_string_code_works_as_in_the_seed() -> None:
     assert isinstance(error, HarnessError)
     assert error.code is not None and ErrorCode(error.code) is ErrorCode.NO_PROVIDER
     assert UserInteractionError("boom").code == "PROVIDER_FAILED"
+
+
+def test_a_journal_error_keeps_its_code_as_a_string_too() -> None:
+    from hotseam.interaction.journal import JournalError, JournalErrorCode
+
+    error = JournalError("no run r1 in the journal", JournalErrorCode.RUN_UNKNOWN)
+    assert type(error.code) is str
+    assert error.code == JournalErrorCode.RUN_UNKNOWN
+    assert repr(error) == "JournalError('no run r1 in the journal', code='RUN_UNKNOWN')"
