@@ -40,7 +40,7 @@ from tests._timing import scaled
 from hotseam import Context
 from hotseam.providers.acp import AcpProvider, AgentFunction, serve
 
-WAIT = scaled(5.0)
+WAIT = 5.0  # seconds on an idle machine, scaled where used
 """The bound of every wait in these tests: long enough never to fire when things work."""
 STARTUP = 4 * WAIT
 """The bound of a subprocess's first answer: starting Python on a loaded machine is slow."""
@@ -60,7 +60,7 @@ class _Feed:
         self._arrived.set()
 
     async def get(self, timeout: float = WAIT) -> Any:
-        with anyio.fail_after(timeout):
+        with anyio.fail_after(scaled(timeout)):
             while not self._items:
                 self._arrived = anyio.Event()
                 await self._arrived.wait()
@@ -106,7 +106,7 @@ class Wire:
     ) -> dict[str, Any]:
         """Wait until a message in ``direction`` satisfies ``predicate``; return it."""
         checked = 0
-        with anyio.fail_after(timeout):
+        with anyio.fail_after(scaled(timeout)):
             while True:
                 for seen, message in self.events[checked:]:
                     if seen == direction and predicate(message):
@@ -116,7 +116,7 @@ class Wire:
 
     async def changed(self, timeout: float = WAIT) -> None:
         """Wait for the next message (in either direction)."""
-        with anyio.fail_after(timeout):
+        with anyio.fail_after(scaled(timeout)):
             await self._changed.wait()
 
     def raw_lines(self) -> list[str]:
@@ -229,7 +229,7 @@ class Connected:
 
     async def prompt(self, text: str = "hello", session_id: str | None = None) -> PromptResponse:
         """Send a prompt and wait for the turn to end."""
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(scaled(WAIT)):
             return await self.conn.prompt(
                 session_id=session_id or self.session_id, prompt=[text_block(text)]
             )
@@ -260,7 +260,7 @@ class Connected:
     async def wait_for_log(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
         """The next JSON log line of the subprocess that satisfies ``predicate``."""
         assert self.logs is not None, "spawned(..., stderr=None) reads the logs live"
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(scaled(WAIT)):
             while True:
                 line: str = await self.logs.get()
                 if line.startswith("{") and predicate(json.loads(line)):
@@ -268,14 +268,14 @@ class Connected:
 
     async def close_session(self, session_id: str | None = None) -> Any:
         """Send ``session/close`` (the SDK routes it only as unstable)."""
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(scaled(WAIT)):
             return await self.conn._conn.send_request(
                 "session/close", {"sessionId": session_id or self.session_id}
             )
 
     async def wait_said(self, fragment: str, mark: int = 0) -> str:
         """Wait until the chunks received since ``mark`` contain ``fragment``; return them."""
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(scaled(WAIT)):
             while fragment not in (said := self.said_since(mark)):
                 await self.client._updated.wait()
         return said
@@ -315,7 +315,7 @@ class Pending:
         return self._done.is_set()
 
     async def result(self) -> PromptResponse:
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(scaled(WAIT)):
             await self._done.wait()
         if self._error is not None:
             raise self._error
@@ -413,7 +413,7 @@ async def _open(
     conn._conn._handler.add_route(  # type: ignore[attr-defined]
         Route(method="$/cancel_request", func=client.on_cancel_request, kind="notification")
     )
-    with anyio.fail_after(timeout):
+    with anyio.fail_after(scaled(timeout)):
         if initialize is not None:
             await conn._conn.send_request("initialize", dict(initialize))
         else:

@@ -315,7 +315,7 @@ def test_the_agents_module_is_bounded_by_the_import_timeout(tmp_path: Path) -> N
         stdin=subprocess.PIPE,
         capture_output=True,
         text=True,
-        timeout=WAIT * 2,
+        timeout=scaled(WAIT * 2),
         check=False,
     )
     assert (completed.returncode, completed.stdout) == (2, "")
@@ -345,7 +345,7 @@ def test_bad_arguments_one_line_and_exit_2(args: list[str], message: str) -> Non
         stdin=subprocess.PIPE,
         capture_output=True,
         text=True,
-        timeout=WAIT * 2,
+        timeout=scaled(WAIT * 2),
         check=False,
     )
     assert completed.returncode == 2
@@ -366,7 +366,7 @@ def test_stdin_from_a_file_is_a_usage_error(tmp_path: Path) -> None:
             stdin=stdin,
             capture_output=True,
             text=True,
-            timeout=WAIT * 2,
+            timeout=scaled(WAIT * 2),
             check=False,
         )
     assert completed.returncode == 2
@@ -393,11 +393,11 @@ async def test_sigterm_exits_0_and_stdout_is_protocol_only(tmp_path: Path) -> No
             assert process.stdout is not None
             await process.stdin.send((json.dumps(initialize) + "\n").encode())
             received = b""
-            with anyio.fail_after(STARTUP):
+            with anyio.fail_after(scaled(STARTUP)):
                 while not received.endswith(b"\n"):
                     received += await process.stdout.receive()
             process.send_signal(signal.SIGTERM)
-            with anyio.fail_after(WAIT):
+            with anyio.fail_after(scaled(WAIT)):
                 assert await process.wait() == 0
             async for chunk in process.stdout:
                 received += chunk

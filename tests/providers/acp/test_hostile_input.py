@@ -16,6 +16,7 @@ from typing import Any
 import anyio
 import anyio.abc
 import pytest
+from tests._timing import scaled
 
 from ._harness import STARTUP, WAIT
 
@@ -187,7 +188,7 @@ class RawClient:
 
     async def receive(self, timeout: float = WAIT) -> dict[str, Any]:
         """The next message on stdout; fails if the process closed it."""
-        with anyio.fail_after(timeout):
+        with anyio.fail_after(scaled(timeout)):
             while b"\n" not in self._buffer:
                 try:
                     self._buffer += await self._stdout.receive()
@@ -277,7 +278,7 @@ async def test_hostile_lines_are_answered_and_the_agent_keeps_serving(tmp_path: 
         await client.send_line(_nested(128))  # as deep as a message may be: served
         assert (await client.receive())["result"]["sessionId"].startswith("sess_")
         await process.stdin.aclose()  # type: ignore[union-attr]
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(scaled(WAIT)):
             assert await process.wait() == 0
     logs = _logs(stderr)
     invalid = [entry for entry in logs if entry["event"] == "acp.invalid_message"]
@@ -394,5 +395,5 @@ async def test_a_malformed_answer_fails_the_question_not_the_agent(tmp_path: Pat
             assert f"Approach: no answer (PROVIDER_FAILED: {why})" in "".join(said), name
         await client.prompt(session_id)
         await process.stdin.aclose()  # type: ignore[union-attr]
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(scaled(WAIT)):
             assert await process.wait() == 0

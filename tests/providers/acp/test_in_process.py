@@ -15,6 +15,7 @@ from acp.schema import (
     DeclineElicitationResponse,
     RequestPermissionResponse,
 )
+from tests._timing import scaled
 
 from hotseam import AbortController, Context, HarnessError, ToolResult
 from hotseam.interaction import (
@@ -441,7 +442,7 @@ class TestCancellation:
 
         async with connected(agent) as acp:
             pending = acp.start_prompt()
-            with anyio.fail_after(WAIT):
+            with anyio.fail_after(scaled(WAIT)):
                 await started.wait()
             await acp.conn.cancel(session_id=acp.session_id)
             assert (await pending.result()).stop_reason == "cancelled"
@@ -458,7 +459,7 @@ class TestCancellation:
 
         async with connected(agent) as acp:
             pending = acp.start_prompt()
-            with anyio.fail_after(WAIT):
+            with anyio.fail_after(scaled(WAIT)):
                 await started.wait()
             await acp.conn.cancel(session_id=acp.session_id)
             assert (await pending.result()).stop_reason == "cancelled"
@@ -482,7 +483,7 @@ class TestCancellation:
         with structlog.testing.capture_logs() as logs:
             async with connected(agent) as acp:
                 pending = acp.start_prompt()
-                with anyio.fail_after(WAIT):
+                with anyio.fail_after(scaled(WAIT)):
                     await started.wait()
                 await acp.conn.cancel(session_id=acp.session_id)
                 assert (await pending.result()).stop_reason == "cancelled"

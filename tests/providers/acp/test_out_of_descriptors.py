@@ -17,6 +17,7 @@ from typing import Any, cast
 import anyio
 import pytest
 from acp import spawn_agent_process, text_block
+from tests._timing import scaled
 
 from ._harness import FORM, STARTUP, WAIT, Client, _open
 
@@ -80,7 +81,7 @@ async def test_the_ask_tool_serves_while_acp_is_out_of_descriptors(tmp_path: Pat
             session_id = await _open(conn, client, FORM, timeout=STARTUP)
             async with anyio.create_task_group() as group:
                 group.start_soon(_answer_one_form, client)
-                with anyio.fail_after(WAIT):
+                with anyio.fail_after(scaled(WAIT)):
                     response = await conn.prompt(session_id=session_id, prompt=[text_block("go")])
     assert response.stop_reason == "end_turn"
     outcome = json.loads(client.said())

@@ -16,7 +16,7 @@ from typing import Any
 import anyio
 from tests._timing import scaled
 
-WAIT = scaled(60.0)  # a whole exchange, a fresh interpreter importing the SDK included
+WAIT = 60.0  # a whole exchange, a fresh interpreter importing the SDK included
 
 
 @dataclass
@@ -94,7 +94,7 @@ async def exchange(
                     await process.stdin.aclose()
 
             buffer = b""
-            with anyio.fail_after(WAIT):
+            with anyio.fail_after(scaled(WAIT)):
                 await write(b"".join(line(each) for each in first))
                 if not then:
                     await close()

@@ -29,7 +29,7 @@ from hotseam.providers.mcp import McpProvider, McpServer
 from hotseam.reload import Reloader
 
 ERAS = [pytest.param("legacy", id="2025-11-25"), pytest.param("2026-07-28", id="2026-07-28")]
-WAIT = scaled(5.0)
+WAIT = 5.0
 
 Elicit = Callable[[types.ElicitRequestFormParams], Awaitable[types.ElicitResult]]
 
@@ -125,7 +125,7 @@ async def _memory_transport(
             yield client_streams
         finally:
             await client_streams[1].aclose()
-            with anyio.move_on_after(WAIT):
+            with anyio.move_on_after(scaled(WAIT)):
                 await server_streams[1].aclose()
             group.cancel_scope.cancel()
 

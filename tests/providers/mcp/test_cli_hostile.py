@@ -22,7 +22,7 @@ from tests._timing import scaled
 
 from .test_cli_stdio import committed_at, log_lines, write_tools
 
-WAIT = scaled(10.0)
+WAIT = 10.0
 LIMIT = 65536
 """64KiB: the project's max-line-bytes."""
 MODERN_META = {
@@ -48,7 +48,7 @@ class RawPeer:
 
     async def receive(self) -> dict[str, Any]:
         assert self.process.stdout is not None
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(scaled(WAIT)):
             while b"\n" not in self._buffer:
                 self._buffer += await self.process.stdout.receive()
         line, self._buffer = self._buffer.split(b"\n", 1)
@@ -63,7 +63,7 @@ class RawPeer:
             self.process.send_signal(signal.SIGTERM)
         elif self.process.stdin is not None:
             await self.process.stdin.aclose()
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(scaled(WAIT)):
             return await self.process.wait()
 
 

@@ -22,7 +22,7 @@ from tests._timing import scaled
 
 from .test_cli_stdio import log_lines, write_tools
 
-WAIT = scaled(15.0)
+WAIT = 15.0
 FD_LIMIT = 64
 
 pytestmark = [pytest.mark.anyio, pytest.mark.parametrize("anyio_backend", ["asyncio"])]
@@ -37,7 +37,7 @@ LIMITED = (
 
 async def _logged(stderr: Path, event: str, field: str = "url") -> str:
     """The ``field`` of the first ``event`` the process logged."""
-    with anyio.fail_after(WAIT):
+    with anyio.fail_after(scaled(WAIT)):
         while True:
             for line in log_lines(stderr):
                 if line.get("event") == event:
@@ -71,7 +71,9 @@ async def test_configured_http_survives_a_flood_serves_both_eras_and_stops_clean
             flood = []
             for _ in range(100):
                 try:
-                    flood.append(socket.create_connection(("127.0.0.1", port), timeout=WAIT))
+                    flood.append(
+                        socket.create_connection(("127.0.0.1", port), timeout=scaled(WAIT))
+                    )
                 except OSError:
                     break  # the backlog is full: enough
             for sock in flood:
@@ -81,7 +83,7 @@ async def test_configured_http_survives_a_flood_serves_both_eras_and_stops_clean
             async def elicit(context: Any, params: Any) -> types.ElicitResult:
                 return types.ElicitResult(action="accept", content={"answer": "SQLite"})
 
-            with anyio.fail_after(WAIT):
+            with anyio.fail_after(scaled(WAIT)):
                 async with mcp.Client(
                     url, mode="2026-07-28", elicitation_callback=elicit
                 ) as client:
@@ -102,7 +104,7 @@ async def test_configured_http_survives_a_flood_serves_both_eras_and_stops_clean
             assert not inboxed.is_error, inboxed
             assert inboxed.content[0].text == "SQLite"  # type: ignore[union-attr]
             process.send_signal(signal.SIGTERM)
-            with anyio.fail_after(WAIT):
+            with anyio.fail_after(scaled(WAIT)):
                 assert await process.wait() == 0
         finally:
             if process.returncode is None:
@@ -133,7 +135,7 @@ async def _answered_in_the_inbox(url: str, stderr: Path) -> types.CallToolResult
             token = parse_qs(urlsplit(inbox).query)["token"][0]
             base = inbox.split("?")[0].rstrip("/")
             headers = {"X-Hotseam-Token": token}
-            with anyio.fail_after(WAIT):
+            with anyio.fail_after(scaled(WAIT)):
                 while True:
                     listed = (await http.get(f"{base}/api/questions", headers=headers)).json()
                     if listed["questions"]:
@@ -157,7 +159,7 @@ async def test_a_port_in_use_is_one_line_and_exit_2(tmp_path: Path) -> None:
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
         command = [sys.executable, "-m", "hotseam", "mcp", str(folder), "--http", str(port)]
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(scaled(WAIT)):
             completed = await anyio.run_process(command, check=False, stdin=None, cwd=folder)
     assert completed.returncode == 2
     lines = [line for line in completed.stderr.decode().splitlines() if not line.startswith("{")]

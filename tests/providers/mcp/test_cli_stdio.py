@@ -29,7 +29,7 @@ from tests._timing import scaled
 
 from .conftest import ERAS
 
-WAIT = scaled(10.0)
+WAIT = 10.0
 
 GREET = '''
 from pydantic import BaseModel
@@ -104,7 +104,7 @@ class Spawned:
         assert self.process.stdout is not None and self.process.stdin is not None
         await self.process.stdout.aclose()
         await self.process.stdin.aclose()
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(scaled(WAIT)):
             return await self.process.wait()
 
 
@@ -186,7 +186,7 @@ def log_lines(stderr: Path) -> list[dict[str, Any]]:
 
 async def committed_at(stderr: Path, path: Path, after: int) -> float:
     """The time of the ``after``-th-and-later commit of ``path`` logged on stderr."""
-    with anyio.fail_after(WAIT):
+    with anyio.fail_after(scaled(WAIT)):
         while True:
             commits = [
                 line
@@ -273,7 +273,7 @@ async def test_tools_forms_a_save_while_a_form_is_open_and_the_host_leaving(
                 results.append(await client.call_tool("pick", {}))
 
             group.start_soon(call)
-            with anyio.fail_after(WAIT):
+            with anyio.fail_after(scaled(WAIT)):
                 await hold.wait()
             if mode != "legacy":
                 listening = client.listen(tools_list_changed=True)
@@ -288,7 +288,7 @@ async def test_tools_forms_a_save_while_a_form_is_open_and_the_host_leaving(
             asking.write_text(
                 textwrap.dedent(ASKING).format(description="Ask which database, again.")
             )
-            with anyio.fail_after(WAIT):
+            with anyio.fail_after(scaled(WAIT)):
                 await changed.wait()
             commit = await committed_at(stderr, asking, after=1)
             release.set()
@@ -311,7 +311,7 @@ async def test_tools_forms_a_save_while_a_form_is_open_and_the_host_leaving(
 
             async with anyio.create_task_group() as group:
                 group.start_soon(call_and_be_left)
-                with anyio.fail_after(WAIT):
+                with anyio.fail_after(scaled(WAIT)):
                     await left_open.wait()
                 assert await host.leave() == 0
         else:

@@ -10,6 +10,7 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 from pydantic import BaseModel
+from tests._timing import scaled
 
 from hotseam import ToolCall, tool
 from hotseam.interaction import (
@@ -239,7 +240,7 @@ async def test_a_question_left_waiting_ends_after_the_ttl() -> None:
         assert isinstance(first, types.InputRequiredResult)
         assert list(first.input_requests or {}) == ["q1"]
         await anyio.sleep(0.3)  # the time-to-live passes with no retry
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(scaled(WAIT)):
             result = await served.client.session.call_tool(
                 "pick_database", {}, request_state=first.request_state, allow_input_required=True
             )
@@ -289,7 +290,7 @@ async def test_a_client_that_abandons_the_call_stops_the_tool(mode: str) -> None
                 group.start_soon(abandon)
                 await served.client.call_tool("pick_and_note_the_end", {})
         assert abandoned.cancelled_caught
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(scaled(WAIT)):
             await TOOL_ENDED[-1].wait()
 
 
@@ -311,7 +312,7 @@ async def test_a_2025_06_18_host_gets_enum_and_enum_names_beside_one_of() -> Non
         await to_server.send(SessionMessage(types.jsonrpc_message_adapter.validate_python(message)))
         if "id" not in message or "method" not in message:
             return {}
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(scaled(WAIT)):
             reply = await from_server.receive()
         return reply.message.model_dump(by_alias=True, exclude_none=True)
 
@@ -361,7 +362,7 @@ async def test_a_2025_06_18_host_gets_enum_and_enum_names_beside_one_of() -> Non
             accepted = {"action": "accept", "content": {"answer": "SQLite"}}
             reply = {"jsonrpc": "2.0", "id": form["id"], "result": accepted}
             await request(reply)
-            with anyio.fail_after(WAIT):
+            with anyio.fail_after(scaled(WAIT)):
                 done = (await from_server.receive()).message.model_dump(by_alias=True)
             assert done["id"] == 1
             assert done["result"]["structuredContent"]["answer"] == "SQLite"
@@ -413,5 +414,5 @@ async def test_a_retry_cancelled_in_flight_stops_the_tool_at_once() -> None:
                     allow_input_required=True,
                 )
         assert retry.cancelled_caught
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(scaled(WAIT)):
             await RUNNING[-1].wait()

@@ -11,6 +11,7 @@ import anyio
 import mcp_types as types
 import pytest
 from pydantic import BaseModel
+from tests._timing import scaled
 
 from hotseam import AbortController, ToolCall, tool
 from hotseam.interaction import AskUserQuestionOption, AskUserQuestionRequest, ask
@@ -69,7 +70,7 @@ async def test_an_answer_read_in_the_turn_of_its_withdrawal_stands() -> None:
 async def test_a_continuation_keeps_an_answer_delivered_in_the_turn_of_its_withdrawal() -> None:
     """2026-07-28: the retry's answer is delivered and the question withdrawn in one turn:
     the ask returns the answer."""
-    continuation = Continuation("state", "pick", ttl=WAIT)
+    continuation = Continuation("state", "pick", ttl=scaled(WAIT))
     results: list[Any] = []
     scope = anyio.CancelScope()
 
@@ -79,7 +80,7 @@ async def test_a_continuation_keeps_an_answer_delivered_in_the_turn_of_its_withd
 
     async with anyio.create_task_group() as group:
         group.start_soon(asking)
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(scaled(WAIT)):
             step = await continuation.next_step()
         assert isinstance(step, types.InputRequiredResult)
         assert list(step.input_requests or {}) == ["q1"]
@@ -164,7 +165,7 @@ async def test_a_late_answer_to_a_withdrawn_form_answers_the_question_asked_agai
         async def call() -> None:
             results.append(await served.client.call_tool("pick", {}))
 
-        with anyio.fail_after(WAIT):
+        with anyio.fail_after(scaled(WAIT)):
             async with anyio.create_task_group() as group:
                 group.start_soon(call)
                 await shown[0].wait()

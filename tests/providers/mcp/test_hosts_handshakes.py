@@ -60,7 +60,7 @@ from tests._timing import scaled
 pytestmark = pytest.mark.anyio
 
 HOTSEAM = str(Path(sys.executable).with_name("hotseam"))
-WAIT = scaled(20.0)  # seconds for any one message: a wedged server fails the test, never hangs it
+WAIT = 20.0  # seconds for any one message: a wedged server fails the test, never hangs it
 
 CLAUDE_CODE_INFO = {
     "name": "claude-code",
@@ -220,13 +220,15 @@ class Host:
 
     async def next(self, wanted: Callable[[dict[str, Any]], bool], what: str) -> dict[str, Any]:
         """The next message ``wanted`` accepts; others (log notifications...) are kept."""
-        with anyio.move_on_after(WAIT):
+        with anyio.move_on_after(scaled(WAIT)):
             while True:
                 message = await self._read()
                 if wanted(message):
                     return message
                 self.skipped.append(message)
-        pytest.fail(f"no {what} within {WAIT} s; skipped {self.skipped}; stderr:\n{self.stderr()}")
+        pytest.fail(
+            f"no {what} within {scaled(WAIT)} s; skipped {self.skipped}; stderr:\n{self.stderr()}"
+        )
 
     async def reply_to(self, request_id: Any) -> dict[str, Any]:
         return await self.next(
@@ -261,7 +263,7 @@ async def hotseam_mcp(tmp_path: Path) -> AsyncIterator[Host]:
             finally:
                 assert process.stdin is not None
                 await process.stdin.aclose()  # a host closes stdin to stop a stdio server
-                with anyio.fail_after(WAIT):
+                with anyio.fail_after(scaled(WAIT)):
                     code = await process.wait()
                 assert code == 0, f"hotseam mcp exited {code}; stderr:\n{errors.read_text()}"
 

@@ -91,7 +91,7 @@ async def test_tools_list_changed_within_100_ms_of_a_commit(tmp_path: Path, mode
             waiting = arrived
             await served.reloader.reload()  # type: ignore[union-attr]
             committed = time.perf_counter()
-            with anyio.fail_after(WAIT):
+            with anyio.fail_after(scaled(WAIT)):
                 await waiting.wait()
             return arrivals[-1] - committed
 
@@ -187,7 +187,7 @@ async def test_a_save_during_an_open_question_is_answered_exactly_once(
 
         async with anyio.create_task_group() as group:
             group.start_soon(call)
-            with anyio.fail_after(WAIT):
+            with anyio.fail_after(scaled(WAIT)):
                 await shown.wait()
             _write(ui, UI, version="v2")
             result = await served.reloader.reload()
@@ -258,7 +258,7 @@ async def test_a_call_during_a_real_reload_runs_the_new_code(tmp_path: Path, mod
         _write(module, SLOW_TO_GO, test_module=__name__, greeting="hello")
         async with anyio.create_task_group() as group:
             group.start_soon(served.reloader.reload)
-            with anyio.fail_after(WAIT):
+            with anyio.fail_after(scaled(WAIT)):
                 await GATE.closing.wait()  # the swap is under way
             group.start_soon(call)
             await anyio.wait_all_tasks_blocked()  # the call is in, waiting
