@@ -3,6 +3,7 @@ connections, a graceful stop however the serving scope ends. Real sockets, both 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -19,7 +20,7 @@ from hotseam.interaction import USER_INTERACTION
 from hotseam.providers._web._server import Listener, WebServer
 from hotseam.providers.web import WebProvider
 
-from .conftest import DB, open_events
+from .conftest import DB, open_events, serving
 
 pytestmark = pytest.mark.anyio
 
@@ -213,6 +214,77 @@ async def test_a_swap_keeps_connections_finishes_old_requests_and_holds_new_ones
             await anyio.wait_all_tasks_blocked()
             assert results["slow"] == b"old"  # finished on the app that started it
             assert (await kept.request("/", port=port))[2] == b"new"  # same connection
+
+
+async def test_a_slow_request_of_the_old_app_is_not_cut_by_a_swap() -> None:
+    """A busy machine makes a request of the unmounted app outlast the grace while it waits
+    on nothing of its peer (its body read, its response not begun): it still gets its
+    response on its kept-alive connection; only a request waiting on its peer is cut."""
+    gate = anyio.Event()
+    began = anyio.Event()
+
+    async def old_app(scope: Any, receive: Any, send: Any) -> None:
+        if scope["path"] == "/slow":
+            began.set()
+            await gate.wait()  # the machine is busy: the app takes its time
+        await text_app("old")(scope, receive, send)
+
+    async with server() as web:
+        port = web.listener.port
+        first = web.mount(old_app)
+        async with connected(port) as kept:
+            assert (await kept.request("/", port=port))[2] == b"old"
+            results: dict[str, Any] = {}
+
+            async def slow() -> None:
+                results["slow"] = await kept.request("/slow", port=port)
+
+            async def unmount() -> None:
+                results["cut"] = await web.unmount(first, grace=0.05)
+
+            with anyio.fail_after(scaled(10)):
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(slow)
+                    await began.wait()
+                    tg.start_soon(unmount)
+                    await anyio.sleep(0.3)  # the slowness: six times the grace (0.05 s)
+                    assert "cut" not in results  # still waiting for the slow request
+                    gate.set()
+            assert results["slow"][2] == b"old"
+            assert results["cut"] == 0
+            web.mount(text_app("new"))
+            assert (await kept.request("/", port=port))[2] == b"new"  # the same connection
+
+
+async def test_a_client_gone_before_its_body_was_read_is_no_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A POST whose client goes away before the body arrives (a cancelled call, a closed
+    page; likelier on a busy machine) ends quietly: no "Error in ASGI Framework"."""
+    async with serving() as served:
+        port = served.web.port
+        async with connected(port) as gone:
+            head = h11.Request(
+                method="POST",
+                target="/api/questions/q1/answer",
+                headers=[
+                    ("host", f"127.0.0.1:{port}"),
+                    ("x-hotseam-token", served.web.token),
+                    ("content-type", "application/json"),
+                    ("content-length", "100"),
+                ],
+            )
+            await gone.stream.send(gone.connection.send(head) + b'{"opt')
+            await anyio.wait_all_tasks_blocked()  # the app waits for the rest of the body
+        await anyio.wait_all_tasks_blocked()
+        response = await served.client.get("/api/questions")  # the server serves on
+        assert response.status_code == 200
+    errors = [  # hotseam's own (asyncio's debug mode may call a step slow)
+        record
+        for record in caplog.records
+        if record.levelno >= logging.WARNING and record.name.startswith("hotseam")
+    ]
+    assert not errors, [record.getMessage() for record in errors]
 
 
 async def test_requests_waiting_for_an_app_get_503_when_the_server_stops() -> None:

@@ -23,7 +23,7 @@ import anyio
 import pydantic_core
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -245,7 +245,12 @@ class Guard:
                 response = _error(status, code, message)
             await response(scope, receive, _secured(send))
             return
-        await self._app(scope, receive, _secured(send))
+        try:
+            await self._app(scope, receive, _secured(send))
+        except ClientDisconnect:
+            # The client went away before its body was read (a page closed, a call
+            # cancelled): nobody is left to answer, and nothing failed in the app.
+            _log.debug("web.client_gone", path=scope.get("path"), method=scope.get("method"))
 
     def _refusal(self, scope: Scope) -> tuple[int, str, str] | None:
         headers = _headers(scope)

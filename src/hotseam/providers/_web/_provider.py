@@ -18,7 +18,7 @@ from ...interaction import (
 from ._app import build_app
 from ._inbox import Entry, Inbox, InboxError, cancelled_error
 from ._security import DEFAULT_HOST, HostPolicy, checked_host, load_token, warn_if_remote
-from ._server import DRAIN_GRACE, Listener, Mount, WebServer
+from ._server import DRAIN_GRACE, DRAIN_LIMIT, Listener, Mount, WebServer
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "WebProvider"]
 
@@ -226,8 +226,9 @@ class WebProvider:
             if left:
                 _log.warning(
                     "web.requests_cut",
-                    summary=f"{left} request(s) still running {DRAIN_GRACE:g} s after the "
-                    "web inbox's app was unmounted were cancelled",
+                    summary=f"{left} request(s) of the web inbox's unmounted app were "
+                    f"cancelled: waiting {DRAIN_GRACE:g} s on their peer, or still running "
+                    f"{DRAIN_LIMIT:g} s after the unmount",
                     requests=left,
                 )
         self._shutdown.set()

@@ -50,7 +50,11 @@ IDLE_TIMEOUT = 5.0
 SWAP_WAIT = 10.0
 """Seconds a request waits for an app while none is mounted (a reload between two)."""
 DRAIN_GRACE = 2.0
-"""Seconds a generation's requests in flight may take to finish once it unmounts."""
+"""Seconds a request of an unmounted generation may wait on its peer before it is cut (a
+slow request runs on, up to :data:`DRAIN_LIMIT`: see :meth:`Mount.drain`)."""
+DRAIN_LIMIT = 4.0
+"""Seconds any request of an unmounted generation may take before it is cut (below the
+5 s a scope gives each disposer)."""
 STOP_GRACE = 2.0
 """Seconds the server's connections may take to finish at its close."""
 ABORT_WAIT = 1.0
@@ -141,16 +145,33 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
+class _Request:
+    """What a drain knows of one request: what closes its connection, whether it waits
+    on its peer (inside ``receive``/``send``) and since when, whether it was cut."""
+
+    __slots__ = ("abort", "cut", "since", "waiting")
+
+    def __init__(self, abort: Callable[[], object]) -> None:
+        self.abort = abort
+        self.since = anyio.current_time()
+        self.waiting = 0  # receive/send calls in progress (an event stream has two at once)
+        self.cut = False
+
+    def stuck(self, now: float, grace: float) -> bool:
+        """True when it has waited on its peer for ``grace`` seconds without a step."""
+        return self.waiting > 0 and now - self.since >= grace
+
+
 class Mount:
     """One generation's app on the server, and the requests it is serving."""
 
-    __slots__ = ("_drained", "_requests", "app", "mounted")
+    __slots__ = ("_changed", "_requests", "app", "mounted")
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
         self.mounted = True
-        self._requests: dict[anyio.CancelScope, Callable[[], object]] = {}
-        self._drained: anyio.Event | None = None
+        self._requests: dict[anyio.CancelScope, _Request] = {}
+        self._changed: anyio.Event | None = None  # set when a request ends, during a drain
 
     @property
     def requests(self) -> int:
@@ -161,32 +182,75 @@ class Mount:
         self, scope: Scope, receive: Receive, send: Send, abort: Callable[[], object]
     ) -> None:
         """Run the app for one request; ``abort`` closes the request's connection."""
-        with anyio.CancelScope() as request:
-            self._requests[request] = abort
+        state = _Request(abort)
+
+        async def receiving() -> Message:
+            state.waiting += 1
+            state.since = anyio.current_time()
             try:
-                await self.app(scope, receive, send)
+                return await receive()
+            finally:
+                state.waiting -= 1
+                state.since = anyio.current_time()
+
+        async def sending(message: Message) -> None:
+            state.waiting += 1
+            state.since = anyio.current_time()
+            try:
+                await send(message)
+            finally:
+                state.waiting -= 1
+                state.since = anyio.current_time()
+
+        with anyio.CancelScope() as request:
+            self._requests[request] = state
+            try:
+                await self.app(scope, receiving, sending)
             finally:
                 del self._requests[request]
-                if not self._requests and self._drained is not None:
-                    self._drained.set()
+                if self._changed is not None:
+                    self._changed.set()
 
-    async def drain(self, grace: float) -> int:
-        """Wait for the requests in flight (after unmounting); past ``grace`` seconds,
-        cancel those left and close their connections. Return how many were left."""
+    async def drain(self, grace: float, limit: float | None = None) -> int:
+        """Wait for the requests in flight (after unmounting) to end; return how many
+        were cut.
+
+        A request is cut (cancelled, its connection closed) once it has waited ``grace``
+        seconds on its peer (a ``send`` to a peer that does not read, a ``receive`` of a
+        body that does not come), and any request once ``limit`` seconds (default:
+        :data:`DRAIN_LIMIT`) have passed. A request that is merely slow (a busy machine) is not
+        waiting on its peer: it runs on, within ``limit``, to its response.
+        """
         if not self._requests:
             return 0
-        self._drained = drained = anyio.Event()
+        limit = max(DRAIN_LIMIT if limit is None else limit, grace)
+        cut = 0
         with anyio.CancelScope(shield=True):
-            with anyio.move_on_after(grace):
-                await drained.wait()
-            left = len(self._requests)
-            for request, abort in list(self._requests.items()):
-                request.cancel()
-                abort()  # a write to a peer that does not read ends only so
-            with anyio.move_on_after(ABORT_WAIT):
-                if self._requests:
-                    await drained.wait()
-        return left
+            end = anyio.current_time() + limit
+            while True:
+                now = anyio.current_time()
+                live = [state for state in self._requests.values() if not state.cut]
+                for request, state in list(self._requests.items()):
+                    if not state.cut and (now >= end or state.stuck(now, grace)):
+                        state.cut = True
+                        cut += 1
+                        request.cancel()
+                        state.abort()  # a write to a peer that does not read ends only so
+                live = [state for state in live if not state.cut]
+                if not live:
+                    break
+                waiting = [state.since + grace for state in live if state.waiting]
+                await self._wait_change(min([end, *waiting]) - now)
+            abort_end = anyio.current_time() + ABORT_WAIT
+            while self._requests and anyio.current_time() < abort_end:
+                await self._wait_change(abort_end - anyio.current_time())
+        return cut
+
+    async def _wait_change(self, timeout: float) -> None:
+        """Wait until a request ends, or ``timeout`` seconds."""
+        self._changed = changed = anyio.Event()
+        with anyio.move_on_after(max(timeout, 0)):
+            await changed.wait()
 
 
 class WebServer:
@@ -281,14 +345,17 @@ class WebServer:
         self._changed()
         return mount
 
-    async def unmount(self, mount: Mount, grace: float = DRAIN_GRACE) -> int:
+    async def unmount(
+        self, mount: Mount, grace: float = DRAIN_GRACE, limit: float | None = None
+    ) -> int:
         """Stop giving ``mount`` new requests and wait for those it serves (see
-        :meth:`Mount.drain`); new requests wait for the next mount meanwhile."""
+        :meth:`Mount.drain`); new requests wait for the next mount meanwhile. Return how
+        many were cut."""
         mount.mounted = False
         if self._mount is mount:
             self._mount = None
             self._changed()
-        return await mount.drain(grace)
+        return await mount.drain(grace, limit)
 
     def _changed(self) -> None:
         self._mounted.set()
