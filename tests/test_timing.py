@@ -5,6 +5,7 @@ well as the deadlines the tests write."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -192,3 +193,55 @@ def test_one_test_sees_one_factor_and_the_next_test_follows_the_load(
     _timing.unpin()  # between tests: the load of the moment
     load[0] = 3.0
     assert _timing.scaled(1.0) == 3.0
+
+
+def _scaled_at_import(tree: ast.AST) -> list[int]:
+    """Lines where ``scaled(...)`` runs when the module is imported: module and class
+    bodies, default values and decorators (a function's or a lambda's body runs later)."""
+    found: list[int] = []
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            for part in [*node.decorator_list, *node.args.defaults, *node.args.kw_defaults]:
+                if part is not None:
+                    visit(part)
+            return
+        if isinstance(node, ast.Lambda):
+            for part in [*node.args.defaults, *node.args.kw_defaults]:
+                if part is not None:
+                    visit(part)
+            return
+        if isinstance(node, ast.Call):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else None
+            if isinstance(node.func, ast.Name):
+                name = node.func.id
+            if name == "scaled":
+                found.append(node.lineno)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(tree)
+    return found
+
+
+def test_no_deadline_is_scaled_when_its_module_is_imported() -> None:
+    """A deadline scaled at import keeps the factor of the moment the suite collected it,
+    not of the test that uses it: a load that rises later would cut it short. Deadlines
+    are written as seconds on an idle machine and scaled where they are used."""
+    offenders = []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        if path.name == "_timing.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        offenders += [f"{path.relative_to(ROOT)}:{line}" for line in _scaled_at_import(tree)]
+    assert offenders == [], offenders
+
+
+def test_the_import_time_check_sees_each_place_a_module_runs_at_import() -> None:
+    tree = ast.parse(
+        "A = scaled(1)\n"
+        "def f(x=scaled(2)):\n    return scaled(3)\n"
+        "class C:\n    B = t.scaled(4)\n"
+        "g = lambda: scaled(5)\n"
+    )
+    assert _scaled_at_import(tree) == [1, 2, 5]

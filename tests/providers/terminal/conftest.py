@@ -187,21 +187,20 @@ class PtyChild:
         """Whether the program left the cursor hidden."""
         return bool(self._screen.cursor.hidden)
 
-    def wait_for(
-        self, predicate: Callable[[PtyChild], bool], timeout: float = scaled(10.0)
-    ) -> None:
-        """Read output until ``predicate(self)`` holds; fail with the screen otherwise."""
-        deadline = time.monotonic() + timeout
+    def wait_for(self, predicate: Callable[[PtyChild], bool], timeout: float = 10.0) -> None:
+        """Read output until ``predicate(self)`` holds; fail with the screen otherwise
+        (``timeout``: seconds on an idle machine, scaled here)."""
+        deadline = time.monotonic() + scaled(timeout)
         while not predicate(self):
             if not self._read(deadline):
                 self._fail("the program ended")
 
-    def wait_prompt(self, shown: str = "", timeout: float = scaled(10.0)) -> None:
+    def wait_prompt(self, shown: str = "", timeout: float = 10.0) -> None:
         """Wait until the screen ends with the prompt line showing ``shown``."""
         expected = f"> {shown}".rstrip()
         self.wait_for(lambda child: child.lines[-1:] == [expected], timeout)
 
-    def wait_text(self, text: str, timeout: float = scaled(10.0)) -> None:
+    def wait_text(self, text: str, timeout: float = 10.0) -> None:
         """Wait until ``text`` was written (in the raw output)."""
         self.wait_for(lambda child: text in child.raw, timeout)
 
@@ -209,9 +208,10 @@ class PtyChild:
         """Type ``keys``."""
         self.child.send(keys)
 
-    def exit_status(self, timeout: float = scaled(10.0)) -> int:
-        """Read to the end of the output and return the exit status."""
-        deadline = time.monotonic() + timeout
+    def exit_status(self, timeout: float = 10.0) -> int:
+        """Read to the end of the output and return the exit status (``timeout``: seconds
+        on an idle machine, scaled here)."""
+        deadline = time.monotonic() + scaled(timeout)
         while self._read(deadline):
             pass
         self.child.close()

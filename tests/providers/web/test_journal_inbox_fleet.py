@@ -42,7 +42,7 @@ from .conftest import EventReader, open_events, said
 
 pytestmark = pytest.mark.anyio
 
-DEADLINE = scaled(20.0)
+DEADLINE = 20.0  # seconds on an idle machine, scaled where used
 HOST = socket.gethostname()
 QUESTION = AskUserQuestionRequest("Merge?")
 
@@ -135,9 +135,11 @@ class Lines:
 
     def line(self, timeout: float = DEADLINE) -> str:
         try:
-            line = self._lines.get(timeout=timeout)
+            line = self._lines.get(timeout=scaled(timeout))
         except queue.Empty:
-            pytest.fail(f"no line from {self.process.args[:4]} within {timeout} s: {self.seen}")
+            pytest.fail(
+                f"no line from {self.process.args[:4]} within {scaled(timeout)} s: {self.seen}"
+            )
         if line is None:
             pytest.fail(f"{self.process.args[:4]} ended ({self.process.wait()}): {self.seen}")
         self.seen.append(line)
@@ -151,7 +153,7 @@ class Lines:
     def close(self) -> None:
         if self.process.poll() is None:
             self.process.kill()
-        self.process.wait(timeout=DEADLINE)
+        self.process.wait(timeout=scaled(DEADLINE))
         for pipe in (self.process.stdin, self.process.stdout, self.process.stderr):
             if pipe is not None:
                 pipe.close()
@@ -200,7 +202,7 @@ def processes() -> Iterator[list[Lines]]:
         if process.process.poll() is None and process.process.args[1:3] == ["-m", "hotseam"]:
             process.process.send_signal(signal.SIGTERM)
             with suppress(subprocess.TimeoutExpired):
-                process.process.wait(timeout=DEADLINE)
+                process.process.wait(timeout=scaled(DEADLINE))
         process.close()
 
 
@@ -251,8 +253,9 @@ class Pages:
             self.removed[index][event["id"]] = event
 
     async def until(self, check: Any, timeout: float = DEADLINE) -> None:
-        """Until ``check(shown, removed)`` holds on every page."""
-        with anyio.fail_after(timeout):
+        """Until ``check(shown, removed)`` holds on every page (``timeout``: seconds on an
+        idle machine)."""
+        with anyio.fail_after(scaled(timeout)):
             for index in range(len(self.readers)):
                 while not check(self.shown[index], self.removed[index]):
                     await self._read(index)
@@ -272,7 +275,7 @@ def api(inbox: InboxProcess) -> httpx.AsyncClient:
     return httpx.AsyncClient(
         base_url=f"http://127.0.0.1:{inbox.port}",
         headers={"x-hotseam-token": inbox.token},
-        timeout=DEADLINE,
+        timeout=scaled(DEADLINE),
     )
 
 
@@ -454,7 +457,7 @@ async def test_the_inbox_outlives_the_postgresql_server_going_away_and_coming_ba
             httpx.AsyncClient(
                 base_url=f"http://127.0.0.1:{served.port}",
                 headers={"x-hotseam-token": served.token},
-                timeout=DEADLINE,
+                timeout=scaled(DEADLINE),
             ) as client,
         ):
             daemon = await daemon_side.register_daemon("alpha")
@@ -463,7 +466,7 @@ async def test_the_inbox_outlives_the_postgresql_server_going_away_and_coming_ba
             await events.until(lambda e: e["type"] == "added" and e["question"]["id"] == "before")
             await anyio.to_thread.run_sync(postgres_server._pg_ctl, "stop", "-m", "fast")
             try:
-                with anyio.fail_after(DEADLINE):
+                with anyio.fail_after(scaled(DEADLINE)):
                     await unreachable.wait()
                 refused = await client.post("/api/questions/before/answer", json={"text": "x"})
                 assert refused.status_code == 503, refused.text
