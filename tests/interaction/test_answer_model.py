@@ -9,13 +9,9 @@ from typing import Any
 
 import pytest
 
-from hotseam import Agent
 from hotseam.interaction import (
     AskUserQuestionAnswer,
-    AskUserQuestionOption,
-    AskUserQuestionRequest,
     ErrorCode,
-    Question,
     QuestionAnswer,
     UserInteractionError,
     check_answer,
@@ -24,44 +20,17 @@ from hotseam.interaction import (
     validate_request,
 )
 
-Option = AskUserQuestionOption
-Request = AskUserQuestionRequest
-
-DB = Question(
-    "Which database?",
-    "Database",
-    [Option("Postgres", "pg", recommended=True), Option("SQLite")],
-    allow_custom=False,
+from ._model_support import (
+    DB,
+    FEATURES,
+    FEATURES_V,
+    NOTES,
+    THREE,
+    VALID_OPTIONS,
+    Option,
+    Request,
+    refused,
 )
-FEATURES = Question(
-    "Which features?",
-    "Features",
-    [Option("Auth", "auth"), Option("Billing", "billing"), Option("Search", "search")],
-    multi_select=True,
-    max_selections=2,
-)
-NOTES = Question("Anything else?", allow_skip=True)
-THREE = validate_request(Request.of([DB, FEATURES, NOTES], agent=Agent("planner", "Planner")))
-FEATURES_V = THREE.questions[1]
-VALID_OPTIONS = [Option("Postgres", "pg", "Server database", True), Option("SQLite")]
-
-
-def _features(**changes: Any) -> Question:
-    return replace(FEATURES, **changes)
-
-
-def _invalid(request: object) -> str:
-    with pytest.raises(UserInteractionError) as caught:
-        validate_request(request)
-    assert caught.value.code == ErrorCode.INVALID_REQUEST
-    return str(caught.value)
-
-
-def _refused(answer: object, request: Request = THREE) -> str:
-    with pytest.raises(UserInteractionError) as caught:
-        check_answer(request, answer)
-    assert caught.value.code == ErrorCode.INVALID_ANSWER
-    return str(caught.value)
 
 
 class TestCheckSeedAnswer:
@@ -135,7 +104,7 @@ class TestCheckAnswer:
         assert checked.answers[1].values == ("auth", "Dark mode")
         assert checked.answers[1].answer == "auth, Dark mode"
         too_many = QuestionAnswer.chosen(FEATURES_V, ["auth", "billing"], custom="Dark mode")
-        message = _refused(self._answer(self._db(), too_many, self._notes()))
+        message = refused(self._answer(self._db(), too_many, self._notes()))
         assert "questions[1] (Which features?): 3 selections, but the question takes 1 to 2" in (
             message
         )
@@ -216,11 +185,11 @@ class TestCheckAnswer:
     def test_answers_that_do_not_fit_name_the_question(self, entries: Any, message: str) -> None:
         """INVALID_ANSWER naming the question, for each rule of an answer."""
         answer = AskUserQuestionAnswer("summary", answers=entries(self))
-        assert message in _refused(answer)
+        assert message in refused(answer)
 
     def test_one_text_for_several_questions_is_refused(self) -> None:
         """A one-question answer to an ask of three says what a provider must do."""
-        message = _refused(AskUserQuestionAnswer("pg"))
+        message = refused(AskUserQuestionAnswer("pg"))
         assert "an ask of 3 questions with one text" in message
         assert "multiple_questions" in message
 
@@ -237,7 +206,7 @@ class TestCheckAnswer:
         assert custom.answers[0] == QuestionAnswer("q1", "auth, dark mode", (), "auth, dark mode")
         assert AskUserQuestionAnswer.from_dict(custom.to_dict()) == custom
         strict = validate_request(Request.of([replace(FEATURES, allow_custom=False)]))
-        message = _refused(AskUserQuestionAnswer("auth, secret plans"), strict)
+        message = refused(AskUserQuestionAnswer("auth, secret plans"), strict)
         assert "questions[0] (Which features?): the answer is none of the options" in message
         assert "secret plans" not in message
 

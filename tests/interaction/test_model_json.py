@@ -18,8 +18,6 @@ from hotseam.interaction import (
     MAX_QUESTIONS,
     AskUserQuestionAnswer,
     AskUserQuestionInput,
-    AskUserQuestionOption,
-    AskUserQuestionRequest,
     ErrorCode,
     Question,
     QuestionAnswer,
@@ -29,44 +27,16 @@ from hotseam.interaction import (
 )
 from hotseam.interaction._journal import question_digest
 
-Option = AskUserQuestionOption
-Request = AskUserQuestionRequest
-
-DB = Question(
-    "Which database?",
-    "Database",
-    [Option("Postgres", "pg", recommended=True), Option("SQLite")],
-    allow_custom=False,
+from ._model_support import (
+    DB,
+    FEATURES,
+    FEATURES_V,
+    NOTES,
+    THREE,
+    VALID_OPTIONS,
+    Option,
+    Request,
 )
-FEATURES = Question(
-    "Which features?",
-    "Features",
-    [Option("Auth", "auth"), Option("Billing", "billing"), Option("Search", "search")],
-    multi_select=True,
-    max_selections=2,
-)
-NOTES = Question("Anything else?", allow_skip=True)
-THREE = validate_request(Request.of([DB, FEATURES, NOTES], agent=Agent("planner", "Planner")))
-FEATURES_V = THREE.questions[1]
-VALID_OPTIONS = [Option("Postgres", "pg", "Server database", True), Option("SQLite")]
-
-
-def _features(**changes: Any) -> Question:
-    return replace(FEATURES, **changes)
-
-
-def _invalid(request: object) -> str:
-    with pytest.raises(UserInteractionError) as caught:
-        validate_request(request)
-    assert caught.value.code == ErrorCode.INVALID_REQUEST
-    return str(caught.value)
-
-
-def _refused(answer: object, request: Request = THREE) -> str:
-    with pytest.raises(UserInteractionError) as caught:
-        check_answer(request, answer)
-    assert caught.value.code == ErrorCode.INVALID_ANSWER
-    return str(caught.value)
 
 
 class TestSeedJson:

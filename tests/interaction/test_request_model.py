@@ -14,8 +14,6 @@ from hotseam import Agent
 from hotseam.interaction import (
     MAX_QUESTIONS,
     AskUserQuestionAnswer,
-    AskUserQuestionOption,
-    AskUserQuestionRequest,
     ErrorCode,
     Question,
     UserInteractionError,
@@ -23,43 +21,18 @@ from hotseam.interaction import (
     validate_request,
 )
 
-Option = AskUserQuestionOption
-Request = AskUserQuestionRequest
-
-DB = Question(
-    "Which database?",
-    "Database",
-    [Option("Postgres", "pg", recommended=True), Option("SQLite")],
-    allow_custom=False,
+from ._model_support import (
+    DB,
+    FEATURES,
+    FEATURES_V,
+    NOTES,
+    THREE,
+    VALID_OPTIONS,
+    Option,
+    Request,
+    features,
+    invalid,
 )
-FEATURES = Question(
-    "Which features?",
-    "Features",
-    [Option("Auth", "auth"), Option("Billing", "billing"), Option("Search", "search")],
-    multi_select=True,
-    max_selections=2,
-)
-NOTES = Question("Anything else?", allow_skip=True)
-THREE = validate_request(Request.of([DB, FEATURES, NOTES], agent=Agent("planner", "Planner")))
-FEATURES_V = THREE.questions[1]
-
-
-def _features(**changes: Any) -> Question:
-    return replace(FEATURES, **changes)
-
-
-def _invalid(request: object) -> str:
-    with pytest.raises(UserInteractionError) as caught:
-        validate_request(request)
-    assert caught.value.code == ErrorCode.INVALID_REQUEST
-    return str(caught.value)
-
-
-def _refused(answer: object, request: Request = THREE) -> str:
-    with pytest.raises(UserInteractionError) as caught:
-        check_answer(request, answer)
-    assert caught.value.code == ErrorCode.INVALID_ANSWER
-    return str(caught.value)
 
 
 class TestSeedVocabulary:
@@ -92,9 +65,6 @@ class TestSeedVocabulary:
         """The recommended option is the one marked."""
         request = Request("Q?", options=[Option("a"), Option("b", recommended=True)])
         assert request.recommended == Option("b", recommended=True)
-
-
-VALID_OPTIONS = [Option("Postgres", "pg", "Server database", True), Option("SQLite")]
 
 
 @pytest.mark.parametrize(
@@ -322,17 +292,17 @@ class TestTypes:
             (replace(DB, allow_custom=True), (1, 1), "pick one, or type your own"),
             (NOTES, (1, 1), "type your answer; optional"),
             (FEATURES, (1, 2), "pick 1 to 2, or type your own"),
-            (_features(max_selections=None), (1, 4), "pick one or more, or type your own"),
-            (_features(max_selections=None, allow_custom=False), (1, 3), "pick one or more"),
-            (_features(min_selections=0, allow_custom=False), (0, 2), "pick up to 2"),
+            (features(max_selections=None), (1, 4), "pick one or more, or type your own"),
+            (features(max_selections=None, allow_custom=False), (1, 3), "pick one or more"),
+            (features(min_selections=0, allow_custom=False), (0, 2), "pick up to 2"),
             (
-                _features(min_selections=0, max_selections=None, allow_custom=False),
+                features(min_selections=0, max_selections=None, allow_custom=False),
                 (0, 3),
                 "pick any",
             ),
-            (_features(min_selections=2, allow_custom=False), (2, 2), "pick 2"),
+            (features(min_selections=2, allow_custom=False), (2, 2), "pick 2"),
             (
-                _features(min_selections=2, max_selections=None, allow_custom=False),
+                features(min_selections=2, max_selections=None, allow_custom=False),
                 (2, 3),
                 "pick 2 or more",
             ),
@@ -506,7 +476,7 @@ OPTS = [Option("a"), Option("b"), Option("c")]
 )
 def test_invalid_requests_name_the_field(request_: Request, message: str) -> None:
     """Each broken rule of a request of questions is INVALID_REQUEST naming the field."""
-    assert message in _invalid(request_)
+    assert message in invalid(request_)
 
 
 def test_every_problem_of_every_question_is_reported_at_once() -> None:
@@ -530,7 +500,7 @@ def test_an_ask_of_no_questions_cannot_be_built() -> None:
 
 def test_a_single_question_with_new_fields_is_checked_as_a_question() -> None:
     """One question may be multi-select too; its rules are those of questions[0]."""
-    message = _invalid(Request.of([_q(options=OPTS, multi_select=True, max_selections=9)]))
+    message = invalid(Request.of([_q(options=OPTS, multi_select=True, max_selections=9)]))
     assert "questions[0].max_selections is 9" in message
 
 
