@@ -395,7 +395,11 @@ def test_a_surface_imported_without_its_extra_names_it(
         (["acp"], ["acp"], "hotseam acp needs the acp extra: pip install 'hotseam[acp]'"),
         (["acp", "--help"], ["acp"], "hotseam acp needs the acp extra: pip install 'hotseam[acp]'"),
         (["mcp", "."], ["mcp"], "hotseam mcp needs the mcp extra: pip install 'hotseam[mcp]'"),
-        (["mcp", "."], ["hypercorn"], "hotseam mcp needs the mcp extra: pip install 'hotseam[mcp]'"),
+        (
+            ["mcp", "."],
+            ["hypercorn"],
+            "hotseam mcp needs the mcp extra: pip install 'hotseam[mcp]'",
+        ),
         (["inbox"], ["hypercorn"], "hotseam inbox needs the web extra: pip install 'hotseam[web]'"),
         (
             ["run", "--web", "examples"],
