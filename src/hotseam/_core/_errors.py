@@ -72,7 +72,9 @@ class HarnessError(Exception):
     ) -> None:
         super().__init__(message)
         self.message = message
-        self.code = code or self.default_code
+        # A code from a StrEnum (ErrorCode, JournalErrorCode) is kept as its plain string: it
+        # reads, prints and serialises as the seed's value ('NO_PROVIDER', never the member).
+        self.code = str(code) if code else self.default_code
         self.details: dict[str, Any] = dict(details or {})
         if cause is not None:
             self.__cause__ = cause

@@ -12,8 +12,6 @@ wire and in the journal carry the same values as before.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
-from typing import Any
 
 from .._core import HarnessError
 
@@ -51,15 +49,3 @@ class UserInteractionError(HarnessError):
     default_code = ErrorCode.PROVIDER_FAILED.value
     reason: object = None
     """For ``ASK_ABORTED`` by a signal: the signal's reason (any value given to ``abort``)."""
-
-    def __init__(
-        self,
-        message: str,
-        code: str | None = None,
-        *,
-        cause: BaseException | None = None,
-        details: Mapping[str, Any] | None = None,
-    ) -> None:
-        # An ErrorCode is kept as its plain string: ``code`` reads, prints and serialises as
-        # the seed's value (``'NO_PROVIDER'``, never ``<ErrorCode.NO_PROVIDER: ...>``).
-        super().__init__(message, None if code is None else str(code), cause=cause, details=details)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
-from typing import Any
 
 from ..._core import HarnessError
 
@@ -55,14 +53,3 @@ class JournalError(HarnessError):
     """
 
     default_code = JournalErrorCode.JOURNAL_UNAVAILABLE.value
-
-    def __init__(
-        self,
-        message: str,
-        code: str | None = None,
-        *,
-        cause: BaseException | None = None,
-        details: Mapping[str, Any] | None = None,
-    ) -> None:
-        # As UserInteractionError: a JournalErrorCode is kept as its plain string.
-        super().__init__(message, None if code is None else str(code), cause=cause, details=details)
