@@ -131,6 +131,13 @@ class Fleet:
                     returned.add(life.runs[-1])
                 if life.returned and not (life.runs and life.runs[-1] in finished):
                     finished.add(f"returned in life {life.number}")
+            # And every run the journal says finished: a life killed soon after its run
+            # ended may not have logged the run at all (its log lines still queued), and
+            # starting it again would begin a run the fleet never asked for.
+            ended = await _reachable(
+                lambda: journal.runs(states=[RunState.FINISHED], agent=slot.name)
+            )
+            finished.update(overview.run.id for overview in ended)
             slot.rounds_done = len(finished)
             # The life that ran the agent (a race's losers exit 2 at once).
             life = next((life for life in lives if life.code != 2), lives[-1])
