@@ -9,7 +9,7 @@ request holds one question or several (:class:`Question`,
 :func:`pending_asks` lists the open questions (never their answers), :func:`current_ask`
 is the one a provider is serving, and :func:`waiting_for_provider` lets questions wait for a
 provider to appear. The ask journal (questions that outlive the process, agent runs that
-resume) is :mod:`hotseam.interaction.journal`.
+resume) is ``hotseam.interaction.journal``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ With a :data:`JOURNALING` (a :class:`JournalDaemon` over :func:`open_journal`), 
 inside an agent run (:meth:`JournalDaemon.run`, :func:`current_run`) are recorded, replayed
 when the run resumes after a restart, and answerable from any process's inbox. The records
 (:class:`AskRecord`, :class:`RunRecord`, ...) and the codes of :class:`JournalError` are
-here, apart from :mod:`hotseam.interaction`: a provider author and an agent author need
+here, apart from ``hotseam.interaction``: a provider author and an agent author need
 none of them, an operator's tool or a fleet inbox does.
 """
 
