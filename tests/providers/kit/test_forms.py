@@ -19,6 +19,7 @@ from hotseam.interaction import (
     validate_request,
 )
 from hotseam.providers._kit import EmptyAnswerError, IncompleteAnswerError, build_form
+from providers.acp.test_multi_question import STACK  # Claude Code's AskUserQuestion shape
 
 PG = AskUserQuestionOption("Postgres", "pg", "Server database", recommended=True)
 SQLITE = AskUserQuestionOption("SQLite", description="One file")
@@ -26,30 +27,6 @@ DUCK = AskUserQuestionOption("DuckDB")
 DB = AskUserQuestionRequest("Which database?", "Storage", (PG, SQLITE, DUCK))
 DB_STRICT = AskUserQuestionRequest("Which database?", "Storage", (PG, SQLITE), allow_custom=False)
 NAME = AskUserQuestionRequest("What is your name?")
-STACK: dict[str, Any] = {  # Claude Code's AskUserQuestion shape
-    "questions": [
-        {
-            "question": "Which database?",
-            "header": "Storage",
-            "options": [
-                {"label": "Postgres", "description": "Server database"},
-                {"label": "SQLite", "description": "One file"},
-            ],
-            "multiSelect": False,
-        },
-        {
-            "question": "Which features?",
-            "header": "Features",
-            "options": [
-                {"label": "Auth", "description": "Sign-in"},
-                {"label": "Billing"},
-                {"label": "Search"},
-            ],
-            "multiSelect": True,
-        },
-        {"question": "Anything else?", "header": "Notes"},
-    ]
-}
 
 
 def _request(data: dict[str, Any]) -> AskUserQuestionRequest:
