@@ -9,11 +9,15 @@ import json
 import resource
 import signal
 import socket
+import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
+from tests._timing import scaled
+
+from hotseam.cli._agent_loop import FILE_POLL
 
 from ._support import ASKING_AGENT, Process, hotseam, write
 
@@ -165,7 +169,13 @@ def test_a_provider_holding_every_descriptor_is_survived(
         again = hotseam("reload", "providers/late.py", cwd=tmp_path, runtime=runtime)
         assert again.returncode == 0, again.stderr
         assert again.stdout == "reloaded providers/late.py (generation 2)\n"
+        # What must not happen has no line to wait for: give the agent's watcher a few
+        # looks at its module, which it could read again since the release.
+        time.sleep(scaled(4 * FILE_POLL))
     finally:
         code = process.finish(signal.SIGTERM)
     assert code == 0, process.lines
     assert len(events(process, "accept.starved")) == 1
+    # The agent's module could not be read when its run started (every descriptor was
+    # taken): reading it later is no save, and the agent's question was never withdrawn.
+    assert not [line for line in process.lines["stderr"] if "agent.py changed" in line]

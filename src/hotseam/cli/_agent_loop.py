@@ -325,7 +325,7 @@ class AgentLoop:
                 self._restart.set()
                 return
 
-    async def _watch_file(self, file: Path, seen: tuple[int, int, bytes] | None) -> None:
+    async def _watch_file(self, file: Path, seen: Fingerprint | None) -> None:
         """Run the agent again when its module is saved (and still loads).
 
         The file is looked at in a worker thread (a stalled file system stalls this task
@@ -336,9 +336,11 @@ class AgentLoop:
         while True:
             await anyio.sleep(FILE_POLL)
             now = await anyio.to_thread.run_sync(_fingerprint, file, seen, abandon_on_cancel=True)
-            if now is None or now == seen:
-                continue
-            changed = seen is None or now[2] != seen[2]
+            if now is None or now == seen or now[2] is None:
+                continue  # unchanged, or not readable now: looked at again
+            # A baseline without content (it could not be read at start) was loaded from
+            # whatever the file held then: a moved stamp counts as a save.
+            changed = seen is None or seen[2] is None or now[2] != seen[2]
             seen = now
             if not changed:
                 continue  # touched, not changed
@@ -379,24 +381,35 @@ class _RunTakenError(Exception):
         self.line = line
 
 
-def _locate(agent: AgentFunction) -> tuple[Path | None, tuple[int, int, bytes] | None]:
+Fingerprint = tuple[int, int, bytes | None]
+"""A module file's modification time, size and content (``None``: not read)."""
+
+
+def _locate(agent: AgentFunction) -> tuple[Path | None, Fingerprint | None]:
     """The agent's module file and its :func:`_fingerprint` (file-system work: off the loop)."""
     file = agent_file(agent)
     return file, (_fingerprint(file) if file is not None else None)
 
 
-def _fingerprint(
-    file: Path, seen: tuple[int, int, bytes] | None = None
-) -> tuple[int, int, bytes] | None:
+def _fingerprint(file: Path, seen: Fingerprint | None = None) -> Fingerprint | None:
     """Modification time, size and content (read only when the first two moved);
-    ``None`` while the file cannot be read (an editor's save may replace it)."""
+    ``None`` while the file cannot be looked at (an editor's save may replace it).
+
+    With no ``seen`` a file that can be stat-ed but not read (every descriptor taken)
+    gives its stamp alone: the baseline a later look compares with, so the first read
+    that works is not taken for a save.
+    """
     try:
         info = file.stat()
-        if seen is not None and (info.st_mtime_ns, info.st_size) == seen[:2]:
-            return seen
-        return info.st_mtime_ns, info.st_size, file.read_bytes()
     except OSError:
         return None
+    stamp = (info.st_mtime_ns, info.st_size)
+    if seen is not None and stamp == seen[:2]:
+        return seen
+    try:
+        return (*stamp, file.read_bytes())
+    except OSError:
+        return (*stamp, None) if seen is None else None
 
 
 def _terminal_input() -> int | None:
