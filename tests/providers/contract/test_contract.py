@@ -1,0 +1,229 @@
+"""The provider contract: every case against every surface (``conftest.SURFACES``), on
+asyncio and trio where the provider is backend-neutral.
+
+A question answered is the answer the human gave, returned once; one the agent stops
+waiting for is withdrawn from the surface, and an answer given to it after that reaches no
+one; one waiting when its provider's generation is disposed is asked again on the next
+generation and answered once; what the human answers is in no log line above debug; and
+a surface that shows one question at a time still answers an ask of several.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+import structlog
+
+from hotseam import AbortController
+from hotseam.interaction import (
+    AskUserQuestionAnswer,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    ErrorCode,
+    Question,
+    QuestionAnswer,
+    UserInteractionError,
+)
+
+from ._generations import generations
+from ._surface import Choose, Opener, Reply, Shown, Surface, Type, asking
+
+pytestmark = pytest.mark.anyio
+
+POSTGRES = AskUserQuestionOption("Postgres", "pg", "Server database", recommended=True)
+SQLITE = AskUserQuestionOption("SQLite", description="One file, zero setup")
+DUCKDB = AskUserQuestionOption("DuckDB")
+DB = AskUserQuestionRequest("Which database?", header="Storage", options=(POSTGRES, SQLITE, DUCKDB))
+EUROPE = AskUserQuestionOption("Europe", "eu")
+AMERICA = AskUserQuestionOption("America", "us")
+DB_QUESTION = Question("Which database?", header="Storage", options=DB.options, id="db")
+REGION = Question("Which region?", header="Region", options=(EUROPE, AMERICA), id="region")
+NOTES = Question("Anything else?", header="Notes", id="notes")
+STACK = AskUserQuestionRequest.of([DB_QUESTION, REGION, NOTES])
+CHOICES = AskUserQuestionRequest.of([DB_QUESTION, REGION])
+SECRET = "Zanzibar-7f3a9c-my-bank-pin"
+
+
+async def _answered_once(
+    surface: Surface, request: AskUserQuestionRequest, replies: Sequence[Reply]
+) -> tuple[AskUserQuestionAnswer, list[Shown]]:
+    """Ask ``request``; the human answers each question shown, in turn, with ``replies``
+    (in question order); the ask's answer and what was shown. Nothing else is shown."""
+    shown: list[Shown] = []
+    given = 0
+    async with anyio.create_task_group() as tasks:
+        pending = asking(surface, request, tasks)
+        while given < len(replies):
+            shown.append(await surface.next_shown())
+            count = _count(shown[-1], request)
+            await surface.answer(shown[-1], replies[given : given + count])
+            given += count
+        outcome = await pending.result()
+    assert isinstance(outcome, AskUserQuestionAnswer), outcome
+    return outcome, shown
+
+
+def _count(shown: Shown, request: AskUserQuestionRequest) -> int:
+    """How many questions ``shown`` shows: all of them, or one at a time."""
+    return len(request.questions) if shown.count is None else shown.count
+
+
+async def _withdrawn_by_the_agent(surface: Surface, request: AskUserQuestionRequest) -> Shown:
+    """Ask, see it shown, then stop waiting (the agent's signal): ASK_ABORTED, and the
+    surface shows it withdrawn."""
+    controller = AbortController()
+    asked = AskUserQuestionRequest.of(request.questions, signal=controller.signal)
+    async with anyio.create_task_group() as tasks:
+        pending = asking(surface, asked, tasks)
+        shown = await surface.next_shown()
+        controller.abort("the agent moved on")
+        outcome = await pending.result()
+    assert isinstance(outcome, UserInteractionError), outcome
+    assert outcome.code == ErrorCode.ASK_ABORTED
+    await surface.withdrawn(shown)
+    return shown
+
+
+async def test_a_question_answered_is_returned_once_with_its_option(
+    surface: Opener, tmp_path: Path
+) -> None:
+    """The option the human picked, its model value as the answer; the ask returns once
+    and nothing else is shown."""
+    async with surface() as s, generations(s, tmp_path / "ui"):
+        answer, shown = await _answered_once(s, DB, [Choose(1)])
+        assert answer == AskUserQuestionAnswer("SQLite", SQLITE)
+        assert len(shown) == 1
+        answer, _ = await _answered_once(s, DB, [Choose(0)])  # the surface serves on
+        assert answer == AskUserQuestionAnswer("pg", POSTGRES)
+
+
+async def test_a_typed_answer_is_returned_once_without_an_option(
+    surface: Opener, tmp_path: Path
+) -> None:
+    """The human's own text is the answer, with no option."""
+    async with surface() as s, generations(s, tmp_path / "ui"):
+        answer, _ = await _answered_once(s, DB, [Type("MySQL 8")])
+        assert answer == AskUserQuestionAnswer("MySQL 8")
+
+
+async def test_several_questions_answered_are_returned_once_in_question_order(
+    surface: Opener, tmp_path: Path
+) -> None:
+    """An ask of several questions: each answer with its option, in question order."""
+    async with surface() as s, generations(s, tmp_path / "ui"):
+        answer, _ = await _answered_once(s, STACK, [Choose(1), Choose(0), Type("Ship it Friday")])
+        assert answer.answers == (
+            QuestionAnswer("db", "SQLite", (SQLITE,)),
+            QuestionAnswer("region", "eu", (EUROPE,)),
+            QuestionAnswer("notes", "Ship it Friday", custom="Ship it Friday"),
+        )
+
+
+async def test_a_surface_of_one_question_at_a_time_answers_an_ask_of_several(
+    surface: Opener, tmp_path: Path
+) -> None:
+    """Several questions of choices: a surface that shows one question at a time shows
+    each in turn (the one-at-a-time split), the others show them together; either way
+    the ask gets every answer, once, in question order."""
+    async with surface() as s, generations(s, tmp_path / "ui"):
+        answer, shown = await _answered_once(s, CHOICES, [Choose(2), Choose(1)])
+        assert answer.answers == (
+            QuestionAnswer("db", "DuckDB", (DUCKDB,)),
+            QuestionAnswer("region", "us", (AMERICA,)),
+        )
+        assert [_count(item, CHOICES) for item in shown] == (
+            [1, 1] if getattr(s, "one_at_a_time", False) else [2]
+        )
+
+
+async def test_a_question_the_agent_stops_waiting_for_is_withdrawn_from_the_surface(
+    surface: Opener, tmp_path: Path
+) -> None:
+    """The agent's signal fires: ASK_ABORTED, and the surface shows the question withdrawn
+    (its client is told); the next question is shown and answered as usual."""
+    async with surface() as s, generations(s, tmp_path / "ui"):
+        await _withdrawn_by_the_agent(s, DB)
+        answer, _ = await _answered_once(s, DB, [Choose(2)])
+        assert answer == AskUserQuestionAnswer("DuckDB", DUCKDB)
+
+
+async def test_a_late_answer_to_a_withdrawn_question_reaches_no_one(
+    surface: Opener, tmp_path: Path
+) -> None:
+    """The human answers the withdrawn question anyway: it is not the answer of the ask
+    that was withdrawn, nor of the same question asked afresh."""
+    async with surface() as s, generations(s, tmp_path / "ui"):
+        withdrawn = await _withdrawn_by_the_agent(s, DB)
+        await s.answer_late(withdrawn, [Choose(1)])
+        answer, shown = await _answered_once(s, DB, [Choose(2)])
+        assert answer == AskUserQuestionAnswer("DuckDB", DUCKDB)
+        assert shown[0] is not withdrawn
+
+
+async def test_a_question_waiting_when_its_generation_is_disposed_is_asked_again_once(
+    surface: Opener, tmp_path: Path
+) -> None:
+    """A reload disposes the generation showing the question: it is withdrawn there,
+    asked again on the new generation, and the human's answer there is the answer, once."""
+    async with surface() as s, generations(s, tmp_path / "ui") as reloads:
+        async with anyio.create_task_group() as tasks:
+            pending = asking(s, DB, tasks)
+            first = await s.next_shown()
+            assert first.generation == 1
+            await reloads.reload()
+            await s.withdrawn(first)
+            again = await s.next_shown()
+            assert again.generation == 2
+            await s.answer(again, [Choose(1)])
+            outcome = await pending.result()
+        assert outcome == AskUserQuestionAnswer("SQLite", SQLITE)
+        answer, _ = await _answered_once(s, DB, [Choose(0)])  # the new generation serves on
+        assert answer == AskUserQuestionAnswer("pg", POSTGRES)
+
+
+def _leaks(
+    events: Sequence[Mapping[str, Any]], records: Sequence[logging.LogRecord]
+) -> list[object]:
+    """The log lines above debug (structlog's, and the standard library's: the SDKs')
+    that contain the secret."""
+    leaks: list[object] = [
+        event
+        for event in events
+        if event.get("log_level") not in ("debug", "notset") and SECRET in repr(event)
+    ]
+    leaks += [
+        record.getMessage()
+        for record in records
+        if record.levelno > logging.DEBUG and SECRET in f"{record.getMessage()}{record.__dict__}"
+    ]
+    return leaks
+
+
+async def test_the_answer_text_is_in_no_log_line_above_debug(
+    surface: Opener, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The human types a secret: the ask returns it, and no log line above debug holds it,
+    whether the question was answered, or withdrawn by a reload and answered on the next
+    generation."""
+    caplog.set_level(logging.DEBUG)
+    with structlog.testing.capture_logs() as events:
+        async with surface() as s, generations(s, tmp_path / "ui") as reloads:
+            answer, _ = await _answered_once(s, DB, [Type(SECRET)])
+            assert answer == AskUserQuestionAnswer(SECRET)
+            async with anyio.create_task_group() as tasks:
+                pending = asking(s, STACK, tasks)
+                first = await s.next_shown()
+                await reloads.reload()
+                await s.withdrawn(first)
+                again = await s.next_shown()
+                await s.answer(again, [Choose(0), Choose(1), Type(SECRET)])
+                outcome = await pending.result()
+            assert isinstance(outcome, AskUserQuestionAnswer), outcome
+            assert outcome.answers[2].custom == SECRET
+    assert [event for event in events if event["event"] == "ask.answered"]
+    assert _leaks(events, caplog.records) == []
