@@ -25,7 +25,7 @@ from hotseam import Context
 from hotseam.interaction import ask
 from hotseam.reload import Reloader, ReloadEvent
 from hotseam.reload import _loader as loader_module
-from hotseam.reload._inert import inert
+from hotseam.reload._guard import inert
 
 from ._support import Probe
 from .conftest import QUESTION, write

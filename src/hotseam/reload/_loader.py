@@ -43,8 +43,7 @@ from typing import TYPE_CHECKING, Any
 from .._core import executing
 from ._errors import LoadError, LoadPhase
 from ._events import SLOW_NOTICE, report_slow
-from ._guard import ThreadRun, Worker, current_run, interrupted
-from ._inert import inert
+from ._guard import ThreadRun, Worker, current_run, inert, interrupted
 from ._names import NameClaims, WatchedModuleSpec, owned
 from ._planner import ModuleIndex
 from ._read import FileStat, Source, read_file
