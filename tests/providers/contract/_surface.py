@@ -156,3 +156,22 @@ def asking(surface: Surface, request: AskUserQuestionRequest, tasks: anyio.abc.T
 
     tasks.start_soon(run)
     return pending
+
+
+async def shown_while(surface: Surface, pending: Asking) -> Shown:
+    """The next question shown, while ``pending`` still waits (an ask that ended first
+    fails the test with its outcome, instead of a wait that can only time out)."""
+    found: list[Shown] = []
+    async with anyio.create_task_group() as tasks:
+
+        async def show() -> None:
+            found.append(await surface.next_shown())
+            tasks.cancel_scope.cancel()
+
+        async def end() -> None:
+            await settled(pending.done)
+            raise AssertionError(f"the ask ended before a question was shown: {pending.outcome!r}")
+
+        tasks.start_soon(show)
+        tasks.start_soon(end)
+    return found[0]

@@ -15,11 +15,17 @@ from typing import Any
 
 import pytest
 
+from ._acp import acp_form, acp_permission
 from ._scripted import scripted
 from ._surface import Opener
+from ._terminal import terminal_lines, terminal_prompt
 
 SURFACES: dict[str, tuple[Opener, tuple[str, ...]]] = {
     "scripted": (scripted, ("asyncio", "trio")),
+    "terminal-lines": (terminal_lines, ("asyncio", "trio")),
+    "terminal-prompt": (terminal_prompt, ("asyncio",)),
+    "acp-form": (acp_form, ("asyncio",)),
+    "acp-permission": (acp_permission, ("asyncio",)),
 }
 """Each surface: its driver, and the backends it runs on."""
 

@@ -31,7 +31,7 @@ from hotseam.interaction import (
 )
 
 from ._generations import generations
-from ._surface import Choose, Opener, Reply, Shown, Surface, Type, asking
+from ._surface import Choose, Opener, Reply, Shown, Surface, Type, asking, shown_while
 
 pytestmark = pytest.mark.anyio
 
@@ -59,7 +59,7 @@ async def _answered_once(
     async with anyio.create_task_group() as tasks:
         pending = asking(surface, request, tasks)
         while given < len(replies):
-            shown.append(await surface.next_shown())
+            shown.append(await shown_while(surface, pending))
             count = _count(shown[-1], request)
             await surface.answer(shown[-1], replies[given : given + count])
             given += count
@@ -80,7 +80,7 @@ async def _withdrawn_by_the_agent(surface: Surface, request: AskUserQuestionRequ
     asked = AskUserQuestionRequest.of(request.questions, signal=controller.signal)
     async with anyio.create_task_group() as tasks:
         pending = asking(surface, asked, tasks)
-        shown = await surface.next_shown()
+        shown = await shown_while(surface, pending)
         controller.abort("the agent moved on")
         outcome = await pending.result()
     assert isinstance(outcome, UserInteractionError), outcome
@@ -173,11 +173,11 @@ async def test_a_question_waiting_when_its_generation_is_disposed_is_asked_again
     async with surface() as s, generations(s, tmp_path / "ui") as reloads:
         async with anyio.create_task_group() as tasks:
             pending = asking(s, DB, tasks)
-            first = await s.next_shown()
+            first = await shown_while(s, pending)
             assert first.generation == 1
             await reloads.reload()
             await s.withdrawn(first)
-            again = await s.next_shown()
+            again = await shown_while(s, pending)
             assert again.generation == 2
             await s.answer(again, [Choose(1)])
             outcome = await pending.result()
@@ -217,10 +217,10 @@ async def test_the_answer_text_is_in_no_log_line_above_debug(
             assert answer == AskUserQuestionAnswer(SECRET)
             async with anyio.create_task_group() as tasks:
                 pending = asking(s, STACK, tasks)
-                first = await s.next_shown()
+                first = await shown_while(s, pending)
                 await reloads.reload()
                 await s.withdrawn(first)
-                again = await s.next_shown()
+                again = await shown_while(s, pending)
                 await s.answer(again, [Choose(0), Choose(1), Type(SECRET)])
                 outcome = await pending.result()
             assert isinstance(outcome, AskUserQuestionAnswer), outcome
