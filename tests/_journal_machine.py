@@ -477,7 +477,7 @@ class JournalRules(RacingClaimRules, OtherProcessRules, JournalChecks):
         mode = "controller" if abortable else "none"
         rec = self.make_ask_record(name, self._ctx(ctx), request, False, mode, controller)
         rec.journal = JournalAsk(inc, position, key, digest, expect, matched, before)
-        if request.is_multi_question:
+        if len(request.questions) > 1:
             rec.multi = MultiAsk(list(request.questions))
         for item in request.questions:
             self.ask_by_question[item.question] = rec

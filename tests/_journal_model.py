@@ -137,7 +137,7 @@ def agent_request(question: str, signal: AbortSignal | None) -> AskUserQuestionR
 
 def asked_text(request: AskUserQuestionRequest) -> str:
     """The ``question`` :func:`agent_request` made ``request`` of (a record's request)."""
-    if request.is_multi_question:
+    if len(request.questions) > 1:
         return request.question.rpartition("/")[0]
     return request.question
 
@@ -145,7 +145,7 @@ def asked_text(request: AskUserQuestionRequest) -> str:
 def written_answer(request: AskUserQuestionRequest, name: str) -> AskUserQuestionAnswer:
     """The answer another process's inbox writes, as ``name``, to ``request``: text, or
     one entry per question (each says who wrote it)."""
-    if not request.is_multi_question:
+    if len(request.questions) == 1:
         return AskUserQuestionAnswer(f"answer from {name}")
     entries = [
         QuestionAnswer.chosen(item, custom=f"answer from {name}:{item.id}")

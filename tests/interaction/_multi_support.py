@@ -49,7 +49,7 @@ class OneByOne:
         self.asked = anyio.Event()
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
-        assert not request.is_multi_question, "a one-question UI got several questions"
+        assert len(request.questions) == 1, "a one-question UI got several questions"
         self.requests.append(request)
         self.asked.set()
         self.asked = anyio.Event()

@@ -285,7 +285,8 @@ def test_any_valid_request_and_answer_round_trip_through_json(
         back = Request.from_dict(json.loads(json.dumps(valid.to_dict(camel_case=camel))))
         assert validate_request(back) == valid
     tool_input = {k: v for k, v in valid.to_dict(camel_case=True).items() if k != "agent"}
-    parsed = AskUserQuestionInput.model_validate(tool_input).to_request(agent=valid.agent)
+    checked = AskUserQuestionInput.model_validate(tool_input)
+    parsed = Request.from_input(checked, agent=valid.agent)
     assert validate_request(parsed) == valid
     assert question_digest(back) == question_digest(valid)
     entries = [_entry(data.draw, item) for item in valid.questions]

@@ -79,7 +79,7 @@ async def test_the_scripted_human_answers_claude_codes_shape(
         "Which database?": "Postgres", "Which features?": "auth, billing"
     }
     (request,) = hotseam_provider.requests
-    assert request.is_multi_question
+    assert len(request.questions) == 2
 '''
 
 

@@ -172,7 +172,7 @@ class TestTypes:
         request = Request("Which database?", "Database", [Option("Postgres")], False)
         (item,) = request.questions
         assert item == Question("Which database?", "Database", (Option("Postgres"),), False, "q1")
-        assert not request.is_multi_question
+        assert len(request.questions) == 1
         assert validate_request(request).questions == request.questions
 
     def test_the_question_of_the_top_level_fields_follows_them(self) -> None:
@@ -193,7 +193,7 @@ class TestTypes:
             False,
         )
         assert request.questions == (DB, FEATURES, NOTES)
-        assert request.is_multi_question and request.agent == Agent("planner")
+        assert request.agent == Agent("planner")
 
     def test_the_top_level_fields_are_the_first_questions(self) -> None:
         """A request is its questions: the seed's fields, given beside `questions` (or
@@ -231,12 +231,31 @@ class TestTypes:
         assert named.question_for("q2") == named.questions[1]
         assert named.question_for("nope") is None
 
-    def test_split_asks_each_question_alone(self) -> None:
-        """split(): one single-question request per question, same agent and signal."""
-        parts = THREE.split()
+    def test_parts_ask_each_question_alone(self) -> None:
+        """parts(): one single-question request per question, same agent and signal."""
+        parts = THREE.parts()
         assert [part.questions for part in parts] == [(q,) for q in THREE.questions]
-        assert all(part.agent == THREE.agent and not part.is_multi_question for part in parts)
+        assert all(part.agent == THREE.agent for part in parts)
         assert parts[1].question == "Which features?" and parts[1].choices == FEATURES_V.choices
+
+    def test_parts_leave_out_what_is_answered(self) -> None:
+        """parts(answered): the questions not answered yet, one by one or together."""
+        parts = THREE.parts({"q1"})
+        assert [part.questions for part in parts] == [(q,) for q in THREE.questions[1:]]
+        (rest,) = THREE.parts({"q2"}, together=True)
+        assert rest.questions == (THREE.questions[0], THREE.questions[2])
+        assert rest.agent == THREE.agent and rest.signal is THREE.signal
+        assert THREE.parts({"q1", "q2", "q3"}) == THREE.parts({"q1", "q2", "q3"}, together=True)
+        assert THREE.parts({"q1", "q2", "q3"}) == ()
+
+    def test_a_part_of_every_question_is_the_request_itself(self) -> None:
+        """Nothing answered, asked together, or a request of one question: its one part is
+        the request (so its answer is the whole request's, checked as such)."""
+        one = validate_request(Request("Which database?", options=[Option("Postgres")]))
+        for request, together in ((THREE, True), (one, True), (one, False)):
+            (part,) = request.parts(together=together)
+            assert part is request
+        assert THREE.parts()[0] is not THREE
 
     @pytest.mark.parametrize(
         ("reply", "named"),

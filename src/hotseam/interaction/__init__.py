@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._core import Agent, lazy_exports, present_as
-from . import _answer, _request
 from ._answer import where as where
 from ._ask import ask
 from ._errors import ErrorCode, UserInteractionError
@@ -85,16 +84,6 @@ __all__ = [
 # The tool's input models (pydantic) are imported the first time one is used, here or
 # by a dict parsed: ``ask()`` with a request built in code never needs them.
 _INPUT_MODELS = ("AskUserQuestionInput", "AskUserQuestionOptionInput", "QuestionInput")
-
-
-def _input_models() -> _answer.AnswerForms:
-    from . import _inputs
-
-    return _inputs
-
-
-_request.parse_dicts_with(_input_models)
-_answer.parse_dicts_with(_input_models)
 
 present_as(__name__, globals(), [name for name in __all__ if name not in _INPUT_MODELS])
 

@@ -9,28 +9,19 @@ them, through ``dataclasses.replace`` too), and such an answer is read as text
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, get_args
+from typing import Any, get_args
 
 from ._errors import ErrorCode, UserInteractionError
-from ._request import (
-    AskUserQuestionOption,
-    AskUserQuestionRequest,
-    DictForms,
-    Question,
-    SkipReason,
-)
+from ._request import AskUserQuestionOption, AskUserQuestionRequest, Question, SkipReason
 
 __all__ = [
-    "AnswerForms",
     "AskUserQuestionAnswer",
     "QuestionAnswer",
-    "answer_forms",
     "answer_text",
     "answered_in_text",
     "implied_entry",
-    "parse_dicts_with",
     "where",
 ]
 
@@ -132,8 +123,13 @@ class QuestionAnswer:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> QuestionAnswer:
-        """Build an entry from :meth:`to_dict`'s form (raises ``INVALID_ANSWER``)."""
-        return answer_forms().parse_entry(data)
+        """Build an entry from :meth:`to_dict`'s form (raises ``INVALID_ANSWER`` naming
+        each bad field)."""
+        from ._inputs import AnswerEntryInput, parse_input  # pydantic: at the first dict
+
+        given = parse_input(AnswerEntryInput, data, "answer", ErrorCode.INVALID_ANSWER)
+        options = tuple(AskUserQuestionOption.from_input(option) for option in given.options)
+        return cls(given.id, given.answer, options, given.custom, given.skipped)
 
 
 @dataclass(frozen=True, slots=True)
@@ -302,31 +298,3 @@ def _entries_from(data: object) -> tuple[QuestionAnswer, ...]:
                 f"invalid answer: answers[{index}]: {detail}", ErrorCode.INVALID_ANSWER
             ) from None
     return tuple(entries)
-
-
-# -- the dict forms ----------------------------------------------------------------------------
-
-
-class AnswerForms(DictForms, Protocol):
-    """What parses the dict forms, answer entries included (the input models, installed by
-    ``hotseam.interaction``: see :class:`~._request.DictForms`)."""
-
-    def parse_entry(self, data: Mapping[str, Any]) -> QuestionAnswer:
-        """An answer entry from its dict form (``INVALID_ANSWER`` naming each bad field)."""
-        ...
-
-
-_load_answer_forms: Callable[[], AnswerForms] | None = None
-
-
-def parse_dicts_with(load: Callable[[], AnswerForms]) -> None:
-    """Parse answer entries with what ``load()`` returns (see :class:`AnswerForms`)."""
-    global _load_answer_forms
-    _load_answer_forms = load
-
-
-def answer_forms() -> AnswerForms:
-    """The installed parsers of the dict forms."""
-    if _load_answer_forms is None:  # never: importing this module runs the package's first
-        raise RuntimeError("hotseam.interaction has not installed its input models")
-    return _load_answer_forms()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Sequence
 from contextlib import nullcontext
 
 import anyio
@@ -249,28 +250,23 @@ async def _put(
     pending: PendingAsk,
 ) -> object:
     """Ask ``provider`` what of ``request`` is not in ``answered`` yet, and return its
-    answer (for a request of several questions, the whole request's answer).
+    answer (the whole request's answer).
 
-    A provider that shows one question at a time is asked each question in turn, and each
-    answer is kept in ``answered`` as soon as it is checked: a swap in between leaves the
-    answered questions answered, and the next provider is asked only the rest.
+    The provider is asked the request's parts (:meth:`AskUserQuestionRequest.parts`): the
+    rest together when it shows several questions at once, else each question in turn. A
+    part that is the whole request is answered as it is (``ask()`` checks it); the answers
+    to any other part are checked and kept in ``answered`` at once: a swap in between
+    leaves the answered questions answered, and the next provider is asked only the rest.
     """
-    if not request.is_multi_question:
+    parts = request.parts(answered, together=takes_several(provider))
+    if parts and parts[0] is request:
         return await provider.ask(request)
-    rest = [item for item in request.questions if item.id not in answered]
-    if takes_several(provider):
-        if not answered:
-            return await provider.ask(request)
-        part = AskUserQuestionRequest.of(rest, agent=request.agent, signal=request.signal)
-        answered.update((e.id, e) for e in _answers_to(request, rest, await provider.ask(part)))
-    else:
-        for number, item in enumerate(rest):
-            if number:
-                # Not to a provider revoked (or a caller cancelled, or a signal fired) in the
-                # turn the previous question was answered: the rest goes to the replacement.
-                await anyio.lowlevel.checkpoint_if_cancelled()
-            part = AskUserQuestionRequest.of([item], agent=request.agent, signal=request.signal)
-            (entry,) = _answers_to(request, [item], await provider.ask(part))
+    for number, part in enumerate(parts):
+        if number:
+            # Not to a provider revoked (or a caller cancelled, or a signal fired) in the
+            # turn the previous question was answered: the rest goes to the replacement.
+            await anyio.lowlevel.checkpoint_if_cancelled()
+        for entry in _answers_to(request, part.questions, await provider.ask(part)):
             answered[entry.id] = entry
             _log.info(
                 "ask.question_answered",
@@ -285,7 +281,7 @@ async def _put(
 
 
 def _answers_to(
-    request: AskUserQuestionRequest, asked: list[Question], answer: object
+    request: AskUserQuestionRequest, asked: Sequence[Question], answer: object
 ) -> tuple[QuestionAnswer, ...]:
     """The checked answers to the questions ``asked`` (some of ``request``'s), named in
     errors by their place in ``request``. A text answer is read as a one-question UI's."""

@@ -4,12 +4,13 @@ They are the ``ask_user_question`` tool's input (and its JSON schema) and what p
 request, a question, an option or an answer entry given as a dict (``from_dict``). Dict
 input accepts the seed's camelCase (``allowCustom``) as well as snake_case.
 
-They describe the JSON forms and check their types; the rules of a request and of an answer
-are the dataclasses' (:func:`~hotseam.interaction.validate_request`, ``check_answer``).
-Imported when first needed, not with the seam: pydantic and the models cost about a third
-of ``hotseam run``'s start. The dataclasses they build (:mod:`._request`, :mod:`._answer`)
-sit below them and reach them through the :class:`~._request.DictForms` protocol, which
-``hotseam.interaction`` installs.
+They describe the JSON forms and check their types, and know nothing of the dataclasses:
+each dataclass builds itself from its checked form (``from_dict``,
+:meth:`~hotseam.interaction.AskUserQuestionRequest.from_input`), and the rules of a request
+and of an answer are the dataclasses' (:func:`~hotseam.interaction.validate_request`,
+``check_answer``). So the dependency points one way, from the dataclasses to this module,
+which they import at the first dict parsed: pydantic and the models cost about a third of
+``hotseam run``'s start, and a request built in code never needs them.
 """
 
 from __future__ import annotations
@@ -20,26 +21,16 @@ from typing import Annotated, Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
-from .._core import AbortSignal, Agent, format_validation_error, present_as
-from ._answer import QuestionAnswer
+from .._core import format_validation_error, present_as
 from ._errors import ErrorCode, UserInteractionError
-from ._request import (
-    MAX_QUESTIONS,
-    AskUserQuestionOption,
-    AskUserQuestionRequest,
-    Question,
-    SkipReason,
-)
+from ._limits import MAX_QUESTIONS, SkipReason
 
 __all__ = [
+    "AnswerEntryInput",
     "AskUserQuestionInput",
     "AskUserQuestionOptionInput",
     "QuestionInput",
-    "parse_entry",
     "parse_input",
-    "parse_option",
-    "parse_question",
-    "parse_request",
 ]
 
 _M = TypeVar("_M", bound=BaseModel)
@@ -73,10 +64,6 @@ class AskUserQuestionOptionInput(_Input):
             "(on a multiSelect question, at most maxSelections)."
         ),
     )
-
-    def to_option(self) -> AskUserQuestionOption:
-        """Return the seam's dataclass."""
-        return AskUserQuestionOption(self.label, self.value, self.description, self.recommended)
 
 
 class QuestionInput(_Input):
@@ -117,21 +104,6 @@ class QuestionInput(_Input):
         default=False,
         description="Let the human leave this question unanswered (its result then says so).",
     )
-
-    def to_question(self) -> Question:
-        """Return the seam's dataclass."""
-        options = None if self.options is None else [o.to_option() for o in self.options]
-        return Question(
-            self.question,
-            self.header,
-            options,
-            self.allow_custom,
-            self.id,
-            self.multi_select,
-            self.min_selections,
-            self.max_selections,
-            self.allow_skip,
-        )
 
 
 class AskUserQuestionInput(_Input):
@@ -182,85 +154,9 @@ class AskUserQuestionInput(_Input):
                     return {**data, "question": first}
         return data
 
-    def to_request(
-        self, *, agent: Agent | None = None, signal: AbortSignal | None = None
-    ) -> AskUserQuestionRequest:
-        """Return the seam's request dataclass (not yet validated).
 
-        With ``questions``, the top-level fields are the first question's: left out (or at
-        their defaults, as in a dump of the input) they say nothing; given, they must agree.
-
-        Raises:
-            UserInteractionError: ``INVALID_REQUEST`` when neither ``question`` nor
-                ``questions`` is given, or a top-level field differs from the first question.
-        """
-        options = None if self.options is None else [o.to_option() for o in self.options]
-        if self.questions is None:
-            if "question" not in self.model_fields_set:
-                raise UserInteractionError(
-                    "invalid request: question: Field required (or give questions: a list "
-                    f"of 1 to {MAX_QUESTIONS} questions)",
-                    ErrorCode.INVALID_REQUEST,
-                )
-            return AskUserQuestionRequest(
-                self.question, self.header, options, self.allow_custom, agent, signal
-            )
-        items = [item.to_question() for item in self.questions]
-        first = items[0]
-        given: dict[str, object] = {"question": self.question}
-        if self.header is not None:
-            given["header"] = self.header
-        if options is not None:
-            given["options"] = tuple(options) or None
-        if not self.allow_custom:
-            given["allow_custom"] = False
-        differing = [name for name, value in given.items() if value != getattr(first, name)]
-        if differing:
-            problems = [
-                (
-                    name,
-                    f"differs from questions[0].{name} (the top-level fields mirror the first "
-                    "question: build the request with AskUserQuestionRequest.of(questions))",
-                )
-                for name in differing
-            ]
-            raise UserInteractionError(
-                "invalid request: "
-                + "; ".join(f"{field} {problem}" for field, problem in problems),
-                ErrorCode.INVALID_REQUEST,
-                details={"errors": [{"field": f, "message": p} for f, p in problems]},
-            )
-        return AskUserQuestionRequest.of(items, agent=agent, signal=signal)
-
-
-def _parse(model: type[_M], data: Mapping[str, Any], what: str) -> _M:
-    given: object = data
-    if not isinstance(given, Mapping):
-        raise UserInteractionError(
-            f"invalid {what}: expected an object, got {type(given).__name__}",
-            ErrorCode.INVALID_REQUEST,
-        )
-    try:
-        return model.model_validate(dict(given))
-    except ValidationError as invalid:
-        raise UserInteractionError(
-            f"invalid {what}: {format_validation_error(invalid)}", ErrorCode.INVALID_REQUEST
-        ) from None
-
-
-def parse_input(model: type[_M], data: Mapping[str, Any], what: str, code: str) -> _M:
-    """``model`` from ``data``, or ``UserInteractionError(code)`` naming each bad field
-    (``invalid answer: answers[0].id: Field required``)."""
-    try:
-        return _parse(model, data, what)
-    except UserInteractionError as error:
-        if code == ErrorCode.INVALID_REQUEST:
-            raise
-        raise UserInteractionError(error.message, code) from None
-
-
-class _QuestionAnswerInput(_Input):
-    """One entry of an answer's dict form."""
+class AnswerEntryInput(_Input):
+    """One entry of an answer's dict form (what ``QuestionAnswer.from_dict`` reads)."""
 
     id: str
     answer: str | None
@@ -268,29 +164,23 @@ class _QuestionAnswerInput(_Input):
     custom: str | None = None
     skipped: SkipReason | None = None
 
-    def to_entry(self) -> QuestionAnswer:
-        options = tuple(option.to_option() for option in self.options)
-        return QuestionAnswer(self.id, self.answer, options, self.custom, self.skipped)
 
-
-def parse_option(data: Mapping[str, Any]) -> AskUserQuestionOption:
-    """An option from its dict form (``INVALID_REQUEST`` naming each bad field)."""
-    return _parse(AskUserQuestionOptionInput, data, "option").to_option()
-
-
-def parse_question(data: Mapping[str, Any]) -> Question:
-    """A question from its dict form (``INVALID_REQUEST`` naming each bad field)."""
-    return _parse(QuestionInput, data, "question").to_question()
-
-
-def parse_request(data: Mapping[str, Any]) -> AskUserQuestionInput:
-    """A request's dict form, checked (``INVALID_REQUEST`` naming each bad field)."""
-    return _parse(AskUserQuestionInput, data, "request")
-
-
-def parse_entry(data: Mapping[str, Any]) -> QuestionAnswer:
-    """An answer entry from its dict form (``INVALID_ANSWER`` naming each bad field)."""
-    return parse_input(_QuestionAnswerInput, data, "answer", ErrorCode.INVALID_ANSWER).to_entry()
+def parse_input(
+    model: type[_M], data: Mapping[str, Any], what: str, code: str = ErrorCode.INVALID_REQUEST
+) -> _M:
+    """``model`` from ``data``, or ``UserInteractionError(code)`` naming each bad field
+    (``invalid request: questions.0.options.1.label: Field required``)."""
+    given: object = data  # from the wire: anything at all
+    if not isinstance(given, Mapping):
+        raise UserInteractionError(
+            f"invalid {what}: expected an object, got {type(given).__name__}", code
+        )
+    try:
+        return model.model_validate(dict(given))
+    except ValidationError as invalid:
+        raise UserInteractionError(
+            f"invalid {what}: {format_validation_error(invalid)}", code
+        ) from None
 
 
 # Defined here, public in hotseam.interaction (reprs and tracebacks say so).

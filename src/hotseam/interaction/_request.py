@@ -8,40 +8,35 @@ and to read its first question, never a second state.
 
 Plain frozen dataclasses, so that they take positional arguments as the seed's shapes do and
 cost little to build; :func:`~hotseam.interaction.validate_request` checks them (``ask()``
-does so before any provider sees a request). Their dict forms are parsed by the tool's input
-models (:mod:`._inputs`, pydantic, imported at the first dict parsed: see :class:`DictForms`),
-which accept the seed's camelCase (``allowCustom``) as well as snake_case.
+does so before any provider sees a request). Their dict forms are checked by the tool's input
+models (:mod:`._inputs`, pydantic, which accept the seed's camelCase ``allowCustom`` as well
+as snake_case), and each dataclass builds itself from its checked form. The input models know
+nothing of this module; they are imported inside ``from_dict``, at the first dict parsed,
+because pydantic and the models cost more than the rest of the seam's import together.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 from .._core import AbortSignal, Agent
 from ._errors import ErrorCode, UserInteractionError
+from ._limits import MAX_QUESTIONS, SkipReason
+
+if TYPE_CHECKING:
+    from ._inputs import AskUserQuestionInput, AskUserQuestionOptionInput, QuestionInput
 
 __all__ = [
     "MAX_QUESTIONS",
     "AskUserQuestionOption",
     "AskUserQuestionRequest",
-    "DictForms",
     "Question",
-    "RequestForm",
     "SkipReason",
-    "dict_forms",
     "in_seed_form",
-    "parse_dicts_with",
 ]
-
-MAX_QUESTIONS = 8
-"""The most questions one ask may hold (Claude Code's AskUserQuestion takes 4, Codex's 3)."""
-
-SkipReason: TypeAlias = Literal["skipped", "dismissed"]
-"""Why a question the request lets the human skip has no answer: the human chose to skip
-it (``"skipped"``), or closed it without answering (``"dismissed"``)."""
 
 _NUMBER = re.compile(r"(\d{1,6})[.)]?")
 
@@ -74,7 +69,14 @@ class AskUserQuestionOption:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AskUserQuestionOption:
         """Build an option from a dict (raises ``INVALID_REQUEST`` naming bad fields)."""
-        return dict_forms().parse_option(data)
+        from ._inputs import AskUserQuestionOptionInput, parse_input
+
+        return cls.from_input(parse_input(AskUserQuestionOptionInput, data, "option"))
+
+    @classmethod
+    def from_input(cls, given: AskUserQuestionOptionInput) -> AskUserQuestionOption:
+        """The option a checked dict form describes."""
+        return cls(given.label, given.value, given.description, given.recommended)
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,7 +230,24 @@ class Question:
     def from_dict(cls, data: Mapping[str, Any]) -> Question:
         """Build a question from a dict in camelCase or snake_case (raises
         ``INVALID_REQUEST`` naming bad fields)."""
-        return dict_forms().parse_question(data)
+        from ._inputs import QuestionInput, parse_input
+
+        return cls.from_input(parse_input(QuestionInput, data, "question"))
+
+    @classmethod
+    def from_input(cls, given: QuestionInput) -> Question:
+        """The question a checked dict form describes."""
+        return cls(
+            given.question,
+            given.header,
+            _options_of(given.options),
+            given.allow_custom,
+            given.id,
+            given.multi_select,
+            given.min_selections,
+            given.max_selections,
+            given.allow_skip,
+        )
 
 
 _UNSET: Any = type("_Unset", (), {"__repr__": lambda self: "<unset>", "__slots__": ()})()
@@ -383,22 +402,30 @@ class AskUserQuestionRequest:
 
     # -- the questions --
 
-    @property
-    def is_multi_question(self) -> bool:
-        """True when the request holds more than one question."""
-        return len(self.questions) > 1
-
     def question_for(self, question_id: str) -> Question | None:
         """The question whose id is ``question_id``, if any."""
         return next((item for item in self.questions if item.id == question_id), None)
 
-    def split(self) -> tuple[AskUserQuestionRequest, ...]:
-        """One single-question request per question (same agent and signal): what a
-        surface that shows one question at a time asks, one after the other."""
-        return tuple(
-            AskUserQuestionRequest(agent=self.agent, signal=self.signal, questions=(item,))
-            for item in self.questions
-        )
+    def parts(
+        self, answered: Container[str] = (), *, together: bool = False
+    ) -> tuple[AskUserQuestionRequest, ...]:
+        """What a provider is asked of this request, the questions whose ids are in
+        ``answered`` left out: one request per question (same agent and signal), what a
+        surface that shows one question at a time asks one after the other; or, with
+        ``together``, the rest in one request.
+
+        A part that holds every question is this request itself (a request of one
+        question is its own only part), so that its answer is the whole request's.
+        """
+        if not answered and (together or len(self.questions) == 1):
+            return (self,)
+        rest = [item for item in self.questions if item.id not in answered]
+        if together:
+            return (self._of(rest),) if rest else ()
+        return tuple(self._of([item]) for item in rest)
+
+    def _of(self, questions: list[Question]) -> AskUserQuestionRequest:
+        return AskUserQuestionRequest(agent=self.agent, signal=self.signal, questions=questions)
 
     def with_signal(self, signal: AbortSignal | None) -> AskUserQuestionRequest:
         """Return a copy with another abort signal."""
@@ -436,9 +463,11 @@ class AskUserQuestionRequest:
                 f"invalid request: expected an object, got {type(given).__name__}",
                 ErrorCode.INVALID_REQUEST,
             )
+        from ._inputs import AskUserQuestionInput, parse_input
+
         raw = dict(given)
         agent_data = raw.pop("agent", None)
-        parsed = dict_forms().parse_request(raw)
+        parsed = parse_input(AskUserQuestionInput, raw, "request")
         agent = None
         if agent_data is not None:
             if isinstance(agent_data, str):
@@ -450,7 +479,61 @@ class AskUserQuestionRequest:
                     "invalid request: agent must be a string id or {'id': ..., 'name': ...}",
                     ErrorCode.INVALID_REQUEST,
                 )
-        return parsed.to_request(agent=agent, signal=signal)
+        return cls.from_input(parsed, agent=agent, signal=signal)
+
+    @classmethod
+    def from_input(
+        cls,
+        given: AskUserQuestionInput,
+        *,
+        agent: Agent | None = None,
+        signal: AbortSignal | None = None,
+    ) -> AskUserQuestionRequest:
+        """The request a checked dict form (the ask tool's input) describes, not yet
+        validated.
+
+        With ``questions``, the top-level fields are the first question's: left out (or at
+        their defaults, as in a dump of the input) they say nothing; given, they must agree.
+
+        Raises:
+            UserInteractionError: ``INVALID_REQUEST`` when neither ``question`` nor
+                ``questions`` is given, or a top-level field differs from the first question.
+        """
+        options = _options_of(given.options)
+        if given.questions is None:
+            if "question" not in given.model_fields_set:
+                raise UserInteractionError(
+                    "invalid request: question: Field required (or give questions: a list "
+                    f"of 1 to {MAX_QUESTIONS} questions)",
+                    ErrorCode.INVALID_REQUEST,
+                )
+            return cls(given.question, given.header, options, given.allow_custom, agent, signal)
+        items = [Question.from_input(item) for item in given.questions]
+        first = items[0]
+        top: dict[str, object] = {"question": given.question}
+        if given.header is not None:
+            top["header"] = given.header
+        if options is not None:
+            top["options"] = tuple(options) or None
+        if not given.allow_custom:
+            top["allow_custom"] = False
+        differing = [name for name, value in top.items() if value != getattr(first, name)]
+        if differing:
+            problems = [
+                (
+                    name,
+                    f"differs from questions[0].{name} (the top-level fields mirror the first "
+                    "question: build the request with AskUserQuestionRequest.of(questions))",
+                )
+                for name in differing
+            ]
+            raise UserInteractionError(
+                "invalid request: "
+                + "; ".join(f"{field} {problem}" for field, problem in problems),
+                ErrorCode.INVALID_REQUEST,
+                details={"errors": [{"field": f, "message": p} for f, p in problems]},
+            )
+        return cls.of(items, agent=agent, signal=signal)
 
 
 def in_seed_form(questions: object) -> bool:
@@ -500,53 +583,7 @@ def _describe_value(value: object) -> str:
     return "an empty list" if isinstance(value, list | tuple) else type(value).__name__
 
 
-# -- the dict forms ----------------------------------------------------------------------------
-
-
-class RequestForm(Protocol):
-    """A request's dict form, checked (an ``AskUserQuestionInput``)."""
-
-    def to_request(
-        self, *, agent: Agent | None = None, signal: AbortSignal | None = None
-    ) -> AskUserQuestionRequest:
-        """The request it describes."""
-        ...
-
-
-class DictForms(Protocol):
-    """What parses the dict forms of the request side: the pydantic input models.
-
-    They build this module's dataclasses, so they sit above it, and this module owns the
-    protocol they implement; ``hotseam.interaction`` installs them (:func:`parse_dicts_with`)
-    to be imported at the first dict parsed. Building a request in code never imports
-    pydantic (about a third of ``hotseam run``'s start).
-    """
-
-    def parse_option(self, data: Mapping[str, Any]) -> AskUserQuestionOption:
-        """An option from its dict form (``INVALID_REQUEST`` naming each bad field)."""
-        ...
-
-    def parse_question(self, data: Mapping[str, Any]) -> Question:
-        """A question from its dict form (``INVALID_REQUEST`` naming each bad field)."""
-        ...
-
-    def parse_request(self, data: Mapping[str, Any]) -> RequestForm:
-        """A request's dict form, checked (``INVALID_REQUEST`` naming each bad field)."""
-        ...
-
-
-_load_dict_forms: Callable[[], DictForms] | None = None
-
-
-def parse_dicts_with(load: Callable[[], DictForms]) -> None:
-    """Parse dict forms with what ``load()`` returns (called at each parse: it imports the
-    input models the first time, then returns them)."""
-    global _load_dict_forms
-    _load_dict_forms = load
-
-
-def dict_forms() -> DictForms:
-    """The installed parsers of the dict forms."""
-    if _load_dict_forms is None:  # never: importing this module runs the package's first
-        raise RuntimeError("hotseam.interaction has not installed its input models")
-    return _load_dict_forms()
+def _options_of(
+    given: Sequence[AskUserQuestionOptionInput] | None,
+) -> list[AskUserQuestionOption] | None:
+    return None if given is None else [AskUserQuestionOption.from_input(o) for o in given]

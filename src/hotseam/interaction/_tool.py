@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._core import BaseContext, Tool, ToolCall, ToolError
 from ._ask import ask
-from ._model import MAX_QUESTIONS, AskUserQuestionAnswer, Question
+from ._model import MAX_QUESTIONS, AskUserQuestionAnswer, AskUserQuestionRequest, Question
 
 if TYPE_CHECKING:
     from ._inputs import AskUserQuestionInput
@@ -65,7 +65,7 @@ async def _handle(input: AskUserQuestionInput, call: ToolCall) -> dict[str, Any]
             "INVALID_INPUT",
             details={"errors": [{"field": "question", "message": missing, "type": "missing"}]},
         )
-    request = input.to_request(agent=call.agent, signal=call.signal)
+    request = AskUserQuestionRequest.from_input(input, agent=call.agent, signal=call.signal)
     context = call.context
     # A tool runs in the context that holds it; tools know it only as a ToolContext.
     assert isinstance(context, BaseContext), context

@@ -40,7 +40,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 import anyio
 
@@ -144,11 +144,10 @@ class ScriptedProvider:
     def _next_reply(self, request: AskUserQuestionRequest) -> ScriptedReply:
         if self._callable is not None:
             return self._callable
-        if self._by_question and request.is_multi_question:
+        if self._by_question:
             return self._reply_by_question_text(request)
-        queue = self._by_question.get(request.question) if self._by_question else self._queue
-        if queue:
-            return queue.popleft()
+        if self._queue:
+            return self._queue.popleft()
         if self._default is not None:
             return self._default
         raise script_failure(
@@ -157,24 +156,28 @@ class ScriptedProvider:
             f"{len(self.requests)} questions asked)",
         )
 
-    def _reply_by_question_text(self, request: AskUserQuestionRequest) -> Reply:
-        """Each question of an ask answered by its own text's next reply."""
-        replies: list[Reply | str] = []
+    def _reply_by_question_text(self, request: AskUserQuestionRequest) -> ScriptedReply:
+        """Each question of an ask answered by its own text's next reply (or the default),
+        taken only once every question has one. The replies of several questions answer
+        them together (:meth:`Reply.each`: each a string or a :class:`Reply`); the one
+        reply of a request of one question answers it, whatever it is."""
+        replies: list[ScriptedReply] = []
         for item in request.questions:
             queue = self._by_question.get(item.question)
             reply = queue[0] if queue else self._default
             if reply is None:
-                raise script_failure(request, f"has no scripted answer for {item.question!r}")
-            if not isinstance(reply, Reply | str):
                 raise script_failure(
-                    request, f"answers {item.question!r} with a {type(reply).__name__}"
+                    request,
+                    f"has no scripted answer for {item.question!r} ({self._scripted} were "
+                    f"scripted, {len(self.requests)} questions asked)",
                 )
             replies.append(reply)
-        for item in request.questions:  # taken only once every question has its reply
+        joined = replies[0] if len(replies) == 1 else _each(request, replies)
+        for item in request.questions:
             queue = self._by_question.get(item.question)
             if queue:
                 queue.popleft()
-        return Reply.each(*replies)
+        return joined
 
     # -- controls for tests ---------------------------------------------------------------------
 
@@ -337,3 +340,12 @@ async def _resolve(reply: Any, request: AskUserQuestionRequest) -> AskUserQuesti
 
 
 present_as(__name__, globals(), __all__)
+
+
+def _each(request: AskUserQuestionRequest, replies: list[ScriptedReply]) -> Reply:
+    """The replies of several questions as one (each must say one question's answer)."""
+    for item, reply in zip(request.questions, replies, strict=True):
+        if not isinstance(reply, Reply | str):
+            kind = type(reply).__name__
+            raise script_failure(request, f"answers {item.question!r} with a {kind}")
+    return Reply.each(*cast("list[Reply | str]", replies))

@@ -73,7 +73,8 @@ def acp_schema_errors(definition: str, instance: object) -> list[str]:
 
 
 def _request(data: Mapping[str, Any]) -> AskUserQuestionRequest:
-    return validate_request(AskUserQuestionInput.model_validate(dict(data)).to_request())
+    checked = AskUserQuestionInput.model_validate(dict(data))
+    return validate_request(AskUserQuestionRequest.from_input(checked))
 
 
 def _accept(content: Any) -> dict[str, Any]:

@@ -30,7 +30,8 @@ NAME = AskUserQuestionRequest("What is your name?")
 
 
 def _request(data: dict[str, Any]) -> AskUserQuestionRequest:
-    return validate_request(AskUserQuestionInput.model_validate(dict(data)).to_request())
+    checked = AskUserQuestionInput.model_validate(dict(data))
+    return validate_request(AskUserQuestionRequest.from_input(checked))
 
 
 class TestSchema:

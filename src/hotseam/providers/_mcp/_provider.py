@@ -235,10 +235,8 @@ def _ask_in_conversation(call: McpCall, request: AskUserQuestionRequest) -> str:
     """The error a model reads when the client cannot show the question: ask in chat, and
     go on with the reply. Not "call the tool again with the answer": a tool as the docs
     write one takes no answer in its input, and a retry would fail the same way."""
-    many = request.is_multi_question
     lines = [
-        f"{call.client_name} cannot show this tool's question{'s' if many else ''} to the "
-        "user (it "
+        f"{call.client_name} cannot show this tool's {_questions(request)} to the user (it "
         + (
             "refused elicitation/create"
             if call.advertises_form
@@ -247,12 +245,16 @@ def _ask_in_conversation(call: McpCall, request: AskUserQuestionRequest) -> str:
         + "). Ask the user in the conversation instead and carry on with their answer; do "
         "not call this tool again for it (it would fail the same way):"
     ]
-    for number, question in enumerate(request.questions, start=1):
-        prefix = f"{number}. " if many else ""
+    for question in request.questions:
         header = f"[{question.header}] " if question.header else ""
-        lines.append(f"{prefix}{header}{' '.join(question.question.split())}")
+        lines.append(f"{header}{' '.join(question.question.split())}")
         if question.choices:
             labels = ", ".join(option.label for option in question.choices)
             several = " (several may be chosen)" if question.is_multi_select else ""
             lines.append(f"   options{several}: {labels}")
     return "\n".join(lines)
+
+
+def _questions(request: AskUserQuestionRequest) -> str:
+    """``question`` or ``questions``, as many as the request holds (English, not a shape)."""
+    return "question" if len(request.questions) == 1 else "questions"
