@@ -607,3 +607,127 @@ async def test_a_line_from_another_thread_is_written_while_the_loop_is_blocked(
         assert _read_lines(read_end, 2, scaled(10)) == b"on the loop\nfrom a thread\n"
     finally:
         sink.close()
+
+
+class _LoopTimers:
+    """The sink's view of an event loop, by hand: a clock the test moves, and the timers
+    the sink asks the loop for, fired when the test says (nothing here depends on how soon
+    a busy machine runs anything)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        from hotseam.cli import _log_sink
+
+        self.now = 1000.0
+        self.timers: list[tuple[float, Any]] = []
+        monkeypatch.setattr(_log_sink, "time", self)  # the sink reads time.monotonic()
+        monkeypatch.setattr(_log_sink, "_running_loop", lambda: self)
+
+        def call_later(loop: object, delay: float, callback: Any) -> bool:
+            self.timers.append((self.now + delay, callback))
+            return True
+
+        monkeypatch.setattr(_log_sink, "_call_later", call_later)
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def fire_due(self) -> None:
+        """Run the timers due by now, as the loop would."""
+        due = [timer for timer in self.timers if timer[0] <= self.now]
+        self.timers = [timer for timer in self.timers if timer[0] > self.now]
+        for _, callback in due:
+            callback()
+
+
+def _started_sink(write_end: int, read_end: int, **options: Any) -> StderrSink:
+    """A sink whose writer has written a first line and sleeps, waiting for the next."""
+    sink = StderrSink(write_end, **options)
+    sink.write("first\n")
+    assert sink.drain(scaled(10))
+    assert _read_lines(read_end, 1, scaled(10)) == b"first\n"
+    return sink
+
+
+def _timer_pending(sink: StderrSink) -> bool:
+    """Whether the loop's timer is to wake the writer (the writer sleeps until then)."""
+    return sink._kick_pending
+
+
+def _nothing_written(read_end: int) -> bool:
+    return not select.select([read_end], [], [], 0)[0]
+
+
+def test_a_burst_on_the_loop_longer_than_settle_is_written_after_its_last_line(
+    pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a busy machine a save takes longer than SETTLE: the loop's timer, due SETTLE
+    after the burst's first line, finds a line newer than SETTLE and looks again SETTLE
+    after that one; the writer wakes only once the log is quiet, and writes it all."""
+    from hotseam.cli._log_sink import SETTLE
+
+    read_end, write_end = pipe
+    sink = _started_sink(write_end, read_end)
+    loop = _LoopTimers(monkeypatch)
+    try:
+        sink.write("one\n")
+        loop.now += SETTLE * 0.75
+        sink.write("two\n")
+        loop.now += SETTLE * 0.25
+        loop.fire_due()  # SETTLE after the first line: the second is too recent
+        assert _timer_pending(sink) and sink._idle
+        assert _nothing_written(read_end)
+        loop.now += SETTLE * 0.5
+        sink.write("three\n")
+        loop.now += SETTLE * 0.5
+        loop.fire_due()  # SETTLE after the second: the third is too recent
+        assert _nothing_written(read_end)
+        loop.now += SETTLE * 0.5
+        loop.fire_due()  # SETTLE after the last line: quiet
+        assert not _timer_pending(sink)
+        assert _read_lines(read_end, 3, scaled(10)) == b"one\ntwo\nthree\n"
+    finally:
+        sink.close()
+
+
+def test_lines_logged_without_pause_wait_at_most_burst_wait(
+    pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program that never stops logging still has its lines written: the first line of
+    a burst waits BURST_WAIT at the most."""
+    from hotseam.cli._log_sink import BURST_WAIT, SETTLE
+
+    read_end, write_end = pipe
+    sink = _started_sink(write_end, read_end)
+    loop = _LoopTimers(monkeypatch)
+    try:
+        began = loop.now
+        written = 0
+        while _timer_pending(sink) or not written:
+            sink.write(f"line {written}\n")
+            written += 1
+            loop.now += SETTLE / 2
+            loop.fire_due()
+            assert loop.now - began <= BURST_WAIT + SETTLE, "the writer was never woken"
+        assert loop.now - began >= BURST_WAIT
+        expected = b"".join(f"line {index}\n".encode() for index in range(written))
+        assert _read_lines(read_end, written, scaled(10)) == expected
+    finally:
+        sink.close()
+
+
+def test_a_flood_on_the_loop_is_written_before_the_queue_drops_it(
+    pipe: tuple[int, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines that fill half the queue before the loop's timer is due wake the writer at
+    once: waiting for the log to be quiet must not cost the lines the queue would drop."""
+    read_end, write_end = pipe
+    sink = _started_sink(write_end, read_end, limit=1000)
+    _LoopTimers(monkeypatch)  # no timer is ever fired
+    try:
+        lines = [f"line {index} ".encode() + b"x" * 90 + b"\n" for index in range(6)]
+        for line in lines:  # 600 bytes: over half the limit
+            sink.write_bytes(line)
+        assert _read_lines(read_end, 6, scaled(10)) == b"".join(lines)
+        assert sink.dropped == 0
+    finally:
+        sink.close()

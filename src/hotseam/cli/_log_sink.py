@@ -11,10 +11,13 @@ then the writer thread is stopped and joined (:meth:`StderrSink.close`).
 
 A log line need not even be rendered where it is logged: :meth:`StderrSink.write_later`
 queues a function that renders it, which the writer thread calls, in order with the lines
-around it. And the writer takes what is queued a moment (:data:`SETTLE`) after the first
-line of a burst, not at each line: a save logs half a dozen lines in a few milliseconds,
+around it. And the writer takes what is queued once the log has been quiet a moment
+(:data:`SETTLE`), not at each line: a save logs half a dozen lines in a few milliseconds,
 and a writer woken for each of them took the interpreter lock from the event loop as
-often, each time a wake-up of a sleeping thread (milliseconds on a busy machine).
+often, each time a wake-up of a sleeping thread (milliseconds on a busy machine). On a
+busy machine a save takes longer than :data:`SETTLE`: a writer woken that long after the
+*first* line rendered and wrote in the middle of the save, so it waits for the *last* one
+(at most :data:`BURST_WAIT` after the first, or until half the queue is full).
 
 :class:`OutputCapture` puts the program's own output (``print``, writes to descriptors 1
 and 2) through the same queue, for ``hotseam acp``: there a stray ``print()`` in an agent
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
 
 __all__ = [
+    "BURST_WAIT",
     "EXIT_WAIT",
     "QUEUE_BYTES",
     "SETTLE",
@@ -55,12 +59,16 @@ EXIT_WAIT = 1.0
 """How long the exit waits for queued lines to be written (never forever: the pipe may be dead)."""
 
 SETTLE = 0.02
-"""Seconds the writer waits after the first line of a burst before it renders and writes
-what is queued (a drain or the exit does not wait): the lines a save logs are then taken
-in one wake-up, after the save, instead of one wake-up each during it."""
+"""Seconds without a new line after which the writer renders and writes what is queued (a
+drain or the exit does not wait): the lines a save logs are then taken in one wake-up,
+after the save, instead of one wake-up each during it."""
 
-_KICK_OVERDUE = 4 * SETTLE
-"""A line that finds the loop's timer this late wakes the writer itself."""
+BURST_WAIT = 0.25
+"""The longest a line waits for the log to be quiet: a program that logs without pause
+has its lines written this long after the first of them at the latest."""
+
+_KICK_OVERDUE = 3 * SETTLE
+"""A line that finds the loop's timer this late past its time wakes the writer itself."""
 
 _DEFERRED_BYTES = 256
 """What a line not rendered yet counts for against :data:`QUEUE_BYTES`."""
@@ -133,8 +141,10 @@ class StderrSink:
         self._queued = 0
         self._idle = False  # the writer waits for a first line (only then is it notified)
         self._hurry = False  # a drain or the exit waits: no settling
-        self._kick_pending = False  # the event loop wakes the writer after SETTLE
-        self._kick_at = 0.0
+        self._kick_pending = False  # the event loop wakes the writer once the log is quiet
+        self._kick_due = 0.0  # when the loop's timer is due
+        self._first_at = 0.0  # when the first line the timer waits for was queued
+        self._last_at = 0.0  # when the last one was
         self._unreported = 0
         self._dropped = 0
         self._writing = False
@@ -192,12 +202,15 @@ class StderrSink:
             if self._idle:
                 loop = _running_loop()
                 if self._kick_pending and loop is not None:
-                    if time.monotonic() - self._kick_at > _KICK_OVERDUE:  # a blocked loop
+                    now = self._last_at = time.monotonic()
+                    overdue = now - self._kick_due > _KICK_OVERDUE  # a blocked loop
+                    if overdue or self._queued * 2 > self._limit:  # or a flood: write it
                         self._wake()
                 elif loop is not None and _call_later(loop, SETTLE, self._kick):
                     # The loop's timer wakes the writer after the burst, settled.
                     self._kick_pending = True
-                    self._kick_at = time.monotonic()
+                    now = self._first_at = self._last_at = time.monotonic()
+                    self._kick_due = now + SETTLE
                 else:  # another thread (the loop may be blocked), or no loop
                     self._wake()
 
@@ -207,14 +220,23 @@ class StderrSink:
         self._cond.notify()
 
     def _kick(self) -> None:
-        """The event loop's timer, :data:`SETTLE` after a burst began: wake the writer,
-        which need not settle any more."""
+        """The event loop's timer: once no line came for :data:`SETTLE` (or the first one
+        waits :data:`BURST_WAIT`), wake the writer, which need not settle any more; else
+        look again :data:`SETTLE` after the last line."""
+        loop = _running_loop()
         with self._cond:
+            if not self._idle or not (self._queue or self._unreported):
+                self._kick_pending = False  # woken meanwhile (a drain, a flood, a thread)
+                return
+            now = time.monotonic()
+            due = min(self._last_at + SETTLE, self._first_at + BURST_WAIT)
+            if due > now and loop is not None and _call_later(loop, due - now, self._kick):
+                self._kick_due = due
+                return
             self._kick_pending = False
-            if self._idle:
-                self._idle = False
-                self._hurry = True
-                self._cond.notify()
+            self._idle = False
+            self._hurry = True
+            self._cond.notify()
 
     def write_to(self, fd: int) -> None:
         """Write to ``fd`` from the next batch on (the same file, on another descriptor:
