@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/reload.py [--saves 60] [--restarts 50] [--reloads 500]
                                      [--handover 400] [--only-handover] [--only-log]
-                                     [--log-saves 40] [--hog N]
+                                     [--log-saves 40] [--log-before SRC] [--hog N]
 
 Prints markdown tables. Measures, on asyncio:
 
@@ -47,7 +47,11 @@ Prints markdown tables. Measures, on asyncio:
    ``compile``, ``exec``, call), ``--log-saves`` saves each interleaved in a random order:
    the end of the write → the daemon's agent holding the new version's answer (the
    question re-asked on the new generation included; ``bench/_run_saves.py``).
-   ``--only-log`` runs this part alone.
+   ``--only-log`` runs this part alone; ``--log-before SRC`` adds the same two daemons
+   running the hotseam package found in ``SRC`` (a copy of ``src/`` from another commit),
+   in the same rounds: before and after a change. Each daemon row also gives the CPU time
+   its loop's thread and its other threads ran on each save's path, and how long the loop's
+   thread waited for a core there.
 
 ``--hog N`` runs N busy processes beside the whole run (``bench/_hog.py``).
 
@@ -470,37 +474,73 @@ def machine() -> str:
     )
 
 
-def print_log_rows(saves: int) -> None:
-    """Part 4: ``hotseam run`` at info and at warning, beside the floor."""
+LOG_SETTINGS = {
+    "info": "`hotseam run providers --agent agent.py:main --no-journal --log-format json "
+    "--log-level info`, stderr a pipe that a process of its own drains and counts",
+    "warning": "the same at `--log-level warning` (no line of a save is logged)",
+    "floor": "`bench/_floor.py`: one process blocked in an inotify read "
+    "(`IN_CLOSE_WRITE | IN_MOVED_TO`), read, `compile`, `exec`, call",
+}
+
+
+def print_log_rows(saves: int, other_src: Path | None = None) -> None:
+    """Part 4: ``hotseam run`` at info and at warning, beside the floor (and the same two
+    daemons running the code in ``other_src``, when given)."""
     with tempfile.TemporaryDirectory() as tmp:
-        samples, lines = run_saves(Path(tmp), saves)
+        if other_src is not None:
+            compileall.compile_dir(other_src, quiet=1)
+        measured = run_saves(Path(tmp), saves, other_src)
+    samples, lines, cpu = measured.samples, measured.lines, measured.cpu
+    start, end = (", ".join(f"{v:.2f}" for v in load) for load in measured.load)
     print(
-        f"`hotseam run` save → the agent holding the new answer, {saves} saves each, the "
-        "rows interleaved in a random order each round (ms):\n"
+        f"`hotseam run` save → the agent holding the new answer, {saves} saves each after a "
+        "round of warm-up, the rows interleaved round by round (each round every row once, "
+        f"in a random order, 0.15-0.17 s apart); load average {start} at the first round, "
+        f"{end} at the last (`os.getloadavg()`). Times in ms; the CPU columns are the "
+        "daemon's threads on each save's path (`/proc/PID/task/TID/schedstat`), medians:\n"
     )
-    print("| row | log lines per save | median | p95 | x warning | x floor |")
-    print("|---|---:|---:|---:|---:|---:|")
-    warning = statistics.median(samples["warning"])
-    bottom = statistics.median(samples["floor"])
+    print(
+        "| row | log lines per save | median | p95 | x warning | x floor | loop thread CPU "
+        "| other threads' CPU | loop thread waiting for a core |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for row, values in samples.items():
+        label = "floor" if row == "floor" else f"`--log-level {row.rpartition(' ')[2]}`"
+        if row.startswith("before"):
+            label = f"before: {label}"
+        warning = statistics.median(samples["before warning" if "before" in row else "warning"])
         median = statistics.median(values)
-        label = "floor" if row == "floor" else f"`hotseam run --log-level {row}` (JSON)"
         count = f"{lines[row]:.1f}" if row in lines else "-"
+        columns = (cpu[row].loop, cpu[row].others, cpu[row].waited) if row in cpu else ([],) * 3
+        times = [f"{statistics.median(c) * 1000:.3f}" if c else "-" for c in columns]
         print(
             f"| {label} | {count} | {median * 1000:.2f} | {summary(values)[1]:.2f} | "
-            f"{median / warning:.2f}x | {median / bottom:.2f}x |"
+            f"{median / warning:.2f}x | {median / statistics.median(samples['floor']):.2f}x | "
+            + " | ".join(times)
+            + " |"
         )
-    print(f"\n(load average {_load()})\n")
+    print("\nSettings of each row:\n")
+    for row in ("info", "warning", "floor"):
+        print(f"- {row}: {LOG_SETTINGS[row]}")
+    if other_src is not None:
+        print(f"- before info, before warning: the same two daemons running `{other_src}`")
+    print()
 
 
 async def main(
-    saves: int, restarts: int, reloads: int, handover: int, only: bool, log_saves: int
+    saves: int,
+    restarts: int,
+    reloads: int,
+    handover: int,
+    only: bool,
+    log_saves: int,
+    other_src: Path | None,
 ) -> None:
     compileall.compile_dir(Path(hotseam.__file__).parent, quiet=1)
     header = machine()
     if log_saves < 0:  # --only-log
         print(f"Run of {header}.\n")
-        print_log_rows(-log_saves)
+        print_log_rows(-log_saves, other_src)
         print(f"Ended {datetime.now(UTC):%H:%M} UTC, load average {_load()}.")
         return
     carried = await handover_cost(handover)
@@ -561,7 +601,7 @@ async def main(
         print("\nFailures:", *sorted(set(through["failed"])), sep="\n- ")
     print()
     print_handovers(carried, core)
-    print_log_rows(log_saves)
+    print_log_rows(log_saves, other_src)
     print(f"Ended {datetime.now(UTC):%H:%M} UTC, load average {_load()}.")
 
 
@@ -579,6 +619,12 @@ if __name__ == "__main__":
     parser.add_argument("--only-handover", action="store_true", help="measure the handover only")
     parser.add_argument("--log-saves", type=int, default=40, help="saves of part 4")
     parser.add_argument("--only-log", action="store_true", help="measure part 4 only")
+    parser.add_argument(
+        "--log-before",
+        type=Path,
+        metavar="SRC",
+        help="part 4 also runs the daemons on this copy of hotseam's src folder (before/after)",
+    )
     add_hog_option(parser)
     options = parser.parse_args()
     with hog(options.hog):
@@ -592,4 +638,5 @@ if __name__ == "__main__":
             options.handover,
             options.only_handover,
             -options.log_saves if options.only_log else options.log_saves,
+            options.log_before,
         )
