@@ -44,8 +44,7 @@ from .._core import executing
 from ._errors import LoadError, LoadPhase
 from ._events import SLOW_NOTICE, report_slow
 from ._guard import ThreadRun, Worker, current_run, inert, interrupted
-from ._names import NameClaims, WatchedModuleSpec, owned
-from ._planner import ModuleIndex
+from ._planner import ModuleIndex, NameClaims, WatchedModuleSpec, owned
 from ._read import FileStat, Source, read_file
 from ._status import ModuleKind, ModuleState, ModuleStatus
 from ._transient import is_transient
