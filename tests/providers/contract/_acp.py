@@ -30,7 +30,7 @@ from hotseam.interaction import (
 from hotseam.providers.acp import AcpProvider, ask_scope
 
 from ..acp._harness import FORM, ClientRequest, Connected, connected
-from ._forms import form_content
+from ._forms import form_content, questions_of
 from ._surface import Choose, Reply, Shown, Surface, until
 
 ELICITATION = "elicitation/create"
@@ -88,13 +88,10 @@ class AcpSurface:
         message = messages[self._shown]
         self._shown += 1
         assert message["method"] == request.method
-        count = None
         if request.method == PERMISSION:
-            count = 1
+            count: int | None = 1
         else:
-            properties = message["params"]["requestedSchema"]["properties"]
-            if "answer" not in properties:
-                count = len([key for key in properties if not key.endswith("_custom")])
+            count = questions_of(message["params"]["requestedSchema"])
         return Shown(_Prompt(request, message), self.generation, count)
 
     async def answer(self, shown: Shown, replies: Sequence[Reply]) -> None:

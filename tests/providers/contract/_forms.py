@@ -38,3 +38,11 @@ def _choices(prop: Mapping[str, Any]) -> list[Any]:
     if titled:
         return [item["const"] for item in titled if item["const"] != "_other"]
     return [value for value in prop["enum"] if value != "_other"]
+
+
+def questions_of(schema: Mapping[str, Any]) -> int | None:
+    """How many questions the form shows (``None``: the one-question form)."""
+    properties: Mapping[str, Any] = schema["properties"]
+    if "answer" in properties:
+        return None
+    return len([key for key in properties if not key.endswith("_custom")])

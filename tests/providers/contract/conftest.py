@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 
 from ._acp import acp_form, acp_permission
+from ._mcp import mcp_legacy
 from ._scripted import scripted
 from ._surface import Opener
 from ._terminal import terminal_lines, terminal_prompt
+from ._web import web
 
 SURFACES: dict[str, tuple[Opener, tuple[str, ...]]] = {
     "scripted": (scripted, ("asyncio", "trio")),
@@ -26,6 +28,8 @@ SURFACES: dict[str, tuple[Opener, tuple[str, ...]]] = {
     "terminal-prompt": (terminal_prompt, ("asyncio",)),
     "acp-form": (acp_form, ("asyncio",)),
     "acp-permission": (acp_permission, ("asyncio",)),
+    "mcp": (mcp_legacy, ("asyncio", "trio")),
+    "web": (web, ("asyncio", "trio")),
 }
 """Each surface: its driver, and the backends it runs on."""
 
