@@ -1,21 +1,12 @@
 """AbortController and AbortSignal: the web platform's cancellation tokens, for anyio.
 
-A signal is a value that can be passed around (to ``ask()``, to tools) and observed in three
-ways: polled (``signal.aborted``), awaited (``await signal.wait()``) or bound to a block of
-code (``with signal.cancel_scope():``), which is cancelled promptly when the signal fires.
-
-Timeouts are deadlines, not timers: ``AbortSignal.timeout(5)`` needs no background task, and
-works on any anyio backend. Its deadline is applied by ``wait()`` and ``cancel_scope()`` and
-checked by ``aborted``; callbacks added with :meth:`AbortSignal.add_callback` run when
-``abort()`` is called, or when an observer notices that the deadline passed.
-
-A reason is any value, as on the web platform: ``controller.abort("user closed the tab")``,
-``abort(0)`` and ``abort(False)`` keep their value as ``signal.reason``; ``abort()`` and
-``abort(None)`` use an :class:`~hotseam.AbortError`. Where the abort must be raised, a reason
-that is not an exception is carried by an ``AbortError`` whose ``reason`` is the value.
-
-Signals are not thread-safe: use them from the event loop's thread.
-"""
+A signal is polled (``signal.aborted``), awaited (``await signal.wait()``) or bound to a
+block that is cancelled promptly when it fires (``with signal.cancel_scope():``). Timeouts
+are deadlines, not timers: ``AbortSignal.timeout(5)`` needs no background task; callbacks
+run when ``abort()`` is called or when an observer notices the deadline passed. A reason
+is any value, as on the web (``abort(0)`` keeps ``0``); ``abort()`` uses an
+:class:`~hotseam.AbortError`, which also carries a reason that is not an exception where
+the abort must be raised. Signals are not thread-safe: use them from the loop's thread."""
 
 from __future__ import annotations
 

@@ -1,25 +1,15 @@
 """Handover: a value one generation carries to its successor (``scope.carry``).
 
-A hot-reloaded module gets a fresh scope per generation, so anything it creates in
-``setup`` dies with the generation: a counter restarts, a half-typed answer vanishes, and an
-exclusive resource (a listening port, a lock file) cannot be created by the new generation
-while the old one still holds it. ``scope.carry(key, factory)`` creates the value once; the
-next generation of the same module that carries ``key`` receives the same object.
+A hot-reloaded module gets a fresh scope per generation, so what its ``setup`` creates dies
+with the generation: a counter restarts, and an exclusive resource (a port, a lock file)
+cannot be made again while the old generation holds it. ``scope.carry(key, factory)``
+creates the value once; the next generation that carries ``key`` receives the same object.
 
-One value is a :class:`_Slot`; each generation that carries it holds a
-:class:`CarriedEffect` on it, and exactly one of those effects *owns* the slot. Only the
-owner's undo disposes the value, so:
-
-* a staged generation that takes the value over only borrows it until its reload commits
-  (:func:`hand_over` then makes it the owner): a failed prepare disposes nothing;
-* the old generation closing after the hand-over disposes nothing; one that kept
-  ownership (its successor dropped the key, or refused the value) disposes it in its
-  last-in-first-out place;
-* an unload or a plain scope's close disposes it as any other effect, once.
-
-Outside a reloader nothing precedes a scope: carry creates the value and the scope's close
-disposes it.
-"""
+Each generation carrying a value (a :class:`_Slot`) holds a :class:`CarriedEffect` on it,
+and only the owning one's undo disposes it: a staged generation borrows the value until its
+reload commits (:func:`hand_over`), so a failed prepare disposes nothing; the old
+generation disposes it only if it kept ownership (its successor dropped or refused it).
+Outside a reloader, carry creates the value and the scope's close disposes it."""
 
 from __future__ import annotations
 

@@ -26,13 +26,13 @@ from ._errors import DisposerTimeoutError
 __all__ = [
     "DEFAULT_DISPOSE_TIMEOUT",
     "CloseReason",
+    "Deferred",
     "Effect",
     "EffectOwner",
     "EnteredEffect",
     "ScopeExit",
     "TaskEffect",
     "callable_label",
-    "deferred",
     "run_undo",
 ]
 
@@ -181,7 +181,9 @@ class Effect(abc.ABC):
         """Stop being handed to anyone: the owning scope began closing. Idempotent."""
 
 
-class _Deferred(Effect):
+class Deferred(Effect):
+    """A callback run at close (``scope.defer``; with ``pass_exit``, ``scope.defer_exit``)."""
+
     __slots__ = ("_callback", "_pass_exit")
 
     def __init__(
@@ -200,11 +202,6 @@ class _Deferred(Effect):
         if self._pass_exit:
             return self._callback(exit_)
         return self._callback()
-
-
-def deferred(scope: EffectOwner, callback: Callable[..., object], pass_exit: bool) -> Effect:
-    """The effect of ``scope.defer`` (``pass_exit``: of ``scope.defer_exit``)."""
-    return _Deferred(scope, callback, pass_exit)
 
 
 class EnteredEffect(Effect, Generic[T]):

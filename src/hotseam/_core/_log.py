@@ -1,19 +1,11 @@
 """Structured lifecycle events that never reach stdout unless the application asks.
 
-hotseam emits structlog events (``scope.closed``, ``provider.installed``, ...). A library must
-not configure logging, and structlog's *unconfigured* default prints to stdout, which would
-corrupt ACP's stdio channel. So each call checks :func:`structlog.is_configured`:
-
-* configured (the ``hotseam`` CLI, ``structlog.testing.capture_logs``, the user's app): the
-  event goes through structlog's pipeline, as any structlog event;
-* not configured: the same event dict goes to the stdlib logger of the same name
-  (``hotseam.scope``...) with the fields in ``extra``, so stdlib's defaults apply (WARNING
-  and above to stderr, nothing else).
-
-structlog is never imported here: it can only be configured once something imported it, so
-its presence in ``sys.modules`` is checked first (``import hotseam`` stays free of its
-~40 ms import).
-"""
+A library must not configure logging, and structlog's unconfigured default prints to stdout
+(which would corrupt ACP's stdio channel). So an event (``scope.closed``...) goes through
+structlog only when it is configured (the ``hotseam`` CLI, ``capture_logs``, the user's
+app), else to the stdlib logger of the same name with its fields in ``extra`` (stdlib's
+defaults: WARNING and above to stderr). structlog is never imported here: ``import
+hotseam`` stays free of its ~40 ms import, and only an importer can have configured it."""
 
 from __future__ import annotations
 
@@ -55,11 +47,8 @@ class EventLogger:
         that the loop and a module body's thread never see one's without the other)."""
 
     def enabled(self, level: str) -> bool:
-        """Tell whether an event at ``level`` could be seen, so callers skip building it.
-
-        With structlog configured, its filtering bound logger (``make_filtering_bound_logger``,
-        what the ``hotseam`` command configures) says so for its level; any other wrapper
-        class is asked nothing (every level may be seen)."""
+        """Tell whether an event at ``level`` could be seen, so callers skip building it (a
+        structlog wrapper class other than the filtering bound logger may see every level)."""
         structlog = _configured_structlog()
         if structlog is None:
             return self._stdlib.isEnabledFor(_LEVELS[level])
@@ -67,12 +56,10 @@ class EventLogger:
         return is_enabled_for is None or bool(is_enabled_for(_LEVELS[level]))
 
     def _structlog_logger(self, structlog: Any) -> Any:
-        """The structlog logger of this name, bound once per configuration: binding one for
-        every event (structlog's lazy proxy does, unless ``cache_logger_on_first_use``) cost
-        more than the event's own fields. ``structlog.configure`` installs new objects, so
-        their identities tell a new configuration (they are held here, so an identity is
-        never that of a freed one); ``capture_logs`` changes the processor list in place,
-        which the bound logger shares."""
+        """The structlog logger of this name, bound once per configuration (binding one per event
+        cost more than the event's fields). ``structlog.configure`` installs new objects, held
+        here so that their identities tell a new configuration; ``capture_logs`` changes the
+        processor list in place, which the bound logger shares."""
         config = structlog.get_config()
         used = tuple(config[item] for item in _CONFIG_ITEMS)  # held, so never a reused id
         cached, bound = self._bound

@@ -1,28 +1,17 @@
 """The providers of a context: at most one active provider per seam, borrowed and swapped.
 
-A provider is registered with ``provide`` (or ``scope.provide``) and removed by disposing
-the returned :class:`Registration`. A second provider for a seam that already has one is a
-:class:`~hotseam.ProviderConflictError`, never a silent replacement.
-
-Two primitives exist for code that must survive a provider being replaced while it uses it
-(the hot reloader and ``ask()``):
-
-* ``swap`` marks seams as being swapped. While a swap runs, callers that find no provider
-  (``wait_for``, ``lease``) wait for the swap to end instead of failing.
-* ``lease`` borrows the active provider for the duration of a block. When the
-  registration's scope starts closing, the block is cancelled (so the provider sees
-  cancellation) and the disposal waits for it to unwind; ``lease.revoked`` then tells the
-  caller to try again on whatever replaced it.
+A second provider for a seam that has one is a :class:`~hotseam.ProviderConflictError`,
+never a silent replacement. For code that must survive a provider being replaced while it
+uses it (the hot reloader, ``ask()``): ``swap`` marks seams as being swapped, and callers
+that find no provider meanwhile wait for the swap to end instead of failing; ``lease``
+borrows the provider for a block, which is cancelled when the registration's scope starts
+closing (the close waits for it to unwind; ``lease.revoked`` says to try the replacement).
 
 A registration is withdrawn at the first instant of its scope's close, not when its own
-undo comes round in last-in-first-out order: from then on no caller is handed it, even while
-disposers registered after it (and so run before it) are still running.
-
-:class:`BaseContext` is everything a :class:`~hotseam.Context` is except the factory of
-scopes: scopes register here (:mod:`._scope` sits above this module), and the public
-``Context`` (:mod:`._context`) adds ``scope()`` on top. Registrations, leases and the
-provider table refer to each other, so they share this module.
-"""
+undo comes round: no caller is handed it while the disposers registered after it run.
+:class:`BaseContext` is a :class:`~hotseam.Context` without its factory of scopes (scopes
+sit above this module); registrations, leases and the provider table refer to each other,
+so they share this module."""
 
 from __future__ import annotations
 
@@ -359,26 +348,20 @@ class BaseContext:
         return None
 
     async def _wait_registration(self, seam: Seam[T], timeout: float) -> Registration[T]:
-        registration = self._serving(seam)
-        if registration is not None:
+        if (registration := self._serving(seam)) is not None:
             return registration
         deadline = time.monotonic() + timeout
         last_swap: Swap | None = None
-        while True:
-            swap = self._swap_covering(seam)
-            if swap is None:
-                break
+        while (swap := self._swap_covering(seam)) is not None:
             last_swap = swap
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
             with anyio.move_on_after(remaining):
                 await swap._finished.wait()
-            registration = self.registration(seam)
-            if registration is not None and not self._shadow_swap(seam, registration):
+            if (registration := self._serving(seam)) is not None:
                 return registration
-        registration = self.registration(seam)
-        if registration is not None and not self._shadow_swap(seam, registration):
+        if (registration := self._serving(seam)) is not None:
             return registration
         message = self._missing_message(seam)
         cause: BaseException | None = None

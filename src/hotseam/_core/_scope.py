@@ -1,25 +1,15 @@
 """Scope: owns effects and undoes each exactly once, last-in-first-out, when it closes.
 
-The model is Effect-TS's ``Scope`` run on anyio:
+The model is Effect-TS's ``Scope`` run on anyio. Closing marks the scope and its
+descendants ``closing`` (nothing can be added) and withdraws every registration of the tree
+at once (nothing it provides is handed out while its disposers run), closes child scopes
+(last first), then undoes its own effects last-in-first-out, shielded from cancellation and
+each async undo bounded in time. Every effect is undone even when some fail; the failures
+are raised together as one :class:`~hotseam.DisposalError`. A child that closes leaves its
+parent, so a long-lived parent does not accumulate dead children.
 
-* every effect (a deferred callback, an entered context manager, a background task, a child
-  scope, a provider or tool registration) is a handle that can be disposed on its own;
-* closing marks the scope and its descendants ``closing`` first (so nothing can be added)
-  and withdraws every registration of the tree at once (so nothing it provides is handed to
-  anyone while its disposers run), closes child scopes (last first), then undoes the scope's
-  own effects last-in-first-out;
-* every effect is undone even when some fail; the failures are raised together as one
-  :class:`~hotseam.DisposalError` after the last one ran;
-* undoing is shielded from cancellation, and each async undo has a time bound;
-* every undo can learn why the scope closed (:class:`ScopeExit`);
-* a child scope that closes removes itself from its parent, so a long-lived parent does
-  not accumulate dead children.
-
-The effects themselves (and :class:`ScopeExit`, what each undo learns) are in
-:mod:`._effects`; this module is the owner: the tree of scopes, their order and their close.
-A scope registers providers and tools with a :class:`~._registry.BaseContext` (below it);
-the public :class:`~hotseam.Context`, which makes scopes, sits above it.
-"""
+The effects (and :class:`ScopeExit`, what each undo learns) are :mod:`._effects`'; this
+module is their owner: the tree of scopes, its order and its close."""
 
 from __future__ import annotations
 
@@ -40,12 +30,12 @@ from ._carry import Carrying, Handover
 from ._effects import (
     DEFAULT_DISPOSE_TIMEOUT,
     CloseReason,
+    Deferred,
     Effect,
     EnteredEffect,
     ScopeExit,
     TaskEffect,
     callable_label,
-    deferred,
     run_undo,
 )
 from ._errors import DisposalError, ScopeClosedError, ScopeError
@@ -54,8 +44,6 @@ from ._registry import BaseContext, Registration, current
 from ._seam import Seam
 from ._tools import Tool, ToolRegistration
 
-# CloseReason, Effect, EnteredEffect, ScopeExit and TaskEffect live in ._effects; they are
-# listed here too because the CLI and older imports take the scope's vocabulary from here.
 __all__ = [
     "Scope",
     "ScopeState",
@@ -240,15 +228,15 @@ class Scope(Carrying):
 
     def defer(self, callback: Callable[[], object]) -> Effect:
         """Run ``callback()`` (sync or async) when the scope closes; return its handle."""
-        self._check_open()
-        effect = deferred(self, callback, False)
-        self._adopt(effect)
-        return effect
+        return self._defer(callback, False)
 
     def defer_exit(self, callback: Callable[[ScopeExit], object]) -> Effect:
         """Like :meth:`defer`, but ``callback(exit)`` learns why the scope closed."""
+        return self._defer(callback, True)
+
+    def _defer(self, callback: Callable[..., object], pass_exit: bool) -> Effect:
         self._check_open()
-        effect = deferred(self, callback, True)
+        effect = Deferred(self, callback, pass_exit)
         self._adopt(effect)
         return effect
 

@@ -428,8 +428,7 @@ class ToolRegistry:
         except Exception as failure:
             error = _single(failure)
             if isinstance(error, HarnessError | DisposalError):
-                _log.info("tool.failed", tool=name, call_id=call.call_id, code=error.code)
-                return ToolResult(name, error=error.to_dict(), call_id=call.call_id)
+                return _failure(call, error)
             return _crashed(call, error)
         if _log.enabled("debug"):
             _log.debug(
@@ -489,7 +488,7 @@ def _crashed(call: ToolCall, error: Exception) -> ToolResult:
     )
 
 
-def _failure(call: ToolCall, error: HarnessError) -> ToolResult:
+def _failure(call: ToolCall, error: HarnessError | DisposalError) -> ToolResult:
     _log.info("tool.failed", tool=call.tool, call_id=call.call_id, code=error.code)
     return ToolResult(call.tool, error=error.to_dict(), call_id=call.call_id)
 
