@@ -25,7 +25,7 @@ import shutil
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from types import TracebackType
+from types import ModuleType, TracebackType
 
 from .._core import Context
 from ..reload import ModuleState, ModuleStatus, Reloader, ReloadResult
@@ -116,27 +116,28 @@ class ReloadDriver:
         self._note_generations()
         return result
 
-    def _note_generations(self) -> None:
-        """Remember (weakly) each generation now serving, for :meth:`zombies`."""
+    def _serving(self) -> dict[tuple[str, int], ModuleType]:
+        """Each generation now serving, by module name and generation."""
         # the loader's records are the reloader's; the kit reads them to reach each
         # generation's module object, which no public status carries
-        for record in self.reloader._loader.records.values():
-            if record.module is None or record.generation is None:
-                continue
-            key = (record.name, record.generation)
+        return {
+            (record.name, record.generation): record.module
+            for record in self.reloader._loader.records.values()
+            if record.module is not None and record.generation is not None
+        }
+
+    def _note_generations(self) -> None:
+        """Remember (weakly) each generation now serving, for :meth:`zombies`."""
+        for key, module in self._serving().items():
             if key not in self._seen:
                 self._seen.add(key)
-                self.generations.append(Generation(record.module, record.generation))
+                self.generations.append(Generation(module, key[1]))
 
     def zombies(self) -> list[Zombie]:
         """Generations no longer serving whose module, classes or functions are still alive,
         each with the reference chain that holds it (see :mod:`hotseam.testing._zombies`),
         and those :meth:`note_zombies` found before the driver closed."""
-        serving = {
-            (record.name, record.generation)
-            for record in self.reloader._loader.records.values()
-            if record.module is not None and record.generation is not None
-        }
+        serving = self._serving()
         found = find_zombies(
             generation
             for generation in self.generations

@@ -1,34 +1,22 @@
 """The escape check: tasks, timers, threads and file descriptors that outlived a test.
 
-A scope undoes what was registered on it; what a provider's ``setup``, a tool or a test's
-component started *around* it (``asyncio.create_task`` without ``scope.spawn``, a thread
-never joined, a socket never closed, a ``loop.call_later`` never cancelled) outlives it, as
-Home Assistant's test harness catches for tasks, timers and threads. Each is named by the
-line that created it.
+A scope undoes what was registered on it; what code started *around* it
+(``asyncio.create_task`` without ``scope.spawn``, a thread never joined, a socket never
+closed, a ``call_later`` never cancelled) outlives it, as Home Assistant's test harness
+catches. Each is named by the line that created it; only the user's code is noted
+(:mod:`._sites`). The creation points are wrapped once (a walk up the stack per creation; a
+task factory would need installing on every loop, coroutine origin tracking costs on every
+coroutine):
 
-How each is seen, and why this way (cheap when nothing leaks, exact when something does):
-
-* **asyncio tasks** — ``BaseEventLoop.create_task`` is wrapped to note the creating line
-  (one walk up the stack; a task factory would have to be installed on every loop, and
-  the coroutine's own origin tracking costs on every coroutine, not only on tasks). A task
-  noted during the test that was still pending when its event loop shut down (the runner
-  cancels it: nothing owned it), or is still pending at the end of the test, escaped.
-  trio has no escaping task: a trio task lives in a nursery, and a nursery that outlives
-  its test is a scope the leak check reports.
-* **timer handles** — ``BaseEventLoop.call_at`` (behind ``call_later``) is wrapped the same
-  way; a handle neither run nor cancelled at the end escaped (a closing loop drops it).
-* **threads** — ``Thread.start`` is wrapped; a thread started during the test that is still
-  alive at its end (after a short join) escaped. Threads started through an event loop's
-  machinery (asyncio's default executor, anyio's and trio's worker threads) are the loop's
-  pools, not the test's.
-* **file descriptors** — ``/proc/self/fd`` is listed before and after (a few microseconds);
-  ``socket.socket.__init__`` is wrapped, so a socket is named by its creating line. Another
-  kind of descriptor (a file, a pipe) is named by what it points at, and by the line of the
-  Python object holding it when ``tracemalloc`` traces (``python -X tracemalloc``).
-
-Only what was created by the user's code is noted (see :mod:`._sites`): the event loop's
-self-pipe or pytest's files are the infrastructure's.
-"""
+* **asyncio tasks** (``BaseEventLoop.create_task``): pending at the end of the test, or
+  when their loop shut down (the runner cancels them: nothing owned them). A trio task
+  lives in a nursery: one that outlives its test is a scope the leak check reports;
+* **timers** (``BaseEventLoop.call_at``): neither run nor cancelled at the end;
+* **threads** (``Thread.start``): alive at the end, after a short join; those started
+  through an event loop's machinery are its worker pools;
+* **file descriptors**: ``/proc/self/fd`` listed before and after; a socket is named by its
+  creating line (``socket.socket.__init__``), another descriptor by what it points at and,
+  when ``tracemalloc`` traces, by the line of the Python object holding it."""
 
 from __future__ import annotations
 

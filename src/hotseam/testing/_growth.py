@@ -42,7 +42,6 @@ from ._zombies import format_zombies
 
 __all__ = ["GrowthError", "GrowthReport", "assert_reload_stable"]
 
-COUNTERS = ("registrations", "live generations", "tasks", "threads", "file descriptors")
 _TOP_SITES = 5
 _KIT = str(Path(__file__).parent) + os.sep
 
@@ -143,11 +142,7 @@ async def _reload(driver: ReloadDriver, name: str | None) -> None:
 
 def _measure(driver: ReloadDriver, snapshot: tracemalloc.Snapshot) -> dict[str, int]:
     """The counters, and the memory ``snapshot`` (taken after a full collection) holds."""
-    serving = {
-        (record.name, record.generation)
-        for record in driver.reloader._loader.records.values()
-        if record.module is not None
-    }
+    serving = driver._serving()
     return {
         "registrations": _registrations(driver.context),
         "live generations": sum(
@@ -157,7 +152,7 @@ def _measure(driver: ReloadDriver, snapshot: tracemalloc.Snapshot) -> dict[str, 
         ),
         "tasks": len(anyio.get_running_tasks()),
         "threads": threading.active_count(),
-        "file descriptors": _fd_count(),
+        "file descriptors": len(open_fds()),
         "memory": _memory(snapshot),
     }
 
@@ -174,10 +169,6 @@ def _registrations(context: BaseContext) -> int:
     if isinstance(tracker, LeakTracker):
         count += tracker.live()
     return count
-
-
-def _fd_count() -> int:
-    return len(open_fds())
 
 
 def _growth(key: str, values: list[int], per_reload: int) -> str | None:

@@ -1,24 +1,18 @@
 """Zombie generations: a generation whose scope closed but whose code is still reachable.
 
-A reload disposes a generation's scope; its module, classes and functions should then be
-garbage. When they are not, something outside the generation holds them: a module-level
-cache in a helper holding the old provider, a listener added to a long-lived object on each
-reload. objgraph's ``find_backref_chain`` shows such a chain; this module finds the shortest
-one from a *root* — a module in ``sys.modules`` or the frame of another thread — with a
-breadth-first walk of ``gc.get_referents`` (one pass over what the roots reach, where
-walking ``gc.get_referrers`` back from the zombie scans the whole heap at each step), and
-says it in words::
+After a reload disposes a generation, its module, classes and functions should be garbage;
+when they are not, something outside holds them (a helper's module-level cache, a listener
+added to a long-lived object). As objgraph's ``find_backref_chain`` does, this finds the
+shortest chain from a *root* (a module in ``sys.modules``, another thread's frame), with one
+breadth-first walk of ``gc.get_referents`` (``gc.get_referrers`` would scan the heap at each
+step), and says it in words::
 
     planted_cache.py's module dict['_providers'] → list[0] → CachedUI object → the class
     CachedUI of cache_ui.py generation 1
 
-When ``tracemalloc`` traces, the report also names the line that handed the reference
-out: the allocation site of the first object on the chain that a reloaded module's own code
-made (the bound method ``bus.BUS.append(self.on_change)`` created, a lambda, a
-``functools.partial``): the line to fix, even when the object holding it is the user's too.
-
-Only run when something is found alive, so a clean test pays one ``gc.collect()``.
-"""
+When ``tracemalloc`` traces, the report also names the line that handed the reference out
+(where a reloaded module's code made the first object of the chain). Only run when
+something is found alive, so a clean test pays one ``gc.collect()``."""
 
 from __future__ import annotations
 
@@ -42,8 +36,6 @@ __all__ = [
     "Zombie",
     "find_zombies",
     "format_zombies",
-    "reference_chain",
-    "reference_chains",
 ]
 
 _ATOMIC = (str, bytes, int, float, bool, type(None), complex)
@@ -137,24 +129,14 @@ def format_zombies(zombies: list[Zombie]) -> str:
     return "\n".join(lines)
 
 
-def reference_chain(targets: dict[int, tuple[object, str]]) -> str | None:
-    """The shortest chain from a root to one of ``targets`` (by id), in words."""
-    return reference_chains([targets])[0]
-
-
-def reference_chains(groups: list[dict[int, tuple[object, str]]]) -> list[str | None]:
-    """For each group of targets (by id), the shortest chain from a root to one of them,
-    in words — all found in one breadth-first walk, which ends when every group has its
-    chain or nothing more is reachable."""
-    return [None if path is None else _words(*path) for path in _walk(groups)]
-
-
 _Path = tuple[list[object], dict[int, str], dict[int, tuple[object, str]]]
 
 
 def _walk(groups: list[dict[int, tuple[object, str]]]) -> list[_Path | None]:
-    """:func:`reference_chains`' walk: for each group, the objects of its chain (root
-    first), with the roots' names and the targets' labels to say it in words."""
+    """For each group of targets (by id), the shortest chain from a root to one of them:
+    its objects (root first), with the roots' names and the targets' labels to say it in
+    words. One breadth-first walk finds all; it ends when every group has its chain or
+    nothing more is reachable."""
     chains: list[_Path | None] = [None] * len(groups)
     if not groups:
         return chains
