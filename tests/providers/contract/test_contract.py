@@ -89,6 +89,18 @@ async def _withdrawn_by_the_agent(surface: Surface, request: AskUserQuestionRequ
     return shown
 
 
+async def _withdrawn_by_cancelling(surface: Surface, request: AskUserQuestionRequest) -> Shown:
+    """Ask, see it shown, then cancel the asking task (the agent stops): the surface shows
+    the question withdrawn."""
+    async with anyio.create_task_group() as tasks:
+        pending = asking(surface, request, tasks)
+        shown = await shown_while(surface, pending)
+        tasks.cancel_scope.cancel()
+    assert pending.outcome is None  # cancelled, not ended
+    await surface.withdrawn(shown)
+    return shown
+
+
 async def test_a_question_answered_is_returned_once_with_its_option(
     surface: Opener, tmp_path: Path
 ) -> None:
@@ -163,6 +175,25 @@ async def test_a_late_answer_to_a_withdrawn_question_reaches_no_one(
         answer, shown = await _answered_once(s, DB, [Choose(2)])
         assert answer == AskUserQuestionAnswer("DuckDB", DUCKDB)
         assert shown[0] is not withdrawn
+
+
+async def test_a_late_answer_is_not_the_answer_of_the_same_question_asked_afresh(
+    surface: Opener, tmp_path: Path
+) -> None:
+    """The agent stopped waiting (its task cancelled), then asks the same question anew;
+    while that one is shown, the human answers the withdrawn one: the new ask's answer is
+    the one the human gives it, not the late one (only a reload's re-ask takes over a
+    withdrawn question)."""
+    async with surface() as s, generations(s, tmp_path / "ui"):
+        withdrawn = await _withdrawn_by_cancelling(s, DB)
+        async with anyio.create_task_group() as tasks:
+            pending = asking(s, DB, tasks)
+            fresh = await shown_while(s, pending)
+            await s.answer_late(withdrawn, [Choose(1)])
+            if not pending.done.is_set():
+                await s.answer(fresh, [Choose(2)])
+            outcome = await pending.result()
+        assert outcome == AskUserQuestionAnswer("DuckDB", DUCKDB)
 
 
 async def test_a_question_waiting_when_its_generation_is_disposed_is_asked_again_once(
