@@ -1,32 +1,103 @@
-"""Building a reload's plan: which modules it executes, retries and unloads.
+"""Building a reload's plan: which modules it executes, retries, holds and unloads.
 
-The first of a reload's three phases (plan → prepare → commit). The module index and the
-file reading live in :mod:`._planner`; this decides, against the module records, what one
+One concept, what a batch of changes means: the first of a reload's three phases
+(plan → prepare → commit). The module index, the module names and the plan's record live
+below the loader in :mod:`._planner`; this decides, against the module records, what one
 reload must do: changed files, every loaded module importing one of them (or that failed to
 import a module that appeared), and modules refused for a conflict whose blocker is going.
-A loaded module whose file is gone is unloaded, or held for the deletion grace
-(:mod:`._holds`).
+A loaded module whose file is gone is unloaded, or held for the deletion grace; a module
+that failed while an unloaded generation lived is retried, and may be its heir. Both are
+decisions of the plan, so they live here.
+
+**The deletion grace: a module whose file goes keeps serving a moment, in case it comes
+back.** ``git checkout``, ``git stash``, a branch switch, a deploy that replaces files, an
+editor that saves by deleting and writing again: a module file — or its whole folder —
+vanishes for a moment and comes back. Unloading the module then would dispose its provider
+(its open question withdrawn, its UI gone, what it carries dropped) only to load it again a
+moment later.
+
+So with ``WatchOptions(deletion_grace=seconds)``, a plan that finds a loaded module's file gone
+*holds* the module instead of unloading it, whatever asked for the plan: a watcher's report,
+``reload()`` (``SIGHUP``, ``hotseam reload``), a retry, a watched folder replaced. A held
+module is planned as still there and unchanged:
+
+* it keeps serving, and the module index keeps its entry (:meth:`~._planner.ModuleIndex.hold`),
+  so a module that imports it and is executed meanwhile gets the module it had, not an
+  ``ImportError``;
+* it is never executed for want of its file; a plan that would have executed it (a module
+  it imports changed, a reload by hand) marks it *stale* instead;
+* once its file is back — reported, or seen when the grace ends — the hold ends: the module
+  is reloaded if its content changed or it is stale, and left alone otherwise;
+* when the grace ends with its file still gone, it is unloaded, in a reload of its own
+  (after the reload running then, if one is: reloads never overlap).
+
+The grace used to be a wrapper of the watcher that held back deletion *events*; a plan made
+for any other reason (a helper saved meanwhile, a reload by hand) still read the folder,
+found the file gone and unloaded the module at once. Holding the module in the plan keeps
+the promise whatever makes the plan.
+
+**Heirs: what an unloaded generation leaves behind — modules that failed because of it, and
+values a renamed module may take over.** A module can fail because of a generation that is
+still alive: its ``setup`` binds a port the other one listens on, takes a lock file it
+holds, opens a device it has open. The typical case is a rename
+(``git mv providers/web.py providers/inbox.py``): the new module loads while the old one is
+still serving — within the deletion grace, or before it in the same reload — and fails with
+"address already in use". Nothing about its own file changes afterwards, so nothing would
+load it again.
+
+Two rules fix that, neither specific to ports:
+
+* **retry after an unload** — once a reload unloaded a generation, every module whose last
+  failure (in ``exec``, ``setup`` or ``activate``) happened while that generation was
+  alive is loaded again, at once, in a reload of its own (:func:`due_after_unload`). A
+  module that fails again for its own reasons fails once more and stays failed; the next
+  retry needs another unload of a generation it lived with;
+* **a renamed module takes over carried values** — when a reload unloads exactly one
+  generation that carries values (``scope.carry``) and sets up exactly one provider that
+  has no serving generation, that provider is that generation's successor for carried
+  values: a key it carries too (same ``version``, ``accept`` willing) is handed to it at
+  the commit instead of being disposed, so a carried listening socket keeps its port and
+  the connections waiting in its backlog. Values are matched by key; with two unloaded
+  carriers, or two new providers, nothing is taken over (which module would succeed
+  which is a guess), and the retry above still loads them once the old generations are
+  gone. A provider that failed while the carrier was alive (a rename under the deletion
+  grace) is tried again in the reload that unloads it, so it can take over there.
 """
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Collection
+from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import anyio
 
-from .._core import get_logger
+from .._core import CarriedEffect, Scope, get_logger
 from ._errors import LoadError, ModuleTooLargeError
-from ._heir import carrier_of, waiting_heirs
-from ._holds import Hold, Holds, report_back, report_held
+from ._events import display_path
 from ._loader import NOTHING, Loader, ModuleRecord
 from ._planner import ModuleIndex, Plan, dependency_order, dependents, importers_of
 from ._read import Source, read_many, read_source
 from ._status import ModuleState
 from ._transient import EVERYTHING, Deferrals, is_transient
 
-__all__ = ["PlanBuilder"]
+__all__ = [
+    "RETRY_PHASES",
+    "Hold",
+    "Holds",
+    "PlanBuilder",
+    "carrier_of",
+    "carries",
+    "check_grace",
+    "due_after_unload",
+    "heir_of",
+    "report_back",
+    "report_held",
+    "waiting_heirs",
+]
+
 
 _log = get_logger("hotseam.reload")
 _PREFETCH = 8  # plans of more modules read their files in one worker thread
@@ -430,3 +501,184 @@ def _edges_of(record: ModuleRecord) -> frozenset[str]:
     if not record.attempt_imports:
         return record.imports
     return record.imports | record.attempt_imports
+
+
+# -- the deletion grace ----------------------------------------------------------------------------
+
+
+def check_grace(grace: float) -> float:
+    """``grace`` if it is a finite number of seconds >= 0.
+
+    Raises:
+        TypeError: it is not a number.
+        ValueError: it is negative, infinite or NaN.
+    """
+    if isinstance(grace, bool) or not isinstance(grace, int | float):
+        raise TypeError(f"deletion_grace must be a number of seconds >= 0, got {grace!r}")
+    if not grace >= 0 or math.isinf(grace):
+        raise ValueError(f"deletion_grace must be a finite number of seconds >= 0, got {grace!r}")
+    return float(grace)
+
+
+@dataclass(eq=False, slots=True)
+class Hold:
+    """One module kept serving while its file is gone."""
+
+    name: str
+    path: Path
+    """The file that is gone (the module's entry in the index stays there)."""
+    until: float
+    """When the grace ends (``anyio.current_time()``)."""
+    stale: bool = False
+    """A plan wanted to execute it meanwhile: it is executed when its file is back."""
+    handed: bool = False
+    """Its end was handed to the reloader (:meth:`Holds.due`): not handed out again."""
+
+
+class Holds:
+    """The modules of one reloader held by the deletion grace, and when each grace ends."""
+
+    __slots__ = ("_changed", "_holds", "grace")
+
+    def __init__(self, grace: float) -> None:
+        self.grace = check_grace(grace)
+        self._holds: dict[str, Hold] = {}
+        self._changed: anyio.Event | None = None
+        """Set when a hold starts: :meth:`due` looks at the times again."""
+
+    def __bool__(self) -> bool:
+        return bool(self._holds)
+
+    def __iter__(self) -> Iterator[Hold]:
+        return iter(list(self._holds.values()))
+
+    def get(self, name: str) -> Hold | None:
+        """The hold of module ``name``, if it is held."""
+        return self._holds.get(name)
+
+    def start(self, name: str, path: Path, now: float) -> Hold:
+        """Hold module ``name``, whose file ``path`` is gone, until ``now`` plus the grace."""
+        hold = self._holds[name] = Hold(name, path, now + self.grace)
+        if self._changed is not None:
+            self._changed.set()
+        return hold
+
+    def end(self, name: str) -> Hold | None:
+        """Stop holding ``name`` (its file is back, or the grace is over); its hold."""
+        return self._holds.pop(name, None)
+
+    async def due(self) -> AsyncIterator[list[Path]]:
+        """Each time graces end, the files of the modules held until then: the consumer's
+        plan of them ends each hold (an unload if the file is still gone)."""
+        while True:
+            self._changed = anyio.Event()
+            pending = [hold.until for hold in self._holds.values() if not hold.handed]
+            if not pending:
+                await self._changed.wait()
+            else:
+                with anyio.move_on_after(max(min(pending) - anyio.current_time(), 0)):
+                    await self._changed.wait()
+            now = anyio.current_time()
+            over = [h for h in self._holds.values() if not h.handed and h.until <= now]
+            for hold in over:
+                hold.handed = True
+            if over:
+                yield sorted(hold.path for hold in over)
+
+
+def report_held(paths: list[Path], grace: float) -> None:
+    """Log, once per plan, the module files found gone and held."""
+    _log.info(
+        "reload.held",
+        paths=[str(path) for path in paths],
+        grace=grace,
+        summary=f"{_listed(paths)} {'is' if len(paths) == 1 else 'are'} gone: kept serving "
+        f"for the deletion grace ({grace:g} s), unloaded then if still gone",
+    )
+
+
+def report_back(paths: list[Path]) -> None:
+    """Log, once per plan, the held module files that came back within the grace."""
+    _log.info(
+        "reload.back",
+        paths=[str(path) for path in paths],
+        summary=f"{_listed(paths)} {'is' if len(paths) == 1 else 'are'} back within the "
+        "deletion grace: reloaded only if it changed, or if a reload meanwhile wanted it",
+    )
+
+
+def _listed(paths: list[Path], most: int = 5) -> str:
+    shown = [display_path(path) for path in paths]
+    if len(shown) > most:
+        return ", ".join(shown[:most]) + f" and {len(shown) - most} more"
+    return ", ".join(shown)
+
+
+# -- heirs -----------------------------------------------------------------------------------------
+
+RETRY_PHASES = frozenset({"exec", "setup", "activate"})
+"""Failures that may come from something another generation held (not a syntax error,
+an unreadable or refused file, a conflict — conflicts have their own retry)."""
+
+
+def carries(scope: Scope | None) -> bool:
+    """True when ``scope``'s generation carries at least one value."""
+    if scope is None:
+        return False
+    return any(
+        isinstance(effect, CarriedEffect) for node in scope.walk() for effect in node.effects()
+    )
+
+
+def carrier_of(unloading: Iterable[str], records: Mapping[str, ModuleRecord]) -> str | None:
+    """The one module of ``unloading`` whose serving generation carries values, if exactly
+    one does."""
+    found = [name for name in unloading if carries(records[name].scope)]
+    return found[0] if len(found) == 1 else None
+
+
+def waiting_heirs(carrier: ModuleRecord, records: Mapping[str, ModuleRecord]) -> list[str]:
+    """Providers without a serving generation whose setup failed while ``carrier``'s
+    generation was alive: they may take over what it carries in the reload unloading it."""
+    return sorted(
+        name
+        for name, record in records.items()
+        if record.state is ModuleState.FAILED
+        and record.scope is None
+        and record.error is not None
+        and record.error.phase == "setup"
+        and record.failed_at > carrier.since
+    )
+
+
+def heir_of(candidates: Collection[str], records: Mapping[str, ModuleRecord]) -> str | None:
+    """The one provider of ``candidates`` (set up in a reload that unloads a carrier) with no
+    serving generation, if exactly one."""
+    fresh = [name for name in candidates if records[name].scope is None]
+    return fresh[0] if len(fresh) == 1 else None
+
+
+def due_after_unload(
+    unloaded: Mapping[str, int], records: Mapping[str, ModuleRecord]
+) -> dict[str, list[str]]:
+    """Modules to load again now that the provider generations of ``unloaded`` (module →
+    the batch that committed the generation just unloaded) are gone → those that were
+    alive when the module last failed.
+
+    Only a provider's generation holds what a scope disposes; a module that failed to
+    import one of them is left to the rule that loads importers when it comes back."""
+    unloaded = {name: since for name, since in unloaded.items() if records[name].kind == "provider"}
+    if not unloaded:
+        return {}
+    oldest = min(unloaded.values())
+    due: dict[str, list[str]] = {}
+    for name, record in records.items():
+        if (
+            record.state is ModuleState.FAILED
+            and record.error is not None
+            and record.error.phase in RETRY_PHASES
+            and record.failed_at > oldest
+            and not any(missing in unloaded for missing in record.missing)
+        ):
+            due[name] = sorted(gone for gone, since in unloaded.items() if record.failed_at > since)
+    return due

@@ -117,7 +117,7 @@ class ModuleIndex:
     max_size: int | None = MAX_MODULE_SIZE
     """The largest module file read, in bytes (``None``: no limit); see :mod:`._read`."""
     held: dict[Path, str] = field(default_factory=dict)
-    """Module files gone within the deletion grace → their module (see :mod:`._holds`):
+    """Module files gone within the deletion grace → their module (see :mod:`._plan_builder`):
     their entries stay, as if the files were there, until :meth:`release`."""
     missing: set[Path] = field(default_factory=set)
     """The :attr:`held` files the latest listing (or report) found gone."""
@@ -424,7 +424,7 @@ class Plan:
     carrier: str | None = None
     """The one unloaded module whose generation carries values (``scope.carry``), if one
     does: a single provider without a serving generation in this plan may take them over
-    (a renamed module; see :mod:`._heir`)."""
+    (a renamed module; see :mod:`._plan_builder`)."""
 
     @property
     def empty(self) -> bool:

@@ -25,8 +25,8 @@ from ._conflicts import check_conflicts
 from ._errors import LoadError
 from ._events import SLOW_NOTICE, display_path, report_slow
 from ._guard import Detached, interrupted, is_fatal, start_detached
-from ._heir import heir_of
 from ._loader import Batch, Blocker, Loader
+from ._plan_builder import heir_of
 from ._planner import Plan, dependency_order
 from ._status import ModuleKind
 from ._teardown import Closer
@@ -176,7 +176,7 @@ class Preparer:
         self, batch: Batch, plan: Plan, order: list[str], aborted: dict[str, LoadError]
     ) -> str | None:
         """The provider that takes over what the unloaded ``plan.carrier`` carries, if the
-        choice is unambiguous (see :mod:`._heir`)."""
+        choice is unambiguous (see :mod:`._plan_builder`)."""
         if plan.carrier is None:
             return None
         providers = [

@@ -60,9 +60,8 @@ from ._events import (
     display_path,
 )
 from ._guard import Detached
-from ._holds import Holds
 from ._loader import Loader
-from ._plan_builder import PlanBuilder
+from ._plan_builder import Holds, PlanBuilder
 from ._planner import ModuleIndex, dependency_order
 from ._prepare import Preparer
 from ._read import MAX_MODULE_SIZE

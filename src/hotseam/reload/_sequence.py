@@ -17,9 +17,8 @@ import anyio
 from .._core import Scope, get_logger
 from ._commit import Committer
 from ._events import Emitter, ModuleUnloaded, ReloadEvent, ReloadPlanned, display_path
-from ._heir import due_after_unload
 from ._loader import Loader
-from ._plan_builder import PlanBuilder
+from ._plan_builder import PlanBuilder, due_after_unload
 from ._prepare import Preparer
 from ._result import ReloadResult
 from ._teardown import Closer
