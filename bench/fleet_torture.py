@@ -227,7 +227,7 @@ class Fleet:
         return self._answer_share() < self._kill_share() + PACE_SLACK
 
     async def answer(self, client: httpx.AsyncClient, listed: dict[str, Any]) -> None:
-        ask_id, question = str(listed["id"]), str(listed["question"])
+        ask_id, question = str(listed["id"]), _text(listed)
         try:
             await anyio.sleep(self.rng.uniform(0, self.settings.answer_delay))
             while not self._allowed() and not self.stopping:
@@ -366,9 +366,7 @@ class Fleet:
             committed, why = False, "no open question known"
             if question is not None and live:
                 ask_id = str(question["id"])
-                attempt = self.attempt(
-                    ask_id, str(question["question"]), self.rng.choice(live), "window"
-                )
+                attempt = self.attempt(ask_id, _text(question), self.rng.choice(live), "window")
                 why = "journal busy (frozen inside a write)"
                 with anyio.move_on_after(2.0):  # a daemon frozen inside its own SQLite write
                     why = "answered before the freeze"
@@ -513,6 +511,11 @@ async def run_torture(
     ``server`` (a ``tests/_postgres.py`` server), the journal outages too."""
     world = World(folder, url, settings)
     return await Fleet(world, settings, server).run()
+
+
+def _text(listed: dict[str, Any]) -> str:
+    """What an inbox card asks: the text of each of its questions."""
+    return " / ".join(str(item["question"]) for item in listed["questions"])
 
 
 async def _reachable(read: Any) -> Any:

@@ -25,6 +25,7 @@ from hotseam.interaction._journal import Journal, open_journal
 from journal.conftest import postgres_server, postgres_url  # noqa: F401 (fixtures)
 
 SECRETS = ["SECRET-postgres-4817", "SECRET-orders-5920"]
+QUESTION = "Which database should the orders service use from now on, in every region?"
 AGENT = """
 from hotseam import Agent
 
@@ -124,10 +125,10 @@ def test_what_a_daemon_recorded_is_seen_without_its_answers_and_abandon_starts_a
     assert all(re.search(r"hotseam run \((gone|down)\)", row) for row in listed[1:])
     pending_id, _, first_id = (row[0] for row in rows)
     answered = json.loads(journal("list", "--json", "--state", "answered").stdout)["asks"]
-    assert [(a["id"], a["state"], a["header"]) for a in answered][1] == (
+    assert [(a["id"], a["state"], a["questions"]) for a in answered][1] == (
         first_id,
         "answered",
-        "Database",
+        [{"id": "q1", "header": "Database", "question": QUESTION}],
     )
     assert all(a["run"]["agent"] == agent_key and "answer" not in a for a in answered)
     detail = journal("show", first_id).stdout

@@ -1,8 +1,10 @@
 """How ``hotseam journal`` shows the journal's records: table rows, lines and JSON.
 
-An answer is personal data: it is shown only by :func:`ask_lines` and :func:`entry_json`
-when the caller asks for it (``show --answer``). Text that came from an agent (a question,
-a name) is shown with its control characters escaped, so that it cannot drive the terminal.
+An ask is shown as its questions, every one alike (one or several): the headline of each
+in ``list``, each in full in ``show``, each with its own answer. An answer is personal
+data: it is shown only by :func:`ask_lines` and :func:`entry_json` when the caller asks for
+it (``show --answer``). Text that came from an agent (a question, a name) is shown with its
+control characters escaped, so that it cannot drive the terminal.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from ..interaction import Question, QuestionAnswer
 from ..interaction.journal import (
     AskRecord,
     AskState,
@@ -47,28 +50,22 @@ __all__ = [
 
 
 def ask_lines(entry: InboxEntry, *, answer: bool) -> list[str]:
-    """What ``show`` prints of one ask: the answer only when ``answer`` says so."""
+    """What ``show`` prints of one ask: each question, with its answer only when ``answer``
+    says so."""
     ask, run, daemon = entry.ask, entry.run, entry.daemon
     request = ask.request
     lines = [f"question {ask.id}: {state_text(ask)}", f"  asked:      {local(ask.created_at)}"]
     if ask.settled_at is not None:
         by = f", by {clean(ask.settled_by)}" if ask.settled_by else ""
         lines.append(f"  settled:    {local(ask.settled_at)}{by}")
-    if request.header:
-        lines.append(f"  header:     {clean(request.header)}")
-    question = request.question.splitlines() or [""]
-    lines.append(f"  question:   {clean(question[0])}")
-    lines.extend(f"              {clean(line)}" for line in question[1:])
-    for number, option in enumerate(request.options or (), start=1):
-        label = "  options:    " if number == 1 else "              "
-        value = (
-            f" (value {clean(option.value)})" if option.value not in (None, option.label) else ""
-        )
-        about = f" - {clean(option.description)}" if option.description else ""
-        mark = " [recommended]" if option.recommended else ""
-        lines.append(f"{label}{number}. {clean(option.label)}{value}{about}{mark}")
-    if request.options:
-        lines.append(f"  free text:  {'allowed' if request.allow_custom else 'not allowed'}")
+    entries = {} if ask.answer is None or not answer else {e.id: e for e in ask.answer.answers}
+    for item in request.questions:
+        lines.extend(_question_lines(item))
+        given = entries.pop(str(item.id), None)
+        if given is not None:
+            lines.extend(_answer_lines(given))
+    for given in entries.values():  # of no question of the request: never for a checked one
+        lines.extend(_answer_lines(given))
     if request.agent is not None:
         lines.append(
             f"  for:        {clean(request.agent.display_name)} ({clean(request.agent.id)})"
@@ -83,14 +80,45 @@ def ask_lines(entry: InboxEntry, *, answer: bool) -> list[str]:
         lines.append("  answer:     none recorded")
     elif not answer:
         lines.append("  answer:     not shown (answers are personal data): --answer shows it")
-    else:
-        lines.extend(
-            f"  answer:     {clean(line)}" if i == 0 else f"              {clean(line)}"
-            for i, line in enumerate(ask.answer.answer.splitlines() or [""])
-        )
-        if ask.answer.option is not None:
-            lines.append(f"  option:     {clean(ask.answer.option.label)}")
     return lines
+
+
+def _question_lines(item: Question) -> list[str]:
+    """One question of an ask, in full: its header, text, options and what it takes."""
+    lines = [f"  header:     {clean(item.header)}"] if item.header else []
+    lines.extend(_block("  question:   ", item.question))
+    for number, option in enumerate(item.choices, start=1):
+        label = "  options:    " if number == 1 else _INDENT
+        value = (
+            f" (value {clean(option.value)})" if option.value not in (None, option.label) else ""
+        )
+        about = f" - {clean(option.description)}" if option.description else ""
+        mark = " [recommended]" if option.recommended else ""
+        lines.append(f"{label}{number}. {clean(option.label)}{value}{about}{mark}")
+    lines.append(f"  takes:      {item.hint}")
+    return lines
+
+
+def _answer_lines(given: QuestionAnswer) -> list[str]:
+    """A question's recorded answer: the text the model read, and the options chosen."""
+    if given.skipped is not None:
+        return [f"  answer:     none ({given.skipped})"]
+    lines = _block("  answer:     ", given.answer or "")
+    if given.options:
+        labels = ", ".join(clean(option.label) for option in given.options)
+        lines.append(f"  chosen:     {labels}")
+    return lines
+
+
+_INDENT = " " * 14
+
+
+def _block(label: str, text: str) -> list[str]:
+    """``label`` then ``text``, its further lines indented under the first."""
+    return [
+        f"{label if number == 0 else _INDENT}{clean(line)}"
+        for number, line in enumerate(text.splitlines() or [""])
+    ]
 
 
 def entry_json(entry: InboxEntry, *, full: bool = False, answer: bool = False) -> dict[str, Any]:
@@ -103,8 +131,10 @@ def entry_json(entry: InboxEntry, *, full: bool = False, answer: bool = False) -
         "asked_at": iso(ask.created_at),
         "settled_at": iso(ask.settled_at),
         "settled_by": ask.settled_by,
-        "header": ask.request.header,
-        "question": ask.request.question,
+        "questions": [
+            {"id": item.id, "header": item.header, "question": item.question}
+            for item in ask.request.questions
+        ],
         "run": {"id": entry.run.id, "agent": entry.run.agent, "state": entry.run.state.value},
         "position": ask.seq,
         "key": ask.key,
@@ -171,12 +201,23 @@ def state_text(ask: AskRecord) -> str:
 
 
 def headline(ask: AskRecord) -> str:
-    """The header in brackets and the first words of the question, on one line."""
-    text = " ".join(clean(ask.request.question).split())
-    short = textwrap.shorten(text, width=60, placeholder="…")
+    """Each question on one line: its header in brackets and its first words, the words
+    shared out among the questions (``[Storage] Which database? · [Features] Which…``)."""
+    items = ask.request.questions
+    width = max(_HEADLINE // len(items), _HEADLINE_LEAST)
+    return " · ".join(_brief(item, width) for item in items)
+
+
+_HEADLINE = 60  # characters of question text in a list's row
+_HEADLINE_LEAST = 16
+
+
+def _brief(item: Question, width: int) -> str:
+    text = " ".join(clean(item.question).split())
+    short = textwrap.shorten(text, width=width, placeholder="…")
     if short == "…":  # one long word
-        short = text[:59] + "…"
-    header = f"[{' '.join(clean(ask.request.header).split())}] " if ask.request.header else ""
+        short = text[: width - 1] + "…"
+    header = f"[{' '.join(clean(item.header).split())}] " if item.header else ""
     return header + short
 
 

@@ -44,6 +44,11 @@ STRICT = AskUserQuestionRequest(
 FREE = AskUserQuestionRequest("What colour?", header="Theme")
 
 
+def texts(card: dict[str, Any]) -> list[str]:
+    """The text of each question of a card (an ask of one question is a list of one)."""
+    return [item["question"] for item in card["questions"]]
+
+
 def said(question: str, *labels: str, text: str | None = None, id: str = "q1") -> dict[str, Any]:
     """What pages are told an ask of one question was answered with: the labels chosen,
     the text typed (one item per question, as for an ask of several)."""

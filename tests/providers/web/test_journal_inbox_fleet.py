@@ -311,9 +311,10 @@ async def test_two_inboxes_show_every_daemon_and_the_first_answer_wins_once_per_
         for shown in open_pages.shown:
             for daemon in daemons:
                 question = shown[f"{daemon.name}-3"]
-                assert question["question"] == f"{daemon.name} asks 3?"
-                assert question["header"] == daemon.name and question["allowCustom"] is True
-                assert question["options"][0] == {
+                (item,) = question["questions"]
+                assert item["question"] == f"{daemon.name} asks 3?"
+                assert item["header"] == daemon.name and item["allowCustom"] is True
+                assert item["options"][0] == {
                     "index": 0,
                     "label": "Yes",
                     "description": "go",

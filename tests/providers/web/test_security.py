@@ -214,9 +214,10 @@ async def test_model_text_travels_as_json_strings_unchanged() -> None:
     async with serving() as s:
         s.ask_soon("x", hostile)
         (question,) = await s.pending(1)
-        assert question["question"] == "<script>alert(1)</script>?"
-        assert question["header"] == "<img src=x onerror=alert(2)>"
-        assert question["options"][0]["label"] == "</li><b>x</b>"
+        (item,) = question["questions"]
+        assert item["question"] == "<script>alert(1)</script>?"
+        assert item["header"] == "<img src=x onerror=alert(2)>"
+        assert item["options"][0]["label"] == "</li><b>x</b>"
 
 
 async def test_answer_texts_are_never_logged_above_debug() -> None:

@@ -1,9 +1,9 @@
 """What the page and the API see of an ask, and what they send back.
 
-An ask is shown as one card (``question_dict``): ``questions`` holds each question of the
-ask with its own id, options, whether it takes several choices (with how many) or may be
-skipped; the top-level ``header``, ``question``, ``options`` and ``allowCustom`` are the
-first question's, for a script that reads one.
+An ask is shown as one card (``question_dict``): who asks, when, and ``questions``, each
+question of the ask (one or several, alike) with its own id, header, text, options, whether
+it takes several choices (with how many) or may be skipped. Nothing of a question is
+outside ``questions``: a script reads an ask of one question as a list of one.
 
 An answer body is read here (``parse_answer``) and checked with the seam's own rules
 (``check_question_answer``, ``check_answer``), so a page, a script and the fleet inbox are
@@ -87,10 +87,6 @@ def question_dict(
         "seq": seq,
         "askedAt": asked_at,
         "agent": None if agent is None else agent.to_dict(),
-        "header": request.header,
-        "question": request.question,
-        "options": _options(request.choices),
-        "allowCustom": request.accepts_custom,
         "questions": [_question(item) for item in questions_of(request)],
     }
 
