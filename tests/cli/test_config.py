@@ -170,9 +170,6 @@ def test_acp_takes_the_time_bounds_and_the_log_options(
         ["acp", "--setup-timeout", "1", "--import-timeout", "3", "--log-format", "console"]
     )
     common = resolve_common(args, log_format="json")
-    assert common.reloader_options == {
-        "setup_timeout": 1.0,
-        "dispose_timeout": 9.0,
-        "import_timeout": 3.0,
-    }
+    assert (common.setup_timeout, common.dispose_timeout, common.import_timeout) == (1.0, 9.0, 3.0)
+    assert (common.reload.setup_timeout, common.reload.import_timeout) == (1.0, 3.0)
     assert (common.log_level, common.log_format) == ("warning", "console")

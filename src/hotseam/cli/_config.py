@@ -1,14 +1,9 @@
 """``[tool.hotseam]`` in the project's ``pyproject.toml``: the options of the commands.
 
-A project that says once where its providers live and which agent to run can then start
-with plain ``hotseam dev``. The file is found by walking up from the working directory to
-the first ``pyproject.toml`` that has a ``[tool.hotseam]`` table. Relative paths in it are
-relative to that file's folder. Every key is also a flag, and a flag wins over the file.
-
-A key that is not known, or a value of the wrong kind, is an error that names the key, the
-file and the line (read back from the text: ``tomllib`` keeps no positions), so a typo
-never silently falls back to a default.
-"""
+Found by walking up from the working directory to the first ``pyproject.toml`` with the
+table; relative paths in it are relative to its folder; every key is also a flag, which
+wins. An unknown key or a value of the wrong kind is an error naming the key, the file and
+the line (read back from the text: ``tomllib`` keeps no positions), never a silent default."""
 
 from __future__ import annotations
 
@@ -89,6 +84,11 @@ class Config:
 
     def get(self, key: str) -> Any:
         return self.values.get(key)
+
+    def path_of(self, path: str) -> str:
+        """A path written in the file: relative to the file's folder."""
+        given = Path(path).expanduser()
+        return str(given if given.is_absolute() else self.root / given)
 
 
 def find_config(start: Path | None = None) -> Path | None:

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULTS",
-    "Common",
     "ReloadOptions",
     "Settings",
     "add_common_options",
@@ -290,13 +289,13 @@ def resolve(args: argparse.Namespace, *, log_format: str, provider_wait: float) 
 
     paths: list[str] = list(getattr(args, "paths", None) or [])
     if not paths and config is not None and config.get("paths"):
-        paths = [_from_config(config, path) for path in config.get("paths")]
+        paths = [config.path_of(path) for path in config.get("paths")]
     agent = getattr(args, "agent", None)
     if agent is None and config is not None and config.get("agent"):
         agent = _agent_from_config(config, config.get("agent"))
     answers = getattr(args, "answers", None)
     if answers is None and config is not None and config.get("answers"):
-        answers = _from_config(config, config.get("answers"))
+        answers = config.path_of(config.get("answers"))
     journal = getattr(args, "journal", None)
     if journal is None and config is not None and config.get("journal") is not None:
         journal = journal_from_config(config.root, config.get("journal"))
@@ -338,50 +337,13 @@ def journal_from_config(root: Path, url: str) -> str:
     return str(root / location.target)
 
 
-@dataclass(frozen=True, slots=True)
-class Common:
-    """The options every long-running command takes (``acp`` takes only these)."""
-
-    setup_timeout: float
-    dispose_timeout: float
-    import_timeout: float
-    log_level: str
-    log_format: str
-    reload: ReloadOptions
-    """Everything the reloader is made of (the time bounds above among it)."""
-
-    @property
-    def reloader_options(self) -> dict[str, float]:
-        """The time bounds, as keyword arguments of :class:`~hotseam.reload.Reloader`
-        (:meth:`ReloadOptions.reloader` passes every option)."""
-        return {
-            "setup_timeout": self.setup_timeout,
-            "dispose_timeout": self.dispose_timeout,
-            "import_timeout": self.import_timeout,
-        }
-
-
-def resolve_common(args: argparse.Namespace, *, log_format: str) -> Common:
-    """:func:`resolve` for the options :func:`add_common_options` adds.
+def resolve_common(args: argparse.Namespace, *, log_format: str) -> Settings:
+    """:func:`resolve` for the options :func:`add_common_options` adds (``acp``).
 
     Raises:
         ConfigError: the configuration file is wrong.
     """
-    settings = resolve(args, log_format=log_format, provider_wait=math.inf)
-    return Common(
-        settings.setup_timeout,
-        settings.dispose_timeout,
-        settings.import_timeout,
-        settings.log_level,
-        settings.log_format,
-        settings.reload,
-    )
-
-
-def _from_config(config: Config, path: str) -> str:
-    """A path written in the file, relative to the file's folder."""
-    given = Path(path).expanduser()
-    return str(given if given.is_absolute() else config.root / given)
+    return resolve(args, log_format=log_format, provider_wait=math.inf)
 
 
 def _agent_from_config(config: Config, spec: str) -> str:
@@ -389,7 +351,7 @@ def _agent_from_config(config: Config, spec: str) -> str:
     file's folder goes on ``sys.path`` (as the working directory does for a flag)."""
     module, sep, function = spec.rpartition(":") if ":" in spec else (spec, "", "")
     if module.endswith(".py"):
-        return _from_config(config, module) + sep + function
+        return config.path_of(module) + sep + function
     import sys
 
     root = str(config.root)

@@ -1,12 +1,10 @@
 """``--web`` for ``hotseam dev`` and ``hotseam run``: answer questions in a browser.
 
-The web inbox is installed in the *parent* context, like ``--answers``: it serves every
-question while no watched module provides the user-interaction seam itself. It is not
-reloaded (it belongs to the CLI), so its URL stays the same for the whole run, and its
-token (kept in the state folder unless given) stays the same from one start to the next.
-Every option is also a ``[tool.hotseam]`` key (``web = true``, ``web-port = 8765``, ...);
-a flag wins over the file, and ``--no-web`` turns off a ``web = true``.
-"""
+The web inbox is installed in the *parent* context, like ``--answers``: it serves while no
+watched module provides the user-interaction seam. It belongs to the CLI (never reloaded),
+so its URL stays the same for the whole run, and its token (kept in the state folder
+unless given) from one start to the next. Every option is also a ``[tool.hotseam]`` key; a
+flag wins over the file, and ``--no-web`` turns off a ``web = true``."""
 
 from __future__ import annotations
 
@@ -20,7 +18,7 @@ from .._core import Scope
 from .._extras import missing
 from ..interaction import USER_INTERACTION
 from ..providers import is_loopback, load_token, stored_token_path
-from ._config import Config, find_config, flag_or_config, load_config
+from ._config import find_config, flag_or_config, load_config
 from ._extras import needs
 
 if TYPE_CHECKING:
@@ -138,7 +136,7 @@ def web_options(
     port, _ = pick("web_port")
     token_file, token_file_from = pick("web_token_file")
     if token_file is not None and config is not None and token_file_from != "--web-token-file":
-        token_file = str(_relative_to(config, token_file))
+        token_file = config.path_of(token_file)
     token = load_token(token_file=token_file)  # a bad file is bad input, found early
     return WebOptions(
         host=host,
@@ -171,11 +169,6 @@ def start_web(scope: Scope, options: WebOptions, command: str) -> WebProvider | 
         return None
     scope.provide(USER_INTERACTION, web)
     return web
-
-
-def _relative_to(config: Config, path: str) -> Path:
-    given = Path(path).expanduser()
-    return given if given.is_absolute() else config.root / given
 
 
 def _shown_state_path() -> str:
