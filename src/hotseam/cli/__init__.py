@@ -37,14 +37,13 @@ _EXTRA_COMMANDS = frozenset({"acp", "mcp", "inbox"})
 def build_parser(
     only: Collection[str] | None = None, *, list_others: bool = True
 ) -> argparse.ArgumentParser:
-    """Return the argument parser with every subcommand's options, or only those of the
-    commands in ``only`` (the others are listed by name and help, their modules not imported:
-    ``hotseam --help`` costs no more than ``import hotseam``; with ``list_others`` false they
-    are left out, as for a run of one known command, which never shows the list)."""
+    """The argument parser with every subcommand's options, or only those of the commands in
+    ``only``: the others are listed by name and help unless ``list_others`` is false, their
+    modules not imported, so ``hotseam --help`` costs no more than ``import hotseam``."""
     import argparse
     import importlib
 
-    from ._help import HelpFormatter
+    from ._help import DocstringFormatter, HelpFormatter
 
     parser = argparse.ArgumentParser(
         prog="hotseam",
@@ -63,33 +62,18 @@ def build_parser(
             continue
         module = importlib.import_module(module_name)
         sub = subcommands.add_parser(
-            name, help=help_text, description=module.__doc__, formatter_class=_docstring_formatter()
+            name, help=help_text, description=module.__doc__, formatter_class=DocstringFormatter
         )
         module.add_arguments(sub)
         sub.set_defaults(_module=module)
     return parser
 
 
-def _docstring_formatter() -> type[argparse.HelpFormatter]:
-    """A formatter that shows a subcommand's description, its module's docstring, as plain
-    text: rendered when the help is printed, not each time the command starts."""
-    from ._help import HelpFormatter, plain
-
-    class DocstringFormatter(HelpFormatter):
-        def _fill_text(self, text: str, width: int, indent: str) -> str:
-            return super()._fill_text(plain(text) or "", width, indent)
-
-    return DocstringFormatter
-
-
 def _status_forms(arguments: Sequence[str]) -> tuple[str | None, bool] | None:
     """``hotseam status``'s common forms, ``[PID|NAME] [--json]`` in either order, as
-    ``(target, as_json)``; ``None`` for anything else (help, an option, a second target,
-    ``--``, an abbreviation...), which argparse parses, with its messages and exit codes.
-
-    argparse is a third of what ``hotseam status`` imports (with its ``gettext``...), and the
-    command is often run in a loop by a script: these forms mean what argparse makes of
-    them (``tests/cli/test_status_fast_path.py`` compares the two on a table of forms)."""
+    ``(target, as_json)``; ``None`` for anything else, which argparse parses. argparse is a
+    third of what ``hotseam status`` imports, and scripts run it in a loop; these forms mean
+    what argparse makes of them (``tests/cli/test_status_fast_path.py`` compares the two)."""
     if not arguments or arguments[0] != "status" or len(arguments) > 3:
         return None
     target: str | None = None

@@ -1,19 +1,12 @@
 """Loading the agent function named by ``--agent MODULE[:FUNCTION]``.
 
-An agent is ``async def agent(context: hotseam.Context) -> object``: it runs in a context
-whose tools include ``ask_user_question`` and whose user-interaction provider is whatever the
-command installed (or hot-reloaded). ``FUNCTION`` defaults to ``main``. ``hotseam dev`` runs
-the agent again when its module is saved: :func:`import_agent` with ``fresh=True``
-executes the module's current source in a new module object (never a cached bytecode file,
-which a save within the same second may not invalidate).
-
-The agent's module body is agent code, treated as a provider module's body is: it executes
-in a worker thread of the reloader's kind (see :mod:`._agent_import`), so a slow body
-(``time.sleep``, a heavy import) leaves the event loop serving, and one still running after
-``--import-timeout`` seconds is abandoned: its thread runs on, nothing it creates is
-installed, and the agent keeps its previous code. (This module does not import the
-reloader: ``hotseam acp`` imports it at every start.)
-"""
+An agent is ``async def agent(context: hotseam.Context) -> object`` (``FUNCTION`` defaults
+to ``main``), run in a context whose tools include ``ask_user_question``. ``hotseam dev``
+runs it again when its module is saved: :func:`load_agent` with ``fresh=True`` executes the
+module's current source in a new module object (never a cached bytecode file, which a save
+within the same second may not invalidate). ``dev`` and ``run`` execute the body in a
+bounded worker thread (:mod:`._agent_import`); this module does not import the reloader,
+which ``hotseam acp`` would then import at every start."""
 
 from __future__ import annotations
 
@@ -35,7 +28,6 @@ __all__ = [
     "AgentLoadError",
     "ImportAttempt",
     "agent_file",
-    "import_agent",
     "load_agent",
     "shown_location",
     "shown_path",
@@ -48,20 +40,6 @@ class AgentLoadError(HarnessError):
     """``--agent`` names something that cannot be loaded or called."""
 
     default_code = "INVALID_AGENT"
-
-
-def load_agent(spec: str, *, fresh: bool = False) -> AgentFunction:
-    """Import ``MODULE[:FUNCTION]`` (or ``path/to/file.py[:FUNCTION]``); return the function.
-
-    The module body executes in the calling thread, unbounded (``hotseam acp``); ``hotseam
-    dev`` and ``run`` use :func:`~hotseam.cli._agent_import.load_agent_within`.
-
-    Raises:
-        AgentLoadError: the spec is malformed, the module cannot be imported (its body
-            raised), or the object is not an async function; the message says which (with
-            a "did you mean" for a misspelt function).
-    """
-    return import_agent(spec, fresh=fresh)
 
 
 def agent_key(spec: str | None, name: str | None) -> str:
@@ -132,8 +110,20 @@ class _AbandonedError(ImportError):
         super().__init__(f"executing {name} overran its time bound and was abandoned")
 
 
-def import_agent(spec: str, *, fresh: bool, attempt: ImportAttempt | None = None) -> AgentFunction:
-    """:func:`load_agent` in the calling thread; ``attempt`` is told what executes."""
+def load_agent(
+    spec: str, *, fresh: bool = False, attempt: ImportAttempt | None = None
+) -> AgentFunction:
+    """Import ``MODULE[:FUNCTION]`` (or ``path/to/file.py[:FUNCTION]``); return the function.
+
+    The module body executes in the calling thread, unbounded (``hotseam acp``); ``hotseam
+    dev`` and ``run`` use :func:`~hotseam.cli._agent_import.load_agent_within`, which tells
+    ``attempt`` what executes.
+
+    Raises:
+        AgentLoadError: the spec is malformed, the module cannot be imported (its body
+            raised), or the object is not an async function; the message says which (with
+            a "did you mean" for a misspelt function).
+    """
     module_name, sep, attribute = spec.rpartition(":")
     if not sep:
         module_name, attribute = spec, "main"

@@ -1,11 +1,9 @@
 """Importing the agent's module in a worker thread, bounded by ``--import-timeout``.
 
-The agent's module body is agent code, given what a provider module's body gets: the
-reloader's :class:`~hotseam.reload._guard.Worker` executes it in a daemon thread, so a slow
-body (``time.sleep``, a heavy import, ``while True:``) leaves the event loop serving, and one
-still running at its time bound is abandoned (Python cannot stop a thread): its thread runs
-on, the module it makes is never installed, and an error names the line it is stuck at.
-"""
+The agent's module body is given what a provider module's body gets: the reloader's
+:class:`~hotseam.reload._guard.Worker` executes it in a daemon thread, so a slow body leaves
+the event loop serving, and one still running at its time bound is abandoned (Python cannot
+stop a thread): the module it makes is never installed, and an error names its line."""
 
 from __future__ import annotations
 
@@ -18,7 +16,7 @@ from ._agent import (
     AgentFunction,
     AgentLoadError,
     ImportAttempt,
-    import_agent,
+    load_agent,
     shown_location,
     shown_path,
 )
@@ -27,14 +25,11 @@ __all__ = ["AgentImporter", "load_agent_within"]
 
 
 def load_agent_within(spec: str, timeout: float) -> AgentFunction:
-    """:func:`~hotseam.cli._agent.load_agent`, its module body executed in a worker thread
-    and abandoned past ``timeout`` seconds: for the start of a command, before its event
-    loop runs.
+    """:func:`~hotseam.cli._agent.load_agent`, its module body executed in a worker thread and
+    abandoned past ``timeout`` seconds, for the start of a command (before its event loop).
 
     Raises:
-        AgentLoadError: as ``load_agent``, or the body overran ``timeout`` (naming the line
-            it is stuck at).
-    """
+        AgentLoadError: as ``load_agent``, or the body overran ``timeout`` (naming its line)."""
     importer = AgentImporter(spec, timeout)
     try:
         return anyio.run(functools.partial(importer.load, fresh=False))
@@ -43,12 +38,9 @@ def load_agent_within(spec: str, timeout: float) -> AgentFunction:
 
 
 class AgentImporter:
-    """Imports the agent's module in a worker thread, bounded by ``timeout`` seconds.
-
-    One importer per command: its thread is kept between imports, and replaced after one
-    was abandoned. A body still running after :data:`~hotseam.reload._events.SLOW_NOTICE`
-    seconds is named in a ``reload.slow`` line, as a provider module's is.
-    """
+    """Imports the agent's module in a worker thread, bounded by ``timeout`` seconds: one
+    thread per command, replaced after an import was abandoned. A body still running after
+    :data:`~hotseam.reload._events.SLOW_NOTICE` seconds is named in a ``reload.slow`` line."""
 
     def __init__(self, spec: str, timeout: float) -> None:
         self._spec = spec
@@ -63,14 +55,12 @@ class AgentImporter:
         """Execute the module (again, with ``fresh``) and return the agent function.
 
         Raises:
-            AgentLoadError: as :func:`load_agent`; for a body abandoned at the time bound,
-                naming the line it is stuck at.
-        """
+            AgentLoadError: as :func:`load_agent`, or for a body abandoned at the time bound."""
         attempt = ImportAttempt()
         loaded: list[AgentFunction] = []
 
         def step() -> None:
-            function = import_agent(self._spec, fresh=fresh, attempt=attempt)
+            function = load_agent(self._spec, fresh=fresh, attempt=attempt)
             run = current_run()
             if run is not None and run.abandoned:
                 attempt.revert()  # it ended after its time bound: nothing of it is used

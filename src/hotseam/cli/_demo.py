@@ -11,7 +11,6 @@ was answered or dismissed with a key, 1 when the input ended early or a question
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from typing import Any
 
@@ -22,6 +21,7 @@ from ..interaction import USER_INTERACTION, ErrorCode, ask_user_question_tool
 from ..providers.terminal import TerminalProvider
 from ._demo_agent import demo_agent
 from ._logging import configure_logging
+from ._options import seconds
 
 __all__ = ["add_arguments", "run"]
 
@@ -36,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timeout",
-        type=_seconds,
+        type=seconds,
         default=None,
         metavar="SECONDS",
         help="give up on a question after this long (ASK_TIMEOUT; nothing is picked)",
@@ -86,16 +86,6 @@ def _answered_or_dismissed(result: Any) -> bool:
     return result.get("code") == ErrorCode.ASK_CANCELLED and "the human dismissed" in str(
         result.get("message", "")
     )
-
-
-def _seconds(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = math.nan
-    if not (seconds > 0 and math.isfinite(seconds)):
-        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
-    return seconds
 
 
 def _print_answer(line: str) -> None:

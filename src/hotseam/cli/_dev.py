@@ -37,10 +37,8 @@ answers file) exits 2 with one line saying what is wrong.
 from __future__ import annotations
 
 import argparse
-import atexit
 import contextlib
 import functools
-import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable, MutableMapping
@@ -135,10 +133,9 @@ class _Session:
     ask_tool: Tool[Any]
     """The ask tool the session registers (made first: its models are imported before
     serving)."""
-    stall_warning: float = 2.0
+    settings: Settings
+    control: Claim
     web: WebOptions | None = None
-    settings: Settings | None = None
-    control: Claim | None = None
     agent_key: str = "demo"
 
 
@@ -158,7 +155,6 @@ def run_session(args: argparse.Namespace, *, style: LogStyle, verbose: bool = Tr
     session = _prepare(args, command, style)
     if isinstance(session, int):
         return session
-    assert session.settings is not None
     style = session.settings.log_format  # type: ignore[assignment]
     level = session.settings.log_level
     configure_logging(style, level=level)
@@ -218,10 +214,9 @@ def _prepare(args: argparse.Namespace, command: str, style: LogStyle) -> _Sessio
         agent,
         answers,
         ask_user_question_tool(),
-        settings.stall_warning,
+        settings,
+        control,
         web=web,
-        settings=settings,
-        control=control,
         agent_key=agent_key(settings.agent, settings.name),
     )
 
@@ -229,8 +224,6 @@ def _prepare(args: argparse.Namespace, command: str, style: LogStyle) -> _Sessio
 async def _serve(session: _Session, signals: StopSignals) -> int:
     log = structlog.get_logger("hotseam.cli").bind(logger="hotseam.cli")
     reloader = session.reloader
-    providers = reloader.context
-    assert providers.parent is not None
     outcome = EXIT_OK
     daemon = session.command == "hotseam run"
     # Stop signals are handled before any provider code runs: the first cancels whatever
@@ -238,7 +231,7 @@ async def _serve(session: _Session, signals: StopSignals) -> int:
     # KeyboardInterrupt can then only be raised by provider code, which the reloader
     # reports as its failure. SIGHUP goes to a receiver of its own.
     stop = anyio.CancelScope()
-    watchdog = LoopWatchdog(session.stall_warning or None, log, _exit_now)
+    watchdog = LoopWatchdog(session.settings.stall_warning or None, log, exit_process)
     with anyio.open_signal_receiver(signal.SIGHUP) as hangups, signals.cancelling(stop):
         async with watchdog.watching(), anyio.create_task_group() as control:
 
@@ -272,7 +265,7 @@ async def _serve(session: _Session, signals: StopSignals) -> int:
             "exiting without waiting for code that overran its time bound",
             still_running=leftover,
         )
-        _exit_now(outcome)
+        exit_process(outcome)
     return outcome
 
 
@@ -323,7 +316,6 @@ async def _open_journal(
     until ``stack`` closes and provided in ``scope``'s context meanwhile; an exit code when
     it cannot be opened (one line on stderr)."""
     settings = session.settings
-    assert settings is not None
     if not settings.journaled:
         return None
     name = settings.name or session.command
@@ -354,8 +346,6 @@ async def _open_journal(
 async def _controlled(session: _Session, log: Any) -> AsyncIterator[SessionFacts]:
     """Serve the control socket (``hotseam status``, ``hotseam reload``) in the block."""
     settings = session.settings
-    assert settings is not None
-    assert session.control is not None
     socket = session.control.socket
     facts = SessionFacts(
         session.command,
@@ -378,7 +368,6 @@ async def _run_agent(
 ) -> int:
     """Run the agent (again and again in ``dev``)."""
     settings = session.settings
-    assert settings is not None
     dev = session.command == "hotseam dev"
     folders = ", ".join(
         shown_path(path) + ("/" if path.is_dir() else "") for path in session.reloader.paths
@@ -412,16 +401,6 @@ def _terminal(stream: Any) -> bool:
         return bool(stream is not None and stream.isatty())
     except (AttributeError, OSError, ValueError):
         return False
-
-
-def _exit_now(code: int) -> None:
-    """Exit at once: code that overran its time bound (a thread, a shielded wait) would
-    otherwise hold the process. Output is flushed and exit handlers run first."""
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):
-            stream.flush()
-    atexit._run_exitfuncs()
-    os._exit(code)
 
 
 def _add_processors(*, quiet: bool, one_line: bool) -> None:

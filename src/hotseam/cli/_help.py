@@ -12,7 +12,7 @@ import os
 import re
 import sys
 
-__all__ = ["HelpFormatter", "plain"]
+__all__ = ["DocstringFormatter", "HelpFormatter", "plain"]
 
 
 def plain(text: str | None) -> str | None:
@@ -67,3 +67,11 @@ class HelpFormatter(argparse.HelpFormatter):
             else:
                 filled.append(super()._fill_text(paragraph, width, indent))
         return "\n\n".join(filled)
+
+
+class DocstringFormatter(HelpFormatter):
+    """Shows a subcommand's description, its module's docstring, as plain text (rendered
+    when the help is printed, not each time the command starts)."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        return super()._fill_text(plain(text) or "", width, indent)

@@ -119,9 +119,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--journal", metavar="URL", help=journal_help)
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
 
-    def action(name: str, help_text: str) -> argparse.ArgumentParser:
+    def action(name: str, help_text: str, *, json: bool = True) -> argparse.ArgumentParser:
         sub = actions.add_parser(name, help=help_text, description=help_text)
         sub.add_argument("--journal", metavar="URL", default=argparse.SUPPRESS, help=journal_help)
+        if json:
+            sub.add_argument("--json", action="store_true", help="one JSON object")
         return sub
 
     states = ", ".join(state.value for state in AskState)
@@ -131,19 +133,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     listing.add_argument("--agent", metavar="KEY", help="only the questions of this agent")
     listing.add_argument("--limit", metavar="N", help=f"at most N (default {DEFAULT_LIMIT})")
-    listing.add_argument("--json", action="store_true", help="one JSON object")
     show = action("show", "one question in full (its answer only with --answer)")
     show.add_argument("id", metavar="ID", help="the question's id (from list)")
     show.add_argument("--answer", action="store_true", help="print the answer too (personal data)")
-    show.add_argument("--json", action="store_true", help="one JSON object")
     runs = action("runs", "the agents' runs, newest first, with their daemon and questions")
     runs.add_argument("--unfinished", action="store_true", help="only the runs that resume")
     runs.add_argument("--agent", metavar="KEY", help="only the runs of this agent")
     runs.add_argument("--limit", metavar="N", help=f"at most N (default {DEFAULT_LIMIT})")
-    runs.add_argument("--json", action="store_true", help="one JSON object")
-    daemons = action("daemons", "the processes that wrote to the journal")
-    daemons.add_argument("--json", action="store_true", help="one JSON object")
-    abandon = action("abandon", "give up an unfinished run: it never resumes")
+    action("daemons", "the processes that wrote to the journal")
+    abandon = action("abandon", "give up an unfinished run: it never resumes", json=False)
     abandon.add_argument("run", metavar="RUN", help="the run's id, or the agent's key")
     abandon.add_argument("--yes", action="store_true", help="do it (otherwise: refused)")
     purge = action("purge", "remove what was settled longer ago than a duration")
@@ -156,7 +154,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"{', '.join(sorted(SETTLED_STATES))})",
     )
     purge.add_argument("--yes", action="store_true", help="remove (otherwise: a dry run)")
-    purge.add_argument("--json", action="store_true", help="one JSON object")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -21,6 +21,7 @@ from .._core import BaseContext
 from ..interaction import pending_asks
 from ..interaction.journal import journal_waits
 from ..reload import ModuleState, Reloader, display_path
+from ._agent import shown_location
 
 __all__ = ["SessionFacts", "handle"]
 
@@ -81,7 +82,7 @@ def status(facts: SessionFacts) -> dict[str, Any]:
                     "seam": seam.name,
                     "context": context.name,
                     "provider": f"{type(provider).__module__}.{type(provider).__qualname__}",
-                    "registered_at": _shown(registration.location),
+                    "registered_at": shown_location(registration.location),
                 }
             )
         context = context.parent
@@ -155,21 +156,7 @@ async def reload(facts: SessionFacts, paths: list[str]) -> dict[str, Any]:
 
 
 async def handle(facts: SessionFacts, message: dict[str, Any]) -> dict[str, Any]:
-    """Answer one control request."""
-    op = message.get("op")
-    if op == "status":
-        return status(facts)
-    if op == "reload":
-        paths = message.get("paths") or []
-        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
-            return {"ok": False, "error": "'paths' must be a list of strings"}
-        return await reload(facts, paths)
-    return {"ok": False, "error": f"unknown op {op!r}; expected 'status' or 'reload'"}
-
-
-def _shown(location: str) -> str:
-    """``file:line`` with the file relative to the working directory when below it."""
-    file, sep, line = location.rpartition(":")
-    if not sep:
-        return location
-    return f"{display_path(Path(file))}:{line}"
+    """Answer one control request, as :func:`~._control.parse_request` checked it."""
+    if message["op"] == "reload":
+        return await reload(facts, message["paths"])
+    return status(facts)

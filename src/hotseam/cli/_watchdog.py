@@ -1,23 +1,15 @@
 """A watchdog for the event loop of ``hotseam dev`` and ``hotseam run``.
 
-Provider code that blocks the event-loop thread (a synchronous ``setup`` that sleeps, an
-``ask`` that loops) cannot be interrupted by any time bound, and it also deafens the
-process: the loop never gets to the signal receiver. The watchdog makes that visible and
-escapable (DESIGN.md, invariant 7):
-
-* a task in the loop *pets* it every :data:`PET_INTERVAL` seconds; a daemon thread watches
-  the pets. When none came for ``threshold`` seconds it logs ``loop.blocked`` once for the
-  stall, naming the innermost frame of the loop thread outside hotseam and the async
-  libraries (module, function, file, line), with the stack below it; ``loop.unblocked``
-  follows when the loop runs again;
-* Python runs signal handlers in the main thread between bytecodes (and when a blocking
-  call such as ``time.sleep`` is interrupted), even while the loop is blocked, so SIGINT and
-  SIGTERM go through a handler of ours chained in front of the backend's. It only counts
-  them; a pet resets the count. A second stop signal that the blocked loop could not
-  handle makes the watchdog thread log what the loop thread is running and exit at once
-  with ``128 + signal number`` (130 for SIGINT, 143 for SIGTERM), as uvicorn and pytest do
-  on a second Ctrl-C. Disposers do not run then: the loop is not free to run them.
-"""
+Provider code that blocks the event-loop thread (a synchronous ``setup`` that sleeps) cannot
+be interrupted by any time bound, and it deafens the process: the loop never gets to the
+signal receiver. The watchdog makes that visible and escapable (invariant 7): a loop task
+*pets* it every :data:`PET_INTERVAL`, and a daemon thread that sees no pet for
+``threshold`` seconds logs ``loop.blocked`` once, naming the innermost frame outside hotseam
+and the async libraries (``loop.unblocked`` follows). Python runs signal handlers in the
+main thread even while the loop is blocked, so a handler of ours, chained in front of the
+backend's, counts SIGINT and SIGTERM; a second stop signal the blocked loop could not
+handle makes the thread log what the loop runs and exit with ``128 + signal number``, as
+uvicorn and pytest do on a second Ctrl-C (disposers do not run: the loop is not free)."""
 
 from __future__ import annotations
 
@@ -37,6 +29,7 @@ from typing import Any
 import anyio
 
 from ..reload import is_library_file
+from ._agent import shown_path
 
 __all__ = ["PET_INTERVAL", "LoopWatchdog", "blocked_frame"]
 
@@ -66,7 +59,7 @@ class BlockedFrame:
 
     @property
     def location(self) -> str:
-        return f"{_shown(self.file)}:{self.line}"
+        return f"{shown_path(Path(self.file))}:{self.line}"
 
 
 def blocked_frame(thread_id: int) -> BlockedFrame | None:
@@ -265,10 +258,3 @@ def _hidden(filename: str) -> bool:
 def _stdlib(filename: str) -> bool:
     """Code the user called (blamed only when nothing of theirs is on the stack)."""
     return filename.startswith(_STDLIB)
-
-
-def _shown(path: str) -> str:
-    try:
-        return str(Path(path).relative_to(Path.cwd()))
-    except ValueError:
-        return path
