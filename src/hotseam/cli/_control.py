@@ -1,20 +1,15 @@
 """The control socket of ``hotseam dev`` and ``hotseam run``: its protocol, served and asked.
 
-A running session listens on a Unix socket so that ``hotseam status`` and ``hotseam
-reload`` can talk to it from another terminal (or a deploy script); where the socket lives
-and how clients find it is :mod:`._control_folder`'s, and the client's side of a request
-:mod:`._control_client`'s (which imports neither anyio nor pydantic).
-
-The protocol is one JSON object per line each way: ``{"op": "status"}`` or ``{"op":
-"reload", "paths": [...]}`` in, ``{"ok": true, ...}`` or ``{"ok": false, "error": "...",
-"code": "..."}`` out, then the server closes the connection. Nothing a client sends ends
-more than its own connection: a request line is read within ``REQUEST_TIMEOUT`` and at most
-``MAX_REQUEST`` bytes by the surface kit's bounded JSON-lines reader (the one ACP and MCP
-read stdin with: strict UTF-8, nesting bounded at 128 levels), and checked field by field;
-whatever is wrong with it is the reply. Connections are accepted by the loop every
-listener shares (:mod:`hotseam.providers._accept`): running out of file descriptors is
-waited out, not fatal, and at most ``MAX_CONNECTIONS`` are served at once.
-"""
+``hotseam status`` and ``hotseam reload`` talk to a running session over a Unix socket
+(where it lives: :mod:`._control_folder`; the client's side: :mod:`._control_client`, which
+imports neither anyio nor pydantic). One JSON object per line each way: ``{"op": "status"}``
+or ``{"op": "reload", "paths": [...]}`` in, ``{"ok": true, ...}`` or ``{"ok": false,
+"error": "...", "code": "..."}`` out, then the server closes. Nothing a client sends ends
+more than its own connection: the line is read within ``REQUEST_TIMEOUT`` and
+``MAX_REQUEST`` bytes by the surface kit's bounded JSON-lines reader, and checked field by
+field; connections are accepted by the loop every listener shares
+(:mod:`hotseam.providers._accept`: out of descriptors is waited out, at most
+``MAX_CONNECTIONS`` at once)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,9 @@
 """The client side of the control socket: where the sockets are, which one a target
 names, and one request with its reply (``hotseam status`` and ``hotseam reload``).
 
-Kept apart from the server (:mod:`._control`, :mod:`._control_folder`) so that the clients
-import only the standard library and the error tree: no anyio, no pydantic, no structlog,
-and no pathlib, glob or argparse either (paths are strings here): ``hotseam status`` is
-mostly the start of an interpreter and its imports. Where the sockets live and why is
-:mod:`._control_folder`'s docstring.
-"""
+Apart from the server (:mod:`._control`) so that the clients import only the standard
+library and the error tree (no anyio, pydantic, structlog, pathlib, glob or argparse):
+``hotseam status`` is mostly the start of an interpreter and its imports."""
 
 from __future__ import annotations
 
@@ -77,12 +74,8 @@ def _plain(path: str) -> str:
 
 
 def runtime_dir(*, exact: bool = False) -> str:
-    """The preferred folder of the control sockets (not created).
-
-    Without ``$XDG_RUNTIME_DIR`` it is in :func:`tempfile.gettempdir`, which a client finds
-    without importing :mod:`tempfile` when it can (see :func:`_temp_dir`); ``exact`` (the
-    process that listens) always asks :mod:`tempfile`.
-    """
+    """The preferred folder of the control sockets (not created); ``exact`` (the process that
+    listens) always asks :mod:`tempfile` for the temporary folder (see :func:`_temp_dir`)."""
     override = os.environ.get("HOTSEAM_RUNTIME_DIR")
     if override:
         return _plain(override)
@@ -94,17 +87,10 @@ def runtime_dir(*, exact: bool = False) -> str:
 
 
 def _temp_dir(name: str, *, exact: bool) -> str:
-    """:func:`tempfile.gettempdir` as a client needs it.
-
-    Importing :mod:`tempfile` (``shutil``, ``random``, ``bz2``, ``lzma``) and its test of each
-    candidate folder (a file created, written and removed) were an eighth of ``hotseam
-    status``. Its candidates are ``$TMPDIR``, ``$TEMP``, ``$TMP``, ``/tmp``, ``/var/tmp``,
-    ``/usr/tmp``, in that order: when the first one this user may write in already holds
-    the private folder ``name``, that is where the sockets are. Otherwise (another folder,
-    nothing made yet, one taken by another user: its stand-ins are found beside the exact
-    answer) :mod:`tempfile` answers. A folder the permissions allow but that refuses a new
-    file (a full disk) is the one case the two could differ: a client would look there.
-    """
+    """:func:`tempfile.gettempdir` as a client needs it, without importing :mod:`tempfile` (an
+    eighth of ``hotseam status``) when it can: when the first of its candidates (``$TMPDIR``,
+    ``$TEMP``, ``$TMP``, ``/tmp``, ``/var/tmp``, ``/usr/tmp``) this user may write in holds
+    the private folder ``name``, the sockets are there; otherwise :mod:`tempfile` answers."""
     if not exact:
         named = [os.environ.get(each) for each in ("TMPDIR", "TEMP", "TMP")]
         for candidate in [*(each for each in named if each), "/tmp", "/var/tmp", "/usr/tmp"]:

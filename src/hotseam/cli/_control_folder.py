@@ -1,22 +1,17 @@
 """Where the control sockets of ``hotseam dev`` and ``hotseam run`` live, and how clients
 find them.
 
-The sockets are private to their owner: they live in a folder only the owner can enter
-(``$XDG_RUNTIME_DIR/hotseam``, else ``/tmp/hotseam-<uid>``; ``$HOTSEAM_RUNTIME_DIR``
-overrides). When that folder is not the user's (another local user made
-``/tmp/hotseam-<uid>`` first: a denial of service if it stopped the start), the session uses
-a private folder of its own beside it, ``/tmp/hotseam-<uid>-<random>`` (one made by
-:func:`tempfile.mkdtemp`, reused by later sessions), and warns; clients look there too, only
-in folders the user owns and nobody else may enter. When no private folder can be had, the
-session runs without a control socket, with a warning. A folder named on purpose by
-``$HOTSEAM_RUNTIME_DIR`` is never replaced: an unsafe one is bad input.
+The sockets live in a folder only their owner can enter (``$XDG_RUNTIME_DIR/hotseam``, else
+``/tmp/hotseam-<uid>``; ``$HOTSEAM_RUNTIME_DIR`` overrides). When another local user made
+``/tmp/hotseam-<uid>`` first (a denial of service if it stopped the start), the session
+warns and uses a private folder beside it (``/tmp/hotseam-<uid>-<random>``, reused later),
+where clients look too; with no private folder at all it runs without a control socket. A
+folder named by ``$HOTSEAM_RUNTIME_DIR`` is never replaced: an unsafe one is bad input.
 
-Each process listens on ``<pid>.sock``; ``--name NAME`` adds ``NAME.sock``, a symbolic link
-to it. A socket left by a process that died (``kill -9``, a crash, a reboot of the
-container) is *stale*: its pid is gone or nothing accepts on it. Clients skip and remove
-stale sockets, and a new process replaces a stale one in its way; a live process keeps its
-name (a second one asking for it is refused).
-"""
+Each process listens on ``<pid>.sock``; ``--name NAME`` adds the link ``NAME.sock``. A
+socket whose process died (``kill -9``, a crash) is *stale*: nothing accepts on it.
+Clients remove stale sockets, a new process replaces one in its way, and a live process
+keeps its name (a second one asking for it is refused)."""
 
 from __future__ import annotations
 

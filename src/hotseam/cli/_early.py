@@ -1,25 +1,18 @@
 """Answer a stdio host's first messages before the protocol SDK is imported.
 
-``import mcp`` takes about a second (its types build hundreds of pydantic models), the
-ACP SDK's schema about half of one; on a loaded machine more, and Claude Code gives an MCP
-server 3 s to answer its ``server/discover`` probe. What ``initialize`` and
-``server/discover`` answer is known before any SDK is imported (the protocol versions, the
-capabilities, the server's name and version), so a thread of :class:`EarlyFront` reads
-stdin from the start and answers those at once, while the command imports the SDK and
-loads its modules.
+``import mcp`` takes about a second (the ACP SDK's schema half of one; more on a loaded
+machine), and Claude Code gives an MCP server 3 s to answer its ``server/discover`` probe.
+What ``initialize`` and ``server/discover`` answer is known without the SDK (versions,
+capabilities, name), so a thread of :class:`EarlyFront` reads stdin from the start and
+answers those while the command imports the SDK and loads its modules.
 
-Nothing is lost or reordered: every byte the front read, answered or not, is handed to
-the SDK's reader first (:func:`~._stdio_cmd.stdio_pipes`' ``prefix``), so the SDK sees the
-stream the host wrote and its state (the era, the client's capabilities) is what it would
-be; its own answers to the requests the front answered are dropped by
-:class:`SkippingWriter`, which compares them, field by field, with what the front sent (a
-difference is logged as a warning: the front's data went stale). The front answers only
-while every line before has been answered by it: from the first line it does not know
-(another method, a version it cannot vouch for, malformed JSON, an id of a wrong type), it
-stops reading, and that line and all after it are the SDK's, errors included.
-
-Only the standard library is imported here: this module runs before anything heavy.
-"""
+Nothing is lost or reordered: every byte the front read is handed to the SDK's reader first
+(:func:`~._stdio_cmd.stdio_pipes`' ``prefix``), so the SDK's state is what it would be; its
+own answers to the requests the front answered are dropped by :class:`SkippingWriter`,
+after a comparison (a difference is logged: the front's data went stale). From the first
+line the front does not know (another method, a version it cannot vouch for, bad JSON), it
+stops reading: that line and all after it are the SDK's. Only the standard library is
+imported here."""
 
 from __future__ import annotations
 

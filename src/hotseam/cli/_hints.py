@@ -1,19 +1,11 @@
 """Hints for the mistakes newcomers make in a watched folder, read off the reload events.
 
-The reload report says *what* failed; these lines say what to do about it, once:
-
-* a module with no ``setup(scope)`` that no provider imports is loaded as a helper and then
-  does nothing, which looks like a provider that silently failed;
-* ``from . import x`` in a plain folder (no ``__init__.py``) fails with Python's "no known
-  parent package", which does not say that the folder's modules are top-level ones;
-* ``OSError: Address already in use`` from a module that listens on a fixed port: a reload
-  sets the new generation up while the old one still serves (and holds the port), so a
-  socket made in ``setup`` can never be made again; ``scope.carry`` keeps one socket for
-  every generation.
-
-(A ``setup`` that does not take the scope needs no hint: its load error says what it must
-accept, at the line of its ``def``.)
-"""
+The reload report says *what* failed; these lines say what to do about it, once: a module
+with no ``setup(scope)`` that no provider imports is loaded as a helper and does nothing;
+``from . import x`` in a plain folder (no ``__init__.py``) fails with "no known parent
+package", which does not say that its modules are top-level; ``Address already in use``
+from a module on a fixed port: a reload sets the new generation up while the old one holds
+the port, and ``scope.carry`` keeps one socket for every generation."""
 
 from __future__ import annotations
 

@@ -1,17 +1,12 @@
 """structlog configuration for the ``hotseam`` command (the library never configures it).
 
-Every mode writes log lines to stderr: in ACP mode stdout carries protocol messages only,
-and in ``demo``/``dev`` mode stdout is the agent's own output. Logging never blocks the
-program: when stderr is a pipe or a file, lines go through :class:`StderrSink` (a bounded
-queue and a writer thread), so a client that does not read the pipe costs log lines, which
-are counted and reported, never a stalled event loop.
-
-Nor does it cost the program the rendering: a line bound for the sink is rendered by the
-sink's writer thread (:class:`_RenderLater`), the same text as if it were rendered at the
-call — its fields, their order and its timestamp, taken at the call — in the same order
-with the other lines. Only what is read at the call stays there: the context variables,
-the level, the time, and the traceback of ``exc_info`` (which must be the current one).
-"""
+Every mode logs to stderr: stdout carries protocol messages (ACP, MCP) or the agent's own
+output (``demo``, ``dev``). Logging never blocks the program: when stderr is a pipe or a
+file, lines go through :class:`StderrSink` (a bounded queue and a writer thread), so a
+client that does not read the pipe costs log lines (counted and reported), never a stalled
+event loop. Nor does rendering cost the loop: a line bound for the sink is rendered by the
+writer thread (:class:`_RenderLater`), the same text in the same order as if rendered at
+the call; what is read at the call (context variables, level, time, ``exc_info``) is."""
 
 from __future__ import annotations
 
@@ -38,13 +33,10 @@ LogStyle = Literal["console", "json"]
 def configure_logging(
     style: LogStyle, *, level: str = "info", stream: TextIO | None = None
 ) -> None:
-    """Send structlog events (and stdlib ``logging``) to ``stream`` (default stderr).
-
-    ``console`` is human-readable (colours only on a terminal); ``json`` is one JSON object
-    per line with no colours, for daemons and log collectors. The default stream resolves
-    ``sys.stderr`` at each write, so that while a terminal prompt is open (and has patched
-    the standard streams) log lines print above it instead of through it.
-    """
+    """Send structlog events (and stdlib ``logging``) to ``stream`` (default stderr):
+    ``console`` lines (colours only on a terminal) or ``json``, one object per line. The
+    default stream resolves ``sys.stderr`` at each write, so that log lines print above an
+    open terminal prompt (which patches the standard streams) instead of through it."""
     out: TextIO = stream if stream is not None else CurrentStderr()  # type: ignore[assignment]
     sink = _stderr_sink()
     if sink is not None:
@@ -126,15 +118,11 @@ def _kept(value: object, depth: int = 0) -> tuple[bool, object]:
 
 
 class _RenderLater:
-    """The last processor: stamps the event, then renders it — on the sink's writer thread
-    when the line goes to the sink and every field renders the same later, else now.
-
-    What the structlog chain did before, in the same order: the timestamp
-    (``TimeStamper(fmt="iso", utc=True)``, its instant taken here), ``format_exc_info``
-    for JSON (always here: ``exc_info=True`` means the exception being handled now), the
-    renderer. A line rendered later is handed to the sink and dropped from structlog's
-    path (``DropEvent``); one rendered now is returned for the logger to write, as before.
-    """
+    """The last processor: stamps the event, then renders it, on the sink's writer thread when
+    the line goes to the sink and every field renders the same later, else now: the
+    timestamp (its instant taken here), ``format_exc_info`` for JSON (always here: it is the
+    exception being handled now), the renderer. A line rendered later is handed to the sink
+    and dropped from structlog's path (``DropEvent``)."""
 
     def __init__(self, renderer: Callable[..., Any], *, exc_info: bool, deferrable: bool) -> None:
         self._renderer = renderer
@@ -181,15 +169,10 @@ class _RenderLater:
 
 
 class CurrentStderr:
-    """A text stream that writes to whatever ``sys.stderr`` is at the time of the write.
-
-    The process's own stderr (``sys.__stderr__``), when it is a pipe or a file, is written
-    through the process-wide :class:`StderrSink`, which never blocks. Everything else is
-    written directly, as before: a terminal, because someone is looking at it (so it is
-    read) and log lines must appear in order with the prompt and the program's output; and
-    a replacement stream (the terminal prompt's patch that prints above it, a test's
-    capture), because it is in memory and must see each line at once.
-    """
+    """A text stream that writes to whatever ``sys.stderr`` is at the time of the write: the
+    process's own, when it is a pipe or a file, through the :class:`StderrSink` (which never
+    blocks); a terminal (someone reads it, in order with the prompt) or a replacement (the
+    terminal prompt's patch, a test's capture) directly."""
 
     def write(self, text: str) -> int:
         """Write to the current ``sys.stderr``, through the sink if it is the real one."""

@@ -54,25 +54,18 @@ _FORCED_REPORT_WAIT = 1.0
 class StopSignals:
     """SIGINT and SIGTERM for the whole life of a command that owns its process.
 
-    The first stop signal cancels the scope bound with :meth:`cancelling` (the command
-    then disposes everything and exits 0), at once if it came before the scope was bound.
-    The second is logged and changes nothing: hosts send two (Claude Code sends SIGINT,
-    then SIGTERM 100 ms later), and a stop in progress must be let finish. The third ends
-    the process at once with ``128 +`` its number (130, 143) without disposing, so a stop
-    that hangs can still be cut short, as uvicorn and pytest do on a second Ctrl-C.
-
-    The handlers are the interpreter's (``signal.signal``), installed before the event
-    loop runs and kept until the process exits: the loop's own handlers are removed when
-    it closes, and a signal during the loop's shut-down or the interpreter's exit would
-    then get its default action and kill the process (exit -15, after its disposers ran).
-    A handler only counts and wakes the loop; the loop logs (the log stream's lock may be
-    held by the code a signal interrupts).
+    The first stop signal cancels the scope bound with :meth:`cancelling` (the command then
+    disposes everything and exits 0). The second is logged and changes nothing: hosts send two
+    (Claude Code: SIGINT, then SIGTERM 100 ms later), and a stop in progress must finish. The
+    third exits at once with ``128 +`` its number, without disposing, as uvicorn and pytest do.
+    The handlers are the interpreter's, installed before the loop runs and kept until the
+    process exits: a signal during the loop's or the interpreter's shut-down would otherwise
+    get its default action. A handler only counts and wakes the loop; the loop logs.
 
     Args:
         command: The events' prefix: ``{command}.signal``, ``{command}.forced_exit``.
         report: Logs a signal in the loop, given its name and how many came so far
-            (default: ``{command}.signal``).
-    """
+            (default: ``{command}.signal``)."""
 
     def __init__(self, command: str, *, report: Callable[[str, int], None] | None = None) -> None:
         self.command = command
@@ -158,14 +151,10 @@ class StopSignals:
 def _woken_by_signals() -> Iterator[None]:
     """Wake asyncio's loop when a signal arrives, whichever thread the kernel gave it to.
 
-    Python runs a signal's handler in the main thread only. The kernel may deliver a
-    process's signal to any thread that does not block it, and a signal taken by the log
-    writer or a worker thread leaves the main thread asleep in ``epoll_wait`` (an hour, while
-    a disposer waits): the handler would run only when the loop next woke. Python's wakeup
-    descriptor gets a byte on every signal, in any thread; the loop reads it, and the
-    handlers run. Trio sets one of its own; a descriptor set already (asyncio's
-    ``add_signal_handler``) is left as it is.
-    """
+    Python runs handlers in the main thread only, and a signal the kernel delivers to the log
+    writer or a worker thread would leave the main thread asleep in ``epoll_wait``. The wakeup
+    descriptor gets a byte on every signal, in any thread; the loop reads it, and the handlers
+    run. Trio sets one of its own; one set already is left as it is."""
     import sniffio
 
     if (
@@ -223,14 +212,10 @@ def _loop_waker() -> Callable[[Callable[[], None]], None]:
 
 
 def exit_process(code: int) -> NoReturn:
-    """End the process once a command stopped, without the interpreter's finalization.
-
-    Tearing the interpreter down (every module, the SDKs' and pydantic's objects) takes
-    longer than the stop itself (0.3 s on an idle machine, seconds on a busy one), and it
-    restores the default action of SIGTERM and SIGINT: the second signal a host sends
-    would then kill a process whose stop is complete. Output is flushed and the exit
-    handlers run first (the log sink writes what it holds).
-    """
+    """End the process once a command stopped, without the interpreter's finalization: it takes
+    longer than the stop itself, and restores the default action of SIGTERM and SIGINT (a
+    host's second signal would kill a stopped process). Output is flushed and the exit
+    handlers run first (the log sink writes what it holds)."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
@@ -256,13 +241,10 @@ def _exit_at_once(code: int) -> None:
 def stdout_reserved() -> Iterator[BinaryIO]:
     """Keep stdout for protocol messages only, and the program's own output from blocking.
 
-    The protocol gets a private copy of the stdout file descriptor. When stderr is a pipe
-    or a file (a client launched the command), everything the program, provider modules
-    and libraries write to stdout or stderr, ``print`` and writes to descriptors 1 and 2
-    alike, goes through the log sink, so a client that never reads stderr costs lines
-    (counted), never a frozen session: see :class:`OutputCapture`. On a terminal, fd 1 and
-    ``sys.stdout`` point at stderr, which someone is reading.
-    """
+    The protocol gets a private copy of fd 1. When stderr is a pipe or a file, all that the
+    program writes to stdout or stderr (``print``, fds 1 and 2) goes through the log sink
+    (:class:`OutputCapture`): a client that never reads stderr costs lines, never a frozen
+    session. On a terminal, fd 1 and ``sys.stdout`` point at stderr."""
     from ._logging import _stderr_sink  # the one sink of the process: logs and output share it
 
     sys.stdout.flush()
@@ -293,15 +275,9 @@ def _stdout_to_stderr() -> Iterator[None]:
 async def stdio_pipes(
     protocol_out: BinaryIO, prefix: bytes = b"", ended: bool = False
 ) -> AsyncIterator[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
-    """stdin and ``protocol_out`` (from :func:`stdout_reserved`) as asyncio streams;
-    ``prefix``, what was read of stdin before (:mod:`._early`), is read first, and with
-    ``ended`` stdin had ended there.
-
-    A stdin the event loop cannot poll (``/dev/null``: a supervisor, ``nohup``, a test
-    harness) is read in a worker thread instead, so its end is seen as a closed pipe's is:
-    the loop would accept it and never report it readable, and the command would run until
-    killed.
-    """
+    """stdin and ``protocol_out`` (from :func:`stdout_reserved`) as asyncio streams; ``prefix``,
+    what :mod:`._early` read of stdin, is read first (``ended``: stdin ended there). A stdin
+    the loop cannot poll (``/dev/null``) is read in a worker thread, so that its end is seen."""
     import asyncio
 
     import anyio
