@@ -2,10 +2,13 @@
 asyncio and trio where the provider is backend-neutral.
 
 A question answered is the answer the human gave, returned once; one the agent stops
-waiting for is withdrawn from the surface, and an answer given to it after that reaches no
-one; one waiting when its provider's generation is disposed is asked again on the next
-generation and answered once; what the human answers is in no log line above debug; and
-a surface that shows one question at a time still answers an ask of several.
+waiting for (its signal, or its task cancelled) is withdrawn from the surface, and an
+answer given to it after that reaches no one, not even the same question asked afresh;
+one waiting when its provider's generation is disposed (a real reload: ``_generations``)
+is asked again on the next generation and answered once, and the answers an ask of
+several already has are kept; what the human answers is in no log line above debug
+(``ask.answer_text`` is the one debug line that holds it); and a surface that shows one
+question at a time still answers an ask of several.
 """
 
 from __future__ import annotations
@@ -215,6 +218,35 @@ async def test_a_question_waiting_when_its_generation_is_disposed_is_asked_again
         assert outcome == AskUserQuestionAnswer("SQLite", SQLITE)
         answer, _ = await _answered_once(s, DB, [Choose(0)])  # the new generation serves on
         assert answer == AskUserQuestionAnswer("pg", POSTGRES)
+
+
+async def test_a_reload_in_the_middle_of_an_ask_of_several_keeps_the_answers_given(
+    surface: Opener, tmp_path: Path
+) -> None:
+    """Several questions: on a surface of one question at a time, the first is answered,
+    a reload disposes the generation showing the second, and only the second is asked
+    again; a surface that shows them together shows them all again. Either way the ask
+    gets each answer once."""
+    async with surface() as s, generations(s, tmp_path / "ui") as reloads:
+        async with anyio.create_task_group() as tasks:
+            pending = asking(s, CHOICES, tasks)
+            showing = await shown_while(s, pending)
+            rest: list[Reply] = [Choose(2), Choose(1)]
+            if _count(showing, CHOICES) == 1:
+                await s.answer(showing, rest[:1])
+                rest = rest[1:]
+                showing = await shown_while(s, pending)
+            await reloads.reload()
+            await s.withdrawn(showing)
+            again = await shown_while(s, pending)
+            assert (again.generation, _count(again, CHOICES)) == (2, len(rest))
+            await s.answer(again, rest)
+            outcome = await pending.result()
+        assert isinstance(outcome, AskUserQuestionAnswer), outcome
+        assert outcome.answers == (
+            QuestionAnswer("db", "DuckDB", (DUCKDB,)),
+            QuestionAnswer("region", "us", (AMERICA,)),
+        )
 
 
 def _leaks(
