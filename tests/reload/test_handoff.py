@@ -25,9 +25,9 @@ import pytest
 from hotseam import CloseReason, Context, Scope, Seam
 from hotseam.interaction import ask_user_question_tool
 from hotseam.reload import _guard
+from hotseam.reload._commit import Closer
 from hotseam.reload._guard import Worker
 from hotseam.reload._loader import Loader
-from hotseam.reload._teardown import Closer
 
 pytestmark = pytest.mark.anyio
 

@@ -1,28 +1,545 @@
-"""Committing a reload: swap the prepared generations in for the ones they replace.
+"""Committing a reload, in two phases: prepare the new generations, then swap them in.
 
-The last of a reload's three phases (plan → prepare → commit). Inside ``context.swap`` (asks
-in flight are withdrawn and re-asked on the new provider; asks arriving meanwhile wait) the
-replaced and unloaded generations close, importers first, and the staged scopes activate;
-then every module's record and status is brought up to date and the events are sent.
+One concept, a reload's two-phase commit: the prepare stages each changed module (executes
+it, sets it up against a staged scope, refuses a generation whose registrations would
+collide) and changes nothing that serves; the commit, inside ``context.swap``, closes the
+generations replaced and activates the staged ones. Both phases end generations the same
+way (:class:`Closer`), and the commit consumes what the prepare staged, so they live
+together; the plan before them is :mod:`._plan_builder`.
+
+**Prepare: execute the changed modules and set each up against a staged scope.** Nothing
+here touches what serves: a staged scope records its registrations without activating them
+and starts no task, so a module that fails (to execute, to set up in time, or for a
+conflict) is dropped with everything that imported it, and its serving generation is left
+exactly as it was.
+
+**Conflict checks: would a new generation's registrations collide?** A seam has one active
+provider per context and a tool name one tool per registry. The core refuses a collision
+when a scope activates; the reloader checks before its commit, against what stays active and
+what this reload registers, so that a colliding module fails alone (its old generation
+serving on) instead of failing the whole swap half way.
+
+**Commit: swap the prepared generations in for the ones they replace.** Inside
+``context.swap`` (asks in flight are withdrawn and re-asked on the new provider; asks
+arriving meanwhile wait) the replaced and unloaded generations close, importers first, and
+the staged scopes activate; then every module's record and status is brought up to date and
+the events are sent.
+
+**Closing a generation's scope within a time bound, and reporting what its disposers did.**
+The commit (replaced generations), a failed prepare (staged scopes) and the reloader's own
+close all end generations the same way: in a detached task the reloader stops waiting for
+past ``dispose_timeout``, so one stuck disposer can neither freeze a reload nor hide.
 """
 
 from __future__ import annotations
 
+import contextvars
+import inspect
 import time
-from collections.abc import AsyncIterator, Callable
+import types
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
 
-from .._core import CloseReason, Context, Registration, Scope, Seam, hand_over
+import anyio
+import anyio.abc
+
+from .._core import (
+    CloseReason,
+    Context,
+    DisposalError,
+    DisposerTimeoutError,
+    Registration,
+    Scope,
+    Seam,
+    ToolRegistration,
+    follow,
+    get_logger,
+    hand_over,
+    use_context,
+)
 from ._errors import LoadError
-from ._events import DisposeFailed, ModuleUnloaded, ReloadAborted, ReloadCommitted, ReloadEvent
-from ._loader import NOTHING, Batch, Loader
+from ._events import (
+    SLOW_NOTICE,
+    DisposeFailed,
+    ModuleUnloaded,
+    ReloadAborted,
+    ReloadCommitted,
+    ReloadEvent,
+    display_path,
+    report_slow,
+)
+from ._guard import Detached, interrupted, is_fatal, start_detached
+from ._loader import NOTHING, Batch, Blocker, Loader, ModuleRecord
+from ._plan_builder import heir_of
 from ._planner import Plan, dependency_order
-from ._prepare import Prepared
-from ._status import ModuleState
-from ._teardown import Closer, dispose_failed
+from ._status import ModuleKind, ModuleState
 
-__all__ = ["Committer"]
+__all__ = [
+    "Closer",
+    "Committer",
+    "Prepared",
+    "Preparer",
+    "as_exception",
+    "check_conflicts",
+    "dispose_failed",
+    "propagate",
+]
+
+
+_log = get_logger("hotseam.reload")
+
+
+# -- prepare ---------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Prepared:
+    """What :meth:`Preparer.prepare` leaves for the commit."""
+
+    order: list[str]
+    kinds: dict[str, ModuleKind]
+    aborted: dict[str, LoadError]
+    load_ms: dict[str, float]
+    blockers: dict[str, Blocker]
+
+
+class _TaskHost:
+    """Runs a generation's background tasks in the reloader's task group; reports crashes.
+
+    The core only ever calls ``start_soon`` on a scope's task host.
+    """
+
+    __slots__ = ("_generation", "_module", "_report", "_task_group")
+
+    def __init__(
+        self,
+        task_group: anyio.abc.TaskGroup,
+        report: Callable[[str, int, str, BaseException], None],
+        module: str,
+        generation: int,
+    ) -> None:
+        self._task_group = task_group
+        self._report = report
+        self._module = module
+        self._generation = generation
+
+    def start_soon(
+        self, func: Callable[..., Awaitable[object]], *args: object, name: object = None
+    ) -> None:
+        label = str(name) if name is not None else getattr(func, "__qualname__", repr(func))
+        report, module, generation = self._report, self._module, self._generation
+
+        async def guarded() -> None:
+            try:
+                await func(*args)
+            except BaseException as error:  # SystemExit and friends from provider code too
+                if is_fatal(error):
+                    raise
+                report(module, generation, label, error)
+
+        self._task_group.start_soon(guarded, name=name)
+
+
+class Preparer:
+    """Runs the prepare phase for one reloader (its context, loader and time bounds)."""
+
+    __slots__ = (
+        "_abandoned",
+        "_closer",
+        "_context",
+        "_dispose_timeout",
+        "_import_timeout",
+        "_loader",
+        "_report_task",
+        "_setup_timeout",
+        "_task_group",
+    )
+
+    def __init__(
+        self,
+        context: Context,
+        loader: Loader,
+        closer: Closer,
+        abandoned: list[Detached],
+        *,
+        task_group: Callable[[], anyio.abc.TaskGroup | None],
+        report_task: Callable[[str, int, str, BaseException], None],
+        dispose_timeout: float,
+        setup_timeout: float,
+        import_timeout: float,
+    ) -> None:
+        self._context = context
+        self._loader = loader
+        self._closer = closer
+        self._abandoned = abandoned
+        self._task_group = task_group  # read when a generation needs it: None once closing
+        self._report_task = report_task
+        self._dispose_timeout = dispose_timeout
+        self._setup_timeout = setup_timeout
+        self._import_timeout = import_timeout
+
+    async def prepare(self, batch: Batch, plan: Plan, scopes: dict[str, Scope]) -> Prepared:
+        """Execute the batch and set up its modules; ``scopes`` gets the staged scopes.
+
+        On return ``scopes`` holds only the modules that will commit: a failed module's
+        staged scope was discarded, and so was that of every module that imported it.
+        """
+        loader = self._loader
+        with use_context(self._context):
+            await loader.execute(batch, plan.order, self._import_timeout)
+        for name, source in batch.sources.items():
+            loader.record(name, source.path)
+        aborted: dict[str, LoadError] = dict(batch.failed)
+        for name, (path, error) in plan.unreadable.items():
+            loader.record(name, path)
+            aborted[name] = error
+        load_ms = dict(batch.load_ms)
+        imports = {name: batch.imports_of(name) for name in batch.staged}
+        order = dependency_order(batch.staged, imports)
+        kinds: dict[str, ModuleKind] = {}
+        blockers: dict[str, Blocker] = {}
+        heir = self._heir(batch, plan, order, aborted)
+        for name in order:
+            if name in aborted or propagate(batch, aborted, only=name):
+                continue
+            module = batch.staged[name]
+            try:
+                kind, setup = loader.kind_of(module)
+            except TypeError as error:
+                where = str(batch.sources[name].path)
+                aborted[name] = LoadError.from_exception("setup", error, (), where)
+                continue
+            kinds[name] = kind
+            if setup is None:
+                continue
+            started = time.perf_counter()
+            scope = scopes[name] = self._staged_scope(name, plan.carrier if name == heir else None)
+            failure = await self._set_up(name, setup, scope)
+            load_ms[name] = load_ms.get(name, 0.0) + (time.perf_counter() - started) * 1000
+            if failure is not None:
+                aborted[name] = failure
+                await self._closer.discard(scopes.pop(name))
+        while propagate(batch, aborted) | check_conflicts(
+            loader.records, batch, plan, order, scopes, aborted, blockers
+        ):
+            pass
+        for name in list(scopes):
+            if name in aborted:
+                await self._closer.discard(scopes.pop(name))
+        return Prepared(order, kinds, aborted, load_ms, blockers)
+
+    def _heir(
+        self, batch: Batch, plan: Plan, order: list[str], aborted: dict[str, LoadError]
+    ) -> str | None:
+        """The provider that takes over what the unloaded ``plan.carrier`` carries, if the
+        choice is unambiguous (see :mod:`._plan_builder`)."""
+        if plan.carrier is None:
+            return None
+        providers = [
+            name
+            for name in order
+            if name not in aborted and callable(batch.staged[name].__dict__.get("setup"))
+        ]
+        records = self._loader.records
+        heir = heir_of(providers, records)
+        if heir is not None:
+            _log.info(
+                "reload.takeover",
+                path=str(records[heir].path),
+                module=heir,
+                previous=str(records[plan.carrier].path),
+                summary=f"{display_path(records[heir].path)} may take over what "
+                f"{display_path(records[plan.carrier].path)} carries (it is unloaded in the "
+                "same reload: a rename)",
+            )
+        return heir
+
+    def _staged_scope(self, name: str, succeeding: str | None = None) -> Scope:
+        """A staged scope for the next generation of ``name``, its tasks in the reloader's
+        group; it may take over what ``name``'s serving generation carries, or, for a
+        renamed module, what the unloaded module ``succeeding`` carries."""
+        record = self._loader.records[name]
+        generation = record.last_generation + 1
+        task_group = self._task_group()
+        assert task_group is not None
+        host = cast(
+            "anyio.abc.TaskGroup", _TaskHost(task_group, self._report_task, name, generation)
+        )
+        scope = Scope(
+            f"{display_path(record.path)}#{generation}",
+            context=self._context,
+            staged=True,
+            task_group=host,
+            dispose_timeout=self._dispose_timeout,
+        )
+        predecessor = self._loader.records[succeeding].scope if succeeding else record.scope
+        follow(scope, predecessor)  # it may take over what the predecessor carries
+        return scope
+
+    async def _set_up(self, name: str, setup: Callable[..., Any], scope: Scope) -> LoadError | None:
+        """Run ``setup(scope)`` in a task of its own; return what went wrong, if anything.
+
+        Past ``setup_timeout`` the setup is abandoned — reported as stuck at the line it is
+        waiting at, even in a worker thread or under a shielded cancel scope — and its
+        staged scope is discarded by the caller.
+        """
+        watched = self._loader.watched_files()
+        path = self._loader.records[name].path
+        context = self._context
+        wrong = _signature_problem(setup, path)
+        if wrong is not None:
+            return wrong
+        outcome: object = None
+        if not inspect.iscoroutinefunction(setup):
+            # A plain function cannot be waited out (it holds the loop until it returns), so
+            # a task of its own would only add cost; it runs here, in a copy of the context.
+            try:
+                outcome = contextvars.copy_context().run(_call_with, context, setup, scope)
+            except BaseException as failure:  # provider code: reported, unless a Ctrl-C
+                if interrupted(failure):
+                    raise
+                return LoadError.from_exception("setup", failure, watched, str(path))
+            if not inspect.isawaitable(outcome):
+                return None
+        awaitable = outcome
+
+        async def call() -> None:
+            with use_context(context):
+                pending = awaitable if awaitable is not None else setup(scope)
+                if inspect.isawaitable(pending):
+                    await pending
+
+        handle = start_detached(f"setup of {display_path(path)}", call)
+        try:
+            with anyio.move_on_after(self._setup_timeout):
+                with anyio.move_on_after(SLOW_NOTICE):
+                    await handle.done.wait()
+                if not handle.done.is_set():
+                    report_slow("setting up", path, name, self._setup_timeout)
+                    await handle.done.wait()
+        finally:
+            if not handle.done.is_set():
+                location = handle.location(watched)
+                handle.cancel_scope.cancel()  # a setup that can be cancelled ends now
+                self._abandoned.append(handle)
+        if not handle.done.is_set() or handle.cancel_scope.cancel_called:
+            if location is None:
+                code = getattr(setup, "__code__", None)
+                location = f"{code.co_filename}:{code.co_firstlineno}" if code else str(path)
+            return LoadError.at(
+                "setup",
+                "TimeoutError",
+                f"setup() of {display_path(path)} did not finish within {self._setup_timeout} s "
+                f"(stuck at {location}); abandoned",
+                location,
+            )
+        error = handle.error
+        if error is None:
+            return None
+        if interrupted(error):
+            raise error
+        return LoadError.from_exception("setup", error, watched, str(path))
+
+
+def _call_with(context: Context, setup: Callable[..., Any], scope: Scope) -> object:
+    with use_context(context):
+        return setup(scope)
+
+
+def _takes_one_argument(setup: Callable[..., Any]) -> bool:
+    """True for a plain function that surely accepts one positional argument, read from its
+    code object (``inspect.signature`` costs a start as much as the rest of a module)."""
+    if not isinstance(setup, types.FunctionType):
+        return False
+    code = setup.__code__
+    positional = code.co_argcount
+    required = positional - len(setup.__defaults__ or ())
+    required_keywords = code.co_kwonlyargcount - len(setup.__kwdefaults__ or ())
+    takes_rest = bool(code.co_flags & inspect.CO_VARARGS)
+    return required_keywords == 0 and required <= 1 and (positional >= 1 or takes_rest)
+
+
+def _signature_problem(setup: Callable[..., Any], path: Path) -> LoadError | None:
+    """A ``setup`` that cannot be called with the scope, as an error saying what it must
+    accept and where it is defined (Python's own "takes 0 positional arguments" says
+    neither)."""
+    if _takes_one_argument(setup):
+        return None
+    try:
+        signature = inspect.signature(setup)
+    except (TypeError, ValueError):  # a builtin or an odd callable: let the call decide
+        return None
+    try:
+        signature.bind(object())
+    except TypeError:
+        code = getattr(setup, "__code__", None)
+        location = f"{code.co_filename}:{code.co_firstlineno}" if code else str(path)
+        return LoadError.at(
+            "setup",
+            "TypeError",
+            "setup must accept one argument, the scope: 'def setup(scope):' or 'async def "
+            f"setup(scope):'; {display_path(path)} has 'setup{signature}'",
+            location,
+        )
+    return None
+
+
+def propagate(batch: Batch, aborted: dict[str, LoadError], *, only: str | None = None) -> bool:
+    """Fail modules that imported a module of this batch that failed; True if any."""
+    changed = False
+    again = True
+    while again:
+        again = False
+        for name in [only] if only is not None else list(batch.staged):
+            if name in aborted:
+                continue
+            for dependency in sorted(batch.imports_of(name)):
+                failure = aborted.get(dependency)
+                if failure is not None and dependency in batch.sources:
+                    path = display_path(batch.sources[dependency].path)
+                    aborted[name] = LoadError(
+                        "dependency",
+                        failure.type,
+                        f"{failure.message} (in {path}, which it imports)",
+                        failure.location,
+                        failure.traceback,
+                    )
+                    changed = again = True
+                    break
+        if only is not None:
+            break
+    return changed
+
+
+# -- conflict checks -------------------------------------------------------------------------------
+
+
+def check_conflicts(
+    records: dict[str, ModuleRecord],
+    batch: Batch,
+    plan: Plan,
+    order: Sequence[str],
+    scopes: dict[str, Scope],
+    aborted: dict[str, LoadError],
+    blockers: dict[str, Blocker],
+) -> bool:
+    """Fail the first new generation whose registrations would collide; True if one did.
+
+    A registration collides with an active one that this reload does not remove (the
+    old generations of committing or unloading modules are removed), or with one made
+    earlier in this reload; modules retried only because what refused them left come
+    last, so an edited incumbent keeps its seam. ``blockers`` gets, for each module
+    refused, the registration it collided with (to retry it once that one goes).
+    """
+    # Only the generations this reload replaces or unloads are walked: the cost follows
+    # what changed, not how many modules serve.
+    leaving: set[Any] = set()
+    for name in {*batch.staged, *plan.unload}:
+        record = records.get(name)
+        if record is None or record.scope is None:
+            continue
+        if (name in batch.staged and name not in aborted) or name in plan.unload:
+            leaving.update(record.scope.registrations())
+    owners: dict[Any, str] = {}
+    ignoring = frozenset(leaving)
+    seams: dict[Seam[Any], Registration[Any]] = {}
+    tools: dict[str, ToolRegistration] = {}
+    for name in sorted(order, key=lambda n: n in plan.retries):
+        scope = scopes.get(name)
+        if scope is None or name in aborted:
+            continue
+        conflict: tuple[LoadError, Registration[Any] | ToolRegistration] | None = None
+        for registration in scope.registrations():
+            if isinstance(registration, Registration):
+                conflict = _seam_conflict(registration, ignoring, seams.get(registration.seam))
+            else:
+                earlier_tool = tools.get(registration.tool.name)
+                where = str(batch.sources[name].path)
+                conflict = _tool_conflict(registration, leaving, earlier_tool, where)
+            if conflict is not None:
+                break
+        if conflict is not None:
+            aborted[name], blocking = conflict
+            owner = owners.get(blocking) or _live_owner(records, blocking)
+            blockers[name] = Blocker(weakref.ref(blocking), owner)
+            # Its old generation now stays: check everything again with that known.
+            return True
+        for registration in scope.registrations():
+            owners[registration] = name
+            if isinstance(registration, Registration):
+                seams[registration.seam] = registration
+            else:
+                tools[registration.tool.name] = registration
+    return False
+
+
+def _live_owner(records: dict[str, ModuleRecord], registration: object) -> str | None:
+    """The module whose serving generation made ``registration`` (a conflict is rare: this
+    walks every generation only then)."""
+    for name, record in records.items():
+        if record.scope is not None and registration in record.scope.registrations():
+            return name
+    return None
+
+
+def _seam_conflict(
+    registration: Registration[Any],
+    ignoring: frozenset[Any],
+    earlier: Registration[Any] | None,
+) -> tuple[LoadError, Registration[Any]] | None:
+    """The error refusing ``registration``, and the registration it collides with."""
+    seam = registration.seam.name
+    refused = f"{_describe(registration.provider)} from {registration.location} was refused"
+    if earlier is not None:
+        return LoadError.at(
+            "conflict",
+            "ProviderConflictError",
+            f"seam {seam!r} is also provided by {_describe(earlier.provider)} registered at "
+            f"{earlier.location} in the same reload; {refused}",
+            registration.location,
+        ), earlier
+    active = registration.conflict(ignoring=ignoring)
+    if active is None:
+        return None
+    return LoadError.at(
+        "conflict",
+        "ProviderConflictError",
+        f"seam {seam!r} already has an active provider in context {active.context.name!r}: "
+        f"{_describe(active.provider)} registered at {active.location}; {refused}",
+        registration.location,
+    ), active
+
+
+def _tool_conflict(
+    registration: ToolRegistration,
+    leaving: set[Any],
+    earlier: ToolRegistration | None,
+    where: str,
+) -> tuple[LoadError, ToolRegistration] | None:
+    """The error refusing ``registration``, and the registration it collides with."""
+    name = registration.tool.name
+    if earlier is not None:
+        message = f"a tool named {name!r} is registered twice in this reload"
+        return LoadError.at("conflict", "ToolError", message, where), earlier
+    active = registration.registry._own.get(name)
+    if active is None or active in leaving:
+        return None
+    message = (
+        f"a tool named {name!r} is already registered in context "
+        f"{registration.registry.context.name!r}"
+    )
+    return LoadError.at("conflict", "ToolError", message, where), active
+
+
+def _describe(provider: object) -> str:
+    return f"{type(provider).__module__}.{type(provider).__qualname__}"
+
+
+# -- commit ----------------------------------------------------------------------------------------
 
 
 class Committer:
@@ -176,3 +693,119 @@ class Committer:
 
 def _names(names: set[str]) -> frozenset[str]:
     return frozenset(names) if names else NOTHING
+
+
+# -- closing a generation --------------------------------------------------------------------------
+
+_CLOSE_MARGIN = 0.5
+"""Seconds the reloader waits for a generation's close beyond ``dispose_timeout``."""
+
+
+class Closer:
+    """Closes generations' scopes for one reloader; keeps the closes it had to abandon."""
+
+    __slots__ = ("_abandoned", "_dispose_timeout", "_loader")
+
+    def __init__(self, loader: Loader, dispose_timeout: float, abandoned: list[Detached]) -> None:
+        self._loader = loader
+        self._dispose_timeout = dispose_timeout
+        self._abandoned = abandoned
+
+    async def discard(self, scope: Scope) -> None:
+        """Dispose a staged scope that will never be activated."""
+        failures = await self.close(scope, CloseReason.ERROR)
+        if failures:
+            _log.warning(
+                "reload.discard_failed",
+                scope=scope.name,
+                failures=[repr(error) for error in failures],
+            )
+
+    async def close(
+        self, scope: Scope, reason: CloseReason, error: BaseException | None = None
+    ) -> list[BaseException]:
+        """Close a generation's scope; return its disposers' failures (never raised).
+
+        The close runs in a task of its own, and the reloader waits for it at most
+        ``dispose_timeout`` plus a margin: a disposer stuck where cancellation cannot reach
+        it (a worker thread, a shielded scope) is abandoned and reported as a
+        :class:`DisposerTimeoutError` naming the line it is stuck at. Its registrations
+        were withdrawn when the close began, so what replaces it can be activated.
+
+        A scope that holds nothing but its registrations (a provider module's usual
+        generation) closes in place: their undo is hotseam's own and never waits, so
+        nothing there could be stuck, and the task (a turn of the event loop) is spared.
+        """
+        if _only_registrations(scope):
+            try:
+                await scope.aclose(reason, error)
+            except BaseException as failure:  # as the task's would be: reported, not raised
+                return _failures(failure)
+            return []
+
+        async def close() -> None:
+            await scope.aclose(reason, error)
+
+        handle = start_detached(f"closing {scope.name}", close)
+        limit = self._dispose_timeout + _CLOSE_MARGIN
+        with anyio.CancelScope(shield=True, deadline=anyio.current_time() + limit):
+            await handle.done.wait()
+        if not handle.done.is_set():
+            self._abandoned.append(handle)
+            location = handle.location(self._loader.watched_files())
+            where = f" (stuck at {location})" if location else ""
+            timeout = DisposerTimeoutError(
+                f"closing {scope.name} did not finish within {limit:g} s{where}; abandoned",
+                details={"scope": scope.name, "location": location},
+            )
+            timeout.location = location  # type: ignore[attr-defined]
+            return [timeout]
+        return [] if handle.error is None else _failures(handle.error)
+
+
+def _failures(failure: BaseException) -> list[BaseException]:
+    """What a close raised, as the disposers' failures (an interruption is raised)."""
+    if isinstance(failure, DisposalError):
+        return list(failure.exceptions)
+    if interrupted(failure):
+        raise failure
+    return [failure]
+
+
+_NEVER_WAITING = (Registration, ToolRegistration)
+"""The effects whose undo never awaits (exactly these classes: a subclass may differ)."""
+
+
+def _only_registrations(scope: Scope) -> bool:
+    """True for an open scope without children whose effects are all registrations."""
+    return (
+        not scope.closed
+        and not scope.children()
+        and all(type(effect) in _NEVER_WAITING for effect in scope.effects())
+    )
+
+
+def dispose_failed(
+    batch: int | None, record: ModuleRecord, failures: Sequence[BaseException]
+) -> DisposeFailed:
+    """The event reporting ``failures`` of the disposers of ``record``'s generation."""
+    where = str(record.path)
+    errors: list[LoadError] = []
+    for error in failures:
+        location = getattr(error, "location", None)
+        if isinstance(error, DisposerTimeoutError) and isinstance(location, str):
+            errors.append(LoadError.at("dispose", type(error).__name__, str(error), location))
+        else:
+            errors.append(LoadError.from_exception("dispose", error, (where,), where))
+    return DisposeFailed(
+        batch, record.path, record.name, record.generation or record.last_generation, tuple(errors)
+    )
+
+
+def as_exception(error: BaseException) -> Exception:
+    """``error`` as an ``Exception`` (a DisposalError holds only those)."""
+    if isinstance(error, Exception):
+        return error
+    wrapped = RuntimeError(f"a disposer raised {type(error).__name__}: {error}")
+    wrapped.__cause__ = error
+    return wrapped

@@ -440,7 +440,7 @@ class PlanBuilder:
 
     def _gone(self, name: str, path: Path | None, plan: Plan, *, wanted: bool) -> None:
         """Module ``name``'s file is gone (``path``: the file the index lists for it, if it
-        still lists one): unload it, or hold it for the deletion grace (:mod:`._holds`).
+        still lists one): unload it, or hold it for the deletion grace (see above).
         ``wanted``: the plan would have executed it (it is stale when it is back)."""
         record = self._loader.records.get(name)
         if record is None or record.state is ModuleState.UNLOADED:

@@ -34,9 +34,10 @@ module's status error) and its generation stays active: the crash neither vanish
 the process down. Saving the module starts a fresh generation with fresh tasks.
 
 This module is the facade: the lifecycle, and the worker that gathers changes. The steps of
-one reload are in ``_sequence``, and each phase has a module of its own: ``_plan_builder``,
-``_prepare`` (with ``_conflicts``) and ``_commit``; ``_teardown`` closes generations and
-reports their failures; ``_heir`` retries what an unload may have freed.
+one reload are in ``_sequence``; ``_plan_builder`` makes the plan (with the deletion grace
+and the retries an unload makes due), over the module index of ``_planner``; ``_commit``
+prepares and commits, and closes generations (``Closer``) and reports their failures;
+``_loader`` executes module bodies, guarded by ``_guard``.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ import anyio
 import anyio.abc
 
 from .._core import CloseReason, Context, DisposalError, ScopeExit, exit_task_group, get_logger
-from ._commit import Committer
+from ._commit import Closer, Committer, Preparer, as_exception, dispose_failed
 from ._errors import LoadError, ReloaderClosedError, ReloadPathError
 from ._events import (
     Emitter,
@@ -63,13 +64,11 @@ from ._guard import Detached
 from ._loader import Loader
 from ._plan_builder import Holds, PlanBuilder
 from ._planner import ModuleIndex, dependency_order
-from ._prepare import Preparer
 from ._read import MAX_MODULE_SIZE
 from ._result import ReloadResult
 from ._roots import LinkedRoots, Root, refused_link
 from ._sequence import Steps
 from ._status import ModuleStatus, NotLoadedError
-from ._teardown import Closer, as_exception, dispose_failed
 from ._transient import EVERYTHING, Deferrals
 from ._watch_options import WatchOptions
 from ._watcher import FileChange
@@ -490,7 +489,7 @@ class Reloader:
 
     async def _end_holds(self) -> None:
         """When a deletion grace ends, plan the module it held again: unloaded if its file
-        is still gone, reloaded if it came back changed (see :mod:`._holds`)."""
+        is still gone, reloaded if it came back changed (see :mod:`._plan_builder`)."""
         async for paths in self._holds.due():
             try:
                 await self._apply(paths, force=False, retry_failed=False)

@@ -15,13 +15,11 @@ from pathlib import Path
 import anyio
 
 from .._core import Scope, get_logger
-from ._commit import Committer
+from ._commit import Closer, Committer, Preparer
 from ._events import Emitter, ModuleUnloaded, ReloadEvent, ReloadPlanned, display_path
 from ._loader import Loader
 from ._plan_builder import PlanBuilder, due_after_unload
-from ._prepare import Preparer
 from ._result import ReloadResult
-from ._teardown import Closer
 from ._transient import Deferrals
 
 __all__ = ["Steps"]
