@@ -15,7 +15,7 @@ import socket
 import stat
 import threading
 import time
-from collections.abc import Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -641,6 +641,48 @@ class TestMounts:
         assert mounts.is_local(ext4)
         mounts.after_fork()
         assert mounts.filesystem_type(ext4) is None
+
+    def test_a_table_that_cannot_be_read_for_want_of_descriptors_keeps_its_watch(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Out of descriptors, a mount or an unmount elsewhere (the table cannot be read
+        again now) leaves nothing local until the next learn reads it, and the watch open:
+        closing it handed a descriptor to whatever opened a file next (a module read while
+        a provider held every other one, which then did not fail). A failure that does not
+        pass (the table refused) closes it, as before."""
+        from hotseam.reload import _mounts
+        from hotseam.reload._mounts import Mounts
+
+        table = tmp_path / "mountinfo"
+        table.write_text(_MOUNTINFO)
+        mounts = Mounts(str(table))
+        monkeypatch.setattr(mounts, "_supported", True)
+        ext4 = os.makedev(254, 0)
+        mounts.learn()
+        assert mounts._watch is not None
+        watch = mounts._watch[0]
+        monkeypatch.setattr(Mounts, "_changed", staticmethod(lambda watch: True))
+
+        def refused(number: int) -> Callable[..., Any]:
+            def fail(*args: object, **kwargs: object) -> Any:
+                raise OSError(number, os.strerror(number))
+
+            return fail
+
+        monkeypatch.setattr(_mounts, "open", refused(errno.EMFILE), raising=False)
+        mounts.learn()
+        assert mounts.filesystem_type(ext4) is None
+        assert mounts._watch is not None and mounts._watch[0] == watch
+        os.fstat(watch)  # still open
+        monkeypatch.undo()
+        monkeypatch.setattr(mounts, "_supported", True)
+        monkeypatch.setattr(Mounts, "_changed", staticmethod(lambda watch: False))
+        mounts.learn()  # nothing reported since, but it was not read: read now
+        assert mounts.is_local(ext4)
+        monkeypatch.setattr(Mounts, "_changed", staticmethod(lambda watch: True))
+        monkeypatch.setattr(_mounts, "open", refused(errno.EACCES), raising=False)
+        mounts.learn()
+        assert mounts._watch is None and mounts.filesystem_type(ext4) is None
 
     def test_no_table_means_nothing_is_local(self, tmp_path: Path) -> None:
         from hotseam.reload._mounts import Mounts

@@ -22,6 +22,8 @@ import select
 import sys
 import threading
 
+from ._transient import is_transient
+
 __all__ = ["LOCAL_TYPES", "MOUNTS", "Mounts", "parse_mountinfo"]
 
 LOCAL_TYPES = frozenset(
@@ -132,9 +134,12 @@ class Mounts:
                 # reported to the next poll.
                 with open(self._path, encoding="utf-8", errors="replace") as file:
                     self._types = parse_mountinfo(file.read())
-            except (OSError, ValueError):
-                self._types = None
-                self._close()
+            except (OSError, ValueError) as error:
+                self._types = None  # the next learn reads it again, whatever the poll says
+                # Out of descriptors the watch is kept: closing it would hand a descriptor
+                # to whatever opens a file next, and opening it again would take one.
+                if not is_transient(error):
+                    self._close()
 
     def after_fork(self) -> None:
         """In a child process: start afresh (the lock may have been held by a thread that
