@@ -1,10 +1,7 @@
 """Context: the public face of the providers and tools, the factory of scopes, and the
-current context (a context variable library code reads).
-
-Everything a context holds is in :mod:`._registry` (:class:`~._registry.BaseContext`),
-below the scopes that register there; this module sits above :mod:`._scope` and adds what
-needs it: :meth:`Context.scope` and :meth:`Context.child`.
-"""
+current context (a context variable library code reads). What a context holds is
+:class:`~._registry.BaseContext`'s, below the scopes; this module, above :mod:`._scope`,
+adds :meth:`Context.scope` and :meth:`Context.child`."""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 """Effects: what a scope owns, each a handle that undoes one thing exactly once.
 
-The bottom of the ownership story: the things a scope owns (a deferred callback, an entered
-context manager, a background task; registrations and carried values subclass
-:class:`Effect` in their own modules) can be read without the scope, which sits above them
-(:mod:`._scope`) and is seen here only as an :class:`EffectOwner`. Every undo learns why its
-scope closed (:class:`ScopeExit`) and runs shielded, with a time bound when it is async.
-"""
+A deferred callback, an entered context manager, a background task (registrations and
+carried values subclass :class:`Effect` in their own modules); the scope sits above them
+and is seen here only as an :class:`EffectOwner`. Every undo learns why its scope closed
+(:class:`ScopeExit`) and runs shielded, with a time bound when it is async."""
 
 from __future__ import annotations
 
@@ -83,31 +81,19 @@ class EffectOwner(Protocol):
     implementation; effects sit below it, so they know it by this shape only)."""
 
     @property
-    def name(self) -> str:
-        """The scope's name, for reprs and messages."""
-        ...
+    def name(self) -> str: ...
 
     @property
-    def dispose_timeout(self) -> float:
-        """The bound on each async undo."""
-        ...
+    def dispose_timeout(self) -> float: ...
 
     @property
-    def staged(self) -> bool:
-        """True while registrations are recorded but not live."""
-        ...
+    def staged(self) -> bool: ...
 
-    def _adopt(self, effect: Effect) -> None:
-        """Take ``effect`` into the scope (launching it unless the scope is staged)."""
-        ...
+    def _adopt(self, effect: Effect) -> None: ...
 
-    def _release(self, effect: Effect) -> None:
-        """Forget ``effect``: it was undone early, or (a task) it ended on its own."""
-        ...
+    def _release(self, effect: Effect) -> None: ...
 
-    def _task_host(self) -> anyio.abc.TaskGroup:
-        """Where the scope's background tasks run."""
-        ...
+    def _task_host(self) -> anyio.abc.TaskGroup: ...
 
 
 class Effect(abc.ABC):

@@ -16,11 +16,9 @@ __all__ = ["lazy_exports", "present_as"]
 
 
 def present_as(module_name: str, namespace: MutableMapping[str, Any], names: Iterable[str]) -> None:
-    """Set ``__module__`` of each hotseam object in ``names`` to ``module_name``.
-
-    So reprs and tracebacks show ``hotseam.Scope`` rather than ``hotseam._scope.Scope``.
-    Objects from outside hotseam, and those that refuse the attribute, are left alone.
-    """
+    """Set ``__module__`` of each hotseam object in ``names`` to ``module_name``, so reprs and
+    tracebacks show ``hotseam.Scope``; objects from outside hotseam, and those that refuse the
+    attribute, are left alone."""
     for name in names:
         value = namespace[name]
         module = getattr(value, "__module__", None)
@@ -33,13 +31,9 @@ def lazy_exports(
     namespace: MutableMapping[str, Any], defined_in: Mapping[str, str]
 ) -> Callable[[str], Any]:
     """A package's or a module's PEP 562 ``__getattr__``: each name of ``defined_in`` is
-    imported from its module (relative to the package, ``"._http"``) the first time it is
-    asked for.
-
-    So a package can export what its siblings and the layers above use by its own name
-    (``from hotseam.providers import serve_http``) without importing what only some of
-    them need; type checkers read the same names from imports under ``TYPE_CHECKING``.
-    """
+    imported from its module (relative to the package, ``"._http"``) when first asked for, so
+    a package can export by its own name what only some importers need; type checkers read
+    the same names from imports under ``TYPE_CHECKING``."""
     module = namespace["__name__"]
     package = namespace["__package__"]  # itself for a package, its package for a module
 

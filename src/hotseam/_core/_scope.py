@@ -506,12 +506,9 @@ class Scope(Carrying):
 
 
 async def exit_task_group(task_group: anyio.abc.TaskGroup, error: BaseException | None) -> None:
-    """Exit a task group entered by hand, once the block it guarded ended with ``error``.
-
-    Its tasks must already be finished (or cancelled and awaited). The task group is handed
-    only a cancellation, which is its own business; a plain error of the block must reach the
-    caller as is, not wrapped in an ExceptionGroup.
-    """
+    """Exit a task group entered by hand, once its tasks are finished and the block it guarded
+    ended with ``error``: the task group is handed only a cancellation (its own business); a
+    plain error of the block must reach the caller as is, not in an ExceptionGroup."""
     if error is not None and isinstance(error, anyio.get_cancelled_exc_class()):
         await task_group.__aexit__(type(error), error, error.__traceback__)
     else:

@@ -1,14 +1,9 @@
 """Tools: model-facing operations with pydantic inputs and failures a model can read.
 
-``ctx.tools.execute(name, input)`` never raises for a tool's failure. It returns a
-:class:`ToolResult` whose ``error`` keeps a :class:`~hotseam.HarnessError`'s ``name`` and
-``code`` exactly (``{"name": "UserInteractionError", "code": "NO_PROVIDER", ...}``), so a
-model learns what went wrong. Cancellation of the caller is never swallowed.
-
-Tools sit below the context that holds them (:mod:`._registry`): a tool call sees the
-context it runs in as a :class:`ToolContext`, and a registration's owner as an
-:class:`~._effects.EffectOwner`.
-"""
+``ctx.tools.execute(name, input)`` never raises for a tool's failure: its
+:class:`ToolResult`'s ``error`` keeps a :class:`~hotseam.HarnessError`'s ``name`` and
+``code``, so a model learns what went wrong; the caller's cancellation is never swallowed.
+Tools sit below the context that holds them: a call sees it as a :class:`ToolContext`."""
 
 from __future__ import annotations
 
@@ -61,27 +56,17 @@ class ToolContext(Protocol):
     providers a handler looks up and whose tools (and inherited ones) are offered."""
 
     @property
-    def name(self) -> str:
-        """The context's name."""
-        ...
+    def name(self) -> str: ...
 
     @property
-    def parent(self) -> ToolContext | None:
-        """The context whose tools this one inherits."""
-        ...
+    def parent(self) -> ToolContext | None: ...
 
     @property
-    def tools(self) -> ToolRegistry:
-        """The tools offered in the context."""
-        ...
+    def tools(self) -> ToolRegistry: ...
 
-    def lookup(self, seam: Seam[T]) -> T | None:
-        """The active provider of ``seam``, or ``None``."""
-        ...
+    def lookup(self, seam: Seam[T]) -> T | None: ...
 
-    def get(self, seam: Seam[T]) -> T:
-        """The active provider of ``seam``, or the seam's "no provider" error."""
-        ...
+    def get(self, seam: Seam[T]) -> T: ...
 
     def _swap_covering_tool(self, name: str) -> Swap | None: ...
 
