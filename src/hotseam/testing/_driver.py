@@ -1,22 +1,8 @@
-"""ReloadDriver: hot reload in a test, with no watcher and no sleeps.
+"""ReloadDriver: hot reload in a test, with no watcher and no sleeps (``docs/testing.md``).
 
-A test writes provider-module source into a directory and asks for a reload; the reload has
-fully happened (new generation set up and serving, or aborted with the old one untouched)
-by the time the call returns::
-
-    driver.write("my_ui.py", SOURCE_V1)
-    await driver.reload("my_ui.py")
-    driver.write("my_ui.py", SOURCE_V2)
-    await driver.reload("my_ui.py")
-    assert_generation_active(driver, "my_ui.py", 2)
-
-In strict mode, :meth:`ReloadDriver.load` sets a module up, unloads it (its generation is
-disposed), checks that nothing of it is left, and loads it again.
-
-To test the providers you already have instead of source strings,
-``await driver.load_folder("providers")`` copies the folder into the driver's directory and
-loads it; the test then edits and reloads the copy.
-"""
+A test writes module source (or copies its ``providers/``) into a directory and asks for a
+reload, which has fully happened (new generation serving, or aborted with the old one
+untouched) when the call returns."""
 
 from __future__ import annotations
 

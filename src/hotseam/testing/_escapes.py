@@ -1,28 +1,18 @@
-"""The escape check: tasks, timers, threads and file descriptors that outlived a test.
+"""The escape check: tasks, timers, threads and file descriptors that outlived a test (what
+each is and how it is reported: ``docs/testing.md``, "Escape check").
 
-A scope undoes what was registered on it; what code started *around* it
-(``asyncio.create_task`` without ``scope.spawn``, a thread never joined, a socket never
-closed, a ``call_later`` never cancelled) outlives it, as Home Assistant's test harness
-catches. Each is named by the line that created it; only the user's code is noted
-(:mod:`._sites`). The creation points are wrapped once (a walk up the stack per creation; a
-task factory would need installing on every loop, coroutine origin tracking costs on every
-coroutine):
-
-* **asyncio tasks** (``BaseEventLoop.create_task``): pending at the end of the test, or
-  when their loop shut down (the runner cancels them: nothing owned them). A trio task
-  lives in a nursery: one that outlives its test is a scope the leak check reports;
-* **timers** (``BaseEventLoop.call_at``): neither run nor cancelled at the end;
-* **threads** (``Thread.start``): alive at the end, after a short join; those started
-  through an event loop's machinery are its worker pools;
-* **file descriptors**: ``/proc/self/fd`` listed before and after; a socket is named by its
-  creating line (``socket.socket.__init__``), another descriptor by what it points at and,
-  when ``tracemalloc`` traces, by the line of the Python object holding it."""
+The creation points (``BaseEventLoop.create_task`` and ``call_at``, ``Thread.start``,
+``socket.socket.__init__``) are wrapped once per process, each noting its caller's line in
+one walk up the stack (a task factory would need installing on every loop, coroutine origin
+tracking costs on every coroutine); ``/proc/self/fd`` is listed before and after. Cheap when
+nothing leaks, exact when something does; only the user's code is noted (:mod:`._sites`)."""
 
 from __future__ import annotations
 
 import asyncio
 import asyncio.base_events
 import asyncio.runners
+import functools
 import gc
 import io
 import os
@@ -327,11 +317,7 @@ def _noting(
                 table[self if self_is_result else result] = site
         return result
 
-    wrapper.__wrapped__ = original  # type: ignore[attr-defined]
-    wrapper.__name__ = getattr(original, "__name__", "wrapper")
-    wrapper.__qualname__ = getattr(original, "__qualname__", "wrapper")
-    wrapper.__doc__ = original.__doc__
-    return wrapper
+    return functools.update_wrapper(wrapper, original)
 
 
 # -- descriptions -----------------------------------------------------------------------------

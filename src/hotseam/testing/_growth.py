@@ -1,23 +1,8 @@
-"""The growth mode: reload a provider N times and fail when something keeps growing.
-
-CPython's ``regrtest -R`` and pytest-memray's ``limit_leaks(warmups=...)`` run a thing
-repeatedly and fail when references, memory or file descriptors keep growing; this does the
-same for hot reload, the operation a long-running daemon repeats::
-
-    await hotseam_reloader.load("my_ui.py", SOURCE)
-    await assert_reload_stable(hotseam_reloader, "my_ui.py", reloads=10, warmup=3)
-
-After ``warmup`` reloads (first-use caches fill), each of ``reloads`` more is measured:
-registrations, live generations, tasks, threads, file descriptors and traced memory. A
-count *keeps growing* when it ends higher than after the warm-up and grew on at least half
-of the reloads; memory keeps growing when, besides, it grew by more than
-``memory_per_reload`` bytes per reload on average. The failure names what grew, the
-allocation sites that grew most (a ``tracemalloc`` snapshot diff grouped by traceback) and,
-for live generations, the reference chain that keeps each old one alive.
-
-Opt-in and slow by design: ``tracemalloc`` traces every allocation while it runs, and every
-reload is followed by a full collection (``bench/leak_check_cost.py`` states the cost).
-"""
+"""The growth mode: reload a provider N times and fail when something keeps growing, as
+CPython's ``regrtest -R`` and pytest-memray's ``limit_leaks`` do for references and memory
+(``docs/testing.md``, "Growth over reloads"). Opt-in and slow by design: ``tracemalloc``
+traces every allocation while it runs, and every reload is followed by a full collection
+(``bench/leak_check_cost.py`` states the cost)."""
 
 from __future__ import annotations
 
@@ -91,10 +76,12 @@ async def assert_reload_stable(
 ) -> GrowthReport:
     """Reload module ``name`` (or every module) ``warmup`` + ``reloads`` times and raise
     :class:`GrowthError` if registrations, live generations, tasks, threads, file
-    descriptors or memory kept growing over the last ``reloads``.
+    descriptors or memory kept growing over the last ``reloads``: a count ended higher than
+    after the warm-up and grew on at least half of the reloads (memory, besides, by more than
+    ``memory_per_reload`` bytes per reload on average). The error names what grew, the
+    allocation sites that grew most and, for live generations, the chain that keeps each alive.
 
-    The module must be loaded already. Returns the measurements when nothing grew.
-    """
+    The module must be loaded already. Returns the measurements when nothing grew."""
     __tracebackhide__ = True
     if reloads < 2 or warmup < 0:
         raise ValueError(f"need reloads >= 2 and warmup >= 0, got {reloads} and {warmup}")
@@ -193,14 +180,10 @@ def _snapshot() -> tracemalloc.Snapshot:
 
 
 class _Harness:
-    """Which allocations are the harness's own, not the code under test: tracemalloc's,
-    the kit's bookkeeping, log records a capturing handler keeps (pytest's caplog),
-    linecache (it fills once per file a traceback shows) and allocations of unknown origin.
-
-    Decided per traceback, each file name once: ``Snapshot.filter_traces`` would match every
-    frame of every trace with ``fnmatch`` (seconds per snapshot in a test process that
-    allocated a lot), and grouping by traceback first gives the same sums.
-    """
+    """Which allocations are the harness's own, not the code under test's: tracemalloc's, the
+    kit's, log records a capturing handler keeps (caplog), linecache's and those of unknown
+    origin. Decided per traceback, each file name once (``Snapshot.filter_traces`` would
+    ``fnmatch`` every frame of every trace: seconds per snapshot after many allocations)."""
 
     def __init__(self) -> None:
         self._files = {_source(module.__file__) for module in (tracemalloc, logging, linecache)}

@@ -22,11 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .._core import HarnessError, is_long_lived, set_tracker
+from ._sites import StackFrame
 
-__all__ = ["Leak", "LeakError", "LeakTracker", "StackFrame", "track_leaks"]
-
-StackFrame = tuple[str, int, str]
-"""``(filename, line, function)`` of one frame of a creation stack."""
+__all__ = ["Leak", "LeakError", "LeakTracker", "track_leaks"]
 
 _HOTSEAM_DIR = str(Path(__file__).resolve().parents[1])
 _NOISE = (
@@ -62,11 +60,8 @@ class _Record:
 
     @property
     def observable(self) -> bool:
-        """A collected registration lived in a context that is gone too: nothing sees it.
-
-        (A context holds its active registrations, so one can only be collected with its
-        context.) A scope collected while open is still a leak: its effects never ran.
-        """
+        """A collected registration lived in a context that is gone too (a context holds its
+        active registrations): nothing sees it. A scope collected while open is still a leak."""
         return self.is_scope or not self.collected
 
 
@@ -129,12 +124,9 @@ class LeakTracker:
             del self._records[id(obj)]
 
     def describe(self, obj: object) -> str | None:
-        """Where ``obj`` was created, with its creation stack (or its nearest tracked
-        ancestor's, when only roots' stacks were captured); ``None`` if it is not tracked.
-
-        A scope's ``__del__`` calls it for its garbage-collected-while-open warning; its
-        weak reference may already be cleared then, so the record is matched by id and label.
-        """
+        """Where ``obj`` was created, with its creation stack (or its nearest tracked ancestor's);
+        ``None`` if it is not tracked. A scope's ``__del__`` calls it, its weak reference maybe
+        cleared already: the record is matched by id and label."""
         record = self._records.get(id(obj))
         if record is None or record.label != _label(obj):
             return None
@@ -160,11 +152,9 @@ class LeakTracker:
     # -- reporting -----------------------------------------------------------------------------
 
     def leaks(self) -> list[Leak]:
-        """The root leaks, oldest first (long-lived objects and their covered children skipped).
-
-        When anything is left, garbage is collected first, so that registrations whose
-        context was dropped (and cannot be observed any more) are not reported.
-        """
+        """The root leaks, oldest first (long-lived objects and their covered children skipped),
+        after a collection when anything is left: a registration whose context was dropped cannot
+        be observed any more."""
         # What a test dropped is young: collecting the young generations is usually enough
         # (milliseconds); the full collection (tens of milliseconds on a big heap) runs only
         # when something is still there after it.

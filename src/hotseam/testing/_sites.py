@@ -1,15 +1,11 @@
 """Where something was created: the frames of the caller's own code, libraries left out.
 
-The escape check, the growth mode and the zombie report all name "the line that created
-it". A creation inside the standard library, an installed package or hotseam itself is not
-a line the test author can change, so their frames are skipped, and the innermost frame left
-is the one reported. A creation with no such frame at all (an event loop's own self-pipe,
-pytest's machinery) is the infrastructure's, and is not reported.
-
-A folder a test copied its providers from (``ReloadDriver(origin=...)`` or
-:meth:`~hotseam.testing.ReloadDriver.load_folder`) is registered here, so reports name the
-user's file instead of the temporary copy.
-"""
+The escape check, the growth mode and the zombie report name "the line that created it": a
+frame of the standard library, an installed package or hotseam is not a line the test
+author can change, so it is skipped; a creation with no other frame is the
+infrastructure's (an event loop's self-pipe), not reported. A folder a test copied its
+providers from (``ReloadDriver(origin=...)``, ``load_folder``) is registered here, so
+reports name the user's file instead of the copy."""
 
 from __future__ import annotations
 

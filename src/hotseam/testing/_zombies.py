@@ -1,18 +1,11 @@
-"""Zombie generations: a generation whose scope closed but whose code is still reachable.
+"""Zombie generations: a generation whose scope closed but whose code is still reachable
+(what is reported: ``docs/testing.md``, "Zombie generations").
 
-After a reload disposes a generation, its module, classes and functions should be garbage;
-when they are not, something outside holds them (a helper's module-level cache, a listener
-added to a long-lived object). As objgraph's ``find_backref_chain`` does, this finds the
-shortest chain from a *root* (a module in ``sys.modules``, another thread's frame), with one
-breadth-first walk of ``gc.get_referents`` (``gc.get_referrers`` would scan the heap at each
-step), and says it in words::
-
-    planted_cache.py's module dict['_providers'] → list[0] → CachedUI object → the class
-    CachedUI of cache_ui.py generation 1
-
-When ``tracemalloc`` traces, the report also names the line that handed the reference out
-(where a reloaded module's code made the first object of the chain). Only run when
-something is found alive, so a clean test pays one ``gc.collect()``."""
+The shortest reference chain from a *root* (a module in ``sys.modules``, another thread's
+frame) is found with one breadth-first walk of ``gc.get_referents`` (walking
+``gc.get_referrers`` back from the zombie would scan the heap at each step), and said in
+words; when ``tracemalloc`` traces, with the line that handed the reference out. Only run
+when something is found alive, so a clean test pays one ``gc.collect()``."""
 
 from __future__ import annotations
 
