@@ -258,12 +258,7 @@ class Carrying:
                     f"the factory of carried value {key!r} is asynchronous: use "
                     f"'await scope.acarry({key!r}, ...)' in an async setup",
                 )
-            if dispose is None and _is_sync_cm(value):
-                cm = cast("AbstractContextManager[Any]", value)
-                value = cm.__enter__()
-                undo: Callable[[], object] | None = _exit_callback(cm)
-            else:
-                undo = _dispose_callback(dispose, value)
+            value, undo = _entered(value, dispose)
             slot = _Slot(key, value, undo, version, where)
         return _hold(scope, handover, slot).value
 
@@ -332,12 +327,8 @@ class Carrying:
             acm = cast("AbstractAsyncContextManager[Any]", value)
             value = await acm.__aenter__()
             undo = _aexit_callback(acm)
-        elif dispose is None and _is_sync_cm(value):
-            cm = cast("AbstractContextManager[Any]", value)
-            value = cm.__enter__()
-            undo = _exit_callback(cm)
         else:
-            undo = _dispose_callback(dispose, value)
+            value, undo = _entered(value, dispose)
         slot = _Slot(key, value, undo, version, where)
         twice = key in handover.carried and not handover.carried[key]._done
         if scope.closed or twice:
@@ -410,16 +401,17 @@ def _hold(scope: CarryHost, handover: Handover, slot: _Slot) -> CarriedEffect[An
     return effect
 
 
-def _dispose_callback(
-    dispose: Callable[[Any], object] | None, value: object
-) -> Callable[[], object] | None:
-    if dispose is None:
-        return None
-    return lambda: dispose(value)
-
-
-def _exit_callback(cm: AbstractContextManager[Any]) -> Callable[[], object]:
-    return lambda: cm.__exit__(None, None, None)
+def _entered(
+    value: object, dispose: Callable[[Any], object] | None
+) -> tuple[Any, Callable[[], object] | None]:
+    """The value carried, and its undo: ``dispose(value)``, or without ``dispose`` a
+    context manager entered and exited at dispose (``None``: nothing to undo)."""
+    if dispose is not None:
+        return value, lambda: dispose(value)
+    if _is_sync_cm(value):
+        cm = cast("AbstractContextManager[Any]", value)
+        return cm.__enter__(), lambda: cm.__exit__(None, None, None)
+    return value, None
 
 
 def _aexit_callback(acm: AbstractAsyncContextManager[Any]) -> Callable[[], Awaitable[object]]:
