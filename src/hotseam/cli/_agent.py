@@ -43,13 +43,9 @@ class AgentLoadError(HarnessError):
 
 
 def agent_key(spec: str | None, name: str | None) -> str:
-    """The agent's name in the journal: a process that runs the same agent again resumes
-    its unfinished run under it.
-
-    ``--name`` when given; else the agent's module file made absolute (``path/agent.py``
-    and ``pkg.agent`` name the same agent from anywhere), with its function; the built-in
-    demo agent is named by the folder it runs in.
-    """
+    """The agent's name in the journal, under which its unfinished run resumes: ``--name``;
+    else its module file made absolute (``path/agent.py`` and ``pkg.agent`` name the same
+    agent from anywhere) with its function; the demo agent by the folder it runs in."""
     if name:
         return name
     if spec is None:

@@ -243,14 +243,11 @@ def _endpoints_in(folder: str) -> tuple[list[Endpoint], list[str]]:
 
 
 def locate(target: str | None, *, choose: str = "by pid or name") -> tuple[Endpoint, list[str]]:
-    """The endpoint for ``target``: a pid, a name, a socket path, or (``None``) the only one.
-
-    ``choose`` is how the command names one (``"with --to PID|NAME"``), for the message
-    when several are running.
+    """The endpoint for ``target``: a pid, a name, a socket path, or (``None``) the only one;
+    ``choose`` is how the command names one (``"with --to PID|NAME"``) when several run.
 
     Raises:
-        ControlError: nothing matches, or several do; the message says what is running.
-    """
+        ControlError: nothing matches, or several do; the message says what is running."""
     endpoints, notes = find_endpoints()
     if target is not None and ("/" in target or target.endswith(".sock")):
         path = _plain(target)
@@ -287,16 +284,13 @@ def _listing(endpoints: list[Endpoint]) -> str:
 
 
 def request(endpoint: Endpoint, message: dict[str, Any], timeout: float = CLIENT_TIMEOUT) -> Any:
-    """Send one request and return the decoded reply.
-
-    A connection closed before any reply came was not served (the process was serving its
-    most connections at once, or was out of file descriptors): it is tried again, a little
-    later each time, until ``timeout``.
+    """Send one request and return the decoded reply. A connection closed before any reply was
+    not served (the process was at its most connections, or out of descriptors): it is tried
+    again, a little later each time, until ``timeout``.
 
     Raises:
         ControlError: the connection failed, the reply did not come within ``timeout``, or it
-            is not JSON (nested too deeply, larger than ``MAX_REPLY``...).
-    """
+            is not JSON (nested too deeply, larger than ``MAX_REPLY``...)."""
     deadline = time.monotonic() + timeout
     pause = 0.02
     while True:

@@ -126,16 +126,13 @@ about.
 
 
 def claim(name: str | None) -> Claim:
-    """Make room for this process's socket (and name): stale ones are removed.
-
-    When no private folder can be had, the claim has no socket and says why: a session
-    without its control socket is better than none (another user could otherwise stop
-    every start by creating ``/tmp/hotseam-<uid>``).
+    """Make room for this process's socket (and name): stale ones are removed. Without a
+    private folder the claim has no socket and says why: better than no session (another user
+    could otherwise stop every start by creating ``/tmp/hotseam-<uid>``).
 
     Raises:
         ControlError: ``HOTSEAM_RUNTIME_DIR`` names an unsafe folder, or a live process
-            holds ``name``.
-    """
+            holds ``name``."""
     if name is not None:
         check_name(name)
     try:

@@ -207,13 +207,10 @@ class ReloadOptions:
     polling: bool
 
     def reloader(self, context: Context, paths: Sequence[str | os.PathLike[str]]) -> Reloader:
-        """The reloader of ``paths`` into ``context``: native notifications (or polling),
-        each module whose file is gone held for the deletion grace, these time bounds and
-        this size limit.
+        """The reloader of ``paths`` into ``context``, made of these options.
 
         Raises:
-            ReloadPathError: a path does not exist, or is not a module or a folder.
-        """
+            ReloadPathError: a path does not exist, or is not a module or a folder."""
         from ..reload import Reloader, WatchOptions
 
         return Reloader(
@@ -267,13 +264,11 @@ class Settings:
 
 
 def resolve(args: argparse.Namespace, *, log_format: str, provider_wait: float) -> Settings:
-    """Merge ``args`` with ``[tool.hotseam]`` (found from the working directory).
-
-    ``log_format`` and ``provider_wait`` are the command's own defaults.
+    """Merge ``args`` with ``[tool.hotseam]`` (found from the working directory); ``log_format``
+    and ``provider_wait`` are the command's own defaults.
 
     Raises:
-        ConfigError: the configuration file is wrong, or no path was given anywhere.
-    """
+        ConfigError: the configuration file is wrong."""
     found = find_config()
     config = load_config(found) if found is not None else None
 

@@ -87,17 +87,15 @@ def add_web_arguments(
 def web_options(
     args: argparse.Namespace, *, implied: bool = False, default_port: int = DEFAULT_PORT
 ) -> WebOptions | None:
-    """The checked options (flags over ``[tool.hotseam]``), or ``None`` without the inbox.
-
-    The token is read (or made, the first time) here, so a bad token file is bad input
-    found before anything starts. ``implied``: the command always serves the inbox
-    (``hotseam inbox``): ``web`` and ``answers`` are not consulted.
+    """The checked options (flags over ``[tool.hotseam]``), or ``None`` without the inbox; the
+    token is read (or made) here, so a bad token file is bad input found before anything
+    starts. ``implied``: the command is the inbox (``hotseam inbox``): ``web`` and ``answers``
+    are not consulted.
 
     Raises:
         ValueError: a ``--web-*`` flag without the inbox, the inbox with ``--answers``, a
             bad host, or a token that cannot be read.
-        ConfigError: the configuration file is wrong.
-    """
+        ConfigError: the configuration file is wrong."""
     found = find_config()
     config = load_config(found) if found is not None else None
 
