@@ -91,6 +91,18 @@ async def test_a_one_question_provider_is_asked_each_question_in_turn() -> None:
     assert "Ship on Friday" not in str(progress)  # never the answers
 
 
+async def test_a_request_of_one_question_is_its_own_only_part_for_either_provider() -> None:
+    """A list of one, one question at a time or together: the provider is handed the
+    request itself, and its answer is the ask's (no per-question progress to log)."""
+    one = validate_request(AskUserQuestionRequest.of([DB_Q]))
+    for provider in (OneByOne(["pg"]), ScriptedProvider(["pg"])):
+        with structlog.testing.capture_logs() as logs:
+            answer = await ask(one, context=_context(provider))
+        assert provider.requests == [one] and provider.requests[0] is one
+        assert answer.answers == (QuestionAnswer.chosen(DB_Q, ["pg"]),)
+        assert not [e for e in logs if e["event"] == "ask.question_answered"]
+
+
 async def test_a_flag_that_is_not_true_means_one_question_at_a_time() -> None:
     """Only `multiple_questions = True` says so; a truthy string does not."""
     provider = OneByOne(["sqlite", "search", "no"])
