@@ -1,4 +1,6 @@
-"""The MCP provider's surface: the ``mcp`` SDK's own client, in process, on 2025-11-25.
+"""The MCP provider's surfaces: the ``mcp`` SDK's own client, in process, on 2025-11-25
+(``mcp``) and on 2026-07-28 (``mcp-2026``: the form travels in the call's result, and the
+answer with the client's retry).
 
 As ``hotseam mcp`` builds it: an :class:`McpServer` over the tools' context, each
 generation of the provider module an :class:`McpProvider` there. The agent is a tool the
@@ -134,8 +136,9 @@ class _Reading:
 class McpSurface:
     """See the module."""
 
-    def __init__(self, context: Context, wire: _Wire) -> None:
+    def __init__(self, context: Context, wire: _Wire, modern: bool) -> None:
         self.context = context
+        self.modern = modern
         self.generation = 0
         self.client: mcp.Client | None = None
         self._wire = wire
@@ -144,6 +147,7 @@ class McpSurface:
         self._keys = itertools.count()
         self._staged: dict[str, AskUserQuestionRequest] = {}
         self._outcomes: dict[str, AskUserQuestionAnswer | UserInteractionError] = {}
+        self._ended: dict[str, anyio.Event] = {}
 
     def install(self, scope: Scope) -> None:
         self.generation += 1
@@ -152,8 +156,19 @@ class McpSurface:
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         key = str(next(self._keys))
         self._staged[key] = request
-        assert self.client is not None
-        result = await self.client.call_tool("contract_ask", {"key": key})
+        ended = self._ended[key] = anyio.Event()
+        client = self.client
+        assert client is not None
+        if self.modern:
+            # The tool's outcome is the agent's: a client whose form is still open when the
+            # tool ended (withdrawn) learns of it from its retry, which may never come.
+            async with anyio.create_task_group() as call:
+                call.start_soon(client.call_tool, "contract_ask", {"key": key})
+                await ended.wait()
+                call.cancel_scope.cancel()
+            result: object = None
+        else:
+            result = await client.call_tool("contract_ask", {"key": key})
         outcome = self._outcomes.pop(key, None)
         assert outcome is not None, result
         if isinstance(outcome, UserInteractionError):
@@ -166,6 +181,8 @@ class McpSurface:
             self._outcomes[key] = await ask(self._staged.pop(key))
         except UserInteractionError as error:
             self._outcomes[key] = error
+        finally:
+            self._ended.pop(key).set()
 
     async def elicit(self, context: Any, params: Any) -> types.ElicitResult:
         """The client's elicitation callback: the human sees the form, and answers."""
@@ -176,8 +193,9 @@ class McpSurface:
 
     async def next_shown(self) -> Shown:
         form: _Form = await self._forms.get()
-        form.request_id = self._wire.elicitations[self._shown]
-        self._shown += 1
+        if not self.modern:  # 2026-07-28 has no requests from server to client
+            form.request_id = self._wire.elicitations[self._shown]
+            self._shown += 1
         return Shown(form, self.generation, questions_of(form.params.requested_schema))
 
     async def answer(self, shown: Shown, replies: Sequence[Reply]) -> None:
@@ -208,10 +226,23 @@ async def contract_ask(input: Key, call: ToolCall) -> str:
 @asynccontextmanager
 async def mcp_legacy() -> AsyncIterator[Surface]:
     """The client on 2025-11-25 (the ``initialize`` handshake), with form elicitation."""
+    async with _surface("legacy") as surface:
+        yield surface
+
+
+@asynccontextmanager
+async def mcp_modern() -> AsyncIterator[Surface]:
+    """The client on 2026-07-28, with form elicitation."""
+    async with _surface("2026-07-28") as surface:
+        yield surface
+
+
+@asynccontextmanager
+async def _surface(mode: str) -> AsyncIterator[Surface]:
     base = Context("contract.mcp")
     tools = base.child("contract.mcp.tools")
     wire = _Wire()
-    surface = McpSurface(tools, wire)
+    surface = McpSurface(tools, wire, modern=mode != "legacy")
     server = McpServer(tools, input_ttl=600.0)
 
     @asynccontextmanager
@@ -236,7 +267,7 @@ async def mcp_legacy() -> AsyncIterator[Surface]:
             scope.register_tool(contract_ask)
             client = mcp.Client(
                 transport(),
-                mode="legacy",
+                mode=mode,  # type: ignore[arg-type]
                 elicitation_callback=surface.elicit,
             )
             async with client:
