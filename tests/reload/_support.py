@@ -1,7 +1,10 @@
-"""Helpers of the reload tests: the probe, provider sources, a scripted watcher."""
+"""Helpers of the reload tests: the probe, provider sources, a scripted watcher, a virtual
+clock."""
 
 from __future__ import annotations
 
+import asyncio
+import selectors
 from collections.abc import AsyncIterator, Collection, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -9,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import trio.testing
 from anyio.streams.memory import MemoryObjectSendStream
 
 from hotseam import Seam
@@ -119,3 +123,46 @@ class ScriptedWatcher:
         """Report ``paths`` as changed."""
         assert self._send is not None, "the reloader has not opened the watcher"
         await self._send.send({FileChange(kind, path) for path in paths})
+
+
+class _JumpingSelector(selectors.DefaultSelector):
+    """The default selector, except that a wait for a timer does not wait: the clock of
+    :class:`VirtualTimeLoop` jumps to the timer instead (a wait for I/O alone, with no timer
+    due, still waits)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = 0.0
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        ready = super().select(0)
+        if ready or (timeout is not None and timeout <= 0):
+            return ready
+        if timeout is None:  # no timer: wait for I/O (a thread's result, a signal)
+            return super().select(None)
+        self.now += timeout
+        return []
+
+
+class VirtualTimeLoop(asyncio.SelectorEventLoop):
+    """An asyncio loop on a virtual clock: time stands still while any task can run and
+    jumps to the next timer once every task waits (trio's ``MockClock(autojump_threshold=0)``
+    for asyncio). A behaviour about time on ``anyio.current_time()`` (a coalescing window, a
+    backoff) then runs the same on any machine; give it as the asyncio backend's
+    ``loop_factory`` (:func:`virtual_backend`)."""
+
+    def __init__(self) -> None:
+        self._virtual = _JumpingSelector()
+        super().__init__(self._virtual)
+
+    def time(self) -> float:
+        return self._virtual.now
+
+
+def virtual_backend(name: str) -> tuple[str, dict[str, Any]]:
+    """The ``anyio_backend`` of ``name`` ("asyncio" or "trio") on a virtual clock (see
+    :class:`VirtualTimeLoop`). Work handed to a thread does not hold that clock back: a test
+    on it keeps its code on the loop (small local module files, inert module bodies)."""
+    if name == "asyncio":
+        return "asyncio", {"debug": True, "loop_factory": VirtualTimeLoop}
+    return "trio", {"clock": trio.testing.MockClock(autojump_threshold=0)}
