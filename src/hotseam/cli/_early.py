@@ -56,6 +56,15 @@ def _is_id(value: object) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
+def _params(message: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The params of a JSON-RPC request (an id of a right type, params an object), else
+    ``None``."""
+    params = message.get("params")
+    if message.get("jsonrpc") != "2.0" or not _is_id(message.get("id")):
+        return None
+    return params if isinstance(params, dict) else None
+
+
 def _implementation(value: object) -> bool:
     return (
         isinstance(value, dict)
@@ -84,13 +93,7 @@ def mcp_answer(version: str, name: str = "hotseam") -> Answer:
     info = {"name": name, "version": version}
 
     def answer(message: Mapping[str, Any]) -> dict[str, Any] | None:
-        request_id = message.get("id")
-        params = message.get("params")
-        if (
-            message.get("jsonrpc") != "2.0"
-            or not _is_id(request_id)
-            or not isinstance(params, dict)
-        ):
+        if (params := _params(message)) is None:
             return None
         method = message.get("method")
         if method == "initialize":
@@ -128,7 +131,7 @@ def mcp_answer(version: str, name: str = "hotseam") -> Answer:
             }
         else:
             return None
-        return {"jsonrpc": "2.0", "id": request_id, "result": result}
+        return {"jsonrpc": "2.0", "id": message["id"], "result": result}
 
     return answer
 
@@ -143,14 +146,8 @@ def acp_answer(version: str, name: str = "hotseam", title: str = "hotseam") -> A
     info = {"name": name, "title": title, "version": version}
 
     def answer(message: Mapping[str, Any]) -> dict[str, Any] | None:
-        request_id = message.get("id")
-        params = message.get("params")
-        if (
-            message.get("jsonrpc") != "2.0"
-            or message.get("method") != "initialize"
-            or not _is_id(request_id)
-            or not isinstance(params, dict)
-        ):
+        params = _params(message)
+        if params is None or message.get("method") != "initialize":
             return None
         asked = params.get("protocolVersion")
         if not isinstance(asked, int) or isinstance(asked, bool) or not 0 <= asked <= 65535:
@@ -164,7 +161,7 @@ def acp_answer(version: str, name: str = "hotseam", title: str = "hotseam") -> A
             return None
         return {
             "jsonrpc": "2.0",
-            "id": request_id,
+            "id": message["id"],
             "result": {
                 "protocolVersion": ACP_PROTOCOL_VERSION,
                 "agentCapabilities": {"sessionCapabilities": {"close": {}}},

@@ -123,14 +123,9 @@ class EscapeWatch:
         allowed kinds and objects left out)."""
         allowed_ids = {id(obj) for ref in self.allowed_objects if (obj := ref()) is not None}
         found: list[Escape] = []
-        if "tasks" not in self.allowed:
-            found.extend(self._tasks(allowed_ids))
-        if "timers" not in self.allowed:
-            found.extend(self._timers(allowed_ids))
-        if "threads" not in self.allowed:
-            found.extend(self._threads(allowed_ids))
-        if "fds" not in self.allowed:
-            found.extend(self._fds(allowed_ids))
+        for kind in KINDS:  # each kind is looked at by the method of its name
+            if kind not in self.allowed:
+                found.extend(getattr(self, f"_{kind}")(allowed_ids))
         return found
 
     # -- each kind ---------------------------------------------------------------------------
