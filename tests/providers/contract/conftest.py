@@ -62,13 +62,6 @@ CANNOT: dict[tuple[str, str], str] = {
 }
 """(case, surface): why the surface cannot do the case by design."""
 
-_ACP_LATE = (
-    "defect: AcpProvider._late_answer gives a late answer to a prompt withdrawn by the "
-    "agent's own cancellation to any equal question open again in the session "
-    "(_Pending.asks_again matches on the request alone), not only to a reload's re-ask: "
-    "the agent's fresh ask returns the withdrawn prompt's answer (the MCP provider matches "
-    "the same tool call only, and passes)"
-)
 
 _NO_MESSAGE = (
     "2026-07-28 has no message from server to client: a withdrawal reaches the client only "
@@ -85,15 +78,7 @@ for _case in (
 ):
     CANNOT[_case, "mcp-2026"] = _NO_MESSAGE
 
-DEFECTS: dict[tuple[str, str], str] = {
-    ("test_a_late_answer_is_not_the_answer_of_the_same_question_asked_afresh", "acp-form"): (
-        _ACP_LATE
-    ),
-    (
-        "test_a_late_answer_is_not_the_answer_of_the_same_question_asked_afresh",
-        "acp-permission",
-    ): _ACP_LATE,
-}
+DEFECTS: dict[tuple[str, str], str] = {}
 """(case, surface): the defect that makes the surface fail the case today (strict xfail)."""
 
 

@@ -27,9 +27,10 @@ Cancellation, three ways:
 
 * the ask's task is cancelled (its signal fired, or a reload withdrew it): the wire sends
   ``$/cancel_request`` for the pending request. A client may ignore it (Toad does) and
-  send the human's answer later: if the same question is open again by then (a reload
-  re-asked it), that answer is its answer, and the new request is withdrawn in turn
-  (:meth:`AcpProvider._late_answer`); otherwise it is ignored;
+  send the human's answer later: if the same ask is open again by then (a reload
+  re-asked it: the same ``question_id``), that answer is its answer, and the new request
+  is withdrawn in turn (:meth:`AcpProvider._late_answer`); otherwise it is ignored (the
+  same question asked afresh is another ask);
 * :meth:`AcpProvider.cancel_session` (the client sent ``session/cancel``): the session's
   pending questions end with ``ASK_CANCELLED`` (their requests are withdrawn the same way);
 * the connection closes (the host closed the pipes, or hung up): ``ASK_ABORTED``, the
@@ -57,6 +58,7 @@ from ...interaction import (
     AskUserQuestionRequest,
     ErrorCode,
     UserInteractionError,
+    current_ask,
 )
 from .._kit import (
     EmptyAnswerError,
@@ -108,6 +110,9 @@ class _Pending:
     request: AskUserQuestionRequest
     carrier: _Carrier
     order: int
+    question_id: str | None
+    """The ask's id (:func:`current_ask`): the same for its re-ask after a reload, another
+    for the same question asked afresh."""
     cancel_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     delivery: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     delivered: list[AskUserQuestionAnswer | UserInteractionError] = field(default_factory=list)
@@ -120,6 +125,8 @@ class _Pending:
             and self.session_id == earlier.session_id
             and self.carrier.method != CONVERSATION
             and not self.delivered
+            and self.question_id is not None
+            and self.question_id == earlier.question_id
             and (self.request is earlier.request or self.request == earlier.request)
         )
 
@@ -285,7 +292,14 @@ class AcpProvider:
     ) -> AskUserQuestionAnswer:
         """Send one attempt and read its result; ``session/cancel`` ends it as cancelled."""
         session_id = scope.session_id
-        pending = _Pending(session_id, request, carrier, next(self._attempts))
+        asked = current_ask()
+        pending = _Pending(
+            session_id,
+            request,
+            carrier,
+            next(self._attempts),
+            None if asked is None else asked.question_id,
+        )
         self._pending.setdefault(session_id, set()).add(pending)
         _log.info(
             "acp.question_sent",
