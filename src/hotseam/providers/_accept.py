@@ -227,7 +227,7 @@ class _AcceptLoop:
         if self._starved is not None:
             self._starved.attempts += 1
             return
-        self._starved = _Starvation(error)
+        self._starved = _Starvation()
         soft = descriptor_limit()
         limit = "unlimited" if soft is None else str(soft)
         reason = (
@@ -261,10 +261,9 @@ class _AcceptLoop:
 class _Starvation:
     """One episode of ``accept`` failing for want of a resource."""
 
-    __slots__ = ("attempts", "error", "since")
+    __slots__ = ("attempts", "since")
 
-    def __init__(self, error: OSError) -> None:
-        self.error = error
+    def __init__(self) -> None:
         self.attempts = 1
         self.since = time.monotonic()
 

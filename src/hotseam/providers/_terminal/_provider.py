@@ -10,10 +10,9 @@ import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
-from typing import IO, Any, Literal, Protocol, TextIO
+from typing import IO, Any, Literal, TextIO
 
 import anyio
-from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.input import Input, create_input
 from prompt_toolkit.output import Output, create_output
 
@@ -21,7 +20,6 @@ from ...interaction import (
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
     ErrorCode,
-    QuestionAnswer,
     UserInteractionError,
     current_ask,
     validate_request,
@@ -42,26 +40,7 @@ Mode = Literal["auto", "tty", "lines"]
 _MODES = ("auto", "tty", "lines")
 
 
-class _Surface(Protocol):
-    async def run(
-        self,
-        request: AskUserQuestionRequest,
-        *,
-        banner: str | None,
-        queue: AskQueue,
-        deadline: float | None = None,
-    ) -> AskUserQuestionAnswer: ...
-
-    async def step(
-        self,
-        stepper: Stepper,
-        *,
-        banner: str | None,
-        queue: AskQueue,
-        deadline: float | None = None,
-    ) -> QuestionAnswer | Back: ...
-
-    def mark(self, fragments: StyleAndTextTuples) -> None: ...
+_Surface = LinesSurface | TtySurface
 
 
 class TerminalProvider:

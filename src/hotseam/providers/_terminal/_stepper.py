@@ -75,11 +75,6 @@ class Stepper:
         """The question on screen."""
         return self.request.questions[self._position]
 
-    @property
-    def answered(self) -> int:
-        """How many questions have an answer (some may be after the one on screen)."""
-        return len(self._answers)
-
     def ticked(self, question: Question) -> frozenset[int]:
         """The options of ``question`` ticked: as the human left them, else those of its
         answer, else the recommended ones (preselected)."""

@@ -102,58 +102,24 @@ class TtySurface:
         first = True
 
         def message() -> StyleAndTextTuples:
-            # The waiting count is live while open, and left out of the scrollback.
-            app = get_app()
-            waiting = [] if app.is_done else waiting_line(queue.waiting)
-            if deadline is not None and not app.is_done:
-                waiting = [*waiting, ("class:waiting", f"time left: {time_left(deadline)} s\n")]
-            above = wrap_fragments(
-                [*(block if first else []), *waiting], app.output.get_size().columns
-            )
-            return [*shown(above), ("class:prompt", "> ")]
+            return _message(block if first else [], queue, deadline)
 
-        recommended = request.recommended
+        def keep(text: str, cursor: int) -> None:
+            self._draft.keep(request, text, cursor)
 
-        def placeholder() -> StyleAndTextTuples:
-            if recommended is None or get_app().is_done:
-                return []
-            return [("class:placeholder", visible(recommended.label))]
-
-        completer = _label_completer(request.choices)
-        with create_app_session(input=self._input, output=self._output):
-            session: PromptSession[str] = PromptSession(
-                message,
-                input=self._input,
-                output=self._output,
-                style=STYLE,
-                include_default_pygments_style=False,
-                completer=completer,
-                complete_while_typing=False,
-                placeholder=placeholder,
-                erase_when_done=False,
-                refresh_interval=1.0 if deadline is not None else 0,  # the time left ticks
-            )
-            unsubscribe = queue.listen(session.app.invalidate)
+        with self._session(
+            message, request.recommended, request.choices, queue, deadline
+        ) as session:
             kept = self._draft.take(request)  # typed before a reload withdrew the question
             default = Document(*kept) if kept is not None else Document()
-
-            def keep(text: str, cursor: int) -> None:
-                self._draft.keep(request, text, cursor)
-
-            try:
-                while True:
-                    reply = await self._prompt(session, default, keep)
-                    default = Document()
-                    first = False
-                    if len(reply.encode("utf-8", "surrogatepass")) > LINE_LIMIT:
-                        self.mark([("class:reason", f"  {too_long_reason()}"), ("", "\n")])
-                        continue
-                    result = resolve_reply(request, reply)
-                    if not isinstance(result, Reprompt):
-                        return result
-                    self.mark([("class:reason", f"  {result.reason}"), ("", "\n")])
-            finally:
-                unsubscribe()
+            while True:
+                reply = await self._prompt(session, default, keep)
+                default = Document()
+                first = False
+                result = _too_long(reply) or resolve_reply(request, reply)
+                if not isinstance(result, Reprompt):
+                    return result
+                self.mark([("class:reason", f"  {result.reason}"), ("", "\n")])
 
     async def step(
         self,
@@ -183,8 +149,7 @@ class TtySurface:
         refusal: list[str] = []  # why the last Enter (or key) sent nothing
 
         def message() -> StyleAndTextTuples:
-            app = get_app()
-            done = app.is_done
+            done = get_app().is_done
             block = step_block(
                 question,
                 stepper.request.agent,
@@ -195,26 +160,13 @@ class TtySurface:
                 cursor=stepper.highlighted(question) if multi and not done else None,
                 resumed=resumed,
             )
-            live = [] if done else waiting_line(queue.waiting)
-            if deadline is not None and not done:
-                live = [*live, ("class:waiting", f"time left: {time_left(deadline)} s\n")]
-            if refusal and not done:
-                live = [*live, ("class:reason", f"  {refusal[-1]}"), ("", "\n")]
-            above = wrap_fragments([*block, *live], app.output.get_size().columns)
-            return [*shown(above), ("class:prompt", "> ")]
-
-        recommended = None if multi else question.recommended
-
-        def placeholder() -> StyleAndTextTuples:
-            if recommended is None or get_app().is_done:
-                return []
-            return [("class:placeholder", visible(recommended.label))]
+            return _message(block, queue, deadline, refusal[-1] if refusal else None)
 
         def resolve(text: str) -> QuestionAnswer | Back | Reprompt:
-            if len(text.encode("utf-8", "surrogatepass")) > LINE_LIMIT:
-                return Reprompt(too_long_reason())
             ticked = stepper.ticked(question)
-            return resolve_step(question, text, ticked=ticked, first=first, ticking=True)
+            return _too_long(text) or resolve_step(
+                question, text, ticked=ticked, first=first, ticking=True
+            )
 
         def refuse(reason: str | None) -> None:
             refusal[:] = [] if reason is None else [reason]
@@ -222,6 +174,45 @@ class TtySurface:
         bindings = _step_bindings(
             question, first=first, resolve=resolve, refuse=refuse, stepper=stepper
         )
+
+        def keep(text: str, cursor_at: int) -> None:
+            stepper.type(question, text, cursor_at)
+
+        recommended, choices = (None, ()) if multi else (question.recommended, question.choices)
+        with self._session(message, recommended, choices, queue, deadline, bindings) as session:
+            buffer = session.default_buffer
+            buffer.on_text_changed += lambda _: refusal.clear()
+            kept = stepper.typed(question)
+            default = Document(*kept) if kept is not None else Document()
+            while True:
+                try:
+                    reply = await self._prompt(session, default, keep)
+                except _StepKey as key:
+                    keep(buffer.text, buffer.cursor_position)
+                    return key.result
+                result = resolve(reply)
+                if not isinstance(result, Reprompt):
+                    return result
+                default = Document(reply)  # not reached: Enter accepts only answers
+
+    @contextmanager
+    def _session(
+        self,
+        message: Callable[[], StyleAndTextTuples],
+        recommended: AskUserQuestionOption | None,
+        choices: tuple[AskUserQuestionOption, ...],
+        queue: AskQueue,
+        deadline: float | None,
+        key_bindings: KeyBindings | None = None,
+    ) -> Iterator[PromptSession[str]]:
+        """A prompt on this surface, redrawn when the waiting count changes: the recommended
+        label as its placeholder, Tab completing a label."""
+
+        def placeholder() -> StyleAndTextTuples:
+            if recommended is None or get_app().is_done:
+                return []
+            return [("class:placeholder", visible(recommended.label))]
+
         with create_app_session(input=self._input, output=self._output):
             session: PromptSession[str] = PromptSession(
                 message,
@@ -229,33 +220,16 @@ class TtySurface:
                 output=self._output,
                 style=STYLE,
                 include_default_pygments_style=False,
-                completer=None if multi else _label_completer(question.choices),
+                completer=_label_completer(choices),
                 complete_while_typing=False,
                 placeholder=placeholder,
                 erase_when_done=False,
-                key_bindings=bindings,
-                refresh_interval=1.0 if deadline is not None else 0,
+                key_bindings=key_bindings,
+                refresh_interval=1.0 if deadline is not None else 0,  # the time left ticks
             )
-            buffer = session.default_buffer
-            buffer.on_text_changed += lambda _: refusal.clear()
             unsubscribe = queue.listen(session.app.invalidate)
-            kept = stepper.typed(question)
-            default = Document(*kept) if kept is not None else Document()
-
-            def keep(text: str, cursor_at: int) -> None:
-                stepper.type(question, text, cursor_at)
-
             try:
-                while True:
-                    try:
-                        reply = await self._prompt(session, default, keep)
-                    except _StepKey as key:
-                        keep(buffer.text, buffer.cursor_position)
-                        return key.result
-                    result = resolve(reply)
-                    if not isinstance(result, Reprompt):
-                        return result
-                    default = Document(reply)  # not reached: Enter accepts only answers
+                yield session
             finally:
                 unsubscribe()
 
@@ -370,6 +344,29 @@ def _step_bindings(
         buffer.validate_and_handle()
 
     return bindings
+
+
+def _message(
+    block: StyleAndTextTuples, queue: AskQueue, deadline: float | None, reason: str | None = None
+) -> StyleAndTextTuples:
+    """The prompt's message: ``block``, then what is live while it is open (the waiting count,
+    the time left, why the last key sent nothing; left out of the scrollback), wrapped to the
+    terminal's width."""
+    app = get_app()
+    live = [] if app.is_done else waiting_line(queue.waiting)
+    if deadline is not None and not app.is_done:
+        live = [*live, ("class:waiting", f"time left: {time_left(deadline)} s\n")]
+    if reason is not None and not app.is_done:
+        live = [*live, ("class:reason", f"  {reason}"), ("", "\n")]
+    above = wrap_fragments([*block, *live], app.output.get_size().columns)
+    return [*shown(above), ("class:prompt", "> ")]
+
+
+def _too_long(reply: str) -> Reprompt | None:
+    """A line over the reader's limit is refused here too: both paths take the same replies."""
+    if len(reply.encode("utf-8", "surrogatepass")) > LINE_LIMIT:
+        return Reprompt(too_long_reason())
+    return None
 
 
 def _step_keys(question: Question, *, first: bool, total: int) -> str:
