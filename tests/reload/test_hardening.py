@@ -236,12 +236,16 @@ class TestBlockingModuleBodies:
     async def test_the_loop_keeps_serving_and_the_body_fails_at_import_timeout(
         self, context: Context, folder: Path, probe: Probe, body: str
     ) -> None:
-        """Asks are answered by v1 while the body blocks; the failure names file:line."""
+        """Asks are answered by v1 while the body blocks (before its ``import_timeout``: the
+        reload is still running); the failure names file:line. The bound and the ask's
+        deadline are scaled alike: on a busy machine the ask may take longer, never the
+        body less."""
         gate, entered = threading.Event(), threading.Event()
         probe.values.update(gate=gate, entered=entered)
         ui = write(folder / "my_ui.py", provider_source(1))
+        bound = scaled(0.5)
         try:
-            async with Reloader(context, [folder], watch=False, import_timeout=0.5) as reloader:
+            async with Reloader(context, [folder], watch=False, import_timeout=bound) as reloader:
                 enter = "reload_probe.probe.values['entered'].set()"
                 write(ui, provider_source(2, module_lines=[enter, body]))
                 async with anyio.create_task_group() as tg:
@@ -252,8 +256,9 @@ class TestBlockingModuleBodies:
 
                     tg.start_soon(reload)
                     await anyio.to_thread.run_sync(entered.wait)
-                    with anyio.fail_after(0.4):  # before import_timeout: the loop serves
+                    with anyio.fail_after(bound * 0.8):  # before import_timeout: it serves
                         assert (await ask(QUESTION, context=context)).answer == "answer v1"
+                    assert not results  # answered while the body was still blocked
                 (aborted,) = results[0].aborted
                 assert aborted.error.type == "TimeoutError"
                 assert aborted.error.location == _line(ui, body)
@@ -316,7 +321,9 @@ class TestTheModuleBodyThread:
                 f"import reload_probe\nNAME = 'm{number}'\n{note}\n{block}\n",
             )
         try:
-            async with Reloader(context, [folder], watch=False, import_timeout=0.5) as reloader:
+            # Scaled: m0's and m2's bodies (m2's in a thread just started) must end within it.
+            bound = scaled(0.5)
+            async with Reloader(context, [folder], watch=False, import_timeout=bound) as reloader:
                 states = {status.module: status.state for status in reloader.status()}
                 assert states == {
                     "m0": ModuleState.ACTIVE,

@@ -28,7 +28,7 @@ from hotseam.providers.scripted import Reply, ScriptedProvider
 
 
 def setup(scope):
-    time.sleep(2)
+    time.sleep({seconds})
     scope.provide(USER_INTERACTION, ScriptedProvider(lambda request: Reply.never()))
 """
 
@@ -69,18 +69,21 @@ def _project(tmp_path: Path) -> Path:
 
 
 def test_a_blocking_sync_setup_is_named_once_and_the_loop_recovers(project: Path) -> None:
-    """``time.sleep(2)`` in a synchronous setup, threshold 0.5 s: one warning naming the file,
-    ``setup`` and the sleep line, with the stack; then the loop runs and SIGTERM exits 0."""
-    line = _line(write(project / "providers" / "slow.py", SLOW_SETUP), "time.sleep")
+    """``time.sleep(2)`` in a synchronous setup, threshold 0.5 s (both scaled: a busy
+    machine stalls a loop for a moment by itself): one warning naming the file, ``setup``
+    and the sleep line, with the stack; then the loop runs and SIGTERM exits 0."""
+    source = SLOW_SETUP.format(seconds=round(scaled(2), 2))
+    line = _line(write(project / "providers" / "slow.py", source), "time.sleep")
+    threshold = str(round(scaled(0.5), 2))
     process = Process(
-        "dev", "providers", "--agent", "agent.py:main", "--stall-warning", "0.5", cwd=project
+        "dev", "providers", "--agent", "agent.py:main", "--stall-warning", threshold, cwd=project
     )
     try:
         process.expect(
             r"\[warning *\] the event loop has been blocked for [\d.]+ s "
             rf"by setup\(\) at providers/slow\.py:{line}$"
         )
-        process.expect(r"^    time\.sleep\(2\)$")
+        process.expect(r"^    time\.sleep\([\d.]+\)$")
         process.expect(r"the event loop runs again after being blocked for about [\d.]+ s")
     finally:
         code = process.finish(signal.SIGTERM)
@@ -131,11 +134,13 @@ def test_a_second_stop_signal_ends_a_loop_blocked_by_a_busy_ask(
 
 
 def test_a_free_loop_logs_nothing_and_one_sigterm_disposes(project: Path) -> None:
-    """A normal run with a tight threshold: no loop event; SIGTERM runs every disposer."""
+    """A normal run with a tight threshold (0.3 s, scaled: a busy machine may not run the
+    loop for that long): no loop event; SIGTERM runs every disposer."""
     marker = project / "disposed.txt"
     write(project / "providers" / "my_ui.py", _provider(1, marker))
+    threshold = str(round(scaled(0.3), 2))
     process = Process(
-        "run", "providers", "--agent", "agent.py:main", "--stall-warning", "0.3", cwd=project
+        "run", "providers", "--agent", "agent.py:main", "--stall-warning", threshold, cwd=project
     )
     try:
         process.expect(r"watching")
@@ -160,18 +165,20 @@ class _Log:
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_the_watchdog_works_on_both_backends(backend: str) -> None:
     """In process: a blocking call is named and recovered from; two SIGINTs to a blocked loop
-    (routed to the backend's signal receiver) call ``exit(130)``."""
+    (routed to the backend's signal receiver) call ``exit(130)``. The threshold, the block
+    and the pause after it are scaled alike: a busy machine stalls a loop by itself."""
     log, exits = _Log(), []
+    threshold = scaled(0.3)
 
     def blocking_call() -> None:
-        time.sleep(0.8)
+        time.sleep(threshold * 8 / 3)
 
     async def main() -> None:
-        watchdog = LoopWatchdog(0.3, log, exits.append)
+        watchdog = LoopWatchdog(threshold, log, exits.append)
         with anyio.open_signal_receiver(signal.SIGINT) as signals:
             async with watchdog.watching():
                 blocking_call()
-                await anyio.sleep(0.4)
+                await anyio.sleep(threshold * 4 / 3)
                 os.kill(os.getpid(), signal.SIGINT)
                 os.kill(os.getpid(), signal.SIGINT)
                 deadline = time.monotonic() + scaled(3)
@@ -187,6 +194,6 @@ def test_the_watchdog_works_on_both_backends(backend: str) -> None:
     blocked = log.events[0][1]
     assert blocked["function"] == "blocking_call"
     assert blocked["file"] == __file__
-    assert "time.sleep(0.8)" in blocked["traceback"]
+    assert "time.sleep(threshold * 8 / 3)" in blocked["traceback"]
     assert exits[:1] == [130]
     assert "loop.forced_exit" in names
