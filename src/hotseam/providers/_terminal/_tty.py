@@ -48,7 +48,16 @@ from ...interaction import (
 )
 from ._draft import Draft
 from ._outcome import DismissedError, time_left
-from ._protocol import BACK, Back, Reprompt, hint, pick_hint, resolve_reply, resolve_step
+from ._protocol import (
+    BACK_COMMAND,
+    SKIP_COMMAND,
+    Back,
+    Reprompt,
+    hint,
+    pick_hint,
+    resolve_reply,
+    resolve_step,
+)
 from ._queue import AskQueue
 from ._reader import LINE_LIMIT, too_long_reason
 from ._render import STYLE, question_block, shown, step_block, waiting_line
@@ -171,9 +180,7 @@ class TtySurface:
         def refuse(reason: str | None) -> None:
             refusal[:] = [] if reason is None else [reason]
 
-        bindings = _step_bindings(
-            question, first=first, resolve=resolve, refuse=refuse, stepper=stepper
-        )
+        bindings = _step_bindings(question, resolve=resolve, refuse=refuse, stepper=stepper)
 
         def keep(text: str, cursor_at: int) -> None:
             stepper.type(question, text, cursor_at)
@@ -294,7 +301,6 @@ class _StepKey(Exception):  # noqa: N818 - how a key ends the prompt, not an err
 def _step_bindings(
     question: Question,
     *,
-    first: bool,
     resolve: Callable[[str], QuestionAnswer | Back | Reprompt],
     refuse: Callable[[str | None], None],
     stepper: Stepper,
@@ -319,29 +325,25 @@ def _step_bindings(
         def _down(event: KeyPressEvent) -> None:
             stepper.highlight(question, stepper.highlighted(question) + 1)
 
+    @bindings.add("enter")
+    def _send(event: KeyPressEvent, command: str | None = None) -> None:
+        # A key does what its command (/back, /skip) does, refused for the same reason.
+        result = resolve(event.current_buffer.text if command is None else command)
+        if isinstance(result, Reprompt):
+            refuse(result.reason)
+        elif command is None:
+            event.current_buffer.validate_and_handle()
+        else:
+            event.app.exit(exception=_StepKey(result))
+
     @bindings.add("s-tab", filter=menu_closed)
     @bindings.add("pageup")
     def _back(event: KeyPressEvent) -> None:
-        if first:
-            refuse("This is the first question: there is none before it.")
-            return
-        event.app.exit(exception=_StepKey(BACK))
+        _send(event, BACK_COMMAND)
 
     @bindings.add("c-s")
     def _skip(event: KeyPressEvent) -> None:
-        if not question.allow_skip:
-            refuse("This question cannot be skipped: it needs an answer.")
-            return
-        event.app.exit(exception=_StepKey(QuestionAnswer.skip(question)))
-
-    @bindings.add("enter")
-    def _send(event: KeyPressEvent) -> None:
-        buffer = event.current_buffer
-        result = resolve(buffer.text)
-        if isinstance(result, Reprompt):
-            refuse(result.reason)
-            return
-        buffer.validate_and_handle()
+        _send(event, SKIP_COMMAND)
 
     return bindings
 
