@@ -24,19 +24,23 @@ the ``cr_await`` chain of the coroutine for a task.
 :class:`Worker` and back is two wake-ups of a sleeping thread: a few hundredths of a
 millisecond on an idle machine, milliseconds on a busy one, where each wake-up waits for the
 scheduler (and for the interpreter lock). Most of a save's time on a loaded machine was
-those two waits.
+those two waits. The first grows with the loop's own work before it: at a load of 22, a
+thread woken right after the loop thread ran 2 ms of Python waited 6-10 ms for a core
+(0.03-0.06 ms with no such run before), with a queue and an event or with two bare locks
+alike, so no cheaper hand-off removes it; only not hopping does.
 
 A body whose code *cannot* run anything but itself needs no thread: :func:`inert` reads the
 compiled code and says yes only for straight-line code (no backward jump, so no loop) that
-calls nothing (the one call allowed is ``class X:`` without bases or decorators, whose own
-body is held to the same rule, attributes included) and imports only what is already
-imported (every module of the dotted name in ``sys.modules`` or serving, every name it takes
-already there: an import that would execute a module, read a file or reach a module's
-``__getattr__`` says no). Such a body ends after at most as many steps as it has
-instructions, so the loader executes it on the event loop's thread, at once. Anything else
-(a decorator, a call, a loop, a new import, an unknown instruction) still goes to the
-thread with its time bound, as before. It is a conservative test: a no costs a thread hop,
-never a guarantee.
+calls nothing (the calls allowed are ``class X:`` without bases or decorators, whose own
+body is held to the same rule, attributes included, and ``X()`` of such a class defined
+above it that defines no dunder method: ``object``'s own ``__new__`` and ``__init__``, in C,
+are all that runs) and imports only what is already imported (every module of the dotted
+name in ``sys.modules`` or serving, every name it takes already there: an import that would
+execute a module, read a file or reach a module's ``__getattr__`` says no). Such a body ends
+after at most as many steps as it has instructions, so the loader executes it on the event
+loop's thread, at once. Anything else (a decorator, a call, a loop, a new import, an unknown
+instruction) still goes to the thread with its time bound, as before. It is a conservative
+test: a no costs a thread hop, never a guarantee.
 """
 
 from __future__ import annotations
@@ -475,6 +479,8 @@ _LOAD_NAME = _OP["LOAD_NAME"]
 _LOAD_CONST = _OP["LOAD_CONST"]
 _MAKE_FUNCTION = _OP["MAKE_FUNCTION"]
 _LOAD_BUILD_CLASS = _OP["LOAD_BUILD_CLASS"]
+_PUSH_NULL = _OP["PUSH_NULL"]
+_NULL_AFTER = sys.version_info >= (3, 13)  # ``LOAD_NAME X, PUSH_NULL``, not the reverse
 _PRECALL = _OP.get("PRECALL", -1)
 _CALL = _OP["CALL"]
 _IMPORT_NAME = _OP["IMPORT_NAME"]
@@ -528,8 +534,11 @@ def inert(code: CodeType, resolve: Resolve, *, class_body: bool = False) -> bool
     chain: list[str] = []  # the rest of a dotted ``import a.b as c``, taken by IMPORT_FROM
     modules: dict[str, ModuleType] = {}  # names this body bound to a plain module
     pushed: ModuleType | None = None  # the plain module the last instruction pushed
+    classes: set[str] = set()  # names this body bound to a bare class (see _bare_class)
+    built = False  # the last instruction pushed a bare class this body built
     for index, (op, arg) in enumerate(ops):
         produced, pushed = pushed, None
+        was_built, built = built, False
         if op == _STORE_NAME:
             if names[arg] == "__annotations__":
                 return False  # annotations would then be stored into whatever this is
@@ -537,6 +546,10 @@ def inert(code: CodeType, resolve: Resolve, *, class_body: bool = False) -> bool
                 modules[names[arg]] = produced
             else:
                 modules.pop(names[arg], None)
+            if was_built:
+                classes.add(names[arg])
+            else:
+                classes.discard(names[arg])
             continue
         if op in _PLAIN:
             continue
@@ -563,8 +576,13 @@ def inert(code: CodeType, resolve: Resolve, *, class_body: bool = False) -> bool
                 return False
             continue
         if op in (_PRECALL, _CALL):
-            # Only the call of ``__build_class__`` that _class_statement checked.
-            if not _builds_class(ops, index if op == _CALL else index + 1):
+            # The call of ``__build_class__`` that _class_statement checked, or ``X()`` of a
+            # bare class this body built and bound to ``X``.
+            call = index if op == _CALL else index + 1
+            if _builds_class(ops, call):
+                built = op == _CALL and _bare_class(consts[ops[_build_start(ops, call)][1]])
+                continue
+            if class_body or not _instantiates(ops, call, names, classes):
                 return False
             continue
         if op == _SETUP_ANNOTATIONS:
@@ -650,6 +668,56 @@ def _call_after(ops: Sequence[tuple[int, int]], index: int) -> int:
     if position < len(ops) and ops[position][0] == _PRECALL:
         position += 1
     return position
+
+
+_BARE_DUNDERS = frozenset(
+    {
+        "__module__",
+        "__qualname__",
+        "__doc__",
+        "__firstlineno__",
+        "__static_attributes__",
+        "__classcell__",
+    }
+)
+"""The dunder names a class body may bind and still be bare: the compiler's own."""
+
+
+def _bare_class(body: object) -> bool:
+    """True when the class body ``body`` binds no dunder but the compiler's own: then
+    ``type.__call__`` on its class (no bases, no metaclass) runs ``object.__new__`` and
+    ``object.__init__`` only, and an instance dropped at once has no ``__del__`` to run."""
+    if not isinstance(body, CodeType):
+        return False
+    stored = {body.co_names[arg] for op, arg in _instructions(body) if op == _STORE_NAME}
+    return all(
+        name in _BARE_DUNDERS or not (name.startswith("__") and name.endswith("__"))
+        for name in stored
+    )
+
+
+def _instantiates(
+    ops: Sequence[tuple[int, int]], call: int, names: Sequence[str], classes: Collection[str]
+) -> bool:
+    """True when ``ops[call]`` is ``CALL 0`` of ``X`` loaded by name just before (with its
+    ``NULL``, and a ``PRECALL 0`` where there is one), ``X`` bound to a bare class."""
+    if call >= len(ops) or ops[call] != (_CALL, 0):
+        return False
+    load = call - 1
+    if ops[load] == (_PRECALL, 0):
+        load -= 1
+    null_after = _NULL_AFTER and load >= 1 and ops[load][0] == _PUSH_NULL
+    if null_after:
+        load -= 1
+    if load < 0 or ops[load][0] != _LOAD_NAME or names[ops[load][1]] not in classes:
+        return False
+    return null_after or (load >= 1 and ops[load - 1][0] == _PUSH_NULL)
+
+
+def _build_start(ops: Sequence[tuple[int, int]], call: int) -> int:
+    """Where the ``LOAD_CONST <code>`` of the class body is, for the ``__build_class__``
+    call at ``call`` that :func:`_builds_class` accepted."""
+    return call - (4 if ops[call - 1][0] == _PRECALL else 3)
 
 
 def _builds_class(ops: Sequence[tuple[int, int]], call: int) -> bool:

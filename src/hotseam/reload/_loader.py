@@ -182,7 +182,7 @@ class Batch:
     that took (seconds): the thread executes it without compiling it again."""
     inline: set[str] = field(default_factory=set)
     """Modules whose bodies were executed on the event loop's thread (inert: see
-    :mod:`._inert`)."""
+    :func:`._guard.inert`)."""
 
     def imports_of(self, name: str) -> frozenset[str]:
         attempt = self.attempts.get(name)
@@ -235,14 +235,14 @@ class Loader:
     async def execute(self, batch: Batch, names: Sequence[str], timeout: float) -> None:
         """Execute every module of ``names`` not executed yet; failures go to ``batch.failed``.
 
-        A body that cannot block or spin (:func:`~hotseam.reload._inert.inert`: straight-line
-        code that calls nothing and imports only what is imported) executes here, on the
-        event loop's thread, at once. The others (with the watched modules they import)
-        execute one after another in the loader's worker thread, so a body that blocks
-        leaves the event loop serving. One still running ``timeout`` seconds after it
-        started is abandoned: it fails with a ``TimeoutError`` naming the line it is stuck
-        at, its thread runs on, nothing it creates is ever installed, and the modules after
-        it execute in a new thread.
+        A body that cannot block or spin (:func:`~hotseam.reload._guard.inert`:
+        straight-line code that calls nothing but ``class X:`` and ``X()`` of such a class,
+        and imports only what is imported) executes here, on the event loop's thread, at
+        once. The others (with the watched modules they import) execute one after another in
+        the loader's worker thread, so a body that blocks leaves the event loop serving. One
+        still running ``timeout`` seconds after it started is abandoned: it fails with a
+        ``TimeoutError`` naming the line it is stuck at, its thread runs on, nothing it
+        creates is ever installed, and the modules after it execute in a new thread.
         """
         pending = [name for name in names if name not in batch.staged and name not in batch.failed]
         while pending:
@@ -325,7 +325,7 @@ class Loader:
     ) -> ModuleType | None:
         """What ``import`` of ``name`` in this batch returns if it can without running code
         (nothing executed, read or looked up through a module's ``__getattr__``), else
-        ``None``: the :func:`~hotseam.reload._inert.inert` test of the loader's imports."""
+        ``None``: the :func:`~hotseam.reload._guard.inert` test of the loader's imports."""
         if level:
             if not package:
                 return None
