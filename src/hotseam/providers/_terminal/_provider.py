@@ -6,7 +6,6 @@ import asyncio
 import contextlib
 import io
 import math
-import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -29,7 +28,7 @@ from ._lines import LinesSurface
 from ._outcome import WITHDRAWN, DismissedError, timeout_marker
 from ._protocol import Back, answer_line, entry_line
 from ._queue import AskQueue
-from ._reader import LineReader, fileno_of
+from ._reader import LineReader, isatty
 from ._render import outcome
 from ._stepper import Stepper, needs_stepper
 from ._tty import TtySurface
@@ -276,7 +275,7 @@ class TerminalProvider:
         out = self._output if self._output is not None else sys.stdout
         assert not isinstance(source, Input)
         assert not isinstance(out, Output)
-        if self._mode == "auto" and _on_asyncio() and _isatty(source) and _isatty(out):
+        if self._mode == "auto" and _on_asyncio() and isatty(source) and isatty(out):
             return self._tty_surface()
         reader = LineReader(source if source is not None else io.StringIO())
         return LinesSurface(reader, out if out is not None else io.StringIO())
@@ -293,7 +292,7 @@ class TerminalProvider:
         if isinstance(source, Input):
             toolkit_input = source
         else:
-            if source is None or not _isatty(source):
+            if source is None or not isatty(source):
                 raise UserInteractionError(
                     "the terminal provider's prompt (mode='tty') needs a terminal to read, "
                     "and its input is not one (a pipe or a file?); a prompt must never read a "
@@ -321,14 +320,6 @@ def _on_asyncio() -> bool:
     except RuntimeError:
         return False
     return True
-
-
-def _isatty(stream: object) -> bool:
-    fd = fileno_of(stream)
-    if fd is not None:
-        return os.isatty(fd)
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty()) if callable(isatty) else False
 
 
 def _text_file(source: IO[Any] | int) -> TextIO:

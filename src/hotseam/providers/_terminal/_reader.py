@@ -30,7 +30,7 @@ from typing import IO, Any, Final
 
 import anyio
 
-__all__ = ["LINE_LIMIT", "TOO_LONG", "LineReader", "TooLong", "fileno_of", "too_long_reason"]
+__all__ = ["LINE_LIMIT", "TOO_LONG", "LineReader", "TooLong", "isatty", "too_long_reason"]
 
 LINE_LIMIT: Final = 64 * 1024
 """The longest reply line taken, in bytes (characters for in-memory streams).
@@ -86,6 +86,15 @@ def fileno_of(source: object) -> int | None:
     return fd if isinstance(fd, int) else None
 
 
+def isatty(source: object) -> bool:
+    """True when ``source`` (a descriptor or a stream) is a terminal."""
+    fd = fileno_of(source)
+    if fd is not None:
+        return os.isatty(fd)
+    method = getattr(source, "isatty", None)
+    return bool(method()) if callable(method) else False
+
+
 class LineReader:
     """Reads lines from a file descriptor (or an in-memory stream) one ``readline`` at a time.
 
@@ -105,10 +114,7 @@ class LineReader:
     @property
     def is_terminal(self) -> bool:
         """True when reading a terminal, which echoes what the human types by itself."""
-        if self._fd is not None:
-            return os.isatty(self._fd)
-        isatty = getattr(self._stream, "isatty", None)
-        return bool(isatty()) if isatty is not None else False
+        return isatty(self._fd if self._fd is not None else self._stream)
 
     async def readline(self) -> str | TooLong | None:
         """Return the next line without its line ending, ``TOO_LONG`` for a line over the
