@@ -59,16 +59,16 @@ def question_block(
 
     ``keys`` is a second hint line (the TTY path names Tab and Ctrl-C there).
     """
-    return _block(request, request.agent, banner=banner, hints=[hint(request), keys])
+    return step_block(request, request.agent, banner=banner, hints=[hint(request), keys])
 
 
 def step_block(
-    question: Question,
+    asked: AskUserQuestionRequest | Question,
     agent: Agent | None,
     *,
-    place: tuple[int, int] | None,
     hints: Sequence[str | None],
     banner: str | None = None,
+    place: tuple[int, int] | None = None,
     ticked: frozenset[int] | None = None,
     cursor: int | None = None,
     resumed: int = 0,
@@ -77,29 +77,6 @@ def step_block(
     ``place`` (``(2, 3)``: "2 of 3") after who asks, checkboxes when ``ticked`` is given
     (``[x]``), ``> `` before the option at ``cursor``, and, when answers were kept from a
     withdrawn prompt (``resumed``), a line saying so."""
-    return _block(
-        question,
-        agent,
-        banner=banner,
-        hints=hints,
-        place=place,
-        ticked=ticked,
-        cursor=cursor,
-        resumed=resumed,
-    )
-
-
-def _block(
-    asked: AskUserQuestionRequest | Question,
-    agent: Agent | None,
-    *,
-    banner: str | None,
-    hints: Sequence[str | None],
-    place: tuple[int, int] | None = None,
-    ticked: frozenset[int] | None = None,
-    cursor: int | None = None,
-    resumed: int = 0,
-) -> StyleAndTextTuples:
     fragments: StyleAndTextTuples = [("", "\n")]
     if banner:
         fragments += [("class:banner", visible(banner)), ("", "\n")]
