@@ -54,10 +54,6 @@ class Stepper:
             self._restore(kept)
 
     @property
-    def questions(self) -> tuple[Question, ...]:
-        return tuple(self.request.questions)
-
-    @property
     def total(self) -> int:
         return len(self.request.questions)
 
