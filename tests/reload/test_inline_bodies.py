@@ -3,10 +3,10 @@ go to the worker thread, where one that blocks or spins is abandoned at its boun
 loop serves.
 
 An inert body (straight-line code that calls nothing but ``class X:`` and imports only what
-is imported: ``hotseam.reload._inert``) needs no thread hop: it runs at once, and the worker
-thread is never started for it. A save that makes the same module block or spin is told
-apart from its bytecode and goes to the thread as before; a broken save keeps the serving
-generation; the events of a save are the same either way.
+is imported: ``inert()`` in ``hotseam.reload._guard``) needs no thread hop: it runs at once,
+and the worker thread is never started for it. A save that makes the same module block or
+spin is told apart from its bytecode and goes to the thread as before; a broken save keeps
+the serving generation; the events of a save are the same either way.
 """
 
 from __future__ import annotations
