@@ -10,6 +10,16 @@ from hotseam.testing import DisposalRecorder, assert_no_provider
 
 pytest_plugins = ["pytester"]
 
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """A pytest process with the hotseam plugin, as a user's project starts it. Without
+    Hypothesis's plugin, which none of these runs uses: importing it is about 40% of each
+    run's start-up CPU, and the suite makes 14 such runs."""
+    return pytester.runpytest_subprocess(
+        *args, "-p", "no:cacheprovider", "-p", "no:hypothesispytest"
+    )
+
+
 LEAKY = """
 import anyio
 import pytest
@@ -36,7 +46,7 @@ class TestLeakCheck:
     def test_a_leaking_test_fails_naming_the_creating_line(self, pytester: pytest.Pytester) -> None:
         """The report says what leaked, the file:line that created it, and its parent."""
         pytester.makepyfile(test_leaky=LEAKY)
-        result = pytester.runpytest_subprocess("--hotseam-leak-check", "-p", "no:cacheprovider")
+        result = run(pytester, "--hotseam-leak-check")
         result.assert_outcomes(passed=4, errors=2)
         source = LEAKY.lstrip("\n").splitlines()  # makepyfile drops the leading newline
         line = source.index("    CONTEXTS[-1].provide(SEAM, object())  # LEAK-LINE") + 1
@@ -56,7 +66,7 @@ class TestLeakCheck:
     def test_without_the_option_nothing_is_checked(self, pytester: pytest.Pytester) -> None:
         """The check is opt-in."""
         pytester.makepyfile(test_leaky=LEAKY)
-        pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=4)
+        run(pytester).assert_outcomes(passed=4)
 
     def test_the_ini_option_and_the_marker(self, pytester: pytest.Pytester) -> None:
         """hotseam_leak_check = true in ini; the marker enables or disables one test."""
@@ -76,7 +86,7 @@ class TestLeakCheck:
                 CONTEXT.provide(Seam("b"), object())
             """
         )
-        result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+        result = run(pytester)
         result.assert_outcomes(passed=2, errors=1)
         result.stdout.fnmatch_lines(["*ERROR at teardown of test_checked*"])
 
@@ -97,7 +107,7 @@ class TestLeakCheck:
                 KEEP.append(Scope("also forgotten"))
             """
         )
-        result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+        result = run(pytester)
         result.assert_outcomes(passed=2, errors=1)
         result.stdout.fnmatch_lines(["*Scope 'forgotten'*"])
 
@@ -113,7 +123,7 @@ class TestLeakCheck:
                 assert 1 == 2
             """
         )
-        result = pytester.runpytest_subprocess("--hotseam-leak-check", "-p", "no:cacheprovider")
+        result = run(pytester, "--hotseam-leak-check")
         result.assert_outcomes(failed=1)
         assert "left open" not in result.stdout.str()
 
@@ -137,7 +147,7 @@ class TestLeakCheck:
                     KEEP.append(make())
             """
         )
-        result = pytester.runpytest_subprocess("--hotseam-leak-check", "-p", "no:cacheprovider")
+        result = run(pytester, "--hotseam-leak-check")
         result.assert_outcomes(passed=1, errors=1)
         output = result.stdout.str()
         assert "3 hotseam scope(s) or registration(s) were left open" in output
@@ -160,7 +170,7 @@ class TestLeakCheck:
                 KEEP.append(app.child("request"))
             """
         )
-        result = pytester.runpytest_subprocess("--hotseam-leak-check", "-p", "no:cacheprovider")
+        result = run(pytester, "--hotseam-leak-check")
         result.assert_outcomes(passed=1, errors=1)
         result.stdout.fnmatch_lines(["*Scope 'request'*", "*parent scope: Scope 'app'*"])
         assert "leak 2/" not in result.stdout.str()
@@ -217,7 +227,7 @@ class TestStrictMode:
     ) -> None:
         """Set up, dispose, set up again: leftovers of the first setup fail the test."""
         pytester.makepyfile(test_strict=STRICT)
-        result = pytester.runpytest_subprocess("--hotseam-strict", "-p", "no:cacheprovider")
+        result = run(pytester, "--hotseam-strict")
         result.assert_outcomes(passed=2, failed=4)
         result.stdout.fnmatch_lines(
             [
@@ -231,7 +241,7 @@ class TestStrictMode:
     def test_without_strict_mode_the_setup_runs_once(self, pytester: pytest.Pytester) -> None:
         """Strict mode is opt-in, like React's development-only double setup."""
         pytester.makepyfile(test_strict=STRICT)
-        pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=6)
+        run(pytester).assert_outcomes(passed=6)
 
     def test_the_marker_turns_strict_mode_on(self, pytester: pytest.Pytester) -> None:
         """@pytest.mark.hotseam_strict on one test."""
@@ -263,7 +273,7 @@ class TestStrictMode:
                     TASKS[-1].cancel()
             """
         )
-        result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+        result = run(pytester)
         result.assert_outcomes(failed=1)
         result.stdout.fnmatch_lines(["*task 'stray' started by the first setup is still running*"])
 
@@ -287,7 +297,7 @@ class TestFixtures:
                 assert hotseam_leaks.leaks() == []
             """
         )
-        result = pytester.runpytest_subprocess("--hotseam-leak-check", "-p", "no:cacheprovider")
+        result = run(pytester, "--hotseam-leak-check")
         result.assert_outcomes(passed=3)
 
 
@@ -382,18 +392,16 @@ class TestReloadDriver:
     def test_driving_reloads_in_a_test(self, pytester: pytest.Pytester) -> None:
         """Write, reload, assert the generation; a failed reload keeps the old one serving."""
         pytester.makepyfile(test_reloading=RELOADING)
-        result = pytester.runpytest_subprocess(
-            "--hotseam-leak-check", "-p", "no:cacheprovider", "-k", "driver"
-        )
+        result = run(pytester, "--hotseam-leak-check", "-k", "driver")
         result.assert_outcomes(passed=2)
 
     def test_strict_mode_unloads_and_reloads_each_module(self, pytester: pytest.Pytester) -> None:
         """A module whose provider outlives its generation fails in strict mode only."""
         pytester.makepyfile(test_reloading=RELOADING)
-        strict = pytester.runpytest_subprocess("--hotseam-strict", "-p", "no:cacheprovider")
+        strict = run(pytester, "--hotseam-strict")
         strict.assert_outcomes(passed=2, failed=2)
         strict.stdout.fnmatch_lines(
             ["*StrictModeError*unloading 'leaky_ui.py'*seam 'user-interaction' still active*"]
         )
-        lenient = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+        lenient = run(pytester)
         lenient.assert_outcomes(passed=4)
