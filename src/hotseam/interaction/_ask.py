@@ -61,7 +61,7 @@ async def ask(
     A request of several questions goes whole to a provider that shows them at once (its
     ``multiple_questions`` is true); any other provider is asked them one after the other,
     each as a one-question request
-    (:meth:`~hotseam.interaction.AskUserQuestionRequest.split`), and the answer is
+    (:meth:`~hotseam.interaction.AskUserQuestionRequest.parts`), and the answer is
     assembled from theirs. A question answered stays answered when a swap replaces the
     provider: its replacement is asked only the rest. A decline or a dismissal of any
     question ends the whole ask.
