@@ -423,13 +423,16 @@ class AgentRun:
         return position
 
     def recorded_at(self, position: int, key: str | None) -> AskRecord | None:
-        """The record an ask at ``position`` (or with ``key``) replays, while replaying."""
+        """The record an ask at ``position`` (or with ``key``) replays, while replaying;
+        taken out of :attr:`recorded`, so that it goes to one ask only (a key asked twice
+        in the run is then refused, ``ASK_CONFLICT``, as in a run that never stopped)."""
         if not self._replaying:
             return None
-        for record in self.recorded:
+        for index, record in enumerate(self.recorded):
             if (key is not None and record.key == key) or (
                 key is None and record.key is None and record.seq == position
             ):
+                del self.recorded[index]
                 return record
         return None
 
