@@ -80,7 +80,11 @@ class TestBigFiles:
         ticker = _Ticker()
         with anyio.fail_after(scaled(30)):
             async with (
-                Reloader(context, [folder], max_module_size=None) as reloader,
+                # Compiling 64 MB (once, before the ticker) takes seconds here and more on a
+                # busy machine: the default import_timeout (10 s) is a fixed wall-clock bound.
+                Reloader(
+                    context, [folder], max_module_size=None, import_timeout=scaled(20)
+                ) as reloader,
                 reloader.events() as events,
             ):
                 assert reloader.status_of(big).generation == 1
