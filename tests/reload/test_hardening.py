@@ -263,6 +263,7 @@ class TestBlockingModuleBodies:
                 assert aborted.error.type == "TimeoutError"
                 assert aborted.error.location == _line(ui, body)
                 assert str(ui) in aborted.error.message
+                assert "--import-timeout" in aborted.error.message  # how to raise the bound
                 assert reloader.status_of(ui).generation == 1
                 assert (await ask(QUESTION, context=context)).answer == "answer v1"
                 assert probe.entries("exec") == [1, 2]

@@ -272,7 +272,8 @@ class Loader:
                 "exec",
                 "TimeoutError",
                 f"executing {path} did not finish within {timeout} s (stuck at {location}); "
-                "abandoned: its thread runs on, its module is never installed",
+                "abandoned: its thread runs on, its module is never installed (the bound "
+                "is import_timeout, --import-timeout on the command line)",
                 location,
             )
             current = run.current  # the stuck body, and when it started
