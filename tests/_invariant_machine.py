@@ -470,7 +470,7 @@ class InvariantMachine(InvariantRules, InvariantChecks, RuleBasedStateMachine):
         if rec.abort_fired or rec.caller_cancelled:
             self.fail_asks(f"{where} after its signal fired or its caller cancelled")
         allowed = self.acceptable(rec.ctx, USER_INTERACTION)
-        if reg not in allowed:
+        if reg not in allowed and not self.continues_on(rec, reg):
             self.fail_serving(
                 f"{where}: {reg.name} is not servable (closing/closed: {not reg_live(reg)}); "
                 f"expected {' or '.join(name_of(r) for r in allowed)}"
@@ -481,6 +481,12 @@ class InvariantMachine(InvariantRules, InvariantChecks, RuleBasedStateMachine):
             attempt.text = f"answer from {attempt.name}"
         rec.attempts.append(attempt)
         return attempt
+
+    def continues_on(self, rec: AskRec, reg: MReg) -> bool:
+        """Whether ``rec`` is asked on ``reg`` as the rest of an attempt in progress there,
+        rather than handed ``reg`` anew (an ask of several questions: see
+        _multi_question_machine.py)."""
+        return False
 
     async def run_ask(self, rec: AskRec) -> None:
         rec.started = True

@@ -35,6 +35,7 @@ import anyio
 from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule
 
+from _invariant_model import reg_live
 from hotseam import AbortController
 from hotseam.interaction import (
     USER_INTERACTION,
@@ -203,6 +204,23 @@ class MultiQuestionRules:
             self.log(f"{ms.name} = root scope on C; {ms.name}.provide(ui) -> {reg.name}")
 
         self.do(action)
+
+    def continues_on(self, rec: Any, reg: Any) -> bool:
+        """The next question of an ask put one at a time goes to the provider that answered
+        the previous one, while it is live and was not revoked: the ask holds one lease,
+        and a provider that appeared nearer meanwhile (the child context providing its own)
+        takes over only the asks that start after it, as it does for an ask of one question
+        (found by seed 2 of test_invariants_with_multi_question_asks[trio]: the model took
+        the second question for a new hand-out of the context's seam)."""
+        if rec.multi is None or not rec.attempts or not reg_live(reg):
+            return False
+        previous = rec.attempts[-1]
+        return bool(
+            previous.reg is reg
+            and previous.status == "returned"
+            and previous.result == ("partial", None)
+            and previous.revoke_kind is None
+        )
 
     def several_attempts(self) -> list[Any]:
         return [attempt for attempt in self.waiting_attempts() if attempt.ask.multi is not None]
