@@ -30,7 +30,8 @@ The machine is in tests/_invariant_machine.py (its model in _invariant_model.py,
 in _invariant_rules.py, its checks in _invariant_checks.py). The same machine runs with an
 ask journal (tests/_journal_machine.py: invariant 10, agents' runs, restarts, another
 process answering) and with asks of several questions (tests/_multi_question_machine.py:
-exactly once per ask and per question; the rest of an ask stays on the provider that answered its first questions until that one is revoked).
+exactly once per ask and per question; the rest of an ask stays on the provider that
+answered its first questions until that one is revoked).
 
 ``HOTSEAM_STATEFUL_EXAMPLES`` sets the number of examples per backend; by default it is half
 the Hypothesis profile's count (tests/conftest.py): 50 in ``make test``, 200 in ``make
