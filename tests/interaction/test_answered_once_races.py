@@ -43,9 +43,12 @@ async def journal(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterat
         yield opened
 
 
-async def _keyed_twice(journal: Journal, replies: list[str]) -> list[str | JournalError]:
+async def _keyed_twice(
+    journal: Journal, replies: list[str], looks: list[object] | None = None
+) -> list[str | JournalError]:
     """A run of ``deployer`` that asks DEPLOY under the key ``deploy`` twice: what each
-    ask returned, or the journal's refusal."""
+    ask returned, or the journal's refusal. With ``looks``, the agent looks at the record
+    it would replay before each ask (``recorded_at``), and what it saw is put there."""
     context = Context("daemon")
     got: list[str | JournalError] = []
     async with (
@@ -54,8 +57,11 @@ async def _keyed_twice(journal: Journal, replies: list[str]) -> list[str | Journ
     ):
         scope.provide(USER_INTERACTION, ScriptedProvider(replies))
         scope.provide(JOURNALING, journaling)
-        async with journaling.run("deployer"):
+        async with journaling.run("deployer") as run:
             for _ in range(2):
+                if looks is not None:
+                    seen = run.recorded_at(0, "deploy")
+                    looks.append(None if seen is None else seen.id)
                 try:
                     got.append((await ask(DEPLOY, context=context, key="deploy")).answer)
                 except JournalError as error:
@@ -90,6 +96,21 @@ async def test_a_key_asked_twice_in_a_resumed_run_gets_its_record_once(
     fresh = await _keyed_twice(journal, ["No", "No"])
     assert fresh[0] == "No"
     assert isinstance(fresh[1], JournalError) and fresh[1].code == "ASK_CONFLICT"
+
+
+@pytest.mark.parametrize("answered", [True, False], ids=["answered", "pending"])
+async def test_looking_at_the_record_before_asking_takes_nothing_from_the_ask(
+    journal: Journal, answered: bool
+) -> None:
+    """An agent may look at what its next ask would replay (``recorded_at``) before it
+    asks: the look is no hand-out — the ask still gets the record, and once the ask has
+    taken it the look finds nothing."""
+    record_id = await _leave_keyed(journal, answered=answered)
+    looks: list[object] = []
+    first, second = await _keyed_twice(journal, ["No", "No"], looks)
+    assert first == ("Yes" if answered else "No")
+    assert isinstance(second, JournalError) and second.code == "ASK_CONFLICT", second
+    assert looks == [record_id, None]
 
 
 @pytest.mark.parametrize("other_first", [True, False], ids=["elsewhere-first", "here-first"])

@@ -55,7 +55,7 @@ async def place(run: AgentRun, request: AskUserQuestionRequest, key: str | None)
     async with run.placing:
         position = run.take_position(key)
         digest = question_digest(request)
-        recorded = run.recorded_at(position, key)
+        recorded = run.take_recorded(position, key)
         what = f"question {position + 1} of run {run.id[:12]}, not yet asked"
         journal = run.journal
         signal = request.signal

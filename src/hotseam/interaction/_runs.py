@@ -385,8 +385,7 @@ class AgentRun:
     Attributes:
         journal: The journal (and daemon) it is recorded in.
         record: The run's record as it was when it started or resumed.
-        recorded: The asks recorded before this process took the run, in order (the
-            replay still ahead shrinks as asks consume it).
+        recorded: The asks recorded before this process took the run, in order.
     """
 
     journal: JournalDaemon
@@ -395,6 +394,7 @@ class AgentRun:
     replayed: int = 0
     _next: int = field(default=0, repr=False)
     _replaying: bool = field(default=True, repr=False)
+    _taken: set[str] = field(default_factory=set, repr=False)
     placing: anyio.Lock = field(default_factory=anyio.Lock, repr=False)
     """Held while an ask takes its place in the run (see ``ask()``): one at a time."""
 
@@ -423,18 +423,26 @@ class AgentRun:
         return position
 
     def recorded_at(self, position: int, key: str | None) -> AskRecord | None:
-        """The record an ask at ``position`` (or with ``key``) replays, while replaying;
-        taken out of :attr:`recorded`, so that it goes to one ask only (a key asked twice
-        in the run is then refused, ``ASK_CONFLICT``, as in a run that never stopped)."""
+        """The record an ask at ``position`` (or with ``key``) would replay, while replaying:
+        a look only (an agent may look before it asks); none once an ask has taken it."""
         if not self._replaying:
             return None
-        for index, record in enumerate(self.recorded):
-            if (key is not None and record.key == key) or (
-                key is None and record.key is None and record.seq == position
+        for record in self.recorded:
+            if record.id not in self._taken and (
+                (key is not None and record.key == key)
+                or (key is None and record.key is None and record.seq == position)
             ):
-                del self.recorded[index]
                 return record
         return None
+
+    def take_recorded(self, position: int, key: str | None) -> AskRecord | None:
+        """:meth:`recorded_at`, taken by the ask being placed: a record goes to one ask only
+        (a key asked twice in a resumed run is then refused, ``ASK_CONFLICT``, as in a run
+        that never stopped)."""
+        record = self.recorded_at(position, key)
+        if record is not None:
+            self._taken.add(record.id)
+        return record
 
     async def diverged(self, position: int) -> None:
         """The ask at ``position`` differs from the record: replay ends here, and the
