@@ -35,6 +35,7 @@ from hotseam.interaction import (
 )
 from hotseam.providers.mcp import McpProvider, McpServer
 
+from ..mcp.conftest import Watched
 from ._forms import form_content, questions_of
 from ._surface import WAIT, Feed, Reply, Shown, Surface, until
 
@@ -94,39 +95,6 @@ class _Sending:
         await self._inner.aclose()
 
     async def __aenter__(self) -> _Sending:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
-
-
-class _Reading:
-    def __init__(self, inner: Any, wire: _Wire) -> None:
-        self._inner = inner
-        self._wire = wire
-
-    @property
-    def last_context(self) -> Any:
-        return getattr(self._inner, "last_context", None)
-
-    async def receive(self) -> Any:
-        item = await self._inner.receive()
-        self._wire.read(item)
-        return item
-
-    def __aiter__(self) -> _Reading:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self.receive()
-        except anyio.EndOfStream:
-            raise StopAsyncIteration from None
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _Reading:
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -252,7 +220,7 @@ async def _surface(mode: str) -> AsyncIterator[Surface]:
             anyio.create_task_group() as group,
         ):
             read, write = server_streams
-            group.start_soon(server.serve, _Reading(read, wire), _Sending(write, wire))
+            group.start_soon(server.serve, Watched(read, wire.read), _Sending(write, wire))
             try:
                 yield client_streams
             finally:
