@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from acp.schema import (
     ToolCallProgress,
     ToolCallStart,
 )
+from tests._feed import Feed
 from tests._timing import scaled
 
 from hotseam import Context
@@ -46,28 +46,6 @@ STARTUP = 4 * WAIT
 """The bound of a subprocess's first answer: starting Python on a loaded machine is slow."""
 
 FORM = ClientCapabilities(elicitation=ElicitationCapabilities(form=ElicitationFormCapabilities()))
-
-
-class _Feed:
-    """Items arriving from callbacks, awaited in order by the test."""
-
-    def __init__(self) -> None:
-        self._items: deque[Any] = deque()
-        self._arrived = anyio.Event()
-
-    def put(self, item: Any) -> None:
-        self._items.append(item)
-        self._arrived.set()
-
-    async def get(self, timeout: float = WAIT) -> Any:
-        with anyio.fail_after(scaled(timeout)):
-            while not self._items:
-                self._arrived = anyio.Event()
-                await self._arrived.wait()
-        return self._items.popleft()
-
-    def __len__(self) -> int:
-        return len(self._items)
 
 
 class Wire:
@@ -155,7 +133,7 @@ class Client:
     """The client the SDK's ClientSideConnection calls; each agent request waits for the test."""
 
     def __init__(self) -> None:
-        self.requests = _Feed()
+        self.requests = Feed()
         self.updates: list[Any] = []
         self._updated = anyio.Event()
         self.cancelled: list[Any] = []
@@ -225,7 +203,7 @@ class Connected:
     client_wire: Wire
     group: anyio.abc.TaskGroup
     process: asyncio.subprocess.Process | None = None
-    logs: _Feed | None = None
+    logs: Feed | None = None
 
     async def prompt(self, text: str = "hello", session_id: str | None = None) -> PromptResponse:
         """Send a prompt and wait for the turn to end."""
@@ -390,13 +368,13 @@ async def spawned(
         logs = None
         if stderr is None:
             assert process.stderr is not None
-            logs = _Feed()
+            logs = Feed()
             group.start_soon(_read_lines, process.stderr, logs)
         session_id = await _open(conn, client, capabilities, timeout=STARTUP)
         yield Connected(conn, client, session_id, None, client_wire, group, process, logs)
 
 
-async def _read_lines(stream: asyncio.StreamReader, feed: _Feed) -> None:
+async def _read_lines(stream: asyncio.StreamReader, feed: Feed) -> None:
     while line := await stream.readline():
         feed.put(line.decode())
 

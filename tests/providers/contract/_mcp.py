@@ -23,6 +23,7 @@ import mcp
 import mcp_types as types
 from mcp.shared.memory import create_client_server_memory_streams
 from pydantic import BaseModel
+from tests._feed import Feed
 from tests._timing import scaled
 
 from hotseam import Context, Scope, ToolCall, tool
@@ -37,7 +38,7 @@ from hotseam.providers.mcp import McpProvider, McpServer
 
 from ..mcp.conftest import Watched
 from ._forms import form_content, questions_of
-from ._surface import WAIT, Feed, Reply, Shown, Surface, until
+from ._surface import WAIT, Reply, Shown, Surface, until
 
 
 class Key(BaseModel):

@@ -13,13 +13,14 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import anyio
+from tests._feed import Feed
 
 from hotseam import Context, Scope
 from hotseam.interaction import USER_INTERACTION, AskUserQuestionAnswer, AskUserQuestionRequest, ask
 from hotseam.providers.scripted import Reply as Scripted
 from hotseam.providers.scripted import ScriptedProvider
 
-from ._surface import Choose, Feed, Reply, Shown, Surface, settled
+from ._surface import Choose, Reply, Shown, Surface, settled
 
 
 @dataclass(eq=False)

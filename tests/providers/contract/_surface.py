@@ -14,7 +14,6 @@ permission option, a JSON body...).
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -90,28 +89,6 @@ class Surface(Protocol):
 
 Opener: TypeAlias = Callable[[], AbstractAsyncContextManager[Surface]]
 """A driver: opens a new surface, with its connections, for one test."""
-
-
-class Feed:
-    """Items arriving from callbacks, awaited in order."""
-
-    def __init__(self) -> None:
-        self._items: deque[Any] = deque()
-        self._arrived = anyio.Event()
-
-    def put(self, item: Any) -> None:
-        self._items.append(item)
-        self._arrived.set()
-
-    async def get(self) -> Any:
-        with anyio.fail_after(scaled(WAIT)):
-            while not self._items:
-                self._arrived = anyio.Event()
-                await self._arrived.wait()
-        return self._items.popleft()
-
-    def __len__(self) -> int:
-        return len(self._items)
 
 
 async def until(predicate: Callable[[], bool]) -> None:

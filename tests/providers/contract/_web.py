@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import anyio.abc
 import httpx
+from tests._feed import Feed
 from tests._timing import scaled
 
 from hotseam import Context, Scope
@@ -29,7 +30,7 @@ from hotseam.interaction import (
 from hotseam.providers.web import WebProvider
 
 from ..web.conftest import open_events
-from ._surface import WAIT, Choose, Feed, Reply, Shown, Surface, settled
+from ._surface import WAIT, Choose, Reply, Shown, Surface, settled
 
 
 @dataclass(eq=False)
