@@ -29,7 +29,7 @@ typecheck: $(STAMP)
 
 # Three workers on the 2-core machine: many tests wait on the processes they start, so a
 # third worker fills the waits. The suite's cost is mostly those processes' Python start-up
-# (about 17 CPU-minutes in all, 2026-12-02): the sources are compiled once first, since with
+# (about 11 CPU-minutes at load 3, more on a busier machine): the sources are compiled once first, since with
 # PYTHONDONTWRITEBYTECODE set (as in some CI images) every process would compile hotseam
 # again (0.3 s of CPU each). The tests marked `stress` (the short tortures, the fleet) are
 # left out: `make test-stress` runs them, and the costly property tests (marked `examples`)
