@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import json
 import platform
+import signal
 import subprocess
 import sys
 
+import anyio
 import pytest
 from tests._timing import scaled
+
+from hotseam.cli._stdio_cmd import StopSignals
 
 pytestmark = pytest.mark.skipif(
     platform.system() != "Linux" or platform.machine() != "x86_64",
@@ -95,3 +99,36 @@ def test_a_signal_taken_by_another_thread_wakes_the_loop(backend: str) -> None:
         "received": [15],
         "wakeup_fd_restored": True,
     }
+
+
+class _NestingList(list[int]):
+    """``received`` of a handler that a second signal interrupts right after it counted its
+    own: SIGTERM's handler runs inside SIGINT's, as when a host sends both at once."""
+
+    def __init__(self, signals: StopSignals) -> None:
+        super().__init__()
+        self.signals = signals
+
+    def append(self, signum: int) -> None:
+        super().append(signum)
+        if len(self) == 1:
+            self.signals._handle(signal.SIGTERM, None)
+
+
+@pytest.mark.anyio
+async def test_a_second_signal_whose_handler_runs_inside_the_firsts_still_starts_the_stop() -> None:
+    """Both handlers then see two signals; the loop, not the handlers, says which was
+    first, so the scope is cancelled and the first signal is reported as the first."""
+    reports: list[tuple[str, int]] = []
+    signals = StopSignals("test", report=lambda name, count: reports.append((name, count)))
+    signals.received = _NestingList(signals)
+    stop = anyio.CancelScope()
+    with anyio.move_on_after(scaled(10)) as deadline:
+        with signals.cancelling(stop), stop:
+            signals._handle(signal.SIGINT, None)
+            await anyio.sleep_forever()
+    assert not deadline.cancel_called, reports
+    assert stop.cancel_called
+    assert [count for _, count in reports] == [1, 2]
+    assert sorted(name for name, _ in reports) == ["SIGINT", "SIGTERM"]
+    assert signals.received == [signal.SIGINT, signal.SIGTERM]

@@ -74,6 +74,7 @@ class StopSignals:
         self._report = report if report is not None else self._log_signal
         self._wake: Callable[[Callable[[], None]], None] | None = None
         self._cancel: Callable[[], None] | None = None
+        self._seen = 0  # the signals the loop has seen (counted there: handlers can nest)
 
     def install(self) -> None:
         """Handle SIGINT and SIGTERM from now until the process exits (main thread only)."""
@@ -92,6 +93,7 @@ class StopSignals:
         try:
             with _woken_by_signals():
                 if self.received:  # one came before the loop listened
+                    self._seen = 1
                     self._report(signal.Signals(self.received[0]).name, 1)
                     scope.cancel()
                 yield
@@ -108,12 +110,17 @@ class StopSignals:
         wake = self._wake
         if wake is not None:
             with contextlib.suppress(RuntimeError):  # the loop is closing: nothing to wake
-                wake(functools.partial(self._in_loop, signum, count))
+                wake(functools.partial(self._in_loop, signum))
 
-    def _in_loop(self, signum: int, count: int) -> None:
-        self._report(signal.Signals(signum).name, count)
+    def _in_loop(self, signum: int) -> None:
+        # Which signal was first is decided here, not in the handler: a second signal's
+        # handler can run inside the first one's (SIGINT and SIGTERM sent at once), and then
+        # both handlers would count two and neither would start the stop. Cancelling is
+        # idempotent, so every signal cancels; the loop's own count names the first.
+        self._seen += 1
+        self._report(signal.Signals(signum).name, self._seen)
         cancel = self._cancel
-        if count == 1 and cancel is not None:
+        if cancel is not None:
             cancel()
 
     def _log_signal(self, name: str, count: int) -> None:
