@@ -40,8 +40,8 @@ from ._pending import (
 )
 from ._provider import USER_INTERACTION, UserInteractionProvider
 from ._provider import takes_several as takes_several
+from ._request import validate_request
 from ._tool import ASK_USER_QUESTION_DESCRIPTION, ask_user_question_tool
-from ._validate import validate_request
 from ._validate_answer import check_answer, check_partial_answer, check_question_answer
 
 if TYPE_CHECKING:

@@ -26,8 +26,8 @@ from ._journaled import answer_recorded, place, replay
 from ._model import AskUserQuestionAnswer, AskUserQuestionRequest, Question, QuestionAnswer
 from ._pending import PendingAsk, ProviderWait
 from ._provider import USER_INTERACTION, UserInteractionProvider, takes_several
+from ._request import validate_request
 from ._runs import current_run
-from ._validate import validate_request
 from ._validate_answer import check_answer, check_partial_answer, entries_of
 
 __all__ = ["ask"]

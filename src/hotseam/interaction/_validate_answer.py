@@ -14,8 +14,13 @@ from ._answer import (
     where,
 )
 from ._errors import ErrorCode, UserInteractionError
-from ._request import AskUserQuestionOption, AskUserQuestionRequest, Question, in_seed_form
-from ._validate import wrong_type
+from ._request import (
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    Question,
+    in_seed_form,
+    wrong_type,
+)
 
 __all__ = ["check_answer", "check_partial_answer", "check_question_answer", "entries_of"]
 
