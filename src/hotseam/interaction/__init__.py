@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._core import Agent, lazy_exports, present_as
+from ._answer import check_answer, check_partial_answer, check_question_answer
 from ._answer import where as where
 from ._ask import ask
 from ._errors import ErrorCode, UserInteractionError
@@ -42,7 +43,6 @@ from ._provider import USER_INTERACTION, UserInteractionProvider
 from ._provider import takes_several as takes_several
 from ._request import validate_request
 from ._tool import ASK_USER_QUESTION_DESCRIPTION, ask_user_question_tool
-from ._validate_answer import check_answer, check_partial_answer, check_question_answer
 
 if TYPE_CHECKING:
     from ._inputs import AskUserQuestionInput, AskUserQuestionOptionInput, QuestionInput

@@ -19,7 +19,7 @@ from .._core import (
     get_logger,
 )
 from . import _pending
-from ._answer import where
+from ._answer import check_answer, check_partial_answer, entries_of, where
 from ._crash import log_provider_crash
 from ._errors import ErrorCode, UserInteractionError
 from ._journaled import answer_recorded, place, replay
@@ -28,7 +28,6 @@ from ._pending import PendingAsk, ProviderWait
 from ._provider import USER_INTERACTION, UserInteractionProvider, takes_several
 from ._request import validate_request
 from ._runs import current_run
-from ._validate_answer import check_answer, check_partial_answer, entries_of
 
 __all__ = ["ask"]
 

@@ -20,6 +20,7 @@ import anyio
 
 from .._core import AbortSignal, get_logger
 from . import _pending
+from ._answer import check_answer
 from ._errors import ErrorCode, UserInteractionError
 from ._journal import (
     AskRecord,
@@ -33,7 +34,6 @@ from ._journal import (
 from ._model import AskUserQuestionAnswer, AskUserQuestionRequest
 from ._pending import AnsweredElsewhere
 from ._runs import AgentRun
-from ._validate_answer import check_answer
 
 __all__ = ["answer_recorded", "place", "replay"]
 
