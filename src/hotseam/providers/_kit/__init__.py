@@ -1,10 +1,9 @@
 """The surface kit: what every surface of the user-interaction seam shares.
 
-* ``_envelope``: what a JSON-RPC line that cannot be decoded whole says about itself (its
-  id, and whether it answers a request);
 * ``_json_lines``: one bounded reader of JSON lines from an untrusted peer (a size and a
-  depth limit, invalid UTF-8, a line split across reads, the id of a refused line), used by
-  ACP over stdio, MCP over stdio and the control socket;
+  depth limit, invalid UTF-8, a line split across reads, the id of a refused line, read from
+  its start when it is not decoded whole), used by ACP over stdio, MCP over stdio and the
+  control socket;
 * ``_forms``: an ask as a JSON-schema elicitation form and the result read back, with the
   variants of ACP and each MCP revision (ACP's and MCP's elicitation forms);
 * ``_reask``: the loop that asks again after an empty, incomplete or unfit answer;
@@ -21,12 +20,6 @@ from typing import TYPE_CHECKING
 from ..._core import lazy_exports
 
 if TYPE_CHECKING:  # imported when first used
-    from ._envelope import PREFIX_BYTES as PREFIX_BYTES
-    from ._envelope import Envelope as Envelope
-    from ._envelope import RequestId as RequestId
-    from ._envelope import envelope_of as envelope_of
-    from ._envelope import is_request_id as is_request_id
-    from ._envelope import scan_envelope as scan_envelope
     from ._forms import RECOMMENDED_SUFFIX as RECOMMENDED_SUFFIX
     from ._forms import EmptyAnswerError as EmptyAnswerError
     from ._forms import Form as Form
@@ -38,14 +31,20 @@ if TYPE_CHECKING:  # imported when first used
     from ._json_lines import DEFAULT_MAX_DEPTH as DEFAULT_MAX_DEPTH
     from ._json_lines import INVALID_REQUEST as INVALID_REQUEST
     from ._json_lines import PARSE_ERROR as PARSE_ERROR
+    from ._json_lines import PREFIX_BYTES as PREFIX_BYTES
     from ._json_lines import Decoded as Decoded
+    from ._json_lines import Envelope as Envelope
     from ._json_lines import JsonLines as JsonLines
     from ._json_lines import Line as Line
     from ._json_lines import Refusal as Refusal
+    from ._json_lines import RequestId as RequestId
     from ._json_lines import StreamReaderStream as StreamReaderStream
     from ._json_lines import decode_bytes as decode_bytes
     from ._json_lines import decode_line as decode_line
+    from ._json_lines import envelope_of as envelope_of
+    from ._json_lines import is_request_id as is_request_id
     from ._json_lines import nested_deeper_than as nested_deeper_than
+    from ._json_lines import scan_envelope as scan_envelope
     from ._one_at_a_time import ask_one_at_a_time as ask_one_at_a_time
     from ._reask import EMPTY_ANSWER_NOTE as EMPTY_ANSWER_NOTE
     from ._reask import ask_until_answered as ask_until_answered
@@ -54,23 +53,6 @@ if not TYPE_CHECKING:  # type checkers read the imports above
     __getattr__ = lazy_exports(
         globals(),
         {
-            "PREFIX_BYTES": "._envelope",
-            "Envelope": "._envelope",
-            "RequestId": "._envelope",
-            "envelope_of": "._envelope",
-            "is_request_id": "._envelope",
-            "scan_envelope": "._envelope",
-            "DEFAULT_MAX_DEPTH": "._json_lines",
-            "INVALID_REQUEST": "._json_lines",
-            "Decoded": "._json_lines",
-            "PARSE_ERROR": "._json_lines",
-            "JsonLines": "._json_lines",
-            "Line": "._json_lines",
-            "Refusal": "._json_lines",
-            "StreamReaderStream": "._json_lines",
-            "decode_bytes": "._json_lines",
-            "decode_line": "._json_lines",
-            "nested_deeper_than": "._json_lines",
             "RECOMMENDED_SUFFIX": "._forms",
             "EmptyAnswerError": "._forms",
             "Form": "._forms",
@@ -79,6 +61,23 @@ if not TYPE_CHECKING:  # type checkers read the imports above
             "mcp_variant": "._forms",
             "type_name": "._forms",
             "unused_value": "._forms",
+            "DEFAULT_MAX_DEPTH": "._json_lines",
+            "INVALID_REQUEST": "._json_lines",
+            "PARSE_ERROR": "._json_lines",
+            "PREFIX_BYTES": "._json_lines",
+            "Decoded": "._json_lines",
+            "Envelope": "._json_lines",
+            "JsonLines": "._json_lines",
+            "Line": "._json_lines",
+            "Refusal": "._json_lines",
+            "RequestId": "._json_lines",
+            "StreamReaderStream": "._json_lines",
+            "decode_bytes": "._json_lines",
+            "decode_line": "._json_lines",
+            "envelope_of": "._json_lines",
+            "is_request_id": "._json_lines",
+            "nested_deeper_than": "._json_lines",
+            "scan_envelope": "._json_lines",
             "ask_one_at_a_time": "._one_at_a_time",
             "EMPTY_ANSWER_NOTE": "._reask",
             "ask_until_answered": "._reask",

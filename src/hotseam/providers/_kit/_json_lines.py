@@ -7,40 +7,55 @@ that arrives in pieces. :class:`JsonLines` reads them from any anyio byte stream
 ``asyncio.StreamReader`` through :class:`StreamReaderStream`) and says, for each line,
 either what it holds (:class:`Decoded`) or why it is refused (:class:`Refusal`): its
 JSON-RPC code, a reason that never quotes the line (it may hold what the human typed),
-and the envelope read from the line's start (:mod:`._envelope`), so that the error can
-carry the id of the request it answers. What a refusal becomes on the wire, and what is
-logged, is each surface's: the reader holds no protocol beyond that.
+and its :class:`Envelope`, so that the error can carry the id of the request it answers.
+What a refusal becomes on the wire, and what is logged, is each surface's: the reader holds
+no protocol beyond that.
 
 Bounds: a line longer than ``max_line_bytes`` is discarded as it arrives (only its first
-:data:`~._envelope.PREFIX_BYTES` are kept, for its id), never held whole; objects and
-arrays may nest ``max_depth`` levels (the message is level 1), checked iteratively after
-the standard library's decoder, whose own recursion failure is a refusal too.
+:data:`PREFIX_BYTES` are kept, for its id), never held whole; objects and arrays may nest
+``max_depth`` levels (the message is level 1), checked iteratively after the standard
+library's decoder, whose own recursion failure is a refusal too.
+
+The envelope: a JSON-RPC error must carry the id of the request it answers, or the client's
+call waits for ever (the TypeScript SDK's ``prompt()`` does). A line refused undecoded
+usually starts with it, since clients write ``{"jsonrpc": "2.0", "id": 7, "method": ...,
+"params": ...}``, the bulk last: :func:`scan_envelope` reads the top-level members of the
+line's first :data:`PREFIX_BYTES`, one at a time with the standard decoder, and stops at the
+first it cannot read (never a full decode, never a nested member taken for the envelope's).
+A request then gets an error response with its id; a response (``result`` or ``error``, no
+``method``) fails the agent's own request it answers (as the TypeScript SDK does); anything
+else gets ``"id": null``, as JSON-RPC 2.0 requires when the id cannot be told.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeAlias, TypeGuard
 
 import anyio
 import anyio.abc
-
-from ._envelope import PREFIX_BYTES, Envelope, envelope_of, scan_envelope
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
     "INVALID_REQUEST",
     "PARSE_ERROR",
+    "PREFIX_BYTES",
     "Decoded",
+    "Envelope",
     "JsonLines",
     "Line",
     "Refusal",
+    "RequestId",
     "StreamReaderStream",
     "decode_bytes",
     "decode_line",
+    "envelope_of",
+    "is_request_id",
     "nested_deeper_than",
+    "scan_envelope",
 ]
 
 DEFAULT_MAX_DEPTH: Final = 128
@@ -51,6 +66,105 @@ PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
 
 _CHUNK: Final = 64 * 1024
+
+RequestId: TypeAlias = int | str
+
+PREFIX_BYTES: Final = 64 * 1024
+"""How much of a line's start is kept and scanned for its envelope (the id comes first in
+practice; a prompt's content, however large, comes after it)."""
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+_scan_string: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+
+
+def is_request_id(value: object) -> TypeGuard[RequestId]:
+    """A JSON-RPC id a response can name: a number (an integer here) or a string."""
+    return isinstance(value, int | str) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """The top-level members of a message that could be read, and what they make it."""
+
+    request_id: RequestId | None = None
+    """The message's id when it is one a response can name; ``None`` otherwise."""
+    has_method: bool = False
+    has_outcome: bool = False
+    """A ``result`` or an ``error`` member was seen: the message is a response."""
+
+    @property
+    def is_response(self) -> bool:
+        """It answers one of the agent's requests (an id, a result or error, no method)."""
+        return self.request_id is not None and self.has_outcome and not self.has_method
+
+
+def envelope_of(message: dict[str, object]) -> Envelope:
+    """The envelope of a decoded message."""
+    request_id = message.get("id")
+    return Envelope(
+        request_id if is_request_id(request_id) else None,
+        "method" in message,
+        "result" in message or "error" in message,
+    )
+
+
+def scan_envelope(line: bytes) -> Envelope:
+    """The envelope of a line that cannot be decoded whole, read from its start only."""
+    text = line[:PREFIX_BYTES].decode("utf-8", errors="replace")
+    members: dict[str, object] = {}
+    position = _skip_space(text, 0)
+    if text.startswith("{", position):
+        _read_members(text, position + 1, members, cut=len(line) > PREFIX_BYTES)
+    request_id = members.get("id")
+    return Envelope(
+        request_id if is_request_id(request_id) else None,
+        "method" in members,
+        "result" in members or "error" in members,
+    )
+
+
+_UNREAD = object()
+"""A member whose key was read but not its value (cut off, or not JSON from there on)."""
+
+
+def _read_members(text: str, position: int, members: dict[str, object], *, cut: bool) -> None:
+    """Read ``"key": value`` pairs of the outermost object until one cannot be read.
+
+    Only ``id`` values are kept (the others could be the bulk of the line); a key whose
+    value cannot be read is still recorded, as present. When the text is a cut-off start
+    (``cut``), a value that reaches its very end may be cut too (``12`` read as ``1``),
+    so it counts as unread.
+    """
+    while True:
+        position = _skip_space(text, position)
+        if not text.startswith('"', position):
+            return
+        try:
+            key, position = _scan_string(text, position + 1)
+        except ValueError:
+            return
+        position = _skip_space(text, position)
+        if not text.startswith(":", position):
+            return
+        position = _skip_space(text, position + 1)
+        members[key] = _UNREAD
+        try:
+            value, position = _DECODER.raw_decode(text, position)
+        except (ValueError, RecursionError):
+            return
+        if cut and position >= len(text):
+            return
+        members[key] = value if key == "id" else None
+        position = _skip_space(text, position)
+        if not text.startswith(",", position):
+            return
+        position += 1
+
+
+def _skip_space(text: str, position: int) -> int:
+    matched = _SPACE.match(text, position)
+    return position if matched is None else matched.end()
 
 
 class StreamReaderStream(anyio.abc.ByteReceiveStream):
@@ -79,7 +193,7 @@ class Line:
     size: int
     """Its length in bytes (as much as was read of it, when reading stopped at the limit)."""
     head: bytes
-    """Its first :data:`~._envelope.PREFIX_BYTES` bytes, kept whatever its length."""
+    """Its first :data:`PREFIX_BYTES` bytes, kept whatever its length."""
     limit: int
     """The longest line the reader accepts."""
     ended: bool
