@@ -92,7 +92,7 @@ from hotseam.reload import (
     WatchOptions,
     WatchRoot,
 )
-from hotseam.reload._native import Backend
+from hotseam.reload._watcher import Backend
 
 SETTLE = 0.15
 JITTER = 0.02  # a fixed pause would phase-lock the saves with the watchers' polling steps

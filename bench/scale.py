@@ -72,7 +72,7 @@ from hotseam.reload import (
     WatchOptions,
     WatchRoot,
 )
-from hotseam.reload._native import Backend
+from hotseam.reload._watcher import Backend
 
 PROVIDER = """\
 VALUE = {value}

@@ -21,7 +21,7 @@ from tests._timing import scaled
 
 from hotseam import Context
 from hotseam.reload import NativeWatcher, ReloadCommitted, Reloader, WatchfilesWatcher, WatchOptions
-from hotseam.reload._inotify import ADDED, DELETED, MODIFIED, InotifyNotifier
+from hotseam.reload._watcher import ADDED, DELETED, MODIFIED, InotifyNotifier
 
 from .conftest import write
 
@@ -275,7 +275,7 @@ class TestFallback:
             return real(*args, **kwargs)
 
         monkeypatch.setattr(inotify_simple, "INotify", scarce)
-        monkeypatch.setattr("hotseam.reload._native.LAST_RETRY", 0.05)
+        monkeypatch.setattr("hotseam.reload._watcher.LAST_RETRY", 0.05)
         ui = write(folder / "ui.py", _module(1))
         with anyio.fail_after(scaled(10)), structlog.testing.capture_logs() as logs:
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
@@ -300,7 +300,7 @@ class TestFallback:
         """Where inotify cannot be used (another platform, ``inotify_simple`` missing),
         ``auto`` is watchfiles and saves are applied; asking for inotify there is an error
         that says what is missing."""
-        monkeypatch.setattr("hotseam.reload._native.inotify_available", lambda: False)
+        monkeypatch.setattr("hotseam.reload._watcher.inotify_available", lambda: False)
         watcher = NativeWatcher()
         assert watcher.backend == "watchfiles"
         assert WatchfilesWatcher is NativeWatcher
@@ -331,7 +331,7 @@ async def test_a_folder_change_found_while_a_batch_is_sent_is_acted_on_at_once(
     sending a batch (its wait is not there to be ended): the next wait must end at once,
     not at the next event under the folder (white-box: the race cannot be timed)."""
     from hotseam.reload import WatchRoot
-    from hotseam.reload._native import _Group
+    from hotseam.reload._watcher import _Group
 
     group = _Group([WatchRoot(folder)], NativeWatcher(root_check=3600))
     assert group.start()

@@ -344,7 +344,7 @@ class TestFallback:
                 raise OSError("OS file watch limit reached. about [...]")
 
         monkeypatch.setattr(watchfiles._rust_notify, "RustNotify", Limited)
-        monkeypatch.setattr("hotseam.reload._native.inotify_available", lambda: False)
+        monkeypatch.setattr("hotseam.reload._watcher.inotify_available", lambda: False)
         write(folder / "my_ui.py", provider_source(1))
         with anyio.fail_after(scaled(10)), structlog.testing.capture_logs() as logs:
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:
@@ -372,7 +372,7 @@ class TestFallback:
             return made[-1]
 
         monkeypatch.setattr(watchfiles._rust_notify, "RustNotify", first_only)
-        monkeypatch.setattr("hotseam.reload._native.inotify_available", lambda: False)
+        monkeypatch.setattr("hotseam.reload._watcher.inotify_available", lambda: False)
         write(folder / "my_ui.py", provider_source(1))
         with anyio.fail_after(scaled(10)), structlog.testing.capture_logs() as logs:
             async with Reloader(context, [folder]) as reloader, reloader.events() as events:

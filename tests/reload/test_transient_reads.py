@@ -43,7 +43,7 @@ from hotseam.reload import (
     WatchOptions,
     WatchRoot,
     _loader,
-    _native,
+    _watcher,
 )
 from hotseam.reload._errors import ModuleTooLargeError
 from hotseam.reload._read import read_file
@@ -459,8 +459,8 @@ async def test_a_native_watch_that_cannot_be_made_for_want_of_descriptors_comes_
         return real(*args)
 
     monkeypatch.setattr(watchfiles._rust_notify, "RustNotify", scarce)
-    monkeypatch.setattr("hotseam.reload._native.inotify_available", lambda: False)
-    monkeypatch.setattr(_native, "LAST_RETRY", 0.05)
+    monkeypatch.setattr("hotseam.reload._watcher.inotify_available", lambda: False)
+    monkeypatch.setattr(_watcher, "LAST_RETRY", 0.05)
     write(folder / "my_ui.py", announcing("my_ui", 1))
     with anyio.fail_after(scaled(10)), structlog.testing.capture_logs() as logs:
         async with Reloader(context, [folder]) as reloader, reloader.events() as events:

@@ -63,7 +63,6 @@ from ._guard import Worker as Worker
 from ._guard import _library
 from ._guard import current_run as current_run
 from ._guard import is_fatal as is_fatal
-from ._native import NativeWatcher, WatchfilesWatcher
 from ._reloader import Reloader
 from ._result import ReloadResult
 from ._status import ModuleKind, ModuleState, ModuleStatus
@@ -71,8 +70,10 @@ from ._watch_options import WatchOptions
 from ._watcher import (
     ChangeKind,
     FileChange,
+    NativeWatcher,
     PollingWatcher,
     Watcher,
+    WatchfilesWatcher,
     WatchRoot,
 )
 

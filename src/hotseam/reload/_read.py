@@ -27,7 +27,6 @@ import anyio
 from ._errors import ModuleTooLargeError
 from ._events import display_path
 from ._mounts import MOUNTS
-from ._scan import file_type
 
 __all__ = [
     "LOOP_READ_LIMIT",
@@ -36,6 +35,7 @@ __all__ = [
     "Source",
     "check_size",
     "digest",
+    "file_type",
     "read_file",
     "read_many",
     "read_on_loop",
@@ -143,6 +143,20 @@ def read_file(path: Path, limit: int | None = None) -> Source:
     return Source(
         path, data, hasher.hexdigest(), (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
     )
+
+
+def file_type(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    for test, what in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISDIR, "a folder"),
+    ):
+        if test(mode):
+            return what
+    return "an unknown kind of file"
 
 
 def _require_regular(path: Path, mode: int) -> None:

@@ -16,25 +16,12 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._read import file_type
 from ._roots import Root
 from ._transient import is_transient
 from ._watcher import is_module_file_name
 
-__all__ = ["NOT_A_PACKAGE", "Scan", "file_type", "outside"]
-
-
-def file_type(mode: int) -> str:
-    """What a non-regular file is, in words."""
-    for test, what in (
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISDIR, "a folder"),
-    ):
-        if test(mode):
-            return what
-    return "an unknown kind of file"
+__all__ = ["NOT_A_PACKAGE", "Scan", "outside"]
 
 
 NOT_A_PACKAGE = "folder without __init__.py: its modules cannot be imported by name"

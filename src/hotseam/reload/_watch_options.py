@@ -11,8 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ._native import WatchfilesWatcher
-from ._watcher import PollingWatcher, Watcher
+from ._watcher import PollingWatcher, Watcher, WatchfilesWatcher
 
 __all__ = ["WatchOptions"]
 

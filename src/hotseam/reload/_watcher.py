@@ -12,36 +12,109 @@ makes two facts measured in ``hot-reload-anchors.md`` harmless:
 
 Directories are watched, never single files (an editor's rename-on-save ends a watch on the
 file itself, watchfiles #215). The :class:`Watcher` protocol is the seam tests use to script
-changes: ``open(roots)`` must be watching by the time it has been entered. The native
-watcher, which also follows a watched folder that is replaced, is in :mod:`._native`.
+changes: ``open(roots)`` must be watching by the time it has been entered.
+
+**Native watching** (:class:`NativeWatcher`). On Linux with ``inotify_simple`` installed the
+watch is event-driven and read on the event loop itself (:class:`InotifyNotifier`): a save
+is reported the moment it completes, and nothing runs while nothing changes. Elsewhere
+(macOS, Windows, the BSDs; or ``backend="watchfiles"``) watchfiles' notifier runs in a
+worker thread, waking every ``step_ms`` and reporting a batch only once a whole step went by
+without a new change (``hot-reload-anchors.md`` §1.2): one to two steps per save.
+
+**inotify: when to report.** An inotify descriptor becomes readable the moment the kernel
+queues an event, before the writer's ``close()`` has even returned; it is waited for with
+``anyio.wait_readable`` (epoll under asyncio and trio), so no thread hands anything over.
+
+* **at once** on a close after writing (``IN_CLOSE_WRITE``) or a move into place
+  (``IN_MOVED_TO``) of a module file — the end of an ordinary save and of an atomic one —
+  and on what the reloader must act on without delay (a watched folder deleted or moved, a
+  queue overflow, a folder moved in whole). What else was queued by then goes in the same
+  batch; what follows is coalesced by the reloader;
+* **after a quiet period** for everything else (a creation, a write whose file is still
+  open, a deletion, a touch): once no further event came for ``quiet_ms``, or at the latest
+  ``cap_ms`` after the first. A half-written file is never reported on its own.
+
+Folders are watched one by one (inotify is not recursive). A folder created or moved in
+under a recursive root is watched as soon as its event is read, then listed: files made in
+it before its watch existed are reported too (the race every inotify watcher has). Hidden
+folders and ``__pycache__`` are not watched; symbolic links are not followed (a link to a
+folder inside the watched paths is watched where it leads, one outside is refused by the
+reloader anyway). A queue overflow (``IN_Q_OVERFLOW``) re-lists every watched folder and
+reports each root (``reload.watch_overflowed``). The per-user watch limit (``ENOSPC``,
+``fs.inotify.max_user_watches``) raises :class:`WatchLimitError`: the caller falls back to
+polling, loudly. The binding is `inotify_simple <https://pypi.org/project/inotify-simple/>`_
+(ctypes and an event parser, no loop or thread of its own: ``asyncinotify`` is asyncio-only,
+``pyinotify`` unmaintained), a Linux-only optional dependency.
+
+**A watched folder replaced.** A native watch (inotify, FSEvents, kqueue) holds a folder's
+*inode*, not its path. When the folder at a watched path is replaced — ``rm -rf providers``
+and a ``git checkout`` that makes it again, an atomic deploy (``mv providers providers.old
+&& mv providers.new providers``), the parent folder swapped the same way — the watch stays
+on the old folder: nothing done under the path is ever reported again, and saves to the
+*old* folder are reported under the watched path. A folder moved away and back keeps its
+inode, but reports nothing of its return.
+
+So the native watch of a folder is made again when a deletion of the folder itself is
+reported (a folder made again at once may even reuse the inode number), and when the
+folder's identity (device and inode) changed, which is checked every ``root_check``
+seconds: one ``stat`` per folder on the event loop (cheaper than waking the watch thread).
+The folder itself is then reported — as ``modified`` (replaced) or ``added`` (back), which
+makes the reloader list it again — or as ``deleted`` when it is gone (or no longer a
+folder), after which its return is waited for. Each of these is logged once. When the
+native watch cannot be made (the inotify watch limit, a watchfiles error), a warning says
+so and the folders are polled instead.
+
+A failure that passes (:mod:`._transient`: out of file descriptors — an inotify instance
+is one — or a folder's ``stat`` answered ``EIO`` by a network file system) is never taken
+for a folder gone or for a watch lost for good: a folder that cannot be looked at keeps its
+identity until it can (logged once), and a native watch that cannot be made for such a
+reason is polled for only until it can be made again (tried every
+:data:`~._transient.LAST_RETRY` seconds; ``reload.watch_restored`` says so).
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import errno
+import importlib.util
 import math
 import os
 import re
+import stat
+import sys
+import threading
 import time
-from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, Protocol, TypeVar
+from typing import Any, Final, Literal, NamedTuple, Protocol, TypeVar
 
 import anyio
+import anyio.abc
 from anyio.streams.memory import MemoryObjectSendStream
 
 from .._core import get_logger
 from ._events import display_path
-from ._transient import describe_errno, is_transient
+from ._read import file_type
+from ._transient import LAST_RETRY, describe_errno, is_transient
 
 __all__ = [
+    "ADDED",
+    "DELETED",
+    "MODIFIED",
+    "Backend",
     "ChangeKind",
     "FileChange",
+    "InotifyNotifier",
+    "NativeWatcher",
     "PollingWatcher",
+    "WatchLimitError",
     "WatchRoot",
     "Watcher",
+    "WatchfilesWatcher",
+    "inotify_available",
     "is_ignored",
     "is_module_file_name",
     "may_matter",
@@ -503,3 +576,744 @@ class PollingWatcher:
 
 _BACKOFF = 1.5
 _IDLE_INTERVAL = 1.0
+
+
+# -- inotify -------------------------------------------------------------------------------
+
+ADDED: Final = 1
+MODIFIED: Final = 2
+DELETED: Final = 3
+"""Change kinds, numbered as watchfiles numbers them (the native watcher reads both)."""
+
+# inotify.h; the values are the kernel's ABI.
+_MODIFY = 0x2
+_ATTRIB = 0x4
+_CLOSE_WRITE = 0x8
+_MOVED_FROM = 0x40
+_MOVED_TO = 0x80
+_CREATE = 0x100
+_DELETE = 0x200
+_DELETE_SELF = 0x400
+_MOVE_SELF = 0x800
+_UNMOUNT = 0x2000
+_Q_OVERFLOW = 0x4000
+_IGNORED = 0x8000
+_ONLYDIR = 0x01000000
+_DONT_FOLLOW = 0x02000000
+_EXCL_UNLINK = 0x04000000
+_ISDIR = 0x40000000
+
+_MASK: Final = (
+    _MODIFY
+    | _ATTRIB
+    | _CLOSE_WRITE
+    | _MOVED_FROM
+    | _MOVED_TO
+    | _CREATE
+    | _DELETE
+    | _DELETE_SELF
+    | _MOVE_SELF
+    | _ONLYDIR
+    | _EXCL_UNLINK
+)
+"""What each watched folder reports: every change of an entry and of the folder itself."""
+
+_GONE = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)
+"""A folder that vanished (or became something else) between its listing and its watch."""
+
+
+def inotify_available() -> bool:
+    """True where inotify can be used: Linux, with ``inotify_simple`` installed."""
+    if not sys.platform.startswith("linux"):
+        return False
+    return importlib.util.find_spec("inotify_simple") is not None
+
+
+class _INotify(Protocol):
+    """What is used of ``inotify_simple.INotify`` (the package has no type information)."""
+
+    def fileno(self) -> int: ...
+    def add_watch(self, path: str, mask: int) -> int: ...
+    def rm_watch(self, wd: int) -> None: ...
+    def read(self, timeout: int | None = None) -> Iterable[tuple[int, int, int, str]]: ...
+    def close(self) -> None: ...
+
+
+class WatchLimitError(OSError):
+    """The per-user inotify watch limit is reached (``ENOSPC`` from ``inotify_add_watch``)."""
+
+
+def _watch_limit() -> str:
+    try:
+        with open("/proc/sys/fs/inotify/max_user_watches", encoding="ascii") as file:
+            return file.read().strip()
+    except OSError:
+        return "?"
+
+
+class InotifyNotifier:
+    """The inotify watch of some folders (all recursive, or all flat), read on the loop.
+
+    Making one watches every folder (raises :class:`OSError`: :class:`WatchLimitError`
+    at the watch limit, ``EMFILE`` out of descriptors or inotify instances);
+    :meth:`changes` returns the next batch as ``{(kind, path)}``; :meth:`close` ends it.
+    """
+
+    def __init__(
+        self, roots: list[str], *, recursive: bool, quiet_ms: float, cap_ms: float
+    ) -> None:
+        from inotify_simple import INotify  # type: ignore[import-untyped]
+
+        self.recursive = recursive
+        self.quiet = quiet_ms / 1000
+        self.cap = cap_ms / 1000
+        self._roots = set(roots)
+        self._dirs: dict[int, str] = {}
+        """Watch descriptor → the folder it watches."""
+        self._wds: dict[str, int] = {}
+        """Folder → its watch descriptor."""
+        self._pending: dict[str, int] = {}
+        """Path → change kind, gathered and not reported yet."""
+        self._first = self._last = 0.0
+        """When the first and the latest change of ``_pending`` were read (monotonic)."""
+        self._inotify: _INotify | None = INotify(nonblocking=True)
+        try:
+            for root in roots:
+                self._watch_tree(root, None)
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def watches(self) -> int:
+        """How many folders are watched (the tests count them)."""
+        return len(self._dirs)
+
+    def close(self) -> None:
+        inotify, self._inotify = self._inotify, None
+        if inotify is not None:
+            inotify.close()
+
+    async def changes(self) -> set[tuple[int, str]]:
+        """The next batch: at once after a save completed, else after a quiet period.
+
+        Cancelled, it keeps what it gathered for the next call (or :meth:`take`)."""
+        inotify = self._inotify
+        assert inotify is not None, "closed"
+        pending = self._pending
+        while True:
+            if not pending:
+                await anyio.wait_readable(inotify.fileno())
+            else:
+                wait = min(self._last + self.quiet, self._first + self.cap) - time.monotonic()
+                if wait <= 0:
+                    return self.take()
+                with anyio.move_on_after(wait):
+                    await anyio.wait_readable(inotify.fileno())
+            touched, urgent = self._read(inotify, pending)
+            if touched:
+                self._last = time.monotonic()
+                if not self._first:
+                    self._first = self._last
+            if urgent and pending:
+                return self.take()
+
+    def take(self) -> set[tuple[int, str]]:
+        """What was gathered and not reported yet (and forget it)."""
+        taken = {(kind, path) for path, kind in self._pending.items()}
+        self._pending.clear()
+        self._first = self._last = 0.0
+        return taken
+
+    # -- reading events -------------------------------------------------------------------------
+
+    def _read(self, inotify: _INotify, pending: dict[str, int]) -> tuple[bool, bool]:
+        """Fold the queued events into ``pending``: whether any of them mattered, and
+        whether the batch must go at once."""
+        touched = urgent = False
+        for wd, mask, _cookie, name in inotify.read(timeout=0):
+            if mask & _Q_OVERFLOW:
+                self._overflowed(pending)
+                touched = urgent = True
+                continue
+            folder = self._dirs.get(wd)
+            if folder is None:
+                continue  # a watch removed meanwhile
+            if not name:  # the folder itself: deleted, moved, unmounted, watch removed
+                if mask & (_IGNORED | _DELETE_SELF | _MOVE_SELF | _UNMOUNT) and self._ended(
+                    wd, folder, mask, pending
+                ):
+                    touched = urgent = True
+                continue
+            path = f"{folder}/{name}"
+            if mask & _ISDIR:
+                if name.startswith(".") or name == "__pycache__":
+                    continue
+                urgent = self._folder_event(path, mask, pending) or urgent
+            elif may_matter(Path(path)):
+                urgent = self._file_event(path, name, mask, pending) or urgent
+            else:
+                continue
+            touched = True
+        return touched, urgent
+
+    @staticmethod
+    def _file_event(path: str, name: str, mask: int, pending: dict[str, int]) -> bool:
+        if mask & (_DELETE | _MOVED_FROM):
+            pending[path] = DELETED
+            return False
+        if mask & (_CREATE | _MOVED_TO):
+            pending[path] = ADDED
+        elif pending.get(path) != ADDED:
+            pending[path] = MODIFIED
+        # A save is complete: written and closed, or moved into place.
+        return bool(mask & (_CLOSE_WRITE | _MOVED_TO)) and is_module_file_name(name)
+
+    def _folder_event(self, path: str, mask: int, pending: dict[str, int]) -> bool:
+        if mask & (_DELETE | _MOVED_FROM):
+            self._forget_tree(path)
+            pending[path] = DELETED
+            return False
+        if mask & (_CREATE | _MOVED_TO):
+            pending[path] = ADDED
+            if self.recursive:
+                self._watch_tree(path, pending)
+            return bool(mask & _MOVED_TO)  # moved in whole: its files are complete
+        pending.setdefault(path, MODIFIED)  # its mode (readable again?) or times changed
+        return False
+
+    def _ended(self, wd: int, folder: str, mask: int, pending: dict[str, int]) -> bool:
+        """A watched folder was deleted, moved, unmounted, or its watch removed; True when
+        it is a root (reported deleted: the caller looks at what is there now)."""
+        if mask & _IGNORED or mask & _UNMOUNT:
+            if self._dirs.get(wd) == folder:
+                del self._dirs[wd]
+                if self._wds.get(folder) == wd:
+                    del self._wds[folder]
+        elif mask & _MOVE_SELF and folder not in self._roots:
+            return False  # its parent reported the move (and dropped its watches)
+        if folder in self._roots:
+            pending[folder] = DELETED
+            return True
+        return False
+
+    def _overflowed(self, pending: dict[str, int]) -> None:
+        """Events were lost: watch what is there now, and have every root looked at (said
+        once, at info: nothing is lost, but a reload of everything is worth a line)."""
+        _log.info(
+            "reload.watch_overflowed",
+            roots=sorted(self._roots),
+            summary="more file events came at once than the kernel queues "
+            "(fs.inotify.max_queued_events): looking at every watched module again",
+        )
+        for root in self._roots:
+            if self.recursive:
+                self._watch_tree(root, None)
+            pending[root] = MODIFIED
+
+    # -- the watch table --------------------------------------------------------------------
+
+    def _watch_tree(self, top: str, found: dict[str, int] | None) -> None:
+        """Watch ``top`` (and, when recursive, every folder under it); with ``found``, also
+        report the module files and folders found there (made before their watch)."""
+        inotify = self._inotify
+        assert inotify is not None
+        stack = [top]
+        while stack:
+            folder = stack.pop()
+            # A watched path may lead through a symbolic link (a folder replaced by a link
+            # to another): it is followed, as it was when the reloader resolved it. Below
+            # it, no link is (a folder found as one and swapped for a link meanwhile).
+            mask = _MASK if folder in self._roots else _MASK | _DONT_FOLLOW
+            try:
+                wd = inotify.add_watch(folder, mask)
+            except OSError as error:
+                if error.errno == errno.ENOSPC:
+                    raise WatchLimitError(
+                        errno.ENOSPC,
+                        f"the inotify watch limit is reached (fs.inotify.max_user_watches = "
+                        f"{_watch_limit()}), watching {folder}",
+                    ) from None
+                if error.errno in _GONE or error.errno == errno.EACCES:
+                    continue  # gone since it was listed; unreadable: the planner says so
+                raise
+            stale = self._wds.get(folder)
+            if stale is not None and stale != wd:
+                self._dirs.pop(stale, None)
+            self._dirs[wd] = folder
+            self._wds[folder] = wd
+            if not self.recursive and folder in self._roots:
+                continue
+            try:
+                with os.scandir(folder) as entries:
+                    for entry in entries:
+                        entry_name = entry.name
+                        try:
+                            is_folder = entry.is_dir(follow_symlinks=False)
+                        except OSError:
+                            continue
+                        if is_folder:
+                            if entry_name.startswith(".") or entry_name == "__pycache__":
+                                continue
+                            stack.append(entry.path)
+                            if found is not None:
+                                found.setdefault(entry.path, ADDED)
+                        elif found is not None and is_module_file_name(entry_name):
+                            found.setdefault(entry.path, ADDED)
+            except OSError as error:
+                if error.errno in _GONE or error.errno == errno.EACCES:
+                    continue
+                raise
+
+    def _forget_tree(self, top: str) -> None:
+        """Stop watching ``top`` and everything under it (moved away, or deleted)."""
+        inotify = self._inotify
+        prefix = top + "/"
+        for folder in [f for f in self._wds if f == top or f.startswith(prefix)]:
+            wd = self._wds.pop(folder)
+            self._dirs.pop(wd, None)
+            if inotify is not None:
+                with contextlib.suppress(OSError):  # already gone with its folder
+                    inotify.rm_watch(wd)
+
+
+# -- the native watcher --------------------------------------------------------------------
+
+_KINDS = {ADDED: ChangeKind.ADDED, MODIFIED: ChangeKind.MODIFIED, DELETED: ChangeKind.DELETED}
+_T = TypeVar("_T")
+_THREAD_WAIT = 5.0
+"""Seconds the watch thread waits for changes before it returns to be called again."""
+_Identity = tuple[int, int]
+"""A folder's ``(st_dev, st_ino)``: what a native watch is attached to."""
+Backend = Literal["auto", "inotify", "watchfiles"]
+
+
+class NativeWatcher:
+    """Native file-system notifications: inotify on Linux, watchfiles elsewhere.
+
+    With inotify (:class:`InotifyNotifier`: Linux with ``inotify_simple`` installed, the
+    default there) the event loop itself waits on the inotify descriptor: a module file closed after
+    a write, or moved into place, is reported at once (what else was queued goes in the same
+    batch); other changes once they paused for ``step_ms``, at the latest ``debounce_ms``
+    after the first. Nothing wakes while nothing changes but the ``root_check``.
+
+    With watchfiles (other platforms, or ``backend="watchfiles"``) a worker thread wakes
+    every ``step_ms`` and reports a batch once the set of changed paths did not grow during
+    one step, or at the latest ``debounce_ms`` after the first change: latency is about one
+    to two steps, and ``debounce_ms`` is only a cap (``hot-reload-anchors.md`` §1.2).
+
+    Args:
+        debounce_ms: The longest a batch is held open while changes keep arriving.
+        step_ms: How long changes must pause before a batch is reported (inotify: changes
+            other than a completed save). With watchfiles it is also how often the watch
+            thread wakes while nothing happens: at the default 8 ms a save's batch comes
+            about 12 ms after the write, and the wake-ups cost 0.6 to 0.8 % of a core
+            while idle (inotify: 0.03 %; see ``docs/performance.md``).
+        root_check: Seconds between two checks that each watched folder is still the one
+            the native watch is on (see the module's docstring); a replaced folder is seen
+            at once when the folder itself reports a change, else within this.
+        backend: ``"auto"`` (inotify where available, else watchfiles), ``"inotify"`` or
+            ``"watchfiles"``.
+
+    Raises:
+        ValueError: a bound out of range, or ``backend="inotify"`` where inotify cannot be
+            used (not Linux, or ``inotify_simple`` not installed).
+    """
+
+    def __init__(
+        self,
+        *,
+        debounce_ms: int = 50,
+        step_ms: int = 8,
+        root_check: float = 1.0,
+        backend: Backend = "auto",
+    ) -> None:
+        if step_ms <= 0 or debounce_ms < step_ms:
+            raise ValueError(
+                f"need 0 < step_ms <= debounce_ms, got step_ms={step_ms}, debounce_ms={debounce_ms}"
+            )
+        if not 0 < root_check < float("inf"):
+            raise ValueError(f"root_check must be a number of seconds > 0, got {root_check!r}")
+        if backend not in ("auto", "inotify", "watchfiles"):
+            raise ValueError(f"backend must be 'auto', 'inotify' or 'watchfiles', got {backend!r}")
+        if backend == "inotify" and not inotify_available():
+            raise ValueError(
+                "backend='inotify' needs Linux and the inotify_simple package "
+                "(pip install inotify_simple); 'auto' uses watchfiles where it is missing"
+            )
+        self.debounce_ms = debounce_ms
+        self.step_ms = step_ms
+        self.root_check = root_check
+        self.backend: Literal["inotify", "watchfiles"] = (
+            "watchfiles"
+            if backend == "watchfiles" or (backend == "auto" and not inotify_available())
+            else "inotify"
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"NativeWatcher(backend={self.backend!r}, debounce_ms={self.debounce_ms}, "
+            f"step_ms={self.step_ms}, root_check={self.root_check:g})"
+        )
+
+    def open(
+        self, roots: Sequence[WatchRoot]
+    ) -> AbstractAsyncContextManager[AsyncIterator[Collection[FileChange]]]:
+        """Start native watches on ``roots`` (recursive and flat ones separately)."""
+        return self._open(roots)
+
+    @asynccontextmanager
+    async def _open(
+        self, roots: Sequence[WatchRoot]
+    ) -> AsyncIterator[AsyncIterator[Collection[FileChange]]]:
+        minimal = minimal_roots(roots)
+        groups = [
+            _Group([root for root in minimal if root.recursive == recursive], self)
+            for recursive in (True, False)
+            if any(root.recursive == recursive for root in minimal)
+        ]
+        send, receive = anyio.create_memory_object_stream[Collection[FileChange]](_BUFFERED_BATCHES)
+        try:
+            # Watching by the time this is entered: each group's watch is made here.
+            started = [group.start() for group in groups]
+            async with anyio.create_task_group() as tg, send, receive:
+                for group, native in zip(groups, started, strict=True):
+                    # Polling instead: its first scan is taken before this is entered.
+                    await tg.start(group.run, send.clone(), native)
+                yield receive
+                tg.cancel_scope.cancel()
+        finally:
+            for group in groups:
+                group.close()
+
+
+class _Group:
+    """The watched folders of one kind (recursive, or flat) under one native watch."""
+
+    def __init__(self, roots: list[WatchRoot], watcher: NativeWatcher) -> None:
+        self.roots = roots
+        self.paths = [str(root.directory) for root in roots]
+        self.recursive = roots[0].recursive
+        self.watcher = watcher
+        self.identities: dict[str, _Identity | None] = {}
+        self.notifier: Any = None
+        self.failure: BaseException | None = None
+        self._unreachable: set[str] = set()
+        """Folders whose ``stat`` failed for a passing reason (logged once until it works)."""
+        self._wake = threading.Event()
+        """Ends the thread's wait: set when the task is cancelled, or a check found a folder
+        changed (then ``_changed`` is set too)."""
+        self._waiting: anyio.CancelScope | None = None
+        """Around the wait on the loop (inotify): a check that found a folder changed
+        cancels it."""
+        self._changed = False
+
+    def start(self) -> bool:
+        """(Re)make the native watch on the folders present now; False if it cannot be made
+        (``failure`` says why). The identities are taken first: a folder replaced in between
+        is then seen as replaced once more, never as the one watched."""
+        self.close()
+        watcher = self.watcher
+        # RustNotify is what watchfiles.awatch drives; using it directly tells us the moment
+        # the watches exist, which awatch never reports. Imported here, at the first start
+        # even with no folder present yet (later, descriptors may be short): where inotify
+        # watches, watchfiles (and multiprocessing, which it imports) is never needed.
+        if watcher.backend != "inotify":
+            from watchfiles._rust_notify import RustNotify
+        self.identities = self._identify()
+        present = [path for path in self.paths if self.identities[path] is not None]
+        if not present:
+            return True
+        if watcher.backend == "inotify":
+            try:
+                self.notifier = InotifyNotifier(
+                    present,
+                    recursive=self.recursive,
+                    quiet_ms=watcher.step_ms,
+                    cap_ms=watcher.debounce_ms,
+                )
+            except OSError as error:  # the watch limit, out of descriptors or instances
+                self.failure = error
+                return False
+            return True
+        try:
+            # ignore_permission_denied: an unreadable sub-folder is reported by the planner
+            # (skipped), and must not stop the watch of everything else. It also makes a
+            # folder that vanished since its stat a silent no-watch: the next check sees it.
+            self.notifier = RustNotify(present, False, False, 0, self.recursive, True)
+        except Exception as error:  # the watch limit (OSError), a watchfiles error
+            self.failure = error
+            return False
+        return True
+
+    def close(self) -> None:
+        notifier, self.notifier = self.notifier, None
+        if notifier is not None:
+            notifier.close()
+
+    async def run(
+        self,
+        send: MemoryObjectSendStream[Collection[FileChange]],
+        native: bool,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Report native changes (``native``: the watch is made; else poll from the start);
+        make the watch again whenever a folder's own watch ended or the periodic check
+        found it changed; poll instead if the watch breaks — until it can be made again,
+        when what broke it passes."""
+        async with send:
+            while True:
+                if native:
+                    task_status.started()
+                    task_status = anyio.TASK_STATUS_IGNORED
+                    async with anyio.create_task_group() as checks:
+                        checks.start_soon(self._check)
+                        await self._watch(send)
+                        checks.cancel_scope.cancel()
+                native = await self._poll(send, native, task_status)
+                task_status = anyio.TASK_STATUS_IGNORED
+                _log.info(
+                    "reload.watch_restored",
+                    paths=self.paths,
+                    summary=f"watching {self._shown()} natively again (no longer polled)",
+                )
+                # What changed between the last scan and the new native watch.
+                await send.send({FileChange(ChangeKind.MODIFIED, r.directory) for r in self.roots})
+
+    async def _poll(
+        self,
+        send: MemoryObjectSendStream[Collection[FileChange]],
+        after_native: bool,
+        task_status: anyio.abc.TaskStatus[None],
+    ) -> bool:
+        """Poll the folders, for good — or, when the native watch failed for a passing
+        reason, until it can be made again (then True)."""
+        async with self._polling() as batches:
+            task_status.started()
+            if after_native:  # what changed between the native watch's end and the scan
+                await send.send({FileChange(ChangeKind.MODIFIED, r.directory) for r in self.roots})
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._forward, batches, send)
+                if self.failure is not None and is_transient(self.failure):
+                    await self._until_native()
+                    tg.cancel_scope.cancel()
+                    return True
+        raise RuntimeError("polling the watched folders stopped")
+
+    @staticmethod
+    async def _forward(
+        batches: AsyncIterator[Collection[FileChange]],
+        send: MemoryObjectSendStream[Collection[FileChange]],
+    ) -> None:
+        async for batch in batches:
+            await send.send(batch)
+
+    async def _until_native(self) -> None:
+        """Try to make the native watch every ``LAST_RETRY`` seconds, until it is made (or
+        fails for a reason that does not pass: then poll for good)."""
+        while True:
+            await anyio.sleep(LAST_RETRY)
+            if self.start():
+                return
+            if self.failure is None or not is_transient(self.failure):
+                await anyio.sleep_forever()
+
+    async def _watch(self, send: MemoryObjectSendStream[Collection[FileChange]]) -> None:
+        """The native watch's loop; returns when the watch broke (``failure`` says why)."""
+        while True:
+            try:
+                raw = await self._next()
+            except Exception as error:  # a watchfiles error; inotify: the watch limit...
+                self.failure = error
+                return
+            if raw == "signal":
+                raise RuntimeError("the watch thread unexpectedly received a signal")
+            dropped: set[str] = set()
+            if isinstance(raw, set):
+                # A deletion of the folder itself ends its watch whatever is at the path now
+                # (a folder made again at once may even reuse the inode number).
+                dropped = {p for kind, p in raw if kind == DELETED and p in self.identities}
+                batch = {
+                    FileChange(_KINDS[change], Path(path))
+                    for change, path in raw
+                    if may_matter(Path(path))
+                }
+                if batch:
+                    await send.send(batch)
+            if dropped or self._changed:
+                self._changed = False
+                self._wake.clear()
+                before = self.identities
+                if not self.start():
+                    return
+                await send.send(self._report(before, dropped))
+
+    async def _next(self) -> object:
+        """The next native batch: ``{(kind, path)}``, or a word (``"stop"``: a check found
+        a folder changed, or the task is cancelled; ``"timeout"``)."""
+        notifier = self.notifier
+        if isinstance(notifier, InotifyNotifier):
+            if not self._changed:  # (a check may have found it while a batch was sent)
+                with anyio.CancelScope() as self._waiting:
+                    return await notifier.changes()
+                self._waiting = None
+            # A check found a folder changed: what was gathered so far is reported first.
+            return notifier.take() or "stop"
+        return await _in_thread(self._wait, self._wake)
+
+    async def _check(self) -> None:
+        """Every ``root_check`` seconds, one ``stat`` per folder on the event loop (cheaper
+        than waking the watch thread); a change ends the native wait."""
+        while True:
+            await anyio.sleep(self.watcher.root_check)
+            if not self._changed and self._identify() != self.identities:
+                self._changed = True
+                self._wake.set()
+                if self._waiting is not None:
+                    self._waiting.cancel()
+
+    @asynccontextmanager
+    async def _polling(self) -> AsyncIterator[AsyncIterator[Collection[FileChange]]]:
+        """Say loudly that the folders are polled from now on, and poll them."""
+        self.close()
+        error = self.failure
+        passing = error is not None and is_transient(error)
+        _log.warning(
+            "reload.watch_fallback",
+            paths=self.paths,
+            error=f"{type(error).__name__}: {error}",
+            summary=f"cannot watch {self._shown()} natively ({type(error).__name__}: {error}); "
+            "polling it instead (changes are seen within about a second)"
+            + (", until the native watch can be made again" if passing else ""),
+        )
+        async with PollingWatcher().open(self.roots) as batches:
+            yield batches
+
+    def _wait(self, wake: threading.Event) -> object:
+        """In the watch thread: the next batch of native changes, or ``"stop"`` once
+        ``wake`` is set (``"timeout"`` now and then)."""
+        watcher = self.watcher
+        if self.notifier is None:
+            return "stop" if wake.wait(_THREAD_WAIT) else "timeout"
+        return self.notifier.watch(
+            watcher.debounce_ms, watcher.step_ms, round(_THREAD_WAIT * 1000), wake
+        )
+
+    def _shown(self) -> str:
+        return ", ".join(display_path(Path(path)) for path in self.paths)
+
+    def _identify(self) -> dict[str, _Identity | None]:
+        """Each folder's identity; one that cannot be looked at for a passing reason keeps
+        the one it had (logged once, and when it can be looked at again)."""
+        found: dict[str, _Identity | None] = {}
+        for path in self.paths:
+            try:
+                found[path] = _identity(path)[0]
+            except OSError as error:
+                found[path] = self.identities.get(path)
+                if path not in self._unreachable:
+                    self._unreachable.add(path)
+                    code, text = describe_errno(error)
+                    _log.warning(
+                        "reload.scan_deferred",
+                        paths=[path],
+                        errno=code,
+                        error=text,
+                        summary=f"cannot look at watched folder {display_path(Path(path))} "
+                        f"now ({code}: {text}): taken as unchanged until it can be",
+                    )
+            else:
+                if path in self._unreachable:
+                    self._unreachable.discard(path)
+                    _log.info(
+                        "reload.scan_recovered",
+                        paths=[path],
+                        summary=f"watched folder {display_path(Path(path))} can be looked at again",
+                    )
+        return found
+
+    def _report(self, before: dict[str, _Identity | None], dropped: set[str]) -> set[FileChange]:
+        """Log what happened to each folder whose identity changed or whose watch ended;
+        the changes to report."""
+        changes: set[FileChange] = set()
+        for path in self.paths:
+            was, now = before.get(path), self.identities[path]
+            if was == now and (path not in dropped or now is None):
+                continue
+            shown = display_path(Path(path))
+            if now is None:
+                try:
+                    why = _identity(path)[1] or "gone"
+                except OSError:  # a passing failure just now: it was gone a moment ago
+                    why = "gone"
+                _log.warning(
+                    "reload.root_gone",
+                    path=path,
+                    reason=why,
+                    summary=f"watched folder {shown} is {why}: its modules are unloaded; "
+                    "it is watched for again and loaded when it comes back",
+                )
+                changes.add(FileChange(ChangeKind.DELETED, Path(path)))
+            elif was is None:
+                _log.info(
+                    "reload.root_back",
+                    path=path,
+                    summary=f"watched folder {shown} is back: watching it again",
+                )
+                changes.add(FileChange(ChangeKind.ADDED, Path(path)))
+            else:
+                _log.info(
+                    "reload.root_replaced",
+                    path=path,
+                    summary=f"watched folder {shown} was replaced by another folder: "
+                    "watching the new one",
+                )
+                changes.add(FileChange(ChangeKind.MODIFIED, Path(path)))
+        return changes
+
+
+def _identity(path: str) -> tuple[_Identity | None, str | None]:
+    """The identity of the folder at ``path``, or ``None`` and why there is none.
+
+    Raises:
+        OSError: it cannot be looked at for a reason that passes (:mod:`._transient`).
+    """
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None, "gone (deleted or moved away)"
+    except OSError as error:
+        if is_transient(error):
+            raise
+        return None, f"unreachable ({error.strerror or error})"
+    if not stat.S_ISDIR(st.st_mode):
+        kind = "a file" if stat.S_ISREG(st.st_mode) else file_type(st.st_mode)
+        return None, f"no longer a folder (it is {kind})"
+    return (st.st_dev, st.st_ino), None
+
+
+async def _in_thread(function: Callable[[threading.Event], _T], wake: threading.Event) -> _T:
+    """Run ``function(wake)`` in a worker thread; cancellation sets ``wake``, which ends a
+    native wait within one step."""
+    returned = False
+
+    async def wake_when_cancelled() -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            if not returned:  # cancelled from outside, not ended below
+                wake.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(wake_when_cancelled)
+        try:
+            outcome = await anyio.to_thread.run_sync(function, wake)
+        finally:
+            returned = True
+            tg.cancel_scope.cancel()
+    return outcome
+
+
+WatchfilesWatcher = NativeWatcher
+"""The former name of :class:`NativeWatcher` (it used watchfiles only)."""
