@@ -431,7 +431,7 @@ def _thread_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def _file_system(monkeypatch: pytest.MonkeyPatch, kind: str | None) -> None:
     """Make every file system look like ``kind`` (``None``: not known)."""
-    from hotseam.reload._mounts import MOUNTS
+    from hotseam.reload._read import MOUNTS
 
     monkeypatch.setattr(MOUNTS, "filesystem_type", lambda device: kind)
 
@@ -451,7 +451,7 @@ class TestReadsOnTheLoop:
     ) -> None:
         """With the machine's real mount table (skipped where the temporary folder is not
         on a file system known as local)."""
-        from hotseam.reload._mounts import MOUNTS
+        from hotseam.reload._read import MOUNTS
 
         ui = write(folder / "my_ui.py", provider_source(1))
         async with Reloader(context, [folder], watch=False) as reloader:
@@ -607,7 +607,7 @@ bad line
 
 class TestMounts:
     def test_mountinfo_maps_device_numbers_to_file_system_types(self) -> None:
-        from hotseam.reload._mounts import parse_mountinfo
+        from hotseam.reload._read import parse_mountinfo
 
         types = parse_mountinfo(_MOUNTINFO)
         assert types == {
@@ -624,7 +624,7 @@ class TestMounts:
         """Only :meth:`learn` reads it; once the kernel reports a mount or an unmount, no
         file system is local until it is read again (a freed device number may come back
         as a network mount); a child process starts afresh."""
-        from hotseam.reload._mounts import Mounts
+        from hotseam.reload._read import Mounts
 
         table = tmp_path / "mountinfo"
         table.write_text(_MOUNTINFO)
@@ -654,8 +654,8 @@ class TestMounts:
         closing it handed a descriptor to whatever opened a file next (a module read while
         a provider held every other one, which then did not fail). A failure that does not
         pass (the table refused) closes it, as before."""
-        from hotseam.reload import _mounts
-        from hotseam.reload._mounts import Mounts
+        from hotseam.reload import _read
+        from hotseam.reload._read import Mounts
 
         table = tmp_path / "mountinfo"
         table.write_text(_MOUNTINFO)
@@ -673,7 +673,7 @@ class TestMounts:
 
             return fail
 
-        monkeypatch.setattr(_mounts, "open", refused(errno.EMFILE), raising=False)
+        monkeypatch.setattr(_read, "open", refused(errno.EMFILE), raising=False)
         mounts.learn()
         assert mounts.filesystem_type(ext4) is None
         assert mounts._watch is not None and mounts._watch[0] == watch
@@ -684,12 +684,12 @@ class TestMounts:
         mounts.learn()  # nothing reported since, but it was not read: read now
         assert mounts.is_local(ext4)
         monkeypatch.setattr(Mounts, "_changed", staticmethod(lambda watch: True))
-        monkeypatch.setattr(_mounts, "open", refused(errno.EACCES), raising=False)
+        monkeypatch.setattr(_read, "open", refused(errno.EACCES), raising=False)
         mounts.learn()
         assert mounts._watch is None and mounts.filesystem_type(ext4) is None
 
     def test_no_table_means_nothing_is_local(self, tmp_path: Path) -> None:
-        from hotseam.reload._mounts import Mounts
+        from hotseam.reload._read import Mounts
 
         missing = Mounts(str(tmp_path / "missing"))
         missing.learn()  # never raises
