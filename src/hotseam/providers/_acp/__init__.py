@@ -8,15 +8,14 @@
   next prompt;
 * ``_wire``: what the ``agent-client-protocol`` 0.12.1 SDK lacks on the agent side
   (raw requests that keep ``"type": "object"``, ``$/cancel_request`` out and in, late
-  answers ignored);
+  answers ignored), and JSON-RPC over stdin from an untrusted client, on the surface kit's
+  bounded reader (size and depth limits, the id of a refused line);
 * ``_scope``: which ACP session (and tool call) an ask belongs to, as a context variable;
 * ``_provider``: the user-interaction provider;
 * ``_sessions``: the agent's sessions (released on ``session/close`` or when idle) and the
   runs of the agent function, which may span prompt turns;
 * ``_agent``: the ACP agent that runs a hotseam agent function for each prompt turn;
-* ``_serve``: running that agent over stdio or an in-process transport;
-* ``_lines``: JSON-RPC over stdin from an untrusted client, on the surface kit's bounded
-  reader (``hotseam.providers._kit``: size and depth limits, the id of a refused line).
+* ``_serve``: running that agent over stdio or an in-process transport.
 
 The names below are what :mod:`hotseam.providers.acp` imports from here, each imported
 when first used.

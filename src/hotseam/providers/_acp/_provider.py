@@ -69,10 +69,9 @@ from .._kit import (
 )
 from ._conversation import Conversations, NotAnOptionError, question_text, read_reply
 from ._form import ELICITATION_CREATE, form_params
-from ._lines import ANSWER_REFUSED
 from ._permission import REQUEST_PERMISSION, build_permission_form, fits_permission
 from ._scope import AskScope, current_ask_scope
-from ._wire import AcpWire
+from ._wire import ANSWER_REFUSED, AcpWire
 
 __all__ = ["AcpProvider", "CONVERSATION"]
 

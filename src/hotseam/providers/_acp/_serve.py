@@ -12,10 +12,9 @@ from acp.stdio import stdio_streams
 from ..._core import Context, Scope
 from ...interaction import USER_INTERACTION, ask_user_question_tool
 from ._agent import AcpAgent, AgentFunction
-from ._lines import DEFAULT_MAX_LINE_BYTES
 from ._provider import AcpProvider
 from ._sessions import DEFAULT_IDLE_TIMEOUT
-from ._wire import close_connection, guard_lines, guard_sender
+from ._wire import DEFAULT_MAX_LINE_BYTES, close_connection, guard_lines, guard_sender
 
 if TYPE_CHECKING:
     from acp._transport import Transport
@@ -61,7 +60,7 @@ async def serve(
         max_line_bytes: On byte streams (stdio), the longest message line read (``None``:
             16 MiB); a longer one is discarded and answered with -32600. Lines that are
             not JSON (-32700) or not a JSON object (-32600) are answered too, and the agent
-            keeps serving (see ``hotseam.providers._acp._lines``).
+            keeps serving (see ``hotseam.providers._acp._wire``).
         session_idle_timeout: Seconds after its last prompt at which a session the client
             never closed is released (``None``: never); see ``AcpAgent``.
     """
