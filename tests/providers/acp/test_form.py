@@ -10,7 +10,7 @@ from acp.schema import ClientCapabilities, CreateFormSessionElicitationRequest
 from acp.utils import serialize_params
 
 from hotseam.interaction import AskUserQuestionOption, AskUserQuestionRequest
-from hotseam.providers._acp._form import form_params
+from hotseam.providers._acp._provider import form_params
 from hotseam.providers._kit import build_form
 from hotseam.providers.acp import AcpProvider
 

@@ -25,8 +25,8 @@ from hotseam.interaction import (
     Question,
     validate_request,
 )
-from hotseam.providers._acp._form import form_params
 from hotseam.providers._acp._permission import CUSTOM_DROPPED, ONE_CHOICE
+from hotseam.providers._acp._provider import form_params
 from hotseam.providers._kit import build_form
 from hotseam.providers.acp import current_turn
 

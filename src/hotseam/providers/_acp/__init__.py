@@ -1,7 +1,5 @@
 """The parts of :mod:`hotseam.providers.acp`, one concept per module.
 
-* ``_form``: an ask as an ``elicitation/create`` request (the form and its reading are the
-  surface kit's, ``hotseam.providers._kit``);
 * ``_permission``: a question as the ``session/request_permission`` fallback, and its
   outcome read back;
 * ``_conversation``: the last fallback, a question asked in the chat and answered by the
@@ -11,7 +9,8 @@
   answers ignored), and JSON-RPC over stdin from an untrusted client, on the surface kit's
   bounded reader (size and depth limits, the id of a refused line);
 * ``_scope``: which ACP session (and tool call) an ask belongs to, as a context variable;
-* ``_provider``: the user-interaction provider;
+* ``_provider``: the user-interaction provider, and an ask as an ``elicitation/create``
+  request (the form and its reading are the surface kit's, ``hotseam.providers._kit``);
 * ``_sessions``: the agent's sessions (released on ``session/close`` or when idle) and the
   runs of the agent function, which may span prompt turns;
 * ``_agent``: the ACP agent that runs a hotseam agent function for each prompt turn;

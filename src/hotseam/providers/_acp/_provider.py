@@ -62,20 +62,21 @@ from ...interaction import (
 )
 from .._kit import (
     EmptyAnswerError,
+    Form,
     IncompleteAnswerError,
     ask_one_at_a_time,
     ask_until_answered,
     build_form,
 )
 from ._conversation import Conversations, NotAnOptionError, question_text, read_reply
-from ._form import ELICITATION_CREATE, form_params
 from ._permission import REQUEST_PERMISSION, build_permission_form, fits_permission
 from ._scope import AskScope, current_ask_scope
 from ._wire import ANSWER_REFUSED, AcpWire
 
-__all__ = ["AcpProvider", "CONVERSATION"]
+__all__ = ["AcpProvider", "CONVERSATION", "ELICITATION_CREATE", "form_params"]
 
 _log = get_logger("hotseam.providers.acp")
+ELICITATION_CREATE = "elicitation/create"
 _UNWIND_WAIT = 5.0
 _SEND_WAIT = 2.0
 _METHOD_NOT_FOUND = -32601
@@ -508,6 +509,18 @@ class AcpProvider:
             f"{_no_fallback(self, request)}",
             ErrorCode.NO_PROVIDER,
         )
+
+
+def form_params(
+    form: Form, session_id: str, tool_call_id: str | None = None, *, note: str | None = None
+) -> dict[str, Any]:
+    """The ``elicitation/create`` params of the kit's ``form``, scoped to a session (and
+    tool call); ``note`` (one line) goes before the question when it is asked again."""
+    params: dict[str, Any] = {"sessionId": session_id}
+    if tool_call_id is not None:
+        params["toolCallId"] = tool_call_id
+    params.update(message=form.message(note), mode="form", requestedSchema=form.schema())
+    return params
 
 
 _WITHDRAWN = "\n_(The question above was withdrawn: no answer is needed.)_\n"
