@@ -45,10 +45,9 @@ from hotseam.reload import (
     _loader,
     _watcher,
 )
-from hotseam.reload._errors import ModuleTooLargeError
+from hotseam.reload._errors import ModuleTooLargeError, is_transient
 from hotseam.reload._read import read_file
 from hotseam.reload._roots import LinkedRoots, Root
-from hotseam.reload._transient import is_transient
 
 from .conftest import write
 

@@ -16,20 +16,40 @@ raised: it is reported as a :class:`LoadError`, which keeps strings only, never 
 exception object. An exception holds its traceback, the traceback holds frames, and the
 frames hold the failed generation's module namespace, which must be free to go once the
 reload is over.
+
+**Failures that pass.** Out of file descriptors (``EMFILE``: a provider took them all, a
+flood of connections; ``ENFILE`` for the whole system), out of memory or buffers, an
+interrupted call, or a network file system that answers ``EIO`` or ``ESTALE`` while its
+server is away: the file is there and fine, it just cannot be opened or listed at this
+moment. Treating that as a failed load (nothing would retry it: the file does not change
+again) or as a file that is gone (its module would be unloaded) leaves the daemon serving
+old code, or none. So a read or a listing that fails with one of :data:`TRANSIENT_ERRNOS`
+(:func:`is_transient`) is *deferred*: retried with a bounded backoff (:data:`FIRST_RETRY`
+doubling up to :data:`LAST_RETRY` seconds, for as long as it takes; the plan's
+:class:`~._plan_builder.Deferrals`), logged ``reload.deferred`` once per episode and
+``reload.recovered`` once the file could be looked at again. A real disk error that keeps
+answering ``EIO`` stays one episode, retried every :data:`LAST_RETRY` seconds at the cost of
+one failed read.
 """
 
 from __future__ import annotations
 
+import errno
 import linecache
+import os
+import re
 import traceback
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from .._core import HarnessError
 
 __all__ = [
+    "FIRST_RETRY",
+    "LAST_RETRY",
+    "TRANSIENT_ERRNOS",
     "LoadError",
     "LoadPhase",
     "ModuleNameClashError",
@@ -37,6 +57,10 @@ __all__ = [
     "ReloadError",
     "ReloadPathError",
     "ReloaderClosedError",
+    "chain_of",
+    "describe_errno",
+    "is_transient",
+    "transient_errno",
 ]
 
 LoadPhase = Literal[
@@ -168,3 +192,67 @@ def _format(error: BaseException) -> str:
     kept = [frame for frame in summary.stack if not frame.filename.startswith(_PACKAGE_DIR)]
     summary.stack = traceback.StackSummary.from_list(kept)
     return "".join(summary.format())
+
+
+# -- failures that pass ----------------------------------------------------------------------------
+
+TRANSIENT_ERRNOS: Final = frozenset(
+    {
+        errno.EMFILE,  # this process is out of file descriptors
+        errno.ENFILE,  # the whole system is
+        errno.ENOMEM,
+        errno.ENOBUFS,
+        errno.EAGAIN,  # also EWOULDBLOCK
+        errno.EINTR,  # retried by Python itself (PEP 475), except where a handler raised
+        errno.EIO,  # a network file system whose server does not answer (soft mounts, FUSE)
+        errno.ESTALE,  # an NFS handle gone stale under a path that is fine again
+    }
+)
+"""The ``errno`` values of a failure that says nothing about the file: try again later."""
+
+FIRST_RETRY: Final = 0.05
+"""Seconds before the first retry of a deferred read; each later one waits twice as long…"""
+LAST_RETRY: Final = 1.0
+"""…up to this many seconds: a read deferred for long is retried at least this often."""
+
+_OS_ERROR = re.compile(r"\(os error (\d+)\)")
+
+
+def transient_errno(error: BaseException) -> int | None:
+    """The ``errno`` of ``error`` if it is one of :data:`TRANSIENT_ERRNOS`, else ``None``.
+
+    An :class:`OSError` is looked at first, then its cause and context (a
+    ``ModuleNotFoundError`` raised from a failed read), then the ``(os error N)`` a
+    watchfiles error (from Rust) carries in its message.
+    """
+    for current in chain_of(error):
+        if isinstance(current, OSError) and current.errno in TRANSIENT_ERRNOS:
+            return current.errno
+        if not isinstance(current, OSError):
+            found = _OS_ERROR.search(str(current))
+            if found is not None and int(found.group(1)) in TRANSIENT_ERRNOS:
+                return int(found.group(1))
+    return None
+
+
+def is_transient(error: BaseException) -> bool:
+    """True when ``error`` is (or was caused by) a failure that passes: see the module."""
+    return transient_errno(error) is not None
+
+
+def describe_errno(error: BaseException) -> tuple[str, str]:
+    """``("EMFILE", "Too many open files")`` for a transient ``error``."""
+    number = transient_errno(error)
+    if number is None:
+        return type(error).__name__, str(error)
+    return errno.errorcode.get(number, str(number)), os.strerror(number)
+
+
+def chain_of(error: BaseException) -> list[BaseException]:
+    """``error``, its cause or context, theirs...: each once."""
+    found: list[BaseException] = []
+    current: BaseException | None = error
+    while current is not None and all(current is not seen for seen in found):
+        found.append(current)
+        current = current.__cause__ or current.__context__
+    return found

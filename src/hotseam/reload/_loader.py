@@ -41,13 +41,12 @@ from types import CodeType, ModuleType
 from typing import TYPE_CHECKING, Any
 
 from .._core import executing
-from ._errors import LoadError, LoadPhase
+from ._errors import LoadError, LoadPhase, is_transient
 from ._events import SLOW_NOTICE, report_slow
 from ._guard import ThreadRun, Worker, current_run, inert, interrupted
 from ._planner import ModuleIndex, NameClaims, WatchedModuleSpec, owned
 from ._read import FileStat, Source, read_file
 from ._status import ModuleKind, ModuleState, ModuleStatus
-from ._transient import is_transient
 
 if TYPE_CHECKING:
     from .._core import Registration, Scope, ToolRegistration

@@ -416,7 +416,7 @@ class Plan:
     """Modules whose file exists but could not be read."""
     deferred: list[Path] = field(default_factory=list)
     """Paths left out because they could not be read or listed for a passing reason (out
-    of file descriptors...): the reloader retries them (see :mod:`._transient`)."""
+    of file descriptors...): the reloader retries them (see :func:`~._errors.is_transient`)."""
     held: list[Path] = field(default_factory=list)
     """Module files this plan found gone and began to hold (the deletion grace)."""
     back: list[Path] = field(default_factory=list)

@@ -41,9 +41,8 @@ from pathlib import Path
 
 import anyio
 
-from ._errors import ModuleTooLargeError
+from ._errors import ModuleTooLargeError, is_transient
 from ._events import display_path
-from ._transient import is_transient
 
 __all__ = [
     "LOCAL_TYPES",
@@ -275,7 +274,7 @@ def read_many(paths: Collection[Path], limit: int | None = None) -> dict[Path, S
     return found
 
 
-# -- which file systems are local ----------------------------------------------------------
+# -- which file systems are local ------------------------------------------------------------------
 
 LOCAL_TYPES = frozenset(
     {

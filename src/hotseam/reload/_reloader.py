@@ -62,14 +62,13 @@ from ._events import (
 )
 from ._guard import Detached
 from ._loader import Loader
-from ._plan_builder import Holds, PlanBuilder
+from ._plan_builder import EVERYTHING, Deferrals, Holds, PlanBuilder
 from ._planner import ModuleIndex, dependency_order
 from ._read import MAX_MODULE_SIZE
 from ._result import ReloadResult
 from ._roots import LinkedRoots, Root, refused_link
 from ._sequence import Steps
 from ._status import ModuleStatus, NotLoadedError
-from ._transient import EVERYTHING, Deferrals
 from ._watch_options import WatchOptions
 from ._watcher import FileChange
 
@@ -478,7 +477,7 @@ class Reloader:
 
     async def _retry_deferred(self) -> None:
         """Look again at what could not be read or listed for a passing reason, each path
-        when its backoff is over, until it can be (see :mod:`._transient`)."""
+        when its backoff is over, until it can be (see :func:`~._errors.is_transient`)."""
         async for paths in self._deferrals.due():
             try:
                 await self._apply(

@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Literal
 
 from .._core import get_logger
-from ._errors import ReloadPathError
+from ._errors import ReloadPathError, is_transient
 from ._events import display_path
-from ._transient import is_transient
 from ._watcher import WatchRoot, is_module_file_name
 
 __all__ = ["LinkedRoots", "Root", "RootKind", "refused_link"]
@@ -117,7 +116,7 @@ class LinkedRoots:
             except OSError as error:
                 if not is_transient(error):
                     raise
-                continue  # cannot be looked at now (see ._transient): again at the next check
+                continue  # cannot be looked at now (see is_transient): again at the next check
             except ReloadPathError as error:
                 if given not in self._broken:
                     self._broken.add(given)

@@ -5,7 +5,7 @@ what it falls back to whenever a reported path could change more than one entry 
 an ``__init__.py``, a symbolic link, a name clash). The rules are the index's.
 
 A folder or entry that cannot be looked at for a passing reason (out of file descriptors,
-see :mod:`._transient`) raises its :class:`OSError` instead of being skipped: the listing
+see ``is_transient``) raises its :class:`OSError` instead of being skipped: the listing
 would otherwise leave out modules that are there, and the reloader unload them.
 """
 
@@ -16,9 +16,9 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._errors import is_transient
 from ._read import file_type
 from ._roots import Root
-from ._transient import is_transient
 from ._watcher import is_module_file_name
 
 __all__ = ["NOT_A_PACKAGE", "Scan", "outside"]

@@ -18,9 +18,8 @@ from .._core import Scope, get_logger
 from ._commit import Closer, Committer, Preparer
 from ._events import Emitter, ModuleUnloaded, ReloadEvent, ReloadPlanned, display_path
 from ._loader import Loader
-from ._plan_builder import PlanBuilder, due_after_unload
+from ._plan_builder import Deferrals, PlanBuilder, due_after_unload
 from ._result import ReloadResult
-from ._transient import Deferrals
 
 __all__ = ["Steps"]
 
@@ -112,7 +111,7 @@ class Steps:
     ) -> tuple[int | None, list[ReloadEvent]]:
         """Plan, prepare and commit one batch; its number (``None``: nothing to do) and
         events. What could not be read for a passing reason is added to ``deferred`` (and
-        retried later: see :mod:`._transient`)."""
+        retried later: see :func:`~._errors.is_transient`)."""
         self._deferrals.begin()
         try:
             return await self._plan_and_apply(candidates, force, retry_failed, retry, deferred)

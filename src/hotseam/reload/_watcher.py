@@ -64,12 +64,12 @@ folder), after which its return is waited for. Each of these is logged once. Whe
 native watch cannot be made (the inotify watch limit, a watchfiles error), a warning says
 so and the folders are polled instead.
 
-A failure that passes (:mod:`._transient`: out of file descriptors — an inotify instance
+A failure that passes (:func:`~._errors.is_transient`: out of file descriptors — an inotify instance
 is one — or a folder's ``stat`` answered ``EIO`` by a network file system) is never taken
 for a folder gone or for a watch lost for good: a folder that cannot be looked at keeps its
 identity until it can (logged once), and a native watch that cannot be made for such a
 reason is polled for only until it can be made again (tried every
-:data:`~._transient.LAST_RETRY` seconds; ``reload.watch_restored`` says so).
+:data:`~._errors.LAST_RETRY` seconds; ``reload.watch_restored`` says so).
 """
 
 from __future__ import annotations
@@ -96,9 +96,9 @@ import anyio.abc
 from anyio.streams.memory import MemoryObjectSendStream
 
 from .._core import get_logger
+from ._errors import LAST_RETRY, describe_errno, is_transient
 from ._events import display_path
 from ._read import file_type
-from ._transient import LAST_RETRY, describe_errno, is_transient
 
 __all__ = [
     "ADDED",
@@ -252,7 +252,7 @@ class _Tree:
     call, one comparison with the previous key, and the racy test.
 
     A folder that cannot be listed, or a file or folder that cannot be stat-ed, for a
-    passing reason (out of file descriptors: see :mod:`._transient`) is neither empty nor
+    passing reason (out of file descriptors: see ``is_transient``) is neither empty nor
     gone: what the previous scan knew of it stands, and it is looked at again by the next
     scan. :attr:`failing` holds those paths (:meth:`settle` tells the episodes).
     """
@@ -578,7 +578,7 @@ _BACKOFF = 1.5
 _IDLE_INTERVAL = 1.0
 
 
-# -- inotify -------------------------------------------------------------------------------
+# -- inotify ---------------------------------------------------------------------------------------
 
 ADDED: Final = 1
 MODIFIED: Final = 2
@@ -877,7 +877,7 @@ class InotifyNotifier:
                     inotify.rm_watch(wd)
 
 
-# -- the native watcher --------------------------------------------------------------------
+# -- the native watcher ----------------------------------------------------------------------------
 
 _KINDS = {ADDED: ChangeKind.ADDED, MODIFIED: ChangeKind.MODIFIED, DELETED: ChangeKind.DELETED}
 _T = TypeVar("_T")
@@ -1277,7 +1277,7 @@ def _identity(path: str) -> tuple[_Identity | None, str | None]:
     """The identity of the folder at ``path``, or ``None`` and why there is none.
 
     Raises:
-        OSError: it cannot be looked at for a reason that passes (:mod:`._transient`).
+        OSError: it cannot be looked at for a reason that passes (:func:`~._errors.is_transient`).
     """
     try:
         st = os.stat(path)
