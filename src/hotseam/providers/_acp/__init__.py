@@ -8,9 +8,9 @@
   (raw requests that keep ``"type": "object"``, ``$/cancel_request`` out and in, late
   answers ignored), and JSON-RPC over stdin from an untrusted client, on the surface kit's
   bounded reader (size and depth limits, the id of a refused line);
-* ``_scope``: which ACP session (and tool call) an ask belongs to, as a context variable;
-* ``_provider``: the user-interaction provider, and an ask as an ``elicitation/create``
-  request (the form and its reading are the surface kit's, ``hotseam.providers._kit``);
+* ``_provider``: the user-interaction provider: which ACP session (and tool call) an ask
+  belongs to, as a context variable, and an ask as an ``elicitation/create`` request (the
+  form and its reading are the surface kit's, ``hotseam.providers._kit``);
 * ``_sessions``: the agent's sessions (released on ``session/close`` or when idle) and the
   runs of the agent function, which may span prompt turns;
 * ``_agent``: the ACP agent that runs a hotseam agent function for each prompt turn;
@@ -30,9 +30,9 @@ if TYPE_CHECKING:  # what hotseam.providers.acp uses, imported when first used
     from ._agent import AcpAgent as AcpAgent
     from ._agent import AgentFunction as AgentFunction
     from ._provider import AcpProvider as AcpProvider
-    from ._scope import AskScope as AskScope
-    from ._scope import ask_scope as ask_scope
-    from ._scope import current_ask_scope as current_ask_scope
+    from ._provider import AskScope as AskScope
+    from ._provider import ask_scope as ask_scope
+    from ._provider import current_ask_scope as current_ask_scope
     from ._serve import serve as serve
     from ._turn import ContentBlock as ContentBlock
     from ._turn import PromptTurn as PromptTurn
@@ -45,9 +45,9 @@ if not TYPE_CHECKING:  # type checkers read the imports above
             "AcpAgent": "._agent",
             "AgentFunction": "._agent",
             "AcpProvider": "._provider",
-            "AskScope": "._scope",
-            "ask_scope": "._scope",
-            "current_ask_scope": "._scope",
+            "AskScope": "._provider",
+            "ask_scope": "._provider",
+            "current_ask_scope": "._provider",
             "serve": "._serve",
             "ContentBlock": "._turn",
             "PromptTurn": "._turn",

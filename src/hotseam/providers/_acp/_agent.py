@@ -8,7 +8,7 @@ The agent function is the one ``hotseam dev`` and ``hotseam run`` call,
 * it runs in a child context of the served one, in which every visible tool is wrapped so
   that executing it is reported to the client as an ACP tool call (``tool_call`` then
   ``tool_call_update``), its ``toolCallId`` being the hotseam ``ToolCall.call_id``;
-* asks made in the turn are scoped (:func:`~._scope.ask_scope`) to the session, and to the
+* asks made in the turn are scoped (:func:`~._provider.ask_scope`) to the session, and to the
   tool call when they come from one, so ``elicitation/create`` names both.
 
 ``session/cancel`` (or ``$/cancel_request`` for the prompt request) fires

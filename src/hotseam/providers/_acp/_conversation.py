@@ -14,7 +14,7 @@ multi-select question several of them, separated by commas: ``1, 3``).
 
 This module holds the waiting questions, one per session at a time (a second question in
 the same session waits for the first to be answered); the ACP agent (``_agent``) ends the
-turn when told to (:attr:`~._scope.AskScope.end_turn`) and hands the next prompt's text to
+turn when told to (:attr:`~._provider.AskScope.end_turn`) and hands the next prompt's text to
 :meth:`Conversations.answer`.
 """
 

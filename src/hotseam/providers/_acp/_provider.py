@@ -5,7 +5,7 @@ human unasked:
 
 * the client advertised ``clientCapabilities.elicitation.form`` (present and not null) at
   initialize: an ``elicitation/create`` form request, scoped to the session (and tool call)
-  of :func:`~._scope.current_ask_scope`;
+  of :func:`current_ask_scope`;
 * otherwise, a question with options: ``session/request_permission`` (a custom-answer
   choice is dropped, and the prompt says so);
 * otherwise, a free-form question: conversation mode (:mod:`._conversation`): the question
@@ -40,8 +40,9 @@ Cancellation, three ways:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
-from contextlib import suppress
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -52,7 +53,7 @@ from acp.exceptions import RequestError
 from acp.helpers import update_agent_message_text
 from acp.schema import ClientCapabilities
 
-from ..._core import get_logger
+from ..._core import AbortSignal, get_logger
 from ...interaction import (
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
@@ -70,10 +71,17 @@ from .._kit import (
 )
 from ._conversation import Conversations, NotAnOptionError, question_text, read_reply
 from ._permission import REQUEST_PERMISSION, build_permission_form, fits_permission
-from ._scope import AskScope, current_ask_scope
 from ._wire import ANSWER_REFUSED, AcpWire
 
-__all__ = ["AcpProvider", "CONVERSATION", "ELICITATION_CREATE", "form_params"]
+__all__ = [
+    "CONVERSATION",
+    "ELICITATION_CREATE",
+    "AcpProvider",
+    "AskScope",
+    "ask_scope",
+    "current_ask_scope",
+    "form_params",
+]
 
 _log = get_logger("hotseam.providers.acp")
 ELICITATION_CREATE = "elicitation/create"
@@ -84,6 +92,54 @@ _AGAIN = {"empty": "empty_answer", "incomplete": "incomplete_answer", "unfit": "
 _REFUSABLE = frozenset({ELICITATION_CREATE, REQUEST_PERMISSION})
 CONVERSATION = "conversation"
 """The carrier of a free-form question on a client without form elicitation (no method)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AskScope:
+    """Where a question is asked: an ACP session and, optionally, a tool call in it.
+
+    An ``elicitation/create`` must name them, but the seam's request knows nothing of ACP:
+    the ACP agent sets the scope (a context variable) around each prompt turn and each tool
+    call it reports, and ``ask()`` runs the provider in the caller's task, which reads it
+    there. Code that drives :class:`AcpProvider` from its own ``acp.Agent`` wraps its
+    prompt handling in :func:`ask_scope` itself.
+
+    ``cancelled`` fires when the client cancels the prompt turn (``session/cancel``); an
+    ask that starts after it fails with ``ASK_CANCELLED`` at once. ``end_turn``, when the
+    agent can do it, ends the current prompt turn with ``end_turn`` while the ask goes on
+    waiting (conversation mode: the next prompt is the answer); without it, a free-form
+    question has no way to reach a client without form elicitation.
+    """
+
+    session_id: str
+    tool_call_id: str | None = None
+    cancelled: AbortSignal | None = None
+    end_turn: Callable[[], None] | None = None
+
+
+_current: ContextVar[AskScope | None] = ContextVar("hotseam_acp_ask_scope", default=None)
+
+
+@contextmanager
+def ask_scope(
+    session_id: str,
+    *,
+    tool_call_id: str | None = None,
+    cancelled: AbortSignal | None = None,
+    end_turn: Callable[[], None] | None = None,
+) -> Iterator[AskScope]:
+    """Scope the asks made in the block (and tasks started in it) to an ACP session."""
+    scope = AskScope(session_id, tool_call_id, cancelled, end_turn)
+    token = _current.set(scope)
+    try:
+        yield scope
+    finally:
+        _current.reset(token)
+
+
+def current_ask_scope() -> AskScope | None:
+    """The ACP session (and tool call) of the current ask, or ``None`` outside one."""
+    return _current.get()
 
 
 @dataclass(frozen=True, slots=True)

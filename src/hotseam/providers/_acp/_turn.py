@@ -41,8 +41,7 @@ from ..._core import (
     get_logger,
 )
 from ...interaction import AskUserQuestionInput
-from ._provider import AcpProvider
-from ._scope import ask_scope
+from ._provider import AcpProvider, ask_scope
 
 __all__ = ["ContentBlock", "PromptTurn", "current_turn", "serving_turn"]
 
