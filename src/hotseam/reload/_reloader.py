@@ -33,8 +33,8 @@ that crashes is reported (``TaskFailed`` event, ``reload.task_failed`` error log
 module's status error) and its generation stays active: the crash neither vanishes nor takes
 the process down. Saving the module starts a fresh generation with fresh tasks.
 
-This module is the facade: the lifecycle, and the worker that gathers changes. The steps of
-one reload are in ``_sequence``; ``_plan_builder`` makes the plan (with the deletion grace
+This module is the facade: the lifecycle, the worker that gathers changes, and the steps of
+one reload (:meth:`Reloader._apply`); ``_plan_builder`` makes the plan (with the deletion grace
 and the retries an unload makes due), over the module index of ``_planner``; ``_commit``
 prepares and commits, and closes generations (``Closer``) and reports their failures;
 ``_loader`` executes module bodies, guarded by ``_guard``.
@@ -43,6 +43,7 @@ prepares and commits, and closes generations (``Closer``) and reports their fail
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
 from types import TracebackType
@@ -50,24 +51,33 @@ from types import TracebackType
 import anyio
 import anyio.abc
 
-from .._core import CloseReason, Context, DisposalError, ScopeExit, exit_task_group, get_logger
+from .._core import (
+    CloseReason,
+    Context,
+    DisposalError,
+    Scope,
+    ScopeExit,
+    exit_task_group,
+    get_logger,
+)
 from ._commit import Closer, Committer, Preparer, as_exception, dispose_failed
 from ._errors import LoadError, ReloaderClosedError, ReloadPathError
 from ._events import (
     Emitter,
     EventStream,
+    ModuleUnloaded,
     ReloadEvent,
+    ReloadPlanned,
     TaskFailed,
     display_path,
 )
 from ._guard import Detached
 from ._loader import Loader
-from ._plan_builder import EVERYTHING, Deferrals, Holds, PlanBuilder
+from ._plan_builder import EVERYTHING, Deferrals, Holds, PlanBuilder, due_after_unload
 from ._planner import ModuleIndex, dependency_order
 from ._read import MAX_MODULE_SIZE
 from ._result import ReloadResult
 from ._roots import LinkedRoots, Root, refused_link
-from ._sequence import Steps
 from ._status import ModuleStatus, NotLoadedError
 from ._watch_options import WatchOptions
 from ._watcher import FileChange
@@ -186,7 +196,7 @@ class Reloader:
         self.deletion_grace = self._holds.grace
         self._planner = PlanBuilder(self._index, self._loader, self._deferrals, self._holds)
         self._closer = Closer(self._loader, dispose_timeout, self._abandoned)
-        preparer = Preparer(
+        self._preparer = Preparer(
             context,
             self._loader,
             self._closer,
@@ -197,16 +207,8 @@ class Reloader:
             setup_timeout=setup_timeout,
             import_timeout=import_timeout,
         )
-        committer = Committer(context, self._loader, self._closer, self._wake)
-        self._steps = Steps(
-            self._planner,
-            preparer,
-            committer,
-            self._loader,
-            self._closer,
-            self._emitter,
-            self._deferrals,
-        )
+        self._committer = Committer(context, self._loader, self._closer, self._wake)
+        self._batches = 0
 
     def __repr__(self) -> str:
         paths = ", ".join(display_path(p) for p in self.paths)
@@ -561,10 +563,120 @@ class Reloader:
     async def _apply(
         self, candidates: Collection[Path] | None, *, force: bool, retry_failed: bool = True
     ) -> ReloadResult:
+        """Reload ``candidates`` (``None``: everything), then the retries unloads make due,
+        one batch at a time. The result holds the events of every batch; ``batch`` is the
+        first one's."""
         assert self._lock is not None
         async with self._lock:
             self._check_open()
-            return await self._steps.run(candidates, force, retry_failed)
+            started = time.perf_counter()
+            deferred: list[Path] = []
+            first, events = await self._batch(candidates, force, retry_failed, (), deferred)
+            due = self._due(events)
+            while due:
+                batch_id, more = await self._batch([], False, True, due, deferred)
+                first = first if first is not None else batch_id
+                events += more
+                due = self._due(more)
+            return ReloadResult(
+                first,
+                tuple(events),
+                (time.perf_counter() - started) * 1000,
+                tuple(dict.fromkeys(deferred)),
+            )
+
+    def _due(self, events: list[ReloadEvent]) -> list[str]:
+        """The failed modules to load again after the unloads among ``events``."""
+        records = self._loader.records
+        unloaded = {
+            event.module: records[event.module].since
+            for event in events
+            if isinstance(event, ModuleUnloaded) and event.generation is not None
+        }
+        due = due_after_unload(unloaded, records)
+        for name, alive in due.items():
+            _log.info(
+                "reload.retry",
+                path=str(records[name].path),
+                module=name,
+                unloaded=[str(records[gone].path) for gone in alive],
+                summary=f"retrying {display_path(records[name].path)}: it failed while "
+                + ", ".join(display_path(records[gone].path) for gone in alive)
+                + " was loaded, now unloaded",
+            )
+        return sorted(due)
+
+    async def _batch(
+        self,
+        candidates: Collection[Path] | None,
+        force: bool,
+        retry_failed: bool,
+        retry: Collection[str],
+        deferred: list[Path],
+    ) -> tuple[int | None, list[ReloadEvent]]:
+        """Plan, prepare and commit one batch; its number (``None``: nothing to do) and
+        events. What could not be read for a passing reason is added to ``deferred`` (and
+        retried later: see :func:`~._errors.is_transient`)."""
+        self._deferrals.begin()
+        try:
+            return await self._plan_and_apply(candidates, force, retry_failed, retry, deferred)
+        finally:
+            self._deferrals.end()
+
+    async def _plan_and_apply(
+        self,
+        candidates: Collection[Path] | None,
+        force: bool,
+        retry_failed: bool,
+        retry: Collection[str],
+        deferred: list[Path],
+    ) -> tuple[int | None, list[ReloadEvent]]:
+        started = time.perf_counter()
+        plan = await self._planner.build(candidates, force, retry_failed, retry)
+        deferred += plan.deferred
+        self._planner.report_skipped()
+        if plan.empty:
+            return None, []
+        self._batches += 1
+        batch_id = self._batches
+        events: list[ReloadEvent] = []
+
+        def emit(event: ReloadEvent) -> None:
+            events.append(event)
+            self._emitter.emit(event)
+
+        records = self._loader.records
+        emit(
+            ReloadPlanned(
+                batch_id,
+                changed=tuple(plan.changed),
+                modules=tuple(plan.sources[name].path for name in plan.order),
+                unloading=tuple(records[name].path for name in plan.unload),
+            )
+        )
+        batch = self._loader.begin(batch_id, plan.sources)
+        scopes: dict[str, Scope] = {}
+        try:
+            prepared = await self._preparer.prepare(batch, plan, scopes)
+        except BaseException:
+            self._planner.batch_done(None)
+            with anyio.CancelScope(shield=True):
+                for scope in scopes.values():
+                    await self._closer.discard(scope)
+                self._loader.end(batch, committed=set(), unloaded=set())
+            raise
+        with anyio.CancelScope(shield=True):
+            try:
+                await self._committer.commit(batch, plan, prepared, scopes, started, emit)
+            except BaseException:
+                self._planner.batch_done(None)
+                raise
+            self._planner.batch_done({*batch.sources, *prepared.aborted})
+        for name, error in batch.transient.items():
+            if name in prepared.aborted:  # it imports a module that could not be read now
+                self._deferrals.deferred(records[name].path, error, "import")
+                deferred.append(records[name].path)
+        return batch_id, events
 
     def _task_failed(self, name: str, generation: int, task: str, error: BaseException) -> None:
         """Report a crash of a background task of ``name``'s generation ``generation``."""
