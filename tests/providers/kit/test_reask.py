@@ -14,7 +14,7 @@ from hotseam.providers._kit import (
     IncompleteAnswerError,
     ask_until_answered,
 )
-from hotseam.providers._kit._reask import ASKED_AGAIN_AT_MOST
+from hotseam.providers._kit._forms import ASKED_AGAIN_AT_MOST
 
 pytestmark = pytest.mark.anyio
 

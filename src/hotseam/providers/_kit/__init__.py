@@ -5,8 +5,8 @@
   its start when it is not decoded whole), used by ACP over stdio, MCP over stdio and the
   control socket;
 * ``_forms``: an ask as a JSON-schema elicitation form and the result read back, with the
-  variants of ACP and each MCP revision (ACP's and MCP's elicitation forms);
-* ``_reask``: the loop that asks again after an empty, incomplete or unfit answer;
+  variants of ACP and each MCP revision (ACP's and MCP's elicitation forms), and the loop
+  that asks again after an empty, incomplete or unfit answer;
 * ``_one_at_a_time``: several questions put one after the other to a one-question UI.
 
 Imported by name from anywhere in :mod:`hotseam.providers` (``from .._kit import
@@ -20,10 +20,12 @@ from typing import TYPE_CHECKING
 from ..._core import lazy_exports
 
 if TYPE_CHECKING:  # imported when first used
+    from ._forms import EMPTY_ANSWER_NOTE as EMPTY_ANSWER_NOTE
     from ._forms import RECOMMENDED_SUFFIX as RECOMMENDED_SUFFIX
     from ._forms import EmptyAnswerError as EmptyAnswerError
     from ._forms import Form as Form
     from ._forms import IncompleteAnswerError as IncompleteAnswerError
+    from ._forms import ask_until_answered as ask_until_answered
     from ._forms import build_form as build_form
     from ._forms import mcp_variant as mcp_variant
     from ._forms import type_name as type_name
@@ -46,8 +48,6 @@ if TYPE_CHECKING:  # imported when first used
     from ._json_lines import nested_deeper_than as nested_deeper_than
     from ._json_lines import scan_envelope as scan_envelope
     from ._one_at_a_time import ask_one_at_a_time as ask_one_at_a_time
-    from ._reask import EMPTY_ANSWER_NOTE as EMPTY_ANSWER_NOTE
-    from ._reask import ask_until_answered as ask_until_answered
 
 if not TYPE_CHECKING:  # type checkers read the imports above
     __getattr__ = lazy_exports(
@@ -79,7 +79,7 @@ if not TYPE_CHECKING:  # type checkers read the imports above
             "nested_deeper_than": "._json_lines",
             "scan_envelope": "._json_lines",
             "ask_one_at_a_time": "._one_at_a_time",
-            "EMPTY_ANSWER_NOTE": "._reask",
-            "ask_until_answered": "._reask",
+            "EMPTY_ANSWER_NOTE": "._forms",
+            "ask_until_answered": "._forms",
         },
     )
