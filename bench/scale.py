@@ -16,7 +16,7 @@ each round. Prints markdown tables:
    defaults (inotify on Linux), then its watchfiles backend: median, p95 and hotseam's own
    part (from the watcher's batch to the answer); beside them, in the same rounds, the
    same provider with one call at import (``len('')``: its body goes to the module-body
-   thread, see ``inert()`` in ``hotseam.reload._guard``), and **the floor**: a bare process doing a
+   thread, see ``inert()`` in ``hotseam.reload._loader``), and **the floor**: a bare process doing a
    blocking inotify read, read, ``compile``, ``exec`` and a call (``bench/_floor.py``);
 5. idle CPU of native (inotify, watchfiles) and polling watching over 100 / 1,000 / 3,000
    files.

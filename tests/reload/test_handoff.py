@@ -24,10 +24,9 @@ import pytest
 
 from hotseam import CloseReason, Context, Scope, Seam
 from hotseam.interaction import ask_user_question_tool
-from hotseam.reload import _guard
+from hotseam.reload import _loader
 from hotseam.reload._commit import Closer
-from hotseam.reload._guard import Worker
-from hotseam.reload._loader import Loader
+from hotseam.reload._loader import Loader, Worker
 
 pytestmark = pytest.mark.anyio
 
@@ -35,7 +34,7 @@ pytestmark = pytest.mark.anyio
 async def test_a_quick_body_is_taken_back_without_a_turn_of_the_loop(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(_guard, "HANDOFF_WAIT", 10.0)  # a slow machine: the thread is quick
+    monkeypatch.setattr(_loader, "HANDOFF_WAIT", 10.0)  # a slow machine: the thread is quick
     worker = Worker()
     ran: list[str] = []
     threads: list[int] = []
@@ -58,7 +57,7 @@ async def test_without_the_blocking_wait_the_thread_tells_the_loop(
 ) -> None:
     """``HANDOFF_WAIT = 0``: every run is taken back through the loop's wake-up, and a
     body's exception is reported the same way."""
-    monkeypatch.setattr(_guard, "HANDOFF_WAIT", 0.0)
+    monkeypatch.setattr(_loader, "HANDOFF_WAIT", 0.0)
     worker = Worker()
     release = threading.Event()
     ran: list[str] = []
@@ -85,7 +84,7 @@ async def test_a_body_that_waits_holds_the_loop_up_for_the_handoff_wait_only(
 ) -> None:
     """The body waits for a task of the loop: it is released (the loop serves while it
     waits) once the blocking wait is over."""
-    monkeypatch.setattr(_guard, "HANDOFF_WAIT", 0.05)
+    monkeypatch.setattr(_loader, "HANDOFF_WAIT", 0.05)
     worker = Worker()
     release = threading.Event()
     released_at: list[float] = []
@@ -108,7 +107,7 @@ async def test_a_body_that_waits_holds_the_loop_up_for_the_handoff_wait_only(
 async def test_a_body_that_overruns_is_still_abandoned_at_its_bound(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(_guard, "HANDOFF_WAIT", 0.05)
+    monkeypatch.setattr(_loader, "HANDOFF_WAIT", 0.05)
     worker = Worker()
     gate = threading.Event()
     try:

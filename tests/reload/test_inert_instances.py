@@ -5,7 +5,7 @@ serves.
 
 ``provider = Provider()`` of a ``class Provider:`` without bases, decorators or a dunder
 method of its own (``__init__``, ``__new__``, ``__del__``...) runs ``object``'s own
-``__new__`` and ``__init__`` only, in C: the body stays inert (``hotseam.reload._guard``),
+``__new__`` and ``__init__`` only, in C: the body stays inert (``hotseam.reload._loader``),
 so a save of it needs no thread hop.
 """
 
@@ -23,7 +23,7 @@ from tests._timing import scaled
 from hotseam import Context
 from hotseam.interaction import ask
 from hotseam.reload import Reloader
-from hotseam.reload._guard import inert
+from hotseam.reload._loader import inert
 
 from ._support import Probe
 from .conftest import QUESTION, write

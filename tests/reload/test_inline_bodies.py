@@ -3,7 +3,7 @@ go to the worker thread, where one that blocks or spins is abandoned at its boun
 loop serves.
 
 An inert body (straight-line code that calls nothing but ``class X:`` and imports only what
-is imported: ``inert()`` in ``hotseam.reload._guard``) needs no thread hop: it runs at once,
+is imported: ``inert()`` in ``hotseam.reload._loader``) needs no thread hop: it runs at once,
 and the worker thread is never started for it. A save that makes the same module block or
 spin is told apart from its bytecode and goes to the thread as before; a broken save keeps
 the serving generation; the events of a save are the same either way.
@@ -25,7 +25,7 @@ from hotseam import Context
 from hotseam.interaction import ask
 from hotseam.reload import Reloader, ReloadEvent
 from hotseam.reload import _loader as loader_module
-from hotseam.reload._guard import inert
+from hotseam.reload._loader import inert
 
 from ._support import Probe
 from .conftest import QUESTION, write

@@ -224,7 +224,7 @@ class TestBurstsOnAVirtualClock:
 def _inert_counting_provider(version: int) -> str:
     """A provider whose setup counts the setups in progress, and whose module body calls
     nothing and imports only what is imported already (so the loader runs it on the loop,
-    not in its thread: see ``hotseam.reload._guard``)."""
+    not in its thread: see ``hotseam.reload._loader``)."""
     return (
         "import anyio\n"
         "import reload_probe\n"

@@ -59,10 +59,10 @@ from ._events import (
 )
 from ._events import display_path as display_path
 from ._events import report_slow as report_slow
-from ._guard import Worker as Worker
 from ._guard import _library
-from ._guard import current_run as current_run
 from ._guard import is_fatal as is_fatal
+from ._loader import Worker as Worker
+from ._loader import current_run as current_run
 from ._reloader import Reloader
 from ._result import ReloadResult
 from ._status import ModuleKind, ModuleState, ModuleStatus
