@@ -162,7 +162,7 @@ class TestSpecialFiles:
 
     def test_read_file_refuses_a_non_regular_file_without_opening_it(self, tmp_path: Path) -> None:
         """The last line of defence (a file swapped for a FIFO after the listing)."""
-        from hotseam.reload._read import read_file
+        from hotseam.reload._loader import read_file
 
         fifo = tmp_path / "late.py"
         os.mkfifo(fifo)
@@ -386,7 +386,7 @@ class TestHalfWrittenFiles:
         """A module file that appears empty (an editor's truncate, its write a moment later)
         is re-read: the content is loaded, never an empty module in place of a provider.
         The read runs in a worker thread, so it can land between the two."""
-        from hotseam.reload._read import read_source
+        from hotseam.reload._loader import read_source
 
         path = tmp_path / "ui.py"
         path.write_bytes(b"")
@@ -403,7 +403,7 @@ class TestHalfWrittenFiles:
 
     async def test_a_file_that_stays_empty_is_loaded_empty(self, tmp_path: Path) -> None:
         """An empty ``__init__.py`` is a real module: believed after the brief re-reads."""
-        from hotseam.reload._read import read_source
+        from hotseam.reload._loader import read_source
 
         path = tmp_path / "__init__.py"
         path.write_bytes(b"")
@@ -415,13 +415,13 @@ class TestHalfWrittenFiles:
 @pytest.fixture(name="thread_reads")
 def _thread_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The names of the reading functions sent to a worker thread, in order."""
-    from hotseam.reload import _read
+    from hotseam.reload import _loader
 
     reads: list[str] = []
     real = anyio.to_thread.run_sync
 
     async def run_sync(func: Any, *args: Any, **kwargs: Any) -> Any:
-        if func in (_read._read_in_thread, _read.read_many):
+        if func in (_loader._read_in_thread, _loader.read_many):
             reads.append(func.__name__)
         return await real(func, *args, **kwargs)
 
@@ -431,7 +431,7 @@ def _thread_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 def _file_system(monkeypatch: pytest.MonkeyPatch, kind: str | None) -> None:
     """Make every file system look like ``kind`` (``None``: not known)."""
-    from hotseam.reload._read import MOUNTS
+    from hotseam.reload._loader import MOUNTS
 
     monkeypatch.setattr(MOUNTS, "filesystem_type", lambda device: kind)
 
@@ -451,7 +451,7 @@ class TestReadsOnTheLoop:
     ) -> None:
         """With the machine's real mount table (skipped where the temporary folder is not
         on a file system known as local)."""
-        from hotseam.reload._read import MOUNTS
+        from hotseam.reload._loader import MOUNTS
 
         ui = write(folder / "my_ui.py", provider_source(1))
         async with Reloader(context, [folder], watch=False) as reloader:
@@ -477,7 +477,7 @@ class TestReadsOnTheLoop:
     ) -> None:
         """At the limit: on the loop; one byte over: in a thread. Either way the same
         content is seen as unchanged, and a change is loaded."""
-        from hotseam.reload._read import LOOP_READ_LIMIT
+        from hotseam.reload._loader import LOOP_READ_LIMIT
 
         _file_system(monkeypatch, "ext4")
         ui = folder / "my_ui.py"
@@ -521,7 +521,7 @@ class TestReadsOnTheLoop:
         a FIFO swapped in since (opened non-blocking, refused by its ``fstat``), a link
         swapped in (not followed), a file grown past the limit, a file on another file
         system: each is left to the worker thread (``None``)."""
-        from hotseam.reload._read import LOOP_READ_LIMIT, read_on_loop
+        from hotseam.reload._loader import LOOP_READ_LIMIT, read_on_loop
 
         _file_system(monkeypatch, "ext4")
         small = tmp_path / "small.py"
@@ -553,7 +553,7 @@ class TestReadsOnTheLoop:
     ) -> None:
         """Through :func:`read_source`: the loop leaves it to the thread, whose read refuses
         it as before; nothing blocks."""
-        from hotseam.reload._read import read_source
+        from hotseam.reload._loader import read_source
 
         _file_system(monkeypatch, "ext4")
         fifo = tmp_path / "late.py"
@@ -570,7 +570,7 @@ class TestReadsOnTheLoop:
         self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, thread_reads: list[str]
     ) -> None:
         """The truncate-then-write guard holds on the loop path too."""
-        from hotseam.reload._read import read_source
+        from hotseam.reload._loader import read_source
 
         _file_system(monkeypatch, "ext4")
         path = tmp_path / "ui.py"
@@ -590,7 +590,7 @@ class TestReadsOnTheLoop:
 
 def read_file_stat(path: Path) -> tuple[int, int, int, int] | None:
     """The ``stat`` :func:`read_file` reports for ``path``."""
-    from hotseam.reload._read import read_file
+    from hotseam.reload._loader import read_file
 
     return read_file(path).stat
 
@@ -607,7 +607,7 @@ bad line
 
 class TestMounts:
     def test_mountinfo_maps_device_numbers_to_file_system_types(self) -> None:
-        from hotseam.reload._read import parse_mountinfo
+        from hotseam.reload._loader import parse_mountinfo
 
         types = parse_mountinfo(_MOUNTINFO)
         assert types == {
@@ -624,7 +624,7 @@ class TestMounts:
         """Only :meth:`learn` reads it; once the kernel reports a mount or an unmount, no
         file system is local until it is read again (a freed device number may come back
         as a network mount); a child process starts afresh."""
-        from hotseam.reload._read import Mounts
+        from hotseam.reload._loader import Mounts
 
         table = tmp_path / "mountinfo"
         table.write_text(_MOUNTINFO)
@@ -654,8 +654,8 @@ class TestMounts:
         closing it handed a descriptor to whatever opened a file next (a module read while
         a provider held every other one, which then did not fail). A failure that does not
         pass (the table refused) closes it, as before."""
-        from hotseam.reload import _read
-        from hotseam.reload._read import Mounts
+        from hotseam.reload import _loader
+        from hotseam.reload._loader import Mounts
 
         table = tmp_path / "mountinfo"
         table.write_text(_MOUNTINFO)
@@ -673,7 +673,7 @@ class TestMounts:
 
             return fail
 
-        monkeypatch.setattr(_read, "open", refused(errno.EMFILE), raising=False)
+        monkeypatch.setattr(_loader, "open", refused(errno.EMFILE), raising=False)
         mounts.learn()
         assert mounts.filesystem_type(ext4) is None
         assert mounts._watch is not None and mounts._watch[0] == watch
@@ -684,12 +684,12 @@ class TestMounts:
         mounts.learn()  # nothing reported since, but it was not read: read now
         assert mounts.is_local(ext4)
         monkeypatch.setattr(Mounts, "_changed", staticmethod(lambda watch: True))
-        monkeypatch.setattr(_read, "open", refused(errno.EACCES), raising=False)
+        monkeypatch.setattr(_loader, "open", refused(errno.EACCES), raising=False)
         mounts.learn()
         assert mounts._watch is None and mounts.filesystem_type(ext4) is None
 
     def test_no_table_means_nothing_is_local(self, tmp_path: Path) -> None:
-        from hotseam.reload._read import Mounts
+        from hotseam.reload._loader import Mounts
 
         missing = Mounts(str(tmp_path / "missing"))
         missing.learn()  # never raises

@@ -17,7 +17,7 @@ import pytest
 
 from hotseam import Context
 from hotseam.reload import ModuleState, Reloader, ReloadPathError
-from hotseam.reload._read import MOUNTS
+from hotseam.reload._loader import MOUNTS
 
 from ._support import Probe, provider_source
 from .conftest import write

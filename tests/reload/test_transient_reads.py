@@ -46,7 +46,7 @@ from hotseam.reload import (
     _watcher,
 )
 from hotseam.reload._errors import ModuleTooLargeError, is_transient
-from hotseam.reload._read import read_file
+from hotseam.reload._loader import read_file
 from hotseam.reload._roots import LinkedRoots, Root
 
 from .conftest import write

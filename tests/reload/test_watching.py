@@ -30,7 +30,7 @@ from hotseam.reload import (
     ReloadPlanned,
     WatchOptions,
 )
-from hotseam.reload._read import MOUNTS
+from hotseam.reload._loader import MOUNTS
 
 from ._support import Probe, ScriptedWatcher, provider_source, virtual_backend
 from .conftest import QUESTION, write

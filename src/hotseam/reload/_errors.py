@@ -38,6 +38,7 @@ import errno
 import linecache
 import os
 import re
+import stat
 import traceback
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ __all__ = [
     "ReloaderClosedError",
     "chain_of",
     "describe_errno",
+    "file_type",
     "is_transient",
     "transient_errno",
 ]
@@ -192,6 +194,20 @@ def _format(error: BaseException) -> str:
     kept = [frame for frame in summary.stack if not frame.filename.startswith(_PACKAGE_DIR)]
     summary.stack = traceback.StackSummary.from_list(kept)
     return "".join(summary.format())
+
+
+def file_type(mode: int) -> str:
+    """What a non-regular file is, in words."""
+    for test, what in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISDIR, "a folder"),
+    ):
+        if test(mode):
+            return what
+    return "an unknown kind of file"
 
 
 # -- failures that pass ----------------------------------------------------------------------------

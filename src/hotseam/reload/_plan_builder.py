@@ -87,9 +87,8 @@ from ._errors import (
     is_transient,
 )
 from ._events import display_path
-from ._loader import NOTHING, Loader, ModuleRecord
-from ._planner import ModuleIndex, Plan, dependency_order, dependents, importers_of
-from ._read import Source, read_many, read_source
+from ._loader import NOTHING, Loader, ModuleRecord, read_many, read_source
+from ._planner import ModuleIndex, Plan, Source, dependency_order, dependents, importers_of
 from ._status import ModuleState
 
 __all__ = [

@@ -74,8 +74,7 @@ from ._events import (
 from ._guard import Detached
 from ._loader import Loader
 from ._plan_builder import EVERYTHING, Deferrals, Holds, PlanBuilder, due_after_unload
-from ._planner import ModuleIndex, dependency_order
-from ._read import MAX_MODULE_SIZE
+from ._planner import MAX_MODULE_SIZE, ModuleIndex, dependency_order
 from ._result import ReloadResult
 from ._roots import LinkedRoots, Root, refused_link
 from ._status import ModuleStatus, NotLoadedError

@@ -16,8 +16,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._errors import is_transient
-from ._read import file_type
+from ._errors import file_type, is_transient
 from ._roots import Root
 from ._watcher import is_module_file_name
 

@@ -96,9 +96,8 @@ import anyio.abc
 from anyio.streams.memory import MemoryObjectSendStream
 
 from .._core import get_logger
-from ._errors import LAST_RETRY, describe_errno, is_transient
+from ._errors import LAST_RETRY, describe_errno, file_type, is_transient
 from ._events import display_path
-from ._read import file_type
 
 __all__ = [
     "ADDED",
