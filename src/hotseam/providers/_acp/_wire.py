@@ -341,8 +341,7 @@ class GuardedLines:
         *,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     ) -> None:
-        if max_line_bytes < 1:
-            raise ValueError(f"max_line_bytes must be at least 1, got {max_line_bytes}")
+        # JsonLines refuses a max_line_bytes below 1
         self._lines = JsonLines(StreamReaderStream(reader), max_line_bytes=max_line_bytes)
         self._inner = inner
         self.max_line_bytes = max_line_bytes
