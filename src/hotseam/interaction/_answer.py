@@ -98,10 +98,7 @@ class QuestionAnswer:
         for choice in choices:
             index = _index_of(question, choice)
             if index is None:
-                raise UserInteractionError(
-                    f"{where(question)}: a choice that is none of its options",
-                    ErrorCode.INVALID_ANSWER,
-                )
+                raise _invalid(f"{where(question)}: a choice that is none of its options")
             picked.add(index)
         options = tuple(question.choices[i] for i in sorted(picked))
         text = custom if custom is not None and custom.strip() else None
@@ -203,30 +200,23 @@ class AskUserQuestionAnswer:
         """Build an answer from :meth:`to_dict`'s form (raises ``INVALID_ANSWER``)."""
         given: object = data  # from the wire: anything at all
         if not isinstance(given, Mapping):
-            raise UserInteractionError(
-                f"invalid answer: expected an object, got {type(given).__name__}",
-                ErrorCode.INVALID_ANSWER,
-            )
+            raise _invalid(f"invalid answer: expected an object, got {type(given).__name__}")
         answer = given.get("answer")
         if not isinstance(answer, str):
-            raise UserInteractionError(
-                f"invalid answer: 'answer' must be a string, got {type(answer).__name__}",
-                ErrorCode.INVALID_ANSWER,
+            raise _invalid(
+                f"invalid answer: 'answer' must be a string, got {type(answer).__name__}"
             )
         entries = _entries_from(given.get("answers"))
         option_data = data.get("option")
         if option_data is None:
             return cls(answer, answers=entries)
         if not isinstance(option_data, Mapping):
-            raise UserInteractionError(
-                "invalid answer: 'option' must be an object or null", ErrorCode.INVALID_ANSWER
-            )
+            raise _invalid("invalid answer: 'option' must be an object or null")
         try:
             option = AskUserQuestionOption.from_dict(option_data)
         except UserInteractionError as error:
-            raise UserInteractionError(
-                error.message.replace("invalid option", "invalid answer option"),
-                ErrorCode.INVALID_ANSWER,
+            raise _invalid(
+                error.message.replace("invalid option", "invalid answer option")
             ) from error
         return cls(answer, option, answers=entries)
 
@@ -282,6 +272,10 @@ def where(question: Question, index: int | None = None) -> str:
     return f"questions[{index if index is not None else '?'}] ({text})"
 
 
+def _invalid(message: str) -> UserInteractionError:
+    return UserInteractionError(message, ErrorCode.INVALID_ANSWER)
+
+
 def _index_of(question: Question, choice: AskUserQuestionOption | str) -> int | None:
     """The position of the question's option that ``choice`` (an option or its model
     value) is, if any."""
@@ -299,19 +293,14 @@ def _entries_from(data: object) -> tuple[QuestionAnswer, ...]:
     if data is None:
         return ()
     if not isinstance(data, list) or not data:
-        raise UserInteractionError(
-            "invalid answer: 'answers' must be a non-empty list of answers",
-            ErrorCode.INVALID_ANSWER,
-        )
+        raise _invalid("invalid answer: 'answers' must be a non-empty list of answers")
     entries = []
     for index, item in enumerate(data):
         try:
             entries.append(QuestionAnswer.from_dict(item))
         except UserInteractionError as error:
             detail = error.message.removeprefix("invalid answer: ")
-            raise UserInteractionError(
-                f"invalid answer: answers[{index}]: {detail}", ErrorCode.INVALID_ANSWER
-            ) from None
+            raise _invalid(f"invalid answer: answers[{index}]: {detail}") from None
     return tuple(entries)
 
 
@@ -334,19 +323,17 @@ def check_answer(request: AskUserQuestionRequest, answer: object) -> AskUserQues
             (``questions[1] (Which features?)``) and never quoting what the human typed.
     """
     if not isinstance(answer, AskUserQuestionAnswer):
-        raise UserInteractionError(
-            f"the provider returned {type(answer).__name__}, not an AskUserQuestionAnswer",
-            ErrorCode.INVALID_ANSWER,
+        raise _invalid(
+            f"the provider returned {type(answer).__name__}, not an AskUserQuestionAnswer"
         )
     items = request.questions
     seed = in_seed_form(items)
     in_text = answered_in_text(answer)
     if in_text and len(items) > 1:
-        raise UserInteractionError(
+        raise _invalid(
             f"the provider answered an ask of {len(items)} questions with one text; "
             "give one entry per question in answers (a provider that shows one question "
-            "at a time leaves out multiple_questions and is asked them one by one)",
-            ErrorCode.INVALID_ANSWER,
+            "at a time leaves out multiple_questions and is asked them one by one)"
         )
     if in_text and seed:  # the seed's answer to the seed's question: what most asks are
         question = items[0]
@@ -385,19 +372,13 @@ def _text_of(text: object, named: str, what: str = "the answer") -> str:
     whose errors speak of "the provider's answer"."""
     if not isinstance(text, str):
         subject = f"{named}: {what}" if named else "the provider's answer"
-        raise UserInteractionError(
-            f"{subject} must be a string, got {type(text).__name__}", ErrorCode.INVALID_ANSWER
-        )
+        raise _invalid(f"{subject} must be a string, got {type(text).__name__}")
     if not text.strip():
         if not named:
-            raise UserInteractionError(
-                "the provider returned a blank answer (a UI should re-prompt, or decline/cancel)",
-                ErrorCode.INVALID_ANSWER,
+            raise _invalid(
+                "the provider returned a blank answer (a UI should re-prompt, or decline/cancel)"
             )
-        raise UserInteractionError(
-            f"{named}: {what} is blank (a UI should re-prompt, or decline/cancel)",
-            ErrorCode.INVALID_ANSWER,
-        )
+        raise _invalid(f"{named}: {what} is blank (a UI should re-prompt, or decline/cancel)")
     return text
 
 
@@ -453,10 +434,7 @@ def check_question_answer(
     """
     named = where(question, index)
     if not isinstance(entry, QuestionAnswer):
-        raise UserInteractionError(
-            f"{named}: the answer must be a QuestionAnswer, got {type(entry).__name__}",
-            ErrorCode.INVALID_ANSWER,
-        )
+        raise _invalid(f"{named}: the answer must be a QuestionAnswer, got {type(entry).__name__}")
     assert question.id is not None
     fields: dict[str, object] = {
         "options": entry.options,
@@ -468,10 +446,7 @@ def check_question_answer(
         return _skipped(question, named, fields)
     options = fields["options"]
     if not isinstance(options, tuple):
-        raise UserInteractionError(
-            f"{named}: options {wrong_type('a tuple of options', options)}",
-            ErrorCode.INVALID_ANSWER,
-        )
+        raise _invalid(f"{named}: options {wrong_type('a tuple of options', options)}")
     custom = fields["custom"]
     if not options and custom is None and fields["answer"]:  # text, as a one-question UI gives
         return _check_count(question, named, _from_text(question, fields["answer"], named))
@@ -481,15 +456,9 @@ def check_question_answer(
             _index_of(question, option) if isinstance(option, AskUserQuestionOption) else None
         )
         if index_of is None:
-            raise UserInteractionError(
-                f"{named}: options[{position}] is none of the question's options",
-                ErrorCode.INVALID_ANSWER,
-            )
+            raise _invalid(f"{named}: options[{position}] is none of the question's options")
         if index_of in chosen:
-            raise UserInteractionError(
-                f"{named}: options[{position}] chooses an option a second time",
-                ErrorCode.INVALID_ANSWER,
-            )
+            raise _invalid(f"{named}: options[{position}] chooses an option a second time")
         chosen.add(index_of)
     if custom is not None:
         text = _text_of(custom, named, "the custom answer")
@@ -514,15 +483,13 @@ def _skipped(question: Question, named: str, fields: dict[str, object]) -> Quest
             ErrorCode.INVALID_ANSWER,
         )
     if not question.allow_skip:
-        raise UserInteractionError(
-            f"{named}: was skipped, but the question does not allow skipping (allow_skip)",
-            ErrorCode.INVALID_ANSWER,
+        raise _invalid(
+            f"{named}: was skipped, but the question does not allow skipping (allow_skip)"
         )
     if fields["options"] or fields["custom"] is not None or fields["answer"] is not None:
-        raise UserInteractionError(
+        raise _invalid(
             f"{named}: is skipped and answered at once (a skipped question has no answer, "
-            "options or custom text)",
-            ErrorCode.INVALID_ANSWER,
+            "options or custom text)"
         )
     return QuestionAnswer(question.id, None, skipped=reason)  # type: ignore[arg-type]
 
@@ -532,16 +499,10 @@ def _check_count(question: Question, named: str, entry: QuestionAnswer) -> Quest
     least, most = question.selection_range
     if not question.is_multi_select:
         if count != 1:
-            raise UserInteractionError(
-                f"{named}: {count} selections, but the question takes exactly one",
-                ErrorCode.INVALID_ANSWER,
-            )
+            raise _invalid(f"{named}: {count} selections, but the question takes exactly one")
     elif not least <= count <= most:
         bounds = f"{least}" if least == most else f"{least} to {most}"
-        raise UserInteractionError(
-            f"{named}: {count} selections, but the question takes {bounds}",
-            ErrorCode.INVALID_ANSWER,
-        )
+        raise _invalid(f"{named}: {count} selections, but the question takes {bounds}")
     return entry
 
 
@@ -562,38 +523,26 @@ def _check_entries(
     request: AskUserQuestionRequest, entries: object, *, complete: bool
 ) -> tuple[QuestionAnswer, ...]:
     if not isinstance(entries, list | tuple):
-        raise UserInteractionError(
-            f"answers {wrong_type('a list of QuestionAnswer', entries)}", ErrorCode.INVALID_ANSWER
-        )
+        raise _invalid(f"answers {wrong_type('a list of QuestionAnswer', entries)}")
     position = {item.id: index for index, item in enumerate(request.questions)}
     found: dict[int, QuestionAnswer] = {}
     for number, entry in enumerate(entries):
         entry_id = getattr(entry, "id", None) if isinstance(entry, QuestionAnswer) else None
         if not isinstance(entry, QuestionAnswer):
-            raise UserInteractionError(
-                f"answers[{number}] {wrong_type('a QuestionAnswer', entry)}",
-                ErrorCode.INVALID_ANSWER,
-            )
+            raise _invalid(f"answers[{number}] {wrong_type('a QuestionAnswer', entry)}")
         if entry_id not in position:
             known = ", ".join(repr(item.id) for item in request.questions)
-            raise UserInteractionError(
-                f"answers[{number}].id names no question of the ask (its ids: {known})",
-                ErrorCode.INVALID_ANSWER,
-            )
+            raise _invalid(f"answers[{number}].id names no question of the ask (its ids: {known})")
         index = position[entry_id]
         item = request.questions[index]
         if index in found:
-            raise UserInteractionError(
-                f"answers[{number}] answers {where(item, index)} a second time",
-                ErrorCode.INVALID_ANSWER,
-            )
+            raise _invalid(f"answers[{number}] answers {where(item, index)} a second time")
         found[index] = check_question_answer(item, entry, index=index)
     if complete:
         for index, item in enumerate(request.questions):
             if index not in found:
-                raise UserInteractionError(
+                raise _invalid(
                     f"{where(item, index)} has no answer (one entry per question; a question "
-                    "that allows skipping takes QuestionAnswer.skip)",
-                    ErrorCode.INVALID_ANSWER,
+                    "that allows skipping takes QuestionAnswer.skip)"
                 )
     return tuple(found[index] for index in sorted(found))
