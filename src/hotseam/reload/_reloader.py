@@ -618,64 +618,54 @@ class Reloader:
         retried later: see :func:`~._errors.is_transient`)."""
         self._deferrals.begin()
         try:
-            return await self._plan_and_apply(candidates, force, retry_failed, retry, deferred)
-        finally:
-            self._deferrals.end()
+            started = time.perf_counter()
+            plan = await self._planner.build(candidates, force, retry_failed, retry)
+            deferred += plan.deferred
+            self._planner.report_skipped()
+            if plan.empty:
+                return None, []
+            self._batches += 1
+            batch_id = self._batches
+            events: list[ReloadEvent] = []
 
-    async def _plan_and_apply(
-        self,
-        candidates: Collection[Path] | None,
-        force: bool,
-        retry_failed: bool,
-        retry: Collection[str],
-        deferred: list[Path],
-    ) -> tuple[int | None, list[ReloadEvent]]:
-        started = time.perf_counter()
-        plan = await self._planner.build(candidates, force, retry_failed, retry)
-        deferred += plan.deferred
-        self._planner.report_skipped()
-        if plan.empty:
-            return None, []
-        self._batches += 1
-        batch_id = self._batches
-        events: list[ReloadEvent] = []
+            def emit(event: ReloadEvent) -> None:
+                events.append(event)
+                self._emitter.emit(event)
 
-        def emit(event: ReloadEvent) -> None:
-            events.append(event)
-            self._emitter.emit(event)
-
-        records = self._loader.records
-        emit(
-            ReloadPlanned(
-                batch_id,
-                changed=tuple(plan.changed),
-                modules=tuple(plan.sources[name].path for name in plan.order),
-                unloading=tuple(records[name].path for name in plan.unload),
+            records = self._loader.records
+            emit(
+                ReloadPlanned(
+                    batch_id,
+                    changed=tuple(plan.changed),
+                    modules=tuple(plan.sources[name].path for name in plan.order),
+                    unloading=tuple(records[name].path for name in plan.unload),
+                )
             )
-        )
-        batch = self._loader.begin(batch_id, plan.sources)
-        scopes: dict[str, Scope] = {}
-        try:
-            prepared = await self._preparer.prepare(batch, plan, scopes)
-        except BaseException:
-            self._planner.batch_done(None)
-            with anyio.CancelScope(shield=True):
-                for scope in scopes.values():
-                    await self._closer.discard(scope)
-                self._loader.end(batch, committed=set(), unloaded=set())
-            raise
-        with anyio.CancelScope(shield=True):
+            batch = self._loader.begin(batch_id, plan.sources)
+            scopes: dict[str, Scope] = {}
             try:
-                await self._committer.commit(batch, plan, prepared, scopes, started, emit)
+                prepared = await self._preparer.prepare(batch, plan, scopes)
             except BaseException:
                 self._planner.batch_done(None)
+                with anyio.CancelScope(shield=True):
+                    for scope in scopes.values():
+                        await self._closer.discard(scope)
+                    self._loader.end(batch, committed=set(), unloaded=set())
                 raise
-            self._planner.batch_done({*batch.sources, *prepared.aborted})
-        for name, error in batch.transient.items():
-            if name in prepared.aborted:  # it imports a module that could not be read now
-                self._deferrals.deferred(records[name].path, error, "import")
-                deferred.append(records[name].path)
-        return batch_id, events
+            with anyio.CancelScope(shield=True):
+                try:
+                    await self._committer.commit(batch, plan, prepared, scopes, started, emit)
+                except BaseException:
+                    self._planner.batch_done(None)
+                    raise
+                self._planner.batch_done({*batch.sources, *prepared.aborted})
+            for name, error in batch.transient.items():
+                if name in prepared.aborted:  # it imports a module that could not be read now
+                    self._deferrals.deferred(records[name].path, error, "import")
+                    deferred.append(records[name].path)
+            return batch_id, events
+        finally:
+            self._deferrals.end()
 
     def _task_failed(self, name: str, generation: int, task: str, error: BaseException) -> None:
         """Report a crash of a background task of ``name``'s generation ``generation``."""

@@ -14,14 +14,8 @@ Directories are watched, never single files (an editor's rename-on-save ends a w
 file itself, watchfiles #215). The :class:`Watcher` protocol is the seam tests use to script
 changes: ``open(roots)`` must be watching by the time it has been entered.
 
-**Native watching** (:class:`NativeWatcher`). On Linux with ``inotify_simple`` installed the
-watch is event-driven and read on the event loop itself (:class:`InotifyNotifier`): a save
-is reported the moment it completes, and nothing runs while nothing changes. Elsewhere
-(macOS, Windows, the BSDs; or ``backend="watchfiles"``) watchfiles' notifier runs in a
-worker thread, waking every ``step_ms`` and reporting a batch only once a whole step went by
-without a new change (``hot-reload-anchors.md`` §1.2): one to two steps per save.
-
-**inotify: when to report.** An inotify descriptor becomes readable the moment the kernel
+**inotify: when to report** (:class:`NativeWatcher` on Linux with ``inotify_simple``; elsewhere
+watchfiles, in a thread). An inotify descriptor becomes readable the moment the kernel
 queues an event, before the writer's ``close()`` has even returned; it is waited for with
 ``anyio.wait_readable`` (epoll under asyncio and trio), so no thread hands anything over.
 
