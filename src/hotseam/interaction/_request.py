@@ -335,16 +335,14 @@ class AskUserQuestionRequest:
         """
         items: object = questions
         if not isinstance(items, list | tuple) or not items:
-            raise UserInteractionError(
+            raise _invalid(
                 f"invalid request: questions must be a list of 1 to {MAX_QUESTIONS} "
-                f"questions, got {_describe_value(items)}",
-                ErrorCode.INVALID_REQUEST,
+                f"questions, got {_describe_value(items)}"
             )
         first = items[0]
         if not isinstance(first, Question):
-            raise UserInteractionError(
-                f"invalid request: questions[0] must be a Question, got {type(first).__name__}",
-                ErrorCode.INVALID_REQUEST,
+            raise _invalid(
+                f"invalid request: questions[0] must be a Question, got {type(first).__name__}"
             )
         return cls(agent=agent, signal=signal, questions=tuple(items))
 
@@ -439,13 +437,9 @@ class AskUserQuestionRequest:
         """A JSON-ready dict of the request (the signal is not serializable and is left
         out): the first question's fields at the top level, and ``questions`` unless the
         request is one question of nothing but those fields (the seed's form)."""
-        first = self.first
-        data: dict[str, Any] = {"question": first.question}
-        if first.header is not None:
-            data["header"] = first.header
-        if first.options:
-            data["options"] = [option.to_dict() for option in first.options]
-        data["allowCustom" if camel_case else "allow_custom"] = first.allow_custom
+        top = ("question", "header", "options", "allowCustom" if camel_case else "allow_custom")
+        first = self.first.to_dict(camel_case=camel_case)
+        data = {name: value for name, value in first.items() if name in top}
         if not in_seed_form(self.questions):
             data["questions"] = [item.to_dict(camel_case=camel_case) for item in self.questions]
         if self.agent is not None:
@@ -463,10 +457,7 @@ class AskUserQuestionRequest:
         """
         given: object = data  # from the wire: anything at all
         if not isinstance(given, Mapping):
-            raise UserInteractionError(
-                f"invalid request: expected an object, got {type(given).__name__}",
-                ErrorCode.INVALID_REQUEST,
-            )
+            raise _invalid(f"invalid request: expected an object, got {type(given).__name__}")
         from ._inputs import AskUserQuestionInput, parse_input
 
         raw = dict(given)
@@ -479,9 +470,8 @@ class AskUserQuestionRequest:
             elif isinstance(agent_data, Mapping) and isinstance(agent_data.get("id"), str):
                 agent = Agent.from_dict(agent_data)
             else:
-                raise UserInteractionError(
-                    "invalid request: agent must be a string id or {'id': ..., 'name': ...}",
-                    ErrorCode.INVALID_REQUEST,
+                raise _invalid(
+                    "invalid request: agent must be a string id or {'id': ..., 'name': ...}"
                 )
         return cls.from_input(parsed, agent=agent, signal=signal)
 
@@ -506,10 +496,9 @@ class AskUserQuestionRequest:
         options = _options_of(given.options)
         if given.questions is None:
             if "question" not in given.model_fields_set:
-                raise UserInteractionError(
+                raise _invalid(
                     "invalid request: question: Field required (or give questions: a list "
-                    f"of 1 to {MAX_QUESTIONS} questions)",
-                    ErrorCode.INVALID_REQUEST,
+                    f"of 1 to {MAX_QUESTIONS} questions)"
                 )
             return cls(given.question, given.header, options, given.allow_custom, agent, signal)
         items = [Question.from_input(item) for item in given.questions]
@@ -607,9 +596,8 @@ def validate_request(request: object) -> AskUserQuestionRequest:
             ``questions[1].id duplicates questions[0].id``.
     """
     if not isinstance(request, AskUserQuestionRequest):
-        raise UserInteractionError(
-            f"invalid request: expected an AskUserQuestionRequest, got {type(request).__name__}",
-            ErrorCode.INVALID_REQUEST,
+        raise _invalid(
+            f"invalid request: expected an AskUserQuestionRequest, got {type(request).__name__}"
         )
     problems: Problems = []
     # Callers may ignore the type hints; every field is checked as the object it really is.
@@ -791,6 +779,10 @@ def _one_recommended(problems: Problems, path: str, options: tuple[object, ...])
 
 def _is_true(option: object, name: str) -> bool:
     return isinstance(option, AskUserQuestionOption) and getattr(option, name) is True
+
+
+def _invalid(message: str) -> UserInteractionError:
+    return UserInteractionError(message, ErrorCode.INVALID_REQUEST)
 
 
 def _raise(problems: Problems) -> NoReturn:
