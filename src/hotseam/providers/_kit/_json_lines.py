@@ -100,7 +100,7 @@ class Envelope:
 
 
 def envelope_of(message: dict[str, object]) -> Envelope:
-    """The envelope of a decoded message."""
+    """The envelope of a decoded message (or of the members read from a line's start)."""
     request_id = message.get("id")
     return Envelope(
         request_id if is_request_id(request_id) else None,
@@ -116,12 +116,7 @@ def scan_envelope(line: bytes) -> Envelope:
     position = _skip_space(text, 0)
     if text.startswith("{", position):
         _read_members(text, position + 1, members, cut=len(line) > PREFIX_BYTES)
-    request_id = members.get("id")
-    return Envelope(
-        request_id if is_request_id(request_id) else None,
-        "method" in members,
-        "result" in members or "error" in members,
-    )
+    return envelope_of(members)
 
 
 _UNREAD = object()
