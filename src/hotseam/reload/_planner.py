@@ -43,8 +43,7 @@ from pathlib import Path
 from types import ModuleType
 
 from ._errors import LoadError, ModuleNameClashError
-from ._roots import Root
-from ._scan import NOT_A_PACKAGE, Scan
+from ._roots import NOT_A_PACKAGE, Root, Scan
 from ._watcher import WatchRoot, is_module_file_name
 
 __all__ = [
