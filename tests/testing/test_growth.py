@@ -76,6 +76,20 @@ async def test_a_cache_growing_on_each_reload_fails_naming_the_allocating_line(
     assert str(tmp_path) not in text
 
 
+@pytest.mark.parametrize("frames", [1, 10, 60])
+async def test_a_cache_growing_is_found_however_deep_the_traces_reach(
+    tmp_path: Path, shared_helpers: None, frames: int
+) -> None:
+    """The provider's own allocation is the code under test's even when its traceback
+    reaches the reload driver that ran it (every one does, given frames enough)."""
+    async with ReloadDriver(Context("growth-deep"), tmp_path) as driver:
+        await driver.load_folder(PLANTED / "history")
+        with pytest.raises(GrowthError, match=r"memory \(tracemalloc\)"):
+            await assert_reload_stable(
+                driver, "history_ui.py", reloads=4, warmup=1, trace_frames=frames
+            )
+
+
 async def test_scopes_opened_on_a_long_lived_scope_fail_on_registrations(
     tmp_path: Path, shared_helpers: None
 ) -> None:

@@ -29,6 +29,7 @@ __all__ = ["GrowthError", "GrowthReport", "assert_reload_stable"]
 
 _TOP_SITES = 5
 _KIT = str(Path(__file__).parent) + os.sep
+_HOTSEAM = str(Path(__file__).parents[1]) + os.sep
 
 
 class GrowthError(HarnessError, AssertionError):
@@ -182,25 +183,37 @@ def _snapshot() -> tracemalloc.Snapshot:
 class _Harness:
     """Which allocations are the harness's own, not the code under test's: tracemalloc's, the
     kit's, log records a capturing handler keeps (caplog), linecache's and those of unknown
-    origin. Decided per traceback, each file name once (``Snapshot.filter_traces`` would
+    origin. The newest frame that is not the standard library's or an installed package's
+    decides, so the provider's own allocation is the code under test's however deep the
+    reload that ran it (any frame of the kit further out would be: the driver calls every
+    reload). Decided per traceback, each file name once (``Snapshot.filter_traces`` would
     ``fnmatch`` every frame of every trace: seconds per snapshot after many allocations)."""
 
     def __init__(self) -> None:
         self._files = {_source(module.__file__) for module in (tracemalloc, logging, linecache)}
-        self._kit = _KIT
-        self._seen: dict[str, bool] = {}
+        self._seen: dict[str, bool | None] = {}
 
     def owns(self, traceback: tracemalloc.Traceback) -> bool:
         if not len(traceback) or traceback[-1].filename == "<unknown>":  # the newest frame
             return True
-        return any(self._owns_file(frame.filename) for frame in traceback)
+        for frame in reversed(traceback):  # newest first
+            owned = self._owner(frame.filename)
+            if owned is not None:
+                return owned
+        return False  # libraries only: the code under test's, as far as the trace shows
 
-    def _owns_file(self, filename: str) -> bool:
-        owned = self._seen.get(filename)
-        if owned is None:
+    def _owner(self, filename: str) -> bool | None:
+        """True for the harness's file, False for the code under test's (the user's or the
+        rest of hotseam), None for a library it called through."""
+        if filename not in self._seen:
             name = _source(filename)
-            owned = self._seen[filename] = name in self._files or name.startswith(self._kit)
-        return owned
+            if name in self._files or name.startswith(_KIT):
+                self._seen[filename] = True
+            elif name.startswith(_HOTSEAM) or not is_library(name):
+                self._seen[filename] = False
+            else:
+                self._seen[filename] = None
+        return self._seen[filename]
 
 
 def _source(filename: str | None) -> str:
