@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tests._pytester import run_pytest
 from tests._timing import scaled
 
 from hotseam import Context
@@ -181,10 +182,10 @@ def test_test_file_passes_with_the_leak_check(
 ) -> None:
     """A test file shown on a page runs as a user would run it, and every test passes."""
     pytester.makepyfile(test_from_docs=block.code)
-    options = ["--hotseam-leak-check", "-p", "no:cacheprovider", "-W", "error"]
+    options = ["--hotseam-leak-check", "-W", "error"]
     if strict:
         options.append("--hotseam-strict")
-    result = pytester.runpytest_subprocess(*options)
+    result = run_pytest(pytester, *options, hypothesis="hypothesis" in block.code)
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed", 0) >= 1, result.stdout.str()
     assert set(outcomes) == {"passed"}, result.stdout.str()

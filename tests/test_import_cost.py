@@ -95,6 +95,34 @@ def test_import_hotseam_imports_no_heavy_dependency() -> None:
     assert _imported("import hotseam") == []
 
 
+def test_the_pytest_plugin_imports_no_reload_interaction_or_provider_until_a_fixture_does() -> None:
+    """pytest loads the plugin in every run of a project that installs hotseam: the reload
+    driver (hotseam.reload), the seam and the scripted provider are imported by the
+    fixtures that use them, not by the plugin."""
+    loaded = _modules_after("import hotseam.pytest_plugin")
+    assert not {
+        name
+        for name in loaded
+        if name.startswith(("hotseam.reload", "hotseam.interaction", "hotseam.providers"))
+        or name == "hotseam.testing._driver"
+    }
+    assert not {name.partition(".")[0] for name in loaded} & {*HEAVY, *WEB}
+
+
+def test_a_lazily_loaded_kit_name_shows_the_public_module_however_it_was_reached() -> None:
+    """``GrowthError`` raised by ``assert_reload_stable`` reads ``hotseam.testing.GrowthError``
+    in a failure, though only the function was imported."""
+    code = (
+        "from hotseam.testing import assert_reload_stable\n"
+        "import sys\n"
+        "print(sys.modules['hotseam.testing._growth'].GrowthError.__module__)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=scaled(60)
+    )
+    assert result.stdout.strip() == "hotseam.testing"
+
+
 def test_import_hotseam_imports_nothing_of_the_core_until_a_name_is_used() -> None:
     """The public names load on first use (PEP 562): ``import hotseam`` is the package
     alone, without anyio; ``hotseam.HarnessError`` brings the error tree only."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from tests._pytester import run_pytest
 
 from hotseam import Context, Scope, Seam
 from hotseam.testing import DisposalRecorder, assert_no_provider
@@ -12,12 +13,8 @@ pytest_plugins = ["pytester"]
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    """A pytest process with the hotseam plugin, as a user's project starts it. Without
-    Hypothesis's plugin, which none of these runs uses: importing it is about 40% of each
-    run's start-up CPU, and the suite makes 14 such runs."""
-    return pytester.runpytest_subprocess(
-        *args, "-p", "no:cacheprovider", "-p", "no:hypothesispytest"
-    )
+    """A pytest process with the hotseam plugin, as a user's project starts it."""
+    return run_pytest(pytester, *args)
 
 
 LEAKY = """

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from tests import _timing
+from tests._pytester import run_pytest
 from tests._timing import scaled
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -135,7 +136,7 @@ def test_pytest_timeouts_are_stretched_by_the_factor(
     monkeypatch.setenv("HOTSEAM_TEST_TIME_SCALE", "3")
     monkeypatch.delenv("HOTSEAM_TEST_TIME_MEASURED", raising=False)  # chosen: exactly 3
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=scaled(60))
+    result = run_pytest(pytester, timeout=scaled(60))
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*Timeout (>1.5s) from pytest-timeout*"])
 
@@ -160,15 +161,13 @@ def test_the_escape_checks_wait_for_a_stopping_thread_is_an_option_the_suite_sca
     monkeypatch.setenv("HOTSEAM_TEST_TIME_SCALE", "10")
     monkeypatch.delenv("HOTSEAM_TEST_TIME_MEASURED", raising=False)
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
-    plain = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=scaled(60))
+    plain = run_pytest(pytester, timeout=scaled(60))
     assert plain.ret != 0
     plain.stdout.fnmatch_lines(["*escape 1/1: thread * running sleep()*"])
-    allowed = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--hotseam-thread-grace", "3", timeout=scaled(60)
-    )
+    allowed = run_pytest(pytester, "--hotseam-thread-grace", "3", timeout=scaled(60))
     allowed.assert_outcomes(passed=1)
     pytester.makeconftest("from tests.conftest import pytest_configure\n")
-    stretched = pytester.runpytest_subprocess("-p", "no:cacheprovider", timeout=scaled(60))
+    stretched = run_pytest(pytester, timeout=scaled(60))
     stretched.assert_outcomes(passed=1)
 
 

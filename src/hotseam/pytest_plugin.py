@@ -42,7 +42,7 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -56,14 +56,11 @@ from ._core import (
     carry_mark,
     set_tracker,
 )
-from .interaction import USER_INTERACTION
-from .providers.scripted import ScriptedProvider
 from .testing import (
     ALLOWABLE,
     THREAD_GRACE,
     EscapeWatch,
     LeakTracker,
-    ReloadDriver,
     active_watch,
     forget_origins,
     forget_told,
@@ -74,6 +71,12 @@ from .testing import (
     strict_setup,
     told_carried,
 )
+
+if TYPE_CHECKING:
+    # Imported by the fixtures that use them: this module is loaded by every pytest run of
+    # a project that installs hotseam, most of whose tests need neither.
+    from .providers.scripted import ScriptedProvider
+    from .testing import ReloadDriver
 
 __all__ = [
     "hotseam_allow_leaks",
@@ -91,7 +94,7 @@ _CALL_PASSED = pytest.StashKey[bool]()
 _LEAK_CHECK = pytest.StashKey[bool]()
 _CARRY_MARK = pytest.StashKey[int]()
 _ESCAPES = pytest.StashKey[EscapeWatch]()
-_DRIVERS = pytest.StashKey[list[ReloadDriver]]()
+_DRIVERS = pytest.StashKey[list["ReloadDriver"]]()
 _ALLOWED = pytest.StashKey[set[str]]()
 _HOTSEAM_DIRS = tuple(
     {str(Path(__file__).parent) + os.sep, str(Path(__file__).resolve().parent) + os.sep}
@@ -358,6 +361,9 @@ async def hotseam_scope(hotseam_context: Context) -> AsyncIterator[Scope]:
 @pytest.fixture
 async def hotseam_provider(hotseam_scope: Scope) -> ScriptedProvider:
     """A scripted user-interaction provider installed in ``hotseam_context``."""
+    from .interaction import USER_INTERACTION
+    from .providers.scripted import ScriptedProvider
+
     provider = ScriptedProvider(name="hotseam_provider")
     hotseam_scope.provide(USER_INTERACTION, provider)
     return provider
@@ -393,6 +399,8 @@ async def hotseam_reloader(
     request: pytest.FixtureRequest, hotseam_context: Context, tmp_path: Path
 ) -> AsyncIterator[ReloadDriver]:
     """A reload driver on ``tmp_path / "providers"``; every generation is disposed after."""
+    from .testing import ReloadDriver
+
     strict = _enabled(request.node, "hotseam_strict")
     async with ReloadDriver(hotseam_context, tmp_path / "providers", strict=strict) as driver:
         request.node.stash.setdefault(_DRIVERS, []).append(driver)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import anyio
 import pytest
+from tests._pytester import run_pytest
 
 from hotseam import Context, Scope, Seam
 from hotseam.testing import ReloadDriver, StrictModeError, strict_setup
@@ -59,7 +60,7 @@ def test_a_providers_folder_is_copied_and_the_kit_hides_its_frames(
     pytester.makepyfile(
         test_users=USERS_TESTS.format(providers=str(providers)), test_raising=RAISING_TESTS
     )
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "anyio")
+    result = run_pytest(pytester, "-p", "anyio")
     result.assert_outcomes(passed=2, failed=6)  # each test on asyncio and trio
     output = result.stdout.str()
     assert "expected generation 7 of kit_ui to be active" in output
@@ -137,9 +138,7 @@ async def test_load_fails(hotseam_reloader):
 def test_fulltrace_still_shows_hotseam_frames(pytester: pytest.Pytester) -> None:
     """The frames hidden from a failure hotseam reports are there with --fulltrace."""
     pytester.makepyfile(test_raising=RAISING_TESTS)
-    full = pytester.runpytest_subprocess(
-        "-p", "no:cacheprovider", "-p", "anyio", "-k", "reload_fails and asyncio", "--fulltrace"
-    )
+    full = run_pytest(pytester, "-p", "anyio", "-k", "reload_fails and asyncio", "--fulltrace")
     full.assert_outcomes(failed=1)
     assert "hotseam/reload/_result.py" in full.stdout.str()
 

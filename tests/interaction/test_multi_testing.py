@@ -4,6 +4,7 @@ test file run by pytester (strict mode and the leak check on), as users meet the
 from __future__ import annotations
 
 import pytest
+from tests._pytester import run_pytest
 from tests._timing import scaled
 
 pytest_plugins = ["pytester"]
@@ -98,7 +99,5 @@ def anyio_backend(request):
 """
     )
     pytester.makepyfile(test_user_multi=USER_TESTS)
-    result = pytester.runpytest_subprocess(
-        "--hotseam-strict", "--hotseam-leak-check", "-p", "no:cacheprovider", timeout=scaled(120)
-    )
+    result = run_pytest(pytester, "--hotseam-strict", "--hotseam-leak-check", timeout=scaled(120))
     result.assert_outcomes(passed=4)

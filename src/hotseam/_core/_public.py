@@ -28,12 +28,17 @@ def present_as(module_name: str, namespace: MutableMapping[str, Any], names: Ite
 
 
 def lazy_exports(
-    namespace: MutableMapping[str, Any], defined_in: Mapping[str, str]
+    namespace: MutableMapping[str, Any],
+    defined_in: Mapping[str, str],
+    *,
+    present: Iterable[str] = (),
 ) -> Callable[[str], Any]:
     """A package's or a module's PEP 562 ``__getattr__``: each name of ``defined_in`` is
     imported from its module (relative to the package, ``"._http"``) when first asked for, so
     a package can export by its own name what only some importers need; type checkers read
-    the same names from imports under ``TYPE_CHECKING``."""
+    the same names from imports under ``TYPE_CHECKING``. The names in ``present`` are
+    public ones: :func:`present_as` the package once loaded."""
+    presented = frozenset(present)
     module = namespace["__name__"]
     package = namespace["__package__"]  # itself for a package, its package for a module
 
@@ -43,8 +48,16 @@ def lazy_exports(
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         import importlib
 
-        value = getattr(importlib.import_module(where, package), name)
-        namespace[name] = value
-        return value
+        loaded = importlib.import_module(where, package)
+        namespace[name] = getattr(loaded, name)
+        # every name the module has defined, at once: a public one is presented even when
+        # first reached through its module (a traceback naming ``GrowthError`` raised by a
+        # function); a name the module itself imports lazily stays unloaded
+        names = [
+            each for each, source in defined_in.items() if source == where and each in vars(loaded)
+        ]
+        namespace.update({each: vars(loaded)[each] for each in names})
+        present_as(module, namespace, [each for each in [name, *names] if each in presented])
+        return namespace[name]
 
     return load

@@ -21,6 +21,11 @@ from .test_fallbacks import TOAD_INITIALIZE, ZED_INITIALIZE
 
 pytestmark = pytest.mark.anyio
 
+# Each case starts two interpreters that import the SDK (about 3 CPU-seconds): `make test`
+# runs Zed's and Toad's first lines and the first malformed line of each kind; the other
+# versions and malformed lines are marked `stress` (`make test-stress`, which CI runs).
+VARIANT = pytest.mark.stress
+
 
 @pytest.fixture
 def anyio_backend() -> tuple[str, dict[str, Any]]:
@@ -62,8 +67,8 @@ def assert_same(early: Exchange, sdk: Exchange) -> None:
     [
         pytest.param(ZED_INITIALIZE, True, id="zed"),
         pytest.param(TOAD_INITIALIZE, False, id="toad"),
-        pytest.param({"protocolVersion": 0}, False, id="version-0-bare"),
-        pytest.param({**ZED_INITIALIZE, "protocolVersion": 2}, True, id="version-2"),
+        pytest.param({"protocolVersion": 0}, False, id="version-0-bare", marks=VARIANT),
+        pytest.param({**ZED_INITIALIZE, "protocolVersion": 2}, True, id="version-2", marks=VARIANT),
     ],
 )
 async def test_a_clients_initialize_gets_the_agents_answer_from_the_front(
@@ -83,9 +88,9 @@ async def test_a_clients_initialize_gets_the_agents_answer_from_the_front(
     "first",
     [
         pytest.param("not json", id="not-json"),
-        pytest.param("[1, 2]", id="an-array"),
-        pytest.param(initialize({"protocolVersion": "1"}), id="version-a-string"),
-        pytest.param(initialize({"protocolVersion": 1}, 1.5), id="float-id"),
+        pytest.param("[1, 2]", id="an-array", marks=VARIANT),
+        pytest.param(initialize({"protocolVersion": "1"}), id="version-a-string", marks=VARIANT),
+        pytest.param(initialize({"protocolVersion": 1}, 1.5), id="float-id", marks=VARIANT),
         pytest.param(NEW_SESSION, id="session-new-first"),
     ],
 )
