@@ -26,8 +26,8 @@ def _recipe(target: str) -> tuple[list[str], list[str]]:
 
 def _pytest_args(target: str) -> list[str]:
     """The arguments of the one pytest command of a target's recipe."""
-    (command,) = [line for line in _recipe(target)[1] if "$(BIN)/pytest" in line]
-    return shlex.split(command.split("$(BIN)/pytest", 1)[1])
+    (command,) = [line for line in _recipe(target)[1] if "$(PYTEST)" in line]
+    return shlex.split(command.split("$(PYTEST)", 1)[1])
 
 
 def _marker_expression(args: list[str]) -> str:
@@ -37,7 +37,7 @@ def _marker_expression(args: list[str]) -> str:
 def test_every_combination_of_markers_is_run_by_make_test_or_make_test_stress() -> None:
     quick = _marker_expression(_pytest_args("unit"))
     stress = _marker_expression(_pytest_args("test-stress"))
-    assert "unit" in _recipe("test")[0]
+    assert "$(MAKE) --no-print-directory unit" in "\n".join(_recipe("test")[1])
     names = sorted(set(re.findall(r"\w+", quick + " " + stress)) - {"and", "or", "not"})
     assert {"stress", "examples"} <= set(names)
     for carried in itertools.product([False, True], repeat=len(names)):
