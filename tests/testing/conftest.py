@@ -220,6 +220,9 @@ def _run_the_users_tests(tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
             "-p",
             "no:xdist",
             "-rN",
+            # its own temporary folders: under the default one, pytest would remove the
+            # oldest of the user's earlier runs there (thousands of folders, seconds)
+            f"--basetemp={folder / 'tmp'}",
             "--hotseam-leak-check",
             "--hotseam-escape-check",
             "-W",
