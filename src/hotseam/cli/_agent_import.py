@@ -1,7 +1,7 @@
 """Importing the agent's module in a worker thread, bounded by ``--import-timeout``.
 
 The agent's module body is given what a provider module's body gets: the reloader's
-:class:`~hotseam.reload._guard.Worker` executes it in a daemon thread, so a slow body leaves
+:class:`~hotseam.reload.Worker` executes it in a daemon thread, so a slow body leaves
 the event loop serving, and one still running at its time bound is abandoned (Python cannot
 stop a thread): the module it makes is never installed, and an error names its line."""
 
