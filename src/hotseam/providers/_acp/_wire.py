@@ -59,6 +59,7 @@ from acp.router import MessageRouter, Route
 from ..._core import get_logger
 from .._kit import (
     DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_LINE_BYTES,
     INVALID_REQUEST,
     PARSE_ERROR,
     Envelope,
@@ -300,11 +301,6 @@ async def close_connection(connection: AgentSideConnection) -> None:
 
 
 # -- the lines from the client --
-
-DEFAULT_MAX_LINE_BYTES: Final = 16 * 1024 * 1024
-"""16 MiB: an ACP prompt can carry images and resources inline, base64-encoded (a third
-larger than the file), so a screenshot of several MiB must fit; a line longer than this is
-far more likely a runaway or hostile client than a prompt, and is not worth parsing."""
 
 ANSWER_REFUSED: Final = "hotseam.answerRefused"
 """Set in the ``data`` of the error that stands for a client's response refused here (the

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # imported when first used
     from ._forms import type_name as type_name
     from ._forms import unused_value as unused_value
     from ._json_lines import DEFAULT_MAX_DEPTH as DEFAULT_MAX_DEPTH
+    from ._json_lines import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
     from ._json_lines import INVALID_REQUEST as INVALID_REQUEST
     from ._json_lines import PARSE_ERROR as PARSE_ERROR
     from ._json_lines import PREFIX_BYTES as PREFIX_BYTES
@@ -62,6 +63,7 @@ if not TYPE_CHECKING:  # type checkers read the imports above
             "type_name": "._forms",
             "unused_value": "._forms",
             "DEFAULT_MAX_DEPTH": "._json_lines",
+            "DEFAULT_MAX_LINE_BYTES": "._json_lines",
             "INVALID_REQUEST": "._json_lines",
             "PARSE_ERROR": "._json_lines",
             "PREFIX_BYTES": "._json_lines",

@@ -40,6 +40,7 @@ import anyio.abc
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
+    "DEFAULT_MAX_LINE_BYTES",
     "INVALID_REQUEST",
     "PARSE_ERROR",
     "PREFIX_BYTES",
@@ -61,6 +62,11 @@ __all__ = [
 DEFAULT_MAX_DEPTH: Final = 128
 """The deepest nesting of objects and arrays accepted (serde_json's default, which the Rust
 ACP SDK parses with); protocol messages nest less than ten levels."""
+
+DEFAULT_MAX_LINE_BYTES: Final = 16 * 1024 * 1024
+"""16 MiB: an ACP prompt or an MCP tool's arguments can carry images inline, base64-encoded
+(a third larger than the file), so a screenshot of several MiB must fit; a longer line is far
+more likely a runaway or hostile peer than a message, and is not worth parsing."""
 
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600

@@ -36,16 +36,21 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from ..._core import get_logger
-from .._kit import Envelope, JsonLines, Refusal, StreamReaderStream, decode_line
+from .._kit import (
+    DEFAULT_MAX_LINE_BYTES,
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    Envelope,
+    JsonLines,
+    Refusal,
+    StreamReaderStream,
+    decode_line,
+)
 
 __all__ = ["DEFAULT_MAX_LINE_BYTES", "stdio_streams"]
 
-DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
-"""The longest message line read (room for images in tool arguments)."""
 _STALL_WARNING = 10.0
 _FLUSH_WAIT = 2.0
-_PARSE_ERROR = -32700
-_INVALID_REQUEST = -32600
 _log = get_logger("hotseam.providers.mcp")
 
 
@@ -163,7 +168,7 @@ async def stdio_streams(
                 if isinstance(decoded, Refusal) and decoded.kind == "too_long":
                     _log.warning("mcp.line_too_long", size=line.size, limit=max_line_bytes)
                     await refuse(
-                        _INVALID_REQUEST,
+                        INVALID_REQUEST,
                         f"message discarded: a line of {line.size} bytes is longer than the "
                         f"limit of {max_line_bytes} bytes (--max-line-bytes)",
                         decoded.envelope,
@@ -266,10 +271,10 @@ def _encoded(item: SessionMessage) -> bytes:
 def _refused(refusal: Refusal) -> tuple[int, str]:
     """The error code and text of a line the reader refused (other than for its length)."""
     if refusal.kind == "too_deep":
-        if refusal.code == _PARSE_ERROR:
-            return _PARSE_ERROR, f"parse error: {refusal.detail} (recursion limit exceeded)"
-        return _INVALID_REQUEST, f"invalid request: the message is {refusal.detail}"
-    return _PARSE_ERROR, f"parse error: not valid JSON ({refusal.detail})"
+        if refusal.code == PARSE_ERROR:
+            return PARSE_ERROR, f"parse error: {refusal.detail} (recursion limit exceeded)"
+        return INVALID_REQUEST, f"invalid request: the message is {refusal.detail}"
+    return PARSE_ERROR, f"parse error: not valid JSON ({refusal.detail})"
 
 
 def _parse(data: bytes) -> types.JSONRPCMessage | tuple[int, str]:
@@ -279,15 +284,15 @@ def _parse(data: bytes) -> types.JSONRPCMessage | tuple[int, str]:
     except ValidationError as invalid:
         errors = invalid.errors(include_url=False, include_input=False)
         if errors and errors[0]["type"] == "json_invalid":
-            return _PARSE_ERROR, f"parse error: not valid JSON ({errors[0]['msg']})"
-        return _INVALID_REQUEST, "invalid request: the line is JSON but not a JSON-RPC 2.0 message"
+            return PARSE_ERROR, f"parse error: not valid JSON ({errors[0]['msg']})"
+        return INVALID_REQUEST, "invalid request: the line is JSON but not a JSON-RPC 2.0 message"
     if isinstance(message, types.JSONRPCNotification) and b'"id"' in data:
         # The validator reads a request whose id is of no allowed type as a notification
         # (the id dropped), which would go unanswered.
         raw = json.loads(data)
         if isinstance(raw, dict) and "id" in raw:
             return (
-                _INVALID_REQUEST,
+                INVALID_REQUEST,
                 f"invalid request: id must be a string or an integer, got {_type_name(raw['id'])}",
             )
     return message
