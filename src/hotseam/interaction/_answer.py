@@ -92,8 +92,7 @@ class QuestionAnswer:
             UserInteractionError: ``INVALID_ANSWER`` when a choice is none of the options.
             ValueError: ``question`` has no id (validate the request first).
         """
-        if question.id is None:
-            raise ValueError("the question has no id: use the questions of a validated request")
+        question_id = _id_of(question)
         picked: set[int] = set()
         for choice in choices:
             index = _index_of(question, choice)
@@ -102,15 +101,13 @@ class QuestionAnswer:
             picked.add(index)
         options = tuple(question.choices[i] for i in sorted(picked))
         text = custom if custom is not None and custom.strip() else None
-        return cls(question.id, answer_text(options, text), options, text)
+        return cls(question_id, answer_text(options, text), options, text)
 
     @classmethod
     def skip(cls, question: Question, reason: SkipReason = "skipped") -> QuestionAnswer:
         """The entry for a question the human left unanswered (``check_answer`` accepts it
         only when the question has ``allow_skip``)."""
-        if question.id is None:
-            raise ValueError("the question has no id: use the questions of a validated request")
-        return cls(question.id, None, skipped=reason)
+        return cls(_id_of(question), None, skipped=reason)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: ``id``, ``answer``, ``options``; ``custom`` and ``skipped``
@@ -274,6 +271,12 @@ def where(question: Question, index: int | None = None) -> str:
 
 def _invalid(message: str) -> UserInteractionError:
     return UserInteractionError(message, ErrorCode.INVALID_ANSWER)
+
+
+def _id_of(question: Question) -> str:
+    if question.id is None:
+        raise ValueError("the question has no id: use the questions of a validated request")
+    return question.id
 
 
 def _index_of(question: Question, choice: AskUserQuestionOption | str) -> int | None:

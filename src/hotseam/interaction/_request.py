@@ -219,15 +219,10 @@ class Question:
             data["header"] = self.header
         if self.options:
             data["options"] = [option.to_dict() for option in self.options]
-        data["allowCustom" if camel_case else "allow_custom"] = self.allow_custom
-        if self.multi_select:
-            data["multiSelect" if camel_case else "multi_select"] = True
-        if self.min_selections is not None:
-            data["minSelections" if camel_case else "min_selections"] = self.min_selections
-        if self.max_selections is not None:
-            data["maxSelections" if camel_case else "max_selections"] = self.max_selections
-        if self.allow_skip:
-            data["allowSkip" if camel_case else "allow_skip"] = True
+        for name, camel in _CAMEL.items():
+            value = getattr(self, name)
+            if name == "allow_custom" or (value is not None and value is not False):
+                data[camel if camel_case else name] = value
         return data
 
     @classmethod
@@ -253,6 +248,15 @@ class Question:
             given.allow_skip,
         )
 
+
+_CAMEL = {
+    "allow_custom": "allowCustom",
+    "multi_select": "multiSelect",
+    "min_selections": "minSelections",
+    "max_selections": "maxSelections",
+    "allow_skip": "allowSkip",
+}
+"""The flags of a question's dict form, in order, with their camelCase names."""
 
 _UNSET: Any = type("_Unset", (), {"__repr__": lambda self: "<unset>", "__slots__": ()})()
 """A seed field not given (``None`` is a value: no header, no options)."""
@@ -667,14 +671,16 @@ def _check_question(
     question_id = "q1" if seed else _check_id(problems, path[:-1], item.id, index, ids)
     raw_options: object = item.options
     options: tuple[AskUserQuestionOption, ...] | None = None
+    multi = item.multi_select is True
+    # A single-select question recommends at most one option.
+    one = "" if seed else None if multi else " (or make the question multi_select)"
     if raw_options is not None:
         if isinstance(raw_options, tuple):
             options = raw_options or None
-            _check_options(problems, options or (), prefix=f"{path}options", one_recommended=seed)
+            _check_options(problems, options or (), f"{path}options", one)
         else:
             problems.append((f"{path}options", wrong_type("a list of options", raw_options)))
     if not seed:
-        multi = item.multi_select is True
         if multi and raw_options is None:
             problems.append((f"{path}multi_select", "needs options to choose from"))
         _check_selections(problems, path[:-1], item, options, multi=multi)
@@ -731,10 +737,7 @@ def _check_selections(
             problems.append((f"{path}.{name}", f"is {value}; it must be >= {least_allowed[name]}"))
         else:
             numbers[name] = value
-    if not multi:
-        _one_recommended(problems, path, options or ())
-        return
-    if options is None:
+    if not multi or options is None:
         return
     possible = len(options) + (1 if item.allow_custom is True else 0)
     what = f"{len(options)} options" + (" and a custom answer" if item.allow_custom else "")
@@ -748,7 +751,11 @@ def _check_selections(
                 (f"{path}.{name}", f"is {value}, but at most {possible} can be chosen ({what})")
             )
     limit = possible if most is None else most
-    recommended = [i for i, option in enumerate(options) if _is_true(option, "recommended")]
+    recommended = [
+        i
+        for i, option in enumerate(options)
+        if isinstance(option, AskUserQuestionOption) and option.recommended is True
+    ]
     if len(recommended) > limit:
         problems.append(
             (
@@ -757,28 +764,6 @@ def _check_selections(
                 "(max_selections)",
             )
         )
-
-
-def _one_recommended(problems: Problems, path: str, options: tuple[object, ...]) -> None:
-    """A single-select question recommends at most one option."""
-    first: int | None = None
-    for index, option in enumerate(options):
-        if not _is_true(option, "recommended"):
-            continue
-        if first is None:
-            first = index
-        else:
-            problems.append(
-                (
-                    f"{path}.options[{index}].recommended",
-                    f"is a second recommended option (options[{first}] already is); "
-                    "mark at most one (or make the question multi_select)",
-                )
-            )
-
-
-def _is_true(option: object, name: str) -> bool:
-    return isinstance(option, AskUserQuestionOption) and getattr(option, name) is True
 
 
 def _invalid(message: str) -> UserInteractionError:
@@ -795,12 +780,9 @@ def _raise(problems: Problems) -> NoReturn:
 
 
 def _check_options(
-    problems: Problems,
-    options: tuple[AskUserQuestionOption, ...],
-    *,
-    prefix: str = "options",
-    one_recommended: bool = True,
+    problems: Problems, options: tuple[AskUserQuestionOption, ...], prefix: str, one: str | None
 ) -> None:
+    """The options' own rules; ``one``: at most one recommended (said with this hint)."""
     labels: dict[str, int] = {}
     values: dict[str, int] = {}
     recommended: int | None = None
@@ -817,7 +799,7 @@ def _check_options(
         _check_text(problems, f"{where}.description", option.description, required=False)
         if not isinstance(recommended_flag, bool):
             problems.append((f"{where}.recommended", wrong_type("a bool", recommended_flag)))
-        elif recommended_flag and one_recommended:
+        elif recommended_flag and one is not None:
             if recommended is None:
                 recommended = index
             else:
@@ -825,7 +807,7 @@ def _check_options(
                     (
                         f"{where}.recommended",
                         f"is a second recommended option (options[{recommended}] already is); "
-                        "mark at most one",
+                        f"mark at most one{one}",
                     )
                 )
         if label_ok:
