@@ -16,41 +16,18 @@
 * ``_agent``: the ACP agent that runs a hotseam agent function for each prompt turn;
 * ``_serve``: running that agent over stdio or an in-process transport.
 
-The names below are what :mod:`hotseam.providers.acp` imports from here, each imported
-when first used.
+The names below are what :mod:`hotseam.providers.acp` imports from here.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from ..._core import lazy_exports
-
-if TYPE_CHECKING:  # what hotseam.providers.acp uses, imported when first used
-    from ._agent import AcpAgent as AcpAgent
-    from ._agent import AgentFunction as AgentFunction
-    from ._provider import AcpProvider as AcpProvider
-    from ._provider import AskScope as AskScope
-    from ._provider import ask_scope as ask_scope
-    from ._provider import current_ask_scope as current_ask_scope
-    from ._serve import serve as serve
-    from ._turn import ContentBlock as ContentBlock
-    from ._turn import PromptTurn as PromptTurn
-    from ._turn import current_turn as current_turn
-
-if not TYPE_CHECKING:  # type checkers read the imports above
-    __getattr__ = lazy_exports(
-        globals(),
-        {
-            "AcpAgent": "._agent",
-            "AgentFunction": "._agent",
-            "AcpProvider": "._provider",
-            "AskScope": "._provider",
-            "ask_scope": "._provider",
-            "current_ask_scope": "._provider",
-            "serve": "._serve",
-            "ContentBlock": "._turn",
-            "PromptTurn": "._turn",
-            "current_turn": "._turn",
-        },
-    )
+from ._agent import AcpAgent as AcpAgent
+from ._agent import AgentFunction as AgentFunction
+from ._provider import AcpProvider as AcpProvider
+from ._provider import AskScope as AskScope
+from ._provider import ask_scope as ask_scope
+from ._provider import current_ask_scope as current_ask_scope
+from ._serve import serve as serve
+from ._turn import ContentBlock as ContentBlock
+from ._turn import PromptTurn as PromptTurn
+from ._turn import current_turn as current_turn

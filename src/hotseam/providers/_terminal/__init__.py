@@ -7,23 +7,8 @@ asyncio) or ``_lines`` (plain lines: pipes, CI, trio); both speak ``_protocol`` 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from ..._core import lazy_exports
-
-if TYPE_CHECKING:  # what hotseam.providers.terminal uses, imported when first used
-    from ._draft import Draft as Draft
-    from ._provider import Mode as Mode
-    from ._provider import TerminalProvider as TerminalProvider
-
-if not TYPE_CHECKING:  # type checkers read the imports above
-    __getattr__ = lazy_exports(
-        globals(),
-        {
-            "Draft": "._draft",
-            "Mode": "._provider",
-            "TerminalProvider": "._provider",
-        },
-    )
+from ._draft import Draft as Draft
+from ._provider import Mode as Mode
+from ._provider import TerminalProvider as TerminalProvider
 
 __all__: list[str] = []
