@@ -34,7 +34,7 @@ from ...interaction import (
     UserInteractionError,
     check_question_answer,
 )
-from .._kit import RECOMMENDED_SUFFIX, EmptyAnswerError
+from .._kit import RECOMMENDED_SUFFIX, EmptyAnswerError, named_choices
 
 __all__ = [
     "Conversations",
@@ -189,11 +189,7 @@ def read_reply(request: AskUserQuestionRequest, text: str) -> AskUserQuestionAns
 
 def _several(question: Question, reply: str, skip: bool) -> QuestionAnswer:
     """The entry of a multi-select question for a reply of choices separated by commas."""
-    whole = question.option_named(reply)  # an option's own name may hold a comma
-    parts = [part.strip() for part in reply.split(",") if part.strip()]
-    found = [(part, question.option_named(part)) for part in parts]
-    picked = [whole] if whole is not None else [o for _, o in found if o is not None]
-    rest = [] if whole is not None else [part for part, o in found if o is None]
+    picked, rest = named_choices(question, reply)
     if skip and not picked:
         return QuestionAnswer.skip(question)
     custom = None

@@ -49,6 +49,7 @@ if TYPE_CHECKING:  # imported when first used
     from ._json_lines import nested_deeper_than as nested_deeper_than
     from ._json_lines import scan_envelope as scan_envelope
     from ._one_at_a_time import ask_one_at_a_time as ask_one_at_a_time
+    from ._one_at_a_time import named_choices as named_choices
 
 if not TYPE_CHECKING:  # type checkers read the imports above
     __getattr__ = lazy_exports(
@@ -81,6 +82,7 @@ if not TYPE_CHECKING:  # type checkers read the imports above
             "nested_deeper_than": "._json_lines",
             "scan_envelope": "._json_lines",
             "ask_one_at_a_time": "._one_at_a_time",
+            "named_choices": "._one_at_a_time",
             "EMPTY_ANSWER_NOTE": "._forms",
             "ask_until_answered": "._forms",
         },

@@ -10,9 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from ...interaction import AskUserQuestionAnswer, AskUserQuestionRequest, check_answer
+from ...interaction import (
+    AskUserQuestionAnswer,
+    AskUserQuestionOption,
+    AskUserQuestionRequest,
+    Question,
+    check_answer,
+)
 
-__all__ = ["ask_one_at_a_time"]
+__all__ = ["ask_one_at_a_time", "named_choices"]
 
 
 async def ask_one_at_a_time(
@@ -28,3 +34,15 @@ async def ask_one_at_a_time(
         part = AskUserQuestionRequest.of([item], agent=request.agent, signal=request.signal)
         entries.append(check_answer(part, await ask(part)).answers[0])
     return AskUserQuestionAnswer.of(entries, request)
+
+
+def named_choices(question: Question, text: str) -> tuple[list[AskUserQuestionOption], list[str]]:
+    """The options a typed reply of choices separated by commas names, and the parts that
+    name none, in order: how a chat or a terminal line answers a multi-select question. A
+    reply that names one option whole is that option (an option's name may hold a comma)."""
+    whole = question.option_named(text)
+    if whole is not None:
+        return [whole], []
+    parts = [part.strip() for part in text.split(",") if part.strip()]
+    named = [(part, question.option_named(part)) for part in parts]
+    return [o for _, o in named if o is not None], [part for part, o in named if o is None]

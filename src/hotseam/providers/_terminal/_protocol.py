@@ -33,6 +33,7 @@ from ...interaction import (
     Question,
     QuestionAnswer,
 )
+from .._kit import named_choices
 from ._visible import visible
 
 __all__ = [
@@ -180,21 +181,11 @@ def _resolve_selection(
 ) -> QuestionAnswer | Reprompt:
     """Several choices: numbers, labels or values separated by commas, plus own text."""
     choices = question.choices
-    picked = set(ticked) if ticking or not text else set()
-    own: list[str] = []
-    if text:
-        whole = question.option_named(text)  # a label may hold a comma
-        for part in [text] if whole is not None else text.split(","):
-            part = part.strip()
-            if not part:
-                continue
-            option = question.option_named(part)
-            if option is None and part.isascii() and part.isdigit():
-                return Reprompt(f"There is no option {int(part)}: choose {_range(choices)}.")
-            if option is None:
-                own.append(part)
-            else:
-                picked.add(choices.index(option))
+    named, own = named_choices(question, text)
+    picked = (set(ticked) if ticking or not text else set()) | {choices.index(o) for o in named}
+    number = next((part for part in own if part.isascii() and part.isdigit()), None)
+    if number is not None:
+        return Reprompt(f"There is no option {int(number)}: choose {_range(choices)}.")
     if own and not question.allow_custom:
         return Reprompt(
             f"{_quote(own[0])} is not an option: type numbers or labels separated by commas "
