@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hotseam.cli import _control_folder
+from hotseam.cli import _control
 
 
 def test_a_stale_name_removed_by_a_racer_meanwhile_is_claimed(
@@ -32,7 +32,7 @@ def test_a_stale_name_removed_by_a_racer_meanwhile_is_claimed(
             link.unlink()
         return real_readlink(path)
 
-    monkeypatch.setattr(_control_folder.os, "readlink", racer_removes_it_first)
-    claim = _control_folder.claim("racer")
+    monkeypatch.setattr(_control.os, "readlink", racer_removes_it_first)
+    claim = _control.claim("racer")
     assert claim.link == link
     assert reads.count(link) == 2

@@ -16,8 +16,6 @@ never read stderr).
 from __future__ import annotations
 
 import argparse
-import os
-import stat
 import sys
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
@@ -30,6 +28,8 @@ from ._config import ConfigError
 from ._options import ReloadOptions, add_common_options, resolve_common
 from ._stdio_cmd import (
     StopSignals,
+    UsageError,
+    check_stdio,
     exit_process,
     positive_float,
     positive_int,
@@ -50,10 +50,6 @@ __all__ = ["add_arguments", "run"]
 # ``hotseam`` parser is built for another subcommand: ``acp`` alone costs ~0.3 s to import.
 
 _log = get_logger("hotseam.cli")
-
-
-class _UsageError(Exception):
-    """Bad command-line input: reported as one line on stderr, exit code 2."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -102,14 +98,14 @@ def run(args: argparse.Namespace) -> int:
     from ._logging import configure_logging
 
     try:
-        _check_stdio()
+        check_stdio("an ACP client", "hotseam acp")
         paths = _watch_paths(args.watch)
         common = resolve_common(args, log_format="json")
         with stdout_reserved() as protocol_out:
             configure_logging(common.log_format, level=common.log_level)  # type: ignore[arg-type]
             if args.agent:
                 # As dev and run do: a slow body leaves signals handled, and is abandoned.
-                from ._agent_import import load_agent_within
+                from ._agent import load_agent_within
 
                 agent = load_agent_within(args.agent, common.import_timeout)
             else:
@@ -136,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
                 front,
                 backend="asyncio",
             )
-    except (_UsageError, AgentLoadError, ConfigError) as error:
+    except (UsageError, AgentLoadError, ConfigError) as error:
         print(f"hotseam acp: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # before the signal handlers were installed
@@ -167,7 +163,7 @@ async def _main(
     provider = AcpProvider()
     try:
         watching = _reloader(agent_context, paths, reload)
-    except _UsageError as error:
+    except UsageError as error:
         print(f"hotseam acp: {error}", file=sys.stderr)
         return 2
     stop = anyio.CancelScope()
@@ -232,7 +228,7 @@ def _reloader(
     try:
         return options.reloader(context, paths)
     except ReloadPathError as error:
-        raise _UsageError(f"--watch: {error}") from None
+        raise UsageError(f"--watch: {error}") from None
 
 
 def _watch_paths(raw: Sequence[str]) -> list[Path]:
@@ -240,22 +236,6 @@ def _watch_paths(raw: Sequence[str]) -> list[Path]:
     for item in raw:
         path = Path(item)
         if not path.exists():
-            raise _UsageError(f"--watch {item}: no such file or directory")
+            raise UsageError(f"--watch {item}: no such file or directory")
         paths.append(path.resolve())
     return paths
-
-
-def _check_stdio() -> None:
-    """The SDK reads and writes pipes (or terminals); a regular file is a usage error."""
-    for name, fd in (("stdin", 0), ("stdout", 1)):
-        try:
-            mode = os.fstat(fd).st_mode
-        except OSError:
-            raise _UsageError(
-                f"{name} is closed; an ACP client talks over stdin and stdout"
-            ) from None
-        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-            raise _UsageError(
-                f"{name} is a file; an ACP client launches 'hotseam acp' with pipes "
-                "(or try it in a terminal)"
-            )

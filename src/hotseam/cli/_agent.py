@@ -4,13 +4,19 @@ An agent is ``async def agent(context: hotseam.Context) -> object`` (``FUNCTION`
 to ``main``), run in a context whose tools include ``ask_user_question``. ``hotseam dev``
 runs it again when its module is saved: :func:`load_agent` with ``fresh=True`` executes the
 module's current source in a new module object (never a cached bytecode file, which a save
-within the same second may not invalidate). ``dev`` and ``run`` execute the body in a
-bounded worker thread (:mod:`._agent_import`); this module does not import the reloader,
-which ``hotseam acp`` would then import at every start."""
+within the same second may not invalidate).
+
+The agent's module body is given what a provider module's body gets: the reloader's
+:class:`~hotseam.reload.Worker` executes it in a daemon thread (:class:`AgentImporter`), so
+a slow body leaves the event loop serving, and one still running at its time bound is
+abandoned (Python cannot stop a thread): the module it makes is never installed, and an
+error names its line. The reloader and anyio are imported only then: ``hotseam acp``
+without ``--agent`` never imports them."""
 
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 import inspect
 import sys
@@ -25,10 +31,12 @@ from .._core import Context, HarnessError
 
 __all__ = [
     "AgentFunction",
+    "AgentImporter",
     "AgentLoadError",
     "ImportAttempt",
     "agent_file",
     "load_agent",
+    "load_agent_within",
     "shown_location",
     "shown_path",
 ]
@@ -112,7 +120,7 @@ def load_agent(
     """Import ``MODULE[:FUNCTION]`` (or ``path/to/file.py[:FUNCTION]``); return the function.
 
     The module body executes in the calling thread, unbounded (``hotseam acp``); ``hotseam
-    dev`` and ``run`` use :func:`~hotseam.cli._agent_import.load_agent_within`, which tells
+    dev`` and ``run`` use :func:`load_agent_within`, which tells
     ``attempt`` what executes.
 
     Raises:
@@ -184,7 +192,7 @@ def _module_file(name: str) -> Path | None:
 def _fresh_import(name: str, attempt: ImportAttempt | None = None) -> types.ModuleType:
     """Execute the current source of module ``name`` in a new module object.
 
-    With an ``attempt`` (an :class:`~hotseam.cli._agent_import.AgentImporter`'s), a body
+    With an ``attempt`` (an :class:`AgentImporter`'s), a body
     abandoned at its time bound leaves ``sys.modules`` as it found it, however late it ends.
     """
     old = sys.modules.get(name)
@@ -260,3 +268,83 @@ def _did_you_mean(module: types.ModuleType, attribute: str) -> str:
     if candidates:
         return f"; its async functions: {', '.join(sorted(candidates))}"
     return ""
+
+
+def load_agent_within(spec: str, timeout: float) -> AgentFunction:
+    """:func:`load_agent`, its module body executed in a worker thread and
+    abandoned past ``timeout`` seconds, for the start of a command (before its event loop).
+
+    Raises:
+        AgentLoadError: as ``load_agent``, or the body overran ``timeout`` (naming its line)."""
+    import anyio
+
+    importer = AgentImporter(spec, timeout)
+    try:
+        return anyio.run(functools.partial(importer.load, fresh=False))
+    finally:
+        importer.close()
+
+
+class AgentImporter:
+    """Imports the agent's module in a worker thread, bounded by ``timeout`` seconds: one
+    thread per command, replaced after an import was abandoned. A body still running after
+    :data:`~hotseam.reload._events.SLOW_NOTICE` seconds is named in a ``reload.slow`` line."""
+
+    def __init__(self, spec: str, timeout: float) -> None:
+        from ..reload import Worker
+
+        self._spec = spec
+        self._timeout = timeout
+        self._worker = Worker()
+
+    def close(self) -> None:
+        """Let the idle thread end."""
+        self._worker.close()
+
+    async def load(self, *, fresh: bool) -> AgentFunction:
+        """Execute the module (again, with ``fresh``) and return the agent function.
+
+        Raises:
+            AgentLoadError: as :func:`load_agent`, or for a body abandoned at the time bound."""
+        from ..reload import SLOW_NOTICE, current_run, report_slow
+
+        attempt = ImportAttempt()
+        loaded: list[AgentFunction] = []
+
+        def step() -> None:
+            function = load_agent(self._spec, fresh=fresh, attempt=attempt)
+            run = current_run()
+            if run is not None and run.abandoned:
+                attempt.revert()  # it ended after its time bound: nothing of it is used
+                return
+            loaded.append(function)
+
+        def slow(_index: int) -> None:
+            if attempt.file is not None:
+                report_slow("executing", attempt.file, attempt.name or "", self._timeout)
+
+        abandoned = True
+        try:
+            run, stuck = await self._worker.run(
+                f"executing the agent {self._spec}",
+                [step],
+                self._timeout,
+                on_slow=(SLOW_NOTICE, slow),
+            )
+            abandoned = stuck is not None
+        finally:
+            if abandoned:  # at the time bound, or the command stops meanwhile
+                attempt.revert()
+        if stuck is not None:
+            file = attempt.file
+            watched = [str(file)] if file is not None else []
+            where = run.location(watched) or (str(file) if file is not None else self._spec)
+            shown = shown_path(file) if file is not None else attempt.name
+            raise AgentLoadError(
+                f"--agent {self._spec!r}: executing {shown} did not finish within "
+                f"{self._timeout:g} s (stuck at {shown_location(where)}); abandoned: its "
+                "thread runs on, and nothing it creates is used"
+            )
+        if run.error is not None:
+            raise run.error
+        return loaded[0]

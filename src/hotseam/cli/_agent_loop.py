@@ -9,7 +9,7 @@ daemon, or input that is not a terminal: CI, piped answers) the agent's end ends
 command, as before; a save of its module still runs it again while it runs.
 
 The module is looked at and executed off the event loop: its body runs in a worker thread
-bounded by ``--import-timeout`` (see :class:`~hotseam.cli._agent_import.AgentImporter`), so a slow
+bounded by ``--import-timeout`` (see :class:`~hotseam.cli._agent.AgentImporter`), so a slow
 body or a ``while True:`` leaves the control socket, the web inbox and the questions in
 flight serving.
 
@@ -52,8 +52,7 @@ from .._core import Context, use_context
 from ..interaction import AskEnded, ErrorCode, on_ask_ended, waiting_for_provider
 from ..interaction.journal import AgentRun, JournalDaemon, JournalError, JournalErrorCode
 from ..reload import is_fatal
-from ._agent import AgentFunction, AgentLoadError, agent_file, shown_path
-from ._agent_import import AgentImporter
+from ._agent import AgentFunction, AgentImporter, AgentLoadError, agent_file, shown_path
 from ._snapshot import SessionFacts
 
 __all__ = ["DOUBLE_CTRL_C", "AgentLoop", "describe_error", "shown_path"]

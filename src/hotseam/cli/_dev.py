@@ -53,15 +53,14 @@ from ..interaction import USER_INTERACTION, ask_user_question_tool
 from ..interaction.journal import JOURNALING, JournalDaemon, JournalError, JournalErrorCode
 from ..providers.scripted import ScriptedProvider
 from ..reload import Reloader, ReloaderClosedError
-from ._agent import AgentFunction, agent_key
-from ._agent_import import load_agent_within
+from ._agent import AgentFunction, agent_key, load_agent_within
 from ._agent_loop import AgentLoop, describe_error, shown_path
 from ._config import ConfigError
 from ._control import Claim, claim, parse_request, serving
 from ._demo_agent import demo_agent
 from ._extras import check_journal
 from ._hints import Hints
-from ._logging import LogStyle, configure_logging
+from ._logging import LogStyle, add_processors, cli_log, configure_logging, summary_lines
 from ._options import Settings, add_common_options, add_session_options, resolve, seconds_or_zero
 from ._snapshot import SessionFacts, handle
 from ._stdio_cmd import StopSignals, exit_process
@@ -158,8 +157,16 @@ def run_session(args: argparse.Namespace, *, style: LogStyle, verbose: bool = Tr
     style = session.settings.log_format  # type: ignore[assignment]
     level = session.settings.log_level
     configure_logging(style, level=level)
-    _add_processors(quiet=not verbose and level != "debug", one_line=style == "console")
-    log = structlog.get_logger("hotseam.cli").bind(logger="hotseam.cli")
+    # A reload or loop event shows as its one-line summary (its traceback, if any, below it).
+    add_processors(
+        *([_drop_lifecycle_chatter] if not verbose and level != "debug" else []),
+        *(
+            [summary_lines("reload.", "loop.", "ask.", "accept.", "web.", tracebacks=True)]
+            if style == "console"
+            else []
+        ),
+    )
+    log = cli_log()
     _import_serving_path(session)
     signals = StopSignals(command, report=functools.partial(_report_signal, log))
     signals.install()
@@ -222,7 +229,7 @@ def _prepare(args: argparse.Namespace, command: str, style: LogStyle) -> _Sessio
 
 
 async def _serve(session: _Session, signals: StopSignals) -> int:
-    log = structlog.get_logger("hotseam.cli").bind(logger="hotseam.cli")
+    log = cli_log()
     reloader = session.reloader
     outcome = EXIT_OK
     daemon = session.command == "hotseam run"
@@ -403,17 +410,6 @@ def _terminal(stream: Any) -> bool:
         return False
 
 
-def _add_processors(*, quiet: bool, one_line: bool) -> None:
-    """Put the CLI's own processors in front of the renderer configure_logging() chose."""
-    processors = list(structlog.get_config()["processors"])
-    renderer = processors.pop()
-    if quiet:
-        processors.append(_drop_lifecycle_chatter)
-    if one_line:
-        processors.append(_reload_report)
-    structlog.configure(processors=[*processors, renderer])
-
-
 def _drop_lifecycle_chatter(
     logger: object, method_name: str, event_dict: MutableMapping[str, Any]
 ) -> MutableMapping[str, Any]:
@@ -425,22 +421,3 @@ def _drop_lifecycle_chatter(
         if not source.startswith(("hotseam.reload", "hotseam.cli")) and not first_serving:
             raise structlog.DropEvent
     return event_dict
-
-
-def _reload_report(
-    logger: object, method_name: str, event_dict: MutableMapping[str, Any]
-) -> MutableMapping[str, Any]:
-    """Show a reload or loop event as its one-line summary (its traceback, if any, below it)."""
-    summary = event_dict.get("summary")
-    if not isinstance(summary, str) or not str(event_dict.get("event", "")).startswith(
-        ("reload.", "loop.", "ask.", "accept.", "web.")
-    ):
-        return event_dict
-    report: dict[str, Any] = {"event": summary}
-    for key in ("timestamp", "level"):
-        if key in event_dict:
-            report[key] = event_dict[key]
-    traceback = event_dict.get("traceback")
-    if traceback and method_name in ("error", "warning"):
-        report["exception"] = str(traceback).rstrip("\n")
-    return report

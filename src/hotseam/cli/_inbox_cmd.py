@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from collections.abc import MutableMapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -112,9 +111,9 @@ def _restore_signals() -> None:
 
 
 def _report_signal(name: str, count: int) -> None:
-    import structlog
+    from ._logging import cli_log
 
-    log = structlog.get_logger("hotseam.cli").bind(logger="hotseam.cli")
+    log = cli_log()
     if count == 1:
         log.info(f"{name}: shutting down")
     else:
@@ -134,10 +133,9 @@ def run(args: argparse.Namespace) -> int:
     """Serve the inbox until SIGTERM or Ctrl-C; return the exit code."""
     signals = _stop_signals()  # installed already when this process is the command
     import anyio
-    import structlog
 
     from .._core import HarnessError
-    from ._logging import configure_logging
+    from ._logging import add_processors, cli_log, configure_logging, summary_lines
 
     try:
         options = _prepare(args)
@@ -147,8 +145,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     configure_logging(options.log_format, level=options.log_level)
     if options.log_format == "console":
-        _show_summaries()
-    log = structlog.get_logger("hotseam.cli").bind(logger="hotseam.cli")
+        # An event with a one-line summary (the page's URL, a journal out of reach) is that.
+        add_processors(summary_lines())
+    log = cli_log()
     try:
         code: int = anyio.run(_serve, options, signals)
     except Exception as error:
@@ -193,12 +192,12 @@ def _prepare(args: argparse.Namespace) -> _Options:
 
 async def _serve(options: _Options, signals: StopSignals) -> int:
     import anyio
-    import structlog
 
     from ..interaction.journal import JournalError, JournalErrorCode, open_journal
     from ..providers import serve_journal_inbox
+    from ._logging import cli_log
 
-    log = structlog.get_logger("hotseam.cli").bind(logger="hotseam.cli")
+    log = cli_log()
     web = options.web
     stop = anyio.CancelScope()
     try:
@@ -226,24 +225,3 @@ async def _serve(options: _Options, signals: StopSignals) -> int:
         return EXIT_BAD_INPUT
     log.info("the inbox stopped; every open page was told")
     return EXIT_OK
-
-
-def _show_summaries() -> None:
-    """On the console, an event with a one-line ``summary`` (the page's URL, a journal out
-    of reach) is shown as that line."""
-    import structlog
-
-    processors = list(structlog.get_config()["processors"])
-    renderer = processors.pop()
-    structlog.configure(processors=[*processors, _summary_line, renderer])
-
-
-def _summary_line(
-    logger: object, method_name: str, event_dict: MutableMapping[str, Any]
-) -> MutableMapping[str, Any]:
-    summary = event_dict.get("summary")
-    if not isinstance(summary, str):
-        return event_dict
-    return {key: event_dict[key] for key in ("timestamp", "level") if key in event_dict} | {
-        "event": summary
-    }

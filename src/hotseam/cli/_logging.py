@@ -25,7 +25,14 @@ import structlog
 
 from ._log_sink import EXIT_WAIT, StderrSink, plain_report
 
-__all__ = ["CurrentStderr", "LogStyle", "configure_logging"]
+__all__ = [
+    "CurrentStderr",
+    "LogStyle",
+    "add_processors",
+    "cli_log",
+    "configure_logging",
+    "summary_lines",
+]
 
 LogStyle = Literal["console", "json"]
 
@@ -77,6 +84,39 @@ def configure_logging(
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(max(numeric, logging.INFO) if style == "console" else numeric)
+
+
+def cli_log() -> Any:
+    """The CLI's own logger: ``logger="hotseam.cli"`` keeps its lines past the quiet filter."""
+    return structlog.get_logger("hotseam.cli").bind(logger="hotseam.cli")
+
+
+def add_processors(*processors: structlog.typing.Processor) -> None:
+    """Put ``processors`` in front of the renderer :func:`configure_logging` chose."""
+    chain = list(structlog.get_config()["processors"])
+    structlog.configure(processors=[*chain[:-1], *processors, chain[-1]])
+
+
+def summary_lines(*prefixes: str, tracebacks: bool = False) -> structlog.typing.Processor:
+    """A processor that shows an event with a one-line ``summary`` (of an event named with
+    one of ``prefixes``, if given) as that line; with ``tracebacks``, a warning's or an
+    error's traceback below it."""
+
+    def processor(
+        logger: object, method_name: str, event_dict: MutableMapping[str, Any]
+    ) -> MutableMapping[str, Any]:
+        summary = event_dict.get("summary")
+        event = str(event_dict.get("event", ""))
+        if not isinstance(summary, str) or (prefixes and not event.startswith(prefixes)):
+            return event_dict
+        report = {key: event_dict[key] for key in ("timestamp", "level") if key in event_dict}
+        report["event"] = summary
+        traceback = event_dict.get("traceback")
+        if tracebacks and traceback and method_name in ("error", "warning"):
+            report["exception"] = str(traceback).rstrip("\n")
+        return report
+
+    return processor
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import stat
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -41,8 +39,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 from .._core import HarnessError, get_logger
 from ._config import ConfigError
-from ._options import ReloadOptions, add_common_options, resolve
-from ._stdio_cmd import positive_float, positive_int
+from ._options import ReloadOptions, add_common_options, port, resolve
+from ._stdio_cmd import UsageError, check_stdio, positive_float, positive_int
 
 if TYPE_CHECKING:
     from ..providers.mcp import McpServer
@@ -53,10 +51,6 @@ if TYPE_CHECKING:
 __all__ = ["add_arguments", "run"]
 
 _log = get_logger("hotseam.cli")
-
-
-class _UsageError(Exception):
-    """Bad command-line input: one line on stderr, exit code 2."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -92,7 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="PORT",
         nargs="?",
         const=0,
-        type=_port,
+        type=port,
         default=None,
         help="serve Streamable HTTP on loopback instead of stdio, at http://127.0.0.1:PORT/mcp "
         "(no PORT: a free one); every request needs the token (Authorization: Bearer TOKEN, "
@@ -151,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
             checked["paths"] = [_existing(path) for path in settings.paths]
             checked["web"] = web_options(args)
             if not serves_http:
-                _check_stdio()
+                check_stdio("an MCP host", "hotseam mcp")
                 checked["signals"] = StopSignals("mcp")
                 checked["signals"].install()  # a host may stop the server once answered
                 from .. import __version__
@@ -184,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
                 front,
                 backend="asyncio",
             )
-    except (_UsageError, HarnessError, ValueError) as error:
+    except (UsageError, HarnessError, ValueError) as error:
         print(f"hotseam mcp: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # before the signal handlers were installed
@@ -212,6 +206,7 @@ async def _main(
     from ..reload import ReloadPathError
     from ._early import HandOff, SkippingWriter
     from ._stdio_cmd import StopSignals, stdio_pipes
+    from ._web import start_web
 
     base = Context("mcp")
     tools = base.child("mcp.tools")
@@ -227,18 +222,8 @@ async def _main(
                 async with Scope("hotseam.mcp", context=base) as scope:
                     fallback = None
                     if web is not None:
-                        from ..providers.web import WebProvider
-
-                        try:
-                            fallback = WebProvider.serve(
-                                scope,
-                                host=web.host,
-                                port=web.port,
-                                allow_remote=web.allow_remote,
-                                token=web.token,
-                            )
-                        except (OSError, ValueError) as error:
-                            print(f"hotseam mcp: {error}", file=sys.stderr)
+                        fallback = start_web(scope, web, "hotseam mcp", provide=False)
+                        if fallback is None:
                             return 2
                     scope.provide(USER_INTERACTION, McpProvider(fallback=fallback))
                     server = McpServer(tools, version=__version__, input_ttl=input_ttl)
@@ -354,7 +339,7 @@ def _own_options(
     the defaults are imported from the SDK's modules.
 
     Raises:
-        _UsageError: ``http-host`` (or ``--http-host``), or a session limit, without HTTP.
+        UsageError: ``http-host`` (or ``--http-host``), or a session limit, without HTTP.
     """
     from ._config import flag_or_config, load_config
 
@@ -371,7 +356,7 @@ def _own_options(
     for value, origin in ((host, host_from), (most, most_from), (idle, idle_from)):
         if value is not None and not serves_http:
             off = " (--no-http turned it off)" if args.http is False else ""
-            raise _UsageError(f"{origin} needs --http{off}")
+            raise UsageError(f"{origin} needs --http{off}")
     ttl, _ = pick("input_ttl")
     max_line_bytes, _ = pick("max_line_bytes")
     checked(serves_http)
@@ -397,31 +382,5 @@ def _own_options(
 def _existing(path: str) -> Path:
     given = Path(path)
     if not given.exists():
-        raise _UsageError(f"{path}: no such file or directory")
+        raise UsageError(f"{path}: no such file or directory")
     return given.resolve()
-
-
-def _check_stdio() -> None:
-    """A host talks over pipes (or a terminal); a regular file is a usage error."""
-    for name, fd in (("stdin", 0), ("stdout", 1)):
-        try:
-            mode = os.fstat(fd).st_mode
-        except OSError:
-            raise _UsageError(
-                f"{name} is closed; an MCP host talks over stdin and stdout"
-            ) from None
-        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-            raise _UsageError(
-                f"{name} is a file; an MCP host launches 'hotseam mcp' with pipes "
-                "(or try it in a terminal)"
-            )
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, got {text!r}")
-    return value

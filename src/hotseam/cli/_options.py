@@ -29,6 +29,7 @@ __all__ = [
     "add_log_options",
     "add_reload_options",
     "add_session_options",
+    "port",
     "resolve",
     "resolve_common",
     "seconds",
@@ -56,6 +57,17 @@ def seconds(text: str) -> float:
         value = -1.0
     if not 0 < value < math.inf:
         raise argparse.ArgumentTypeError(f"expected a number of seconds > 0, got {text!r}")
+    return value
+
+
+def port(text: str) -> int:
+    """An argparse type: a TCP port number, 0 (a free one) to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, got {text!r}")
     return value
 
 

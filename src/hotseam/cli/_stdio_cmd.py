@@ -14,6 +14,7 @@ import contextlib
 import functools
 import os
 import signal
+import stat
 import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -35,6 +36,8 @@ __all__ = [
     "stdio_pipes",
     "STOP_SIGNALS",
     "StopSignals",
+    "UsageError",
+    "check_stdio",
     "exit_process",
     "stdout_reserved",
 ]
@@ -44,6 +47,24 @@ _log = get_logger("hotseam.cli")
 # up to --max-line-bytes (16 MiB by default), and a line over that is discarded as it
 # arrives. (The SDK's default, 50 MiB, would buffer a runaway line that far before any check.)
 _STDIO_CHUNK = 1024 * 1024
+
+
+class UsageError(Exception):
+    """Bad command-line input: one line on stderr, exit code 2."""
+
+
+def check_stdio(peer: str, command: str) -> None:
+    """A ``peer`` talks over pipes (or a terminal); a regular file is a usage error."""
+    for name, fd in (("stdin", 0), ("stdout", 1)):
+        try:
+            mode = os.fstat(fd).st_mode
+        except OSError:
+            raise UsageError(f"{name} is closed; {peer} talks over stdin and stdout") from None
+        if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+            raise UsageError(
+                f"{name} is a file; {peer} launches '{command}' with pipes "
+                "(or try it in a terminal)"
+            )
 
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)

@@ -20,6 +20,7 @@ from ..interaction import USER_INTERACTION
 from ..providers import is_loopback, load_token, stored_token_path
 from ._config import find_config, flag_or_config, load_config
 from ._extras import needs
+from ._options import port
 
 if TYPE_CHECKING:
     from ..providers.web import WebProvider
@@ -65,7 +66,7 @@ def add_web_arguments(
     )
     group.add_argument(
         "--web-port",
-        type=_port,
+        type=port,
         metavar="PORT",
         help=f"the inbox's TCP port (default {default_port}; 0 picks a free one)",
     )
@@ -145,9 +146,12 @@ def web_options(
     )
 
 
-def start_web(scope: Scope, options: WebOptions, command: str) -> WebProvider | None:
-    """Serve the inbox for the CLI's lifetime; its ``web.serving`` event announces the URL
-    (one line, as for an inbox a provider module serves).
+def start_web(
+    scope: Scope, options: WebOptions, command: str, *, provide: bool = True
+) -> WebProvider | None:
+    """Serve the inbox for the CLI's lifetime (provided in ``scope`` unless ``provide`` is
+    false: ``hotseam mcp``'s fallback); its ``web.serving`` event announces the URL (one
+    line, as for an inbox a provider module serves).
 
     Returns ``None`` after one line on stderr when the port cannot be listened on (in use,
     not allowed) or the host is not an address of this machine: bad input, exit 2.
@@ -165,7 +169,8 @@ def start_web(scope: Scope, options: WebOptions, command: str) -> WebProvider | 
     except (OSError, ValueError) as error:
         print(f"{command}: {error}", file=sys.stderr)
         return None
-    scope.provide(USER_INTERACTION, web)
+    if provide:
+        scope.provide(USER_INTERACTION, web)
     return web
 
 
@@ -174,13 +179,3 @@ def _shown_state_path() -> str:
         return str(stored_token_path()).replace(str(Path.home()), "~", 1)
     except RuntimeError:
         return "$XDG_STATE_HOME/hotseam/web-token"
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port number from 0 to 65535, got {text!r}")
-    return value
