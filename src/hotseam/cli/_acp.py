@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from .._core import get_logger
-from ._agent import AgentLoadError
+from ._agent import AgentLoadError, ask_tool
 from ._config import ConfigError
 from ._options import ReloadOptions, add_common_options, resolve_common
 from ._stdio_cmd import (
@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
                 agent,
                 paths,
                 protocol_out,
-                _ask_tool(),
+                ask_tool(),
                 common.reload,
                 args.max_line_bytes,
                 args.session_idle_timeout,
@@ -201,19 +201,6 @@ async def _main(
         return 1
     _log.info("acp.stopped")
     return 0
-
-
-def _ask_tool() -> Tool[Any]:
-    """The ask tool, made and described now: what its first call and description import
-    (pydantic's input models, kept lazy elsewhere) is imported before serving. Importing
-    opens files: out of descriptors (an agent or a provider took them all), the agent's
-    first question would fail there (``OSError: Too many open files``), as ``dev`` and
-    ``run`` would (they do the same before serving)."""
-    from ..interaction import ask_user_question_tool
-
-    tool = ask_user_question_tool()
-    tool.input_schema  # noqa: B018 - made (and described) for what it imports
-    return tool
 
 
 def _reloader(

@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from .._core import Context, HarnessError
+from .._core import Context, HarnessError, Tool
 
 __all__ = [
     "AgentFunction",
@@ -35,6 +35,7 @@ __all__ = [
     "AgentLoadError",
     "ImportAttempt",
     "agent_file",
+    "ask_tool",
     "load_agent",
     "load_agent_within",
     "shown_location",
@@ -48,6 +49,18 @@ class AgentLoadError(HarnessError):
     """``--agent`` names something that cannot be loaded or called."""
 
     default_code = "INVALID_AGENT"
+
+
+def ask_tool() -> Tool[Any]:
+    """The ask tool, made and described now: what its first call and description import
+    (pydantic's input models, kept lazy elsewhere) is imported before serving. Importing
+    opens files: out of descriptors (an agent or a provider took them all, a flood of
+    connections), the agent's first question would fail there (``Too many open files``)."""
+    from ..interaction import ask_user_question_tool
+
+    tool = ask_user_question_tool()
+    tool.input_schema  # noqa: B018 - made (and described) for what it imports
+    return tool
 
 
 def agent_key(spec: str | None, name: str | None) -> str:

@@ -26,6 +26,7 @@ __all__ = [
     "flag_or_config",
     "load_config",
     "parse_size",
+    "project_config",
 ]
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -104,6 +105,17 @@ def find_config(start: Path | None = None) -> Path | None:
             if re.search(r"^\s*\[\s*tool\.hotseam\s*[\].]", text, re.MULTILINE):
                 return path
     return None
+
+
+def project_config() -> Config | None:
+    """The working directory's ``[tool.hotseam]`` (:func:`find_config`), checked; ``None``
+    without one.
+
+    Raises:
+        ConfigError: as :func:`load_config`.
+    """
+    found = find_config()
+    return load_config(found) if found is not None else None
 
 
 def load_config(path: Path) -> Config:

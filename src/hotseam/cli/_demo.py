@@ -12,18 +12,86 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from .._core import Context, Scope
+from .._core import Agent, Context, Scope
 from ..interaction import USER_INTERACTION, ErrorCode, ask_user_question_tool
-from ..providers.terminal import TerminalProvider
-from ._demo_agent import demo_agent
 from ._logging import configure_logging
 from ._options import seconds
 
-__all__ = ["add_arguments", "run"]
+if TYPE_CHECKING:
+    from ..providers.terminal import TerminalProvider
+
+__all__ = ["DEMO_AGENT", "DEMO_QUESTIONS", "add_arguments", "demo_agent", "run"]
+
+# The built-in demo agent, the default of ``hotseam demo`` and ``hotseam dev`` (which imports
+# it from here, not the terminal provider): its four questions cover the seam's shapes,
+# options with descriptions and a recommended one, another with a recommended default, a
+# free-form question, and one that accepts no custom answer.
+DEMO_AGENT = Agent("demo", "Demo agent")
+
+DEMO_QUESTIONS: list[dict[str, Any]] = [
+    {
+        "header": "Storage",
+        "question": "Which database should the new service use?",
+        "options": [
+            {
+                "label": "Postgres",
+                "value": "postgres",
+                "description": "Server database; the safe default for a team",
+                "recommended": True,
+            },
+            {"label": "SQLite", "value": "sqlite", "description": "One file, zero setup"},
+            {"label": "DuckDB", "value": "duckdb", "description": "Columnar, for analytics"},
+        ],
+    },
+    {
+        "header": "Errors",
+        "question": "How should the service report errors?",
+        "options": [
+            {
+                "label": "Exceptions",
+                "description": "Raise and let callers handle them",
+                "recommended": True,
+            },
+            {"label": "Result values", "description": "Return ok/error objects"},
+        ],
+    },
+    {
+        "header": "Theme",
+        "question": "What colour should the dashboard theme be?",
+    },
+    {
+        "header": "Deploy",
+        "question": "Deploy the service now?",
+        "options": [
+            {"label": "Yes", "description": "Ship it to staging"},
+            {"label": "No", "description": "Keep it local for now"},
+        ],
+        "allow_custom": False,
+    },
+]
+
+
+async def demo_agent(context: Context, *, out: Callable[[str], None] = print) -> list[Any]:
+    """Ask the demo questions one after another and report each answer through ``out``.
+
+    A question that ends without an answer (dismissed, declined, no provider) is reported
+    with its error code, and the agent goes on to the next one.
+    """
+    results: list[Any] = []
+    for spec in DEMO_QUESTIONS:
+        result = await context.tools.execute("ask_user_question", spec, agent=DEMO_AGENT)
+        results.append(result.output if result.ok else result.error)
+        if result.ok:
+            out(f"{spec['header']}: {result.output['answer']}")
+        else:
+            assert result.error is not None
+            out(f"{spec['header']}: no answer ({result.error['code']}: {result.error['message']})")
+    return results
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -59,6 +127,8 @@ def run(args: argparse.Namespace) -> int:
     """Ask the demo questions; exit 0 when each was answered or dismissed by the human
     (Ctrl-C or Ctrl-D at a prompt is a choice, not a failure), 1 otherwise (the input
     ended, a question failed)."""
+    from ..providers.terminal import TerminalProvider
+
     configure_logging("console", level=args.log_level)
     provider = TerminalProvider(mode=args.mode, timeout=args.timeout)
     try:

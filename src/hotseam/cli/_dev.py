@@ -49,15 +49,15 @@ import anyio
 import structlog
 
 from .._core import CloseReason, Context, DisposalError, HarnessError, Scope, Tool
-from ..interaction import USER_INTERACTION, ask_user_question_tool
+from ..interaction import USER_INTERACTION
 from ..interaction.journal import JOURNALING, JournalDaemon, JournalError, JournalErrorCode
 from ..providers.scripted import ScriptedProvider
 from ..reload import Reloader, ReloaderClosedError
-from ._agent import AgentFunction, agent_key, load_agent_within
+from ._agent import AgentFunction, agent_key, ask_tool, load_agent_within
 from ._agent_loop import AgentLoop, describe_error, shown_path
 from ._config import ConfigError
 from ._control import Claim, claim, parse_request, serving
-from ._demo_agent import demo_agent
+from ._demo import demo_agent
 from ._extras import check_journal
 from ._hints import Hints
 from ._logging import LogStyle, add_processors, cli_log, configure_logging, summary_lines
@@ -130,22 +130,10 @@ class _Session:
     agent: AgentFunction
     answers: ScriptedProvider | None
     ask_tool: Tool[Any]
-    """The ask tool the session registers (made first: its models are imported before
-    serving)."""
     settings: Settings
     control: Claim
     web: WebOptions | None = None
     agent_key: str = "demo"
-
-
-def _import_serving_path(session: _Session) -> None:
-    """Import now what serving imports at first use, kept lazy elsewhere (``import
-    hotseam``, ``hotseam status``): the ask tool's input models (pydantic) and what
-    describing them imports, and the control socket's request model. Importing opens
-    files: a daemon out of descriptors (a provider took them all, a flood of connections)
-    could not import them then, and its agent's first ask would fail there."""
-    session.ask_tool.input_schema  # noqa: B018 - made (and described) for what it imports
-    parse_request(b'{"op": "status"}')
 
 
 def run_session(args: argparse.Namespace, *, style: LogStyle, verbose: bool = True) -> int:
@@ -167,7 +155,7 @@ def run_session(args: argparse.Namespace, *, style: LogStyle, verbose: bool = Tr
         ),
     )
     log = cli_log()
-    _import_serving_path(session)
+    parse_request(b'{"op": "status"}')  # as ask_tool() does: imported before serving
     signals = StopSignals(command, report=functools.partial(_report_signal, log))
     signals.install()
     try:
@@ -220,7 +208,7 @@ def _prepare(args: argparse.Namespace, command: str, style: LogStyle) -> _Sessio
         reloader,
         agent,
         answers,
-        ask_user_question_tool(),
+        ask_tool(),
         settings,
         control,
         web=web,

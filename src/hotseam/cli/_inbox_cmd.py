@@ -165,16 +165,13 @@ def _prepare(args: argparse.Namespace) -> _Options:
     """Everything that can be wrong with the input, found before anything starts."""
     from ..interaction.journal import DEFAULT_LIVENESS_TIMEOUT
     from ..providers import DEFAULT_FLEET_PORT
-    from ._config import find_config, load_config
+    from ._config import project_config
     from ._extras import check_journal
-    from ._options import journal_from_config
+    from ._options import journal_url
     from ._web import web_options
 
-    found = find_config()
-    config = load_config(found) if found is not None else None
-    journal = args.journal
-    if journal is None and config is not None and config.get("journal") is not None:
-        journal = journal_from_config(config.root, config.get("journal"))
+    config = project_config()
+    journal = journal_url(args.journal, config)
     if journal is not None:
         check_journal(journal)  # JOURNAL_INVALID_URL, naming the URL; its extra
     web = web_options(args, implied=True, default_port=DEFAULT_FLEET_PORT)

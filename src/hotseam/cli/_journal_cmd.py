@@ -63,7 +63,7 @@ from ..interaction.journal import (
     open_journal,
     parse_journal_url,
 )
-from ._config import find_config, load_config
+from ._config import project_config
 from ._extras import check_journal
 from ._journal_view import (
     ago,
@@ -84,7 +84,7 @@ from ._journal_view import (
     state_text,
 )
 from ._logging import configure_logging
-from ._options import journal_from_config
+from ._options import journal_url
 
 __all__ = ["add_arguments", "parse_duration", "run"]
 
@@ -192,10 +192,7 @@ def _journal_url(given: str | None) -> str | None:
     """--journal, else ``journal`` in [tool.hotseam], else ``None`` (the embedded default),
     as ``hotseam run`` chooses it."""
     if given is None:
-        found = find_config()
-        config = load_config(found) if found is not None else None
-        if config is not None and config.get("journal") is not None:
-            given = journal_from_config(config.root, config.get("journal"))
+        given = journal_url(None, project_config())
     if given is not None and parse_journal_url(given).engine == "memory":  # or INVALID_URL
         raise ValueError(
             "the in-memory journal (memory:) lives inside one process: another cannot see it"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._config import LOG_FORMATS, LOG_LEVELS, Config, find_config, load_config, parse_size
+from ._config import LOG_FORMATS, LOG_LEVELS, Config, parse_size, project_config
 
 if TYPE_CHECKING:
     from .._core import Context
@@ -29,6 +29,7 @@ __all__ = [
     "add_log_options",
     "add_reload_options",
     "add_session_options",
+    "journal_url",
     "port",
     "resolve",
     "resolve_common",
@@ -281,8 +282,7 @@ def resolve(args: argparse.Namespace, *, log_format: str, provider_wait: float) 
 
     Raises:
         ConfigError: the configuration file is wrong."""
-    found = find_config()
-    config = load_config(found) if found is not None else None
+    config = project_config()
 
     def pick(attribute: str, default: Any = None) -> Any:
         given = getattr(args, attribute, None)
@@ -303,9 +303,7 @@ def resolve(args: argparse.Namespace, *, log_format: str, provider_wait: float) 
     answers = getattr(args, "answers", None)
     if answers is None and config is not None and config.get("answers"):
         answers = config.path_of(config.get("answers"))
-    journal = getattr(args, "journal", None)
-    if journal is None and config is not None and config.get("journal") is not None:
-        journal = journal_from_config(config.root, config.get("journal"))
+    journal = journal_url(getattr(args, "journal", None), config)
     return Settings(
         paths=paths,
         agent=agent,
@@ -326,6 +324,17 @@ def resolve(args: argparse.Namespace, *, log_format: str, provider_wait: float) 
         journaled=not getattr(args, "no_journal", None),
         fresh=bool(getattr(args, "fresh", None)),
     )
+
+
+def journal_url(given: str | None, config: Config | None) -> str | None:
+    """``--journal``, else ``journal`` of ``config``, else ``None`` (the embedded default).
+
+    Raises:
+        JournalError: ``JOURNAL_INVALID_URL``, naming the URL in the file.
+    """
+    if given is None and config is not None and config.get("journal") is not None:
+        return journal_from_config(config.root, config.get("journal"))
+    return given
 
 
 def journal_from_config(root: Path, url: str) -> str:

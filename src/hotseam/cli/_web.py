@@ -18,7 +18,7 @@ from .._core import Scope
 from .._extras import missing
 from ..interaction import USER_INTERACTION
 from ..providers import is_loopback, load_token, stored_token_path
-from ._config import find_config, flag_or_config, load_config
+from ._config import flag_or_config, project_config
 from ._extras import needs
 from ._options import port
 
@@ -97,8 +97,7 @@ def web_options(
         ValueError: a ``--web-*`` flag without the inbox, the inbox with ``--answers``, a
             bad host, or a token that cannot be read.
         ConfigError: the configuration file is wrong."""
-    found = find_config()
-    config = load_config(found) if found is not None else None
+    config = project_config()
 
     def pick(attribute: str) -> tuple[Any, str]:
         return flag_or_config(args, config, attribute)
