@@ -439,20 +439,14 @@ def check_question_answer(
     if not isinstance(entry, QuestionAnswer):
         raise _invalid(f"{named}: the answer must be a QuestionAnswer, got {type(entry).__name__}")
     assert question.id is not None
-    fields: dict[str, object] = {
-        "options": entry.options,
-        "custom": entry.custom,
-        "skipped": entry.skipped,
-        "answer": entry.answer,
-    }
-    if fields["skipped"] is not None:
-        return _skipped(question, named, fields)
-    options = fields["options"]
+    if entry.skipped is not None:
+        return _skipped(question, named, entry)
+    options: object = entry.options
     if not isinstance(options, tuple):
         raise _invalid(f"{named}: options {wrong_type('a tuple of options', options)}")
-    custom = fields["custom"]
-    if not options and custom is None and fields["answer"]:  # text, as a one-question UI gives
-        return _check_count(question, named, _from_text(question, fields["answer"], named))
+    custom: object = entry.custom
+    if not options and custom is None and entry.answer:  # text, as a one-question UI gives
+        return _check_count(question, named, _from_text(question, entry.answer, named))
     chosen: set[int] = set()
     for position, option in enumerate(options):
         index_of = (
@@ -477,9 +471,9 @@ def check_question_answer(
     return _check_count(question, named, normalized)
 
 
-def _skipped(question: Question, named: str, fields: dict[str, object]) -> QuestionAnswer:
+def _skipped(question: Question, named: str, entry: QuestionAnswer) -> QuestionAnswer:
     assert question.id is not None
-    reason = fields["skipped"]
+    reason: object = entry.skipped
     if reason not in SKIP_REASONS:
         raise UserInteractionError(
             f"{named}: skipped must be one of {', '.join(map(repr, SKIP_REASONS))} or None",
@@ -489,7 +483,7 @@ def _skipped(question: Question, named: str, fields: dict[str, object]) -> Quest
         raise _invalid(
             f"{named}: was skipped, but the question does not allow skipping (allow_skip)"
         )
-    if fields["options"] or fields["custom"] is not None or fields["answer"] is not None:
+    if entry.options or entry.custom is not None or entry.answer is not None:
         raise _invalid(
             f"{named}: is skipped and answered at once (a skipped question has no answer, "
             "options or custom text)"

@@ -271,13 +271,11 @@ async def _settle_here(
 async def _record_end(journal: Journal, ask_id: str, by: str, *, withdrawn: bool) -> AskRecord:
     """Record that the deadline or the signal ended the ask (an answer recorded meanwhile
     stands: the returned record says which came first)."""
+    state, code = (
+        (AskState.WITHDRAWN, None) if withdrawn else (AskState.FAILED, ErrorCode.ASK_TIMEOUT)
+    )
     with anyio.CancelScope(shield=True):
-        if withdrawn:
-            settlement = await journal.settle_ask(ask_id, AskState.WITHDRAWN, by=by)
-        else:
-            settlement = await journal.settle_ask(
-                ask_id, AskState.FAILED, code=ErrorCode.ASK_TIMEOUT, by=by
-            )
+        settlement = await journal.settle_ask(ask_id, state, code=code, by=by)
     return settlement.ask
 
 
