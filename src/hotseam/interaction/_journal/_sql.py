@@ -1,17 +1,10 @@
-"""The SQL both engines speak: their dialects, one transaction's handle, and the lookups
-several operations make.
+"""The SQL both engines speak: their dialects, one transaction's handle, shared lookups.
 
-The operations themselves are written once, in :class:`~._store.Journal`'s methods; an
-engine differs only in a :class:`Dialect` (the clock, row locks, parameter marks, how a
-change is announced) and in how it runs a transaction (its :class:`Db`). So the first
-answer wins by the same statement on both::
-
-    UPDATE hotseam_asks SET state = 'answered', ... WHERE id = ? AND state = 'pending'
-      AND EXISTS (SELECT 1 FROM hotseam_runs WHERE ... state = 'running' FOR SHARE)
-    RETURNING ...
-
-Everything here runs inside one transaction, in a worker thread, and raises a
-:class:`JournalError` (which rolls the transaction back) for what a caller must be told.
+An engine differs only in a :class:`Dialect` (the clock, row locks, parameter marks, how a
+change is announced) and in how it runs a transaction (its :class:`Db`), so the first
+answer wins by the same ``UPDATE ... WHERE state = 'pending' ... RETURNING`` on both.
+Everything here runs inside one transaction and raises a :class:`JournalError` (which
+rolls it back) for what a caller must be told.
 """
 
 from __future__ import annotations

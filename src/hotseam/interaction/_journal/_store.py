@@ -1,12 +1,9 @@
-"""The journal's one async interface: :class:`Journal`, every operation written once.
+"""The journal's one async interface, :class:`Journal`: every operation written once.
 
-Each public method checks its arguments, then runs its statements (the SQL both engines
-speak, :mod:`._sql`) in one transaction of its engine: ``_write`` or ``_read``, which is
-all an engine implements, with its start, stop and wake-ups. There is no in-memory engine
-beside them: ``memory:`` is SQLite in this process's memory (the default when nothing is
-configured is a SQLite *file*, so nothing public needs a third engine), run on the event
-loop, as fast as the dictionaries it replaced and held to the same contract by being the
-same code. An open journal belongs to the event loop that opened it (``open_journal``).
+Each public method checks its arguments, then runs its statements (:mod:`._sql`) in one
+transaction of its engine, ``_write`` or ``_read``: with its start, stop and wake-ups, all
+an engine implements (``memory:`` is SQLite, see :mod:`._sqlite`). An open journal belongs
+to the event loop that opened it (``open_journal``).
 """
 
 from __future__ import annotations
