@@ -28,8 +28,8 @@ from hotseam.interaction import (
     AskUserQuestionRequest,
     UserInteractionError,
 )
+from hotseam.providers._terminal._protocol import visible
 from hotseam.providers._terminal._reader import LINE_LIMIT
-from hotseam.providers._terminal._visible import visible
 from hotseam.providers.terminal import TerminalProvider
 
 from .conftest import FREE, Pipe, Screen, until

@@ -12,7 +12,7 @@ from hotseam.interaction import (
 )
 from hotseam.providers._terminal._protocol import Reprompt, answer_line, hint, resolve_reply
 from hotseam.providers._terminal._render import plain, question_block, waiting_line
-from hotseam.providers._terminal._wrap import wrap_fragments
+from hotseam.providers._terminal._tty import wrap_fragments
 
 from .conftest import DB, FREE, STRICT
 

@@ -13,22 +13,23 @@ from typing import TextIO
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
 from ...interaction import AskUserQuestionAnswer, AskUserQuestionRequest, QuestionAnswer
-from ._outcome import DismissedError, time_left
 from ._protocol import (
     BACK_COMMAND,
     SKIP_COMMAND,
     Back,
+    DismissedError,
     Reprompt,
     hint,
     pick_hint,
     resolve_reply,
     resolve_step,
+    time_left,
+    visible,
 )
 from ._queue import AskQueue
 from ._reader import LINE_LIMIT, LineReader, TooLong, too_long_reason
 from ._render import plain, question_block, step_block, waiting_line
 from ._stepper import Stepper
-from ._visible import visible
 
 __all__ = ["LinesSurface"]
 

@@ -12,7 +12,9 @@ A reply is resolved in this order (surrounding blanks are ignored):
 4. anything else → the human's own answer when the question accepts one, else ask again.
 
 The reasons are one line each, so both the plain-line path and the prompt's validation line
-can show them as they are.
+can show them as they are; so are the markers of a question that ended unanswered
+(withdrawn, dismissed, timed out). :func:`visible` shows what the model wrote, never obeys
+it.
 
 A question of a stepper (an ask of several questions, or one that is multi-select or may be
 skipped) is resolved by :func:`resolve_step`: ``/back`` and ``/skip`` are commands there,
@@ -23,6 +25,8 @@ selection).
 
 from __future__ import annotations
 
+import math
+import time
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -34,21 +38,90 @@ from ...interaction import (
     QuestionAnswer,
 )
 from .._kit import named_choices
-from ._visible import visible
 
 __all__ = [
     "BACK",
     "BACK_COMMAND",
-    "SKIP_COMMAND",
     "Back",
+    "DismissedError",
     "Reprompt",
+    "SKIP_COMMAND",
+    "WITHDRAWN",
     "answer_line",
     "entry_line",
     "hint",
     "pick_hint",
     "resolve_reply",
     "resolve_step",
+    "time_left",
+    "timeout_marker",
+    "visible",
 ]
+
+WITHDRAWN = "(question withdrawn)"
+"""The marker left when the asking side withdrew the question (its task was cancelled)."""
+
+
+class DismissedError(Exception):
+    """The human dismissed the question (a key, or the end of the input).
+
+    ``marker`` is the one line left in the scrollback; ``message`` is what the model reads.
+    """
+
+    def __init__(self, marker: str, message: str) -> None:
+        super().__init__(message)
+        self.marker = marker
+        self.message = message
+
+
+def timeout_marker(seconds: float) -> str:
+    """The marker left when the optional time limit passed."""
+    return f"(no answer within {seconds:g} s; nothing was chosen)"
+
+
+def time_left(deadline: float) -> int:
+    """Whole seconds until ``deadline`` (``time.monotonic()`` seconds), rounded up, >= 0."""
+    return max(0, math.ceil(deadline - time.monotonic()))
+
+
+_BIDI = (0x061C, 0x200E, 0x200F, *range(0x202A, 0x202F), *range(0x2066, 0x206A))
+
+_SHOWN: dict[int, str] = {
+    **{code: "^" + chr(code + 64) for code in range(0x20)},
+    0x7F: "^?",
+    **{code: f"<{code:02x}>" for code in range(0x80, 0xA0)},
+    **{code: f"<U+{code:04X}>" for code in _BIDI},
+    ord("\t"): " ",
+}
+_ONE_LINE = {**_SHOWN, ord("\n"): " "}
+_LINES = {**_SHOWN, ord("\n"): "\n"}
+
+
+def visible(text: str, *, lines: bool = False) -> str:
+    """``text`` with every character a terminal would obey shown instead: what the model
+    wrote is shown, never run.
+
+    A question, its header, its options and their descriptions come from a model, and a
+    terminal acts on what it prints: ``ESC [2J`` clears the screen, ``ESC ]52;c;...BEL``
+    writes the clipboard, ``\\r`` and ``\\b`` overwrite what was shown, and a bidi override
+    makes text read in another order than it is (the "Trojan Source" trick). So, the same on
+    the prompt and in plain-line mode and in prompt_toolkit's notation for its input line:
+
+    * C0 controls and DEL in caret notation: ``ESC`` → ``^[``, ``BEL`` → ``^G``, ``\\r`` →
+      ``^M``, ``\\b`` → ``^H``;
+    * C1 controls (``\\x9b`` is a one-byte CSI) as ``<9b>``;
+    * bidi embeddings, overrides, isolates and marks as ``<U+202E>``;
+    * a tab is a space (its width would depend on the column, and wrapping counts cells);
+    * a line break (``\\n`` or ``\\r\\n``) stays one with ``lines`` (where the layout has
+      room for it: the question, a description); otherwise it is a space.
+
+    The result is unchanged by a second pass.
+    """
+    if text.isprintable():  # the usual case: nothing to do
+        return text
+    text = text.replace("\r\n", "\n")
+    return text.translate(_LINES if lines else _ONE_LINE)
+
 
 Asked: TypeAlias = AskUserQuestionRequest | Question
 """A one-question request or one question of a request: both have the fields read here."""

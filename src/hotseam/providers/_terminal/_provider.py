@@ -25,8 +25,7 @@ from ...interaction import (
 )
 from ._draft import Draft
 from ._lines import LinesSurface
-from ._outcome import WITHDRAWN, DismissedError, timeout_marker
-from ._protocol import Back, answer_line, entry_line
+from ._protocol import WITHDRAWN, Back, DismissedError, answer_line, entry_line, timeout_marker
 from ._queue import AskQueue
 from ._reader import LineReader, isatty
 from ._render import outcome

@@ -14,8 +14,7 @@ from prompt_toolkit.styles import Style
 
 from ..._core import Agent
 from ...interaction import AskUserQuestionRequest, Question
-from ._protocol import hint
-from ._visible import visible
+from ._protocol import hint, visible
 
 __all__ = ["STYLE", "outcome", "plain", "question_block", "shown", "step_block", "waiting_line"]
 

@@ -2,10 +2,12 @@
 
 The question block is the prompt's message, so it is drawn, redrawn (when log lines print
 above it, or the number of waiting questions changes) and left in the scrollback together
-with the reply line (wrapped to the terminal's width by ``_wrap``, as prompt_toolkit does
-not wrap a prompt message). The reply is resolved by the same protocol as line mode; a reply that
-is not an answer is followed by its reason and a new prompt, so every attempt stays readable
-(a validator would show the reason at the bottom of the screen, far from the reply).
+with the reply line. prompt_toolkit does not wrap a prompt message, so the block is wrapped
+here at each draw (a resized terminal gets a new wrapping), at spaces where possible, a
+continuation line keeping its line's indentation (descriptions stay under their labels).
+The reply is resolved by the same protocol as line mode; a reply that is not an answer is
+followed by its reason and a new prompt, so every attempt stays readable (a validator would
+show the reason at the bottom of the screen, far from the reply).
 
 A stepper's question (``step``) keeps its prompt open instead: a reply that is not an answer
 shows its reason above the line, so ticks and typed text stay as they are; its keys (Space,
@@ -33,11 +35,13 @@ from prompt_toolkit.completion import WordCompleter
 from prompt_toolkit.document import Document
 from prompt_toolkit.filters import Condition, has_completions
 from prompt_toolkit.formatted_text import FormattedText, StyleAndTextTuples
+from prompt_toolkit.formatted_text.utils import split_lines
 from prompt_toolkit.input import Input
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.output import Output
 from prompt_toolkit.patch_stdout import StdoutProxy
 from prompt_toolkit.shortcuts import print_formatted_text
+from prompt_toolkit.utils import get_cwidth
 
 from ...interaction import (
     AskUserQuestionAnswer,
@@ -47,25 +51,25 @@ from ...interaction import (
     QuestionAnswer,
 )
 from ._draft import Draft
-from ._outcome import DismissedError, time_left
 from ._protocol import (
     BACK_COMMAND,
     SKIP_COMMAND,
     Back,
+    DismissedError,
     Reprompt,
     hint,
     pick_hint,
     resolve_reply,
     resolve_step,
+    time_left,
+    visible,
 )
 from ._queue import AskQueue
 from ._reader import LINE_LIMIT, too_long_reason
 from ._render import STYLE, question_block, shown, step_block, waiting_line
 from ._stepper import Stepper
-from ._visible import visible
-from ._wrap import wrap_fragments
 
-__all__ = ["TtySurface"]
+__all__ = ["TtySurface", "wrap_fragments"]
 
 # How long the stdout proxy gathers writes before redrawing the prompt. prompt_toolkit's
 # default (0.2 s) would also be how long closing the proxy can block the event loop.
@@ -449,3 +453,61 @@ def _patched_stdio() -> Iterator[None]:
         if sys.stderr is patched:
             sys.stderr = stderr
         proxy.close()
+
+
+# -- the question block, wrapped to the terminal's width --
+
+_Cell = tuple[str, str]  # (style, one character)
+
+
+def wrap_fragments(fragments: StyleAndTextTuples, width: int) -> StyleAndTextTuples:
+    """Return ``fragments`` with every line at most ``width`` columns wide."""
+    if width < 2:
+        return fragments
+    wrapped: StyleAndTextTuples = []
+    for number, line in enumerate(split_lines(fragments)):
+        if number:
+            wrapped.append(("", "\n"))
+        wrapped.extend(_wrap_line(line, width))
+    return wrapped
+
+
+def _wrap_line(line: StyleAndTextTuples, width: int) -> StyleAndTextTuples:
+    cells: list[_Cell] = [(style, char) for style, text, *_ in line for char in text]
+    text = "".join(char for _, char in cells)
+    if get_cwidth(text) <= width:
+        return line
+    indent = len(text) - len(text.lstrip(" "))
+    if indent * 2 > width:
+        indent = 0
+    rows: list[list[_Cell]] = []
+    row: list[_Cell] = []
+    for cell in cells:
+        if cell[1] == " " and rows and len(row) == indent:
+            continue  # a continuation line starts with a word
+        if _width(row) + get_cwidth(cell[1]) > width and len(row) > indent:
+            rest: list[_Cell] = []
+            spaces = [i for i in range(indent + 1, len(row)) if row[i][1] == " "]
+            if cell[1] != " " and spaces:  # break at the last space; else cut the word
+                rest = row[spaces[-1] + 1 :]
+                row = row[: spaces[-1]]
+            rows.append(row)
+            row = [("", " ")] * indent + rest
+            if cell[1] == " ":
+                continue
+        row.append(cell)
+    rows.append(row)
+    result: StyleAndTextTuples = []
+    for number, cells_of_row in enumerate(rows):
+        if number:
+            result.append(("", "\n"))
+        for style, char in cells_of_row:
+            if result and result[-1][0] == style and result[-1][1] != "\n":
+                result[-1] = (style, result[-1][1] + char)
+            else:
+                result.append((style, char))
+    return result
+
+
+def _width(row: list[_Cell]) -> int:
+    return sum(get_cwidth(char) for _, char in row)
