@@ -138,21 +138,13 @@ class Tool(Generic[InputT]):
 
     def definition(self, format: ToolFormat = "anthropic") -> dict[str, Any]:
         """Return this tool's definition in an LLM API's format."""
-        schema = self.input_schema
-        if format == "anthropic":
-            return {"name": self.name, "description": self.description, "input_schema": schema}
-        if format == "openai":
-            return {
-                "type": "function",
-                "function": {
-                    "name": self.name,
-                    "description": self.description,
-                    "parameters": schema,
-                },
-            }
-        if format == "mcp":
-            return {"name": self.name, "description": self.description, "inputSchema": schema}
-        raise ValueError(f"unknown tool definition format {format!r}; use one of {_FORMATS}")
+        key = {"anthropic": "input_schema", "openai": "parameters", "mcp": "inputSchema"}.get(
+            format
+        )
+        if key is None:
+            raise ValueError(f"unknown tool definition format {format!r}; use one of {_FORMATS}")
+        named = {"name": self.name, "description": self.description, key: self.input_schema}
+        return {"type": "function", "function": named} if format == "openai" else named
 
 
 def _check_model(name: str, model: object) -> None:
@@ -302,13 +294,18 @@ class ToolRegistry:
 
     def get(self, name: str) -> Tool[Any] | None:
         """Return the visible tool called ``name``, or ``None``."""
-        context: ToolContext | None = self.context
-        while context is not None:
+        for context in self._chain():
             registration = context.tools._own.get(name)
             if registration is not None:
                 return registration.tool
-            context = context.parent
         return None
+
+    def _chain(self) -> Iterator[ToolContext]:
+        """This context, then its parents: whose tools are visible here, nearest first."""
+        context: ToolContext | None = self.context
+        while context is not None:
+            yield context
+            context = context.parent
 
     async def _wait_for_swap(self, name: str) -> Tool[Any] | None:
         """Wait (bounded) for a swap that may bring the tool ``name`` back; return it."""
@@ -325,13 +322,11 @@ class ToolRegistry:
 
     def __iter__(self) -> Iterator[Tool[Any]]:
         seen: set[str] = set()
-        context: ToolContext | None = self.context
-        while context is not None:
+        for context in self._chain():
             for name, registration in context.tools._own.items():
                 if name not in seen:
                     seen.add(name)
                     yield registration.tool
-            context = context.parent
 
     def names(self) -> list[str]:
         """The names of the visible tools, sorted."""
@@ -387,24 +382,13 @@ class ToolRegistry:
 
         try:
             parsed = _parse_input(found, input)
-        except ValidationError as invalid:
-            return _failure(
-                call,
-                ToolError(
-                    f"invalid input for tool {name!r}: {format_validation_error(invalid)}",
-                    "INVALID_INPUT",
-                    details={"errors": _error_list(invalid)},
-                ),
-            )
-        except _InputShapeError as wrong:
-            return _failure(
-                call,
-                ToolError(
-                    f"invalid input for tool {name!r}: {wrong}",
-                    "INVALID_INPUT",
-                    details={"errors": [{"field": "input", "message": str(wrong)}]},
-                ),
-            )
+        except (ValidationError, _InputShapeError) as invalid:
+            if isinstance(invalid, ValidationError):
+                problem, errors = format_validation_error(invalid), _error_list(invalid)
+            else:
+                problem, errors = str(invalid), [{"field": "input", "message": str(invalid)}]
+            message = f"invalid input for tool {name!r}: {problem}"
+            return _failure(call, ToolError(message, "INVALID_INPUT", details={"errors": errors}))
         except Exception as failure:  # a bug in the input model's own validators
             return _crashed(call, failure)
         started = time.perf_counter()
