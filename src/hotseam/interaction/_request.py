@@ -258,6 +258,9 @@ _CAMEL = {
 }
 """The flags of a question's dict form, in order, with their camelCase names."""
 
+_SEED = ("question", "header", "options", "allow_custom")
+"""The fields of a one-question request, as the seed has them."""
+
 _UNSET: Any = type("_Unset", (), {"__repr__": lambda self: "<unset>", "__slots__": ()})()
 """A seed field not given (``None`` is a value: no header, no options)."""
 
@@ -305,16 +308,8 @@ class AskUserQuestionRequest:
                 ),
             )
         elif isinstance(items, tuple) and isinstance(items[0], Question):
-            given: dict[str, Any] = {
-                name: value
-                for name, value in (
-                    ("question", question),
-                    ("header", header),
-                    ("options", options),
-                    ("allow_custom", allow_custom),
-                )
-                if value is not _UNSET
-            }
+            values: tuple[Any, ...] = (question, header, options, allow_custom)
+            given = {n: v for n, v in zip(_SEED, values, strict=True) if v is not _UNSET}
             if given:
                 items = (replace(items[0], **given), *items[1:])
             if len(items) == 1 and items[0].id is None:
