@@ -1,7 +1,7 @@
 """McpServer: the tools of a hotseam context behind the Model Context Protocol.
 
 Built on the SDK's low-level ``Server`` (no JSON-RPC of hotseam's own). ``tools/list``
-lists the context's tools sorted by name (:mod:`._tools`); ``tools/call`` runs the tool
+lists the context's tools sorted by name; ``tools/call`` runs the tool
 through ``ctx.tools.execute`` — the seam's path, so a call that arrives while a reload
 swaps the tool's module waits for the swap and runs the new code, never "unknown tool" —
 with the context current (``ask()`` finds the context's provider) and the call at hand
@@ -16,11 +16,17 @@ On the older revisions a call runs in its request's task: cancelling the request
 ``tools.listChanged`` is advertised), on 2026-07-28 a ``ToolsListChanged`` event to the
 ``subscriptions/listen`` streams. Only a change clients can see (a name, a description, an
 input schema) is announced; an edited tool body just serves the next call.
+
+A tool's failure keeps the seam's ``{name, code, message}`` as ``structuredContent`` of an
+``isError`` result, so a model reads what went wrong as it would from ``ctx.tools.execute``;
+only a tool that does not exist (after waiting for a swap that might bring it back) is a
+protocol error, ``-32602``, as the specification asks.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -37,11 +43,10 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ..._core import Context, get_logger, use_context
+from ..._core import Context, Tool, ToolRegistry, ToolResult, get_logger, use_context
 from ._call import McpCall, in_call
 from ._input import DEFAULT_INPUT_TTL, Continuation, Continuations
 from ._tap import ResponseTap, current_tap
-from ._tools import TOOL_NOT_FOUND, Definitions, call_result
 
 __all__ = ["McpServer"]
 
@@ -51,6 +56,78 @@ _MAX_PEERS = 1024
 _TOOL_CHANGES = frozenset({"committed", "unloaded"})
 _ANNOUNCE_WAIT = 2.0
 """Seconds one connection may take to take ``list_changed`` (a peer that stops reading)."""
+
+
+# -- the tools as MCP sees them (pure functions of a registry and a result) --
+
+TOOL_NOT_FOUND = "TOOL_NOT_FOUND"
+
+
+class Definitions:
+    """The MCP definitions of a registry's tools, each built once per :class:`Tool` object.
+
+    A definition's input schema is pydantic's ``model_json_schema``, milliseconds per tool:
+    rebuilt for every tool after every commit, a hundred tool modules would hold the event
+    loop (and the host's next call) for tens of milliseconds. A tool object never changes;
+    a reload makes a new one, so only the committed module's tools are built again.
+    """
+
+    def __init__(self, registry: ToolRegistry) -> None:
+        self.registry = registry
+        self._built: dict[int, tuple[Tool[Any], dict[str, Any]]] = {}
+
+    def current(self) -> list[dict[str, Any]]:
+        """The visible tools' definitions, sorted by name (a deterministic order, as
+        2026-07-28 asks)."""
+        tools = sorted(self.registry, key=lambda tool: tool.name)
+        built: dict[int, tuple[Tool[Any], dict[str, Any]]] = {}
+        for tool in tools:
+            known = self._built.get(id(tool))
+            if known is None or known[0] is not tool:
+                known = (tool, tool.definition("mcp"))
+            built[id(tool)] = known
+        self._built = built  # the tools gone are forgotten (their ids may be reused)
+        return [built[id(tool)][1] for tool in tools]
+
+    def listed(self) -> list[types.Tool]:
+        """The ``tools/list`` entries."""
+        return [
+            types.Tool(
+                name=definition["name"],
+                description=definition["description"] or None,
+                input_schema=definition["inputSchema"],
+            )
+            for definition in self.current()
+        ]
+
+    def signature(self) -> str:
+        """What a client sees of the tools (names, descriptions, input schemas), as one
+        string: a change of it is what ``tools/list_changed`` announces."""
+        return json.dumps(self.current(), sort_keys=True, default=str)
+
+
+def call_result(result: ToolResult) -> types.CallToolResult:
+    """The ``tools/call`` result of a tool's :class:`ToolResult`.
+
+    Success: the output as text (a string as is, anything else as JSON), and as
+    ``structuredContent`` when it is an object (the older revisions allow only objects
+    there). Failure: ``isError`` with the error's text and its ``{name, code, message}``.
+    """
+    if result.error is not None:
+        error = result.error
+        text = f"{error.get('name')} {error.get('code')}: {error.get('message', '')}"
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)],
+            structured_content=dict(error),
+            is_error=True,
+        )
+    output: Any = result.output
+    text = output if isinstance(output, str) else json.dumps(output, default=str)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=output if isinstance(output, dict) else None,
+        is_error=False,
+    )
 
 
 class _Server(Server[Any]):
