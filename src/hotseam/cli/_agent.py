@@ -35,7 +35,9 @@ __all__ = [
     "AgentLoadError",
     "ImportAttempt",
     "agent_file",
+    "alone",
     "ask_tool",
+    "describe_error",
     "load_agent",
     "load_agent_within",
     "shown_location",
@@ -173,7 +175,7 @@ def load_agent(
             raise  # a body nobody waits for, or (before any loop routes SIGINT) a Ctrl-C
         where = _where(error, file or _module_file(module_name))
         raise AgentLoadError(
-            f"--agent {spec!r}: importing {module_name} failed: {_describe(error)}{where}"
+            f"--agent {spec!r}: importing {module_name} failed: {describe_error(error)}{where}"
         ) from error
     try:
         function = getattr(module, attribute)
@@ -249,9 +251,19 @@ def shown_location(location: str) -> str:
     return f"{shown_path(Path(file))}:{line}" if sep and line.isdigit() else location
 
 
-def _describe(error: BaseException) -> str:
+def describe_error(error: BaseException) -> str:
+    """``Type: message`` (``Type`` alone without a message), looking through a group of one
+    (a task group's wrapping)."""
+    error = alone(error)
     text = str(error)
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def alone(error: BaseException) -> BaseException:
+    """The one exception of a group of one (a task group's wrapping), else ``error``."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
 
 
 def _where(error: BaseException, file: Path | None) -> str:

@@ -1,36 +1,21 @@
-"""Running the agent of ``hotseam dev`` and ``hotseam run``, and running it again.
+"""Running the agent of ``hotseam dev`` and ``hotseam run``, and running it again (what
+``hotseam dev --help`` says of a save of the agent's module, Enter and a double Ctrl-C).
 
-In ``hotseam dev`` on a terminal the agent's end does not end the session: the command
-says how it ended and keeps watching, and saving the agent's own module (or pressing Enter
-while the agent is not running) runs it again. Saving the module while the agent runs
-withdraws its open question first (the agent is cancelled), then runs the new code; a
-module that no longer loads is reported and the running agent is left alone. Elsewhere (a
-daemon, or input that is not a terminal: CI, piped answers) the agent's end ends the
-command, as before; a save of its module still runs it again while it runs.
-
-The module is looked at and executed off the event loop: its body runs in a worker thread
-bounded by ``--import-timeout`` (see :class:`~hotseam.cli._agent.AgentImporter`), so a slow
-body or a ``while True:`` leaves the control socket, the web inbox and the questions in
-flight serving.
+A save while the agent runs withdraws its open question first (the agent is cancelled); a
+module that no longer loads is reported and the running agent is left alone. The module is
+looked at and executed off the event loop (:class:`~hotseam.cli._agent.AgentImporter`), so
+a slow body or a ``while True:`` leaves the control socket, the web inbox and the questions
+in flight serving.
 
 Whatever the agent raises is the agent's failure, ``BaseException`` included
 (``SystemExit``, ``KeyboardInterrupt`` — SIGINT is routed to a signal receiver, so one
 raised by the agent is its own, not the user's Ctrl-C — ``GeneratorExit``, a
 ``CancelledError`` it raised itself); only the cancellation of the command's own scopes
-goes through. ``sys.exit()`` and ``sys.exit(0)`` are the agent's way to finish: the run
-counts as finished (exit 0 where the agent's end ends the command); any other exit status
-is a failure (exit 1, the status logged). On a terminal ``hotseam dev`` reports either and
-keeps watching.
+goes through. ``sys.exit()`` and ``sys.exit(0)`` finish the run (exit 0 where the agent's
+end ends the command); any other exit status is a failure (exit 1, the status logged).
 
-With a journal, each run of the agent is started (or resumed) in it. Several daemons
-started for one agent at once each find no live owner, and the journal lets one of them
-take the run: the others say who took it in one line on stderr and exit 2, as a daemon
-started after the winner does.
-
-Questions wait for a provider instead of failing while none is loaded (see
-``hotseam.interaction._pending``), and a question dismissed with Ctrl-C twice within
-:data:`DOUBLE_CTRL_C` seconds stops the command: an agent that asks again after each
-dismissal could otherwise only be stopped from another terminal.
+With a journal, each run of the agent is started (or resumed) in it; of several daemons
+started for one agent at once, the journal lets one take the run (:meth:`_start_run`).
 """
 
 from __future__ import annotations
@@ -52,8 +37,17 @@ from .._core import Context, use_context
 from ..interaction import AskEnded, ErrorCode, on_ask_ended, waiting_for_provider
 from ..interaction.journal import AgentRun, JournalDaemon, JournalError, JournalErrorCode
 from ..reload import is_fatal
-from ._agent import AgentFunction, AgentImporter, AgentLoadError, agent_file, shown_path
+from ._agent import (
+    AgentFunction,
+    AgentImporter,
+    AgentLoadError,
+    agent_file,
+    alone,
+    describe_error,
+    shown_path,
+)
 from ._snapshot import SessionFacts
+from ._stdio_cmd import EXIT_BAD_INPUT, EXIT_FATAL, EXIT_OK
 
 __all__ = ["DOUBLE_CTRL_C", "AgentLoop", "describe_error", "shown_path"]
 
@@ -63,9 +57,6 @@ DOUBLE_CTRL_C = 1.0
 FILE_POLL = 0.25
 """Seconds between two looks at the agent's module for a save."""
 
-EXIT_OK = 0
-EXIT_FATAL = 1
-EXIT_BAD_INPUT = 2
 
 _TAKEN = frozenset({JournalErrorCode.RUN_CLAIMED, JournalErrorCode.RUN_EXISTS})
 """Refusals of a run's start that mean another live daemon runs the agent."""
@@ -423,21 +414,6 @@ def _terminal_input() -> int | None:
     return None
 
 
-def describe_error(error: BaseException) -> str:
-    """``Type: message`` (``Type`` alone without a message), looking through a group of one
-    (a task group's wrapping)."""
-    error = _alone(error)
-    text = str(error)
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
-def _alone(error: BaseException) -> BaseException:
-    """The one exception of a group of one (a task group's wrapping), else ``error``."""
-    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
-        error = error.exceptions[0]
-    return error
-
-
 def _raised_by_agent(error: BaseException) -> bool:
     """False for what must go through: the cancellation of the command's own scopes (a
     restart, a stop), and a ``KeyboardInterrupt`` that may be the user's Ctrl-C (SIGINT not
@@ -453,10 +429,10 @@ def _raised_by_agent(error: BaseException) -> bool:
 
 def _finishes(error: BaseException) -> bool:
     """True for ``sys.exit()`` and ``sys.exit(0)``: the agent's way to finish."""
-    error = _alone(error)
+    error = alone(error)
     return isinstance(error, SystemExit) and error.code in (None, 0)
 
 
 def _shown_code(error: BaseException) -> str:
-    code = getattr(_alone(error), "code", None)
+    code = getattr(alone(error), "code", None)
     return "" if code is None else repr(code)

@@ -63,15 +63,11 @@ from ._hints import Hints
 from ._logging import LogStyle, add_processors, cli_log, configure_logging, summary_lines
 from ._options import Settings, add_common_options, add_session_options, resolve, seconds_or_zero
 from ._snapshot import SessionFacts, handle
-from ._stdio_cmd import StopSignals, exit_process
+from ._stdio_cmd import EXIT_BAD_INPUT, EXIT_FATAL, EXIT_OK, StopSignals, exit_process
 from ._watchdog import LoopWatchdog
 from ._web import WebOptions, add_web_arguments, start_web, web_options
 
 __all__ = ["add_arguments", "add_session_arguments", "run", "run_session"]
-
-EXIT_OK = 0
-EXIT_FATAL = 1
-EXIT_BAD_INPUT = 2
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -28,7 +28,14 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._stdio_cmd import STOP_SIGNALS, StopSignals, exit_process
+from ._stdio_cmd import (
+    EXIT_BAD_INPUT,
+    EXIT_FATAL,
+    EXIT_OK,
+    STOP_SIGNALS,
+    StopSignals,
+    exit_process,
+)
 
 if TYPE_CHECKING:
     from ._logging import LogStyle
@@ -40,9 +47,6 @@ if TYPE_CHECKING:
 
 __all__ = ["add_arguments", "run"]
 
-EXIT_OK = 0
-EXIT_FATAL = 1
-EXIT_BAD_INPUT = 2
 COMMAND = "hotseam inbox"
 
 

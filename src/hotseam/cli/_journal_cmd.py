@@ -85,12 +85,10 @@ from ._journal_view import (
 )
 from ._logging import configure_logging
 from ._options import journal_url
+from ._stdio_cmd import EXIT_BAD_INPUT, EXIT_FATAL, EXIT_OK
 
 __all__ = ["add_arguments", "parse_duration", "run"]
 
-EXIT_OK = 0
-EXIT_FATAL = 1
-EXIT_BAD_INPUT = 2
 COMMAND = "hotseam journal"
 DEFAULT_LIMIT = 100
 

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
     import anyio
 
 __all__ = [
+    "EXIT_BAD_INPUT",
+    "EXIT_FATAL",
+    "EXIT_OK",
     "positive_float",
     "positive_int",
     "stdio_pipes",
@@ -47,6 +50,12 @@ _log = get_logger("hotseam.cli")
 # up to --max-line-bytes (16 MiB by default), and a line over that is discarded as it
 # arrives. (The SDK's default, 50 MiB, would buffer a runaway line that far before any check.)
 _STDIO_CHUNK = 1024 * 1024
+
+
+EXIT_OK = 0
+EXIT_FATAL = 1
+EXIT_BAD_INPUT = 2
+"""The exit codes of every command (bad input: one line on stderr saying what is wrong)."""
 
 
 class UsageError(Exception):
