@@ -1,55 +1,44 @@
 """The embedded engine: one SQLite file, the standard library's ``sqlite3`` in worker threads.
 
-The file is created mode 0600 (SQLite gives its ``-wal`` and ``-shm`` files the same mode),
-in WAL mode (readers and one writer at once, across processes on one machine), with
-``synchronous=FULL`` for what must survive a power cut — an answer, how an ask or a run
-ended — and ``NORMAL`` for the rest (a question recorded, a heartbeat: in WAL mode those
-survive a crash of the process, and the next durable commit makes them durable too, the
-log being synced in order). Every write is one ``BEGIN IMMEDIATE`` transaction, so writers
-queue for the lock instead of failing halfway; a writer waits up to the busy timeout (10 s)
-for another process's.
-Deleted records are overwritten (``secure_delete``) and a purge empties the write-ahead
-log, so that a purged answer (personal data) leaves no trace in the files.
+The file is created mode 0600 (its ``-wal`` and ``-shm`` get the same), in WAL mode (readers
+and one writer at once, across processes of one machine), with ``synchronous=FULL`` for what
+must survive a power cut (an answer, how an ask or a run ended) and ``NORMAL`` for the rest
+(in WAL mode that survives a crash of the process, and the next durable commit makes it
+durable: the log is synced in order). Every write is one ``BEGIN IMMEDIATE`` transaction, so
+writers queue for the lock (up to the busy timeout, 10 s) instead of failing halfway.
+Deleted records are overwritten (``secure_delete``) and a purge empties the write-ahead log:
+a purged answer (personal data) leaves no trace in the files.
 
 Wake-ups: an answer given through this journal object wakes its waiters at once. SQLite
 cannot notify another process, so while someone here waits or reads the change feed, the
-journal polls ``PRAGMA data_version`` (it changes when another connection commits) every
-``poll_interval`` seconds (default 0.2): an answer given by another process is seen within
-that interval plus one query, about 0.1 s on average. For milliseconds across processes,
-use PostgreSQL.
+journal polls ``PRAGMA data_version`` every ``poll_interval`` seconds (default 0.2): another
+process's answer is seen in about 0.1 s on average. For milliseconds across processes, use
+PostgreSQL. The feed is read back from ``hotseam_changes``, appended to in each change's
+transaction (writers are serialised, so the numbers follow commit order); entries older than
+ten minutes are trimmed, and a reader that fell further behind is told ``resync``.
 
-The feed is read back from the file: every change of an ask is appended to
-``hotseam_changes`` in its transaction (writers are serialised, so the numbers follow commit
-order), and the feed reads the entries numbered above the last one it saw. Entries older
-than ten minutes are trimmed as new ones come; a reader that fell further behind than that
-is told ``resync``.
+Files removed under a live process (a tmp cleaner, an operator): SQLite would go on writing
+to the unlinked files while every process that opens the path afterwards sees another
+journal, a split brain nobody is told about. So before each transaction the journal compares
+what its path names (the file, its ``-wal`` and ``-shm``, by device and inode) with the
+files it holds open, and a difference is logged at error level and repaired first, with
+nothing of this process's view lost:
 
-Files removed under a live process (a tmp cleaner, an operator's clean-up): before each
-transaction the journal compares what its path names (the file, its ``-wal`` and ``-shm``,
-by device and inode) with the files it holds open. SQLite would go on writing to unlinked
-files while every process that opens the path afterwards sees another journal — a split
-brain nobody is told about. So a difference is logged at error level and repaired before
-the transaction runs, with nothing of this process's view lost:
+* the ``-wal`` or ``-shm`` removed: the log the connection holds is checkpointed into the
+  file, and the connection reopened;
+* the file or its folder removed: the folder is made again (owner-only), the connection's
+  whole view copied (SQLite's backup) into a new file renamed into place, and reopened;
+* the path naming another file (a peer repaired it first, or a copy was restored): this
+  process switches to it, keeping its connection to the replaced file open until the
+  journal closes (closing it earlier could remove the new file's ``-wal``).
 
-* the ``-wal`` or ``-shm`` removed (the file itself still named): the write-ahead log the
-  connection still holds is checkpointed into the file, and the connection reopened;
-* the file or its whole folder removed: the folder is made again (owner-only), the
-  connection's whole view is copied (SQLite's backup) into a new file renamed into place,
-  and the connection reopened on it;
-* the path naming another file (a peer process repaired it first, or an operator restored
-  a copy): this process switches to it; the connection to the replaced file is kept open
-  until the journal closes (closing it earlier could remove the new file's ``-wal``).
+Readers of the change feed are then told ``resync``. What another process wrote to its own
+split-off files meanwhile is not merged.
 
-Every pending question, answer and run this process could read is in the repaired journal,
-and readers of the change feed are told ``resync``. What another process wrote to its own
-split-off files between the removal and the repair is not merged.
-
-In memory (``memory:``, ``open_journal`` builds it with ``path=None``): one private
-database of this process, no file, no polling, nothing to repair. Its transactions run on
-the event loop itself rather than in a worker thread: they touch no disk, so each is over
-in microseconds, and a whole transaction between two checkpoints is one step of the loop.
-This is what tests use for speed, with every statement the file engine runs; there is no
-third engine.
+In memory (``memory:``, ``path=None``): one private database of this process, no file, no
+polling, nothing to repair; its transactions run on the event loop itself (they touch no
+disk: each is over in microseconds, one step of the loop). Tests use it for speed, with
+every statement the file engine runs: there is no third engine.
 """
 
 from __future__ import annotations
