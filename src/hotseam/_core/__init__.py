@@ -21,8 +21,7 @@ from collections.abc import Iterable
 
 from ._public import lazy_exports, present_as
 
-# typing.TYPE_CHECKING without importing typing (the clients of the control socket load
-# this module): type checkers take any constant of this name as true.
+# Not typing.TYPE_CHECKING: see _errors.py.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any

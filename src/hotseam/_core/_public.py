@@ -6,8 +6,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 
-# typing.TYPE_CHECKING without importing typing (the clients of the control socket load
-# this module): type checkers take any constant of this name as true.
+# Not typing.TYPE_CHECKING: see _errors.py.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
