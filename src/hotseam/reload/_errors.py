@@ -11,25 +11,17 @@ The errors the reloader raises::
     OSError
      └── ModuleTooLargeError   a module file is over the reloader's max_module_size
 
-A failure of a watched module (a syntax error, an exception in ``setup``...) is never
-raised: it is reported as a :class:`LoadError`, which keeps strings only, never the
-exception object. An exception holds its traceback, the traceback holds frames, and the
-frames hold the failed generation's module namespace, which must be free to go once the
-reload is over.
+A failure of a watched module is never raised: it is a :class:`LoadError` of strings only,
+since an exception holds its traceback, whose frames hold the failed generation's namespace,
+which must be free to go.
 
-**Failures that pass.** Out of file descriptors (``EMFILE``: a provider took them all, a
-flood of connections; ``ENFILE`` for the whole system), out of memory or buffers, an
-interrupted call, or a network file system that answers ``EIO`` or ``ESTALE`` while its
-server is away: the file is there and fine, it just cannot be opened or listed at this
-moment. Treating that as a failed load (nothing would retry it: the file does not change
-again) or as a file that is gone (its module would be unloaded) leaves the daemon serving
-old code, or none. So a read or a listing that fails with one of :data:`TRANSIENT_ERRNOS`
-(:func:`is_transient`) is *deferred*: retried with a bounded backoff (:data:`FIRST_RETRY`
-doubling up to :data:`LAST_RETRY` seconds, for as long as it takes; the plan's
-:class:`~._plan_builder.Deferrals`), logged ``reload.deferred`` once per episode and
-``reload.recovered`` once the file could be looked at again. A real disk error that keeps
-answering ``EIO`` stays one episode, retried every :data:`LAST_RETRY` seconds at the cost of
-one failed read.
+**Failures that pass** (:data:`TRANSIENT_ERRNOS`: out of descriptors or memory, an
+interrupted call, ``EIO``/``ESTALE`` from a network file system whose server is away): the
+file is fine, it just cannot be opened now. A failed load would never be retried (the file
+does not change again) and a file gone would be unloaded, so the read is *deferred*:
+retried from :data:`FIRST_RETRY` doubling up to :data:`LAST_RETRY` seconds for as long as
+it takes (:class:`~._plan_builder.Deferrals`), logged ``reload.deferred`` once per episode
+and ``reload.recovered`` at its end.
 """
 
 from __future__ import annotations

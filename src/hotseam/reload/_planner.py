@@ -1,32 +1,22 @@
 """The watched modules: which file is which module, what imports what, which names they hold.
 
-One concept, the module index and what is read from it: a module's name ⇄ its file
-(:class:`ModuleIndex`), the name it may take in ``sys.modules`` (:class:`NameClaims`), the
-order of a batch by its imports, and :class:`Plan`, the record of what one reload will do.
-They live below the loader, which claims names and resolves imports through them; what a
-plan decides is in :mod:`._plan_builder`.
+The module index (:class:`ModuleIndex`), the names modules take in ``sys.modules``
+(:class:`NameClaims`), a batch's order by its imports, and :class:`Plan`, the record of one
+reload. They live below the loader, which claims names and resolves imports through them;
+what a plan decides is :mod:`._plan_builder`'s.
 
-**Names and files.** The watched paths are read as if each were on the import path:
+**Names and files**, as if each watched path were on the import path: a folder's ``x.py``
+is ``x`` and its sub-folders with an ``__init__.py`` are packages (one without holds nothing
+importable: reported, not skipped); a package's parent is the path entry (``providers.x``);
+a single file is its module, and its sibling ``.py`` files may be imported by it (then
+watched) but are not loaded on their own. Dependencies are the imports each module made
+while it executed; a change reloads, in dependency order, the changed modules and every
+loaded module that imported one, transitively.
 
-* a folder of modules (``providers/``): its ``x.py`` files are the modules ``x``, and its
-  sub-folders with an ``__init__.py`` are packages (``pkg``, ``pkg.y``); a sub-folder
-  without one holds nothing importable, which is reported, not silently skipped;
-* a package (``providers/`` with an ``__init__.py``): its parent is the import path entry,
-  so its modules are ``providers``, ``providers.x``...;
-* a single file (``providers/my_ui.py``): the module ``my_ui``; the other top-level
-  ``.py`` files next to it can be imported by it (and are then watched and tracked), but are
-  not loaded on their own.
-
-Dependencies come from the imports each module actually made while it executed (recorded
-by the loader); a change reloads the changed modules and, transitively, every loaded module
-that imported one of them, in dependency order.
-
-**Names claimed.** A watched module lives in ``sys.modules`` under its name while it serves,
-so its name must not be another live reloader's, nor a module this process imported, nor an
-installed module it would shadow (``json.py`` in a provider folder). The last check searches
-``sys.path``; a start of many modules first lists the ``sys.path`` folders once, so that only
-names found there are searched for (``PathFinder.find_spec`` per name cost a start as much
-as executing the module).
+**Names claimed.** A serving module's name must not be another live reloader's, a module
+this process imported, nor an installed module it would shadow (``json.py``). That last
+check lists the ``sys.path`` folders once per start of many modules (``find_spec`` per name
+cost as much as executing the module).
 """
 
 from __future__ import annotations
