@@ -50,11 +50,15 @@ from ._events import SLOW_NOTICE as SLOW_NOTICE
 from ._events import (
     DisposeFailed,
     EventStream,
+    ModuleKind,
+    ModuleState,
+    ModuleStatus,
     ModuleUnloaded,
     ReloadAborted,
     ReloadCommitted,
     ReloadEvent,
     ReloadPlanned,
+    ReloadResult,
     TaskFailed,
 )
 from ._events import display_path as display_path
@@ -64,9 +68,6 @@ from ._guard import is_fatal as is_fatal
 from ._loader import Worker as Worker
 from ._loader import current_run as current_run
 from ._reloader import Reloader
-from ._result import ReloadResult
-from ._status import ModuleKind, ModuleState, ModuleStatus
-from ._watch_options import WatchOptions
 from ._watcher import (
     ChangeKind,
     FileChange,
@@ -74,6 +75,7 @@ from ._watcher import (
     PollingWatcher,
     Watcher,
     WatchfilesWatcher,
+    WatchOptions,
     WatchRoot,
 )
 

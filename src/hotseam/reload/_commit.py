@@ -1,34 +1,20 @@
 """Committing a reload, in two phases: prepare the new generations, then swap them in.
 
-One concept, a reload's two-phase commit: the prepare stages each changed module (executes
-it, sets it up against a staged scope, refuses a generation whose registrations would
-collide) and changes nothing that serves; the commit, inside ``context.swap``, closes the
-generations replaced and activates the staged ones. Both phases end generations the same
-way (:class:`Closer`), and the commit consumes what the prepare staged, so they live
-together; the plan before them is :mod:`._plan_builder`.
+**Prepare** stages each changed module (executes it, sets it up against a staged scope that
+records registrations without activating them and starts no task) and changes nothing that
+serves: a module that fails is dropped with everything that imported it. A seam has one
+active provider per context and a tool name one tool per registry; the core refuses a
+collision when a scope activates, so the prepare checks first, against what stays active
+and what this reload registers, and a colliding module fails alone instead of failing the
+whole swap half way.
 
-**Prepare: execute the changed modules and set each up against a staged scope.** Nothing
-here touches what serves: a staged scope records its registrations without activating them
-and starts no task, so a module that fails (to execute, to set up in time, or for a
-conflict) is dropped with everything that imported it, and its serving generation is left
-exactly as it was.
+**Commit**, inside ``context.swap`` (asks in flight re-asked on the new provider, asks
+arriving meanwhile wait): the replaced and unloaded generations close, importers first, the
+staged scopes activate, then records, statuses and events are brought up to date.
 
-**Conflict checks: would a new generation's registrations collide?** A seam has one active
-provider per context and a tool name one tool per registry. The core refuses a collision
-when a scope activates; the reloader checks before its commit, against what stays active and
-what this reload registers, so that a colliding module fails alone (its old generation
-serving on) instead of failing the whole swap half way.
-
-**Commit: swap the prepared generations in for the ones they replace.** Inside
-``context.swap`` (asks in flight are withdrawn and re-asked on the new provider; asks
-arriving meanwhile wait) the replaced and unloaded generations close, importers first, and
-the staged scopes activate; then every module's record and status is brought up to date and
-the events are sent.
-
-**Closing a generation's scope within a time bound, and reporting what its disposers did.**
-The commit (replaced generations), a failed prepare (staged scopes) and the reloader's own
-close all end generations the same way: in a detached task the reloader stops waiting for
-past ``dispose_timeout``, so one stuck disposer can neither freeze a reload nor hide.
+Both phases, and the reloader's own close, end generations the same way (:class:`Closer`):
+in a detached task the reloader stops waiting for past ``dispose_timeout``, so one stuck
+disposer can neither freeze a reload nor hide.
 """
 
 from __future__ import annotations
@@ -65,6 +51,8 @@ from ._errors import LoadError
 from ._events import (
     SLOW_NOTICE,
     DisposeFailed,
+    ModuleKind,
+    ModuleState,
     ModuleUnloaded,
     ReloadAborted,
     ReloadCommitted,
@@ -76,7 +64,6 @@ from ._guard import Detached, interrupted, is_fatal, start_detached
 from ._loader import NOTHING, Batch, Blocker, Loader, ModuleRecord
 from ._plan_builder import heir_of
 from ._planner import Plan, dependency_order
-from ._status import ModuleKind, ModuleState
 
 __all__ = [
     "Closer",
@@ -328,8 +315,7 @@ class Preparer:
                 self._abandoned.append(handle)
         if not handle.done.is_set() or handle.cancel_scope.cancel_called:
             if location is None:
-                code = getattr(setup, "__code__", None)
-                location = f"{code.co_filename}:{code.co_firstlineno}" if code else str(path)
+                location = _defined_at(setup, path)
             return LoadError.at(
                 "setup",
                 "TimeoutError",
@@ -376,16 +362,19 @@ def _signature_problem(setup: Callable[..., Any], path: Path) -> LoadError | Non
     try:
         signature.bind(object())
     except TypeError:
-        code = getattr(setup, "__code__", None)
-        location = f"{code.co_filename}:{code.co_firstlineno}" if code else str(path)
         return LoadError.at(
             "setup",
             "TypeError",
             "setup must accept one argument, the scope: 'def setup(scope):' or 'async def "
             f"setup(scope):'; {display_path(path)} has 'setup{signature}'",
-            location,
+            _defined_at(setup, path),
         )
     return None
+
+
+def _defined_at(setup: Callable[..., Any], path: Path) -> str:
+    code = getattr(setup, "__code__", None)
+    return f"{code.co_filename}:{code.co_firstlineno}" if code else str(path)
 
 
 def propagate(batch: Batch, aborted: dict[str, LoadError], *, only: str | None = None) -> bool:

@@ -1,35 +1,41 @@
-"""Reload events: one record per thing that happened, delivered three ways.
+"""What the reloader reports: reload events, each module's status, what one reload did.
 
 Every event is logged as a structlog event on ``hotseam.reload`` (``reload.planned``,
 ``reload.committed``, ``reload.aborted``, ``reload.unloaded``, ``reload.dispose_failed``,
 ``reload.task_failed``) with a one-line ``summary`` field, passed to the ``on_event``
-callback, and sent to every open :meth:`Reloader.events` stream.
+callback, and sent to every open :meth:`Reloader.events` stream. A :class:`ReloadResult` is
+plain data over the events of one reload, readable without the machinery that made it.
 """
 
 from __future__ import annotations
 
+import enum
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .._core import get_logger
-from ._errors import LoadError
-from ._status import ModuleKind
+from ._errors import LoadError, ReloadError
 
 __all__ = [
     "DisposeFailed",
     "EventStream",
+    "ModuleKind",
+    "ModuleState",
+    "ModuleStatus",
     "ModuleUnloaded",
+    "NotLoadedError",
     "ReloadAborted",
     "ReloadCommitted",
     "ReloadEvent",
     "ReloadPlanned",
+    "ReloadResult",
     "TaskFailed",
     "display_path",
     "report_slow",
@@ -40,6 +46,63 @@ SLOW_NOTICE = 1.0
 
 _log = get_logger("hotseam.reload")
 EventT = TypeVar("EventT", bound="ReloadEvent")
+
+
+ModuleKind = Literal["provider", "helper"]
+"""A provider module has a ``setup(scope)`` function; a helper has none."""
+
+
+class ModuleState(enum.Enum):
+    """Where a module stands after its latest load attempt."""
+
+    ACTIVE = "active"
+    """Its latest content is loaded (and, for a provider, set up and active)."""
+    FAILED = "failed"
+    """Its latest content failed to load; ``generation`` (if any) is still the one serving."""
+    UNLOADED = "unloaded"
+    """Its file was deleted (or left the watched paths); nothing of it is active."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleStatus:
+    """One watched module.
+
+    Attributes:
+        path: The module's file.
+        module: Its import name (``my_ui``, ``providers.helpers``).
+        kind: ``provider`` or ``helper`` for the serving generation (``None`` before any).
+        state: See :class:`ModuleState`.
+        generation: The number of the generation currently serving, counted from 1 per
+            module; ``None`` when none is (never loaded, unloaded, or lost at commit).
+        error: The error of the latest failed attempt, or of a crashed background task of
+            the serving generation; ``None`` after a clean load.
+        load_ms: How long the latest attempt took to read, execute and set up the module.
+        imports: The watched modules the serving generation imported while it executed.
+    """
+
+    path: Path
+    module: str
+    kind: ModuleKind | None
+    state: ModuleState
+    generation: int | None
+    error: LoadError | None
+    load_ms: float | None
+    imports: tuple[str, ...]
+
+
+class NotLoadedError(KeyError):
+    """No watched module was loaded from a path (``Reloader.status_of``): never seen, or
+    refused — a symbolic link leading out of the watched paths — with the reason.
+
+    A ``KeyError`` whose ``str()`` is the plain sentence (``KeyError`` would quote it).
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
 
 
 def display_path(path: Path) -> str:
@@ -91,8 +154,9 @@ class ReloadEvent:
         return f"reload event {self.kind}"
 
     def log_fields(self) -> dict[str, Any]:
-        """The structured fields of the ``reload.<kind>`` log event."""
-        return {"batch": self.batch}
+        """The structured fields of the ``reload.<kind>`` log event: the event's own, paths
+        (and other values in tuples) as text, milliseconds rounded to the microsecond."""
+        return {f.name: _loggable(getattr(self, f.name)) for f in fields(self)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,14 +182,6 @@ class ReloadPlanned(ReloadEvent):
         if self.unloading:
             parts.append("unloading " + ", ".join(display_path(p) for p in self.unloading))
         return "; ".join(parts) or "nothing to do"
-
-    def log_fields(self) -> dict[str, Any]:
-        return {
-            "batch": self.batch,
-            "changed": [str(p) for p in self.changed],
-            "modules": [str(p) for p in self.modules],
-            "unloading": [str(p) for p in self.unloading],
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,18 +211,6 @@ class ReloadCommitted(ReloadEvent):
             f"{verb} {display_path(self.path)} (generation {self.generation}) in "
             f"{_ms(self.load_ms)} ms"
         )
-
-    def log_fields(self) -> dict[str, Any]:
-        return {
-            "batch": self.batch,
-            "path": str(self.path),
-            "module": self.module,
-            "module_kind": self.module_kind,
-            "generation": self.generation,
-            "duration_ms": round(self.duration_ms, 3),
-            "load_ms": round(self.load_ms, 3),
-            "swap_ms": round(self.swap_ms, 3),
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,14 +263,6 @@ class ModuleUnloaded(ReloadEvent):
         disposed = f" (generation {self.generation} disposed)" if self.generation else ""
         return f"unloaded {display_path(self.path)}{disposed}"
 
-    def log_fields(self) -> dict[str, Any]:
-        return {
-            "batch": self.batch,
-            "path": str(self.path),
-            "module": self.module,
-            "generation": self.generation,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class DisposeFailed(ReloadEvent):
@@ -249,14 +285,9 @@ class DisposeFailed(ReloadEvent):
         )
 
     def log_fields(self) -> dict[str, Any]:
-        return {
-            "batch": self.batch,
-            "path": str(self.path),
-            "module": self.module,
-            "generation": self.generation,
-            "errors": [str(error) for error in self.errors],
-            "traceback": "\n".join(error.traceback for error in self.errors),
-        }
+        logged = ReloadEvent.log_fields(self)
+        logged["traceback"] = "\n".join(error.traceback for error in self.errors)
+        return logged
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,6 +342,16 @@ def report_slow(what: str, path: Path, module: str, bound: float) -> None:
         summary=f"{what} {display_path(path)}: still running after {SLOW_NOTICE:g} s "
         f"(time bound {bound:g} s)",
     )
+
+
+def _loggable(value: object) -> object:
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, tuple):
+        return [str(item) for item in value]
+    if isinstance(value, float):
+        return round(value, 3)
+    return value
 
 
 def _ms(value: float) -> str:
@@ -410,9 +451,9 @@ class Emitter:
     def emit(self, event: ReloadEvent) -> None:
         level = event.level
         if _log.enabled(level):
-            fields = event.log_fields()
-            fields["summary"] = event.summary
-            getattr(_log, level)(f"reload.{event.kind}", **fields)
+            logged = event.log_fields()
+            logged["summary"] = event.summary
+            getattr(_log, level)(f"reload.{event.kind}", **logged)
         if self._on_event is not None:
             try:
                 self._on_event(event)
@@ -430,3 +471,52 @@ class Emitter:
         for stream in list(self._streams):
             stream._end()
         self._streams.clear()
+
+
+@dataclass(frozen=True, slots=True)
+class ReloadResult:
+    """What one :meth:`Reloader.reload` did (``batch`` is ``None`` when nothing changed).
+
+    A reload that unloaded provider generations is followed at once by a reload of the
+    modules that failed while those were alive (see ``docs/reload.md``): ``events`` then
+    holds the events of both, and ``batch`` is the first one's number.
+    """
+
+    batch: int | None
+    events: tuple[ReloadEvent, ...]
+    duration_ms: float
+    deferred: tuple[Path, ...] = ()
+    """Files (or folders) that could not be read (or listed) for a passing reason — out of
+    file descriptors or memory, a network file system that does not answer — and were
+    left out: the reloader tries them again on its own until it can (logged once as
+    ``reload.deferred``), so a later event or :meth:`Reloader.status_of` tells how they
+    loaded."""
+
+    @property
+    def committed(self) -> tuple[ReloadCommitted, ...]:
+        """The modules whose new generation is now active."""
+        return tuple(e for e in self.events if isinstance(e, ReloadCommitted))
+
+    @property
+    def aborted(self) -> tuple[ReloadAborted, ...]:
+        """The modules that failed to load (their previous generation, if any, serves on)."""
+        return tuple(e for e in self.events if isinstance(e, ReloadAborted))
+
+    @property
+    def unloaded(self) -> tuple[ModuleUnloaded, ...]:
+        """The modules whose file is gone."""
+        return tuple(e for e in self.events if isinstance(e, ModuleUnloaded))
+
+    @property
+    def ok(self) -> bool:
+        """True when no module failed to load."""
+        return not self.aborted
+
+    def raise_for_errors(self) -> None:
+        """Raise :class:`ReloadError` listing every module that failed to load, if any."""
+        if self.aborted:
+            listed = "; ".join(f"{display_path(e.path)}: {e.error}" for e in self.aborted)
+            raise ReloadError(
+                f"{len(self.aborted)} module(s) failed to load: {listed}",
+                details={"errors": [e.log_fields() for e in self.aborted]},
+            )

@@ -2,79 +2,36 @@
 generation, with its imports recorded.
 
 ``importlib.reload`` re-executes a module in its *existing* namespace, so an exception half
-way leaves it torn (new names next to old ones), and nothing tells you which modules used
-it. Here each execution gets a new module object; only a successful one ever replaces the
-serving one (in the loader's table and in ``sys.modules``), so a failed reload leaves the
-old namespace exactly as it was.
+way leaves it torn, and nothing tells which modules used it. Here each execution gets a new
+module object, and only a successful one replaces the serving one (in the loader's table
+and in ``sys.modules``, where pickle, ``get_type_hints`` and pydantic look).
 
-Imports are seen through the ``__import__`` of the builtins namespace the loader gives its
-modules (one for all of them; it tells the importing module from the globals it is given),
-which:
+The builtins ``__import__`` the loader gives its modules resolves watched names (``import
+helpers``, ``from . import x``) to the loader's modules, records each one imported (the
+dependency graph the planner uses), gives a module of a reload the *new* version of every
+module in that reload (so dependents see one generation), and hands every other import to
+the import system.
 
-* resolves watched names (``import helpers``, ``from pkg import ui``, ``from . import x``)
-  to the loader's modules, as if the watched folder were on the import path;
-* records each watched module imported, which is the dependency graph the planner uses;
-* during a reload, gives a module being executed the *new* version of every module in the
-  same reload (executing it first if needed), so dependents see a consistent generation;
-* hands every other import to the normal import system.
+**Where a body runs.** In a daemon thread (:class:`Worker`), so a body that blocks leaves
+the loop serving; past its time bound it is abandoned (never installed). Unless
+:func:`inert` shows from the bytecode that it cannot run anything but itself (straight-line
+code, no calls but bare ``class`` statements and ``X()`` of such a class, imports only of
+what is already imported): then it runs on the loop at once. The two thread wake-ups of a
+hop were most of a save on a loaded machine (6-10 ms each at a load of 22, whatever the
+hand-off), so only not hopping removes them; a no costs a hop, never a guarantee.
 
-Modules are also placed in ``sys.modules`` under their names while they serve (pickle,
-``typing.get_type_hints``, pydantic and dataclasses look there). A name that would shadow an
-installed module, or that another live reloader already loaded, is refused with an error
-naming both files.
+**Reading.** Off the loop, in chunks, only regular files; only a small file on a local file
+system is read on the loop (the thread's round trip is most of a save that changed
+nothing). A file over ``max_module_size`` is refused before it is opened
+(:class:`ModuleTooLargeError`): ``compile()`` holds the interpreter lock throughout, so even
+in a thread a huge module would stall the loop for seconds.
 
-**Where a body runs.** A module body executes in a daemon thread (:class:`Worker`): a body
-that blocks the thread (``while True: pass``) leaves the event loop serving; past its time
-bound it is *abandoned* — the thread keeps running (Python cannot kill a thread), but its
-module object is never installed. Both this and the test below answer one question (may
-this code stall the loop?).
-
-**Inert bodies: told from their bytecode before they run.** Handing a module body to the
-:class:`Worker` and back is two wake-ups of a sleeping thread: a few hundredths of a
-millisecond on an idle machine, milliseconds on a busy one, where each wake-up waits for the
-scheduler (and for the interpreter lock). Most of a save's time on a loaded machine was
-those two waits. The first grows with the loop's own work before it: at a load of 22, a
-thread woken right after the loop thread ran 2 ms of Python waited 6-10 ms for a core
-(0.03-0.06 ms with no such run before), with a queue and an event or with two bare locks
-alike, so no cheaper hand-off removes it; only not hopping does.
-
-A body whose code *cannot* run anything but itself needs no thread: :func:`inert` reads the
-compiled code and says yes only for straight-line code (no backward jump, so no loop) that
-calls nothing (the calls allowed are ``class X:`` without bases or decorators, whose own
-body is held to the same rule, attributes included, and ``X()`` of such a class defined
-above it that defines no dunder method: ``object``'s own ``__new__`` and ``__init__``, in C,
-are all that runs) and imports only what is already imported (every module of the dotted
-name in ``sys.modules`` or serving, every name it takes already there: an import that would
-execute a module, read a file or reach a module's ``__getattr__`` says no). Such a body ends
-after at most as many steps as it has instructions, so the loader executes it on the event
-loop's thread, at once. Anything else (a decorator, a call, a loop, a new import, an unknown
-instruction) goes to the thread with its time bound. It is a conservative
-test: a no costs a thread hop, never a guarantee.
-
-**Reading: off the event loop, only regular files, never beyond a size limit.** A module
-is read and hashed in a worker thread, in chunks, so that neither a big file nor a
-slow file system holds up the event loop; only a small file on a local file system is read
-on the loop (the thread's round trip is most of a save that changed nothing).
-
-Compiling is another matter: ``compile()`` holds the interpreter lock from start to end, so
-a module of many megabytes (a generated table, a mistake) stalls the event loop while it
-compiles even in the reloader's worker thread — seconds for tens of megabytes. A file over
-the reloader's ``max_module_size`` is therefore refused before it is even opened: its load
-fails with :class:`ModuleTooLargeError` naming the file, its size and the limit, like any
-failed load (the running generation keeps serving).
-
-**Which file systems are local.** A read from a network file system (NFS, SMB, a FUSE mount,
-9p...) can block for as long as the server takes, so only files on a file system known to
-be local are ever read on the event loop. On Linux, ``/proc/self/mountinfo`` maps each
-mount's device number (a file's ``st_dev``) to its type; anything else — another platform, a
-type not listed as local, a device number not in the table (a btrfs subvolume reports one of
-its own), a table that could not be read — counts as not local, and the file is read in a
-worker thread. The table is read in a worker thread (:meth:`Mounts.learn`, called where
-files are read in one anyway), never on the event loop. The loop only asks
-:meth:`Mounts.is_local`, which costs one ``poll`` with a zero time-out: the kernel marks
-``mountinfo`` with ``POLLPRI`` after any mount or unmount, and the table is then dropped
-until a thread reads it again — a device number freed by an unmount may be reused by a
-network mount.
+**Which file systems are local.** A network file system can block for as long as its server
+takes. On Linux ``/proc/self/mountinfo`` maps a device number to its type; anything not
+known local (another platform, an unlisted type or device) is read in a thread. The table
+is read in a thread (:meth:`Mounts.learn`); the loop's :meth:`Mounts.is_local` costs one
+zero-timeout ``poll``: the kernel flags ``mountinfo`` after any (un)mount, and the table is
+dropped then (a freed device number may come back as a network mount).
 """
 
 from __future__ import annotations
@@ -108,10 +65,9 @@ import sniffio
 
 from .._core import executing
 from ._errors import LoadError, LoadPhase, ModuleTooLargeError, file_type, is_transient
-from ._events import SLOW_NOTICE, display_path, report_slow
+from ._events import SLOW_NOTICE, ModuleKind, ModuleState, ModuleStatus, display_path, report_slow
 from ._guard import frames_of_thread, interrupted, stuck_location
 from ._planner import FileStat, ModuleIndex, NameClaims, Source, WatchedModuleSpec, owned
-from ._status import ModuleKind, ModuleState, ModuleStatus
 
 if TYPE_CHECKING:
     from .._core import Registration, Scope, ToolRegistration
@@ -322,22 +278,20 @@ class Loader:
     async def execute(self, batch: Batch, names: Sequence[str], timeout: float) -> None:
         """Execute every module of ``names`` not executed yet; failures go to ``batch.failed``.
 
-        A body that cannot block or spin (:func:`inert`:
-        straight-line code that calls nothing but ``class X:`` and ``X()`` of such a class,
-        and imports only what is imported) executes here, on the event loop's thread, at
-        once. The others (with the watched modules they import) execute one after another in
-        the loader's worker thread, so a body that blocks leaves the event loop serving. One
-        still running ``timeout`` seconds after it started is abandoned: it fails with a
-        ``TimeoutError`` naming the line it is stuck at, its thread runs on, nothing it
-        creates is ever installed, and the modules after it execute in a new thread.
+        An :func:`inert` body executes here, at once; the others one after another in the
+        worker thread. One still running ``timeout`` seconds after it started is abandoned
+        (a ``TimeoutError`` naming the line it is stuck at), and the modules after it
+        execute in a new thread.
         """
-        pending = [name for name in names if name not in batch.staged and name not in batch.failed]
+
+        def left(names: Sequence[str]) -> list[str]:
+            return [name for name in names if name not in batch.staged and name not in batch.failed]
+
+        pending = left(names)
         while pending:
             while pending and self._inert(batch, pending[0]):
                 self._execute_inline(batch, pending.pop(0))
-            pending = [
-                name for name in pending if name not in batch.staged and name not in batch.failed
-            ]
+            pending = left(pending)
             if not pending:
                 return
             steps = [functools.partial(self._execute_in_thread, batch, name) for name in pending]
@@ -367,11 +321,7 @@ class Loader:
             batch.load_ms[name] = (
                 (time.monotonic() - current[1]) * 1000 if current else timeout * 1000
             )
-            pending = [
-                name
-                for name in pending[stuck + 1 :]
-                if name not in batch.staged and name not in batch.failed
-            ]
+            pending = left(pending[stuck + 1 :])
 
     def _inert(self, batch: Batch, name: str) -> bool:
         """True when ``name``'s body can run on the event loop's thread (or has run): it

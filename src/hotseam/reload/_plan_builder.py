@@ -1,67 +1,31 @@
 """Building a reload's plan: which modules it executes, retries, holds and unloads.
 
-One concept, what a batch of changes means: the first of a reload's three phases
-(plan → prepare → commit). The module index, the module names and the plan's record live
-below the loader in :mod:`._planner`; this decides, against the module records, what one
-reload must do: changed files, every loaded module importing one of them (or that failed to
-import a module that appeared), and modules refused for a conflict whose blocker is going.
-A loaded module whose file is gone is unloaded, or held for the deletion grace; a module
-that failed while an unloaded generation lived is retried, and may be its heir. Both are
-decisions of the plan, so they live here.
+Against the module records (the index itself is :mod:`._planner`'s): the changed files,
+every loaded module importing one of them (or that failed to import a module that
+appeared), and modules refused for a conflict whose blocker is going.
 
-**The deletion grace: a module whose file goes keeps serving a moment, in case it comes
-back.** ``git checkout``, ``git stash``, a branch switch, a deploy that replaces files, an
-editor that saves by deleting and writing again: a module file — or its whole folder —
-vanishes for a moment and comes back. Unloading the module then would dispose its provider
-(its open question withdrawn, its UI gone, what it carries dropped) only to load it again a
-moment later.
+**The deletion grace.** ``git checkout``, ``git stash``, a deploy, an editor that deletes
+then writes: a module file (or its folder) vanishes for a moment. Unloading would dispose
+its provider only to load it again. So with ``WatchOptions(deletion_grace=...)`` a plan
+that finds a loaded module's file gone *holds* it, whatever asked for the plan (a watcher,
+``reload()``, a retry, a folder replaced: a wrapper of the watcher's deletion events missed
+all but the first). A held module keeps serving and keeps its index entry
+(:meth:`~._planner.ModuleIndex.hold`), so its importers still get it; a plan that would
+execute it marks it *stale* instead; once its file is back it is reloaded if changed or
+stale; when the grace ends with the file still gone, it is unloaded in a reload of its own.
 
-So with ``WatchOptions(deletion_grace=seconds)``, a plan that finds a loaded module's file gone
-*holds* the module instead of unloading it, whatever asked for the plan: a watcher's report,
-``reload()`` (``SIGHUP``, ``hotseam reload``), a retry, a watched folder replaced. A held
-module is planned as still there and unchanged:
-
-* it keeps serving, and the module index keeps its entry (:meth:`~._planner.ModuleIndex.hold`),
-  so a module that imports it and is executed meanwhile gets the module it had, not an
-  ``ImportError``;
-* it is never executed for want of its file; a plan that would have executed it (a module
-  it imports changed, a reload by hand) marks it *stale* instead;
-* once its file is back — reported, or seen when the grace ends — the hold ends: the module
-  is reloaded if its content changed or it is stale, and left alone otherwise;
-* when the grace ends with its file still gone, it is unloaded, in a reload of its own
-  (after the reload running then, if one is: reloads never overlap).
-
-The grace used to be a wrapper of the watcher that held back deletion *events*; a plan made
-for any other reason (a helper saved meanwhile, a reload by hand) still read the folder,
-found the file gone and unloaded the module at once. Holding the module in the plan keeps
-the promise whatever makes the plan.
-
-**Heirs: what an unloaded generation leaves behind — modules that failed because of it, and
-values a renamed module may take over.** A module can fail because of a generation that is
-still alive: its ``setup`` binds a port the other one listens on, takes a lock file it
-holds, opens a device it has open. The typical case is a rename
-(``git mv providers/web.py providers/inbox.py``): the new module loads while the old one is
-still serving — within the deletion grace, or before it in the same reload — and fails with
-"address already in use". Nothing about its own file changes afterwards, so nothing would
-load it again.
-
-Two rules fix that, neither specific to ports:
+**Heirs.** A module can fail because of a generation still alive (a rename: the new module
+cannot bind the port the old one holds). Two rules, neither specific to ports:
 
 * **retry after an unload** — once a reload unloaded a generation, every module whose last
-  failure (in ``exec``, ``setup`` or ``activate``) happened while that generation was
-  alive is loaded again, at once, in a reload of its own (:func:`due_after_unload`). A
-  module that fails again for its own reasons fails once more and stays failed; the next
-  retry needs another unload of a generation it lived with;
+  failure happened while that generation was alive is loaded again in a reload of its own
+  (:func:`due_after_unload`);
 * **a renamed module takes over carried values** — when a reload unloads exactly one
-  generation that carries values (``scope.carry``) and sets up exactly one provider that
-  has no serving generation, that provider is that generation's successor for carried
-  values: a key it carries too (same ``version``, ``accept`` willing) is handed to it at
-  the commit instead of being disposed, so a carried listening socket keeps its port and
-  the connections waiting in its backlog. Values are matched by key; with two unloaded
-  carriers, or two new providers, nothing is taken over (which module would succeed
-  which is a guess), and the retry above still loads them once the old generations are
-  gone. A provider that failed while the carrier was alive (a rename under the deletion
-  grace) is tried again in the reload that unloads it, so it can take over there.
+  generation that carries values and sets up exactly one provider with no serving
+  generation, a key the new one carries too (same ``version``, ``accept`` willing) is handed
+  over at the commit instead of disposed (a listening socket keeps its port and backlog);
+  one that failed while the carrier lived is retried in the reload that unloads it, so it
+  can take over there. With two of either, nothing is taken over (a guess).
 """
 
 from __future__ import annotations
@@ -86,10 +50,9 @@ from ._errors import (
     describe_errno,
     is_transient,
 )
-from ._events import display_path
+from ._events import ModuleState, display_path
 from ._loader import NOTHING, Loader, ModuleRecord, read_many, read_source
 from ._planner import ModuleIndex, Plan, Source, dependency_order, dependents, importers_of
-from ._status import ModuleState
 
 __all__ = [
     "EVERYTHING",

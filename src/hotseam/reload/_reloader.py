@@ -1,50 +1,30 @@
 """The Reloader: watch → plan → prepare → commit, serialized, with bursts coalesced.
 
-One reload (a *batch*) goes through three phases:
-
-1. **plan** — list the watched modules, hash the files that may have changed, and take
-   the changed modules plus every loaded module that imported one of them;
-2. **prepare** — execute each in a fresh module object and run its ``setup(scope)`` against
-   a *staged* scope (registrations recorded, not live; tasks not started). A module fails
-   here on a syntax error, an exception while executing, an exception (or a time-out) in
-   ``setup``, or a registration that would conflict with a provider that stays active. A
-   failed module — and every module of the batch that imported it — is dropped: its staged
-   scope is disposed and its serving generation is left exactly as it was;
-3. **commit** — inside ``context.swap(...)``, dispose the replaced generations' scopes
-   (reason ``RELOAD``: providers removed, in-flight asks withdrawn and re-asked on the new
-   provider, tasks cancelled, disposers run), then activate the new staged scopes. Asks
-   arriving meanwhile wait for the swap. A disposer that fails or overruns is reported and
-   the commit goes on. The commit is shielded from cancellation: it never stops half way.
+The phases are the package's (see its docstring): **plan** (:mod:`._plan_builder`),
+**prepare** and **commit** (:mod:`._commit`; the commit is shielded from cancellation, it
+never stops half way). This module is the facade: the lifecycle, the worker that gathers
+changes, and the steps of one reload (:meth:`Reloader._apply`).
 
 Reloads never overlap. Changes seen while one runs are gathered, and after a reload the
-next one waits ``coalesce`` seconds, so a burst of saves becomes a few reloads whose last one
+next one waits ``coalesce`` seconds, so a burst of saves becomes a few reloads whose last
 loads the last content saved; a lone save is applied at once.
 
 A file whose content did not change is skipped, unless its module's last load failed: what
-failed may lie outside the file (a package installed since, a service back, an environment
-variable set), so a save or a touch retries it. A module refused for a conflict remembers
-the registration that refused it, and is retried once that registration goes: in the same
-reload when it belongs to a module this reload replaces or unloads (the seam passes from the
-old provider to the new one inside one swap), otherwise at once after it goes: the
-registration's ``on_inactive`` callback wakes the worker.
+failed may lie outside the file (a package installed since, a service back), so a save or a
+touch retries it. A module refused for a conflict is retried once the registration that
+refused it goes: in the same reload when its owner is replaced or unloaded there, otherwise
+when the registration's ``on_inactive`` callback wakes the worker.
 
-Background tasks spawned by a provider's ``setup`` run in the reloader's task group. A task
-that crashes is reported (``TaskFailed`` event, ``reload.task_failed`` error log, the
-module's status error) and its generation stays active: the crash neither vanishes nor takes
-the process down. Saving the module starts a fresh generation with fresh tasks.
-
-This module is the facade: the lifecycle, the worker that gathers changes, and the steps of
-one reload (:meth:`Reloader._apply`); ``_plan_builder`` makes the plan (with the deletion grace
-and the retries an unload makes due), over the module index of ``_planner``; ``_commit``
-prepares and commits, and closes generations (``Closer``) and reports their failures;
-``_loader`` executes module bodies, guarded by ``_guard``.
+Background tasks spawned by ``setup`` run in the reloader's task group; one that crashes is
+reported (``TaskFailed``) and its generation stays active: the crash neither vanishes nor
+takes the process down.
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -65,9 +45,12 @@ from ._errors import LoadError, ReloaderClosedError, ReloadPathError
 from ._events import (
     Emitter,
     EventStream,
+    ModuleStatus,
     ModuleUnloaded,
+    NotLoadedError,
     ReloadEvent,
     ReloadPlanned,
+    ReloadResult,
     TaskFailed,
     display_path,
 )
@@ -75,11 +58,8 @@ from ._guard import Detached
 from ._loader import Loader
 from ._plan_builder import EVERYTHING, Deferrals, Holds, PlanBuilder, due_after_unload
 from ._planner import MAX_MODULE_SIZE, ModuleIndex, dependency_order
-from ._result import ReloadResult
 from ._roots import LinkedRoots, Root, refused_link
-from ._status import ModuleStatus, NotLoadedError
-from ._watch_options import WatchOptions
-from ._watcher import FileChange
+from ._watcher import FileChange, WatchOptions
 
 __all__ = ["Reloader"]
 
@@ -112,16 +92,10 @@ class Reloader:
             naming it, its size and the limit, and the running generation keeps serving.
         on_event: Called with every :class:`ReloadEvent` (errors it raises are logged).
 
-    Without a watcher (``watch=False``) the reloader is fully deterministic, which is what a
-    test needs: write a file, then ``result = await reloader.reload(path)``; ``result``
-    lists what was committed, aborted and unloaded, and the new provider serves by the time
-    ``reload`` returns. ``reload()`` with no path rescans everything.
-
-    A file (or folder) that cannot be read (or listed) for a passing reason — out of file
-    descriptors or memory, a network file system that does not answer: see
-    ``docs/reload.md`` — is neither a failure nor a file gone: it is left out, logged once
-    (``reload.deferred``), and read again on its own with a bounded backoff until it can be,
-    with a watcher or without.
+    With ``watch=False`` it is fully deterministic (see :mod:`hotseam.reload`). A file that
+    cannot be read for a passing reason (out of file descriptors, a network file system
+    that does not answer: ``docs/reload.md``) is neither a failure nor a file gone: it is
+    read again on its own with a bounded backoff (``reload.deferred``).
     """
 
     def __init__(
@@ -447,8 +421,8 @@ class Reloader:
         try:
             with self._services:
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(self._retry_deferred)
-                    tg.start_soon(self._end_holds)
+                    tg.start_soon(self._replan, self._deferrals.due(), True)
+                    tg.start_soon(self._replan, self._holds.due(), False)
                     if self.watcher is None:
                         ready.started()
                         return  # the retries run on; nothing else runs in the background
@@ -476,23 +450,15 @@ class Reloader:
         finally:
             self._services_done.set()
 
-    async def _retry_deferred(self) -> None:
-        """Look again at what could not be read or listed for a passing reason, each path
-        when its backoff is over, until it can be (see :func:`~._errors.is_transient`)."""
-        async for paths in self._deferrals.due():
+    async def _replan(self, due: AsyncIterator[Collection[Path]], retry_failed: bool) -> None:
+        """Plan again what comes due: a path that could not be read for a passing reason once
+        its backoff is over (see :func:`~._errors.is_transient`), a module held by the
+        deletion grace once it ends (unloaded if still gone, see :mod:`._plan_builder`)."""
+        async for paths in due:
             try:
                 await self._apply(
-                    None if EVERYTHING in paths else paths, force=False, retry_failed=True
+                    None if EVERYTHING in paths else paths, force=False, retry_failed=retry_failed
                 )
-            except ReloaderClosedError:
-                return
-
-    async def _end_holds(self) -> None:
-        """When a deletion grace ends, plan the module it held again: unloaded if its file
-        is still gone, reloaded if it came back changed (see :mod:`._plan_builder`)."""
-        async for paths in self._holds.due():
-            try:
-                await self._apply(paths, force=False, retry_failed=False)
             except ReloaderClosedError:
                 return
 

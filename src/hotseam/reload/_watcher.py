@@ -1,69 +1,35 @@
 """Watchers: turn file-system activity under the watched folders into batches of changes.
 
 A watcher only *hints*: the reloader re-reads every path it reports and compares content
-hashes, so a spurious or duplicated report costs one file read, never a reload. That is what
-makes two facts measured in ``hot-reload-anchors.md`` harmless:
+hashes, so a spurious or duplicated report costs one file read, never a reload. That makes
+an atomic save (reported as ``added``, with no ``modified``) and watchfiles' one-second
+mtime precision harmless (``hot-reload-anchors.md``; :class:`PollingWatcher` re-reports
+"racy" files). Directories are watched, never single files (an editor's rename-on-save ends
+a watch on the file itself, watchfiles #215). The :class:`Watcher` protocol is the seam
+tests use to script changes: ``open(roots)`` must be watching by the time it is entered.
 
-* an atomic save (write a temporary file, rename it over the module) arrives as ``added``
-  with no ``modified``; any report of the module's path is enough;
-* watchfiles' polling compares mtimes at one-second precision and misses a second edit in
-  the same second; :class:`PollingWatcher` re-reports recently written files ("racy" ones, as
-  git calls them) until their mtime is safely in the past, so the content hash decides.
+**inotify** (:class:`InotifyNotifier`, waited for with ``anyio.wait_readable``, so no thread
+hands anything over) reports at once a completed save (``IN_CLOSE_WRITE``, ``IN_MOVED_TO``)
+and what the reloader must act on without delay (a watched folder gone, an overflow, a
+folder moved in); anything else after a quiet period, so a half-written file is never
+reported on its own. inotify is not recursive: a folder created under a recursive root is
+watched when its event is read, then listed (files made before its watch existed are
+reported too). Hidden folders and ``__pycache__`` are not watched, links are not followed.
+An overflow re-lists every folder; the per-user watch limit raises :class:`WatchLimitError`
+and the caller polls instead, loudly. The binding is ``inotify_simple`` (ctypes, no loop or
+thread of its own: ``asyncinotify`` is asyncio-only, ``pyinotify`` unmaintained).
 
-Directories are watched, never single files (an editor's rename-on-save ends a watch on the
-file itself, watchfiles #215). The :class:`Watcher` protocol is the seam tests use to script
-changes: ``open(roots)`` must be watching by the time it has been entered.
+**A watched folder replaced.** A native watch holds a folder's *inode*, not its path: after
+``rm -rf providers`` and a checkout, or an atomic deploy by renames, it stays on the old
+folder and nothing under the path is reported again. So the watch is made again when the
+folder itself reports its deletion, or when its ``(st_dev, st_ino)`` changed (checked every
+``root_check`` seconds on the loop); the folder is then reported as ``modified``,
+``added`` or ``deleted``, once each.
 
-**inotify: when to report** (:class:`NativeWatcher` on Linux with ``inotify_simple``; elsewhere
-watchfiles, in a thread). An inotify descriptor becomes readable the moment the kernel
-queues an event, before the writer's ``close()`` has even returned; it is waited for with
-``anyio.wait_readable`` (epoll under asyncio and trio), so no thread hands anything over.
-
-* **at once** on a close after writing (``IN_CLOSE_WRITE``) or a move into place
-  (``IN_MOVED_TO``) of a module file — the end of an ordinary save and of an atomic one —
-  and on what the reloader must act on without delay (a watched folder deleted or moved, a
-  queue overflow, a folder moved in whole). What else was queued by then goes in the same
-  batch; what follows is coalesced by the reloader;
-* **after a quiet period** for everything else (a creation, a write whose file is still
-  open, a deletion, a touch): once no further event came for ``quiet_ms``, or at the latest
-  ``cap_ms`` after the first. A half-written file is never reported on its own.
-
-Folders are watched one by one (inotify is not recursive). A folder created or moved in
-under a recursive root is watched as soon as its event is read, then listed: files made in
-it before its watch existed are reported too (the race every inotify watcher has). Hidden
-folders and ``__pycache__`` are not watched; symbolic links are not followed (a link to a
-folder inside the watched paths is watched where it leads, one outside is refused by the
-reloader anyway). A queue overflow (``IN_Q_OVERFLOW``) re-lists every watched folder and
-reports each root (``reload.watch_overflowed``). The per-user watch limit (``ENOSPC``,
-``fs.inotify.max_user_watches``) raises :class:`WatchLimitError`: the caller falls back to
-polling, loudly. The binding is `inotify_simple <https://pypi.org/project/inotify-simple/>`_
-(ctypes and an event parser, no loop or thread of its own: ``asyncinotify`` is asyncio-only,
-``pyinotify`` unmaintained), a Linux-only optional dependency.
-
-**A watched folder replaced.** A native watch (inotify, FSEvents, kqueue) holds a folder's
-*inode*, not its path. When the folder at a watched path is replaced — ``rm -rf providers``
-and a ``git checkout`` that makes it again, an atomic deploy (``mv providers providers.old
-&& mv providers.new providers``), the parent folder swapped the same way — the watch stays
-on the old folder: nothing done under the path is ever reported again, and saves to the
-*old* folder are reported under the watched path. A folder moved away and back keeps its
-inode, but reports nothing of its return.
-
-So the native watch of a folder is made again when a deletion of the folder itself is
-reported (a folder made again at once may even reuse the inode number), and when the
-folder's identity (device and inode) changed, which is checked every ``root_check``
-seconds: one ``stat`` per folder on the event loop (cheaper than waking the watch thread).
-The folder itself is then reported — as ``modified`` (replaced) or ``added`` (back), which
-makes the reloader list it again — or as ``deleted`` when it is gone (or no longer a
-folder), after which its return is waited for. Each of these is logged once. When the
-native watch cannot be made (the inotify watch limit, a watchfiles error), a warning says
-so and the folders are polled instead.
-
-A failure that passes (:func:`~._errors.is_transient`: out of file descriptors — an inotify instance
-is one — or a folder's ``stat`` answered ``EIO`` by a network file system) is never taken
-for a folder gone or for a watch lost for good: a folder that cannot be looked at keeps its
-identity until it can (logged once), and a native watch that cannot be made for such a
-reason is polled for only until it can be made again (tried every
-:data:`~._errors.LAST_RETRY` seconds; ``reload.watch_restored`` says so).
+A failure that passes (:func:`~._errors.is_transient`: out of descriptors, ``EIO`` from a
+network file system) is never taken for a folder gone or a watch lost for good: the folder
+keeps its identity until it can be looked at, and the watch is polled for only until it can
+be made again (tried every :data:`~._errors.LAST_RETRY` seconds, ``reload.watch_restored``).
 """
 
 from __future__ import annotations
@@ -104,6 +70,7 @@ __all__ = [
     "NativeWatcher",
     "PollingWatcher",
     "WatchLimitError",
+    "WatchOptions",
     "WatchRoot",
     "Watcher",
     "WatchfilesWatcher",
@@ -1310,3 +1277,85 @@ async def _in_thread(function: Callable[[threading.Event], _T], wake: threading.
 
 WatchfilesWatcher = NativeWatcher
 """The former name of :class:`NativeWatcher` (it used watchfiles only)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WatchOptions:
+    """The watch tuning of a :class:`Reloader` (``watch=WatchOptions(...)``): like httpx's
+    ``Timeout``, knobs that go together are one value, validated once when it is made.
+
+    Args:
+        watcher: A custom :class:`Watcher` (overrides ``polling`` and the native and
+            polling timings below).
+        polling: Scan the folders instead of using native notifications (network mounts,
+            containers); changes are still decided by content hash.
+        debounce_ms: Native watching: the longest a batch of changes is held open.
+        step_ms: Native watching: how long changes must pause before a batch is reported
+            (``0 < step_ms <= debounce_ms``).
+        poll_interval: Polling: seconds between scans.
+        root_check: Seconds between checks that each watched path still leads to the folder
+            watched: a folder replaced at its path (``rm -rf`` and made again, an atomic
+            deploy by renames, a parent swapped) is watched again, and a path given through
+            a symbolic link that is pointed elsewhere (``ln -sfn``) is followed; what
+            appeared, changed or vanished in the swap is applied.
+        coalesce: Seconds after a reload during which further changes are gathered into
+            the next one (a lone change is applied at once).
+        deletion_grace: Seconds a loaded module whose file (or folder) is gone keeps
+            serving before it is unloaded (default 0: unloaded at once; ``hotseam dev`` and
+            ``run`` use 2). A file back within the grace (``git checkout``, ``git stash``,
+            an editor that deletes then writes) is reloaded if it changed, and nothing
+            happens if it did not; whatever plans a reload meanwhile (a save of a module
+            it imports, :meth:`Reloader.reload`) leaves it serving. See ``docs/reload.md``.
+
+    Raises:
+        TypeError: a field of the wrong type (the message names it).
+        ValueError: a field out of range (the message names it and its range).
+    """
+
+    watcher: Watcher | None = None
+    polling: bool = False
+    debounce_ms: int = 50
+    step_ms: int = 8
+    poll_interval: float = 0.3
+    root_check: float = 1.0
+    coalesce: float = 0.1
+    deletion_grace: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.watcher is not None and not callable(getattr(self.watcher, "open", None)):
+            raise TypeError(f"watcher must be a Watcher (or None), got {self.watcher!r}")
+        if not isinstance(self.polling, bool):
+            raise TypeError(f"polling must be True or False, got {self.polling!r}")
+        for name in ("debounce_ms", "step_ms"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"{name} must be a whole number of milliseconds, got {value!r}")
+        if self.step_ms <= 0:
+            raise ValueError(f"step_ms must be > 0, got {self.step_ms!r}")
+        if self.debounce_ms < self.step_ms:
+            raise ValueError(
+                f"debounce_ms must be >= step_ms ({self.step_ms}), got {self.debounce_ms!r}"
+            )
+        for name, zero in (
+            ("poll_interval", False),
+            ("root_check", False),
+            ("coalesce", True),
+            ("deletion_grace", True),
+        ):
+            value = getattr(self, name)
+            bound = ">= 0" if zero else "> 0"
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise TypeError(f"{name} must be a number of seconds {bound}, got {value!r}")
+            if math.isnan(value) or math.isinf(value) or value < 0 or (value == 0 and not zero):
+                message = f"{name} must be a finite number of seconds {bound}, got {value!r}"
+                raise ValueError(message)
+
+    def make_watcher(self) -> Watcher:
+        """The watcher these options describe: the custom one, polling, or native."""
+        if self.watcher is not None:
+            return self.watcher
+        if self.polling:
+            return PollingWatcher(interval=self.poll_interval)
+        return WatchfilesWatcher(
+            debounce_ms=self.debounce_ms, step_ms=self.step_ms, root_check=self.root_check
+        )
