@@ -68,7 +68,7 @@ def test_a_providers_folder_is_copied_and_the_kit_hides_its_frames(
     assert "hotseam/testing/_driver.py" not in output  # the kit's own frames are hidden
     assert (providers / "kit_ui.py").read_text() == original  # the copy was edited
     # hotseam's frames are hidden from the failures it reports: a ReloadError ends at the
-    # test's own line, with no _result.py under it
+    # test's own line, with no _events.py under it
     assert "1 module(s) failed to load" in output
     assert ">       result.raise_for_errors()  # MY-RAISE" in output
     assert "# MY-LOAD" in output
@@ -76,7 +76,7 @@ def test_a_providers_folder_is_copied_and_the_kit_hides_its_frames(
     for mark in ("# MY-RAISE", "# MY-LOAD"):
         line = next(n for n, text in enumerate(raising, 1) if text.endswith(mark))
         assert f"test_raising.py:{line}: ReloadError" in output
-    assert "hotseam/reload/_result.py" not in output
+    assert "hotseam/reload/_events.py" not in output
 
 
 @pytest.mark.hotseam_leak_check(False)
@@ -140,7 +140,7 @@ def test_fulltrace_still_shows_hotseam_frames(pytester: pytest.Pytester) -> None
     pytester.makepyfile(test_raising=RAISING_TESTS)
     full = run_pytest(pytester, "-p", "anyio", "-k", "reload_fails and asyncio", "--fulltrace")
     full.assert_outcomes(failed=1)
-    assert "hotseam/reload/_result.py" in full.stdout.str()
+    assert "hotseam/reload/_events.py" in full.stdout.str()
 
 
 CLOSABLE_WITHOUT_DISPOSE = """
