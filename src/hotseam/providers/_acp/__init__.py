@@ -13,8 +13,8 @@
   form and its reading are the surface kit's, ``hotseam.providers._kit``);
 * ``_sessions``: the agent's sessions (released on ``session/close`` or when idle) and the
   runs of the agent function, which may span prompt turns;
-* ``_agent``: the ACP agent that runs a hotseam agent function for each prompt turn;
-* ``_serve``: running that agent over stdio or an in-process transport.
+* ``_agent``: the ACP agent that runs a hotseam agent function for each prompt turn, and
+  running it over stdio or an in-process transport.
 
 The names below are what :mod:`hotseam.providers.acp` imports from here.
 """
@@ -23,11 +23,11 @@ from __future__ import annotations
 
 from ._agent import AcpAgent as AcpAgent
 from ._agent import AgentFunction as AgentFunction
+from ._agent import serve as serve
 from ._provider import AcpProvider as AcpProvider
 from ._provider import AskScope as AskScope
 from ._provider import ask_scope as ask_scope
 from ._provider import current_ask_scope as current_ask_scope
-from ._serve import serve as serve
 from ._turn import ContentBlock as ContentBlock
 from ._turn import PromptTurn as PromptTurn
 from ._turn import current_turn as current_turn

@@ -21,16 +21,18 @@ Under :meth:`AcpAgent.running` (``serve`` uses it) the agent function runs in a 
 its own (:class:`~._sessions.Run`), so that a free-form question asked in the conversation
 can end the prompt turn while the function waits; the next prompt of the session is then
 the answer, and hosts the rest of the run. Sessions are released on ``session/close`` or
-when idle past a bound.
+when idle past a bound. :func:`serve` runs the agent over stdio or an in-process transport
+until the client disconnects.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias, cast
 
 import anyio
 import anyio.abc
@@ -49,6 +51,7 @@ from acp.schema import (
     SessionCloseCapabilities,
     TextContentBlock,
 )
+from acp.stdio import stdio_streams
 from pydantic import BaseModel
 
 from ... import __version__
@@ -60,11 +63,18 @@ from ..._core import (
     ToolError,
     get_logger,
 )
+from ...interaction import USER_INTERACTION, ask_user_question_tool
 from ._provider import AcpProvider
 from ._sessions import DEFAULT_IDLE_TIMEOUT, Run, Session, Sessions, StopReason
 from ._turn import ContentBlock, PromptTurn, serving_turn
+from ._wire import DEFAULT_MAX_LINE_BYTES, close_connection, guard_lines, guard_sender
 
-__all__ = ["AcpAgent", "AgentFunction"]
+if TYPE_CHECKING:
+    from acp._transport import Transport
+    from acp.connection import StreamObserver
+    from acp.interfaces import Agent as SdkAgent
+
+__all__ = ["AcpAgent", "AgentFunction", "serve"]
 
 AgentFunction: TypeAlias = Callable[[Context], Awaitable[object]]
 _RESOURCE_NOT_FOUND = -32002
@@ -366,3 +376,88 @@ def _reported(tool: Tool[Any], turn: PromptTurn, source: Context) -> Tool[Any]:
         return await turn._run_tool(call, current, input)
 
     return Tool(name, tool.description, tool.input_model, handler)
+
+
+_ASK_TOOL = "ask_user_question"
+
+
+async def serve(
+    agent: AgentFunction,
+    context: Context,
+    *,
+    provider: AcpProvider | None = None,
+    transport: Transport | None = None,
+    reader: asyncio.StreamReader | None = None,
+    writer: asyncio.StreamWriter | None = None,
+    observers: list[StreamObserver] | None = None,
+    name: str = "hotseam",
+    max_line_bytes: int | None = None,
+    session_idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+) -> None:
+    """Serve ``agent`` over ACP (stdio by default) and return when the client disconnects.
+
+    Needs the asyncio backend (the ``agent-client-protocol`` SDK is asyncio-based).
+
+    Args:
+        agent: ``async def agent(context) -> object``, called once per prompt turn with a
+            child of ``context`` (see :class:`~hotseam.providers.acp.AcpAgent`).
+        context: Where the agent runs. The ``ask_user_question`` tool is registered in it
+            for the duration unless a tool of that name is already visible.
+        provider: The provider to attach to the connection. When it is given, the caller
+            has installed it (in ``context`` or a parent of it); when it is not, a new one
+            is provided in ``context`` for the duration.
+        transport: A message transport (``acp._transport.memory_transport_pair()`` in
+            tests), instead of byte streams.
+        reader: The byte stream the client writes to (with ``writer``), instead of stdio.
+        writer: The byte stream the client reads from.
+        observers: Called with every raw JSON-RPC message (the SDK's ``StreamEvent``).
+        name: The agent's name in ``initialize``'s ``agentInfo``.
+        max_line_bytes: On byte streams (stdio), the longest message line read (``None``:
+            16 MiB); a longer one is discarded and answered with -32600. Lines that are
+            not JSON (-32700) or not a JSON object (-32600) are answered too, and the agent
+            keeps serving (see ``hotseam.providers._acp._wire``).
+        session_idle_timeout: Seconds after its last prompt at which a session the client
+            never closed is released (``None``: never); see ``AcpAgent``.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        raise RuntimeError(
+            "hotseam.providers.acp.serve() needs the asyncio backend: the "
+            "agent-client-protocol SDK is asyncio-based (anyio.run(..., backend='asyncio'))"
+        ) from None
+    owned = provider is None
+    acp_provider = provider if provider is not None else AcpProvider()
+    acp_agent = AcpAgent(
+        agent,
+        context,
+        provider=acp_provider,
+        name=name,
+        session_idle_timeout=session_idle_timeout,
+    )
+    async with Scope("acp.serve", context=context) as scope:
+        if owned:
+            scope.provide(USER_INTERACTION, acp_provider)
+        if _ASK_TOOL not in context.tools:
+            scope.register_tool(ask_user_question_tool())
+        sdk_agent = cast("SdkAgent", acp_agent)
+        watchers = list(observers or [])
+        if transport is not None:
+            connection = AgentSideConnection(
+                sdk_agent, transport, listening=False, observers=watchers
+            )
+        else:
+            if reader is None or writer is None:
+                reader, writer = await stdio_streams()
+            connection = AgentSideConnection(
+                sdk_agent, writer, reader, listening=False, observers=watchers
+            )
+            limit = DEFAULT_MAX_LINE_BYTES if max_line_bytes is None else max_line_bytes
+            guard_lines(connection, reader, max_line_bytes=limit)
+            guard_sender(connection)
+        try:
+            async with acp_agent.running():
+                await connection.listen()
+        finally:
+            with anyio.CancelScope(shield=True):
+                await close_connection(connection)
