@@ -308,26 +308,16 @@ request it answered fails with it; never sent on the wire)."""
 
 
 class GuardedLines:
-    """The SDK's stdio transport, with a receive that answers bad lines instead of dying.
+    """The SDK's stdio transport, with a receive that answers bad lines instead of dying
+    (item 5 above).
 
-    Invalid JSON gets ``-32700`` (Parse error); JSON that is not an object (a batch, a
-    number, a string, ``null``), an ``id`` that is not a number, string or null, a
-    ``jsonrpc`` that is not ``"2.0"`` (or none), a ``method`` that is not a string, a
-    message nested more than ``DEFAULT_MAX_DEPTH`` (128) levels deep, and a line longer than
-    ``max_line_bytes`` get ``-32600`` (Invalid Request). Each answer carries the message's
-    id when it can be told (read from the line's start when the line is not decoded
-    whole, by the surface kit's reader), else ``"id": null``. A bad message that is a *response*
-    (to one of the agent's own requests) is not answered: that request fails with the
-    error instead, as the TypeScript SDK does. Each is logged as ``acp.invalid_message``
-    without the line's content, which may hold what the human typed. A response whose
-    ``error`` is not an object, which the SDK would crash on, is passed on as a well-formed
-    -32603 error.
-
-    Args:
-        reader: The byte stream the client writes to; this object reads it from now on.
-        inner: The SDK's transport over the same streams; messages are sent through it.
-        max_line_bytes: The longest line read (the newline excluded). A longer one is
-            discarded as it arrives, never held whole in memory.
+    What is not JSON gets ``-32700``; what is not one JSON-RPC 2.0 object, nests deeper
+    than ``DEFAULT_MAX_DEPTH`` or is longer than ``max_line_bytes`` (discarded as it
+    arrives) gets ``-32600``, with the message's id when it can be told. A bad *response*
+    is not answered: the agent's request it answers fails instead, as the TypeScript SDK
+    does; one whose ``error`` is not an object (the SDK would crash) is passed on as
+    -32603. Each is logged as ``acp.invalid_message``, never with the line (it may hold
+    what the human typed).
     """
 
     def __init__(
