@@ -5,6 +5,7 @@ their reloader from them in one way: they cannot drift apart again (``acp`` lack
 from __future__ import annotations
 
 import argparse
+import math
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pytest
 
 from hotseam import Context
 from hotseam.cli import build_parser
-from hotseam.cli._options import ReloadOptions, add_reload_options, resolve, resolve_common
+from hotseam.cli._options import ReloadOptions, add_reload_options, resolve
 from hotseam.reload import PollingWatcher, WatchfilesWatcher
 
 from ._support import write
@@ -66,7 +67,9 @@ def test_acp_resolves_the_reload_options_as_dev_and_run_do(
     write(tmp_path / "pyproject.toml", "[tool.hotseam]\ndeletion-grace = 0.5\npolling = true\n")
     monkeypatch.chdir(tmp_path)
     flags = ["--max-module-size", "2KiB", "--import-timeout", "3"]
-    acp = resolve_common(build_parser().parse_args(["acp", *flags]), log_format="json")
+    acp = resolve(
+        build_parser().parse_args(["acp", *flags]), log_format="json", provider_wait=math.inf
+    )
     for command in ("dev", "run"):
         parsed = build_parser().parse_args([command, "providers", *flags])
         assert resolve(parsed, log_format="json", provider_wait=60).reload == acp.reload

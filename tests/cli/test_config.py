@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
@@ -160,7 +161,7 @@ def test_acp_takes_the_time_bounds_and_the_log_options(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same flags on acp, merged with the file in the same way (flags win)."""
-    from hotseam.cli._options import resolve_common
+    from hotseam.cli._options import resolve
 
     write(
         tmp_path / "pyproject.toml", "[tool.hotseam]\ndispose-timeout = 9\nlog-level = 'warning'\n"
@@ -169,7 +170,7 @@ def test_acp_takes_the_time_bounds_and_the_log_options(
     args = build_parser().parse_args(
         ["acp", "--setup-timeout", "1", "--import-timeout", "3", "--log-format", "console"]
     )
-    common = resolve_common(args, log_format="json")
+    common = resolve(args, log_format="json", provider_wait=math.inf)
     assert (common.setup_timeout, common.dispose_timeout, common.import_timeout) == (1.0, 9.0, 3.0)
     assert (common.reload.setup_timeout, common.reload.import_timeout) == (1.0, 3.0)
     assert (common.log_level, common.log_format) == ("warning", "console")

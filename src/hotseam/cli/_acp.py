@@ -16,7 +16,7 @@ never read stderr).
 from __future__ import annotations
 
 import argparse
-import sys
+import math
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from pathlib import Path
@@ -25,12 +25,14 @@ from typing import TYPE_CHECKING, BinaryIO
 from .._core import get_logger
 from ._agent import AgentLoadError, ask_tool
 from ._config import ConfigError
-from ._options import ReloadOptions, add_common_options, resolve_common
+from ._options import ReloadOptions, add_common_options, resolve
 from ._stdio_cmd import (
     StopSignals,
     UsageError,
     check_stdio,
+    existing,
     exit_process,
+    fail,
     positive_float,
     positive_int,
     stdio_pipes,
@@ -99,8 +101,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         check_stdio("an ACP client", "hotseam acp")
-        paths = _watch_paths(args.watch)
-        common = resolve_common(args, log_format="json")
+        paths = [existing(item, "--watch ") for item in args.watch]
+        common = resolve(args, log_format="json", provider_wait=math.inf)
         with stdout_reserved() as protocol_out:
             configure_logging(common.log_format, level=common.log_level)  # type: ignore[arg-type]
             if args.agent:
@@ -133,8 +135,7 @@ def run(args: argparse.Namespace) -> int:
                 backend="asyncio",
             )
     except (UsageError, AgentLoadError, ConfigError) as error:
-        print(f"hotseam acp: {error}", file=sys.stderr)
-        return 2
+        return fail("hotseam acp", error)
     except KeyboardInterrupt:  # before the signal handlers were installed
         return 0
     return exit_process(code)  # stopped: nothing to gain from the interpreter's teardown
@@ -164,8 +165,7 @@ async def _main(
     try:
         watching = _reloader(agent_context, paths, reload)
     except UsageError as error:
-        print(f"hotseam acp: {error}", file=sys.stderr)
-        return 2
+        return fail("hotseam acp", error)
     stop = anyio.CancelScope()
     early = front.hand_off() if front is not None else HandOff()
     try:
@@ -216,13 +216,3 @@ def _reloader(
         return options.reloader(context, paths)
     except ReloadPathError as error:
         raise UsageError(f"--watch: {error}") from None
-
-
-def _watch_paths(raw: Sequence[str]) -> list[Path]:
-    paths = []
-    for item in raw:
-        path = Path(item)
-        if not path.exists():
-            raise UsageError(f"--watch {item}: no such file or directory")
-        paths.append(path.resolve())
-    return paths

@@ -63,7 +63,7 @@ from ._hints import Hints
 from ._logging import LogStyle, add_processors, cli_log, configure_logging, summary_lines
 from ._options import Settings, add_common_options, add_session_options, resolve, seconds_or_zero
 from ._snapshot import SessionFacts, handle
-from ._stdio_cmd import EXIT_BAD_INPUT, EXIT_FATAL, EXIT_OK, StopSignals, exit_process
+from ._stdio_cmd import EXIT_BAD_INPUT, EXIT_FATAL, EXIT_OK, StopSignals, exit_process, fail
 from ._watchdog import LoopWatchdog
 from ._web import WebOptions, add_web_arguments, start_web, web_options
 
@@ -197,8 +197,7 @@ def _prepare(args: argparse.Namespace, command: str, style: LogStyle) -> _Sessio
         web = web_options(args)
         control = claim(settings.name)
     except (HarnessError, ValueError) as error:
-        print(f"{command}: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return fail(command, error)
     return _Session(
         command,
         reloader,

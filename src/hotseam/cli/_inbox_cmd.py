@@ -35,6 +35,7 @@ from ._stdio_cmd import (
     STOP_SIGNALS,
     StopSignals,
     exit_process,
+    fail,
 )
 
 if TYPE_CHECKING:
@@ -145,8 +146,7 @@ def run(args: argparse.Namespace) -> int:
         options = _prepare(args)
     except (HarnessError, ValueError) as error:
         _restore_signals()
-        print(f"{COMMAND}: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return fail(COMMAND, error)
     configure_logging(options.log_format, level=options.log_level)
     if options.log_format == "console":
         # An event with a one-line summary (the page's URL, a journal out of reach) is that.
@@ -219,10 +219,8 @@ async def _serve(options: _Options, signals: StopSignals) -> int:
             JournalErrorCode.JOURNAL_INVALID_URL,
             JournalErrorCode.JOURNAL_NEWER,
         )
-        print(f"{COMMAND}: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT if bad_input else EXIT_FATAL
+        return fail(COMMAND, error, EXIT_BAD_INPUT if bad_input else EXIT_FATAL)
     except (OSError, ValueError) as error:  # the port, the host
-        print(f"{COMMAND}: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return fail(COMMAND, error)
     log.info("the inbox stopped; every open page was told")
     return EXIT_OK

@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
@@ -85,7 +84,7 @@ from ._journal_view import (
 )
 from ._logging import configure_logging
 from ._options import journal_url
-from ._stdio_cmd import EXIT_BAD_INPUT, EXIT_FATAL, EXIT_OK
+from ._stdio_cmd import EXIT_BAD_INPUT, EXIT_FATAL, EXIT_OK, fail
 
 __all__ = ["add_arguments", "parse_duration", "run"]
 
@@ -160,17 +159,17 @@ def run(args: argparse.Namespace) -> int:
         url = _journal_url(args.journal)
         action = _ACTIONS[args.action](args)
     except (HarnessError, ValueError) as error:
-        return _fail(error, EXIT_BAD_INPUT)
+        return fail(COMMAND, error, EXIT_BAD_INPUT)
     configure_logging("console", level="warning")
     missing = _missing_file(url)
     if missing is not None:
-        return _fail(missing, EXIT_FATAL)
+        return fail(COMMAND, missing, EXIT_FATAL)
     try:
         return anyio.run(_with_journal, url, action)
     except _RefusedError as error:
-        return _fail(error, EXIT_BAD_INPUT)
+        return fail(COMMAND, error, EXIT_BAD_INPUT)
     except JournalError as error:
-        return _fail(error, EXIT_BAD_INPUT if error.code in _BAD_INPUT else EXIT_FATAL)
+        return fail(COMMAND, error, EXIT_BAD_INPUT if error.code in _BAD_INPUT else EXIT_FATAL)
 
 
 Action = Callable[[Journal], Coroutine[Any, Any, int]]
@@ -179,11 +178,6 @@ Action = Callable[[Journal], Coroutine[Any, Any, int]]
 async def _with_journal(url: str | None, action: Action) -> int:
     async with open_journal(url, liveness_timeout=DEFAULT_LIVENESS_TIMEOUT) as journal:
         return await action(journal)
-
-
-def _fail(error: object, code: int) -> int:
-    print(f"{COMMAND}: {error}", file=sys.stderr)
-    return code
 
 
 def _journal_url(given: str | None) -> str | None:

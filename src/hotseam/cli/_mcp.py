@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 from .._core import HarnessError, get_logger
 from ._config import ConfigError
 from ._options import ReloadOptions, add_common_options, port, resolve
-from ._stdio_cmd import UsageError, check_stdio, positive_float, positive_int
+from ._stdio_cmd import UsageError, check_stdio, existing, fail, positive_float, positive_int
 
 if TYPE_CHECKING:
     from ..providers.mcp import McpServer
@@ -142,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
                     "no PATH given, and no 'paths' in a [tool.hotseam] table of a "
                     "pyproject.toml here or above; for example: hotseam mcp tools/"
                 )
-            checked["paths"] = [_existing(path) for path in settings.paths]
+            checked["paths"] = [existing(path) for path in settings.paths]
             checked["web"] = web_options(args)
             if not serves_http:
                 check_stdio("an MCP host", "hotseam mcp")
@@ -179,8 +179,7 @@ def run(args: argparse.Namespace) -> int:
                 backend="asyncio",
             )
     except (UsageError, HarnessError, ValueError) as error:
-        print(f"hotseam mcp: {error}", file=sys.stderr)
-        return 2
+        return fail("hotseam mcp", error)
     except KeyboardInterrupt:  # before the signal handlers were installed
         return 0
     return exit_process(code)  # stopped: nothing to gain from the interpreter's teardown
@@ -213,8 +212,7 @@ async def _main(
     try:
         reloader = reload.reloader(tools, paths)
     except ReloadPathError as error:
-        print(f"hotseam mcp: {error}", file=sys.stderr)
-        return 2
+        return fail("hotseam mcp", error)
     stop = anyio.CancelScope()
     try:
         with (signals or StopSignals("mcp")).cancelling(stop), stop:
@@ -377,10 +375,3 @@ def _own_options(
         input_ttl=DEFAULT_INPUT_TTL if ttl is None else float(ttl),
         max_line_bytes=max_line_bytes,
     )
-
-
-def _existing(path: str) -> Path:
-    given = Path(path)
-    if not given.exists():
-        raise UsageError(f"{path}: no such file or directory")
-    return given.resolve()

@@ -32,7 +32,6 @@ __all__ = [
     "journal_url",
     "port",
     "resolve",
-    "resolve_common",
     "seconds",
     "seconds_or_zero",
     "size",
@@ -351,15 +350,6 @@ def journal_from_config(root: Path, url: str) -> str:
     if location.engine != "sqlite" or Path(location.target).is_absolute():
         return url
     return str(root / location.target)
-
-
-def resolve_common(args: argparse.Namespace, *, log_format: str) -> Settings:
-    """:func:`resolve` for the options :func:`add_common_options` adds (``acp``).
-
-    Raises:
-        ConfigError: the configuration file is wrong.
-    """
-    return resolve(args, log_format=log_format, provider_wait=math.inf)
 
 
 def _agent_from_config(config: Config, spec: str) -> str:

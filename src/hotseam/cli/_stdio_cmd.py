@@ -19,6 +19,7 @@ import sys
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, BinaryIO, NoReturn
 
@@ -41,7 +42,9 @@ __all__ = [
     "StopSignals",
     "UsageError",
     "check_stdio",
+    "existing",
     "exit_process",
+    "fail",
     "stdout_reserved",
 ]
 
@@ -60,6 +63,20 @@ EXIT_BAD_INPUT = 2
 
 class UsageError(Exception):
     """Bad command-line input: one line on stderr, exit code 2."""
+
+
+def fail(command: str, error: object, code: int = EXIT_BAD_INPUT) -> int:
+    """Say what went wrong in one line on stderr; return ``code``."""
+    print(f"{command}: {error}", file=sys.stderr)
+    return code
+
+
+def existing(path: str, flag: str = "") -> Path:
+    """``path`` resolved, when it exists (``flag`` names the option in the error)."""
+    given = Path(path)
+    if not given.exists():
+        raise UsageError(f"{flag}{path}: no such file or directory")
+    return given.resolve()
 
 
 def check_stdio(peer: str, command: str) -> None:

@@ -30,6 +30,7 @@ import anyio
 
 from ..reload import is_library_file
 from ._agent import shown_path
+from ._stdio_cmd import STOP_SIGNALS
 
 __all__ = ["PET_INTERVAL", "LoopWatchdog", "blocked_frame"]
 
@@ -42,7 +43,6 @@ free loop pets within :data:`PET_INTERVAL`, so two quick signals to a free loop 
 the exit."""
 
 _CHECK_INTERVAL = 0.1
-_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 _STACK_DEPTH = 8
 _STDLIB = sysconfig.get_path("stdlib") + "/"
 
@@ -148,7 +148,7 @@ class LoopWatchdog:
         previous: dict[int, Any] = {}
         if threading.current_thread() is not threading.main_thread():
             return previous
-        for signum in _STOP_SIGNALS:
+        for signum in STOP_SIGNALS:
             handler = signal.getsignal(signum)
             if not callable(handler):  # nobody routes it: it already stops the process
                 continue
