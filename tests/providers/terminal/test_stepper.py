@@ -28,8 +28,8 @@ from hotseam.interaction import (
     ask,
     validate_request,
 )
-from hotseam.providers._terminal._draft import Steps
 from hotseam.providers._terminal._protocol import BACK, Reprompt, resolve_step
+from hotseam.providers._terminal._stepper import Steps
 from hotseam.providers.terminal import Draft, TerminalProvider
 
 from .conftest import STACK, Pipe, Screen, until

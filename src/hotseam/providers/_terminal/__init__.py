@@ -7,8 +7,8 @@ asyncio) or ``_lines`` (plain lines: pipes, CI, trio); both speak ``_protocol`` 
 
 from __future__ import annotations
 
-from ._draft import Draft as Draft
 from ._provider import Mode as Mode
 from ._provider import TerminalProvider as TerminalProvider
+from ._stepper import Draft as Draft
 
 __all__: list[str] = []

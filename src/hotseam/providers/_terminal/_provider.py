@@ -23,13 +23,12 @@ from ...interaction import (
     current_ask,
     validate_request,
 )
-from ._draft import Draft
 from ._lines import LinesSurface
 from ._protocol import WITHDRAWN, Back, DismissedError, answer_line, entry_line, timeout_marker
 from ._queue import AskQueue
 from ._reader import LineReader, isatty
 from ._render import outcome
-from ._stepper import Stepper, needs_stepper
+from ._stepper import Draft, Stepper, needs_stepper
 from ._tty import TtySurface
 
 __all__ = ["Mode", "TerminalProvider"]

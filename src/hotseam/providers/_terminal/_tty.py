@@ -50,7 +50,6 @@ from ...interaction import (
     Question,
     QuestionAnswer,
 )
-from ._draft import Draft
 from ._protocol import (
     BACK_COMMAND,
     SKIP_COMMAND,
@@ -67,7 +66,7 @@ from ._protocol import (
 from ._queue import AskQueue
 from ._reader import LINE_LIMIT, too_long_reason
 from ._render import STYLE, question_block, shown, step_block, waiting_line
-from ._stepper import Stepper
+from ._stepper import Draft, Stepper
 
 __all__ = ["TtySurface", "wrap_fragments"]
 
