@@ -55,8 +55,6 @@ _log = get_logger("hotseam.cli")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--agent``, ``--watch``, the reloader's options (as ``dev`` and ``run`` take them)
-    and the log options."""
     parser.add_argument(
         "--agent",
         metavar="MODULE:FUNCTION",

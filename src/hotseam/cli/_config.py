@@ -80,7 +80,6 @@ class Config:
 
     @property
     def root(self) -> Path:
-        """The folder relative paths in the file are relative to."""
         return self.path.parent
 
     def get(self, key: str) -> Any:

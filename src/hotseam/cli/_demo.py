@@ -95,7 +95,6 @@ async def demo_agent(context: Context, *, out: Callable[[str], None] = print) ->
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--mode``, ``--timeout``, ``--backend`` and ``--log-level``."""
     parser.add_argument(
         "--mode",
         choices=("auto", "tty", "lines"),
@@ -124,9 +123,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Ask the demo questions; exit 0 when each was answered or dismissed by the human
-    (Ctrl-C or Ctrl-D at a prompt is a choice, not a failure), 1 otherwise (the input
-    ended, a question failed)."""
     from ..providers.terminal import TerminalProvider
 
     configure_logging("console", level=args.log_level)

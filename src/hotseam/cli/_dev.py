@@ -71,7 +71,6 @@ __all__ = ["add_arguments", "add_session_arguments", "run", "run_session"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``PATH... [--agent MODULE:FUNCTION] [--answers FILE] [--polling] [--verbose]``."""
     add_session_arguments(parser)
     parser.add_argument(
         "-v",
@@ -115,7 +114,6 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run ``hotseam dev``; return the exit code."""
     return run_session(args, style="console", verbose=args.verbose)
 
 

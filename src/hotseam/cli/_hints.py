@@ -41,7 +41,6 @@ class Hints:
         self._given: set[tuple[str, str]] = set()
 
     async def run(self) -> None:
-        """Until the reloader closes."""
         helpers: set[str] = set()
         async with self._events as events:
             while True:

@@ -135,7 +135,6 @@ class _Options:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve the inbox until SIGTERM or Ctrl-C; return the exit code."""
     signals = _stop_signals()  # installed already when this process is the command
     import anyio
 

@@ -107,7 +107,6 @@ class _RefusedError(Exception):
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``[--journal URL] ACTION ...``."""
     journal_help = (
         "the journal: postgresql://USER@HOST/DATABASE, sqlite:///PATH or a file path "
         "(default: 'journal' in [tool.hotseam], else the embedded journal in hotseam's "
@@ -154,7 +153,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Do the action; return the exit code."""
     try:
         url = _journal_url(args.journal)
         action = _ACTIONS[args.action](args)

@@ -154,7 +154,6 @@ class StderrSink:
 
     @property
     def dropped(self) -> int:
-        """How many lines were dropped so far (reported or not)."""
         return self._dropped
 
     def write(self, text: str) -> int:
@@ -248,12 +247,10 @@ class StderrSink:
         """Nothing to do: the writer thread writes as fast as the reader reads."""
 
     def isatty(self) -> bool:
-        """Whether the file descriptor is a terminal."""
         return os.isatty(self._fd)
 
     @property
     def encoding(self) -> str:
-        """The encoding lines are written in."""
         return self._encoding
 
     def drain(self, timeout: float) -> bool:

@@ -230,12 +230,10 @@ class CurrentStderr:
             current.flush()
 
     def isatty(self) -> bool:
-        """Whether the current ``sys.stderr`` is a terminal (decides on colours)."""
         return sys.stderr.isatty()
 
     @property
     def encoding(self) -> str:
-        """The current ``sys.stderr``'s encoding."""
         return sys.stderr.encoding
 
 

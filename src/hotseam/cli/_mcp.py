@@ -54,8 +54,6 @@ _log = get_logger("hotseam.cli")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``PATH...``, ``--max-line-bytes``, ``--input-ttl``, the web inbox's options, the
-    reloader's options and the log options."""
     from ._web import add_web_arguments
 
     parser.add_argument(
@@ -126,7 +124,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Serve until the host closes stdin, SIGTERM or Ctrl-C (exit 0)."""
     from ._stdio_cmd import StopSignals, exit_process, stdout_reserved
     from ._web import web_options
 

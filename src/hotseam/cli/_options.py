@@ -264,7 +264,6 @@ class Settings:
 
     @property
     def reload(self) -> ReloadOptions:
-        """The reloader's options."""
         return ReloadOptions(
             self.setup_timeout,
             self.dispose_timeout,

@@ -25,7 +25,6 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``[PATH...] [--to PID|NAME]``."""
     parser.add_argument(
         "paths", nargs="*", metavar="PATH", help="files or folders to reload (default: all)"
     )
@@ -38,7 +37,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Ask for the reload; return the exit code."""
     given, target = list(args.paths), args.to
     if target is None and len(given) == 1 and _names_a_process(given[0]):
         print(

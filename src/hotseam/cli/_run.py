@@ -16,16 +16,11 @@ from __future__ import annotations
 
 import argparse
 
-from ._dev import add_session_arguments, run_session
+from ._dev import add_session_arguments as add_arguments
+from ._dev import run_session
 
 __all__ = ["add_arguments", "run"]
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``PATH... [--agent MODULE:FUNCTION] [--answers FILE] [--polling]``."""
-    add_session_arguments(parser)
-
-
 def run(args: argparse.Namespace) -> int:
-    """Run ``hotseam run``; return the exit code."""
     return run_session(args, style="json")

@@ -30,7 +30,6 @@ __all__ = ["add_arguments", "format_status", "run", "show"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``[TARGET] [--json]``."""
     parser.add_argument(
         "target",
         nargs="?",
@@ -42,7 +41,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the status; return the exit code."""
     return show(args.target, as_json=args.json)
 
 
