@@ -153,6 +153,17 @@ class Effect(abc.ABC):
         if error is not None:
             raise error
 
+    def _place(self) -> None:
+        """A new registration: live unless its owner is staged, then adopted by its owner
+        (or, unowned, shown to the leak tracker)."""
+        owner = self._scope
+        if owner is None or not owner.staged:
+            self._start()
+        if owner is not None:
+            owner._adopt(self)
+        elif (tracker := _tracking._tracker) is not None:
+            tracker.track(self, None)
+
     @abc.abstractmethod
     def _undo(self, exit_: ScopeExit) -> object:
         """Undo the effect; may return an awaitable, which the caller awaits (bounded)."""

@@ -19,7 +19,7 @@ import enum
 import itertools
 import math
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from types import TracebackType
@@ -27,7 +27,6 @@ from typing import Any, Generic, TypeVar
 
 import anyio
 
-from . import _tracking
 from ._callbacks import InactiveCallbacks
 from ._effects import Effect, EffectOwner, ScopeExit
 from ._errors import ProviderConflictError
@@ -229,15 +228,7 @@ class BaseContext:
         refuse_registration(f"provide({seam.name!r})", location)
         seam.check(provider)
         registration = Registration(self, seam, provider, owner, location)
-        staged = owner is not None and owner.staged
-        if not staged:
-            registration._start()
-        if owner is not None:
-            owner._adopt(registration)
-        else:
-            tracker = _tracking._tracker
-            if tracker is not None:
-                tracker.track(registration, None)
+        registration._place()
         return registration
 
     def registration(self, seam: Seam[T]) -> Registration[T] | None:
@@ -284,11 +275,7 @@ class BaseContext:
         provider = self.lookup(seam)
         if provider is not None:
             return provider
-        chain: list[BaseContext] = []
-        context: BaseContext | None = self
-        while context is not None:
-            chain.append(context)
-            context = context.parent
+        chain = list(self._chain())
         with anyio.move_on_after(timeout):
             while provider is None:
                 installed = anyio.Event()
@@ -399,13 +386,15 @@ class BaseContext:
 
     def _first_swap(self, covers: Callable[[Swap], bool]) -> Swap | None:
         """The first running swap, here or in an ancestor, that ``covers`` accepts."""
+        swaps = (swap for context in self._chain() for swap in context._swaps)
+        return next(filter(covers, swaps), None)
+
+    def _chain(self) -> Iterator[BaseContext]:
+        """This context, then its ancestors."""
         context: BaseContext | None = self
         while context is not None:
-            for swap in context._swaps:
-                if covers(swap):
-                    return swap
+            yield context
             context = context.parent
-        return None
 
     @asynccontextmanager
     async def swap(self, *seams: Seam[Any], tools: Iterable[str] = ()) -> AsyncIterator[Swap]:

@@ -25,7 +25,7 @@ from typing import Any, TypeVar, cast
 import anyio
 import anyio.abc
 
-from . import _module_body, _tracking
+from . import _tracking
 from ._carry import Carrying, Handover
 from ._effects import (
     DEFAULT_DISPOSE_TIMEOUT,
@@ -311,10 +311,7 @@ class Scope(Carrying):
         """Offer ``tool`` through this scope's context until the scope closes."""
         self._check_open()
         context = self._require_context("register_tool")
-        if _module_body.executing_path() is not None:
-            location = _module_body.caller_location(2)
-            _module_body.refuse_registration(f"register_tool({tool.name!r})", location)
-        return context.tools._register(tool, owner=self)
+        return context.tools._register(tool, owner=self, what="register_tool")
 
     def _require_context(self, what: str) -> BaseContext:
         if self._context is None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, get_
 
 import anyio
 
-from . import _module_body, _tracking
+from . import _module_body
 from ._abort import AbortSignal
 from ._agent import Agent
 from ._callbacks import InactiveCallbacks
@@ -275,21 +275,16 @@ class ToolRegistry:
             ScopeError: (``MODULE_LEVEL_REGISTRATION``) called while a hot-reloaded module's
                 body executes: nothing would dispose it at the next reload.
         """
-        if _module_body.executing_path() is not None:
-            location = _module_body.caller_location(2)
-            _module_body.refuse_registration(f"register({tool.name!r})", location)
-        return self._register(tool, owner=None)
+        return self._register(tool, owner=None, what="register")
 
-    def _register(self, tool: Tool[Any], *, owner: EffectOwner | None) -> ToolRegistration:
+    def _register(
+        self, tool: Tool[Any], *, owner: EffectOwner | None, what: str
+    ) -> ToolRegistration:
+        if _module_body.executing_path() is not None:  # the caller of register(_tool)
+            location = _module_body.caller_location(3)
+            _module_body.refuse_registration(f"{what}({tool.name!r})", location)
         registration = ToolRegistration(self, tool, owner)
-        if owner is None or not owner.staged:
-            registration._start()
-        if owner is not None:
-            owner._adopt(registration)
-        else:
-            tracker = _tracking._tracker
-            if tracker is not None:
-                tracker.track(registration, None)
+        registration._place()
         return registration
 
     def get(self, name: str) -> Tool[Any] | None:
