@@ -715,15 +715,10 @@ class Closer:
     ) -> list[BaseException]:
         """Close a generation's scope; return its disposers' failures (never raised).
 
-        The close runs in a task of its own, and the reloader waits for it at most
-        ``dispose_timeout`` plus a margin: a disposer stuck where cancellation cannot reach
-        it (a worker thread, a shielded scope) is abandoned and reported as a
-        :class:`DisposerTimeoutError` naming the line it is stuck at. Its registrations
-        were withdrawn when the close began, so what replaces it can be activated.
-
-        A scope that holds nothing but its registrations (a provider module's usual
-        generation) closes in place: their undo is hotseam's own and never waits, so
-        nothing there could be stuck, and the task (a turn of the event loop) is spared.
+        Past ``dispose_timeout`` plus a margin a stuck close is abandoned and reported as a
+        :class:`DisposerTimeoutError` naming its line (its registrations were withdrawn
+        when it began). A scope of registrations only closes in place: their undo never
+        waits, so the task (a turn of the event loop) is spared.
         """
         if _only_registrations(scope):
             try:

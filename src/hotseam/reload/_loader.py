@@ -1249,13 +1249,11 @@ def _size(count: int) -> str:
 
 
 def read_file(path: Path, limit: int | None = None) -> Source:
-    """Read ``path`` and the stat of the file read (one open, so the two agree).
+    """Read ``path`` and the stat of the file read (one open, so the two agree). Blocking.
 
-    Only a regular file is ever opened: a FIFO, a socket or a device named ``x.py`` would
-    block the read (or act on the device), so it is refused from its stat; the open is
-    non-blocking and the opened file checked again, in case it was swapped in between. A
-    file over ``limit`` bytes is refused from its stat too (or as soon as it has grown past
-    it). Blocking: call it in a worker thread (:func:`read_source` does).
+    Only a regular file is opened (a FIFO or a device named ``x.py`` would block the read),
+    checked from its stat and again once opened, non-blocking, in case it was swapped in
+    between; so is the size against ``limit``.
 
     Raises:
         OSError: the file cannot be read, or is not a regular file (``FileNotFoundError``:
@@ -1296,12 +1294,9 @@ def read_on_loop(path: Path, seen: os.stat_result, limit: int | None = None) -> 
     """Read ``path`` at once, on the event loop, if that cannot block; ``None``: read it in
     a worker thread instead (:func:`read_file`, which also reports every failure).
 
-    ``seen`` is the ``lstat`` of ``path`` just taken (by the index): only a regular file of
-    at most :data:`LOOP_READ_LIMIT` bytes (and at most ``limit``) on a file system known to
-    be local (:data:`MOUNTS`) is opened, without following a link, non-blocking; the
-    opened file must still be a regular file of that size on that file system, or it is
-    left to the thread. Saves the worker-thread round trip (most of a save that changed
-    nothing).
+    ``seen`` is its ``lstat``, just taken: only a regular file of at most
+    :data:`LOOP_READ_LIMIT` bytes on a local file system is opened (no link followed,
+    non-blocking), and it must still be one once opened.
     """
     most = LOOP_READ_LIMIT if limit is None else min(limit, LOOP_READ_LIMIT)
     if not stat.S_ISREG(seen.st_mode) or seen.st_size > most or not MOUNTS.is_local(seen.st_dev):
@@ -1339,14 +1334,9 @@ async def read_source(
     seen: os.stat_result | None = None,
     limit: int | None = None,
 ) -> Source | None:
-    """Read ``path``; ``None`` if it is gone. An unexpectedly empty read is retried briefly.
-
-    The read and the hash run in a worker thread, so a big file (or a slow file system)
-    never blocks the event loop — except a small file on a local file system, read at once
-    when ``seen`` (its ``lstat``, just taken) allows it: see :func:`read_on_loop`.
-    ``previous`` (the digest last loaded) only decides whether an empty read is believed at
-    once: only when the module was empty before. A file over ``limit`` bytes is refused
-    (:class:`ModuleTooLargeError`) without being read.
+    """Read ``path`` (in a worker thread unless :func:`read_on_loop` may); ``None`` if it is
+    gone. An unexpectedly empty read is retried briefly: it is believed at once only when
+    ``previous`` (the digest last loaded) was empty too.
     """
     for attempt in range(_EMPTY_RETRIES + 1):
         source = read_on_loop(path, seen, limit) if seen is not None and not attempt else None

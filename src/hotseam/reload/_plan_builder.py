@@ -605,13 +605,9 @@ class _Episode:
 class Deferrals:
     """The paths a reloader could not look at for a passing reason, and when to retry.
 
-    A path is a module file (its read failed), a path whose listing failed, or
-    :data:`EVERYTHING`. Each plan of a reload is one round: :meth:`begin`, then
-    :meth:`deferred` for each transient failure and :meth:`looked_at` for each path that
-    was read or listed (whatever came of it), then :meth:`end`, which logs the episodes
-    that began (``reload.deferred``, once each) and ended (``reload.recovered``), and
-    schedules the retries. :meth:`take_due` hands the retries whose time has come; the
-    plan that retries them looks at each again (or defers it once more).
+    A path is a module file, a folder whose listing failed, or :data:`EVERYTHING`. Each
+    plan is one round, from :meth:`begin` to :meth:`end`, which logs each episode once when
+    it begins and once when it ends.
     """
 
     __slots__ = ("_episodes", "_failed", "_looked", "_scheduled")

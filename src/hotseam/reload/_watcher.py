@@ -207,14 +207,8 @@ class _Folder:
 class _Tree:
     """What the scans of one :meth:`PollingWatcher.open` know; used by one thread at a time.
 
-    :meth:`scan` stats every folder and module file and returns what changed since the
-    previous scan. A quiet scan allocates nothing that outlives it: per file one ``stat``
-    call, one comparison with the previous key, and the racy test.
-
-    A folder that cannot be listed, or a file or folder that cannot be stat-ed, for a
-    passing reason (out of file descriptors: see ``is_transient``) is neither empty nor
-    gone: what the previous scan knew of it stands, and it is looked at again by the next
-    scan. :attr:`failing` holds those paths (:meth:`settle` tells the episodes).
+    A path that cannot be looked at for a passing reason is neither empty nor gone: what
+    the previous scan knew of it stands (:attr:`failing`; :meth:`settle` tells episodes).
     """
 
     def __init__(
