@@ -7,25 +7,13 @@ and the same question); a finished run is never answered again; across processes
 answer wins in one transaction. ``ask()``, agent runs and resume, the CLI and the fleet
 inbox are built on :class:`Journal` (``open_journal(url)``).
 
-Engines, one interface, one behaviour (a contract test suite runs every behaviour on each,
-and on ``memory:``):
-
-* ``sqlite`` — the embedded default: plain tables in one file under hotseam's state folder
-  (mode 0600, WAL, ``BEGIN IMMEDIATE`` writes), the standard library's ``sqlite3`` run in
-  anyio worker threads. Other processes' changes are seen by polling ``PRAGMA
-  data_version`` (about 0.2 s); this process's at once.
-* ``postgresql`` — for several processes or machines: the same tables and the same SQL,
-  through psycopg 3 (the ``hotseam[postgres]`` extra) with *sync* connections in worker
-  threads, so asyncio and trio work alike. Wake-ups across processes use ``LISTEN/NOTIFY``
-  on a dedicated connection whose thread blocks in ``conn.notifies()`` and hands each
-  notification to the event loop with ``anyio.from_thread``.
-* ``memory:`` — not a third engine: SQLite on a database in this process's memory, its
-  transactions run on the event loop (no disk, no thread hop), so tests get speed from the
-  very statements the file runs. Nothing public needs more: with nothing configured the
-  journal is the SQLite *file*, and ``--no-journal`` means no journal at all.
-
-Each operation is written once, in :class:`Journal`'s method (its checks, then its SQL in
-one transaction); an engine supplies only how a transaction runs and how others are woken.
+Engines, one interface, one behaviour (a contract test suite runs every behaviour on each):
+``sqlite``, the embedded default (:mod:`._sqlite`; ``memory:`` is SQLite in this process's
+memory, not a third engine), and ``postgresql`` for several processes or machines
+(:mod:`._postgres`). Each operation is written once, in :class:`Journal`'s methods
+(:mod:`._store`); an engine supplies only how a transaction runs and how others are woken.
+Nothing public needs more: with nothing configured the journal is an SQLite *file* under
+hotseam's state folder, and ``--no-journal`` means no journal at all.
 
 Why not DBOS (durable workflows on the same two databases, which was considered): its
 workflows and steps are functions registered by decorators at import time and run on
