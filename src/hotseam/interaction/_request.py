@@ -8,10 +8,8 @@ and to read its first question, never a second state.
 
 Plain frozen dataclasses, so that they take positional arguments as the seed's shapes do and
 cost little to build. Their rules are here too (:func:`validate_request`, which ``ask()``
-runs before any provider sees a request), with errors that name the field. Their dict forms
-are typed by the tool's input models (:mod:`._inputs`, pydantic, which accept the seed's
-camelCase ``allowCustom`` as well as snake_case), imported inside ``from_dict`` at the
-first dict parsed: pydantic and the models cost more than the rest of the seam's import.
+runs before any provider sees a request), with errors that name the field; their dict forms
+are :mod:`._inputs`' (imported at the first dict parsed: see there why).
 """
 
 from __future__ import annotations
