@@ -289,10 +289,12 @@ class ToolRegistry:
 
     def get(self, name: str) -> Tool[Any] | None:
         """Return the visible tool called ``name``, or ``None``."""
-        for context in self._chain():
+        context: ToolContext | None = self.context  # not _chain(): every execute looks
+        while context is not None:
             registration = context.tools._own.get(name)
             if registration is not None:
                 return registration.tool
+            context = context.parent
         return None
 
     def _chain(self) -> Iterator[ToolContext]:
