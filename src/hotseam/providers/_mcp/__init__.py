@@ -1,8 +1,8 @@
 """The MCP surface: hotseam's tools behind the Model Context Protocol (``hotseam mcp``).
 
 One concept a module: :mod:`._server` (the SDK's low-level server around a context, and
-the tools as MCP lists and results), :mod:`._call` (which call a question comes
-from), :mod:`._provider` (the user-interaction provider, on the surface kit's forms),
+the tools as MCP lists and results), :mod:`._provider` (the user-interaction provider, on
+the surface kit's forms, and which call a question comes from),
 :mod:`._input` (2026-07-28 continuations), :mod:`._tap` (answers filed as they are read),
 :mod:`._stdio` (the bounded stdio transport), :mod:`._http` (Streamable HTTP behind the web
 inbox's rules).
@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING
 from ..._core import lazy_exports
 
 if TYPE_CHECKING:  # what hotseam.providers.mcp and the CLI use, imported when first used
-    from ._call import McpCall as McpCall
-    from ._call import current_call as current_call
-    from ._call import in_call as in_call
     from ._http import DEFAULT_MAX_SESSIONS as DEFAULT_MAX_SESSIONS
     from ._http import DEFAULT_SESSION_IDLE_TIMEOUT as DEFAULT_SESSION_IDLE_TIMEOUT
     from ._http import serve_http as serve_http
     from ._input import DEFAULT_INPUT_TTL as DEFAULT_INPUT_TTL
+    from ._provider import McpCall as McpCall
     from ._provider import McpProvider as McpProvider
+    from ._provider import current_call as current_call
+    from ._provider import in_call as in_call
     from ._provider import load_forms as load_forms
     from ._server import McpServer as McpServer
     from ._stdio import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
@@ -32,9 +32,9 @@ if not TYPE_CHECKING:  # type checkers read the imports above
     __getattr__ = lazy_exports(
         globals(),
         {
-            "McpCall": "._call",
-            "current_call": "._call",
-            "in_call": "._call",
+            "McpCall": "._provider",
+            "current_call": "._provider",
+            "in_call": "._provider",
             "DEFAULT_INPUT_TTL": "._input",
             "McpProvider": "._provider",
             "load_forms": "._provider",

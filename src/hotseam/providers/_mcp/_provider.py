@@ -1,8 +1,7 @@
 """McpProvider: the user-interaction provider that asks through the MCP client of the call.
 
 A tool served by ``hotseam mcp`` asks with ``await ask(...)``; the question reaches the
-human in the host's own UI, as a form elicitation of the client that made the call
-(:mod:`._call` says which):
+human in the host's own UI, as a form elicitation of the client that made the call:
 
 * 2025-06-18 and 2025-11-25: an ``elicitation/create`` request sent while the call runs,
   tied to the call's request id (so Streamable HTTP carries it on the call's stream). A
@@ -19,16 +18,27 @@ is not an object), then ``INVALID_ANSWER``. A client that advertised no elicitat
 answers the method with -32601, gets the fallback: the web inbox when one runs
 (``fallback=``), else an error the model can read (``NO_PROVIDER``), which tells it to ask
 in the conversation — never a question nobody sees.
+
+Which call a question comes from: the seam's request knows nothing of MCP, but a question
+must reach the client that made the call, so the server sets :func:`in_call` around each
+tool it runs; ``ask()`` runs the provider in the tool's task, which reads
+:func:`current_call` there (as the ACP provider reads its ask scope).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import ServerMessageMetadata
+from mcp_types import RequestId
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from ..._core import get_logger
@@ -41,13 +51,71 @@ from ...interaction import (
     takes_several,
 )
 from .._kit import ask_until_answered, build_form, mcp_variant
-from ._call import McpCall, current_call
 from ._tap import MARK
 
-__all__ = ["McpProvider", "load_forms"]
+if TYPE_CHECKING:
+    from mcp.server.session import ServerSession
+
+    from ._input import Continuation
+    from ._tap import ResponseTap
+
+__all__ = ["McpCall", "McpProvider", "current_call", "in_call", "load_forms"]
 
 _log = get_logger("hotseam.providers.mcp")
 _METHOD_NOT_FOUND = -32601
+
+
+@dataclass(frozen=True, slots=True)
+class McpCall:
+    """One ``tools/call``: the session that answers it, its request id, the revision
+    spoken, and (on 2026-07-28) the continuation that carries its questions."""
+
+    session: ServerSession
+    request_id: RequestId | None
+    protocol_version: str
+    tool: str
+    continuation: Continuation | None = None
+    tap: ResponseTap | None = None
+    """Files the responses to its forms as they are read (stdio and in-process streams)."""
+
+    @property
+    def modern(self) -> bool:
+        """Whether questions travel in results (2026-07-28) rather than as requests."""
+        return self.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+    @property
+    def advertises_form(self) -> bool:
+        """Whether the client advertised form elicitation: ``elicitation`` present, with
+        ``form`` or with no mode at all (``{}`` means form only in MCP, unlike ACP)."""
+        capabilities = self.session.client_capabilities
+        elicitation = capabilities.elicitation if capabilities is not None else None
+        if elicitation is None:
+            return False
+        return elicitation.form is not None or elicitation.url is None
+
+    @property
+    def client_name(self) -> str:
+        """The client's name from ``initialize`` (or the request's envelope), for messages."""
+        params = self.session.client_params
+        return params.client_info.name if params is not None else "the MCP client"
+
+
+_current: ContextVar[McpCall | None] = ContextVar("hotseam_mcp_call", default=None)
+
+
+@contextmanager
+def in_call(call: McpCall) -> Iterator[McpCall]:
+    """Make ``call`` the current MCP tool call for the block (and tasks started in it)."""
+    token = _current.set(call)
+    try:
+        yield call
+    finally:
+        _current.reset(token)
+
+
+def current_call() -> McpCall | None:
+    """The MCP tool call the current code runs for, or ``None`` outside one."""
+    return _current.get()
 
 
 class _RefusedError(Exception):

@@ -5,7 +5,7 @@ lists the context's tools sorted by name; ``tools/call`` runs the tool
 through ``ctx.tools.execute`` — the seam's path, so a call that arrives while a reload
 swaps the tool's module waits for the swap and runs the new code, never "unknown tool" —
 with the context current (``ask()`` finds the context's provider) and the call at hand
-for :class:`~._provider.McpProvider` (:mod:`._call`).
+for :class:`~._provider.McpProvider`.
 
 On the older revisions a call runs in its request's task: cancelling the request
 (``notifications/cancelled``) cancels the tool. On 2026-07-28 it runs as a continuation
@@ -44,8 +44,8 @@ from mcp.shared.message import SessionMessage
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..._core import Context, Tool, ToolRegistry, ToolResult, get_logger, use_context
-from ._call import McpCall, in_call
 from ._input import DEFAULT_INPUT_TTL, Continuation, Continuations
+from ._provider import McpCall, in_call
 from ._tap import ResponseTap, current_tap
 
 __all__ = ["McpServer"]
