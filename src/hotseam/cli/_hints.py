@@ -23,6 +23,7 @@ from ..reload import (
     ReloadEvent,
     display_path,
 )
+from ._agent import shown_location
 
 __all__ = ["Hints"]
 
@@ -73,7 +74,7 @@ class Hints:
                 self._hint(
                     "relative-import",
                     event.path,
-                    f"{_shown(error.location) or display_path(event.path)}: "
+                    f"{_where(event)}: "
                     f"{display_path(folder)}/ "
                     "is a plain folder (no __init__.py), so its modules are top-level: write "
                     f"'{instead}' instead of '{written}', or add an __init__.py to make it a "
@@ -81,7 +82,7 @@ class Hints:
                 )
 
     def _address_in_use(self, event: ReloadAborted) -> None:
-        where = _shown(event.error.location) or display_path(event.path)
+        where = _where(event)
         carry = (
             "create the listening socket once with scope.carry('listener', make_socket) and "
             "every generation gets the same bound socket (see 'Carrying state and resources "
@@ -154,9 +155,7 @@ async def _relative_import(location: str | None) -> tuple[str, str]:
     return written, (f"from {module} import {names}" if module else f"import {names}")
 
 
-def _shown(location: str | None) -> str | None:
-    """``file:line`` with the file as the reload report shows it."""
-    if not location:
-        return None
-    file, sep, line = location.rpartition(":")
-    return f"{display_path(Path(file))}:{line}" if sep and line.isdigit() else location
+def _where(event: ReloadAborted) -> str:
+    """The failure's ``file:line`` as the reload report shows it, else the module's path."""
+    location = event.error.location
+    return shown_location(location) if location else display_path(event.path)
