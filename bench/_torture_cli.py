@@ -28,7 +28,7 @@ git repository (``providers/`` untracked), its control socket in a folder of its
   64 KB without a newline, clients that hang up or never read), and bursts of 80 idle
   connections (more than the 64 it serves at once) with a status request among them.
   Reload requests land at any moment, an episode's files away included (a module within
-  its grace must survive them: ``tests/reload/test_torture_findings.py``); they wait only
+  its grace must survive them: ``tests/reload/test_deletion_grace_plans.py``); they wait only
   while a SIGHUP's reload is checked.
 
 At the end the good content is put back, converged, and SIGTERM sent.

@@ -374,7 +374,7 @@ class DaemonTorture(Torture):
 
         Without the barrier, writes still in the watcher's batch when the episode begins
         would share a batch with its edits (the torture found two bugs that way: see
-        tests/reload/test_torture_findings.py); each episode is measured alone.
+        tests/reload/test_deletion_grace_plans.py); each episode is measured alone.
         """
         self.lift_transient_failures(now=True)
         self.files.restore()
