@@ -48,7 +48,7 @@ restarted for a deploy.
   ask, its record pending, asked again when a resumed run re-attached to the ask (counted
   here rather than as *questions answered twice* and *lost*). Not 0 today: the journal
   records an ask's answer whole, so what was answered of it lives in the ask only — the
-  open finding of ``tests/interaction/test_runs_findings.py``. ``--several-ratio 0``
+  open finding of ``tests/interaction/test_asks_at_their_edges.py``. ``--several-ratio 0``
   leaves it out.
 
 **Journal faults** (SQLite, every ``fault_every`` edits, 20 by default, in turn): the
@@ -578,7 +578,7 @@ class JournalTorture(Torture):
     def tally_parts(self) -> None:
         """A question of several answered before its ask was cut and asked again when a
         resume re-attached to the ask is counted apart (its answer was kept in the ask only,
-        not in the journal: see tests/interaction/test_runs_findings.py); the other
+        not in the journal: see tests/interaction/test_asks_at_their_edges.py); the other
         questions as without a journal."""
         returned = self.ledger.returned_parts
         apart = {key: returned.pop(key) for key in self.parts_cut if key in returned}

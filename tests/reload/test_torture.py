@@ -64,7 +64,7 @@ async def test_every_reload_and_journal_guarantee_holds_through_restarts(
     what was settled and re-attach to what was pending, ended runs never change.
 
     Asks of one question only: a restart loses the answers to the questions of an ask of
-    several answered before it (the open finding of tests/interaction/test_runs_findings.py,
+    several answered before it (the open finding of tests/interaction/test_asks_at_their_edges.py,
     which the long version counts as *questions of several answered before their ask was
     cut, asked again*)."""
     caplog.set_level(logging.CRITICAL, logger="hotseam")

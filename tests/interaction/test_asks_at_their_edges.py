@@ -1,6 +1,8 @@
-"""Findings of the state machine of tests/test_invariants.py — with a journal
-(tests/_journal_machine.py) and with asks of several questions
-(tests/_multi_question_machine.py) — each reduced to a test."""
+"""Asks at their edges: an answer given as the process stops or as the ask's signal fires,
+a swap while an ask of several questions is under way (the rest to the replacement, the
+answers kept), a restart between the questions of one ask. Each case was found by the
+state machines of tests/test_invariants.py (with a journal: tests/_journal_machine.py;
+asks of several questions: tests/_multi_question_machine.py) and reduced to a test."""
 
 from __future__ import annotations
 
