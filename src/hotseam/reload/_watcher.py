@@ -845,7 +845,7 @@ Backend = Literal["auto", "inotify", "watchfiles"]
 class NativeWatcher:
     """Native file-system notifications: inotify on Linux, watchfiles elsewhere.
 
-    With inotify (:class:`InotifyNotifier`: Linux with ``inotify_simple`` installed, the
+    With inotify (``InotifyNotifier``: Linux with ``inotify_simple`` installed, the
     default there) the event loop itself waits on the inotify descriptor: a module file closed after
     a write, or moved into place, is reported at once (what else was queued goes in the same
     batch); other changes once they paused for ``step_ms``, at the latest ``debounce_ms``
