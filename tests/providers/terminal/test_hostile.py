@@ -275,3 +275,27 @@ async def test_the_prompt_shows_a_5000_character_reply_once(keys: PipeInput) -> 
     shown = "".join(screen.lines)
     assert shown.count(long[:200]) == 1
     assert screen.lines[-1] == f"-> {long[:57]}... (your own answer, 5000 characters)"
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_prompt_refuses_a_pasted_reply_over_the_limit_and_takes_the_next(
+    keys: PipeInput,
+) -> None:
+    """The prompt takes the replies the line reader takes: one over its limit (pasted, as a
+    reply that long arrives) is refused with the reader's reason, and the question stays."""
+    screen = Screen(columns=200, rows=60)
+    pasted = "\x1b[200~" + "x" * (LINE_LIMIT + 1) + "\x1b[201~\r" + "short\r"
+    answers = []
+    with anyio.fail_after(scaled(20)):
+        async with anyio.create_task_group() as group:
+
+            async def ask() -> None:
+                provider = TerminalProvider(input=keys, output=screen.output)
+                answers.append(await provider.ask(FREE))
+
+            group.start_soon(ask)
+            # more than a pipe holds: written from a thread while the prompt reads it
+            await anyio.to_thread.run_sync(keys.send_text, pasted)
+    assert [answer.answer for answer in answers] == ["short"]
+    shown = "".join(screen.lines)
+    assert f"That reply is longer than {LINE_LIMIT} bytes, so it was discarded" in shown
