@@ -20,7 +20,7 @@ demo: $(STAMP)
 
 # The type check (one core) runs beside a first collection of the tests on the other core,
 # which leaves pytest's rewritten test modules in __pycache__: the three workers of `unit`
-# then read them instead of each rewriting the same 400 modules (6 of the 13 CPU-seconds a
+# then read them instead of each rewriting the same 200 modules (6 of the 13 CPU-seconds a
 # worker's collection took with PYTHONDONTWRITEBYTECODE set, as in some CI images).
 test: lint
 	@$(MAKE) --no-print-directory -j 2 typecheck collected
