@@ -372,20 +372,18 @@ def _slow_racer_runs(slot: Slot, mine: list[RunRecord], races: list[list[Life]])
 
 def _journal_down_at_start(life: Life) -> bool:
     """The life ended at its start, saying in one plain line that its journal could not be
-    reached, and asked nothing."""
+    reached (no connection, no LISTEN, or the server gone between two of the start's
+    statements), and asked nothing."""
     lines = [p.get("line", "") for p in life.problems if p.get("event") == "not json"]
-    return (
-        life.code == 1
-        and not life.runs
-        and len(lines) == 1
-        and lines[0].startswith(
-            tuple(
-                f"hotseam {command}: {what}"
-                for command in ("run", "inbox")
-                for what in ("cannot connect to the journal", "cannot listen to")
-            )
-        )
-    )
+    if life.code != 1 or life.runs or len(lines) != 1:
+        return False
+    for command in ("run", "inbox"):
+        said = lines[0].removeprefix(f"hotseam {command}: ")
+        if said.startswith(("cannot connect to the journal", "cannot listen to")) or (
+            said.startswith("the journal ") and " failed: " in said
+        ):
+            return True
+    return False
 
 
 def _check_life(

@@ -15,6 +15,7 @@ the newest ``/usr/lib/postgresql/*/bin`` (Debian's layout; not on PATH), then on
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import pwd
 import shutil
@@ -74,6 +75,14 @@ def _runner() -> tuple[list[str], int | None]:
     (``None``: this user)."""
     if os.geteuid() != 0:
         return [], None
+    # One creation at a time: test workers racing two useradds on a new machine left
+    # /etc/passwd naming another uid than the one initdb then ran as.
+    with open("/tmp/hotseam-pg-user.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _created_runner()
+
+
+def _created_runner() -> tuple[list[str], int | None]:
     try:
         uid = pwd.getpwnam(PG_USER).pw_uid
     except KeyError:
