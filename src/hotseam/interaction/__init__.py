@@ -17,8 +17,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .._core import Agent, lazy_exports, present_as
-from ._answer import check_answer, check_partial_answer, check_question_answer
-from ._answer import where as where
 from ._ask import ask
 from ._errors import ErrorCode, UserInteractionError
 from ._model import (
@@ -29,7 +27,12 @@ from ._model import (
     Question,
     QuestionAnswer,
     SkipReason,
+    check_answer,
+    check_partial_answer,
+    check_question_answer,
+    validate_request,
 )
+from ._model import where as where
 from ._pending import (
     AnsweredElsewhere,
     AskEnded,
@@ -41,7 +44,6 @@ from ._pending import (
 )
 from ._provider import USER_INTERACTION, UserInteractionProvider
 from ._provider import takes_several as takes_several
-from ._request import validate_request
 from ._tool import ASK_USER_QUESTION_DESCRIPTION, ask_user_question_tool
 
 if TYPE_CHECKING:

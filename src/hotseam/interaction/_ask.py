@@ -19,14 +19,22 @@ from .._core import (
     get_logger,
 )
 from . import _pending
-from ._answer import check_answer, check_partial_answer, entries_of, where
 from ._crash import log_provider_crash
 from ._errors import ErrorCode, UserInteractionError
 from ._journaled import answer_recorded, place, replay
-from ._model import AskUserQuestionAnswer, AskUserQuestionRequest, Question, QuestionAnswer
+from ._model import (
+    AskUserQuestionAnswer,
+    AskUserQuestionRequest,
+    Question,
+    QuestionAnswer,
+    check_answer,
+    check_partial_answer,
+    entries_of,
+    validate_request,
+    where,
+)
 from ._pending import PendingAsk, ProviderWait
 from ._provider import USER_INTERACTION, UserInteractionProvider, takes_several
-from ._request import validate_request
 from ._runs import current_run
 
 __all__ = ["ask"]

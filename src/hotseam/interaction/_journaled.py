@@ -20,7 +20,6 @@ import anyio
 
 from .._core import AbortSignal, get_logger
 from . import _pending
-from ._answer import check_answer
 from ._errors import ErrorCode, UserInteractionError
 from ._journal import (
     AskRecord,
@@ -31,7 +30,7 @@ from ._journal import (
     Settlement,
     question_digest,
 )
-from ._model import AskUserQuestionAnswer, AskUserQuestionRequest
+from ._model import AskUserQuestionAnswer, AskUserQuestionRequest, check_answer
 from ._pending import AnsweredElsewhere
 from ._runs import AgentRun
 
