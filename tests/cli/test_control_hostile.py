@@ -25,17 +25,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests._timing import scaled
 
-from hotseam.cli._control import (
-    MAX_CONNECTIONS,
-    MAX_PATHS,
-    MAX_REQUEST,
-    Claim,
-    ControlError,
-    Endpoint,
-    answer,
-    request,
-    serving,
-)
+from hotseam.cli._control import MAX_PATHS, MAX_REQUEST, Claim, answer, serving
+from hotseam.cli._control_client import MAX_CONNECTIONS, ControlError, Endpoint, request
 
 from ._support import ASKING_AGENT, HELD_PROVIDER, Process, hotseam, write
 

@@ -16,8 +16,6 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Collection, Sequence
 
-__all__ = ["main"]
-
 _COMMANDS = {
     "demo": ("hotseam.cli._demo", "ask a short series of questions in this terminal"),
     "dev": ("hotseam.cli._dev", "run an agent with provider modules hot-reloaded from disk"),

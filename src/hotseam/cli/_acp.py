@@ -46,8 +46,6 @@ if TYPE_CHECKING:
     from ..providers.acp import AgentFunction
     from ._early import EarlyFront
 
-__all__ = ["add_arguments", "run"]
-
 # The SDK, the provider and the reloader are imported when the command runs, not when the
 # ``hotseam`` parser is built for another subcommand: ``acp`` alone costs ~0.3 s to import.
 

@@ -13,8 +13,6 @@ from typing import Any
 
 from .._core import Agent, Context
 
-__all__ = ["ACP_DEMO_AGENT", "ACP_DEMO_QUESTIONS", "acp_demo_agent"]
-
 ACP_DEMO_AGENT = Agent("acp-demo", "hotseam ACP demo")
 
 ACP_DEMO_QUESTIONS: list[dict[str, Any]] = [

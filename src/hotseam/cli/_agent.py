@@ -29,21 +29,6 @@ from typing import Any
 
 from .._core import Context, HarnessError, Tool
 
-__all__ = [
-    "AgentFunction",
-    "AgentImporter",
-    "AgentLoadError",
-    "ImportAttempt",
-    "agent_file",
-    "alone",
-    "ask_tool",
-    "describe_error",
-    "load_agent",
-    "load_agent_within",
-    "shown_location",
-    "shown_path",
-]
-
 AgentFunction = Callable[[Context], Awaitable[Any]]
 
 

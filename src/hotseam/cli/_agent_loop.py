@@ -49,8 +49,6 @@ from ._agent import (
 from ._snapshot import SessionFacts
 from ._stdio_cmd import EXIT_BAD_INPUT, EXIT_FATAL, EXIT_OK
 
-__all__ = ["DOUBLE_CTRL_C", "AgentLoop", "describe_error", "shown_path"]
-
 DOUBLE_CTRL_C = 1.0
 """Seconds within which a second Ctrl-C at a question stops the command."""
 

@@ -18,17 +18,6 @@ from typing import Any
 
 from .._core import HarnessError
 
-__all__ = [
-    "KEYS",
-    "Config",
-    "ConfigError",
-    "find_config",
-    "flag_or_config",
-    "load_config",
-    "parse_size",
-    "project_config",
-]
-
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMATS = ("console", "json")
 

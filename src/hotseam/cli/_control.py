@@ -42,15 +42,9 @@ import anyio.abc
 from .._core import HarnessError
 from ..providers import JsonLines, Refusal, accept_connections, decode_bytes
 from ._control_client import (
-    CLIENT_TIMEOUT,
     MAX_CONNECTIONS,
-    MAX_REPLY,
     ControlError,
-    Endpoint,
     accepts,
-    find_endpoints,
-    locate,
-    request,
     runtime_dir,
     search_dirs,
     stand_ins,
@@ -61,30 +55,6 @@ if TYPE_CHECKING:
     from typing import NamedTuple
 
     from pydantic import ValidationError
-
-__all__ = [
-    "CLIENT_TIMEOUT",
-    "MAX_CONNECTIONS",
-    "MAX_PATHS",
-    "MAX_REPLY",
-    "MAX_REQUEST",
-    "REPLY_TIMEOUT",
-    "REQUEST_TIMEOUT",
-    "BadRequestError",
-    "Claim",
-    "ControlError",
-    "Endpoint",
-    "UNREACHABLE",
-    "answer",
-    "claim",
-    "find_endpoints",
-    "locate",
-    "parse_request",
-    "request",
-    "runtime_dir",
-    "search_dirs",
-    "serving",
-]
 
 MAX_REQUEST = 64 * 1024
 """The longest request line, in bytes (a reload of 1,000 long paths fits)."""

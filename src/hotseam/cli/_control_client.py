@@ -22,19 +22,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, NamedTuple
 
-__all__ = [
-    "CLIENT_TIMEOUT",
-    "MAX_CONNECTIONS",
-    "MAX_REPLY",
-    "ControlError",
-    "Endpoint",
-    "find_endpoints",
-    "locate",
-    "request",
-    "runtime_dir",
-    "search_dirs",
-]
-
 MAX_REPLY = 64 * 2**20
 """The largest reply a client reads (a status of many thousand modules fits)."""
 MAX_CONNECTIONS = 64

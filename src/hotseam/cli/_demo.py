@@ -25,8 +25,6 @@ from ._options import seconds
 if TYPE_CHECKING:
     from ..providers.terminal import TerminalProvider
 
-__all__ = ["DEMO_AGENT", "DEMO_QUESTIONS", "add_arguments", "demo_agent", "run"]
-
 # The built-in demo agent, the default of ``hotseam demo`` and ``hotseam dev`` (which imports
 # it from here, not the terminal provider): its four questions cover the seam's shapes,
 # options with descriptions and a recommended one, another with a recommended default, a

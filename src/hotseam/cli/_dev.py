@@ -53,8 +53,15 @@ from ..interaction import USER_INTERACTION
 from ..interaction.journal import JOURNALING, JournalDaemon, JournalError, JournalErrorCode
 from ..providers.scripted import ScriptedProvider
 from ..reload import Reloader, ReloaderClosedError
-from ._agent import AgentFunction, agent_key, ask_tool, load_agent_within
-from ._agent_loop import AgentLoop, describe_error, shown_path
+from ._agent import (
+    AgentFunction,
+    agent_key,
+    ask_tool,
+    describe_error,
+    load_agent_within,
+    shown_path,
+)
+from ._agent_loop import AgentLoop
 from ._config import ConfigError
 from ._control import Claim, claim, parse_request, serving
 from ._demo import demo_agent
@@ -66,8 +73,6 @@ from ._snapshot import SessionFacts, handle
 from ._stdio_cmd import EXIT_BAD_INPUT, EXIT_FATAL, EXIT_OK, StopSignals, exit_process, fail
 from ._watchdog import LoopWatchdog
 from ._web import WebOptions, add_web_arguments, start_web, web_options
-
-__all__ = ["add_arguments", "add_session_arguments", "run", "run_session"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

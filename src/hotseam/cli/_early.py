@@ -26,15 +26,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = [
-    "EarlyFront",
-    "HandOff",
-    "SkippingWriter",
-    "acp_answer",
-    "mcp_answer",
-    "start_front",
-]
-
 Answer = Callable[[Mapping[str, Any]], dict[str, Any] | None]
 """The answer to a host's message, or ``None``: the SDK's to give."""
 

@@ -7,8 +7,6 @@ import os
 
 from .._extras import install_hint, missing
 
-__all__ = ["COMMAND_EXTRAS", "check_journal", "command_needs", "needs"]
-
 COMMAND_EXTRAS = {"acp": "acp", "mcp": "mcp", "inbox": "web"}
 """The subcommands that are an integration's surface, and the extra each needs."""
 

@@ -12,8 +12,6 @@ import os
 import re
 import sys
 
-__all__ = ["DocstringFormatter", "HelpFormatter", "plain"]
-
 
 def plain(text: str | None) -> str | None:
     """``text`` without reStructuredText markup (roles, literals, emphasis, escapes)."""

@@ -25,8 +25,6 @@ from ..reload import (
 )
 from ._agent import shown_location
 
-__all__ = ["Hints"]
-
 SETTLE = 0.2
 """Seconds without events after which a batch counts as finished (for the helper hint)."""
 

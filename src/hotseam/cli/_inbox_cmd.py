@@ -46,8 +46,6 @@ if TYPE_CHECKING:
 # (:func:`add_arguments`): the web inbox's modules take seconds to import on a busy
 # machine, and a SIGTERM then (a supervisor that changes its mind) must be a clean stop.
 
-__all__ = ["add_arguments", "run"]
-
 COMMAND = "hotseam inbox"
 
 

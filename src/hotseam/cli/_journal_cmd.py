@@ -86,8 +86,6 @@ from ._logging import configure_logging
 from ._options import journal_url
 from ._stdio_cmd import EXIT_BAD_INPUT, EXIT_FATAL, EXIT_OK, fail
 
-__all__ = ["add_arguments", "parse_duration", "run"]
-
 COMMAND = "hotseam journal"
 DEFAULT_LIMIT = 100
 

@@ -28,26 +28,6 @@ from ..interaction.journal import (
     pid_alive,
 )
 
-__all__ = [
-    "ago",
-    "ask_lines",
-    "clean",
-    "counts",
-    "daemon_json",
-    "daemon_text",
-    "entry_json",
-    "headline",
-    "iso",
-    "liveness",
-    "local",
-    "plural",
-    "print_json",
-    "print_table",
-    "run_json",
-    "say_if_cut",
-    "state_text",
-]
-
 
 def ask_lines(entry: InboxEntry, *, answer: bool) -> list[str]:
     """What ``show`` prints of one ask: each question, with its answer only when ``answer``

@@ -41,17 +41,6 @@ from typing import TYPE_CHECKING, Any, TextIO
 if TYPE_CHECKING:
     from _typeshed import ReadableBuffer
 
-__all__ = [
-    "BURST_WAIT",
-    "EXIT_WAIT",
-    "QUEUE_BYTES",
-    "SETTLE",
-    "OutputCapture",
-    "Render",
-    "StderrSink",
-    "plain_report",
-]
-
 QUEUE_BYTES = 256 * 1024
 """How many bytes of log lines wait for the writer before the oldest are dropped."""
 

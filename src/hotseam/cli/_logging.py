@@ -25,15 +25,6 @@ import structlog
 
 from ._log_sink import EXIT_WAIT, StderrSink, plain_report
 
-__all__ = [
-    "CurrentStderr",
-    "LogStyle",
-    "add_processors",
-    "cli_log",
-    "configure_logging",
-    "summary_lines",
-]
-
 LogStyle = Literal["console", "json"]
 
 

@@ -48,8 +48,6 @@ if TYPE_CHECKING:
     from ._stdio_cmd import StopSignals
     from ._web import WebOptions
 
-__all__ = ["add_arguments", "run"]
-
 _log = get_logger("hotseam.cli")
 
 

@@ -21,22 +21,6 @@ if TYPE_CHECKING:
     from .._core import Context
     from ..reload import Reloader
 
-__all__ = [
-    "DEFAULTS",
-    "ReloadOptions",
-    "Settings",
-    "add_common_options",
-    "add_log_options",
-    "add_reload_options",
-    "add_session_options",
-    "journal_url",
-    "port",
-    "resolve",
-    "seconds",
-    "seconds_or_zero",
-    "size",
-]
-
 DEFAULTS: dict[str, Any] = {
     "setup_timeout": 30.0,
     "dispose_timeout": 5.0,

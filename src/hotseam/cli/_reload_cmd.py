@@ -21,8 +21,6 @@ import sys
 
 from ._control_client import ControlError, find_endpoints, locate, request
 
-__all__ = ["add_arguments", "run"]
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(

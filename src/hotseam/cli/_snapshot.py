@@ -23,8 +23,6 @@ from ..interaction.journal import journal_waits
 from ..reload import ModuleState, Reloader, display_path
 from ._agent import shown_location
 
-__all__ = ["SessionFacts", "handle"]
-
 
 @dataclass(slots=True)
 class SessionFacts:

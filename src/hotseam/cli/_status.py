@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     import argparse
     from typing import Any
 
-__all__ = ["add_arguments", "format_status", "run", "show"]
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(

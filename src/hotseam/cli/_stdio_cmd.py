@@ -31,23 +31,6 @@ if TYPE_CHECKING:
 
     import anyio
 
-__all__ = [
-    "EXIT_BAD_INPUT",
-    "EXIT_FATAL",
-    "EXIT_OK",
-    "positive_float",
-    "positive_int",
-    "stdio_pipes",
-    "STOP_SIGNALS",
-    "StopSignals",
-    "UsageError",
-    "check_stdio",
-    "existing",
-    "exit_process",
-    "fail",
-    "stdout_reserved",
-]
-
 _log = get_logger("hotseam.cli")
 # The reader's buffer, not the longest line: a longer line is read in pieces of this size,
 # up to --max-line-bytes (16 MiB by default), and a line over that is discarded as it

@@ -32,8 +32,6 @@ from ..reload import is_library_file
 from ._agent import shown_path
 from ._stdio_cmd import STOP_SIGNALS
 
-__all__ = ["PET_INTERVAL", "LoopWatchdog", "blocked_frame"]
-
 PET_INTERVAL = 0.25
 """Seconds between two pets of a free loop."""
 

@@ -25,8 +25,6 @@ from ._options import port
 if TYPE_CHECKING:
     from ..providers.web import WebProvider
 
-__all__ = ["WebOptions", "add_web_arguments", "start_web", "web_options"]
-
 # The web provider's defaults (tests/test_import_cost.py checks that they agree): the web
 # stack (Starlette, Hypercorn: about 25 ms) is imported only when the inbox is served.
 DEFAULT_HOST = "127.0.0.1"
