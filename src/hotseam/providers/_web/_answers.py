@@ -33,6 +33,7 @@ from ...interaction import (
 
 __all__ = [
     "MAX_ANSWER_CHARS",
+    "InboxError",
     "answer_label",
     "parse_answer",
     "question_dict",
@@ -46,22 +47,29 @@ _SHOWN_TEXT = 300  # characters of a typed answer that other pages are shown
 _ONE_ANSWER = ("option", "options", "text", "skip")
 
 
-class AnswerError(Exception):
-    """An answer body refused: ``status`` 400 (its shape) or 422 (what it says)."""
+class InboxError(Exception):
+    """A request the inbox refuses; ``status`` and ``code`` go into the HTTP response."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(
+        self, status: int, code: str, message: str, details: dict[str, Any] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
         self.message = message
+        self.details = details or {}
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"error": {"code": ..., "message": ..., **details}}``, the API's error body."""
+        return {"error": {"code": self.code, "message": self.message, **self.details}}
 
 
-def _bad(message: str) -> AnswerError:
-    return AnswerError(400, "BAD_REQUEST", message)
+def _bad(message: str) -> InboxError:
+    return InboxError(400, "BAD_REQUEST", message)
 
 
-def _invalid(message: str) -> AnswerError:
-    return AnswerError(422, "INVALID_ANSWER", message)
+def _invalid(message: str) -> InboxError:
+    return InboxError(422, "INVALID_ANSWER", message)
 
 
 def questions_of(request: AskUserQuestionRequest) -> tuple[Question, ...]:
@@ -124,9 +132,8 @@ def _question(item: Question) -> dict[str, Any]:
 
 def parse_answer(request: AskUserQuestionRequest, body: object) -> AskUserQuestionAnswer:
     """An API body → the seam's answer to the whole ask, checked as ``ask()`` checks a
-    provider's; or an :class:`AnswerError` naming the question (400 for the body's shape,
-    422 ``INVALID_ANSWER`` for an answer the question does not take). Nothing is decided
-    here."""
+    provider's; or an :class:`InboxError` naming the question (400 for the body's shape,
+    422 ``INVALID_ANSWER`` for an answer the question does not take)."""
     questions = questions_of(request)
     several = len(questions) > 1
     if not isinstance(body, dict):

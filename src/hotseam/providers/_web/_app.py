@@ -1,9 +1,8 @@
 """The Starlette application: the inbox page, the JSON API and the event stream.
 
 Every request passes :class:`Guard` first (token, Host, Origin, and for state changes a
-token header and a JSON body), so the routes below it only deal with the inbox. A browser
-refused the page (an old bookmark, a cut link) gets a page saying what happened and what
-to do; the API gets the JSON error.
+token header and a JSON body), so the routes only deal with the inbox. A browser refused
+the page (an old bookmark, a cut link) gets a page saying what to do; the API gets JSON.
 """
 
 from __future__ import annotations
@@ -48,8 +47,7 @@ Lookup = Callable[[], Inbox | None]
 
 def build_app(inbox: Lookup, token: str, hosts: HostPolicy) -> ASGIApp:
     """The ASGI app serving whichever inbox ``inbox()`` returns at the time of a request
-    (a process's own :class:`~._inbox.Inbox`, or the fleet inbox over a journal: the same
-    page, API and guard for both)."""
+    (a process's own, or the fleet inbox: the same page, API and guard for both)."""
 
     async def page(request: Request) -> Response:
         nonce = secrets.token_urlsafe(16)
@@ -63,26 +61,21 @@ def build_app(inbox: Lookup, token: str, hosts: HostPolicy) -> ASGIApp:
     async def questions(request: Request) -> Response:
         return JSONResponse({"questions": _current(inbox).snapshot()})
 
-    async def answer(request: Request) -> Response:
-        client = _client(request)
-        body = await _json_body(request)
-        question_id = request.path_params["question_id"]
-        extra = await _current(inbox).submit_answer(question_id, body, client=client)
-        return JSONResponse({"ok": True, "outcome": "answered", **extra})
+    def decide(outcome: str) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            client = _client(request)
+            body = await _json_body(request, optional=outcome != "answered")
+            question_id = request.path_params["question_id"]
+            current = _current(inbox)
+            if outcome == "answered":
+                extra = await current.submit_answer(question_id, body, client=client)
+            elif outcome == "dismissed":
+                extra = await current.submit_dismissal(question_id, client=client)
+            else:
+                extra = await current.submit_clear(question_id, client=client)
+            return JSONResponse({"ok": True, "outcome": outcome, **extra})
 
-    async def dismiss(request: Request) -> Response:
-        client = _client(request)
-        await _json_body(request, optional=True)
-        question_id = request.path_params["question_id"]
-        extra = await _current(inbox).submit_dismissal(question_id, client=client)
-        return JSONResponse({"ok": True, "outcome": "dismissed", **extra})
-
-    async def clear(request: Request) -> Response:
-        client = _client(request)
-        await _json_body(request, optional=True)
-        question_id = request.path_params["question_id"]
-        extra = await _current(inbox).submit_clear(question_id, client=client)
-        return JSONResponse({"ok": True, "outcome": "cleared", **extra})
+        return endpoint
 
     async def events(scope: Scope, receive: Receive, send: Send) -> None:
         await _stream_events(_current(inbox), receive, send)
@@ -99,9 +92,10 @@ def build_app(inbox: Lookup, token: str, hosts: HostPolicy) -> ASGIApp:
         routes=[
             Route("/", page, methods=["GET"]),
             Route("/api/questions", questions, methods=["GET"]),
-            Route("/api/questions/{question_id}/answer", answer, methods=["POST"]),
-            Route("/api/questions/{question_id}/dismiss", dismiss, methods=["POST"]),
-            Route("/api/questions/{question_id}/clear", clear, methods=["POST"]),
+            *(
+                Route(f"/api/questions/{{question_id}}/{verb}", decide(outcome), methods=["POST"])
+                for verb, outcome in _DECISIONS
+            ),
             Route("/api/events", _EventsEndpoint(events), methods=["GET"]),
         ],
         exception_handlers={InboxError: inbox_error, HTTPException: http_error},
@@ -122,6 +116,9 @@ class _EventsEndpoint:
             await _error(error.status, error.code, error.message)(scope, receive, send)
 
 
+_DECISIONS = (("answer", "answered"), ("dismiss", "dismissed"), ("clear", "cleared"))
+
+
 def _current(lookup: Lookup) -> Inbox:
     inbox = lookup()
     if inbox is None:
@@ -130,8 +127,7 @@ def _current(lookup: Lookup) -> Inbox:
 
 
 def _client(request: Request) -> str | None:
-    """The id a page sends with its answers (``X-Hotseam-Client``), so that every page can
-    tell its own answer from another tab's; ``None`` when not sent."""
+    """The id a page sends with its answers, so it tells its own from another tab's."""
     client = request.headers.get(CLIENT_HEADER)
     if client is None:
         return None
@@ -173,6 +169,10 @@ async def _stream_events(inbox: Inbox, receive: Receive, send: Send) -> None:
         (b"content-type", b"text/event-stream; charset=utf-8"),
         (b"x-accel-buffering", b"no"),
     ]
+
+    async def body(chunk: bytes, more: bool = True) -> None:
+        await send({"type": "http.response.body", "body": chunk, "more_body": more})
+
     try:
         async with anyio.create_task_group() as tg:
 
@@ -183,30 +183,17 @@ async def _stream_events(inbox: Inbox, receive: Receive, send: Send) -> None:
 
             tg.start_soon(until_disconnect)
             await send({"type": "http.response.start", "status": 200, "headers": headers})
-            await send(
-                {
-                    "type": "http.response.body",
-                    "body": f"retry: {_RETRY_MS}\n\n".encode(),
-                    "more_body": True,
-                }
-            )
+            await body(f"retry: {_RETRY_MS}\n\n".encode())
             while True:
                 event: dict[str, Any] | None = None
                 with anyio.move_on_after(HEARTBEAT):
                     event = await subscription.receive()
                     if event is None:
                         break
-                chunk = b": keepalive\n\n" if event is None else _sse(event)
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                await body(b": keepalive\n\n" if event is None else _sse(event))
             if subscription.dropped:
-                await send(
-                    {
-                        "type": "http.response.body",
-                        "body": _sse({"type": "overflow"}),
-                        "more_body": True,
-                    }
-                )
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+                await body(_sse({"type": "overflow"}))
+            await body(b"", more=False)
             tg.cancel_scope.cancel()
     except OSError:
         pass  # the page went away mid-write
@@ -240,7 +227,7 @@ class Guard:
             status, code, message = refusal
             _log.info("web.refused", status=status, code=code, path=scope.get("path"))
             if _wants_page(scope):
-                response = _refusal_page(status, code, _has_token(scope))
+                response = _refusal_page(status, code, bool(_query_token(scope)))
             else:
                 response = _error(status, code, message)
             await response(scope, receive, _secured(send))
@@ -263,8 +250,7 @@ class Guard:
         method = scope["method"]
         given = _bearer(headers)
         if method in ("GET", "HEAD") and given is None:
-            query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-            given = query.get("token", [None])[0]
+            given = _query_token(scope)
         if not token_matches(self._token, given):
             where = "the query (?token=...)" if method in ("GET", "HEAD") else "a header"
             return 401, "BAD_TOKEN", f"a valid token is required in {where}"
@@ -282,9 +268,9 @@ def _wants_page(scope: Scope) -> bool:
     return "text/html" in _headers(scope).get("accept", "")
 
 
-def _has_token(scope: Scope) -> bool:
-    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-    return bool(query.get("token", [""])[0])
+def _query_token(scope: Scope) -> str | None:
+    query: dict[str, list[str]] = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    return query.get("token", [None])[0]
 
 
 _REFUSALS = {

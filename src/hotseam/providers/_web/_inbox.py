@@ -1,26 +1,19 @@
 """The web inbox: the questions every page shows, first answer wins, events fanned out.
 
-One component serves both inboxes. :class:`Inbox` holds what the pages show — the
-questions in arrival order, how the latest ones ended, the open event streams — and
-answers the API (``submit_*``: the refusals, the outcome every page hears). A process's
-own inbox (``WebProvider``) decides its asks here, in memory; the fleet inbox
-(:class:`~._journal_inbox.JournalInbox`) is this inbox over a journal: its questions come
-from the journal's feed and its decisions are recorded there. A process with no journal
-has nothing to mirror (``ask()`` outside an agent run records nothing), so its inbox
-decides in memory; one with a journal shows each ask both here and in any fleet inbox,
-and the journal's transaction decides which answer came first.
+One component serves both inboxes: a process's own (``WebProvider``) decides its asks here,
+in memory; the fleet inbox (:class:`~._journal_inbox.JournalInbox`) is this inbox over a
+journal, whose transaction decides which answer came first. A process with no journal has
+nothing to mirror, so its inbox decides in memory.
 
-Deciding in memory runs synchronously (no await between the check and the decision), so
-two answers at once, or an answer and a withdrawal in the same event-loop turn, end in
-exactly one outcome. Subscribers (open pages) each get a bounded buffer: one that does not
-read is dropped, never waited for, so a stuck browser can neither block the loop nor grow
-memory; a dropped page reconnects and gets a snapshot.
+Deciding in memory has no await between the check and the decision, so two answers (or an
+answer and a withdrawal) in one event-loop turn end in exactly one outcome. Each open page
+gets a bounded buffer: one that does not read is dropped, never waited for, and reconnects
+to a snapshot.
 
-A question keeps the id of its ``ask()`` (:func:`~hotseam.interaction.current_ask`, the
-journal's ask id), so when a reload puts it to the next generation's inbox, or another
-inbox shows it, a page or a script holding the id still finds it. An answer or a
-dismissal records the ``client`` that sent it (a page sends its own random id), so every
-page can tell its own answer from another tab's.
+A question keeps its ``ask()``'s id (:func:`~hotseam.interaction.current_ask`), so a page or
+script holding it still finds it after a reload or in another inbox. An answer records the
+``client`` (a page's random id) that sent it, so a page tells its own answer from another
+tab's.
 """
 
 from __future__ import annotations
@@ -44,8 +37,14 @@ from ...interaction import (
     current_ask,
     pending_asks,
 )
-from ._answers import MAX_ANSWER_CHARS, AnswerError, answer_label, question_dict, shown_answer
-from ._answers import parse_answer as read_answer
+from ._answers import (
+    MAX_ANSWER_CHARS,
+    InboxError,
+    answer_label,
+    parse_answer,
+    question_dict,
+    shown_answer,
+)
 
 __all__ = [
     "MAX_ANSWER_CHARS",
@@ -65,32 +64,11 @@ _SUBSCRIBER_BUFFER = 256
 _RECENT = 1024  # outcomes remembered, so a late second tab hears "already answered"
 
 
-class InboxError(Exception):
-    """A request the inbox refuses; ``status`` and ``code`` go into the HTTP response."""
-
-    def __init__(
-        self, status: int, code: str, message: str, details: dict[str, Any] | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.details = details or {}
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"error": {"code": ..., "message": ..., **details}}``, the API's error body."""
-        return {"error": {"code": self.code, "message": self.message, **self.details}}
-
-
 @dataclass(frozen=True, slots=True)
 class Decision:
     """How a question ended, as pages and scripts are told (never logged: it holds the
-    answer's text).
-
-    ``by`` is who settled it when that was another process (a journal's ``settled_by``:
-    another inbox, a daemon's own page); ``held_for`` names the daemon that was down when
-    it was answered (the answer waits for its resume).
-    """
+    answer's text). ``by``: the other process that settled it (a journal's ``settled_by``);
+    ``held_for``: the daemon that was down when it was answered (held for its resume)."""
 
     outcome: Outcome
     note: str
@@ -188,7 +166,7 @@ class Subscription:
             self.close()
 
     def close(self) -> None:
-        """End the stream (the reader sees its end after the events already queued)."""
+        """End the stream (after the events already queued)."""
         self._audience.discard(self)
         self._send.close()
 
@@ -208,10 +186,9 @@ class Subscription:
 class Inbox:
     """The questions shown in arrival order, how the latest ended, and the pages listening.
 
-    Its own methods decide a process's asks in memory (``add``, ``settle``, ``answer``,
-    ``dismiss``); the web app calls ``submit_*``, which the journal's inbox decides in
-    the journal instead (it overrides the ``_open``/``_answer``/``_dismiss``/``_clear``
-    steps, the rest is this class's).
+    ``add``/``settle``/``answer``/``dismiss`` decide a process's asks in memory; the web
+    app calls ``submit_*``, whose ``_open``/``_answer``/``_dismiss``/``_clear`` steps the
+    journal's inbox overrides to decide in the journal.
     """
 
     def __init__(self, decided: OrderedDict[str, Decision] | None = None) -> None:
@@ -240,11 +217,8 @@ class Inbox:
     # -- the asking side (a process's own asks) -------------------------------------------------
 
     def add(self, request: AskUserQuestionRequest) -> Entry:
-        """Put a question in the inbox and tell every page.
-
-        Inside ``ask()`` the question takes the ask's id, the same after a re-ask on the
-        next generation's inbox; otherwise (or should that id be pending here) a new one.
-        """
+        """Put a question in the inbox and tell every page; inside ``ask()`` it takes the
+        ask's id (the same after a re-ask on the next generation's inbox)."""
         if self._closed:
             raise InboxError(503, "CLOSED", "the web inbox is closed")
         question_id = asked.question_id if (asked := current_ask()) else None
@@ -266,10 +240,8 @@ class Inbox:
     ) -> bool:
         """Decide ``entry`` unless it is decided already; return whether this call did.
 
-        ``client`` is who answered or dismissed it (a page's id), told to every page;
-        ``by`` who did when that was another process (a journal's ``settled_by``: the
-        pages say "answered elsewhere (by ...)"). For ``answered``, set ``entry.answer``
-        first: pages are told what was answered.
+        ``client`` and ``by`` as in :class:`Decision`. For ``answered``, set
+        ``entry.answer`` first: pages are told what was answered.
         """
         if entry.outcome is not None:
             return False
@@ -327,8 +299,7 @@ class Inbox:
 
     @contextlib.asynccontextmanager
     async def _decision(self, question_id: str) -> AsyncIterator[None]:
-        """One decision at a time per question here (a second tab's waits, then hears the
-        first one's outcome with its client)."""
+        """One decision at a time per question (a second tab's waits, then hears the first's)."""
         lock = self._deciding.get(question_id)
         if lock is None:
             lock = self._deciding[question_id] = anyio.Lock()
@@ -398,7 +369,6 @@ class Inbox:
         self._end_streams(note)
 
     def _end_streams(self, note: str) -> None:
-        """Tell every stream ``closing`` with ``note``, then end them; none opens again."""
         self._closed = True
         self._publish({"type": "closing", "note": note})
         for subscription in list(self._subscribers):
@@ -424,7 +394,6 @@ class Inbox:
         self._publish({**removed, **decision.to_dict()})
 
     def _publish(self, event: dict[str, Any]) -> None:
-        """Queue ``event`` on every stream (a stream that does not read is dropped)."""
         for subscription in list(self._subscribers):
             subscription.offer(event)
 
@@ -434,12 +403,3 @@ def cancelled_error() -> UserInteractionError:
     return UserInteractionError(
         "the human dismissed the question in the web inbox", ErrorCode.ASK_CANCELLED
     )
-
-
-def parse_answer(request: AskUserQuestionRequest, body: object) -> AskUserQuestionAnswer:
-    """An API body → the seam's answer to the whole ask (see :mod:`._answers`), or the
-    :class:`InboxError` (400, or 422 ``INVALID_ANSWER``) naming the question."""
-    try:
-        return read_answer(request, body)
-    except AnswerError as refused:
-        raise InboxError(refused.status, refused.code, refused.message) from None

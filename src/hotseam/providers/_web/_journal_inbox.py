@@ -1,25 +1,17 @@
 """The fleet inbox: every pending ask of a journal, on the web inbox's page.
 
-``hotseam inbox --journal URL`` serves a :class:`JournalInbox`: the web inbox
-(:class:`~._inbox.Inbox`, the same page, API, refusals and guard as a daemon's own) over a
-journal. It keeps a mirror of the journal's pending asks, each with the run and the daemon
-that asks:
-
-* the journal's change feed adds and removes questions as any process records or settles
-  them (a daemon, its own web inbox, another fleet inbox);
-* every ``refresh`` seconds the pending asks are listed again, since some changes are not
-  on the feed: a daemon that stops heart-beating (it is shown *down*: its questions still
-  take an answer, held for its resume), one marked stopped, a run taken over by a
-  restarted daemon;
-* a question whose run is abandoned stays, marked so, until someone clears it (nobody will
-  read an answer to it any more). Clearing removes it from the journal (``Journal.clear``),
-  so every inbox drops it at once (the feed says ``cleared``), and none shows it again.
+``hotseam inbox --journal URL`` serves a :class:`JournalInbox`: the web inbox (the same
+page, API, refusals and guard as a daemon's own) over a mirror of the journal's pending
+asks, each with its run and asking daemon. The change feed adds and removes questions as
+any process records or settles them; every ``refresh`` seconds the asks are listed again
+for what the feed does not carry (a daemon shown *down*, whose questions still take an
+answer held for its resume; one stopped; a run taken over). A question whose run is
+abandoned stays, marked so, until cleared (``Journal.clear``: every inbox drops it).
 
 Deciding goes to the journal: ``answer_ask`` records the first answer in one transaction,
-so of two inboxes answering at once exactly one gets ``200``; the other gets ``409
-ALREADY_ANSWERED`` with what was answered and by whom, and every open page of either hears
-``removed``. A question keeps the journal's ask id, the id the asking daemon's own inbox
-shows it under. :func:`serve_journal_inbox` serves it on the web inbox's server.
+so of two inboxes answering at once one gets ``200`` and the other ``409
+ALREADY_ANSWERED`` with what was answered and by whom. A question keeps the journal's ask
+id, the one the asking daemon's own inbox shows.
 """
 
 from __future__ import annotations
@@ -48,6 +40,7 @@ from ...interaction.journal import (
     JournalErrorCode,
     JournalEvent,
     RunRecord,
+    Settlement,
 )
 from ._answers import question_dict, shown_answer
 from ._app import build_app
@@ -133,9 +126,7 @@ class _Shown(Entry):
 class JournalInbox(Inbox):
     """The web inbox over ``journal``: every pending ask of it, decided in it.
 
-    Run :meth:`follow` in a task (it keeps the mirror until cancelled); the web app calls
-    the rest (:class:`~._inbox.Inbox`'s ``submit_*``). ``by`` is how answers and
-    dismissals made here are signed in the journal.
+    Run :meth:`follow` in a task to keep the mirror; ``by`` signs what is settled here.
     """
 
     def __init__(
@@ -162,39 +153,31 @@ class JournalInbox(Inbox):
     ) -> dict[str, Any]:
         assert isinstance(entry, _Shown)
         question_id, daemon = entry.id, entry.asker
-        settlement = await self._call(self.journal.answer_ask(question_id, answer, by=self.by))
-        if not settlement.won:
-            raise self._lost(settlement.ask, entry)
+        await self._won(entry, self.journal.answer_ask(question_id, answer, by=self.by))
         held = daemon.name if not daemon.alive else None
-        note = "answered" if held is None else f"answered; held for {held}'s resume"
-        shown = shown_answer(answer, entry.request)
-        self._remove(question_id, Decision("answered", note, client, shown, held_for=held))
+        decision = Decision(
+            "answered", _answered(held), client, shown_answer(answer, entry.request), held_for=held
+        )
+        self._remove(question_id, decision)
+        up = daemon.alive
         _log.info(
-            "web.fleet_answered",
-            ask_id=question_id,
-            daemon=daemon.name,
-            daemon_up=daemon.alive,
-            by=self.by,
+            "web.fleet_answered", ask_id=question_id, daemon=daemon.name, daemon_up=up, by=self.by
         )
         return {} if held is None else {"heldFor": held}
 
     async def _dismiss(self, entry: Entry, client: str | None) -> dict[str, Any]:
         """Settle the ask as failed with ``ASK_CANCELLED`` (its agent's ask raises it)."""
-        settlement = await self._call(
-            self.journal.settle_ask(
-                entry.id, AskState.FAILED, code=ErrorCode.ASK_CANCELLED, by=self.by
-            )
+        assert isinstance(entry, _Shown)
+        code = ErrorCode.ASK_CANCELLED
+        await self._won(
+            entry, self.journal.settle_ask(entry.id, AskState.FAILED, code=code, by=self.by)
         )
-        if not settlement.won:
-            assert isinstance(entry, _Shown)
-            raise self._lost(settlement.ask, entry)
         self._remove(entry.id, Decision("dismissed", "dismissed", client))
         _log.info("web.fleet_dismissed", ask_id=entry.id, by=self.by)
         return {}
 
     async def _clear(self, question_id: str, client: str | None) -> dict[str, Any]:
-        """Remove an abandoned question from the journal: it leaves every page of every
-        inbox (they hear ``cleared`` on the feed), and no inbox shows it again.
+        """Remove an abandoned question from the journal (and so from every inbox).
 
         Raises:
             InboxError: 409 ``NOT_ABANDONED`` for a question still waiting for its answer;
@@ -231,9 +214,8 @@ class JournalInbox(Inbox):
     ) -> None:
         """Keep the mirror until cancelled or the journal closes; started once listed.
 
-        Changes on the feed are applied as they come; everything is listed again every
-        ``refresh`` seconds, after a ``resync``, a burst, or a journal out of reach (which
-        is warned about once, and tried again).
+        Everything is listed again every ``refresh`` seconds, and after a ``resync``, a
+        burst, or a journal out of reach (warned about once, and tried again).
         """
         async with self.journal.subscribe() as feed:
             for item in await self.journal.inbox():
@@ -370,24 +352,15 @@ class JournalInbox(Inbox):
     # -- what a decision reads ----------------------------------------------------------------
 
     async def _open(self, ask_id: str) -> Entry:
-        """The question to decide, with its request and daemon; refused when it is not open.
-
-        A question not (yet) in the mirror is read from the journal: an id the asking
-        daemon's own inbox shows can be answered here before the feed brings it.
-        """
+        """The question to decide, with its request and daemon; refused when not open.
+        One not (yet) mirrored is read from the journal: answerable before the feed brings it."""
         recent = self._decided.get(ask_id)
         if recent is not None:
             raise refusal(recent)
         entry = self._mirrored(ask_id)
         if entry is not None:
             if entry.abandoned:
-                raise InboxError(
-                    409,
-                    "NOT_PENDING",
-                    "the question is no longer pending: its run was abandoned, nobody will "
-                    "read an answer (clear it)",
-                    {"note": "abandoned"},
-                )
+                raise _abandoned(" (clear it)")
             return entry
         ask = await self._ask(ask_id)
         if not ask.pending:
@@ -420,19 +393,18 @@ class JournalInbox(Inbox):
                 ) from None
             raise _unavailable(error) from None
 
+    async def _won(self, entry: _Shown, settling: Awaitable[Settlement]) -> None:
+        settlement = await self._call(settling)
+        if not settlement.won:
+            raise self._lost(settlement.ask, entry)
+
     def _lost(self, ask: AskRecord, entry: _Shown | None = None) -> InboxError:
         """The 409 of a decision that came second; the pages are told the first one."""
         if ask.state is AskState.ABANDONED:
             if entry is not None and self._entries.get(ask.id) is entry and not entry.abandoned:
                 entry.ask, entry.abandoned = ask, True
                 self._changed(entry)
-            return InboxError(
-                409,
-                "NOT_PENDING",
-                "the question is no longer pending: its run was abandoned, nobody will read "
-                "an answer",
-                {"note": "abandoned"},
-            )
+            return _abandoned()
         decision = self._decision_of(ask, entry)
         if ask.id in self._entries:
             self._remove(ask.id, decision)
@@ -445,9 +417,8 @@ class JournalInbox(Inbox):
             held = None
             if entry is not None and not entry.asker.alive:
                 held = entry.asker.name
-            note = "answered" if held is None else f"answered; held for {held}'s resume"
             shown = None if ask.answer is None else shown_answer(ask.answer, ask.request)
-            return Decision("answered", note, None, shown, by=by, held_for=held)
+            return Decision("answered", _answered(held), None, shown, by=by, held_for=held)
         if ask.state is AskState.FAILED and ask.code == ErrorCode.ASK_CANCELLED:
             return Decision("dismissed", "dismissed", None, by=by)
         if ask.state is AskState.FAILED and ask.code == ErrorCode.ASK_TIMEOUT:
@@ -459,6 +430,20 @@ class JournalInbox(Inbox):
             "withdrawn by its agent (its signal or time limit, or its run ended)",
             by=by,
         )
+
+
+def _answered(held: str | None) -> str:
+    return "answered" if held is None else f"answered; held for {held}'s resume"
+
+
+def _abandoned(hint: str = "") -> InboxError:
+    return InboxError(
+        409,
+        "NOT_PENDING",
+        f"the question is no longer pending: its run was abandoned, nobody will read an "
+        f"answer{hint}",
+        {"note": "abandoned"},
+    )
 
 
 def _unavailable(error: JournalError) -> InboxError:
@@ -501,11 +486,9 @@ async def serve_journal_inbox(
 ) -> AsyncIterator[FleetInbox]:
     """Serve every pending ask of ``journal`` on the web inbox's page, for the block.
 
-    The same server, guard and token rules as :meth:`WebProvider.serve` (loopback unless
-    ``allow_remote``; the kept token unless one is given). At the end of the block (its
-    cancellation included) every open page is told :data:`CLOSING_NOTE`, requests in
-    flight get :data:`~._server.DRAIN_GRACE` seconds, and the server stops; the questions
-    stay in the journal.
+    The same server, guard and token rules as :meth:`WebProvider.serve`. At the end of the
+    block open pages are told :data:`CLOSING_NOTE`, requests in flight get
+    :data:`~._server.DRAIN_GRACE` seconds, and the server stops (the questions stay).
 
     Raises:
         ValueError: a bad host or port, a token that cannot be read, or a non-loopback

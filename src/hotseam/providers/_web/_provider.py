@@ -38,11 +38,10 @@ class WebProvider:
             web = WebProvider.serve(scope, port=8765)
             scope.provide(USER_INTERACTION, web)
 
-    In a hot-reloaded provider module the server (its listening socket and every open
-    connection) is carried to the next generation (``scope.carry``), which swaps its own
-    app in: no request is dropped by a reload, and open pages see the re-asked questions.
-    It shows every question of an ask on one card (``multiple_questions``), answered with
-    one Answer button. See ``docs/web.md`` for the page, the API and the security model.
+    In a hot-reloaded provider module the server (its socket and open connections) is
+    carried to the next generation (``scope.carry``), which swaps its own app in: no
+    request is dropped, and open pages see the re-asked questions. Every question of an
+    ask is on one card. See ``docs/web.md`` for the page, the API and the security model.
     """
 
     multiple_questions = True
@@ -158,8 +157,7 @@ class WebProvider:
         return len(self._inbox)
 
     async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
-        """Put the ask (every question of it, on one card) in the inbox and wait for the
-        first answer from any page.
+        """Put the ask in the inbox and wait for the first answer from any page.
 
         Raises:
             UserInteractionError: ``ASK_CANCELLED`` when dismissed in a page, ``ASK_TIMEOUT``
@@ -200,7 +198,7 @@ class WebProvider:
     async def _mount_app(self) -> None:
         """Serve this generation's app: a task, so it starts when the generation is live."""
         if self._scope.closed:
-            return  # closed before it went live: the next generation (if any) serves
+            return
         app = build_app(self._current_inbox, self.token, self._hosts)
         self._mount = self._server.mount(app)
         first = self._server.mounts == 1  # later generations serve the same URL
@@ -217,8 +215,7 @@ class WebProvider:
 
     async def _close(self, exit: ScopeExit) -> None:
         """Unmount (new requests wait for the next generation's app), tell every open page
-        why the inbox closes (its stream ends after that note), and let this generation's
-        requests in flight finish, within a bound."""
+        why, and let this generation's requests in flight finish, within a bound."""
         mount, self._mount = self._mount, None
         self._inbox.close(_close_note(exit))
         if mount is not None:
@@ -275,11 +272,9 @@ def _close_note(exit: ScopeExit) -> str:
 def _serve_on(scope: Scope, host: str, port: int) -> WebServer:
     """Start a server, or take the one the previous generation carried (a hot reload).
 
-    The server outlives generations: it accepts in a task of the scope's task host (the
-    reloader's task group for a provider module: it outlives every generation), and only
-    its disposal, when no generation carries it any more, stops it. A generation that asks
-    for another host or port refuses the carried one; the new address is bound while the
-    old generation still serves (the old server stops when the new generation commits).
+    It accepts in a task of the scope's task host (the reloader's, outliving every
+    generation) and stops only when no generation carries it. Another host or port refuses
+    the carried one: the new address is bound while the old generation still serves.
     """
     host_tasks = scope._task_host()  # fails (ScopeError) before anything is bound
 

@@ -1,10 +1,9 @@
 """Who may talk to the inbox: the token, the Host and Origin checks, the response headers.
 
-A browser page on another site can reach a loopback port, so the server trusts nothing
-about a request but the token: every request carries it (the page and the event stream in
-the query, the API in a header); the Host header must name this server (DNS rebinding);
-an Origin, when sent, must be this server's own; and state changes need a JSON body and a
-token header, which no cross-site form or simple request can produce (CSRF).
+A page on another site can reach a loopback port, so nothing but the token is trusted:
+every request carries it (the page and event stream in the query, the API in a header);
+the Host must name this server (DNS rebinding); an Origin, when sent, must be ours; state
+changes need a JSON body and a token header, which no cross-site form can send (CSRF).
 """
 
 from __future__ import annotations
@@ -72,7 +71,7 @@ def process_token() -> str:
 
 
 def state_dir() -> Path:
-    """Where hotseam keeps what outlives a process: ``$XDG_STATE_HOME/hotseam``, else
+    """Where what outlives a process is kept: ``$XDG_STATE_HOME/hotseam``, else
     ``~/.local/state/hotseam`` (not created here)."""
     base = os.environ.get("XDG_STATE_HOME", "")
     root = Path(base) if os.path.isabs(base) else Path.home() / ".local" / "state"
@@ -80,16 +79,14 @@ def state_dir() -> Path:
 
 
 def stored_token_path() -> Path:
-    """The file of the token kept across restarts."""
     return state_dir() / TOKEN_FILE_NAME
 
 
 def stored_token() -> str:
     """The token kept in :func:`stored_token_path`, made (mode 0600) the first time.
 
-    Read once per process, so a reload never sees another token than the first page did.
-    Where no file can be written (no home folder, a read-only one), a warning says so and
-    the token is this process's own.
+    Read once per process, so a reload sees the first page's token. Where no file can be
+    written (no home, a read-only one) a warning says so and the token is the process's.
 
     Raises:
         ValueError: the file or its folder is not this user's alone (others could read or
@@ -257,8 +254,7 @@ def is_loopback(host: str) -> bool:
 
 
 def checked_host(host: str, port: int, allow_remote: bool) -> str:
-    """``host`` as an inbox listens on it (blank: :data:`DEFAULT_HOST`), after the checks
-    every inbox makes before it binds.
+    """``host`` as an inbox listens on it (blank: :data:`DEFAULT_HOST`), checked before binding.
 
     Raises:
         ValueError: a port outside 0-65535, or a host other machines can reach without
@@ -276,7 +272,6 @@ def checked_host(host: str, port: int, allow_remote: bool) -> str:
 
 
 def warn_if_remote(loopback: bool, address: str, what: str, reads: str) -> None:
-    """Warn that ``what`` listening on ``address`` can be reached from other machines."""
     if not loopback:
         _log.warning(
             "web.remote",
@@ -317,7 +312,6 @@ class HostPolicy:
 
 
 def _names_of(bind_host: str) -> set[str]:
-    """The names a client may use for a server bound to ``bind_host``."""
     names: set[str] = set()
     try:
         address = ipaddress.ip_address(bind_host.strip("[]"))
