@@ -8,7 +8,8 @@ echoed reply too: a control sequence in a question or a reply is shown, never ob
 
 from __future__ import annotations
 
-from typing import TextIO
+from collections.abc import Callable
+from typing import TextIO, TypeVar
 
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 
@@ -34,6 +35,7 @@ from ._stepper import Stepper
 __all__ = ["LinesSurface"]
 
 PROMPT = "> "
+_T = TypeVar("_T")
 
 
 class LinesSurface:
@@ -54,17 +56,9 @@ class LinesSurface:
         queue: AskQueue,
         deadline: float | None = None,
     ) -> AskUserQuestionAnswer:
-        """Print the question (and, with a ``deadline``, the time there is to answer it),
-        then read lines until one resolves to an answer."""
-        self._write(plain(question_block(request, banner=banner) + waiting_line(queue.waiting)))
-        if deadline is not None:
-            self._write(f"(answer within {time_left(deadline)} s)\n")
-        while True:
-            result = resolve_reply(request, await self._reply())
-            if isinstance(result, Reprompt):
-                self._write(f"  {result.reason}\n")
-                continue
-            return result
+        """Print the question, then read lines until one resolves to an answer."""
+        block = question_block(request, banner=banner)
+        return await self._ask(block, queue, deadline, lambda reply: resolve_reply(request, reply))
 
     async def step(
         self,
@@ -74,8 +68,8 @@ class LinesSurface:
         queue: AskQueue,
         deadline: float | None = None,
     ) -> QuestionAnswer | Back:
-        """Print the stepper's question on screen ("(2 of 3)"), then read lines until one
-        resolves to its answer, or to ``/back``."""
+        """Print the stepper's question ("(2 of 3)"), then read lines until one resolves to
+        its answer, or to ``/back``."""
         question = stepper.question
         first = stepper.position == 0
         commands = []
@@ -94,20 +88,27 @@ class LinesSurface:
             banner=banner,
             resumed=stepper.resumed,
         )
+        ticks = frozenset(i for i, option in enumerate(question.choices) if option.recommended)
+
+        def resolve(reply: str) -> QuestionAnswer | Back | Reprompt:
+            return resolve_step(question, reply, ticked=ticks, first=first, ticking=False)
+
+        return await self._ask(block, queue, deadline, resolve)
+
+    async def _ask(
+        self,
+        block: StyleAndTextTuples,
+        queue: AskQueue,
+        deadline: float | None,
+        resolve: Callable[[str], _T | Reprompt],
+    ) -> _T:
+        """Print ``block`` and the time there is, then read lines until one resolves."""
         self._write(plain(block + waiting_line(queue.waiting)))
         if deadline is not None:
             self._write(f"(answer within {time_left(deadline)} s)\n")
-        preselected = frozenset(
-            i for i, option in enumerate(question.choices) if option.recommended
-        )
-        while True:
-            result = resolve_step(
-                question, await self._reply(), ticked=preselected, first=first, ticking=False
-            )
-            if isinstance(result, Reprompt):
-                self._write(f"  {result.reason}\n")
-                continue
-            return result
+        while isinstance(result := resolve(await self._reply()), Reprompt):
+            self._write(f"  {result.reason}\n")
+        return result
 
     async def _reply(self) -> str:
         """Prompt, and read one reply line (echoed when nothing else echoes it)."""

@@ -3,24 +3,16 @@
 A reply is resolved in this order (surrounding blanks are ignored):
 
 1. empty → the recommended option; without one, ask again;
-2. the option the reply names, by label or value or number
-   (:meth:`~hotseam.interaction.Question.option_named`, the matcher every surface uses:
-   case, spacing and a ``(Recommended)`` suffix ignored; text naming two options names
-   none) → that option;
-3. any other number asks again (numbers are reserved for options whenever there are
-   options);
+2. the option the reply names, by label, value or number
+   (:meth:`~hotseam.interaction.Question.option_named`, the matcher every surface uses)
+   → that option;
+3. any other number asks again (numbers are reserved for options when there are some);
 4. anything else → the human's own answer when the question accepts one, else ask again.
 
-The reasons are one line each, so both the plain-line path and the prompt's validation line
-can show them as they are; so are the markers of a question that ended unanswered
-(withdrawn, dismissed, timed out). :func:`visible` shows what the model wrote, never obeys
-it.
-
-A question of a stepper (an ask of several questions, or one that is multi-select or may be
-skipped) is resolved by :func:`resolve_step`: ``/back`` and ``/skip`` are commands there,
-and a multi-select question takes several choices separated by commas (``1,3``,
-``auth, search``), the parts that name no option being the human's own answer (one
-selection).
+Reasons and the markers of a question ended unanswered are one line each, so both paths
+show them as they are. A stepper's question is resolved by :func:`resolve_step`:
+``/back`` and ``/skip`` are commands there, and a multi-select question takes choices
+separated by commas (``1,3``), the parts naming no option being the human's own answer.
 """
 
 from __future__ import annotations
@@ -63,10 +55,8 @@ WITHDRAWN = "(question withdrawn)"
 
 
 class DismissedError(Exception):
-    """The human dismissed the question (a key, or the end of the input).
-
-    ``marker`` is the one line left in the scrollback; ``message`` is what the model reads.
-    """
+    """The human dismissed the question; ``marker`` stays in the scrollback, the model
+    reads ``message``."""
 
     def __init__(self, marker: str, message: str) -> None:
         super().__init__(message)
@@ -75,7 +65,6 @@ class DismissedError(Exception):
 
 
 def timeout_marker(seconds: float) -> str:
-    """The marker left when the optional time limit passed."""
     return f"(no answer within {seconds:g} s; nothing was chosen)"
 
 
@@ -98,26 +87,15 @@ _LINES = {**_SHOWN, ord("\n"): "\n"}
 
 
 def visible(text: str, *, lines: bool = False) -> str:
-    """``text`` with every character a terminal would obey shown instead: what the model
-    wrote is shown, never run.
+    """``text`` with every character a terminal would obey shown instead.
 
-    A question, its header, its options and their descriptions come from a model, and a
-    terminal acts on what it prints: ``ESC [2J`` clears the screen, ``ESC ]52;c;...BEL``
-    writes the clipboard, ``\\r`` and ``\\b`` overwrite what was shown, and a bidi override
-    makes text read in another order than it is (the "Trojan Source" trick). So, the same on
-    the prompt and in plain-line mode and in prompt_toolkit's notation for its input line:
-
-    * C0 controls and DEL in caret notation: ``ESC`` → ``^[``, ``BEL`` → ``^G``, ``\\r`` →
-      ``^M``, ``\\b`` → ``^H``;
-    * C1 controls (``\\x9b`` is a one-byte CSI) as ``<9b>``;
-    * bidi embeddings, overrides, isolates and marks as ``<U+202E>``;
-    * a tab is a space (its width would depend on the column, and wrapping counts cells);
-    * a line break (``\\n`` or ``\\r\\n``) stays one with ``lines`` (where the layout has
-      room for it: the question, a description); otherwise it is a space.
-
-    The result is unchanged by a second pass.
+    What a model wrote must be shown, never run: ``ESC [2J`` clears the screen, OSC 52
+    writes the clipboard, ``\\r`` and ``\\b`` overwrite, a bidi override reorders text
+    ("Trojan Source"). C0 controls and DEL become caret notation (``^[``), C1 controls
+    ``<9b>``, bidi controls ``<U+202E>``, a tab a space (wrapping counts cells); a line
+    break stays one with ``lines``, else it is a space. A second pass changes nothing.
     """
-    if text.isprintable():  # the usual case: nothing to do
+    if text.isprintable():
         return text
     text = text.replace("\r\n", "\n")
     return text.translate(_LINES if lines else _ONE_LINE)
@@ -173,7 +151,6 @@ def resolve_reply(request: Asked, reply: str) -> AskUserQuestionAnswer | Repromp
 
 
 def hint(request: Asked) -> str:
-    """One line telling the human what they can type."""
     if request.is_free_form:
         return "Type your answer."
     what = "Type a number or a label"
@@ -227,9 +204,8 @@ def resolve_step(
 ) -> QuestionAnswer | Back | Reprompt:
     """Turn one reply to a stepper's question into its answer, a step back, or a reason.
 
-    ``ticked`` are the options already selected (indices): an empty reply sends them, and
-    with ``ticking`` (the prompt, where Space ticks) what the reply names is added to them.
-    ``first``: this is the first question (there is nothing to go back to).
+    An empty reply sends the ``ticked`` options (indices); with ``ticking`` (the prompt,
+    where Space ticks) what the reply names is added to them.
     """
     text = reply.strip()
     command = text.casefold()
@@ -252,7 +228,6 @@ def resolve_step(
 def _resolve_selection(
     question: Question, text: str, ticked: frozenset[int], *, ticking: bool
 ) -> QuestionAnswer | Reprompt:
-    """Several choices: numbers, labels or values separated by commas, plus own text."""
     choices = question.choices
     named, own = named_choices(question, text)
     picked = (set(ticked) if ticking or not text else set()) | {choices.index(o) for o in named}
@@ -287,7 +262,6 @@ def _resolve_selection(
 
 
 def pick_hint(question: Question, *, ticking: bool) -> str:
-    """The hint line of a multi-select question: how many, and how to choose them."""
     least, most = question.selection_range
     everything = len(question.choices) + (1 if question.allow_custom else 0)
     if least == most:

@@ -54,10 +54,9 @@ class TerminalProvider:
     options of a multi-select question, going back (Shift-Tab, ``/back``) and skipping
     (Ctrl-S, ``/skip``) before the last answer sends them all (``multiple_questions``).
 
-    One question is on screen at a time; concurrent asks wait in arrival order. The
-    provider holds nothing between questions (no reader, no raw mode, no patched stdout),
-    so an instance can be dropped at any time and a new one started on the same terminal,
-    as a hot reload does.
+    One question is on screen at a time; concurrent asks wait in arrival order. Nothing is
+    held between questions (no reader, raw mode or patched stdout), so an instance can be
+    dropped at any time and a new one started on the same terminal, as a hot reload does.
 
     Args:
         banner: A line shown above each question (for example which generation of a
@@ -178,8 +177,8 @@ class TerminalProvider:
     async def _run_steps(
         self, surface: _Surface, request: AskUserQuestionRequest
     ) -> AskUserQuestionAnswer:
-        """The stepper: each question in turn until the last is answered; withdrawn, the
-        draft keeps where the human was, to resume there on the next prompt of this ask."""
+        """Each question in turn until the last is answered; withdrawn, the draft keeps
+        where the human was."""
         request = validate_request(request)  # every question has its id (ask() did this)
         asked_as = asked.question_id if (asked := current_ask()) else None
         stepper = Stepper(request, self._draft.take_steps(asked_as, request))
@@ -223,14 +222,13 @@ class TerminalProvider:
         withdrawn: Callable[[], None] | None = None,
         dismissed: Callable[[str], str] | None = None,
     ) -> AskUserQuestionAnswer:
-        """Run ``body`` (default: the one-question prompt) under the time limit, and leave
-        the outcome in the scrollback."""
+        """Run ``body`` (default: the one-question prompt) under the time limit, leaving the
+        outcome in the scrollback."""
         with anyio.CancelScope() as limit:
             if self._timeout is not None:
                 limit.deadline = anyio.current_time() + self._timeout
             try:
-                # The human sees how long is left (time.monotonic() seconds): this provider's
-                # own limit, or the asker's (ask(..., timeout=)), whichever comes first.
+                # The human sees the time left: this provider's limit or the asker's.
                 limits = [asked.deadline if (asked := current_ask()) else None]
                 if self._timeout is not None:
                     limits.append(time.monotonic() + self._timeout)
@@ -266,19 +264,21 @@ class TerminalProvider:
     # -- choosing the path ---------------------------------------------------------------------
 
     def _surface(self) -> _Surface:
-        injected_toolkit = isinstance(self._input, Input) or isinstance(self._output, Output)
-        if self._mode == "tty" or (self._mode == "auto" and injected_toolkit):
-            return self._tty_surface()
         source = self._input if self._input is not None else sys.stdin
         out = self._output if self._output is not None else sys.stdout
+        toolkit = isinstance(source, Input) or isinstance(out, Output)
+        if self._mode == "tty" or (
+            self._mode == "auto" and (toolkit or (_on_asyncio() and isatty(source) and isatty(out)))
+        ):
+            return self._tty_surface(source, out)
         assert not isinstance(source, Input)
         assert not isinstance(out, Output)
-        if self._mode == "auto" and _on_asyncio() and isatty(source) and isatty(out):
-            return self._tty_surface()
         reader = LineReader(source if source is not None else io.StringIO())
         return LinesSurface(reader, out if out is not None else io.StringIO())
 
-    def _tty_surface(self) -> TtySurface:
+    def _tty_surface(
+        self, source: Input | IO[Any] | int | None, out: Output | TextIO | None
+    ) -> TtySurface:
         if not _on_asyncio():
             raise UserInteractionError(
                 "the terminal provider's prompt (mode='tty') needs asyncio: prompt_toolkit "
@@ -286,10 +286,7 @@ class TerminalProvider:
                 "lines",
                 ErrorCode.PROVIDER_FAILED,
             )
-        source = self._input if self._input is not None else sys.stdin
-        if isinstance(source, Input):
-            toolkit_input = source
-        else:
+        if not isinstance(source, Input):
             if source is None or not isatty(source):
                 raise UserInteractionError(
                     "the terminal provider's prompt (mode='tty') needs a terminal to read, "
@@ -297,22 +294,19 @@ class TerminalProvider:
                     "pipe: use mode='auto' or mode='lines'",
                     ErrorCode.PROVIDER_FAILED,
                 )
-            toolkit_input = create_input(_text_file(source))
-        out = self._output if self._output is not None else sys.stdout
-        toolkit_output = out if isinstance(out, Output) else create_output(out)
-        return TtySurface(
-            toolkit_input, toolkit_output, patch_stdout=self._patch_stdout, draft=self._draft
-        )
+            source = create_input(_text_file(source))
+        output = out if isinstance(out, Output) else create_output(out)
+        return TtySurface(source, output, patch_stdout=self._patch_stdout, draft=self._draft)
 
 
 def _mark(surface: _Surface, kind: str, text: str) -> None:
-    """Leave the outcome in the scrollback; a closed output must not hide the outcome."""
+    """Leave the outcome in the scrollback (a closed output must not hide the outcome)."""
     with contextlib.suppress(OSError, ValueError):
         surface.mark(outcome(kind, text))
 
 
 def _on_asyncio() -> bool:
-    """True inside a running asyncio loop (prompt_toolkit's requirement); false under trio."""
+    """prompt_toolkit needs a running asyncio loop (not trio)."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:

@@ -1,9 +1,8 @@
 """One question on screen at a time; the others wait their turn in arrival order.
 
 Two prompts on one terminal overdraw each other and split the keystrokes, so asks are
-serialized. The turn is handed to the next waiter directly (no barging), a waiter that is
-cancelled leaves the line, and listeners hear every change so the open prompt can say how
-many questions are waiting.
+serialized. The turn is handed to the next waiter directly (no barging), and listeners hear
+every change so the open prompt can say how many questions wait.
 """
 
 from __future__ import annotations
@@ -18,11 +17,8 @@ __all__ = ["AskQueue"]
 
 
 class AskQueue:
-    """A first-in-first-out turn for asks; ``waiting`` counts those behind the current one.
-
-    It holds no event-loop objects while idle, so one queue may serve several event loops
-    one after another (tests do).
-    """
+    """A first-in-first-out turn for asks; idle, it holds no event-loop objects, so one
+    queue may serve several event loops one after another."""
 
     __slots__ = ("_busy", "_listeners", "_waiters")
 
@@ -33,12 +29,10 @@ class AskQueue:
 
     @property
     def waiting(self) -> int:
-        """How many asks wait for their turn."""
         return len(self._waiters)
 
     @property
     def busy(self) -> bool:
-        """True while an ask has the turn."""
         return self._busy
 
     def listen(self, listener: Callable[[], None]) -> Callable[[], None]:

@@ -1,24 +1,16 @@
 """Cancellable line reading that never hands a reader more than the line it returns.
 
-A question that is withdrawn must not leave anything behind that would take the human's next
-line away from the next question: a reader thread blocked in ``readline()`` does exactly that
-(measured, see ``terminal-prompts.md`` §3.3). So a file descriptor is read only after
-``anyio.wait_readable`` says it has data (asyncio's ``add_reader`` or trio's
-``wait_readable``, both removed on cancellation).
+A withdrawn question must leave nothing behind that takes the human's next line from the
+next question, as a reader thread blocked in ``readline()`` does (``terminal-prompts.md``
+§3.3). So a descriptor is read only once ``anyio.wait_readable`` says it has data.
 
-It is read in chunks (one byte per system call stalled the event loop for seconds on a
-4 MB line). What a chunk brings after the newline, and a line cut short by a cancellation,
-is kept per descriptor (by descriptor, device and inode) for the next reader of the same
-descriptor, even another provider instance after a hot reload; so each reader still gets
-exactly the next line. Regular files are read the same way, then put back with ``lseek``:
-nothing is read ahead of the line. Files and ``/dev/null`` refuse polling; they never
-block, so they are read directly.
-
-A line longer than ``LINE_LIMIT`` bytes is read to its end and discarded, never buffered
-whole: the reader returns ``TOO_LONG`` and the question is asked again.
-
-Objects without a file descriptor (``io.StringIO`` in tests) are read with ``readline()``,
-with the same limit (in characters).
+It is read in chunks (a byte per system call stalled the loop for seconds on a 4 MB line).
+What a chunk brings past the newline, and a line cut short by a cancellation, is kept per
+descriptor (fd, device, inode) for its next reader, even another provider instance after a
+reload. Regular files are put back with ``lseek`` instead; files and ``/dev/null`` refuse
+polling and never block, so they are read directly. A line over ``LINE_LIMIT`` bytes is
+read to its end and discarded (``TOO_LONG``), never buffered whole. Objects without a
+descriptor (``io.StringIO``) are read with ``readline()``, the limit in characters.
 """
 
 from __future__ import annotations
@@ -33,11 +25,8 @@ import anyio
 __all__ = ["LINE_LIMIT", "TOO_LONG", "LineReader", "TooLong", "isatty", "too_long_reason"]
 
 LINE_LIMIT: Final = 64 * 1024
-"""The longest reply line taken, in bytes (characters for in-memory streams).
-
-Pages of pasted text fit many times over; anything longer is a runaway producer (a file
-piped by mistake, ``yes |``) and is discarded without being kept in memory or echoed.
-"""
+"""The longest reply line taken, in bytes: pages of pasted text fit; anything longer is a
+runaway producer (a file piped by mistake, ``yes |``), discarded unkept and unechoed."""
 
 _CHUNK = 64 * 1024
 
@@ -55,14 +44,11 @@ TOO_LONG: Final = TooLong()
 
 
 def too_long_reason() -> str:
-    """The one-line reason shown when a reply was over the limit."""
     return f"That reply is longer than {LINE_LIMIT} bytes, so it was discarded: type a shorter one."
 
 
 @dataclass(slots=True)
 class _Pending:
-    """What was read from a descriptor and not yet returned as a line."""
-
     data: bytearray = field(default_factory=bytearray)
     discarding: bool = False  # inside a line over the limit: drop bytes up to its newline
 
@@ -73,7 +59,6 @@ _partial: dict[tuple[int, int, int], _Pending] = {}
 
 
 def fileno_of(source: object) -> int | None:
-    """The file descriptor of ``source`` (an int or a file object), or ``None``."""
     if isinstance(source, int):
         return source
     fileno = getattr(source, "fileno", None)
@@ -96,12 +81,7 @@ def isatty(source: object) -> bool:
 
 
 class LineReader:
-    """Reads lines from a file descriptor (or an in-memory stream) one ``readline`` at a time.
-
-    Args:
-        source: A file descriptor, a file object with one (``sys.stdin``), or a stream
-            without one, read with its own ``readline()``.
-    """
+    """Reads lines from a file descriptor, a file with one, or a stream without one."""
 
     __slots__ = ("_fd", "_stream")
 
@@ -177,8 +157,7 @@ class LineReader:
 
 
 def _take_line(pending: _Pending) -> str | TooLong | None:
-    """The first whole line of ``pending`` (removed from it), or ``None`` when there is
-    none yet; past the limit without a newline, drop what was read and start discarding."""
+    """The first whole line of ``pending`` (removed from it), or ``None`` for none yet."""
     data = pending.data
     end = data.find(b"\n")
     if end < 0:
@@ -208,8 +187,7 @@ def _at_end(pending: _Pending) -> str | TooLong | None:
 
 
 def _put_back(fd: int, data: bytearray) -> bytearray:
-    """Seek a regular file back over ``data`` (read past the line); what could not be put
-    back is kept."""
+    """Seek a regular file back over ``data``; what could not be put back is kept."""
     try:
         os.lseek(fd, -len(data), os.SEEK_CUR)
     except OSError:

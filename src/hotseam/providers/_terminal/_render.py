@@ -1,8 +1,7 @@
 """The question block, as styled fragments: the prompt shows them, line mode prints the text.
 
-One renderer for both paths keeps the two transcripts alike. Everything is ASCII, so a pipe
-or a log file with any encoding can carry it. What the model (or the app) wrote is shown
-through ``visible``: control characters and bidi controls are shown, never obeyed.
+One renderer keeps both transcripts alike; all ASCII, so a pipe or log of any encoding
+carries it. What the model wrote goes through ``visible``: shown, never obeyed.
 """
 
 from __future__ import annotations
@@ -44,7 +43,6 @@ STYLE = Style.from_dict(
         "sent": "ansigreen",
     }
 )
-"""The prompt_toolkit style of the TTY path (line mode has no colours)."""
 
 
 def question_block(
@@ -53,11 +51,8 @@ def question_block(
     banner: str | None = None,
     keys: str | None = None,
 ) -> StyleAndTextTuples:
-    """A blank line, then who asks, the header, the question, numbered options with their
-    descriptions, and a hint line.
-
-    ``keys`` is a second hint line (the TTY path names Tab and Ctrl-C there).
-    """
+    """Who asks, the header, the question, numbered options with their descriptions, and
+    a hint line (``keys``: a second one)."""
     return step_block(request, request.agent, banner=banner, hints=[hint(request), keys])
 
 
@@ -72,10 +67,8 @@ def step_block(
     cursor: int | None = None,
     resumed: int = 0,
 ) -> StyleAndTextTuples:
-    """The block of one question of a stepper: as :func:`question_block`, with its
-    ``place`` (``(2, 3)``: "2 of 3") after who asks, checkboxes when ``ticked`` is given
-    (``[x]``), ``> `` before the option at ``cursor``, and, when answers were kept from a
-    withdrawn prompt (``resumed``), a line saying so."""
+    """As :func:`question_block`, with a stepper's ``place`` ("2 of 3"), checkboxes for
+    ``ticked``, ``> `` at ``cursor``, and a line saying ``resumed`` answers were kept."""
     fragments: StyleAndTextTuples = [("", "\n")]
     if banner:
         fragments += [("class:banner", visible(banner)), ("", "\n")]
@@ -129,7 +122,6 @@ def _spaced(parts: StyleAndTextTuples) -> StyleAndTextTuples:
 
 
 def waiting_line(waiting: int) -> StyleAndTextTuples:
-    """``(2 more questions waiting)``, or nothing when none wait."""
     if waiting <= 0:
         return []
     noun = "question" if waiting == 1 else "questions"
@@ -137,12 +129,11 @@ def waiting_line(waiting: int) -> StyleAndTextTuples:
 
 
 def outcome(kind: str, text: str) -> StyleAndTextTuples:
-    """A one-line outcome marker (``answer``, ``withdrawn``, ``dismissed``, ``timeout``)."""
     return [(f"class:{kind}", text), ("", "\n")]
 
 
 def plain(fragments: StyleAndTextTuples) -> str:
-    """The text of ``fragments`` without styles, nothing in it a terminal would obey."""
+    """The text of ``fragments``, nothing in it a terminal would obey."""
     return visible(fragment_list_to_text(fragments), lines=True)
 
 

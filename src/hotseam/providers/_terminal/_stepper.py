@@ -1,16 +1,13 @@
 """The stepper: an ask of several questions, shown one question after the other.
 
-The state both paths share: which question is on screen ("2 of 3"), the answers given so
-far, the options ticked, the option highlighted and the text typed per question. Going back
-keeps what was given (the previous answer is shown again, ready to send), and the whole
-state is a :class:`Steps` that a draft keeps across a reload.
+The state both paths share (the question on screen, the answers so far, and per question
+the ticks, the highlight and the typed text) is a :class:`Steps`. Going back keeps what was
+given, shown again ready to send.
 
-The draft: what the human was doing when a question was withdrawn, kept to re-ask it with.
-A hot reload withdraws the question from the old generation's prompt and asks it again on
-the new one; without a draft the half-typed reply would vanish, and so would the answers
-already given to the first questions of an ask of several. The draft is plain data defined
-outside the watched folders, so a provider module carries it across generations
-(``scope.carry("draft", Draft)``) and hands it to each generation's ``TerminalProvider``.
+The draft keeps what the human was doing when a question was withdrawn: a hot reload
+re-asks it on the new generation's prompt, and without a draft a half-typed reply (and the
+answers to the first questions of an ask) would vanish. It is plain data defined outside
+the watched folders, so a provider module carries it (``scope.carry("draft", Draft)``).
 """
 
 from __future__ import annotations
@@ -33,9 +30,8 @@ _Key = tuple[str, str | None, tuple[str, ...]]
 _AskKey = tuple[str | None, tuple[tuple[object, ...], ...]]
 
 _MOST_ASKS = 16
-"""How many withdrawn asks a draft remembers (the oldest is forgotten first): asks are
-re-asked within a reload, so a few are plenty; the bound keeps a draft from growing with
-asks that were never asked again."""
+"""How many withdrawn asks a draft remembers: asks are re-asked within a reload, and the
+bound keeps it from growing with asks never asked again."""
 
 
 def _key(request: AskUserQuestionRequest) -> _Key:
@@ -87,11 +83,9 @@ class Steps:
 class Draft:
     """What was typed into a question that was withdrawn, to start its re-asked prompt from.
 
-    For one question: the text and cursor, restored only into the same question (same
-    text, header and option labels), once. For an ask of several questions: the
-    stepper's record, ``Steps`` (position, answers given, ticks, highlighted option, typed
-    text), restored only
-    into the same ask (the same ``hotseam.interaction.current_ask()`` id and questions), once.
+    For one question, the text and cursor, restored once into the same question (same
+    text, header and option labels). For a stepper, its ``Steps``, restored once into the
+    same ask (the same ``hotseam.interaction.current_ask()`` id and questions).
     """
 
     __slots__ = ("_saved", "_steps")
@@ -114,7 +108,7 @@ class Draft:
         if not text:
             self._saved = None
             return
-        self._saved = (_key(request), text, max(0, min(cursor, len(text))))
+        self._saved = (_key(request), text, _clamp(text, cursor))
 
     def take(self, request: AskUserQuestionRequest) -> tuple[str, int] | None:
         """The text and cursor kept for ``request``, if any; forgotten once taken."""
@@ -126,7 +120,7 @@ class Draft:
 
     def keep_steps(self, ask: str | None, request: AskUserQuestionRequest, steps: Steps) -> None:
         """Keep where the human was in the stepper of ``request``, asked as ``ask`` (its
-        ``current_ask().question_id``; ``None`` outside ``ask()``). Nothing done yet: forget."""
+        ``current_ask().question_id``). Nothing done yet: forget."""
         key = _ask_key(ask, request)
         self._steps.pop(key, None)
         if steps.is_empty:
@@ -141,8 +135,8 @@ class Draft:
 
 
 def needs_stepper(request: AskUserQuestionRequest) -> bool:
-    """Whether ``request`` is more than one plain question (several questions, or one that
-    is multi-select or may be skipped); a plain one keeps the one-question prompt."""
+    """Whether ``request`` is more than one plain question (several, or multi-select, or
+    skippable); a plain one keeps the one-question prompt."""
     questions = request.questions
     return len(questions) > 1 or questions[0].is_multi_select or questions[0].allow_skip
 
@@ -193,51 +187,39 @@ class Stepper:
     def ticked(self, question: Question) -> frozenset[int]:
         """The options of ``question`` ticked: as the human left them, else those of its
         answer, else the recommended ones (preselected)."""
-        assert question.id is not None
-        if question.id in self._ticked:
-            return self._ticked[question.id]
-        entry = self._answers.get(question.id)
+        if _id(question) in self._ticked:
+            return self._ticked[_id(question)]
+        entry = self._answers.get(_id(question))
         if entry is not None and entry.skipped is None:
             return frozenset(question.choices.index(option) for option in entry.options)
         return frozenset(i for i, option in enumerate(question.choices) if option.recommended)
 
     def toggle(self, question: Question, index: int) -> None:
-        """Tick the option ``index`` of ``question``, or untick it."""
-        assert question.id is not None
-        self._ticked[question.id] = self.ticked(question) ^ {index}
+        self._ticked[_id(question)] = self.ticked(question) ^ {index}
 
     def highlighted(self, question: Question) -> int:
-        """The option of ``question`` the highlight is on (what Space ticks): the first
-        until it is moved."""
-        assert question.id is not None
-        return self._highlighted.get(question.id, 0)
+        """The option the highlight is on (what Space ticks): the first until it is moved."""
+        return self._highlighted.get(_id(question), 0)
 
     def highlight(self, question: Question, index: int) -> None:
-        """Move the highlight of ``question`` to its option ``index`` (wrapping around)."""
-        assert question.id is not None
-        count = len(question.choices)
-        if count:
-            self._highlighted[question.id] = index % count
+        """Move the highlight to the option ``index`` (wrapping around)."""
+        if question.choices:
+            self._highlighted[_id(question)] = index % len(question.choices)
 
     def typed(self, question: Question) -> tuple[str, int] | None:
         """The text typed into ``question``'s line and its cursor, if any."""
-        assert question.id is not None
-        return self._typed.get(question.id)
+        return self._typed.get(_id(question))
 
     def type(self, question: Question, text: str, cursor: int) -> None:
         """Keep what is typed into ``question``'s line (nothing: forget)."""
-        assert question.id is not None
         if text:
-            self._typed[question.id] = (text, max(0, min(cursor, len(text))))
+            self._typed[_id(question)] = (text, _clamp(text, cursor))
         else:
-            self._typed.pop(question.id, None)
+            self._typed.pop(_id(question), None)
 
     def answer(self, entry: QuestionAnswer) -> None:
-        """Record the answer to the question on screen, and go on to the next one.
-
-        Its line then holds what shows the answer again (a label, the own text), so going
-        back to it and pressing Enter sends the same answer.
-        """
+        """Record the answer to the question on screen, and go on to the next one; its
+        line then shows the answer again, so going back and pressing Enter resends it."""
         question = self.question
         assert question.id == entry.id
         self._answers[entry.id] = entry
@@ -250,7 +232,7 @@ class Stepper:
         self._position += 1
 
     def back(self) -> None:
-        """Go back to the previous question (its answer stays until it is answered again)."""
+        """Go back to the previous question (its answer stays until answered again)."""
         assert self._position > 0
         self._position -= 1
 
@@ -260,7 +242,6 @@ class Stepper:
         return AskUserQuestionAnswer.of(entries, self.request)
 
     def snapshot(self) -> Steps:
-        """The state, as plain data a draft keeps."""
         return Steps(
             position=min(self._position, self.total - 1),
             answers=tuple(self._answers.values()),
@@ -287,7 +268,7 @@ class Stepper:
                 self._ticked[key] = frozenset(i for i in ticks if 0 <= i < count)
         for key, text, cursor in kept.typed:
             if key in by_id:
-                self._typed[key] = (text, max(0, min(cursor, len(text))))
+                self._typed[key] = (text, _clamp(text, cursor))
         for key, at in kept.highlighted:
             if key in by_id and 0 <= at < len(by_id[key].choices):
                 self._highlighted[key] = at
@@ -298,3 +279,12 @@ class Stepper:
         )
         self._position = max(0, min(kept.position, unanswered, self.total - 1))
         self.resumed = len(self._answers)
+
+
+def _id(question: Question) -> str:
+    assert question.id is not None  # a stepper's request is validated: every question has one
+    return question.id
+
+
+def _clamp(text: str, cursor: int) -> int:
+    return max(0, min(cursor, len(text)))

@@ -1,23 +1,17 @@
 """The prompt_toolkit path, for a real terminal on asyncio.
 
-The question block is the prompt's message, so it is drawn, redrawn (when log lines print
-above it, or the number of waiting questions changes) and left in the scrollback together
-with the reply line. prompt_toolkit does not wrap a prompt message, so the block is wrapped
-here at each draw (a resized terminal gets a new wrapping), at spaces where possible, a
-continuation line keeping its line's indentation (descriptions stay under their labels).
-The reply is resolved by the same protocol as line mode; a reply that is not an answer is
-followed by its reason and a new prompt, so every attempt stays readable (a validator would
-show the reason at the bottom of the screen, far from the reply).
-
-A stepper's question (``step``) keeps its prompt open instead: a reply that is not an answer
-shows its reason above the line, so ticks and typed text stay as they are; its keys (Space,
-Up/Down, Shift-Tab/PageUp, Ctrl-S) are bindings that take precedence over prompt_toolkit's.
+The question block is the prompt's message, so it is redrawn (log lines above it, a new
+waiting count) and left in the scrollback with the reply line. prompt_toolkit does not wrap
+a message, so the block is wrapped here at each draw, at spaces where possible, keeping a
+line's indentation. A reply that is not an answer is followed by its reason and a new
+prompt, so every attempt stays readable (a validator would show it far from the reply). A
+stepper's question keeps its prompt open instead, the reason above the line, so ticks and
+typed text stay; its keys are bindings that take precedence over prompt_toolkit's.
 
 Cancellation needs nothing special: ``prompt_async`` leaves raw mode, detaches its reader and
-shows the cursor in its own ``finally`` (verified, ``terminal-prompts.md`` §3.1). The
-provider's hooks into the process are undone in ``finally`` blocks too: ``sys.stdout`` and
-``sys.stderr`` are patched only while the prompt is open, and process-wide handlers (SIGINT,
-the loop's exception handler) are never touched.
+shows the cursor in its own ``finally`` (``terminal-prompts.md`` §3.1). ``sys.stdout`` and
+``sys.stderr`` are patched only while the prompt is open; process-wide handlers (SIGINT, the
+loop's exception handler) are never touched.
 """
 
 from __future__ import annotations
@@ -101,12 +95,8 @@ class TtySurface:
         queue: AskQueue,
         deadline: float | None = None,
     ) -> AskUserQuestionAnswer:
-        """Prompt until a reply resolves to an answer, or the human dismisses the question.
-
-        The first prompt carries the question block; a reply that is not an answer gets
-        its reason on the next line and a bare prompt, as in line mode. With a
-        ``deadline`` (``time.monotonic()`` seconds) a live line shows the time left.
-        """
+        """Prompt until a reply resolves to an answer, or the human dismisses the question;
+        with a ``deadline`` (``time.monotonic()`` seconds) a live line shows the time left."""
         keys = "Tab completes a label; " if request.choices else ""
         block = question_block(
             request, banner=banner, keys=keys + "Ctrl-C or Ctrl-D dismisses the question."
@@ -122,8 +112,7 @@ class TtySurface:
         with self._session(
             message, request.recommended, request.choices, queue, deadline
         ) as session:
-            kept = self._draft.take(request)  # typed before a reload withdrew the question
-            default = Document(*kept) if kept is not None else Document()
+            default = _document(self._draft.take(request))  # typed before a reload
             while True:
                 reply = await self._prompt(session, default, keep)
                 default = Document()
@@ -142,13 +131,8 @@ class TtySurface:
         deadline: float | None = None,
     ) -> QuestionAnswer | Back:
         """One question of a stepper, until its reply resolves to an answer, a skip or a
-        step back (or the human dismisses the ask).
-
-        The prompt stays open on a reply that is not an answer, with the reason above the
-        line, so the ticks and what was typed stay as they are. Space ticks the option at
-        the cursor (Up/Down) of a multi-select question while the line is empty;
-        Shift-Tab (or PageUp) goes back, Ctrl-S skips.
-        """
+        step back (or the human dismisses the ask). Space ticks the option at the cursor
+        (Up/Down) while the line is empty; Shift-Tab (or PageUp) goes back, Ctrl-S skips."""
         question = stepper.question
         multi = question.is_multi_select
         first = stepper.position == 0
@@ -192,8 +176,7 @@ class TtySurface:
         with self._session(message, recommended, choices, queue, deadline, bindings) as session:
             buffer = session.default_buffer
             buffer.on_text_changed += lambda _: refusal.clear()
-            kept = stepper.typed(question)
-            default = Document(*kept) if kept is not None else Document()
+            default = _document(stepper.typed(question))
             while True:
                 try:
                     reply = await self._prompt(session, default, keep)
@@ -215,8 +198,8 @@ class TtySurface:
         deadline: float | None,
         key_bindings: KeyBindings | None = None,
     ) -> Iterator[PromptSession[str]]:
-        """A prompt on this surface, redrawn when the waiting count changes: the recommended
-        label as its placeholder, Tab completing a label."""
+        """A prompt redrawn when the waiting count changes, the recommended label as its
+        placeholder."""
 
         def placeholder() -> StyleAndTextTuples:
             if recommended is None or get_app().is_done:
@@ -249,8 +232,7 @@ class TtySurface:
         default: Document,
         keep: Callable[[str, int], None],
     ) -> str:
-        """One prompt: the line accepted. Withdrawn, it hands what was typed (and the
-        cursor) to ``keep`` and lets the cancellation through."""
+        """One prompt: the line accepted; withdrawn, what was typed goes to ``keep``."""
         # The prompt's result future, kept: prompt_async still awaits its own cleanup after
         # the human pressed Enter, and a cancellation landing there must not lose the line.
         results: list[asyncio.Future[str]] = []
@@ -269,9 +251,7 @@ class TtySurface:
                 )
         except asyncio.CancelledError:
             committed = _committed_line(results)
-            if committed is None:
-                # Withdrawn (a reload, the caller's signal): keep what was typed, so the
-                # question re-asked on the next prompt starts from it.
+            if committed is None:  # withdrawn: the re-asked question starts from the text
                 buffer = session.default_buffer
                 keep(buffer.text, buffer.cursor_position)
                 raise
@@ -287,7 +267,6 @@ class TtySurface:
             ) from None
 
     def mark(self, fragments: StyleAndTextTuples) -> None:
-        """Print an outcome line under the finished prompt."""
         print_formatted_text(
             FormattedText(shown(fragments)), output=self._output, style=STYLE, end=""
         )
@@ -354,9 +333,8 @@ def _step_bindings(
 def _message(
     block: StyleAndTextTuples, queue: AskQueue, deadline: float | None, reason: str | None = None
 ) -> StyleAndTextTuples:
-    """The prompt's message: ``block``, then what is live while it is open (the waiting count,
-    the time left, why the last key sent nothing; left out of the scrollback), wrapped to the
-    terminal's width."""
+    """``block``, then what is live while the prompt is open (left out of the scrollback),
+    wrapped to the terminal's width."""
     app = get_app()
     live = [] if app.is_done else waiting_line(queue.waiting)
     if deadline is not None and not app.is_done:
@@ -375,7 +353,7 @@ def _too_long(reply: str) -> Reprompt | None:
 
 
 def _step_keys(question: Question, *, first: bool, total: int) -> str:
-    """The keys line of a stepper's question: only the keys that do something here."""
+    """Only the keys that do something here."""
     keys = []
     if question.is_multi_select:
         keys.append("Up/Down moves")
@@ -392,7 +370,6 @@ def _step_keys(question: Question, *, first: bool, total: int) -> str:
 
 
 def _label_completer(choices: tuple[AskUserQuestionOption, ...]) -> WordCompleter | None:
-    """Tab completes an option's label (case-insensitive), with its description."""
     if not choices:
         return None
     return WordCompleter(
@@ -405,7 +382,6 @@ def _label_completer(choices: tuple[AskUserQuestionOption, ...]) -> WordComplete
 
 
 def _committed_line(results: list[asyncio.Future[str]]) -> str | None:
-    """The line the prompt accepted before it was cancelled, if it accepted one."""
     if not results:
         return None
     future = results[0]
@@ -417,12 +393,9 @@ def _committed_line(results: list[asyncio.Future[str]]) -> str | None:
 class _AboveThePrompt(StdoutProxy):
     """prompt_toolkit's stdout proxy, bound to the app session it was created in.
 
-    The proxy hands each write to the event loop from its flush thread, and prints it with
-    ``run_in_terminal``, which finds the running prompt through the *current* app session.
-    A callback scheduled from that thread runs in the thread's (empty) context, where the
-    current session is the default one, not the one this prompt runs in; the text would
-    then be written into the middle of the prompt. Scheduling from a copy of the creating
-    context fixes that.
+    Its flush thread schedules ``run_in_terminal``, which finds the prompt through the
+    *current* app session; from the thread's empty context that is the default session,
+    and the text lands inside the prompt. Scheduling from the creating context fixes it.
     """
 
     def __init__(self, *, sleep_between_writes: float, raw: bool) -> None:
@@ -435,11 +408,7 @@ class _AboveThePrompt(StdoutProxy):
 
 @contextmanager
 def _patched_stdio() -> Iterator[None]:
-    """Route ``sys.stdout``/``sys.stderr`` above the prompt while it is open.
-
-    Like prompt_toolkit's ``patch_stdout(raw=True)``, with a shorter write batch; it puts
-    back only what it replaced.
-    """
+    """``patch_stdout(raw=True)`` with a shorter batch, putting back only what it replaced."""
     proxy = _AboveThePrompt(sleep_between_writes=_PROXY_BATCH, raw=True)
     patched = cast(TextIO, proxy)
     stdout, stderr = sys.stdout, sys.stderr
@@ -460,7 +429,7 @@ _Cell = tuple[str, str]  # (style, one character)
 
 
 def wrap_fragments(fragments: StyleAndTextTuples, width: int) -> StyleAndTextTuples:
-    """Return ``fragments`` with every line at most ``width`` columns wide."""
+    """``fragments`` with every line at most ``width`` columns wide."""
     if width < 2:
         return fragments
     wrapped: StyleAndTextTuples = []
@@ -506,6 +475,10 @@ def _wrap_line(line: StyleAndTextTuples, width: int) -> StyleAndTextTuples:
             else:
                 result.append((style, char))
     return result
+
+
+def _document(kept: tuple[str, int] | None) -> Document:
+    return Document(*kept) if kept is not None else Document()
 
 
 def _width(row: list[_Cell]) -> int:
