@@ -1,22 +1,9 @@
-"""The parts of :mod:`hotseam.providers.acp`, one concept per module.
-
-* ``_permission``: a question as the ``session/request_permission`` fallback, and its
-  outcome read back;
-* ``_conversation``: the last fallback, a question asked in the chat and answered by the
-  next prompt;
-* ``_wire``: what the ``agent-client-protocol`` 0.12.1 SDK lacks on the agent side
-  (raw requests that keep ``"type": "object"``, ``$/cancel_request`` out and in, late
-  answers ignored), and JSON-RPC over stdin from an untrusted client, on the surface kit's
-  bounded reader (size and depth limits, the id of a refused line);
-* ``_provider``: the user-interaction provider: which ACP session (and tool call) an ask
-  belongs to, as a context variable, and an ask as an ``elicitation/create`` request (the
-  form and its reading are the surface kit's, ``hotseam.providers._kit``);
-* ``_sessions``: the agent's sessions (released on ``session/close`` or when idle) and the
-  runs of the agent function, which may span prompt turns;
-* ``_agent``: the ACP agent that runs a hotseam agent function for each prompt turn, and
-  running it over stdio or an in-process transport.
-
-The names below are what :mod:`hotseam.providers.acp` imports from here.
+"""The parts of :mod:`hotseam.providers.acp`, one concept per module: ``_permission`` and
+``_conversation`` (the fallbacks without form elicitation), ``_wire`` (what the 0.12.1 SDK
+lacks on the agent side, and stdin from an untrusted client on the kit's bounded reader),
+``_provider`` (the ask scope, and an ask as ``elicitation/create``), ``_turn`` and
+``_sessions`` (prompt turns, and runs that may span them), ``_agent`` (the ACP agent
+running a hotseam agent function, and serving it).
 """
 
 from __future__ import annotations

@@ -1,28 +1,16 @@
 """AcpAgent: an ACP agent that runs a hotseam agent function for each prompt turn.
 
-The agent function is the one ``hotseam dev`` and ``hotseam run`` call,
-``async def agent(context) -> object``; here it is called once per ``session/prompt``:
+The function ``hotseam dev`` and ``hotseam run`` call, once per ``session/prompt``: it
+reads the prompt from :func:`current_turn` and streams chunks with :meth:`PromptTurn.say`
+(a string it returns is the last one). In its child context each visible tool is
+reported as an ACP tool call (``toolCallId``: the hotseam ``ToolCall.call_id``), and asks
+are scoped to the session and tool call, so ``elicitation/create`` names both.
 
-* :func:`current_turn` gives it the prompt and :meth:`PromptTurn.say` streams agent
-  message chunks back; a string it returns is sent as a last chunk;
-* it runs in a child context of the served one, in which every visible tool is wrapped so
-  that executing it is reported to the client as an ACP tool call (``tool_call`` then
-  ``tool_call_update``), its ``toolCallId`` being the hotseam ``ToolCall.call_id``;
-* asks made in the turn are scoped (:func:`~._provider.ask_scope`) to the session, and to the
-  tool call when they come from one, so ``elicitation/create`` names both.
-
-``session/cancel`` (or ``$/cancel_request`` for the prompt request) fires
-:attr:`PromptTurn.signal`, ends the session's pending questions with ``ASK_CANCELLED``,
-then cancels the agent function; the prompt answers with stop reason ``cancelled``. An
-agent function that raises gets a JSON-RPC internal error for that prompt only: the
-connection keeps serving.
-
-Under :meth:`AcpAgent.running` (``serve`` uses it) the agent function runs in a task of
-its own (:class:`~._sessions.Run`), so that a free-form question asked in the conversation
-can end the prompt turn while the function waits; the next prompt of the session is then
-the answer, and hosts the rest of the run. Sessions are released on ``session/close`` or
-when idle past a bound. :func:`serve` runs the agent over stdio or an in-process transport
-until the client disconnects.
+``session/cancel`` (or ``$/cancel_request`` for the prompt) fires the turn's signal, ends
+its questions with ``ASK_CANCELLED``, then cancels the function: stop reason
+``cancelled``. A function that raises fails that prompt only. Under
+:meth:`AcpAgent.running` the function runs in a task of its own (:class:`~._sessions.Run`)
+so that a question asked in the conversation can end the turn while it waits.
 """
 
 from __future__ import annotations
@@ -49,7 +37,6 @@ from acp.schema import (
     PromptResponse,
     SessionCapabilities,
     SessionCloseCapabilities,
-    TextContentBlock,
 )
 from acp.stdio import stdio_streams
 from pydantic import BaseModel
@@ -66,7 +53,7 @@ from ..._core import (
 from ...interaction import USER_INTERACTION, ask_user_question_tool
 from ._provider import AcpProvider
 from ._sessions import DEFAULT_IDLE_TIMEOUT, Run, Session, Sessions, StopReason
-from ._turn import ContentBlock, PromptTurn, serving_turn
+from ._turn import ContentBlock, PromptTurn, prompt_text, serving_turn
 from ._wire import DEFAULT_MAX_LINE_BYTES, close_connection, guard_lines, guard_sender
 
 if TYPE_CHECKING:
@@ -117,11 +104,8 @@ class AcpAgent:
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """Run agent functions in tasks of their own while inside (conversation mode).
-
-        Outside it, each prompt runs the function inline, and a free-form question cannot
-        wait across prompts on a client without form elicitation.
-        """
+        """Run agent functions in tasks of their own while inside (conversation mode);
+        outside, a free-form question cannot wait across prompts."""
         async with anyio.create_task_group() as runs:
             self._runs = runs
             try:
@@ -200,11 +184,8 @@ class AcpAgent:
     async def prompt(
         self, session_id: str, prompt: list[ContentBlock], **kwargs: Any
     ) -> PromptResponse:
-        """Run the agent function for one turn; stop reason ``end_turn`` or ``cancelled``.
-
-        When a question of the session waits in the conversation, the prompt's text is its
-        answer instead, and this turn hosts the rest of that run.
-        """
+        """Run the agent function for one turn (or, when a question of the session waits in
+        the conversation, answer it and host the rest of that run)."""
         session = self._sessions.use(session_id)
         if session is None:
             raise _session_not_found(session_id)
@@ -220,9 +201,7 @@ class AcpAgent:
         started = time.perf_counter()
         try:
             run = session.live_run
-            if run is not None and run.turn.cancelled:
-                # session/cancel came just before this prompt: the run is unwinding (its
-                # questions are bounded to end within seconds); this prompt starts afresh.
+            if run is not None and run.turn.cancelled:  # unwinding (bounded): start afresh
                 await run.wait_finished()
                 run = None
             if run is None:
@@ -232,7 +211,7 @@ class AcpAgent:
                     await self._execute(run)
             elif self._provider.conversations.waiting(session_id):
                 run.resume()
-                self._provider.conversations.answer(session_id, _text(prompt))
+                self._provider.conversations.answer(session_id, prompt_text(prompt))
                 _log.info("acp.turn_started", session_id=session_id, answers_question=True)
             else:
                 raise RequestError.invalid_request(
@@ -341,9 +320,8 @@ class AcpAgent:
 
 
 def _session_not_found(session_id: str) -> RequestError:
-    """-32002 with ``data.sessionId``: what ACP names for any session-scoped request whose
-    session does not exist or is not active (the TypeScript SDK's
-    ``RequestError.sessionNotFound``; its client takes it as success for ``session/close``)."""
+    """-32002 with ``data.sessionId``, as the TypeScript SDK's ``sessionNotFound`` (its
+    client takes it as success for ``session/close``)."""
     return RequestError(
         _RESOURCE_NOT_FOUND,
         "Resource not found",
@@ -355,16 +333,9 @@ def _session_not_found(session_id: str) -> RequestError:
     )
 
 
-def _text(prompt: Sequence[ContentBlock]) -> str:
-    return "\n".join(block.text for block in prompt if isinstance(block, TextContentBlock))
-
-
 def _reported(tool: Tool[Any], turn: PromptTurn, source: Context) -> Tool[Any]:
-    """Wrap ``tool`` so that a call to it is an ACP tool call of ``turn``.
-
-    The tool is looked up again in ``source`` at each call, so a tool replaced by a hot
-    reload during the turn is the new one, never the disposed one.
-    """
+    """Wrap ``tool`` so that a call to it is an ACP tool call of ``turn``, looked up again
+    in ``source`` at each call (a reload's new tool, never the disposed one)."""
     name = tool.name
 
     async def handler(input: BaseModel, call: ToolCall) -> object:

@@ -1,20 +1,12 @@
 """Conversation mode: a question asked in the chat, answered by the next prompt.
 
-A client without form elicitation can still show agent messages and send prompts, so a
-free-form question goes out as an agent message chunk, the prompt turn ends with
-``end_turn`` (the human's turn to speak), and the text of the next ``session/prompt`` in
-that session is the answer. The agent function never stops: its ask simply waits across
-the two prompts, and resumes inside the new turn.
-
-A question with options comes here too when the client cannot take it as a permission
-request either (it answered ``session/request_permission`` with "method not found"): the
-options are a numbered list, and the reply is read back by :func:`read_reply` (a number,
-an option's name or value, or, when allowed, an answer of the human's own; for a
-multi-select question several of them, separated by commas: ``1, 3``).
-
-This module holds the waiting questions, one per session at a time (a second question in
-the same session waits for the first to be answered); the ACP agent (``_agent``) ends the
-turn when told to (:attr:`~._provider.AskScope.end_turn`) and hands the next prompt's text to
+A client without form elicitation still shows agent messages and sends prompts: the
+question goes out as an agent message, the turn ends with ``end_turn``, and the next
+``session/prompt`` of the session is the answer, while the agent function's ask waits
+across the two prompts. A question with options comes here too when the client refused
+``session/request_permission``: its options are a numbered list, read back by
+:func:`read_reply`. One question waits per session at a time; the agent ends the turn
+(:attr:`~._provider.AskScope.end_turn`) and hands the next prompt to
 :meth:`Conversations.answer`.
 """
 
@@ -63,14 +55,11 @@ SKIP_WORD = "skip"
 """The reply that skips a question the human may skip (when no option is called so)."""
 _SKIP_HINT = f"_(Reply `{SKIP_WORD}` to leave it unanswered.)_"
 NOT_AN_OPTION_NOTE = "That reply is none of the options: please reply with one of them."
-"""The one line put before a question with options asked again after a reply that is
-none of them (custom answers not allowed)."""
 
 
 class NotAnOptionError(Exception):
-    """The reply does not answer the question: none of the options, and the question
-    allows no answer of one's own (or, for a multi-select question, more or fewer choices
-    than it takes). ``note`` is the line put before the question asked again."""
+    """The reply names none of the options and no answer of one's own is allowed (or has
+    more or fewer choices than it takes): an ``Unfit`` of the kit."""
 
     def __init__(
         self,
@@ -84,7 +73,6 @@ class NotAnOptionError(Exception):
         self.consequence = consequence
 
     def describe(self, times: int) -> str:
-        """What went wrong, for the error once the question is no longer asked again."""
         reply = "the human's reply in the conversation"
         return f"{reply} {self.problem} {times} times{self.consequence}"
 
@@ -100,12 +88,8 @@ def conversation_text(
     hint: str | None = None,
     allow_skip: bool = False,
 ) -> str:
-    """The agent message that asks the question in the chat (Markdown, one idea a line).
-
-    Options are a numbered list, each with its description; the recommended one is
-    marked as in the other carriers. ``hint`` (a question's, when it is more than a plain
-    one: ``pick 1 to 3``) follows the question.
-    """
+    """The agent message that asks the question in the chat (Markdown, one idea a line):
+    options numbered, each described, the recommended one marked as elsewhere."""
     lines = [] if note is None else [f"_{note}_", ""]
     suffix = "" if hint is None else f" _({hint})_"
     lines.append((f"**{header}**: {question}" if header else f"**{question}**") + suffix)
@@ -150,16 +134,10 @@ def _numbered(options: Sequence[AskUserQuestionOption]) -> list[str]:
 
 
 def read_reply(request: AskUserQuestionRequest, text: str) -> AskUserQuestionAnswer:
-    """The answer a reply in the chat gives to ``request``.
-
-    For a question with options: the option the reply names
-    (:meth:`~hotseam.interaction.Question.option_named`: its label or model-facing value,
-    case, spacing and a ``(Recommended)`` suffix ignored, or its number ``2``, ``2.``,
-    ``2)``), else the reply itself when custom answers are allowed. For a
-    multi-select question, several of them separated by commas (``1, 3``,
-    ``auth, billing``); when custom answers are allowed, the parts that name no option
-    are the human's own answer (one more choice). ``skip`` skips a question that may be
-    skipped (unless an option is called so).
+    """The answer a reply in the chat gives to ``request``: the option it names
+    (:meth:`~hotseam.interaction.Question.option_named`), else, when allowed, the human's
+    own; for a multi-select question several, separated by commas (``1, 3``), the parts
+    naming no option one more choice. ``skip`` skips a question that may be skipped.
 
     Raises:
         EmptyAnswerError: a blank reply.
@@ -252,11 +230,10 @@ class Conversations:
         send: Callable[[], Awaitable[None]],
         end_turn: Callable[[], None],
     ) -> str:
-        """Send the question (``send``), end the turn, and wait for the next prompt's text.
+        """Send the question, end the turn, and wait for the next prompt's text.
 
-        Cancelling the calling task withdraws the question: the next prompt is a prompt
-        again, not an answer. An answer given before the cancellation is delivered stands
-        (the waiting task is already rescheduled, so the cancellation does not reach it).
+        A cancelled wait withdraws the question (the next prompt is a prompt again); an
+        answer delivered before the cancellation stands.
         """
         while session_id in self._waiting:  # one question at a time in a session
             freed = self._freed.setdefault(session_id, anyio.Event())

@@ -1,16 +1,10 @@
 """The fallback for clients without form elicitation: a question as ``session/request_permission``.
 
-Every ACP client can answer a permission request, but only by picking one of the offered
-options, so this carries the questions that have options. A question that also allows a
-custom answer loses that choice here, and its prompt says so; so does a multi-select
-question, which takes one choice here (one that needs at least two goes to the
-conversation instead); a question the human may skip gets one more option, "Skip".
-Each option becomes a permission option whose id is the option's model-facing value; the
-recommended one is marked in its name; a clearly negative option ("No", "Cancel"...) is
-``reject_once`` so that clients style it as a refusal, every other one ``allow_once``.
-Option descriptions go in the tool call's content as a Markdown list, one per line
-(clients such as Toad render it as Markdown, where single newlines would join the
-lines)::
+Every ACP client answers a permission request, by picking one option: so it carries the
+questions with options (a custom-answer choice dropped, and a multi-select question taking
+one, each said in the prompt; "Skip" added for a question that may be skipped). A clearly
+negative option is ``reject_once`` so that clients style it as a refusal; descriptions are
+a Markdown list in the tool call's content (Toad renders Markdown, joining single lines)::
 
     {"sessionId": "sess_1",
      "toolCall": {"toolCallId": "tc_1", "title": "Deploy: Deploy the service now?",
@@ -66,14 +60,11 @@ CUSTOM_DROPPED = (
     "_This client cannot take a typed answer here, so the option to write your own is left "
     "out: choose one of the options._"
 )
-"""The line added to the prompt of a question whose custom-answer choice is dropped."""
 ONE_CHOICE = (
     "_This question takes several choices, but this client can take one here: choose the "
     "one that matters most._"
 )
-"""The line added to the prompt of a multi-select question."""
 SKIP_NAME = "Skip"
-"""The name of the permission option that skips a question the human may skip."""
 _SKIP_ID = "_skip"
 
 # First words that make an option a refusal. Kept short on purpose: a wrong "reject" kind
@@ -126,11 +117,8 @@ class PermissionForm:
     request: AskUserQuestionRequest
 
     def params(self, session_id: str, tool_call_id: str | None = None) -> dict[str, Any]:
-        """The ``session/request_permission`` params.
-
-        A permission request always names a tool call; a question asked outside one gets a
-        fresh id of its own.
-        """
+        """The ``session/request_permission`` params (outside a tool call, a fresh id: a
+        permission request always names one)."""
         request = self.request
         question = request.questions[0]
         options = [

@@ -1,40 +1,19 @@
 """AcpProvider: the user-interaction provider that asks through the ACP client.
 
-How a question travels depends on what the client can show, so that no client leaves the
-human unasked:
+So that no client leaves the human unasked, a question travels as the client can show it:
+an ``elicitation/create`` form when it advertised ``clientCapabilities.elicitation.form``
+(present and not null), scoped to :func:`current_ask_scope`; else, with options, as
+``session/request_permission`` (a custom-answer choice dropped, and the prompt says so);
+else in the conversation (:mod:`._conversation`: the turn ends, the next prompt answers).
+Several questions are one form; without forms ``ask()`` (or, after a refusal mid-ask, the
+provider) puts them one after the other. A method answered with -32601 (the Python SDK
+without its unstable flag) is not used again for that client, with one warning.
 
-* the client advertised ``clientCapabilities.elicitation.form`` (present and not null) at
-  initialize: an ``elicitation/create`` form request, scoped to the session (and tool call)
-  of :func:`current_ask_scope`;
-* otherwise, a question with options: ``session/request_permission`` (a custom-answer
-  choice is dropped, and the prompt says so);
-* otherwise, a free-form question: conversation mode (:mod:`._conversation`): the question
-  is an agent message, the turn ends, and the next prompt of the session is the answer.
-
-Several questions in one ask are one form, with a property per question: the provider's
-``multiple_questions`` is true while the client takes forms. Without forms it is false, so
-``ask()`` puts the questions to it one after the other (a swap in between keeps the
-answers given); a client that refuses forms in the middle of an ask of several questions
-gets them one after the other from the provider itself.
-
-A client that advertised form but answers ``elicitation/create`` with -32601 (the Python
-SDK without its unstable flag) is treated as one without form from then on, with one
-warning; one that answers ``session/request_permission`` with -32601 gets its questions
-with options in the conversation. A form accepted with no answer at all is asked again
-with a one-line note, at most twice, then ends with ``ASK_CANCELLED``.
-
-Cancellation, three ways:
-
-* the ask's task is cancelled (its signal fired, or a reload withdrew it): the wire sends
-  ``$/cancel_request`` for the pending request. A client may ignore it (Toad does) and
-  send the human's answer later: if the same ask is open again by then (a reload
-  re-asked it: the same ``question_id``), that answer is its answer, and the new request
-  is withdrawn in turn (:meth:`AcpProvider._late_answer`); otherwise it is ignored (the
-  same question asked afresh is another ask);
-* :meth:`AcpProvider.cancel_session` (the client sent ``session/cancel``): the session's
-  pending questions end with ``ASK_CANCELLED`` (their requests are withdrawn the same way);
-* the connection closes (the host closed the pipes, or hung up): ``ASK_ABORTED``, the
-  question withdrawn, as a disposed provider's are.
+Cancellation: the ask's task cancelled (signal, reload) sends ``$/cancel_request``; a
+client may ignore it (Toad does) and answer later, and if a reload re-asked the same ask
+(the same ``question_id``) that late answer is its answer (:meth:`AcpProvider._late_answer`).
+``session/cancel`` (:meth:`AcpProvider.cancel_session`) ends the session's questions with
+``ASK_CANCELLED``; a closed connection with ``ASK_ABORTED``, as a disposed provider's.
 """
 
 from __future__ import annotations
@@ -89,7 +68,18 @@ _UNWIND_WAIT = 5.0
 _SEND_WAIT = 2.0
 _METHOD_NOT_FOUND = -32601
 _AGAIN = {"empty": "empty_answer", "incomplete": "incomplete_answer", "unfit": "not_an_option"}
-_REFUSABLE = frozenset({ELICITATION_CREATE, REQUEST_PERMISSION})
+_REFUSED = {
+    ELICITATION_CREATE: (
+        "acp.form_elicitation_refused",
+        "the client advertised elicitation.form but answered elicitation/create with 'method "
+        "not found'; its questions use the fallbacks from now on",
+    ),
+    REQUEST_PERMISSION: (
+        "acp.permission_request_refused",
+        "the client answered session/request_permission with 'method not found'; its "
+        "questions with options are asked in the conversation from now on",
+    ),
+}
 CONVERSATION = "conversation"
 """The carrier of a free-form question on a client without form elicitation (no method)."""
 
@@ -99,16 +89,12 @@ class AskScope:
     """Where a question is asked: an ACP session and, optionally, a tool call in it.
 
     An ``elicitation/create`` must name them, but the seam's request knows nothing of ACP:
-    the ACP agent sets the scope (a context variable) around each prompt turn and each tool
-    call it reports, and ``ask()`` runs the provider in the caller's task, which reads it
-    there. Code that drives :class:`AcpProvider` from its own ``acp.Agent`` wraps its
-    prompt handling in :func:`ask_scope` itself.
-
-    ``cancelled`` fires when the client cancels the prompt turn (``session/cancel``); an
-    ask that starts after it fails with ``ASK_CANCELLED`` at once. ``end_turn``, when the
-    agent can do it, ends the current prompt turn with ``end_turn`` while the ask goes on
-    waiting (conversation mode: the next prompt is the answer); without it, a free-form
-    question has no way to reach a client without form elicitation.
+    the ACP agent sets this context variable around each prompt turn and tool call (code
+    driving :class:`AcpProvider` from its own ``acp.Agent`` wraps its prompts in
+    :func:`ask_scope`). ``cancelled`` fires on ``session/cancel`` (a later ask fails with
+    ``ASK_CANCELLED`` at once); ``end_turn`` ends the prompt turn while the ask waits
+    (conversation mode), without which a free-form question cannot reach a client
+    without form elicitation.
     """
 
     session_id: str
@@ -149,17 +135,16 @@ class _Carrier:
     method: str
     params: dict[str, Any]
     read: Callable[[Any], AskUserQuestionAnswer]
-    text: str = ""
-    """The agent message of conversation mode."""
+    text: str = ""  # the agent message of conversation mode
 
 
 @dataclass(eq=False, slots=True)
 class _Pending:
     """One attempt at a question, waiting for the client.
 
-    ``session/cancel`` cancels ``cancel_scope``. The answer the human gave to an earlier,
-    withdrawn attempt at the same question is put in ``delivered``, and ``delivery`` is
-    cancelled so that this attempt stops waiting (and withdraws its own request).
+    ``session/cancel`` cancels ``cancel_scope``. The answer given to an earlier, withdrawn
+    attempt at the same ask (``question_id``: the same for its re-ask after a reload) goes
+    in ``delivered``, and ``delivery`` is cancelled so that this attempt stops waiting.
     """
 
     session_id: str
@@ -167,8 +152,6 @@ class _Pending:
     carrier: _Carrier
     order: int
     question_id: str | None
-    """The ask's id (:func:`current_ask`): the same for its re-ask after a reload, another
-    for the same question asked afresh."""
     cancel_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     delivery: anyio.CancelScope = field(default_factory=anyio.CancelScope)
     delivered: list[AskUserQuestionAnswer | UserInteractionError] = field(default_factory=list)
@@ -226,14 +209,12 @@ class AcpProvider:
         """The free-form questions waiting for the next prompt of their session."""
         self._wire: AcpWire | None = None
         self._capabilities: ClientCapabilities | None = None
-        self._form_refused = False
-        self._permission_refused = False
+        self._refused: set[str] = set()  # the methods answered with -32601
         self._pending: dict[str, set[_Pending]] = {}
         self._attempts = itertools.count()
 
     def __repr__(self) -> str:
-        pending = sum(len(asks) for asks in self._pending.values())
-        return f"<AcpProvider {self.name!r} form={self.supports_form} pending={pending}>"
+        return f"<AcpProvider {self.name!r} form={self.supports_form} pending={self.pending()}>"
 
     # -- wiring ---------------------------------------------------------------------------------
 
@@ -242,14 +223,13 @@ class AcpProvider:
         wire = connection if isinstance(connection, AcpWire) else AcpWire(connection)
         wire.on_late_answer = self._late_answer
         self._wire = wire
-        self._capabilities = None
-        self._form_refused = self._permission_refused = False
+        self.set_client_capabilities(None)
         return wire
 
     def set_client_capabilities(self, capabilities: ClientCapabilities | None) -> None:
         """Record what the client advertised at ``initialize``."""
         self._capabilities = capabilities
-        self._form_refused = self._permission_refused = False
+        self._refused.clear()
 
     @property
     def advertises_form(self) -> bool:
@@ -264,13 +244,11 @@ class AcpProvider:
     @property
     def supports_form(self) -> bool:
         """True when questions go as form elicitations: advertised, and not refused."""
-        return self.advertises_form and not self._form_refused
+        return self.advertises_form and ELICITATION_CREATE not in self._refused
 
     @property
     def multiple_questions(self) -> bool:
-        """Whether an ask of several questions comes whole (one form of them all): while
-        the client takes forms. Otherwise ``ask()`` puts them one after the other, each to
-        a fallback, keeping the answers given across a swap."""
+        """An ask of several questions comes whole (one form) while the client takes forms."""
         return self.supports_form
 
     def pending(self, session_id: str | None = None) -> int:
@@ -282,9 +260,8 @@ class AcpProvider:
     async def cancel_session(self, session_id: str, *, wait: float = _UNWIND_WAIT) -> int:
         """End the session's pending questions with ``ASK_CANCELLED``; return how many.
 
-        Each pending request is withdrawn with ``$/cancel_request``. Returns once the asks
-        have unwound (at most ``wait`` seconds), so a caller can then end the prompt turn
-        knowing that they ended as cancelled questions, not as a cancelled task.
+        Returns once the asks have unwound (at most ``wait`` seconds), so that the caller
+        ends the prompt turn after they ended as cancelled questions, not as a cancelled task.
         """
         asks = list(self._pending.get(session_id, ()))
         for pending in asks:
@@ -320,8 +297,8 @@ class AcpProvider:
     async def _ask(
         self, wire: AcpWire, request: AskUserQuestionRequest, scope: AskScope
     ) -> AskUserQuestionAnswer:
-        """Carry the question (or a form of several) until answered, asking again after an
-        empty, incomplete or unfit answer, and planning again after a refused method."""
+        """Carry the question until answered: asked again after an answer that does not do,
+        planned again after a refused method."""
         sent: list[str] = []
 
         async def attempt(note: str | None, given: dict[str, Any] | None) -> AskUserQuestionAnswer:
@@ -376,10 +353,9 @@ class AcpProvider:
         except anyio.get_cancelled_exc_class():
             if not pending.delivered:
                 raise
-            # Withdrawn from outside in the event-loop turn its answer was delivered: the
-            # answer stands (as an answer that arrives with the cancellation does).
+            # withdrawn in the event-loop turn its answer was delivered: the answer stands
         except RequestError as error:
-            if error.code == _METHOD_NOT_FOUND and carrier.method in _REFUSABLE:
+            if error.code == _METHOD_NOT_FOUND and carrier.method in _REFUSED:
                 self._refuse(carrier.method, error)
                 raise _RefusedError() from error
             if isinstance(error.data, dict) and error.data.get(ANSWER_REFUSED):
@@ -398,9 +374,7 @@ class AcpProvider:
                 details={"rpc_code": error.code, "rpc_message": str(error), "rpc_data": error.data},
                 cause=error,
             ) from error
-        except ConnectionError as error:
-            # The host closed the pipes (or hung up): nothing failed, the question has no
-            # one left to answer it and is withdrawn, as a disposed provider's are.
+        except ConnectionError as error:  # nothing failed: nobody is left to answer
             raise UserInteractionError(
                 f"the ACP client went away while {carrier.method} was waiting for it "
                 "(the connection closed): the question is withdrawn",
@@ -432,13 +406,11 @@ class AcpProvider:
         return carrier.read(result[0])
 
     def _late_answer(self, key: object, message: dict[str, Any]) -> bool:
-        """The client answered a withdrawn request: give the answer to the same question if
-        it is open again (the reload that withdrew it asked it anew), exactly once.
+        """The client answered a withdrawn request: give the answer, once, to the same ask
+        if a reload asked it anew; return whether it was dealt with here.
 
-        Called by the wire as the response arrives, before anything else of the event loop
-        runs: whichever of two answers (to the withdrawn request, to the new one) arrives
-        first wins, and the other is dropped with a log line. Returns whether the response
-        was dealt with here (else the wire logs it as ignored).
+        Called by the wire as the response arrives, before the event loop runs anything
+        else: of two answers (to the withdrawn request, to the new one) the first wins.
         """
         if not isinstance(key, _Pending):
             return False
@@ -507,22 +479,10 @@ class AcpProvider:
 
     def _refuse(self, method: str, error: RequestError) -> None:
         """Stop using ``method`` for this client, with one warning."""
-        if method == ELICITATION_CREATE and not self._form_refused:
-            self._form_refused = True
-            _log.warning(
-                "acp.form_elicitation_refused",
-                rpc_code=error.code,
-                reason="the client advertised elicitation.form but answered elicitation/create "
-                "with 'method not found'; its questions use the fallbacks from now on",
-            )
-        elif method == REQUEST_PERMISSION and not self._permission_refused:
-            self._permission_refused = True
-            _log.warning(
-                "acp.permission_request_refused",
-                rpc_code=error.code,
-                reason="the client answered session/request_permission with 'method not "
-                "found'; its questions with options are asked in the conversation from now on",
-            )
+        if method not in self._refused:
+            self._refused.add(method)
+            event, reason = _REFUSED[method]
+            _log.warning(event, rpc_code=error.code, reason=reason)
 
     def _plan(
         self,
@@ -531,11 +491,8 @@ class AcpProvider:
         note: str | None,
         given: dict[str, Any] | None = None,
     ) -> _Carrier:
-        """Choose how to carry the question: form, permission, conversation, or nothing.
-
-        Raises:
-            _OneByOneError: several questions, and no form (the fallbacks take one).
-        """
+        """Form, permission, conversation, or ``NO_PROVIDER``; :class:`_OneByOneError` for
+        several questions and no form."""
         session_id, tool_call_id = scope.session_id, scope.tool_call_id
         if self.supports_form:
             form = build_form(request, given)
@@ -543,18 +500,19 @@ class AcpProvider:
             return _Carrier(ELICITATION_CREATE, params, form.read)
         if len(request.questions) > 1:
             raise _OneByOneError()
-        if self.permission_fallback and fits_permission(request) and not self._permission_refused:
+        permission_refused = REQUEST_PERMISSION in self._refused
+        if self.permission_fallback and fits_permission(request) and not permission_refused:
             permission = build_permission_form(request)
             return _Carrier(
                 REQUEST_PERMISSION, permission.params(session_id, tool_call_id), permission.read
             )
         in_chat = request.is_free_form or (
-            self.permission_fallback and (self._permission_refused or not fits_permission(request))
+            self.permission_fallback and (permission_refused or not fits_permission(request))
         )
         if self.conversation_fallback and in_chat and scope.end_turn is not None:
             text = question_text(request, note)
             return _Carrier(CONVERSATION, {}, partial(read_reply, request), text)
-        if self._form_refused:
+        if ELICITATION_CREATE in self._refused:
             reason = "it answered elicitation/create with 'method not found'"
         elif self._capabilities is not None:
             reason = "it did not advertise clientCapabilities.elicitation.form at initialize"
@@ -571,7 +529,7 @@ def form_params(
     form: Form, session_id: str, tool_call_id: str | None = None, *, note: str | None = None
 ) -> dict[str, Any]:
     """The ``elicitation/create`` params of the kit's ``form``, scoped to a session (and
-    tool call); ``note`` (one line) goes before the question when it is asked again."""
+    tool call); ``note`` goes before the question asked again."""
     params: dict[str, Any] = {"sessionId": session_id}
     if tool_call_id is not None:
         params["toolCallId"] = tool_call_id
@@ -591,8 +549,7 @@ async def _say(wire: AcpWire, session_id: str, text: str) -> None:
 def _read_late(
     carrier: _Carrier, message: dict[str, Any]
 ) -> AskUserQuestionAnswer | UserInteractionError | None:
-    """What a late response to ``carrier``'s request says: an answer, the human declining,
-    or nothing usable (an error, an empty or invalid answer: ``None``)."""
+    """A late response's answer, or the human declining; ``None`` when it is not usable."""
     if "result" not in message:
         return None
     try:

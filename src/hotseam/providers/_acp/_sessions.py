@@ -1,13 +1,9 @@
 """The ACP agent's sessions, and the runs of the agent function inside them.
 
-A **run** is one call of the agent function. A prompt starts it; it usually ends within
-that prompt turn, but in conversation mode it outlives it: the run ends the turn
-(:meth:`Run.end_turn`) to wait for the human's answer, and the next prompt of the session
-hosts it again until it finishes or asks again.
-
-Sessions are kept in order of last use, so that the ones idle past a bound are found
-without scanning them all: a long-lived agent whose client never sends ``session/close``
-still holds a bounded number of sessions.
+A **run** is one call of the agent function: a prompt starts it, and in conversation mode
+it outlives that turn (:meth:`Run.end_turn`), hosted by the next prompt. Sessions are kept
+in order of last use, so that a client that never sends ``session/close`` still holds a
+bounded number of them.
 """
 
 from __future__ import annotations
@@ -43,7 +39,6 @@ class Run:
 
     @property
     def finished(self) -> bool:
-        """True once the agent function has returned, failed or been cancelled."""
         return self.stop_reason is not None or self.error is not None
 
     def end_turn(self) -> None:
@@ -68,18 +63,13 @@ class Run:
         self._done.set()
 
     async def wait_finished(self) -> None:
-        """Wait until the agent function has returned, failed or been cancelled."""
         await self._done.wait()
 
     async def next_stop(self) -> StopReason:
-        """Wait until the run finishes or ends the turn; the hosting prompt's stop reason.
-
-        Raises:
-            RequestError: the agent function failed (the prompt's error response).
-        """
+        """The hosting prompt's stop reason, once the run finishes or ends the turn (or the
+        function's failure, as a ``RequestError``)."""
         while True:
-            # The flags are set before the event: checking them after each wake-up (and
-            # after replacing the event) misses nothing.
+            # the flags are set before the event: checked after each wake-up, none is missed
             if self.error is not None:
                 raise self.error
             if self.stop_reason is not None:

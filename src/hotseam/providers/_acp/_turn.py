@@ -1,9 +1,5 @@
 """One ``session/prompt`` turn: what the client said, the way to answer it, and the turn the
-calling agent function serves (:func:`current_turn`).
-
-Below the agent (:mod:`._agent`) and its sessions (:mod:`._sessions`), which both hold
-turns.
-"""
+calling agent function serves (:func:`current_turn`)."""
 
 from __future__ import annotations
 
@@ -43,7 +39,7 @@ from ..._core import (
 from ...interaction import AskUserQuestionInput
 from ._provider import AcpProvider, ask_scope
 
-__all__ = ["ContentBlock", "PromptTurn", "current_turn", "serving_turn"]
+__all__ = ["ContentBlock", "PromptTurn", "current_turn", "prompt_text", "serving_turn"]
 
 ContentBlock: TypeAlias = (
     TextContentBlock
@@ -83,7 +79,7 @@ class PromptTurn:
     @property
     def text(self) -> str:
         """The prompt's text blocks, joined by newlines (other blocks are left out)."""
-        return "\n".join(block.text for block in self.prompt if isinstance(block, TextContentBlock))
+        return prompt_text(self.prompt)
 
     @property
     def signal(self) -> AbortSignal:
@@ -191,6 +187,10 @@ def serving_turn(turn: PromptTurn) -> Iterator[None]:
             yield
     finally:
         _current_turn.reset(token)
+
+
+def prompt_text(prompt: Sequence[ContentBlock]) -> str:
+    return "\n".join(block.text for block in prompt if isinstance(block, TextContentBlock))
 
 
 def _tool_title(tool: Tool[Any], input: BaseModel) -> str:

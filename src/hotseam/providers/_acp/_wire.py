@@ -1,43 +1,24 @@
 """What hotseam needs from an agent-side ACP connection that the SDK 0.12.1 lacks.
 
-The connection, the framing and the schema types are the SDK's (``agent-client-protocol``
-0.12.1); this module wraps its defects, and is the only one that touches the SDK's
-private attributes (:class:`AcpWire` checks them when it attaches, and says clearly
-when another SDK version lacks them):
+The only module that touches the SDK's private attributes (checked at attach, with a clear
+error on another SDK version):
 
-1. ``AgentSideConnection.create_elicitation`` serializes with ``exclude_defaults``, which
-   drops ``"type": "object"`` from ``requestedSchema``. :meth:`AcpWire.request` sends the
-   params exactly as given, through the SDK's own ``Connection.send_request``.
-2. Nothing sends ``$/cancel_request``. When the task awaiting :meth:`AcpWire.request` is
-   cancelled, the wire sends ``$/cancel_request`` with the request's id (the id the SDK
-   is about to assign, ``Connection._next_request_id``, read just before sending). A late
-   answer to it, which the SDK drops silently, is logged: an acknowledgement the spec
-   mandates (-32800, a permission outcome ``cancelled``, an elicitation action ``cancel``)
-   at debug level (``acp.cancel_acknowledged``). A human's answer is first offered to
-   :attr:`AcpWire.on_late_answer` (the provider gives it to the same question if a reload
-   asked it again), and otherwise logged as a warning (``acp.late_response_ignored``).
-3. An incoming ``$/cancel_request`` hits the SDK router's "method not found" and is logged
-   as an unhandled error. The wire adds a route for it: a ``session/prompt`` in progress is
-   cancelled as ``session/cancel`` would (it ends with stop reason ``cancelled``, a valid
-   response); other client requests are short and are answered normally.
-4. ``session/close`` is routed only with the SDK's unstable flag (with a warning otherwise);
-   the wire routes it itself to :attr:`AcpWire.on_session_close`, so a client can release
-   a session.
-
-5. The stdio transport (``acp._transport.NdjsonTransport``) hands every line that parses
-   to the connection: a line that is JSON but not an object (``[...]``, ``5``, ``"x"``)
-   crashes the receive loop (the process exits 1), ``null`` reads as the end of the stream
-   (the session ends silently), invalid JSON is dropped without an answer, a line without
-   a newline is buffered whole, however long, a message that is not JSON-RPC 2.0 is served
-   all the same, and one nested a few hundred levels deep crashes it (its observers
-   deep-copy each message). :func:`guard_lines` puts :class:`GuardedLines` in front of it:
-   it reads the lines itself, on the surface kit's bounded reader, answers each message
-   that cannot be served with the JSON-RPC error the spec names (with the message's id
-   whenever it can be told), then keeps reading.
-6. The stdio sender's task dies on a closed stdout (an error-level "Send loop failed"
-   traceback, and every later send waits for ever): :func:`guard_sender` replaces it.
-
-No capability check on the agent side either: that is the provider's to handle.
+1. ``create_elicitation`` serializes with ``exclude_defaults``, dropping ``"type":
+   "object"`` from ``requestedSchema``: :meth:`AcpWire.request` sends params as given.
+2. Nothing sends ``$/cancel_request``: the wire sends it when the task awaiting
+   :meth:`AcpWire.request` is cancelled (the id read from ``_next_request_id`` just before
+   sending). A late answer, which the SDK drops silently, is logged: a mandated
+   acknowledgement at debug, a human's answer offered to :attr:`AcpWire.on_late_answer`
+   (a reload's re-ask) first, else as a warning.
+3. An incoming ``$/cancel_request`` is "method not found" to the SDK's router: the wire
+   routes it, cancelling a ``session/prompt`` as ``session/cancel`` would.
+4. ``session/close`` is routed only with the SDK's unstable flag: the wire routes it.
+5. The stdio transport crashes on a line that is JSON but no object, ends the session on
+   ``null``, drops invalid JSON unanswered, buffers a line whole however long, serves
+   non-JSON-RPC and crashes on deep nesting: :class:`GuardedLines` reads the lines on the
+   kit's bounded reader instead and answers each bad one with the spec's error.
+6. The stdio sender's task dies on a closed stdout (an error traceback, later sends wait
+   for ever): :func:`guard_sender` replaces it.
 """
 
 from __future__ import annotations
@@ -116,9 +97,8 @@ class AcpWire:
         self.on_session_close: Callable[[str], Awaitable[None]] | None = None
         """Called with the session id of a ``session/close`` request (unknown: -32002)."""
         self.on_late_answer: Callable[[object, dict[str, Any]], bool] | None = None
-        """Called with the ``key`` of a withdrawn request and the client's late response to
-        it, when that response is not a mere acknowledgement of the withdrawal; returns
-        whether it took it (else it is logged as ignored)."""
+        """Called with a withdrawn request's ``key`` and a late response that is no mere
+        acknowledgement; returns whether it took it (else it is logged as ignored)."""
         self._rpc = rpc
         self._sent: dict[RequestId, str] = {}
         self._withdrawn: OrderedDict[RequestId, tuple[str, object]] = OrderedDict()
@@ -135,11 +115,8 @@ class AcpWire:
     async def request(self, method: str, params: Mapping[str, Any], *, key: object = None) -> Any:
         """Send a request with these exact params and return the raw result.
 
-        If the calling task is cancelled while waiting, ``$/cancel_request`` is sent for the
-        request (shielded, bounded) before the cancellation goes on, and a late answer is
-        ignored, or handed to :attr:`on_late_answer` with ``key``. An answer that had
-        already arrived when the cancellation landed (the same event-loop turn) is returned
-        instead: the human answered, and that answer stands.
+        A cancelled wait sends ``$/cancel_request`` (shielded, bounded), unless the answer
+        arrived in the same event-loop turn: that answer stands, and is returned.
 
         Raises:
             acp.RequestError: the client answered with a JSON-RPC error.
@@ -163,8 +140,7 @@ class AcpWire:
                 self._waiting.pop(id(key), None)
 
     def answered(self, key: object) -> bool:
-        """Whether the client's response to the request made with ``key`` has been seen
-        (it may not have reached the waiting task yet)."""
+        """Whether the response to ``key``'s request was seen (maybe not yet by its task)."""
         request_id = self._waiting.get(id(key))
         return request_id is not None and request_id in self._arrived
 
@@ -206,10 +182,8 @@ class AcpWire:
             )
             return
         if request_id in self._withdrawn:
-            # The receiver of $/cancel_request must still answer. What the spec mandates
-            # then (-32800, or the method's own "cancelled") acknowledges it; any other
-            # answer is the human's, arriving too late for its own request: it counts only
-            # if the provider finds the same question open again (a re-ask after a reload).
+            # An acknowledgement (-32800, the method's "cancelled"), or the human's answer
+            # too late for its request: it counts if the provider has the ask open again.
             withdrawn, key = self._withdrawn.pop(request_id)
             if _is_cancel_ack(message):
                 _log.debug(
@@ -289,11 +263,9 @@ class AcpWire:
 async def close_connection(connection: AgentSideConnection) -> None:
     """Close the SDK's connection; a client that hung up first is the session's end.
 
-    A client exits as soon as its last request is answered. If the agent is sending at that
-    moment (a withdrawal, an update), the SDK's sender task dies on the broken pipe and the
-    connection's ``close()`` re-raises that error (from the transport, or again from its
-    task supervisor), so ``hotseam acp`` exited 1 at a normal end. What was unsent has no
-    reader: it is logged, not raised."""
+    A client exits once its last request is answered; a send at that moment breaks the
+    pipe and ``close()`` re-raises it, which made ``hotseam acp`` exit 1 at a normal end.
+    What was unsent has no reader: it is logged, not raised."""
     try:
         await connection.close()
     except (ConnectionResetError, BrokenPipeError) as error:
@@ -308,16 +280,11 @@ request it answered fails with it; never sent on the wire)."""
 
 
 class GuardedLines:
-    """The SDK's stdio transport, with a receive that answers bad lines instead of dying
-    (item 5 above).
+    """The SDK's stdio transport, answering bad lines instead of dying (item 5 above).
 
-    What is not JSON gets ``-32700``; what is not one JSON-RPC 2.0 object, nests deeper
-    than ``DEFAULT_MAX_DEPTH`` or is longer than ``max_line_bytes`` (discarded as it
-    arrives) gets ``-32600``, with the message's id when it can be told. A bad *response*
-    is not answered: the agent's request it answers fails instead, as the TypeScript SDK
-    does; one whose ``error`` is not an object (the SDK would crash) is passed on as
-    -32603. Each is logged as ``acp.invalid_message``, never with the line (it may hold
-    what the human typed).
+    Not JSON: -32700; no JSON-RPC 2.0 object, too deep or too long: -32600, with the
+    message's id when it can be told. A bad *response* fails the agent's request it answers
+    (as the TypeScript SDK does). Logged as ``acp.invalid_message``, never with the line.
     """
 
     def __init__(
@@ -327,7 +294,6 @@ class GuardedLines:
         *,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     ) -> None:
-        # JsonLines refuses a max_line_bytes below 1
         self._lines = JsonLines(StreamReaderStream(reader), max_line_bytes=max_line_bytes)
         self._inner = inner
         self.max_line_bytes = max_line_bytes
@@ -418,12 +384,8 @@ class GuardedLines:
         *,
         size: int | None = None,
     ) -> dict[str, Any] | None:
-        """Refuse a message that cannot be served; log it without its content.
-
-        A request (or a message whose kind cannot be told) gets an error response, with its
-        id when known. A response to one of the agent's requests is not answered: the error
-        response returned stands for it, and fails that request. Returns ``None`` otherwise.
-        """
+        """Refuse a message, logged without its content: a request (or what cannot be
+        told) is answered with an error; for a response, the error returned stands for it."""
         fields: dict[str, Any] = {} if size is None else {"size": size}
         if envelope.request_id is not None:
             fields["request_id"] = envelope.request_id
@@ -466,11 +428,8 @@ def _described(version: object) -> str:
 def guard_lines(
     connection: AgentSideConnection, reader: asyncio.StreamReader, *, max_line_bytes: int
 ) -> GuardedLines:
-    """Put :class:`GuardedLines` in front of the SDK's stdio transport of ``connection``.
-
-    Call it before the connection listens: from then on ``reader`` is read by the guard,
-    which answers bad lines itself and hands only JSON objects to the SDK.
-    """
+    """Put :class:`GuardedLines` in front of ``connection``'s stdio transport (before it
+    listens: the guard reads ``reader`` from then on)."""
     rpc, _ = _internals(connection)
     inner = getattr(rpc, "_transport", None)
     if isinstance(inner, NdjsonTransport):
@@ -485,14 +444,8 @@ def guard_lines(
 
 
 def guard_sender(connection: AgentSideConnection) -> None:
-    """Replace the SDK's stdio sender of ``connection`` with a :class:`_HostSender`.
-
-    The SDK's ``MessageSender`` writes from a task of its own; when the client has closed
-    its end of stdout (a host that exits closes both pipes, stdout first) that task dies on
-    ``ConnectionResetError``, is logged as an error with a traceback ("Send loop failed"),
-    and every later send waits for an answer from the dead task. Call it before the
-    connection listens (after :func:`guard_lines` or before: both keep the transport).
-    """
+    """Replace ``connection``'s stdio sender with a :class:`_HostSender` (before it
+    listens; either side of :func:`guard_lines`)."""
     rpc, _ = _internals(connection)
     transport = getattr(rpc, "_transport", None)
     inner = getattr(transport, "_inner", transport)  # under GuardedLines, or bare
@@ -516,14 +469,10 @@ def guard_sender(connection: AgentSideConnection) -> None:
 
 class _HostSender:
     """Writes each message whole, in the sending task, under a lock (the SDK's sender's
-    order and framing without its task): a closed stdout fails that send and every later
-    one at once with the same ``ConnectionError``, logged once at info
-    (``acp.host_gone``), since a host that closed it is gone, not broken. A reply to the
-    client's request is dropped instead (logged at debug): the SDK's task that sends it
-    would log its failure as an error.
-
-    ``write`` hands the whole line to the transport before anything can be cancelled, so
-    a send cancelled while it drains never tears a line.
+    order and framing without its task). A closed stdout (a host gone, not broken) fails
+    that send and every later one, logged once; a reply is dropped instead, since the
+    SDK's task sending it would log an error. ``write`` takes the whole line before
+    anything can be cancelled, so a cancelled send never tears a line.
     """
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
@@ -552,8 +501,6 @@ class _HostSender:
             except ConnectionError as error:
                 if "method" in payload:
                     raise  # a request or a notification: its sender says it was not sent
-                # A reply: the SDK's request task would die on it, logged as an error
-                # ("Background task failed"); a reply nobody can read is simply dropped.
                 _log.debug(
                     "acp.reply_not_sent",
                     request_id=payload.get("id"),
@@ -609,7 +556,7 @@ def _summary(message: Mapping[str, Any]) -> dict[str, Any]:
             action = result["action"]
             if action in _ACTIONS:
                 return {"action": action}
-            # Any other value came from the client and could hold what the human typed.
+            # any other value could hold what the human typed
             return {"action": f"<unknown {type(action).__name__}>"}
         return {"result_keys": sorted(str(key) for key in result)}
     return {"result": type(result).__name__}

@@ -1,11 +1,8 @@
 """The MCP surface: hotseam's tools behind the Model Context Protocol (``hotseam mcp``).
 
-One concept a module: :mod:`._server` (the SDK's low-level server around a context, and
-the tools as MCP lists and results), :mod:`._provider` (the user-interaction provider, on
-the surface kit's forms, and which call a question comes from),
-:mod:`._input` (2026-07-28 continuations), :mod:`._tap` (answers filed as they are read),
-:mod:`._stdio` (the bounded stdio transport), :mod:`._http` (Streamable HTTP behind the web
-inbox's rules).
+``_server`` (the SDK's server around a context), ``_provider`` (the user-interaction
+provider), ``_input`` (2026-07-28 continuations), ``_tap`` (answers filed as read),
+``_stdio`` and ``_http`` (the transports).
 """
 
 from __future__ import annotations

@@ -1,30 +1,21 @@
 """MCP over Streamable HTTP, for clients that connect instead of spawning the server.
 
-The SDK's session manager (``StreamableHTTPSessionManager``: sessions, SSE streams, the
-2026-07-28 per-request path) serves the endpoint; hotseam puts it behind what the web
-inbox is served by (:mod:`hotseam.providers._web`):
+The SDK's ``StreamableHTTPSessionManager`` serves the endpoint, on the web inbox's
+server (:class:`~hotseam.providers._web.WebServer`: its accept loop, bound and Hypercorn
+per connection), each session's streams tapped as stdio's are (:mod:`._tap`).
 
-* the listener and its accept loop (:func:`~hotseam.providers._accept.accept_connections`):
-  a daemon that runs out of file descriptors backs off instead of dying, and connections
-  past the bound are closed at once;
-* Hypercorn per connection, with the inbox's idle timeout;
-* each session's streams tapped as stdio's are (:mod:`._tap`), so that an answer read in
-  the event-loop turn its question is withdrawn is still the answer;
-* hotseam's own session bookkeeping (:class:`_SessionManager`): a host that reconnects or
-  crashes without ``DELETE`` leaves its session behind, so when ``max_sessions`` are open
-  the least recently used *idle* session (no request of it in flight, no question of it
-  waiting) is closed to make room — its id then answers 404, as the spec says of an
-  unknown session — and only a house full of busy sessions refuses a new one (503). A
-  session idle for ``session_idle_timeout`` seconds is closed too, measured on an
-  injectable clock when the next request arrives;
-* the inbox's rules for who may talk: loopback unless asked otherwise, the ``Host`` header
-  must name this server (DNS rebinding), an ``Origin``, when sent, must be its own, and
-  every request carries the token — ``Authorization: Bearer TOKEN`` (what hosts put in
-  their configuration's ``headers``) or ``?token=TOKEN`` in the URL. A refusal is 401,
-  403 or 421 with a JSON-RPC error body, and the connection is closed.
+Sessions are hotseam's to bound (:class:`_SessionManager`): a host that reconnects or
+crashes without ``DELETE`` leaves its session behind, so at ``max_sessions`` the least
+recently used *idle* session (nothing in flight, no question waiting) is closed (its id
+then answers 404, as the spec says of an unknown session); only a house full of busy
+sessions refuses a new one (503). One idle for ``session_idle_timeout`` is closed too.
 
-The token is the web inbox's (``$HOTSEAM_WEB_TOKEN``, its file, or the one kept in the
-state folder), so a host's configuration stays valid from one start to the next.
+Who may talk follows the inbox's rules: loopback unless asked otherwise, a ``Host`` naming
+this server (DNS rebinding), an ``Origin``, when sent, its own, and a token on every
+request (``Authorization: Bearer TOKEN``, as hosts configure ``headers``, or
+``?token=TOKEN``): the inbox's (``$HOTSEAM_WEB_TOKEN``, its file, or the state folder's),
+so a host's configuration stays valid from one start to the next. A refusal is 401, 403
+or 421 with a JSON-RPC error body, and the connection is closed.
 """
 
 from __future__ import annotations
@@ -65,8 +56,7 @@ ENDPOINT = "/mcp"
 DEFAULT_MAX_SESSIONS = 64
 """Sessions open at once; past it the least recently used idle one is closed."""
 DEFAULT_SESSION_IDLE_TIMEOUT = 3600.0
-"""Seconds a session may stay idle (nothing in flight, no question waiting) before it is
-closed."""
+"""Seconds a session may stay idle (nothing in flight, no question waiting)."""
 _log = get_logger("hotseam.providers.mcp")
 
 
@@ -89,8 +79,7 @@ class HttpEndpoint:
 
 
 class _TappedTransport(StreamableHTTPServerTransport):
-    """A session's transport whose streams ``server`` taps before the SDK reads them, and
-    which counts its requests in flight for the manager's idle bookkeeping."""
+    """A session's transport, its streams tapped, counting its requests in flight."""
 
     def __init__(self, server: McpServer, mcp_session_id: str, book: _Book, **options: Any) -> None:
         super().__init__(mcp_session_id, **options)
@@ -102,8 +91,7 @@ class _TappedTransport(StreamableHTTPServerTransport):
 
     @property
     def busy(self) -> bool:
-        """A request of it is being served (an open GET stream too), or a question of it
-        waits for the client's answer: closing it would lose something."""
+        """A request in flight (an open GET stream too) or a question waiting."""
         return self.in_flight > 0 or (self.tap is not None and self.tap.pending)
 
     async def handle_request(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -126,9 +114,7 @@ class _TappedTransport(StreamableHTTPServerTransport):
 
 
 class _Book:
-    """The sessions of a manager in order of last use (the least recent first), so that
-    the idle ones past the timeout, and the one to close at the bound, are found from the
-    front without sorting."""
+    """The sessions in order of last use, so that the idle ones are found from the front."""
 
     def __init__(self, clock: Callable[[], float], idle_timeout: float | None) -> None:
         self.clock = clock
@@ -139,13 +125,12 @@ class _Book:
         return len(self._order)
 
     def add(self, transport: _TappedTransport) -> None:
-        """A session admitted now."""
         assert transport.mcp_session_id is not None
         transport.last_used = self.clock()
         self._order[transport.mcp_session_id] = transport
 
     def touch(self, transport: _TappedTransport) -> None:
-        """``transport`` was used now (a request began or ended); one closed stays out."""
+        """``transport`` was used now; one closed stays out."""
         session_id = transport.mcp_session_id
         if session_id is not None and self._order.get(session_id) is transport:
             transport.last_used = self.clock()
@@ -178,15 +163,11 @@ class _Book:
 
 
 class _SessionManager(StreamableHTTPSessionManager):
-    """The SDK's session manager, each session on a :class:`_TappedTransport`, with
-    hotseam's bound and idle timeout instead of the SDK's (see the module's docstring).
-
-    The SDK gives no hook for a session's streams nor for its admission, so the method
-    that makes a session's transport (``_admit_session``, the SDK's own) is repeated here
-    with the tapped one, and the one that forgets a session (``_discard_session``) and the
-    one that serves a request (``_handle_stateful_request``) are wrapped;
-    ``test_server_http.py``'s same-turn test and ``test_http_sessions.py`` fail if a
-    release of the SDK stops calling them.
+    """The SDK's session manager on :class:`_TappedTransport`, with hotseam's bound and
+    idle timeout. The SDK has no hook for either, so its ``_admit_session`` is repeated
+    here and ``_discard_session`` and ``_handle_stateful_request`` are wrapped;
+    ``test_server_http.py`` and ``test_http_sessions.py`` fail if a release stops calling
+    them.
     """
 
     def __init__(
@@ -197,8 +178,8 @@ class _SessionManager(StreamableHTTPSessionManager):
         session_idle_timeout: float | None,
         clock: Callable[[], float],
     ) -> None:
-        # The SDK's own idle timeout runs on the event loop's clock, and its bound refuses
-        # (its ``max_sessions`` is left for its 503 log line): both are hotseam's here.
+        # the SDK's idle timeout runs on the loop's clock, and its bound (kept for its 503
+        # log line) refuses: both are hotseam's here
         super().__init__(app=server.lowlevel, session_idle_timeout=None, max_sessions=max_sessions)
         self.server = server
         self.session_bound = max_sessions
@@ -260,8 +241,7 @@ class _SessionManager(StreamableHTTPSessionManager):
         await super()._discard_session(session_id, transport)
 
     def _close(self, transport: _TappedTransport) -> None:
-        """Forget ``transport``'s session now (its id answers 404 from here on) and end it
-        in the manager's task group (its server task then ends)."""
+        """Forget the session now (its id answers 404) and end it in the manager's group."""
         session_id = transport.mcp_session_id
         group = cast("anyio.abc.TaskGroup | None", self._task_group)  # the SDK types it None
         assert session_id is not None
@@ -273,7 +253,7 @@ class _SessionManager(StreamableHTTPSessionManager):
 
 
 def _short(session_id: str | None) -> str:
-    """A session id shortened for logs (enough to tell sessions apart, not to reuse one)."""
+    """Enough of a session id to tell sessions apart in logs, not to reuse one."""
     return (session_id or "")[:8]
 
 

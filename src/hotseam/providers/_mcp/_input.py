@@ -1,23 +1,16 @@
 """Tool calls on the 2026-07-28 revision: a question travels in the call's result.
 
-That revision has no server-to-client requests. A tool that asks therefore runs in a task
-of its own (a :class:`Continuation`), and the ``tools/call`` that started it returns
-``{"resultType": "input_required", "inputRequests": {KEY: elicitation/create},
-"requestState": TOKEN}`` while the question is open. The client shows the form and calls
-the tool again with ``inputResponses`` and the echoed ``requestState``: the answer goes to
-the question, and that call returns what the tool does next (its result, or its next
-question).
+That revision has no server-to-client requests: a tool that asks runs in a task of its
+own (a :class:`Continuation`), and its ``tools/call`` returns ``{"resultType":
+"input_required", "inputRequests": {KEY: elicitation/create}, "requestState": TOKEN}``;
+the client's retry with ``inputResponses`` and the echoed token answers it, and returns
+what the tool does next.
 
-The token is a random key into this process's table of continuations (nothing of the
-question travels in it, so a client cannot forge one), and each question keeps its key
-for as long as the call lives. That is what makes the exactly-once rule hold across a
-reload: a question withdrawn (its provider's generation was replaced) and asked again is
-shown under the same key, and an answer that comes back with the retry belongs to the
-question that was shown — whether the question is open again by then (it is answered) or
-not yet (the answer waits, and the question asked again takes it without being shown).
-
-A continuation whose client never comes back ends after ``ttl`` seconds: its open question
-fails with ``ASK_CANCELLED``, and its result is dropped.
+The token is a random key into this process's table (nothing of the question travels in
+it, so none can be forged), and a question keeps its key for the call's life: that holds
+exactly-once across a reload, since a question withdrawn and asked again is shown under
+the same key, and an answer to it (before or after the re-ask) is its answer. A
+continuation whose client never comes back ends after ``ttl`` seconds (``ASK_CANCELLED``).
 """
 
 from __future__ import annotations
@@ -64,8 +57,7 @@ class Continuation:
         self.tool = tool
         self.ttl = ttl
         self.result: types.CallToolResult | None = None
-        self.error: MCPError | None = None
-        """A protocol error of the call (an unknown tool), raised by the round that waits."""
+        self.error: MCPError | None = None  # an unknown tool: raised by the waiting round
         self._shown: dict[str, _Shown] = {}
         self._keys = itertools.count(1)
         self._changed = anyio.Event()
@@ -79,11 +71,8 @@ class Continuation:
     # -- the tool's side -----------------------------------------------------------------------
 
     async def ask(self, request: AskUserQuestionRequest, params: dict[str, Any]) -> dict[str, Any]:
-        """Show the question (``elicitation/create`` params) and wait for its ``ElicitResult``.
-
-        The same question asked again (after a reload withdrew it) keeps its key, and takes
-        an answer that came back for it while it was withdrawn without being shown again.
-        """
+        """Show the question (``elicitation/create`` params) and wait for its ``ElicitResult``
+        (asked again after a reload: under its key, or the answer it got meanwhile)."""
         shown = self._same_question(request)
         if shown is not None and shown.answer is not None:
             answer = shown.answer
@@ -108,8 +97,7 @@ class Continuation:
         except anyio.get_cancelled_exc_class():
             if shown.answer is None:
                 raise
-            # Withdrawn in the event-loop turn its answer came: the answer stands.
-            del self._shown[shown.key]
+            del self._shown[shown.key]  # withdrawn as its answer came: the answer stands
             return shown.answer
         finally:
             shown.open = False
@@ -132,11 +120,8 @@ class Continuation:
     # -- the client's side ---------------------------------------------------------------------
 
     def deliver(self, responses: dict[str, Any]) -> None:
-        """Give each response of a retry to the question shown under its key.
-
-        A question open now is answered; one withdrawn keeps its answer for when it is
-        asked again; an unknown key (an answer for a question that ended) is logged.
-        """
+        """Give each response of a retry to the question shown under its key (one withdrawn
+        keeps it for its re-ask; an unknown key is logged)."""
         for key, response in responses.items():
             shown = self._shown.get(key)
             if shown is None or shown.answer is not None:

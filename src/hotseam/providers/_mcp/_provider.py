@@ -1,28 +1,14 @@
 """McpProvider: the user-interaction provider that asks through the MCP client of the call.
 
-A tool served by ``hotseam mcp`` asks with ``await ask(...)``; the question reaches the
-human in the host's own UI, as a form elicitation of the client that made the call:
-
-* 2025-06-18 and 2025-11-25: an ``elicitation/create`` request sent while the call runs,
-  tied to the call's request id (so Streamable HTTP carries it on the call's stream). A
-  question withdrawn (a reload replaced the provider that served it, or the caller's
-  signal fired) cancels that request, and the SDK sends ``notifications/cancelled``;
-* 2026-07-28: the call returns an input-required result and the answer comes with the
-  client's retry (:mod:`._input`).
-
-Several questions are one form (``multiple_questions`` is true while the client takes
-forms). A form accepted with nothing in it, or with a question unanswered, is asked again
-with a one-line note, at most twice (then ``ASK_CANCELLED`` or ``INVALID_ANSWER``, as the
-ACP provider does); so is an answer that is no ``ElicitResult`` at all (a ``content`` that
-is not an object), then ``INVALID_ANSWER``. A client that advertised no elicitation, or
-answers the method with -32601, gets the fallback: the web inbox when one runs
-(``fallback=``), else an error the model can read (``NO_PROVIDER``), which tells it to ask
-in the conversation — never a question nobody sees.
-
-Which call a question comes from: the seam's request knows nothing of MCP, but a question
-must reach the client that made the call, so the server sets :func:`in_call` around each
-tool it runs; ``ask()`` runs the provider in the tool's task, which reads
-:func:`current_call` there (as the ACP provider reads its ask scope).
+The question reaches the human in the host's own UI, as a form elicitation of the client
+that made the call: on 2025-06-18 and 2025-11-25 an ``elicitation/create`` tied to the
+call's request id (withdrawn with ``notifications/cancelled``), on 2026-07-28 in the
+call's input-required result, answered by the client's retry (:mod:`._input`). Several
+questions are one form, asked again (the kit's loop) after an answer that does not do or
+is no ``ElicitResult``. A client without elicitation, or that answers -32601, gets the
+fallback (the web inbox), else a ``NO_PROVIDER`` error telling the model to ask in the
+conversation — never a question nobody sees. The server sets :func:`in_call` around each
+tool, as the ACP agent sets its ask scope, since the seam's request knows nothing of MCP.
 """
 
 from __future__ import annotations
@@ -68,7 +54,8 @@ _METHOD_NOT_FOUND = -32601
 @dataclass(frozen=True, slots=True)
 class McpCall:
     """One ``tools/call``: the session that answers it, its request id, the revision
-    spoken, and (on 2026-07-28) the continuation that carries its questions."""
+    spoken, and (on 2026-07-28) the continuation that carries its questions; ``tap`` files
+    the responses to its forms as they are read (stdio and in-process streams)."""
 
     session: ServerSession
     request_id: RequestId | None
@@ -76,11 +63,10 @@ class McpCall:
     tool: str
     continuation: Continuation | None = None
     tap: ResponseTap | None = None
-    """Files the responses to its forms as they are read (stdio and in-process streams)."""
 
     @property
     def modern(self) -> bool:
-        """Whether questions travel in results (2026-07-28) rather than as requests."""
+        """Questions travel in results (2026-07-28), not as requests."""
         return self.protocol_version in MODERN_PROTOCOL_VERSIONS
 
     @property
@@ -95,7 +81,7 @@ class McpCall:
 
     @property
     def client_name(self) -> str:
-        """The client's name from ``initialize`` (or the request's envelope), for messages."""
+        """The client's name, for messages."""
         params = self.session.client_params
         return params.client_info.name if params is not None else "the MCP client"
 
@@ -123,8 +109,7 @@ class _RefusedError(Exception):
 
 
 class _MalformedAnswerError(Exception):
-    """The client's answer to ``elicitation/create`` is no ``ElicitResult`` (its
-    ``content`` not an object...): asked again, as an answer that does not fit is."""
+    """The answer is no ``ElicitResult`` (``content`` not an object...): an ``Unfit``."""
 
     note = "The previous answer could not be read. Please answer again."
 
@@ -154,8 +139,7 @@ class McpProvider:
 
     @property
     def multiple_questions(self) -> bool:
-        """Whether an ask of several questions comes whole: while the calling client takes
-        forms (one form of them all); else as the fallback says."""
+        """An ask of several comes whole while the client takes forms; else as the fallback."""
         call = current_call()
         if call is not None and not self._takes_forms(call) and self.fallback is not None:
             return takes_several(self.fallback)
@@ -228,9 +212,7 @@ class McpProvider:
                     metadata=ServerMessageMetadata(related_request_id=call.request_id),
                 )
             if filed is not None and late.cancelled_caught and filed.result is not None:
-                # The late answer to an earlier form of this question came first: this one
-                # is withdrawn (notifications/cancelled), and that answer is the answer.
-                return filed.result
+                return filed.result  # a late answer to an earlier form came first
             return result.model_dump(mode="json", by_alias=True, exclude_none=True)
         except anyio.get_cancelled_exc_class():
             if filed is None or filed.result is None:
@@ -285,7 +267,7 @@ class McpProvider:
 
 
 def _described(invalid: ValidationError) -> str:
-    """Where an answer does not fit ``ElicitResult`` (never its content: what was typed)."""
+    """Where an answer does not fit ``ElicitResult``, never quoting what was typed."""
     problems = [
         f"{'.'.join(str(part) for part in error['loc']) or 'result'}: {error['msg']}"
         for error in invalid.errors(include_url=False, include_input=False)[:3]
@@ -294,15 +276,13 @@ def _described(invalid: ValidationError) -> str:
 
 
 def load_forms() -> None:
-    """Import what the first form needs (the surface kit's form mapping): a server may do
-    it in a worker thread once it serves, so that the first question does not wait for it."""
+    """Import the kit's form mapping (in a worker thread), so the first question waits less."""
     from .._kit import ask_until_answered, build_form  # noqa: F401
 
 
 def _ask_in_conversation(call: McpCall, request: AskUserQuestionRequest) -> str:
-    """The error a model reads when the client cannot show the question: ask in chat, and
-    go on with the reply. Not "call the tool again with the answer": a tool as the docs
-    write one takes no answer in its input, and a retry would fail the same way."""
+    """The error a model reads when the client cannot show the question: ask in chat. Not
+    "call the tool again with the answer": a tool takes no answer in its input."""
     lines = [
         f"{call.client_name} cannot show this tool's {_questions(request)} to the user (it "
         + (
@@ -324,5 +304,5 @@ def _ask_in_conversation(call: McpCall, request: AskUserQuestionRequest) -> str:
 
 
 def _questions(request: AskUserQuestionRequest) -> str:
-    """``question`` or ``questions``, as many as the request holds (English, not a shape)."""
+
     return "question" if len(request.questions) == 1 else "questions"

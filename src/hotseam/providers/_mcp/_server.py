@@ -1,26 +1,15 @@
 """McpServer: the tools of a hotseam context behind the Model Context Protocol.
 
-Built on the SDK's low-level ``Server`` (no JSON-RPC of hotseam's own). ``tools/list``
-lists the context's tools sorted by name; ``tools/call`` runs the tool
-through ``ctx.tools.execute`` — the seam's path, so a call that arrives while a reload
-swaps the tool's module waits for the swap and runs the new code, never "unknown tool" —
-with the context current (``ask()`` finds the context's provider) and the call at hand
-for :class:`~._provider.McpProvider`.
+On the SDK's low-level ``Server``. ``tools/call`` runs through ``ctx.tools.execute``, the
+seam's path (a call during a reload's swap waits for it and runs the new code, never
+"unknown tool"), in its request's task (``notifications/cancelled`` cancels it) or, on
+2026-07-28, as a continuation (:mod:`._input`). A failure keeps the seam's ``{name, code,
+message}`` as ``structuredContent`` of an ``isError`` result; only a tool that does not
+exist is a protocol error (-32602), as the specification asks.
 
-On the older revisions a call runs in its request's task: cancelling the request
-(``notifications/cancelled``) cancels the tool. On 2026-07-28 it runs as a continuation
-(:mod:`._input`) so that its questions can travel in results.
-
-:meth:`McpServer.tools_changed` announces a change of the tool list: on the older revisions
-``notifications/tools/list_changed`` to every client connection (the capability
-``tools.listChanged`` is advertised), on 2026-07-28 a ``ToolsListChanged`` event to the
-``subscriptions/listen`` streams. Only a change clients can see (a name, a description, an
-input schema) is announced; an edited tool body just serves the next call.
-
-A tool's failure keeps the seam's ``{name, code, message}`` as ``structuredContent`` of an
-``isError`` result, so a model reads what went wrong as it would from ``ctx.tools.execute``;
-only a tool that does not exist (after waiting for a swap that might bring it back) is a
-protocol error, ``-32602``, as the specification asks.
+:meth:`McpServer.tools_changed` announces what clients see of the tool list (names,
+descriptions, input schemas): ``notifications/tools/list_changed`` on the older
+revisions, a ``ToolsListChanged`` event to ``subscriptions/listen`` streams on 2026-07-28.
 """
 
 from __future__ import annotations
@@ -64,21 +53,16 @@ TOOL_NOT_FOUND = "TOOL_NOT_FOUND"
 
 
 class Definitions:
-    """The MCP definitions of a registry's tools, each built once per :class:`Tool` object.
-
-    A definition's input schema is pydantic's ``model_json_schema``, milliseconds per tool:
-    rebuilt for every tool after every commit, a hundred tool modules would hold the event
-    loop (and the host's next call) for tens of milliseconds. A tool object never changes;
-    a reload makes a new one, so only the committed module's tools are built again.
-    """
+    """The MCP definitions of a registry's tools, each built once per :class:`Tool` object
+    (``model_json_schema`` takes milliseconds a tool: rebuilding all after each commit
+    would hold the loop; a reload makes new objects only for the committed module)."""
 
     def __init__(self, registry: ToolRegistry) -> None:
         self.registry = registry
         self._built: dict[int, tuple[Tool[Any], dict[str, Any]]] = {}
 
     def current(self) -> list[dict[str, Any]]:
-        """The visible tools' definitions, sorted by name (a deterministic order, as
-        2026-07-28 asks)."""
+        """The visible tools' definitions, sorted by name (2026-07-28 asks a stable order)."""
         tools = sorted(self.registry, key=lambda tool: tool.name)
         built: dict[int, tuple[Tool[Any], dict[str, Any]]] = {}
         for tool in tools:
@@ -90,7 +74,6 @@ class Definitions:
         return [built[id(tool)][1] for tool in tools]
 
     def listed(self) -> list[types.Tool]:
-        """The ``tools/list`` entries."""
         return [
             types.Tool(
                 name=definition["name"],
@@ -101,18 +84,13 @@ class Definitions:
         ]
 
     def signature(self) -> str:
-        """What a client sees of the tools (names, descriptions, input schemas), as one
-        string: a change of it is what ``tools/list_changed`` announces."""
+        """What a client sees of the tools, as one string: what ``list_changed`` announces."""
         return json.dumps(self.current(), sort_keys=True, default=str)
 
 
 def call_result(result: ToolResult) -> types.CallToolResult:
-    """The ``tools/call`` result of a tool's :class:`ToolResult`.
-
-    Success: the output as text (a string as is, anything else as JSON), and as
-    ``structuredContent`` when it is an object (the older revisions allow only objects
-    there). Failure: ``isError`` with the error's text and its ``{name, code, message}``.
-    """
+    """The ``tools/call`` result of a :class:`ToolResult`: the output as text, and as
+    ``structuredContent`` when an object (the older revisions allow only objects there)."""
     if result.error is not None:
         error = result.error
         text = f"{error.get('name')} {error.get('code')}: {error.get('message', '')}"
@@ -131,8 +109,8 @@ def call_result(result: ToolResult) -> types.CallToolResult:
 
 
 class _Server(Server[Any]):
-    """The SDK's low-level server, advertising ``tools.listChanged`` however it is run (the
-    SDK's Streamable HTTP session manager builds ``initialize``'s answer from defaults)."""
+    """The SDK's server, advertising ``tools.listChanged`` however run (the Streamable HTTP
+    session manager builds ``initialize``'s answer from defaults)."""
 
     def create_initialization_options(
         self,
@@ -210,8 +188,7 @@ class McpServer:
         read_stream: ReadStream[SessionMessage | Exception],
         write_stream: WriteStream[SessionMessage],
     ) -> None:
-        """Serve one connection until its read stream ends (either revision: the client's
-        first request decides)."""
+        """Serve one connection until its read stream ends (in the revision the client picks)."""
         tapped_read, tapped_write = self.tap(read_stream, write_stream)
         await self.lowlevel.run(tapped_read, tapped_write, self.initialization_options)
 
@@ -220,8 +197,7 @@ class McpServer:
         read_stream: ReadStream[SessionMessage | Exception],
         write_stream: WriteStream[SessionMessage],
     ) -> tuple[ReadStream[SessionMessage | Exception], WriteStream[SessionMessage]]:
-        """One connection's streams, its form responses filed as they are read
-        (:mod:`._tap`): :meth:`serve` and each Streamable HTTP session use them."""
+        """One connection's streams, its form responses filed as they are read (:mod:`._tap`)."""
         return ResponseTap().wrap(read_stream, write_stream)
 
     async def tools_changed(self) -> bool:
@@ -240,9 +216,8 @@ class McpServer:
         return True
 
     async def follow(self, events: AsyncIterator[object]) -> None:
-        """Announce the tool list after each reload that committed or unloaded a module
-        (``events``: a reloader's ``events()`` stream, read by the events' ``kind``: a
-        provider knows nothing of the reloader), until the stream ends."""
+        """Announce the tool list after each reload that committed or unloaded a module, from
+        a reloader's ``events()`` (read by ``kind``: a provider knows nothing of the reloader)."""
         async for event in events:
             if getattr(event, "kind", None) in _TOOL_CHANGES:
                 await self.tools_changed()
@@ -326,7 +301,7 @@ class McpServer:
 
 
 async def _announce(session: ServerSession) -> None:
-    """``notifications/tools/list_changed`` to one connection: best effort, bounded (a peer
-    gone or not reading is no failure of the reload)."""
+    """``list_changed`` to one connection, best effort and bounded (a peer gone or not
+    reading is no failure of the reload)."""
     with anyio.move_on_after(_ANNOUNCE_WAIT), contextlib.suppress(Exception):
         await session.send_tool_list_changed()

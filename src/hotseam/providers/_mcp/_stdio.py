@@ -1,25 +1,13 @@
 """MCP over stdio, with bounds: one JSON-RPC message a line, parsed by the SDK.
 
-The SDK's own ``stdio_server`` reads lines of any length (a runaway line is buffered
-whole) and writes through a worker thread (a client that never reads stdout blocks that
-thread for good, and the process cannot exit). This transport reads the pipes on the
-event loop instead (asyncio), and:
-
-* reads lines with the surface kit's bounded reader (``hotseam.providers._kit``): a line
-  longer than ``max_line_bytes`` is discarded as it arrives and answered with error -32600
-  naming the limit, with the request's id when the line's start tells it (else ``null``);
-* answers a line that is not JSON (not UTF-8, or nested too deeply to parse) with -32700,
-  JSON nested more than 128 levels with -32600, and JSON that is no JSON-RPC message with
-  -32600, each with one warning in the log;
-* answers a request whose id is neither a string nor an integer (``{}``, ``[1]``,
-  ``true``, ``1.5``, ``null``: MCP forbids a null id) with -32600, ``id: null``;
-* writes without ever blocking the loop: a client that stops reading holds only the
-  messages of its own connection, with one warning after ``stall_warning`` seconds, and a
-  stop signal still stops the process;
-* at the end of input, answers every request read before it, then ends.
-
-Messages are turned into the SDK's ``SessionMessage`` by its own validator
-(``jsonrpc_message_adapter``) and written by its own serializer.
+The SDK's ``stdio_server`` buffers a runaway line whole and writes through a worker thread
+(a client that never reads stdout blocks it for good, and the process cannot exit). This
+transport reads on the event loop with the kit's bounded reader: a line too long,
+not JSON (-32700), too deep or no JSON-RPC message, or a request whose id is no string or
+integer (MCP forbids ``null``), is answered with its error (with the id when the line's
+start tells it) and one warning. It writes without blocking the loop (one warning after
+``stall_warning`` seconds), and at the end of input answers what was asked before it.
+Messages are the SDK's, by its own validator and serializer.
 """
 
 from __future__ import annotations
@@ -57,8 +45,7 @@ _log = get_logger("hotseam.providers.mcp")
 _Key = tuple[bool, int | str]
 """A request id as it is told apart (``1`` and ``"1"`` are two)."""
 _STREAMS = frozenset({"subscriptions/listen"})
-"""Requests answered by a stream that lasts as long as the connection: nothing is owed
-them at the end of input."""
+"""Requests answered by a stream as long as the connection: owed nothing at its end."""
 
 
 def _key(request_id: int | str) -> _Key:
@@ -104,7 +91,7 @@ class _Book:
 
 
 def _no_answer(request_id: int | str) -> SessionMessage:
-    """What stands for the host's answer to a request of the server's once its input ended."""
+    """The host's answer to a request of the server's, once its input ended."""
     return SessionMessage(
         types.JSONRPCError(
             jsonrpc="2.0",
@@ -132,12 +119,10 @@ async def stdio_streams(
 ]:
     """The SDK's stream pair over ``reader`` (stdin) and ``writer`` (stdout).
 
-    The read stream ends once the input has ended and every request read before the end
-    is answered (the SDK cancels what is in flight when its read stream ends); the
-    server's own requests still waiting for the host then fail at once (it can no longer
-    answer). A host that closes stdout first is a normal end: replies are dropped, logged
-    once. At the block's end what is queued is written, for a bounded time; nothing queued,
-    nothing is waited for.
+    The read stream ends once the input ended and what it asked is answered (the SDK
+    cancels what is in flight then); the server's requests still waiting fail at once. A
+    host that closes stdout first is a normal end (replies dropped, logged once). At the
+    block's end what is queued is written, for a bounded time.
     """
     read_send, read_receive = anyio.create_memory_object_stream[SessionMessage | Exception](16)
     write_send, write_receive = anyio.create_memory_object_stream[SessionMessage](16)
@@ -145,8 +130,7 @@ async def stdio_streams(
     lines = JsonLines(StreamReaderStream(reader), max_line_bytes=max_line_bytes)
 
     async def refuse(code: int, message: str, envelope: Envelope | None = None) -> None:
-        # The id the line's start tells, unless the line answers one of the server's own
-        # requests (an error response to a response would answer nothing).
+        # the line's id, unless it is a response (an error to a response answers nothing)
         known = envelope is not None and not envelope.is_response
         request_id = envelope.request_id if known and envelope is not None else None
         error = types.JSONRPCError(
@@ -248,8 +232,7 @@ async def _drain(writer: asyncio.StreamWriter, stall_warning: float) -> None:
 async def _flush(
     queue: MemoryObjectReceiveStream[SessionMessage], writer: asyncio.StreamWriter, *, skip: bool
 ) -> None:
-    """Write what is still queued, and give the pipe a bounded time to take it; with
-    nothing queued, return at once (a stop waits for nothing)."""
+    """Write what is still queued, giving the pipe a bounded time; nothing queued, return."""
     with queue:
         while not skip:
             try:
@@ -269,7 +252,7 @@ def _encoded(item: SessionMessage) -> bytes:
 
 
 def _refused(refusal: Refusal) -> tuple[int, str]:
-    """The error code and text of a line the reader refused (other than for its length)."""
+
     if refusal.kind == "too_deep":
         if refusal.code == PARSE_ERROR:
             return PARSE_ERROR, f"parse error: {refusal.detail} (recursion limit exceeded)"
@@ -287,8 +270,7 @@ def _parse(data: bytes) -> types.JSONRPCMessage | tuple[int, str]:
             return PARSE_ERROR, f"parse error: not valid JSON ({errors[0]['msg']})"
         return INVALID_REQUEST, "invalid request: the line is JSON but not a JSON-RPC 2.0 message"
     if isinstance(message, types.JSONRPCNotification) and b'"id"' in data:
-        # The validator reads a request whose id is of no allowed type as a notification
-        # (the id dropped), which would go unanswered.
+        # the validator reads a request with an id of no allowed type as a notification
         raw = json.loads(data)
         if isinstance(raw, dict) and "id" in raw:
             return (

@@ -1,25 +1,17 @@
 """Seeing the answer to a form the moment it is read, before the SDK hands it on.
 
-The exactly-once rule says that an answer which arrives in the event-loop turn its
-question is withdrawn (a reload, the caller's signal) is the answer. The SDK cannot keep
-it: its waiter for the ``elicitation/create`` response is cancelled with the question,
-and the response is dropped as late. So a connection's streams are tapped: each form
-request carries a marker in its ``_meta`` (``dev.hotseam/ask``), the write side learns the
-request id the SDK gave it, and the read side files the response under its marker as soon
-as it is read — before the SDK's dispatcher sees it. A withdrawn provider then finds the
-answer there and returns it (:class:`~._provider.McpProvider`).
+An answer that arrives in the event-loop turn its question is withdrawn (a reload, the
+caller's signal) is the answer, but the SDK drops it: its waiter is cancelled with the
+question. So each connection's streams are tapped (stdio's by
+:meth:`~._server.McpServer.serve`, each Streamable HTTP session's by :mod:`._http`): a
+form request carries a marker in its ``_meta`` (``dev.hotseam/ask``), the write side
+learns its request id, and the read side files the response before the SDK's dispatcher
+sees it, for the withdrawn provider to return.
 
-A host may also ignore the ``notifications/cancelled`` of a withdrawn form and let the
-human answer it later. If the same question of the same tool call is open again by then
-(the reload that withdrew it asked it anew), that late answer is its answer, and the new
-form is withdrawn in turn (as the ACP provider does); otherwise it is dropped, with a log
-line. Either way a question is answered once.
-
-Every connection is tapped: one served from a stream pair (stdio, the in-process streams
-of tests) by :meth:`~._server.McpServer.serve`, and each Streamable HTTP session by the
-transport :mod:`._http` gives the SDK's session manager. The handlers of a connection
-find its tap in :data:`current_tap`, set in the context each message is handled in (on
-HTTP that is the context of the POST that brought it, which the SDK hands on).
+A host may also ignore ``notifications/cancelled`` and let the human answer later: if the
+same question of the same call is open again by then (a reload's re-ask), that answer is
+its answer and the new form is withdrawn (as in ACP); otherwise it is dropped, logged.
+Handlers find their connection's tap in :data:`current_tap`.
 """
 
 from __future__ import annotations
@@ -61,8 +53,7 @@ class Filed:
 
     token: str
     question: object
-    call: object
-    """The ``tools/call`` (its request id) the question belongs to."""
+    call: object  # the request id of the tools/call the question belongs to
     result: dict[str, Any] | None = None
     withdrawn: bool = False
     late: anyio.CancelScope = field(default_factory=anyio.CancelScope)
@@ -77,8 +68,7 @@ class ResponseTap:
 
     @property
     def pending(self) -> bool:
-        """Whether a form of this connection waits for its answer (Streamable HTTP keeps
-        such a session open: see :mod:`._http`)."""
+        """Whether a form of this connection waits for its answer (keeps an HTTP session)."""
         return bool(self._by_token)
 
     def open(self, question: object, call: object) -> Filed:
@@ -158,24 +148,40 @@ class ResponseTap:
         )
 
 
-class _TappedRead:
+class _Tapped:
+    """A stream seen by ``tap``: what the read and write sides share."""
+
+    def __init__(self, inner: Any, tap: ResponseTap) -> None:
+        self._inner = inner
+        self.tap = tap
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+
+class _TappedRead(_Tapped):
     """A read stream that files responses as they are read.
 
     Its ``last_context`` is where the SDK's dispatcher runs the handler of the message just
-    read: the sender's context when the inner stream carries one (Streamable HTTP: the
-    POST's), else a copy of the reading task's — either way with :data:`current_tap` set
-    to this connection's tap.
+    read: a copy of the sender's context when the inner stream carries one (Streamable
+    HTTP: the POST's), else of the reading task's, with :data:`current_tap` set.
     """
 
     def __init__(self, inner: ReadStream[SessionMessage | Exception], tap: ResponseTap) -> None:
-        self._inner = inner
-        self._tap = tap
+        super().__init__(inner, tap)
+        self._inner: ReadStream[SessionMessage | Exception] = inner
         self.last_context: Context | None = None
-
-    @property
-    def tap(self) -> ResponseTap:
-        """The tap this stream files responses in."""
-        return self._tap
 
     async def receive(self) -> SessionMessage | Exception:
         return self._seen(await self._inner.receive())
@@ -183,13 +189,10 @@ class _TappedRead:
     def _seen(self, item: SessionMessage | Exception) -> SessionMessage | Exception:
         sender: Context | None = getattr(self._inner, "last_context", None)
         context = sender.copy() if sender is not None else copy_context()
-        context.run(current_tap.set, self._tap)
+        context.run(current_tap.set, self.tap)
         self.last_context = context
-        self._tap._read(item)
+        self.tap._read(item)
         return item
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
     def __aiter__(self) -> Self:
         return self
@@ -197,37 +200,8 @@ class _TappedRead:
     async def __anext__(self) -> SessionMessage | Exception:
         return self._seen(await self._inner.__anext__())
 
-    async def __aenter__(self) -> Self:
-        return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-
-class _TappedWrite:
-    def __init__(self, inner: WriteStream[SessionMessage], tap: ResponseTap) -> None:
-        self._inner = inner
-        self._tap = tap
-
+class _TappedWrite(_Tapped):
     async def send(self, item: SessionMessage, /) -> None:
-        self._tap._sent(item)
+        self.tap._sent(item)
         await self._inner.send(item)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_val: BaseException | None,
-        exc_tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
