@@ -1,35 +1,27 @@
 """Watchers: turn file-system activity under the watched folders into batches of changes.
 
 A watcher only *hints*: the reloader re-reads every path it reports and compares content
-hashes, so a spurious or duplicated report costs one file read, never a reload. That makes
-an atomic save (reported as ``added``, with no ``modified``) and watchfiles' one-second
-mtime precision harmless (``hot-reload-anchors.md``; :class:`PollingWatcher` re-reports
-"racy" files). Directories are watched, never single files (an editor's rename-on-save ends
-a watch on the file itself, watchfiles #215). The :class:`Watcher` protocol is the seam
-tests use to script changes: ``open(roots)`` must be watching by the time it is entered.
+hashes, so a spurious or duplicated report costs one file read, never a reload (an atomic
+save reported as ``added``, watchfiles' one-second mtime precision: ``hot-reload-anchors.md``).
+Directories are watched, never single files (an editor's rename-on-save ends a watch on the
+file itself, watchfiles #215). The :class:`Watcher` protocol is the seam tests script.
 
-**inotify** (:class:`InotifyNotifier`, waited for with ``anyio.wait_readable``, so no thread
-hands anything over) reports at once a completed save (``IN_CLOSE_WRITE``, ``IN_MOVED_TO``)
-and what the reloader must act on without delay (a watched folder gone, an overflow, a
-folder moved in); anything else after a quiet period, so a half-written file is never
-reported on its own. inotify is not recursive: a folder created under a recursive root is
-watched when its event is read, then listed (files made before its watch existed are
-reported too). Hidden folders and ``__pycache__`` are not watched, links are not followed.
-An overflow re-lists every folder; the per-user watch limit raises :class:`WatchLimitError`
-and the caller polls instead, loudly. The binding is ``inotify_simple`` (ctypes, no loop or
-thread of its own: ``asyncinotify`` is asyncio-only, ``pyinotify`` unmaintained).
+**inotify** (:class:`InotifyNotifier`, waited for with ``anyio.wait_readable``: no thread
+hop) reports a completed save (``IN_CLOSE_WRITE``, ``IN_MOVED_TO``) and what must be acted on
+(a watched folder gone, an overflow, a folder moved in) at once, anything else after a quiet
+period, so a half-written file is never reported on its own. It is not recursive: a new
+folder is watched when its event is read, then listed (files made before its watch count).
+The watch limit raises :class:`WatchLimitError` and the caller polls instead, loudly. The
+binding is ``inotify_simple`` (``asyncinotify`` is asyncio-only, ``pyinotify`` unmaintained).
 
 **A watched folder replaced.** A native watch holds a folder's *inode*, not its path: after
-``rm -rf providers`` and a checkout, or an atomic deploy by renames, it stays on the old
-folder and nothing under the path is reported again. So the watch is made again when the
-folder itself reports its deletion, or when its ``(st_dev, st_ino)`` changed (checked every
-``root_check`` seconds on the loop); the folder is then reported as ``modified``,
-``added`` or ``deleted``, once each.
+``rm -rf providers`` and a checkout, or an atomic deploy by renames, nothing under the path
+is reported again. So the watch is made again when the folder reports its own deletion, or
+when its ``(st_dev, st_ino)`` changed (checked every ``root_check`` seconds on the loop).
 
-A failure that passes (:func:`~._errors.is_transient`: out of descriptors, ``EIO`` from a
-network file system) is never taken for a folder gone or a watch lost for good: the folder
-keeps its identity until it can be looked at, and the watch is polled for only until it can
-be made again (tried every :data:`~._errors.LAST_RETRY` seconds, ``reload.watch_restored``).
+A failure that passes (:func:`~._errors.is_transient`) is never taken for a folder gone or a
+watch lost for good: the folder keeps its identity until it can be looked at, and the watch
+is polled for only until it can be made again (every :data:`~._errors.LAST_RETRY` seconds).
 """
 
 from __future__ import annotations
@@ -75,7 +67,6 @@ __all__ = [
     "Watcher",
     "WatchfilesWatcher",
     "inotify_available",
-    "is_ignored",
     "is_module_file_name",
     "may_matter",
     "minimal_roots",
@@ -131,15 +122,6 @@ def is_module_file_name(name: str) -> bool:
     return _MODULE_FILE.match(name) is not None
 
 
-def is_ignored(path: Path, base: Path) -> bool:
-    """True for paths below ``base`` that never hold watched code (caches, hidden folders)."""
-    try:
-        parts = path.relative_to(base).parts
-    except ValueError:
-        return True
-    return any(part == "__pycache__" or part.startswith(".") for part in parts[:-1])
-
-
 def may_matter(path: Path) -> bool:
     """Cheap pre-filter: module files, and directories (whose removal hides modules)."""
     name = path.name
@@ -184,31 +166,22 @@ _UNLISTED = (-1, -1, -1)
 stat has it, so the next scan lists the folder again."""
 
 
+@dataclass(slots=True)
 class _Folder:
     """One folder as the scans know it: its stat when it was listed, its module files with
-    the key each had at the previous scan (``None``: not seen, so it is new once seen), and
-    its folders. ``keys`` is updated in place by the scans."""
+    the key each had at the previous scan (``None``: new once seen), and its folders."""
 
-    __slots__ = ("files", "folders", "key", "keys")
-
-    def __init__(
-        self,
-        key: tuple[int, int, int],
-        files: list[str],
-        keys: list[_FileKey | None],
-        folders: list[str],
-    ) -> None:
-        self.key = key
-        self.files = files
-        self.keys = keys
-        self.folders = folders
+    key: tuple[int, int, int]
+    files: list[str]
+    keys: list[_FileKey | None]
+    folders: list[str]
 
 
 class _Tree:
     """What the scans of one :meth:`PollingWatcher.open` know; used by one thread at a time.
 
     A path that cannot be looked at for a passing reason is neither empty nor gone: what
-    the previous scan knew of it stands (:attr:`failing`; :meth:`settle` tells episodes).
+    the previous scan knew of it stands (:attr:`failing`).
     """
 
     def __init__(
@@ -322,10 +295,8 @@ class _Tree:
         known: _Folder | None,
         changes: list[tuple[ChangeKind, str]],
     ) -> _Folder:
-        """List ``folder`` again: the importable-looking ``.py`` files and the folders
-        (hidden ones and caches left out); files no longer there are reported deleted. A
-        listing that fails for a passing reason keeps what was known (``_UNLISTED``: it
-        is listed again by the next scan)."""
+        """List ``folder`` again, reporting files no longer there deleted. A listing that
+        fails for a passing reason keeps what was known (``_UNLISTED``: listed next scan)."""
         self.listed += 1
         files: list[str] = []
         folders: list[str] = []
@@ -393,23 +364,15 @@ class PollingWatcher:
     """Scans the watched folders, for file systems without notifications (network mounts,
     some container volumes, WSL).
 
-    A file is reported when its stat (mtime, ctime, size, inode) changed, and also on every
-    scan while its mtime is within ``racy_window`` seconds of the previous scan: on a file
-    system with coarse timestamps a second save in the same second leaves the stat
-    unchanged, so the reloader's content hash has to decide. Creation and deletion are found
-    by listing the folders.
+    A file is reported when its stat (mtime, ctime, size, inode) changed, and on every scan
+    while its mtime is within ``racy_window`` of the previous scan: with coarse timestamps a
+    second save in the same second leaves the stat unchanged, so the content hash decides.
 
     A scan costs one ``stat`` per module file and per folder, in one worker thread, and
-    compares each file's stat with the previous scan's in place (nothing else is kept, and
-    nothing is allocated while nothing changes): a folder whose stat did not change since
-    it was listed (and is not racy, as above) is not listed again, since adding, removing
-    or renaming an entry changes it; its files are still stat-ed, since writing a file in
-    place does not change its folder. While nothing changes the pause between scans grows
-    by half each time, from ``interval`` up to ``max_interval``, and drops back to
-    ``interval`` at the first change seen: a change is reported at worst ``max_interval``
-    plus one scan after it happened (and on a coarse file system, one scan more) — or, for
-    a tree so big that one scan takes longer than ``idle_share`` of ``max_interval``, the
-    pause that keeps scanning within ``idle_share`` of a core.
+    allocates nothing while nothing changes; a folder whose stat did not change is not
+    listed again (an entry added, removed or renamed changes it). While idle the pause
+    between scans grows by half each time, from ``interval`` to ``max_interval``, and drops
+    back at the first change: a change is seen at worst ``max_interval`` plus one scan after.
 
     Args:
         interval: Seconds between scans while changes keep coming.
@@ -417,10 +380,8 @@ class PollingWatcher:
             ``interval`` if longer).
         racy_window: How long (seconds) after its last write a file keeps being re-checked;
             2 s covers the coarsest common timestamps (FAT).
-        idle_share: While idle, the pause between scans also grows to the last scan's
-            duration divided by this, so that scanning takes at most this share of one core
-            (1.5 %): a tree whose scan takes over 15 ms is scanned less often than every
-            ``max_interval`` while nothing changes.
+        idle_share: While idle, the pause also grows to the last scan's duration divided by
+            this, so that scanning a big tree takes at most this share of one core (1.5 %).
         stat: ``os.stat`` by default; injectable to simulate coarse file systems in tests.
     """
 
@@ -457,16 +418,11 @@ class PollingWatcher:
             f"racy_window={self.racy_window}, idle_share={self.idle_share})"
         )
 
-    def open(
-        self, roots: Sequence[WatchRoot]
-    ) -> AbstractAsyncContextManager[AsyncIterator[Collection[FileChange]]]:
-        """Take a first snapshot of ``roots`` (so later changes are seen), then poll."""
-        return self._open(roots)
-
     @asynccontextmanager
-    async def _open(
+    async def open(
         self, roots: Sequence[WatchRoot]
     ) -> AsyncIterator[AsyncIterator[Collection[FileChange]]]:
+        """Take a first snapshot of ``roots`` (so later changes are seen), then poll."""
         tree = self._tree(roots)
         scanned_at = time.time()
         await anyio.to_thread.run_sync(tree.scan, scanned_at)
@@ -845,16 +801,14 @@ Backend = Literal["auto", "inotify", "watchfiles"]
 class NativeWatcher:
     """Native file-system notifications: inotify on Linux, watchfiles elsewhere.
 
-    With inotify (``InotifyNotifier``: Linux with ``inotify_simple`` installed, the
-    default there) the event loop itself waits on the inotify descriptor: a module file closed after
-    a write, or moved into place, is reported at once (what else was queued goes in the same
-    batch); other changes once they paused for ``step_ms``, at the latest ``debounce_ms``
-    after the first. Nothing wakes while nothing changes but the ``root_check``.
+    With inotify (Linux with ``inotify_simple`` installed, the default there) the event loop
+    itself waits on the inotify descriptor: a module file closed after a write, or moved
+    into place, is reported at once; other changes once they paused for ``step_ms``, at the
+    latest ``debounce_ms`` after the first. Nothing wakes while nothing changes.
 
-    With watchfiles (other platforms, or ``backend="watchfiles"``) a worker thread wakes
-    every ``step_ms`` and reports a batch once the set of changed paths did not grow during
-    one step, or at the latest ``debounce_ms`` after the first change: latency is about one
-    to two steps, and ``debounce_ms`` is only a cap (``hot-reload-anchors.md`` §1.2).
+    With watchfiles a worker thread wakes every ``step_ms`` and reports a batch once it did
+    not grow during one step, or ``debounce_ms`` after the first change: latency is one to
+    two steps, ``debounce_ms`` only a cap (``hot-reload-anchors.md`` §1.2).
 
     Args:
         debounce_ms: The longest a batch is held open while changes keep arriving.
@@ -864,8 +818,7 @@ class NativeWatcher:
             about 12 ms after the write, and the wake-ups cost 0.6 to 0.8 % of a core
             while idle (inotify: 0.03 %; see ``docs/performance.md``).
         root_check: Seconds between two checks that each watched folder is still the one
-            the native watch is on (see the module's docstring); a replaced folder is seen
-            at once when the folder itself reports a change, else within this.
+            the native watch is on (see the module's docstring).
         backend: ``"auto"`` (inotify where available, else watchfiles), ``"inotify"`` or
             ``"watchfiles"``.
 
@@ -910,16 +863,11 @@ class NativeWatcher:
             f"step_ms={self.step_ms}, root_check={self.root_check:g})"
         )
 
-    def open(
-        self, roots: Sequence[WatchRoot]
-    ) -> AbstractAsyncContextManager[AsyncIterator[Collection[FileChange]]]:
-        """Start native watches on ``roots`` (recursive and flat ones separately)."""
-        return self._open(roots)
-
     @asynccontextmanager
-    async def _open(
+    async def open(
         self, roots: Sequence[WatchRoot]
     ) -> AsyncIterator[AsyncIterator[Collection[FileChange]]]:
+        """Start native watches on ``roots`` (recursive and flat ones separately)."""
         minimal = minimal_roots(roots)
         groups = [
             _Group([root for root in minimal if root.recursive == recursive], self)
@@ -978,24 +926,23 @@ class _Group:
         present = [path for path in self.paths if self.identities[path] is not None]
         if not present:
             return True
-        if watcher.backend == "inotify":
-            try:
+        # inotify: the watch limit, out of descriptors or instances; watchfiles: those (as
+        # OSError) and its own errors.
+        expected = OSError if watcher.backend == "inotify" else Exception
+        try:
+            if watcher.backend == "inotify":
                 self.notifier = InotifyNotifier(
                     present,
                     recursive=self.recursive,
                     quiet_ms=watcher.step_ms,
                     cap_ms=watcher.debounce_ms,
                 )
-            except OSError as error:  # the watch limit, out of descriptors or instances
-                self.failure = error
-                return False
-            return True
-        try:
-            # ignore_permission_denied: an unreadable sub-folder is reported by the planner
-            # (skipped), and must not stop the watch of everything else. It also makes a
-            # folder that vanished since its stat a silent no-watch: the next check sees it.
-            self.notifier = RustNotify(present, False, False, 0, self.recursive, True)
-        except Exception as error:  # the watch limit (OSError), a watchfiles error
+            else:
+                # ignore_permission_denied: an unreadable sub-folder is reported by the
+                # planner (skipped), and must not stop the watch of everything else. It also
+                # makes a folder that vanished since its stat a silent no-watch.
+                self.notifier = RustNotify(present, False, False, 0, self.recursive, True)
+        except expected as error:
             self.failure = error
             return False
         return True
@@ -1043,13 +990,24 @@ class _Group:
     ) -> bool:
         """Poll the folders, for good — or, when the native watch failed for a passing
         reason, until it can be made again (then True)."""
-        async with self._polling() as batches:
+        self.close()
+        error = self.failure
+        passing = error is not None and is_transient(error)
+        _log.warning(
+            "reload.watch_fallback",
+            paths=self.paths,
+            error=f"{type(error).__name__}: {error}",
+            summary=f"cannot watch {self._shown()} natively ({type(error).__name__}: {error}); "
+            "polling it instead (changes are seen within about a second)"
+            + (", until the native watch can be made again" if passing else ""),
+        )
+        async with PollingWatcher().open(self.roots) as batches:
             task_status.started()
             if after_native:  # what changed between the native watch's end and the scan
                 await send.send({FileChange(ChangeKind.MODIFIED, r.directory) for r in self.roots})
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._forward, batches, send)
-                if self.failure is not None and is_transient(self.failure):
+                if passing:
                     await self._until_native()
                     tg.cancel_scope.cancel()
                     return True
@@ -1126,23 +1084,6 @@ class _Group:
                 self._wake.set()
                 if self._waiting is not None:
                     self._waiting.cancel()
-
-    @asynccontextmanager
-    async def _polling(self) -> AsyncIterator[AsyncIterator[Collection[FileChange]]]:
-        """Say loudly that the folders are polled from now on, and poll them."""
-        self.close()
-        error = self.failure
-        passing = error is not None and is_transient(error)
-        _log.warning(
-            "reload.watch_fallback",
-            paths=self.paths,
-            error=f"{type(error).__name__}: {error}",
-            summary=f"cannot watch {self._shown()} natively ({type(error).__name__}: {error}); "
-            "polling it instead (changes are seen within about a second)"
-            + (", until the native watch can be made again" if passing else ""),
-        )
-        async with PollingWatcher().open(self.roots) as batches:
-            yield batches
 
     def _wait(self, wake: threading.Event) -> object:
         """In the watch thread: the next batch of native changes, or ``"stop"`` once
