@@ -103,18 +103,15 @@ _HOTSEAM_DIRS = tuple(
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hotseam", "hotseam disposal-lifecycle testing")
-    group.addoption(
-        "--hotseam-leak-check",
-        action="store_true",
-        default=None,
-        help="fail tests that pass but leave hotseam scopes or registrations open",
-    )
-    group.addoption(
-        "--hotseam-escape-check",
-        action="store_true",
-        default=None,
-        help="fail tests that pass but leave asyncio tasks, timers, threads or file "
+    leaks = "fail tests that pass but leave hotseam scopes or registrations open"
+    _switch(parser, group, "leak_check", leaks, leaks)
+    _switch(
+        parser,
+        group,
+        "escape_check",
+        "fail tests that pass but leave asyncio tasks, timers, threads or file "
         "descriptors behind (named by the line that created them)",
+        "fail tests that pass but leave tasks, timers, threads or fds behind",
     )
     group.addoption(
         "--hotseam-thread-grace",
@@ -124,58 +121,45 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="how long the escape check waits for a thread still stopping at the end of a "
         f"test (default {THREAD_GRACE:g}; more on a busy machine)",
     )
-    group.addoption(
-        "--hotseam-strict",
-        action="store_true",
-        default=None,
-        help="set components up, dispose and set up again (React StrictMode style)",
-    )
-    parser.addini(
-        "hotseam_leak_check",
-        type="bool",
-        default=False,
-        help="fail tests that pass but leave hotseam scopes or registrations open",
-    )
-    parser.addini(
-        "hotseam_escape_check",
-        type="bool",
-        default=False,
-        help="fail tests that pass but leave tasks, timers, threads or fds behind",
-    )
     parser.addini(
         "hotseam_thread_grace",
         default=str(THREAD_GRACE),
         help="seconds the escape check waits for a thread still stopping at a test's end",
     )
-    parser.addini(
-        "hotseam_strict",
-        type="bool",
-        default=False,
-        help="set components up twice with a dispose between (strict mode)",
+    _switch(
+        parser,
+        group,
+        "strict",
+        "set components up, dispose and set up again (React StrictMode style)",
+        "set components up twice with a dispose between (strict mode)",
     )
+
+
+def _switch(
+    parser: pytest.Parser, group: pytest.OptionGroup, key: str, option_help: str, ini_help: str
+) -> None:
+    """An on/off check: ``--hotseam-<key>`` and the ini option ``hotseam_<key>``."""
+    group.addoption(
+        f"--hotseam-{key.replace('_', '-')}", action="store_true", default=None, help=option_help
+    )
+    parser.addini(f"hotseam_{key}", type="bool", default=False, help=ini_help)
+
+
+_MARKERS = (
+    "hotseam_leak_check(enabled=True): check this test for leaked hotseam scopes and "
+    "registrations (or, with False, don't)",
+    "hotseam_escape_check(enabled=True): check this test for asyncio tasks, timers, "
+    "threads and file descriptors that outlive it (or, with False, don't)",
+    "hotseam_allow_leaks(*kinds): these kinds ('tasks', 'timers', 'threads', 'fds', "
+    "'generations') are expected to outlive this test (none given: all of them)",
+    "hotseam_strict(enabled=True): set components up, dispose and set up again in this "
+    "test (or, with False, don't)",
+)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "hotseam_leak_check(enabled=True): check this test for leaked hotseam scopes and "
-        "registrations (or, with False, don't)",
-    )
-    config.addinivalue_line(
-        "markers",
-        "hotseam_escape_check(enabled=True): check this test for asyncio tasks, timers, "
-        "threads and file descriptors that outlive it (or, with False, don't)",
-    )
-    config.addinivalue_line(
-        "markers",
-        "hotseam_allow_leaks(*kinds): these kinds ('tasks', 'timers', 'threads', 'fds', "
-        "'generations') are expected to outlive this test (none given: all of them)",
-    )
-    config.addinivalue_line(
-        "markers",
-        "hotseam_strict(enabled=True): set components up, dispose and set up again in this "
-        "test (or, with False, don't)",
-    )
+    for marker in _MARKERS:
+        config.addinivalue_line("markers", marker)
 
 
 def _enabled(item: pytest.Item, name: str) -> bool:

@@ -154,21 +154,12 @@ class ReloadDriver:
             StrictModeError: strict mode found leftovers of the first setup.
         """
         __tracebackhide__ = True
-        before = snapshot(self.context, probe) if self.strict else None
-        self.write(name, source)
-        (await self.reload(name)).raise_for_errors()
-        if before is not None:
-            self.delete(name)
-            (await self.reload(name)).raise_for_errors()
-            found = leftovers(before, snapshot(self.context, probe))
-            if found:
-                raise StrictModeError(
-                    f"strict mode: unloading {name!r} did not undo everything its setup "
-                    "did: " + name_originals("; ".join(found)),
-                    details={"leftovers": found},
-                )
-            self.write(name, source)
-            (await self.reload(name)).raise_for_errors()
+        await self._load_strictly(
+            lambda: [self.write(name, source)],
+            name,
+            probe,
+            f"unloading {name!r} did not undo everything its setup did",
+        )
         return self.status(name)
 
     async def load_folder(
@@ -192,23 +183,42 @@ class ReloadDriver:
         if not source.is_dir():  # noqa: ASYNC240 - a test helper; the copy is blocking too
             raise FileNotFoundError(f"{os.fspath(folder)!r} is not a folder of modules")
         self.came_from(source)
+        copied = await self._load_strictly(
+            lambda: self._copy(source),
+            None,
+            probe,
+            f"unloading the modules of {os.fspath(folder)!r} did not undo everything their "
+            "setups did",
+        )
+        return [self.reloader.status_of(path) for path in sorted(copied)]
+
+    async def _load_strictly(
+        self,
+        put: Callable[[], list[Path]],
+        name: str | None,
+        probe: Callable[[], object] | None,
+        undone: str,
+    ) -> list[Path]:
+        """``put()`` the files and reload ``name`` (or everything); in strict mode, remove
+        them, reload, look for leftovers (``undone`` says what did not undo them), and put
+        and reload again. Returns the files put."""
+        __tracebackhide__ = True
         before = snapshot(self.context, probe) if self.strict else None
-        copied = self._copy(source)
-        (await self.reload()).raise_for_errors()
+        files = put()
+        (await self.reload(name)).raise_for_errors()
         if before is not None:
-            for path in copied:
+            for path in files:
                 path.unlink()
-            (await self.reload()).raise_for_errors()
+            (await self.reload(name)).raise_for_errors()
             found = leftovers(before, snapshot(self.context, probe))
             if found:
                 raise StrictModeError(
-                    f"strict mode: unloading the modules of {os.fspath(folder)!r} did not undo "
-                    "everything their setups did: " + name_originals("; ".join(found)),
+                    f"strict mode: {undone}: " + name_originals("; ".join(found)),
                     details={"leftovers": found},
                 )
-            self._copy(source)
-            (await self.reload()).raise_for_errors()
-        return [self.reloader.status_of(path) for path in sorted(copied)]
+            put()
+            (await self.reload(name)).raise_for_errors()
+        return files
 
     def _copy(self, source: Path) -> list[Path]:
         """Copy ``source`` into the directory; return the module files copied."""

@@ -22,7 +22,7 @@ import tracemalloc
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from ._sites import Site, StackFrame, capture, is_library
 
@@ -52,6 +52,10 @@ _STRUCTURED = frozenset({"anyio", "trio"})
 _LOOPS = frozenset({"asyncio", "anyio", "trio"})
 """Threads started through these are the loop's worker pools."""
 
+K = TypeVar("K")
+_Sites = weakref.WeakKeyDictionary[K, Site]
+"""Where each object of a kind was made, forgotten with the object."""
+
 _watch: EscapeWatch | None = None
 _installed = False
 
@@ -72,14 +76,10 @@ class EscapeWatch:
 
     def __init__(self, *, thread_grace: float = THREAD_GRACE) -> None:
         self.thread_grace = thread_grace
-        self.tasks: weakref.WeakKeyDictionary[asyncio.Task[Any], Site] = weakref.WeakKeyDictionary()
-        self.timers: weakref.WeakKeyDictionary[asyncio.TimerHandle, Site] = (
-            weakref.WeakKeyDictionary()
-        )
-        self.threads: weakref.WeakKeyDictionary[threading.Thread, Site] = (
-            weakref.WeakKeyDictionary()
-        )
-        self.sockets: weakref.WeakKeyDictionary[socket.socket, Site] = weakref.WeakKeyDictionary()
+        self.tasks: _Sites[asyncio.Task[Any]] = weakref.WeakKeyDictionary()
+        self.timers: _Sites[asyncio.TimerHandle] = weakref.WeakKeyDictionary()
+        self.threads: _Sites[threading.Thread] = weakref.WeakKeyDictionary()
+        self.sockets: _Sites[socket.socket] = weakref.WeakKeyDictionary()
         self.orphaned: dict[asyncio.Task[Any], tuple[Site, str]] = {}
         """Tasks still pending when their loop shut down (kept: the loop's end drops them),
         with where their coroutine was then (the cancellation ends it)."""
@@ -195,11 +195,7 @@ class EscapeWatch:
         new = open_fds() - self._fds_before
         if not new:
             return
-        by_fd: dict[int, tuple[socket.socket, Site]] = {}
-        for sock, site in list(self.sockets.items()):
-            fd = sock.fileno()
-            if fd in new:
-                by_fd[fd] = (sock, site)
+        by_fd = {sock.fileno(): (sock, site) for sock, site in list(self.sockets.items())}
         for fd in sorted(new):
             target = _fd_target(fd)
             if target is None:  # closed meanwhile
@@ -216,9 +212,7 @@ class EscapeWatch:
                     "still open after the test (never closed)",
                 )
             elif not target.startswith("socket:"):
-                escape = _other_fd(fd, target, allowed)
-                if escape is not None:
-                    yield escape
+                yield from _other_fd(fd, target, allowed)
 
 
 def format_escapes(escapes: list[Escape]) -> str:
@@ -337,15 +331,15 @@ def _fd_target(fd: int) -> str | None:
         return None
 
 
-def _other_fd(fd: int, target: str, allowed: set[int]) -> Escape | None:
+def _other_fd(fd: int, target: str, allowed: set[int]) -> Iterable[Escape]:
     """A file or pipe descriptor held by a Python file object: name it by its target, and by
-    its holder's allocation line when tracemalloc traces. A raw descriptor that no Python
-    object holds is not reported: nothing says who owns it (a process-wide cache opened on
+    its holder's allocation line when tracemalloc traces. A raw descriptor (``os.open``,
+    ``os.pipe``) is not reported: nothing says who owns it (a process-wide cache opened on
     first use looks the same as a leak); the growth mode counts every descriptor."""
     holder = _holder_of(fd)
     if holder is None or id(holder) in allowed:
-        return None  # a raw descriptor (os.open, os.pipe): nothing says who owns it
-    traceback = tracemalloc.get_object_traceback(holder) if holder is not None else None
+        return
+    traceback = tracemalloc.get_object_traceback(holder)
     if traceback is not None:
         frames = tuple((frame.filename, frame.lineno, "?") for frame in traceback)
         own = [frame for frame in frames if not is_library(frame[0])] or list(frames)
@@ -353,10 +347,9 @@ def _other_fd(fd: int, target: str, allowed: set[int]) -> Escape | None:
     else:
         frames = ()
         created_at = "unknown (run with python -X tracemalloc to see the line)"
-    owner = f" held by {type(holder).__name__}"
-    return Escape(
+    yield Escape(
         "fds",
-        f"file descriptor {fd} ({target}){owner}",
+        f"file descriptor {fd} ({target}) held by {type(holder).__name__}",
         created_at,
         frames,
         "still open after the test (never closed)",

@@ -12,6 +12,7 @@ parent), so tracking a scope with 100,000 effects stays cheap.
 
 from __future__ import annotations
 
+import collections
 import gc
 import itertools
 import sys
@@ -167,19 +168,16 @@ class LeakTracker:
             for key, record in self._records.items()
             if record.observable and not _is_long_lived(record)
         }
-        roots: list[tuple[_Record, int]] = []
-        covered: dict[int, int] = {}
+        covered: collections.Counter[int] = collections.Counter()
         for key in live:
             root = key
-            while live[root].parent is not None and live[root].parent in live:
-                parent = live[root].parent
-                assert parent is not None
+            while (parent := live[root].parent) is not None and parent in live:
                 root = parent
             if root != key:
-                covered[root] = covered.get(root, 0) + 1
-        for key, record in live.items():
-            if record.parent is None or record.parent not in live:
-                roots.append((record, covered.get(key, 0)))
+                covered[root] += 1
+        roots = [
+            (record, covered[key]) for key, record in live.items() if record.parent not in live
+        ]
         roots.extend((record, 0) for record in self._collected if record.observable)
         roots.sort(key=lambda item: item[0].order)
         return [
