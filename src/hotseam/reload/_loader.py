@@ -4,34 +4,27 @@ generation, with its imports recorded.
 ``importlib.reload`` re-executes a module in its *existing* namespace, so an exception half
 way leaves it torn, and nothing tells which modules used it. Here each execution gets a new
 module object, and only a successful one replaces the serving one (in the loader's table
-and in ``sys.modules``, where pickle, ``get_type_hints`` and pydantic look).
-
-The builtins ``__import__`` the loader gives its modules resolves watched names (``import
-helpers``, ``from . import x``) to the loader's modules, records each one imported (the
-dependency graph the planner uses), gives a module of a reload the *new* version of every
-module in that reload (so dependents see one generation), and hands every other import to
-the import system.
+and in ``sys.modules``, where pickle, ``get_type_hints`` and pydantic look). The
+``__import__`` the loader gives its modules resolves watched names to the loader's modules,
+records each one imported (the planner's dependency graph), gives a module of a reload the
+*new* version of every module in that reload, and hands every other import on.
 
 **Where a body runs.** In a daemon thread (:class:`Worker`), so a body that blocks leaves
 the loop serving; past its time bound it is abandoned (never installed). Unless
-:func:`inert` shows from the bytecode that it cannot run anything but itself (straight-line
-code, no calls but bare ``class`` statements and ``X()`` of such a class, imports only of
-what is already imported): then it runs on the loop at once. The two thread wake-ups of a
-hop were most of a save on a loaded machine (6-10 ms each at a load of 22, whatever the
-hand-off), so only not hopping removes them; a no costs a hop, never a guarantee.
+:func:`inert` shows from the bytecode that it cannot run anything but itself: then it runs
+on the loop at once. The two thread wake-ups of a hop were most of a save on a loaded
+machine (6-10 ms each at a load of 22), so only not hopping removes them.
 
 **Reading.** Off the loop, in chunks, only regular files; only a small file on a local file
 system is read on the loop (the thread's round trip is most of a save that changed
-nothing). A file over ``max_module_size`` is refused before it is opened
-(:class:`ModuleTooLargeError`): ``compile()`` holds the interpreter lock throughout, so even
-in a thread a huge module would stall the loop for seconds.
+nothing). A file over ``max_module_size`` is refused before it is opened: ``compile()``
+holds the interpreter lock throughout, so even in a thread it would stall the loop.
 
 **Which file systems are local.** A network file system can block for as long as its server
 takes. On Linux ``/proc/self/mountinfo`` maps a device number to its type; anything not
-known local (another platform, an unlisted type or device) is read in a thread. The table
-is read in a thread (:meth:`Mounts.learn`); the loop's :meth:`Mounts.is_local` costs one
-zero-timeout ``poll``: the kernel flags ``mountinfo`` after any (un)mount, and the table is
-dropped then (a freed device number may come back as a network mount).
+known local is read in a thread. The table is read in a thread (:meth:`Mounts.learn`); the
+loop's :meth:`Mounts.is_local` costs one zero-timeout ``poll``: the kernel flags
+``mountinfo`` after any (un)mount, and the table is dropped then.
 """
 
 from __future__ import annotations
@@ -99,12 +92,11 @@ __all__ = [
 
 _real_import = builtins.__import__
 NOTHING: frozenset[str] = frozenset()
-"""The one empty set of names that records share (a thousand modules need not hold a
-thousand empty sets)."""
+"""The one empty set of names that records share."""
 _EXECUTING = threading.local()  # .stack: the attempts whose bodies this thread executes
 INLINE_SOURCE_LIMIT = 64 * 1024
 """Bytes of source above which a module is compiled in the worker thread, never on the
-event loop's (compiling is bounded by the size, but a big file's bound is milliseconds)."""
+event loop's (a big file's compile takes milliseconds)."""
 
 
 class _DependencyFailedError(ImportError):
@@ -133,11 +125,8 @@ def _abandoned() -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Blocker:
-    """The registration a module was refused for (a conflict), and the module that made it.
-
-    ``module`` is ``None`` for a registration made outside the reloader. The registration is
-    held weakly: once nothing else holds it, it is surely not active any more.
-    """
+    """The registration a module was refused for (a conflict), held weakly, and the module
+    that made it (``None``: made outside the reloader)."""
 
     registration: weakref.ref[Registration[Any] | ToolRegistration]
     module: str | None
@@ -191,11 +180,8 @@ class ModuleRecord:
 
 
 class _Attempt:
-    """One execution of one module; what its code imported.
-
-    Found from the importing code's globals: it is the ``loader_state`` of the module's
-    spec while its batch is open (and cleared when the batch ends, so that it is freed).
-    """
+    """One execution of one module; what its code imported. Found from the importing
+    code's globals: the ``loader_state`` of the module's spec while its batch is open."""
 
     __slots__ = ("batch", "imports", "missing", "name", "spec")
 
@@ -219,13 +205,12 @@ class Batch:
     load_ms: dict[str, float] = field(default_factory=dict)
     transient: dict[str, OSError] = field(default_factory=dict)
     """Modules that failed because a watched module they import could not be read for a
-    passing reason (out of file descriptors...) → that failure: they are tried again."""
+    passing reason → that failure: they are tried again."""
     compiled: dict[str, tuple[CodeType, float]] = field(default_factory=dict)
-    """Code compiled on the event loop's thread to tell whether it is inert, and how long
-    that took (seconds): the thread executes it without compiling it again."""
+    """Code compiled on the loop to tell whether it is inert, and how long that took
+    (seconds): the thread executes it without compiling it again."""
     inline: set[str] = field(default_factory=set)
-    """Modules whose bodies were executed on the event loop's thread (inert: see
-    :func:`inert`)."""
+    """Modules whose bodies were executed on the event loop's thread (:func:`inert`)."""
 
     def imports_of(self, name: str) -> frozenset[str]:
         attempt = self.attempts.get(name)
@@ -262,8 +247,7 @@ class Loader:
         return record
 
     def watched_files(self) -> Collection[str]:
-        """Paths of all watched module files, as strings (for locating errors): a view that
-        looks each one up in the index, so asking costs nothing until an error is located."""
+        """Paths of all watched module files, as strings (for locating errors): a free view."""
         return self.index.watched_files()
 
     # -- executing ----------------------------------------------------------------------------
@@ -278,10 +262,9 @@ class Loader:
     async def execute(self, batch: Batch, names: Sequence[str], timeout: float) -> None:
         """Execute every module of ``names`` not executed yet; failures go to ``batch.failed``.
 
-        An :func:`inert` body executes here, at once; the others one after another in the
-        worker thread. One still running ``timeout`` seconds after it started is abandoned
-        (a ``TimeoutError`` naming the line it is stuck at), and the modules after it
-        execute in a new thread.
+        An :func:`inert` body executes here, the others in the worker thread; one still
+        running after ``timeout`` seconds is abandoned (a ``TimeoutError`` naming the line it
+        is stuck at), and the modules after it execute in a new thread.
         """
 
         def left(names: Sequence[str]) -> list[str]:
@@ -324,8 +307,8 @@ class Loader:
             pending = left(pending[stuck + 1 :])
 
     def _inert(self, batch: Batch, name: str) -> bool:
-        """True when ``name``'s body can run on the event loop's thread (or has run): it
-        is compiled here to tell, and the code is kept for whoever executes it."""
+        """True when ``name``'s body can run on the loop (or has run); the code compiled to
+        tell is kept."""
         if name in batch.staged or name in batch.failed:
             return True
         source = batch.sources[name]
@@ -347,8 +330,8 @@ class Loader:
         return inert(code, functools.partial(self._loaded_import, batch, package))
 
     def _execute_inline(self, batch: Batch, name: str) -> None:
-        """Execute an inert body on this (the event loop's) thread; failures go to
-        ``batch.failed``, but the user's Ctrl-C arriving meanwhile is not the body's."""
+        """Execute an inert body on the loop; failures go to ``batch.failed``, but the user's
+        Ctrl-C arriving meanwhile is not the body's."""
         if name in batch.staged or name in batch.failed:
             return
         batch.inline.add(name)
@@ -362,8 +345,7 @@ class Loader:
         self, batch: Batch, package: str, name: str, fromlist: tuple[str, ...] | None, level: int
     ) -> ModuleType | None:
         """What ``import`` of ``name`` in this batch returns if it can without running code
-        (nothing executed, read or looked up through a module's ``__getattr__``), else
-        ``None``: the :func:`inert` test of the loader's imports."""
+        (nothing executed, read or looked up through ``__getattr__``), else ``None``."""
         if level:
             if not package:
                 return None
@@ -416,11 +398,8 @@ class Loader:
             self._execute(batch, name)
 
     def end(self, batch: Batch, committed: set[str], unloaded: set[str]) -> None:
-        """Settle the reload: committed modules serve, the rest revert, unloaded ones go.
-
-        ``sys.modules`` and the submodule attributes of packages are brought in line with
-        what now serves.
-        """
+        """Settle the reload: committed modules serve, the rest revert, unloaded ones go
+        (in ``sys.modules`` and their packages' attributes too)."""
         assert self._batch is batch
         self._batch = None
         self._claims.expect(0)  # let the sys.path listing go
@@ -555,8 +534,7 @@ class Loader:
         level: int = 0,
     ) -> ModuleType:
         """``__import__`` for watched modules: the importer is the module whose globals
-        these are. Without an open attempt (live code of a serving generation, or code
-        exec'd in globals of its own outside a module body) it is served what serves now."""
+        these are; without an open attempt (live code) it is served what serves now."""
         spec = globals_.get("__spec__") if globals_ is not None else None
         attempt = getattr(spec, "loader_state", None)
         if not isinstance(attempt, _Attempt):
@@ -719,19 +697,15 @@ _STOP = object()
 
 HANDOFF_WAIT = 0.001
 """Seconds :meth:`Worker.run` waits for its steps blocking (the GIL released) before it
-waits on the event loop: a typical module body executes well within it. The loop serves
-nothing meanwhile: at most this long once per run, below the interpreter's switch interval
-(5 ms) that a body running Python imposes on the loop anyway."""
+waits on the event loop: a typical module body executes well within it, and it is below
+the interpreter's switch interval (5 ms) that a body running Python imposes anyway."""
 
 
 def _call_soon_threadsafe() -> Callable[[Callable[[], object]], object]:
-    """The running loop's own "call this soon, from any thread", looked up on the loop.
-
-    Not ``anyio.lowlevel.current_token()``: before anyio 4.11 it is the bare loop or
-    ``TrioToken``, with no ``backend_class`` to call through. Looked up here, on the loop,
-    so a mismatch fails the run loudly instead of inside the thread, where the loop would
-    never learn that the body ended.
-    """
+    """The running loop's own "call this soon, from any thread", looked up on the loop (a
+    mismatch fails loudly here, not in the thread, where the loop would never learn that
+    the body ended). Not ``anyio.lowlevel.current_token()``: before anyio 4.11 it has no
+    ``backend_class`` to call through."""
     if sniffio.current_async_library() == "trio":
         import trio
 
@@ -761,12 +735,10 @@ def _serve(jobs: queue.SimpleQueue[Any]) -> None:
 
 class Worker:
     """One reusable daemon thread for module bodies, so a body that blocks leaves the event
-    loop serving.
+    loop serving (kept between reloads: starting a thread costs twice a hand-off).
 
-    Starting a thread costs about twice a hand-off to a waiting one, and a start loads
-    every module, so the thread is kept between reloads. A step that overruns its time
-    bound is *abandoned*: Python cannot stop a thread, so that thread runs on, runs no
-    further step, and the next steps go to a new thread.
+    A step that overruns its time bound is *abandoned*: Python cannot stop a thread, so it
+    runs on, runs no further step, and the next steps go to a new thread.
     """
 
     __slots__ = ("__weakref__", "_jobs", "_stopper")
@@ -814,12 +786,8 @@ class Worker:
         run (``error``): steps are expected to catch their own.
 
         ``on_slow=(seconds, notify)`` calls ``notify(index)`` once for a step still running
-        after ``seconds``. The loop is woken once for the whole run, not once per step: it
-        sleeps until the running step's deadline (or slow notice), which it reads from
-        ``run.current``; once a step was slow, it also looks every ``seconds / 4`` for the
-        next one.
-
-        Cancellation stops the waiting (the run is abandoned) and propagates.
+        after ``seconds``. The loop is woken once per run, not per step: it sleeps until the
+        running step's deadline (or slow notice). Cancellation abandons the run.
         """
         run = ThreadRun(label)
         call_soon = _call_soon_threadsafe()
@@ -859,12 +827,10 @@ class Worker:
         abandoned: int | None = None
         self._submit(job)
         try:
-            # A short blocking wait first, the GIL released: the thread starts at once and
-            # says it is done through a lock, not the loop's wake-up pipe (two hand-overs
-            # that were a fifth of a save's own work). A body that runs Python holds the
-            # GIL anyway, so the loop could hardly have run meanwhile; one that waits (I/O,
-            # a sleep, the loop itself) holds the loop up for HANDOFF_WAIT at most, once
-            # per run (a reload's bodies are one run), then is waited for on the loop.
+            # A short blocking wait first, the GIL released: the thread says it is done
+            # through a lock, not the loop's wake-up pipe (two hand-overs that were a fifth
+            # of a save's own work). A body that waits (I/O, the loop itself) holds the loop
+            # up for HANDOFF_WAIT at most, once per run, then is waited for on the loop.
             if finished.wait(min(HANDOFF_WAIT, timeout)):
                 run.done.set()
             else:
@@ -1251,9 +1217,8 @@ def _size(count: int) -> str:
 def read_file(path: Path, limit: int | None = None) -> Source:
     """Read ``path`` and the stat of the file read (one open, so the two agree). Blocking.
 
-    Only a regular file is opened (a FIFO or a device named ``x.py`` would block the read),
-    checked from its stat and again once opened, non-blocking, in case it was swapped in
-    between; so is the size against ``limit``.
+    Only a regular file is opened (a FIFO named ``x.py`` would block the read), checked
+    before and once opened, as is the size against ``limit``.
 
     Raises:
         OSError: the file cannot be read, or is not a regular file (``FileNotFoundError``:
@@ -1295,8 +1260,7 @@ def read_on_loop(path: Path, seen: os.stat_result, limit: int | None = None) -> 
     a worker thread instead (:func:`read_file`, which also reports every failure).
 
     ``seen`` is its ``lstat``, just taken: only a regular file of at most
-    :data:`LOOP_READ_LIMIT` bytes on a local file system is opened (no link followed,
-    non-blocking), and it must still be one once opened.
+    :data:`LOOP_READ_LIMIT` bytes on a local file system is opened, no link followed.
     """
     most = LOOP_READ_LIMIT if limit is None else min(limit, LOOP_READ_LIMIT)
     if not stat.S_ISREG(seen.st_mode) or seen.st_size > most or not MOUNTS.is_local(seen.st_dev):
@@ -1406,13 +1370,9 @@ _CHANGED = select.POLLPRI | select.POLLERR if hasattr(select, "poll") else 0
 
 
 def parse_mountinfo(text: str) -> dict[int, str]:
-    """Device number → file-system type, from the text of ``/proc/<pid>/mountinfo``.
-
-    A line reads ``id parent major:minor root mount-point options [optional...] - type
-    source super-options``; fields are separated by single spaces (spaces inside paths are
-    escaped as ``\\040``). A device mounted with two types (it cannot be, but a malformed
-    line might say so) is left out.
-    """
+    """Device number → file-system type, from the text of ``/proc/<pid>/mountinfo``
+    (``id parent major:minor root mount-point options [optional...] - type ...``, spaces in
+    paths escaped). A device said to have two types (a malformed line) is left out."""
     types: dict[int, str] = {}
     conflicting: set[int] = set()
     for line in text.splitlines():
@@ -1445,11 +1405,7 @@ class Mounts:
 
     def filesystem_type(self, device: int) -> str | None:
         """The type of the file system with ``device`` as ``st_dev``; ``None`` when not
-        known right now (never read, changed since, being read, another platform).
-
-        For the event loop: never waits (a ``poll`` with a zero time-out, under a lock it
-        does not wait for) and never reads the table.
-        """
+        known right now. For the event loop: never waits, never reads the table."""
         if self._types is None or not self._lock.acquire(blocking=False):
             return None
         try:
@@ -1490,9 +1446,8 @@ class Mounts:
                     self._close()
 
     def after_fork(self) -> None:
-        """In a child process: start afresh (the lock may have been held by a thread that
-        does not exist here, and the open file is shared with the parent, which would take
-        the mount changes reported to it)."""
+        """In a child process: start afresh (the lock may be held by a thread not there,
+        and the open file is shared with the parent)."""
         self._lock = threading.Lock()
         self._types = None
         self._close()
