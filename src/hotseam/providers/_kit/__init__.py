@@ -1,16 +1,11 @@
-"""The surface kit: what every surface of the user-interaction seam shares.
+"""The surface kit: what every surface of the user-interaction seam shares (``from .._kit
+import JsonLines`` from anywhere in :mod:`hotseam.providers`).
 
-* ``_json_lines``: one bounded reader of JSON lines from an untrusted peer (a size and a
-  depth limit, invalid UTF-8, a line split across reads, the id of a refused line, read from
-  its start when it is not decoded whole), used by ACP over stdio, MCP over stdio and the
-  control socket;
-* ``_forms``: an ask as a JSON-schema elicitation form and the result read back, with the
-  variants of ACP and each MCP revision (ACP's and MCP's elicitation forms), and the loop
-  that asks again after an empty, incomplete or unfit answer;
+* ``_json_lines``: the bounded reader of JSON lines from an untrusted peer (ACP and MCP over
+  stdio, the control socket);
+* ``_forms``: an ask as a JSON-schema elicitation form (ACP's and each MCP revision's) and
+  the result read back, and the loop that asks again after an answer that does not do;
 * ``_one_at_a_time``: several questions put one after the other to a one-question UI.
-
-Imported by name from anywhere in :mod:`hotseam.providers` (``from .._kit import
-JsonLines``); the CLI reaches it through :mod:`hotseam.providers`.
 """
 
 from __future__ import annotations
@@ -38,7 +33,6 @@ if TYPE_CHECKING:  # imported when first used
     from ._json_lines import Decoded as Decoded
     from ._json_lines import Envelope as Envelope
     from ._json_lines import JsonLines as JsonLines
-    from ._json_lines import Line as Line
     from ._json_lines import Refusal as Refusal
     from ._json_lines import RequestId as RequestId
     from ._json_lines import StreamReaderStream as StreamReaderStream
@@ -46,8 +40,6 @@ if TYPE_CHECKING:  # imported when first used
     from ._json_lines import decode_line as decode_line
     from ._json_lines import envelope_of as envelope_of
     from ._json_lines import is_request_id as is_request_id
-    from ._json_lines import nested_deeper_than as nested_deeper_than
-    from ._json_lines import scan_envelope as scan_envelope
     from ._one_at_a_time import ask_one_at_a_time as ask_one_at_a_time
     from ._one_at_a_time import named_choices as named_choices
 
@@ -71,7 +63,6 @@ if not TYPE_CHECKING:  # type checkers read the imports above
             "Decoded": "._json_lines",
             "Envelope": "._json_lines",
             "JsonLines": "._json_lines",
-            "Line": "._json_lines",
             "Refusal": "._json_lines",
             "RequestId": "._json_lines",
             "StreamReaderStream": "._json_lines",
@@ -79,8 +70,6 @@ if not TYPE_CHECKING:  # type checkers read the imports above
             "decode_line": "._json_lines",
             "envelope_of": "._json_lines",
             "is_request_id": "._json_lines",
-            "nested_deeper_than": "._json_lines",
-            "scan_envelope": "._json_lines",
             "ask_one_at_a_time": "._one_at_a_time",
             "named_choices": "._one_at_a_time",
             "EMPTY_ANSWER_NOTE": "._forms",

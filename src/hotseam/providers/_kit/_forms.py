@@ -1,8 +1,7 @@
 """An ask as a JSON-schema elicitation form, and the client's result read back as its answer.
 
-One mapping for every surface whose client shows such a form (ACP's and MCP's
-``elicitation/create``), pure, so every rule is testable on its own. One question with
-options and custom answers allowed::
+One pure mapping for every surface whose client shows such a form (ACP's and MCP's
+``elicitation/create``). One question with options and custom answers allowed::
 
     message: "Which database?"                                  # the question
     {"type": "object", "title": "Storage",                      # the header
@@ -16,26 +15,17 @@ options and custom answers allowed::
        "custom": {"title": "Other", "description": "...", "type": "string"}},
      "required": ["answer"]}
 
-One choice is a ``string`` with a titled ``oneOf``; several (``multi_select``) an ``array``
-of ``items.anyOf`` with ``minItems``/``maxItems`` from the selection range; free text a
-``string`` with ``minLength: 1``; custom answers one more choice, "Other", and an optional
-text property (typed text wins over a single choice, and is one more of several); a question
-the human may skip is left out of ``required``.
+Several choices are an ``array`` of ``items.anyOf`` with ``minItems``/``maxItems``; free
+text a ``string`` with ``minLength: 1``; typed custom text wins over a single choice and
+is one more of several; a question that may be skipped is not ``required``. One question
+keeps the fixed shape clients and interop tests know; several are a property per question
+id and a numbered message. The protocols' differences are each one's :class:`Variant`.
+Nothing the human sent is quoted in an error.
 
-One question keeps the wire shape clients and interop tests know (the fixed properties
-``answer`` and ``custom``, the header as title, the question as message); several are a
-property per question id and a numbered message. That difference lives in
-:func:`build_form` and :meth:`Form.message` only; the protocols' differences are the
-:class:`Variant` of each (MCP: option descriptions in the property's; 2025-06-18: ``enum`` +
-``enumNames`` too). A result with no answer at all is :class:`EmptyAnswerError`, one with a
-question unanswered or out of bounds :class:`IncompleteAnswerError`; nothing the human sent
-is quoted in an error.
-
-Neither is the human's final word, nor is a reply that names none of the options or a
-result that cannot be read (an :class:`Unfit` answer, the surface's own):
-:func:`ask_until_answered`, one loop and one limit for every surface, asks the question
-again with a one-line note (what fitted pre-filled), at most :data:`ASKED_AGAIN_AT_MOST`
-times, then the ask fails with ``ASK_CANCELLED`` (empty answers) or ``INVALID_ANSWER``.
+An empty or incomplete result (:class:`EmptyAnswerError`, :class:`IncompleteAnswerError`)
+or a surface's :class:`Unfit` one is not the human's final word: :func:`ask_until_answered`,
+one loop for every surface, asks again with a note (what fitted pre-filled), at most
+:data:`ASKED_AGAIN_AT_MOST` times, then fails with ``ASK_CANCELLED`` or ``INVALID_ANSWER``.
 """
 
 from __future__ import annotations
@@ -98,12 +88,9 @@ Problems: TypeAlias = list[tuple[str, str]]
 
 @dataclass(frozen=True, slots=True)
 class Variant:
-    """What one protocol (revision) makes of the shared form.
-
-    ``peer`` names the client in messages; ``option_descriptions``: options carry their
-    ``description`` (else it joins the property's, one ``Label: description`` line each);
-    ``enum_names``: a one-choice property also carries ``enum`` + ``enumNames``.
-    """
+    """What one protocol (revision) makes of the shared form: ``peer`` names the client;
+    without ``option_descriptions`` they join the property's (``Label: description``);
+    ``enum_names`` adds ``enum`` + ``enumNames`` to a one-choice property."""
 
     peer: str
     option_descriptions: bool = True
@@ -127,19 +114,13 @@ def mcp_variant(protocol_version: str) -> Variant:
 
 
 class EmptyAnswerError(Exception):
-    """The client accepted the form with no answer at all (one that does not enforce
-    ``required`` lets the human submit it untouched): asked again."""
+    """Accepted with no answer at all (a client not enforcing ``required``): asked again."""
 
 
 class IncompleteAnswerError(Exception):
-    """The client accepted a form with some answers missing, or with more or fewer choices
-    than a question takes (a client that does not enforce ``required``, ``minItems`` or
-    ``maxItems``).
-
-    ``note`` says which, for the form asked again; ``given`` is what fitted, to pre-fill
-    it; ``problems`` name each question (never the human's text), for the error once the
-    provider stops asking.
-    """
+    """Accepted with answers missing or out of bounds (a client not enforcing ``required``,
+    ``minItems`` or ``maxItems``): ``note`` for the form asked again, ``given`` (what
+    fitted) to pre-fill it, ``problems`` (never the human's text) for the final error."""
 
     def __init__(self, note: str, given: Mapping[str, Any], problems: list[str]) -> None:
         super().__init__(note)
@@ -150,8 +131,7 @@ class IncompleteAnswerError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class _Field:
-    """One question as form properties: ``name`` holds the choice(s) or the text,
-    ``custom`` (when custom answers are allowed) the human's own text."""
+    """One question as form properties: ``name`` the choice(s) or text, ``custom`` typed."""
 
     question: Question
     index: int
@@ -161,8 +141,7 @@ class _Field:
     description: str | None
 
     @property
-    def other(self) -> str | None:
-        """The ``const`` of the "Other" choice (with custom answers)."""
+    def other(self) -> str | None:  # the const of the "Other" choice
         return None if self.custom is None else unused_value(self.question, _OTHER_VALUE)
 
     @property
@@ -178,8 +157,7 @@ class _Field:
         return not (question.is_multi_select and question.selection_range[0] == 0)
 
     def properties(self, given: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-        """The question's property schemas (keys in the order the ACP SDK dumps them);
-        ``given`` pre-fills them instead of the recommendation."""
+        """The property schemas (keys in the ACP SDK's order), ``given`` pre-filling them."""
         question = self.question
         head = _dropping_none(title=self.title, description=self.description)
         if question.is_free_form:
@@ -225,9 +203,8 @@ class _Field:
         return schemas
 
     def read(self, content: Mapping[str, Any], problems: Problems) -> QuestionAnswer | None:
-        """The question's answer in ``content`` (selections not yet counted against its
-        bounds), or ``None`` when nothing was chosen or typed; what does not fit (a wrong
-        type, a value that is none of the options) is added to ``problems``."""
+        """The answer in ``content`` (bounds not yet checked), ``None`` when nothing was
+        given; what does not fit goes in ``problems``."""
         question = self.question
         if question.is_free_form:
             text = _text(problems, content, self.name)
@@ -284,7 +261,7 @@ class _Field:
 
     def _not_an_option(self, value: str) -> str:
         offered = ", ".join(repr(option.model_value) for option in self.question.choices)
-        # What the human sent is described, never quoted: errors reach the logs.
+        # described, never quoted: errors reach the logs
         return f"is none of the options ({offered}) (a value of {len(value)} characters)"
 
 
@@ -298,13 +275,11 @@ class Form:
 
     @property
     def names(self) -> tuple[str, ...]:
-        """The property names the form asks for, in order."""
         return tuple(name for item in self.fields for name in item.names)
 
     def message(self, note: str | None = None) -> str:
-        """The question; for several, each on a numbered line (a client that shows only
-        the message still shows them all). ``note`` (one line) goes before it when it is
-        asked again."""
+        """The question; several numbered (a client showing only the message shows them
+        all); ``note`` before it when asked again."""
         questions = self.request.questions
         if len(questions) == 1:
             text = questions[0].question
@@ -317,8 +292,7 @@ class Form:
         return text if note is None else f"{note}\n\n{text}"
 
     def schema(self, variant: Variant = ACP) -> dict[str, Any]:
-        """The ``requestedSchema`` as ``variant`` takes it (always with ``"type": "object"``,
-        which the ACP RFD says senders MUST include)."""
+        """The ``requestedSchema`` as ``variant`` takes it (with ``"type": "object"``: a MUST)."""
         properties: dict[str, dict[str, Any]] = {}
         for item in self.fields:
             properties.update(item.properties(self.given))
@@ -336,11 +310,9 @@ class Form:
         """Turn the client's elicitation result into an answer.
 
         Raises:
-            UserInteractionError: ``ASK_DECLINED`` (action ``decline``), ``ASK_CANCELLED``
-                (action ``cancel``), or ``INVALID_ANSWER`` naming every field that does not
-                fit (wrong type, unknown action, a field that was not asked, a value that is
-                none of the options).
-            EmptyAnswerError: accepted, and everything fits, but there is no answer in it.
+            UserInteractionError: ``ASK_DECLINED``, ``ASK_CANCELLED``, or ``INVALID_ANSWER``
+                naming every field that does not fit.
+            EmptyAnswerError: accepted, but with no answer in it.
             IncompleteAnswerError: accepted, but a question is unanswered or out of bounds.
         """
         peer = variant.peer
@@ -416,12 +388,8 @@ class Form:
 
 
 def build_form(request: AskUserQuestionRequest, given: Mapping[str, Any] | None = None) -> Form:
-    """Map a (validated) request onto a form; ``given`` (an :class:`IncompleteAnswerError`'s)
-    pre-fills what the human already answered.
-
-    One question keeps the fixed property names of the seed's form; several are named by
-    their ids, each custom text ``ID_custom`` (made unique).
-    """
+    """Map a (validated) request onto a form, ``given`` pre-filling it; several questions
+    are named by their ids, each custom text ``ID_custom`` (made unique)."""
     questions = request.questions
     if len(questions) == 1:
         question = questions[0]
@@ -457,7 +425,7 @@ def build_form(request: AskUserQuestionRequest, given: Mapping[str, Any] | None 
 
 
 def type_name(value: object) -> str:
-    """The JSON name of a value's type, for error messages about wire data."""
+    """The JSON name of a value's type, for errors about wire data."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -546,17 +514,15 @@ def _invalid(peer: str, problems: Problems) -> UserInteractionError:
 # -- asked again --
 
 ASKED_AGAIN_AT_MOST = 2
-"""How many times a question is asked again after answers that do not do."""
 EMPTY_ANSWER_NOTE = "That answer was empty: please choose an option or type an answer."
-"""The one line put before a question asked again after an empty answer."""
 
 T = TypeVar("T")
 AskedAgain: TypeAlias = Literal["empty", "incomplete", "unfit"]
 
 
 class Unfit(Protocol):
-    """An answer a surface cannot take: ``note`` goes before the question asked again,
-    ``describe(times)`` is the error once it is asked no more."""
+    """An answer a surface cannot take: ``note`` before the question asked again,
+    ``describe(times)`` the final error."""
 
     note: str
 
@@ -570,10 +536,8 @@ async def ask_until_answered(
     unfit: tuple[type[Exception], ...] = (),
     asked_again: Callable[[AskedAgain, int], None] = lambda why, attempt: None,
 ) -> T:
-    """Run ``attempt(note, given)`` until it returns, asking again after an
-    ``EmptyAnswerError``, an ``IncompleteAnswerError`` or an ``unfit`` one (an
-    :class:`Unfit`); ``peer`` names the client in the final error, ``asked_again(why, n)``
-    hears of the n-th time (for the surface's log)."""
+    """Run ``attempt(note, given)`` until it returns, asking again after an empty,
+    incomplete or ``unfit`` answer; ``asked_again(why, n)`` hears of the n-th time."""
     note: str | None = None
     given: dict[str, Any] | None = None
     times = 0

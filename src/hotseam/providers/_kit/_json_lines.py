@@ -1,30 +1,18 @@
 """One bounded reader of JSON lines from a peer that may be hostile or broken.
 
-ACP and MCP over stdio and the control socket all read one JSON value a line from a peer
-hotseam does not trust, and each must survive whatever arrives: a line of gigabytes, JSON
-nested deep enough to crash a recursive copy or renderer, bytes that are not UTF-8, a line
-that arrives in pieces. :class:`JsonLines` reads them from any anyio byte stream (an
-``asyncio.StreamReader`` through :class:`StreamReaderStream`) and says, for each line,
-either what it holds (:class:`Decoded`) or why it is refused (:class:`Refusal`): its
-JSON-RPC code, a reason that never quotes the line (it may hold what the human typed),
-and its :class:`Envelope`, so that the error can carry the id of the request it answers.
-What a refusal becomes on the wire, and what is logged, is each surface's: the reader holds
-no protocol beyond that.
+ACP and MCP over stdio and the control socket read one JSON value a line from a peer
+hotseam does not trust, and must survive a line of gigabytes, JSON nested deep enough to
+crash a recursive copy, bytes that are not UTF-8, a line in pieces. :class:`JsonLines`
+says for each line what it holds (:class:`Decoded`) or why it is refused
+(:class:`Refusal`: a JSON-RPC code, a reason never quoting the line, and its
+:class:`Envelope`); what a refusal becomes on the wire is each surface's.
 
-Bounds: a line longer than ``max_line_bytes`` is discarded as it arrives (only its first
-:data:`PREFIX_BYTES` are kept, for its id), never held whole; objects and arrays may nest
-``max_depth`` levels (the message is level 1), checked iteratively after the standard
-library's decoder, whose own recursion failure is a refusal too.
-
-The envelope: a JSON-RPC error must carry the id of the request it answers, or the client's
-call waits for ever (the TypeScript SDK's ``prompt()`` does). A line refused undecoded
-usually starts with it, since clients write ``{"jsonrpc": "2.0", "id": 7, "method": ...,
-"params": ...}``, the bulk last: :func:`scan_envelope` reads the top-level members of the
-line's first :data:`PREFIX_BYTES`, one at a time with the standard decoder, and stops at the
-first it cannot read (never a full decode, never a nested member taken for the envelope's).
-A request then gets an error response with its id; a response (``result`` or ``error``, no
-``method``) fails the agent's own request it answers (as the TypeScript SDK does); anything
-else gets ``"id": null``, as JSON-RPC 2.0 requires when the id cannot be told.
+A line longer than ``max_line_bytes`` is discarded as it arrives, never held whole; depth
+is checked iteratively after the standard decoder. The envelope matters because an error
+without the id of the request it answers leaves the client's call waiting for ever (the
+TypeScript SDK's ``prompt()`` does): clients write the id first and the bulk last, so
+:func:`scan_envelope` reads the top-level members of a refused line's first
+:data:`PREFIX_BYTES`, one at a time, stopping at the first it cannot read.
 """
 
 from __future__ import annotations
@@ -60,13 +48,11 @@ __all__ = [
 ]
 
 DEFAULT_MAX_DEPTH: Final = 128
-"""The deepest nesting of objects and arrays accepted (serde_json's default, which the Rust
-ACP SDK parses with); protocol messages nest less than ten levels."""
+"""The deepest nesting accepted (serde_json's default, as the Rust ACP SDK parses)."""
 
 DEFAULT_MAX_LINE_BYTES: Final = 16 * 1024 * 1024
-"""16 MiB: an ACP prompt or an MCP tool's arguments can carry images inline, base64-encoded
-(a third larger than the file), so a screenshot of several MiB must fit; a longer line is far
-more likely a runaway or hostile peer than a message, and is not worth parsing."""
+"""16 MiB: a prompt or a tool's arguments may carry a screenshot inline, base64-encoded; a
+longer line is far more likely a runaway or hostile peer than a message."""
 
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
@@ -76,8 +62,7 @@ _CHUNK: Final = 64 * 1024
 RequestId: TypeAlias = int | str
 
 PREFIX_BYTES: Final = 64 * 1024
-"""How much of a line's start is kept and scanned for its envelope (the id comes first in
-practice; a prompt's content, however large, comes after it)."""
+"""How much of a line's start is kept and scanned for its envelope."""
 
 _SPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
@@ -85,7 +70,7 @@ _scan_string: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  #
 
 
 def is_request_id(value: object) -> TypeGuard[RequestId]:
-    """A JSON-RPC id a response can name: a number (an integer here) or a string."""
+    """A JSON-RPC id a response can name: an integer or a string."""
     return isinstance(value, int | str) and not isinstance(value, bool)
 
 
@@ -94,10 +79,8 @@ class Envelope:
     """The top-level members of a message that could be read, and what they make it."""
 
     request_id: RequestId | None = None
-    """The message's id when it is one a response can name; ``None`` otherwise."""
     has_method: bool = False
-    has_outcome: bool = False
-    """A ``result`` or an ``error`` member was seen: the message is a response."""
+    has_outcome: bool = False  # a result or an error member
 
     @property
     def is_response(self) -> bool:
@@ -132,10 +115,8 @@ _UNREAD = object()
 def _read_members(text: str, position: int, members: dict[str, object], *, cut: bool) -> None:
     """Read ``"key": value`` pairs of the outermost object until one cannot be read.
 
-    Only ``id`` values are kept (the others could be the bulk of the line); a key whose
-    value cannot be read is still recorded, as present. When the text is a cut-off start
-    (``cut``), a value that reaches its very end may be cut too (``12`` read as ``1``),
-    so it counts as unread.
+    Only ``id`` values are kept; a key whose value cannot be read is still present. In a
+    cut-off start (``cut``) a value reaching its very end may be cut (``12`` read as ``1``).
     """
     while True:
         position = _skip_space(text, position)
@@ -169,8 +150,8 @@ def _skip_space(text: str, position: int) -> int:
 
 
 class StreamReaderStream(anyio.abc.ByteReceiveStream):
-    """An ``asyncio.StreamReader`` (what the SDKs' stdio transports hand over) as an anyio
-    byte stream. Closing it leaves the reader to its owner."""
+    """An ``asyncio.StreamReader`` (the SDKs' stdio transports') as an anyio byte stream;
+    closing it leaves the reader to its owner."""
 
     def __init__(self, reader: Any) -> None:
         self._reader = reader
@@ -187,18 +168,15 @@ class StreamReaderStream(anyio.abc.ByteReceiveStream):
 
 @dataclass(frozen=True, slots=True)
 class Line:
-    """One line as read: its bytes (without the newline) unless it was too long."""
+    """One line as read: ``data`` without the newline (empty when longer than ``limit``),
+    its ``size`` (as much as was read), its first :data:`PREFIX_BYTES` (``head``), and
+    whether a newline ``ended`` it."""
 
     data: bytes
-    """The line without its newline; empty when it was longer than ``limit``."""
     size: int
-    """Its length in bytes (as much as was read of it, when reading stopped at the limit)."""
     head: bytes
-    """Its first :data:`PREFIX_BYTES` bytes, kept whatever its length."""
     limit: int
-    """The longest line the reader accepts."""
     ended: bool
-    """A newline ended it (else the stream ended first, or reading stopped at the limit)."""
 
     @property
     def too_long(self) -> bool:
@@ -221,14 +199,10 @@ class Decoded:
 class Refusal:
     """A line that is refused, and why, without its content."""
 
-    code: int
-    """:data:`PARSE_ERROR` (not JSON, or too deep to parse) or :data:`INVALID_REQUEST`
-    (too long, or parsed but nested deeper than the limit)."""
+    code: int  # PARSE_ERROR (not JSON, too deep to parse), or INVALID_REQUEST
     kind: Literal["too_long", "not_json", "too_deep"]
-    detail: str
-    """One line naming what is wrong (a limit, a position), never quoting the line."""
+    detail: str  # a limit, a position: never the line
     envelope: Envelope
-    """What the line says about itself: its id, whether it answers a request."""
     size: int
 
 
@@ -264,8 +238,7 @@ class JsonLines:
         self.discard_long = discard_long
 
     async def receive_line(self) -> Line | None:
-        """The next line, without holding more than the limit of it; ``None`` once the
-        stream has ended (a last line without a newline is a line)."""
+        """The next line, holding no more than the limit of it; ``None`` at the end."""
         kept = bytearray()
         head = b""
         size = 0
@@ -352,12 +325,8 @@ def _no_constant(name: str) -> None:
 
 
 def nested_deeper_than(value: object, limit: int) -> bool:
-    """Whether objects and arrays nest more than ``limit`` levels (``value`` is level 1).
-
-    Iterative, and stops at the first level too deep: what reads a message next (an SDK's
-    copying and validation, a log renderer) may recurse, and would fail with
-    ``RecursionError`` far below the decoder's own limit.
-    """
+    """Whether objects and arrays nest more than ``limit`` levels (``value`` is level 1),
+    iteratively: what reads a message next (an SDK's copy, a log renderer) may recurse."""
     if not isinstance(value, dict | list):
         return False
     stack: list[tuple[object, int]] = [(value, 1)]
@@ -372,8 +341,8 @@ def nested_deeper_than(value: object, limit: int) -> bool:
 
 
 def _brackets_deeper_than(data: bytes, limit: int) -> bool:
-    """Whether the brackets of a line that is not JSON (its start) open more than ``limit``
-    levels outside strings: such a line is refused for its depth, not its syntax."""
+    """Whether a non-JSON line's brackets open more than ``limit`` levels outside strings
+    (refused for its depth, not its syntax)."""
     depth = 0
     in_string = escaped = False
     for byte in data:

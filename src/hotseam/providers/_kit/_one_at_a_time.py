@@ -1,10 +1,5 @@
-"""Several questions for a surface that shows one at a time: asked one after the other.
-
-A permission prompt, a chat message, a terminal line carry one question. An ask of several
-is then put as one one-question request after another (same agent, same signal), each
-answer checked against its question, and the entries joined into the ask's answer, in
-question order.
-"""
+"""Several questions for a surface that shows one at a time (a permission prompt, a chat
+message, a terminal line): asked one after the other, each answer checked, then joined."""
 
 from __future__ import annotations
 
@@ -37,9 +32,8 @@ async def ask_one_at_a_time(
 
 
 def named_choices(question: Question, text: str) -> tuple[list[AskUserQuestionOption], list[str]]:
-    """The options a typed reply of choices separated by commas names, and the parts that
-    name none, in order: how a chat or a terminal line answers a multi-select question. A
-    reply that names one option whole is that option (an option's name may hold a comma)."""
+    """The options a reply of choices separated by commas names, and the parts naming none
+    (a reply naming one option whole is that option: a name may hold a comma)."""
     whole = question.option_named(text)
     if whole is not None:
         return [whole], []

@@ -1,25 +1,17 @@
 """The web inbox's server: the listening socket, its connections, and the app serving now.
 
-:class:`WebServer` is what a hot reload carries (``scope.carry``). It owns the listening
-socket, the accept loop and every open connection, from the first generation that serves
-the inbox until the last one lets it go. Each generation *mounts* its app on it, and a
-reload swaps the app under the open connections:
+:class:`WebServer` is what a hot reload carries (``scope.carry``): the listening socket,
+the accept loop and every open connection, from the first generation that serves the
+inbox to the last. Each generation *mounts* its app on it, so a reload swaps the app under
+open connections: a request runs to its end on the app that started it (the old
+generation waits for it, bounded), one arriving between two apps waits for the next (up
+to :data:`SWAP_WAIT`), and keep-alive connections, open pages and the backlog are never
+cut. The accept loop is shielded from what cancels its task host's other tasks: only
+:meth:`WebServer.aclose` stops it, gracefully.
 
-* a request runs to its end on the app that started it (the old generation waits for its
-  requests, within a bound, before it finishes closing);
-* a request that arrives while no app is mounted (between the old generation's close and
-  the new one's start) waits for the next app, up to :data:`SWAP_WAIT` seconds;
-* keep-alive connections, open pages and the socket's backlog are never cut by a reload.
-
-The accept loop runs in a task of the scope's task host (the reloader's task group, or the
-task group of the scope itself), shielded from whatever cancels that host's other tasks:
-only :meth:`WebServer.aclose` (the carried value's disposal) stops it, gracefully.
-
-Each accepted socket (the accept loop is ``providers/_accept.py``: it survives running out
-of file descriptors and bounds the connections) goes to Hypercorn's ``TCPServer`` for the
-running backend, the same object Hypercorn's own ``worker_serve`` creates per connection.
-What ``worker_serve`` adds around it (its accept loop, lifespan events, a graceful shutdown
-that cannot itself be cancelled cleanly) is left out: this server does those its own way.
+Each accepted socket goes to Hypercorn's per-connection ``TCPServer``, as in its own
+``worker_serve``, without what that adds around it (its accept loop, lifespan events, a
+shutdown that cannot be cancelled cleanly): this server does those its own way.
 """
 
 from __future__ import annotations
@@ -31,7 +23,7 @@ import functools
 import json
 import logging
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import anyio
@@ -59,11 +51,9 @@ IDLE_TIMEOUT = 5.0
 SWAP_WAIT = 10.0
 """Seconds a request waits for an app while none is mounted (a reload between two)."""
 DRAIN_GRACE = 2.0
-"""Seconds a request of an unmounted generation may wait on its peer before it is cut (a
-slow request runs on, up to :data:`DRAIN_LIMIT`: see :meth:`Mount.drain`)."""
+"""Seconds a request of an unmounted generation may wait on its peer before it is cut."""
 DRAIN_LIMIT = 4.0
-"""Seconds any request of an unmounted generation may take before it is cut (below the
-5 s a scope gives each disposer)."""
+"""Seconds any request of an unmounted generation may take (below a disposer's 5 s)."""
 STOP_GRACE = 2.0
 """Seconds the server's connections may take to finish at its close."""
 ABORT_WAIT = 1.0
@@ -75,21 +65,18 @@ _REFUSALS = frozenset({401, 403, 421})  # refused before the token was checked, 
 _log = get_logger("hotseam.providers.web")
 
 
-# -- one accepted connection, served by Hypercorn's per-connection server --
-
 Dispatch = Callable[..., Awaitable[None]]
 """Hypercorn's app wrapper: ``(scope, receive, send, sync_spawn, call_soon)``."""
 
 
 def hypercorn_config(idle_timeout: float) -> Config:
     """Hypercorn's settings for the inbox: no access log (URLs carry the token), small
-    request heads, and idle connections closed after ``idle_timeout`` seconds."""
+    request heads, and idle connections closed after ``idle_timeout`` seconds (before the
+    first request too, however slowly a head trickles)."""
     config = Config()
     config.accesslog = None
     config.errorlog = _server_logger()
     config.include_server_header = False
-    # Applies before the first request as well as between requests: a connection that
-    # never completes a request head is closed after it, however slowly it trickles.
     config.keep_alive_timeout = idle_timeout
     config.h11_max_incomplete_size = 16 * 1024
     return config
@@ -102,10 +89,8 @@ Peer = tuple[Any, ...]
 class Connections:
     """Serves accepted sockets with Hypercorn on the backend running now (asyncio or trio).
 
-    ``terminate()`` is Hypercorn's graceful stop: idle keep-alive connections close at once
-    and busy ones close after their response. :meth:`abort` is the forced one, for a peer
-    that stopped reading: Hypercorn's trio server writes shielded from cancellation, so only
-    closing the socket ends a write that waits for such a peer.
+    :meth:`terminate` is Hypercorn's graceful stop; :meth:`abort` the forced one, for a
+    peer that stopped reading (Hypercorn's trio server writes shielded from cancellation).
     """
 
     __slots__ = ("_asyncio", "_config", "_context", "_dispatch", "_live", "_state")
@@ -127,7 +112,6 @@ class Connections:
 
     @property
     def terminated(self) -> bool:
-        """True once :meth:`terminate` ran."""
         return bool(self._context.terminated.is_set())
 
     async def terminate(self) -> None:
@@ -141,7 +125,6 @@ class Connections:
             close()
 
     def abort_all(self) -> None:
-        """Close every connection now."""
         for close in list(self._live.values()):
             close()
 
@@ -173,9 +156,8 @@ class Connections:
                 writer,
             )
         finally:
-            # Unregister the socket from the loop now (synchronously): the accept loop
-            # closes it next, and a closed descriptor left in the selector would break the
-            # registration of the next socket that reuses its number.
+            # unregistered now: a closed descriptor left in the selector would break the
+            # registration of the next socket that reuses its number
             writer.transport.abort()
 
     async def _serve_trio(self, connection: socket.socket, peer: Peer) -> None:
@@ -192,7 +174,12 @@ class Connections:
 
 @functools.cache
 def _asyncio_server() -> type[Any]:
-    """Hypercorn's asyncio ``TCPServer``, ending as soon as the peer has gone."""
+    """Hypercorn's asyncio ``TCPServer``, ending as soon as the peer has gone.
+
+    Hypercorn's connection reads until the peer closes, then waits for its idle timer
+    (which nothing stops when no request is in flight): a client gone would hold its place
+    under the connection limit for the whole idle timeout.
+    """
     from hypercorn.asyncio.tcp_server import TCPServer
 
     class Server(TCPServer):
@@ -216,16 +203,9 @@ def _trio_server() -> type[Any]:
     return Server
 
 
-# Hypercorn's connection reads until the peer closes, then waits for its idle timer (which
-# nothing stops when no request is in flight) before it ends: a connection whose client
-# went away would hold its place under the connection limit for the whole idle timeout.
-# Both servers above stop that timer once reading ended; requests in flight still finish.
-
-
 def _server_logger() -> logging.Logger:
-    """Hypercorn's errors (a failing app), without its "Running on http://..." chatter: the
-    CLI prints the one line with the inbox's URL. A private logger, so no logging
-    configuration changes."""
+    """Hypercorn's errors (a failing app), without its "Running on http://..." chatter, on
+    a private logger (no logging configuration changes)."""
     logger = logging.Logger("hotseam.providers.web.server", logging.WARNING)
     logger.parent = logging.getLogger("hotseam.providers.web")
     return logger
@@ -240,8 +220,7 @@ def _on_asyncio() -> bool:
 
 
 def connection_limit() -> int:
-    """How many connections one inbox serves at once: at most a quarter of the process's
-    file descriptors, so a flood of connections never starves the rest of the daemon."""
+    """At most a quarter of the process's descriptors: a flood never starves the daemon."""
     soft = descriptor_limit()
     if soft is None:
         return MAX_CONNECTIONS
@@ -269,8 +248,8 @@ class Listener:
                 )
             raise OSError(f"cannot listen on {_url_host(host)}:{port}: {why}") from None
         sock.setblocking(False)
-        # Accepted connections inherit it (Linux, BSDs): without it, a response written as
-        # headers then body waits for the client's delayed ACK (about 40 ms) on asyncio.
+        # inherited by accepted connections: else a response written as headers then body
+        # waits for the client's delayed ACK (about 40 ms) on asyncio
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.socket = sock
         self.host = host
@@ -282,7 +261,7 @@ class Listener:
 
     @property
     def address(self) -> str:
-        """``host:port`` as it goes in a URL."""
+        """``host:port``, as in a URL."""
         return f"{_url_host(self.host)}:{self.port}"
 
     @property
@@ -292,7 +271,6 @@ class Listener:
 
     @property
     def closed(self) -> bool:
-        """True once :meth:`close` ran."""
         return self.socket.fileno() < 0
 
     def url(self, token: str) -> str:
@@ -319,16 +297,26 @@ def _url_host(host: str) -> str:
 
 
 class _Request:
-    """What a drain knows of one request: what closes its connection, whether it waits
-    on its peer (inside ``receive``/``send``) and since when, whether it was cut."""
+    """What a drain knows of a request: what closes its connection, how many
+    ``receive``/``send`` calls wait on its peer and since when, whether it was cut."""
 
     __slots__ = ("abort", "cut", "since", "waiting")
 
     def __init__(self, abort: Callable[[], object]) -> None:
         self.abort = abort
         self.since = anyio.current_time()
-        self.waiting = 0  # receive/send calls in progress (an event stream has two at once)
+        self.waiting = 0  # an event stream has two at once
         self.cut = False
+
+    @contextlib.contextmanager
+    def on_peer(self) -> Iterator[None]:
+        self.waiting += 1
+        self.since = anyio.current_time()
+        try:
+            yield
+        finally:
+            self.waiting -= 1
+            self.since = anyio.current_time()
 
     def stuck(self, now: float, grace: float) -> bool:
         """True when it has waited on its peer for ``grace`` seconds without a step."""
@@ -348,7 +336,6 @@ class Mount:
 
     @property
     def requests(self) -> int:
-        """How many requests this app is serving now."""
         return len(self._requests)
 
     async def serve(
@@ -358,22 +345,12 @@ class Mount:
         state = _Request(abort)
 
         async def receiving() -> Message:
-            state.waiting += 1
-            state.since = anyio.current_time()
-            try:
+            with state.on_peer():
                 return await receive()
-            finally:
-                state.waiting -= 1
-                state.since = anyio.current_time()
 
         async def sending(message: Message) -> None:
-            state.waiting += 1
-            state.since = anyio.current_time()
-            try:
+            with state.on_peer():
                 await send(message)
-            finally:
-                state.waiting -= 1
-                state.since = anyio.current_time()
 
         with anyio.CancelScope() as request:
             self._requests[request] = state
@@ -386,13 +363,11 @@ class Mount:
 
     async def drain(self, grace: float, limit: float | None = None) -> int:
         """Wait for the requests in flight (after unmounting) to end; return how many
-        were cut.
+        were cut (cancelled, their connection closed).
 
-        A request is cut (cancelled, its connection closed) once it has waited ``grace``
-        seconds on its peer (a ``send`` to a peer that does not read, a ``receive`` of a
-        body that does not come), and any request once ``limit`` seconds (default:
-        :data:`DRAIN_LIMIT`) have passed. A request that is merely slow (a busy machine) is not
-        waiting on its peer: it runs on, within ``limit``, to its response.
+        A request is cut once it has waited ``grace`` seconds on its peer (one that does not
+        read, a body that does not come), any once ``limit`` (:data:`DRAIN_LIMIT`) passed; a
+        merely slow one (a busy machine) runs on, within ``limit``.
         """
         if not self._requests:
             return 0
@@ -420,7 +395,6 @@ class Mount:
         return cut
 
     async def _wait_change(self, timeout: float) -> None:
-        """Wait until a request ends, or ``timeout`` seconds."""
         self._changed = changed = anyio.Event()
         with anyio.move_on_after(max(timeout, 0)):
             await changed.wait()
@@ -428,11 +402,8 @@ class Mount:
 
 class WebServer:
     """The carried server: a listener, its accept loop and connections, the mounted app.
-
-    Create it in a scope (:meth:`start` puts its accept loop on the scope's task host),
-    :meth:`mount` a generation's app on it, and :meth:`aclose` it when no generation
-    carries it any more. ``name`` is what its log lines call it.
-    """
+    :meth:`start` it on a scope's task host, :meth:`mount` each generation's app, and
+    :meth:`aclose` it when no generation carries it; ``name`` is its name in logs."""
 
     __slots__ = (
         "_connections",
@@ -466,15 +437,13 @@ class WebServer:
         self._stopped = anyio.Event()
         self._running = False
         self._connections: Connections | None = None
-        self.mounts = 0
-        """How many apps were mounted: 1 after the first generation's (its URL is news)."""
+        self.mounts = 0  # 1 after the first generation's app (its URL is news)
 
     def __repr__(self) -> str:
         return f"<WebServer {self.listener.address} mounted={self._mount is not None}>"
 
     @property
     def closing(self) -> bool:
-        """True once :meth:`aclose` began."""
         return self.listener.closed
 
     def matches(self, host: str, port: int) -> bool:
@@ -489,9 +458,8 @@ class WebServer:
         host.start_soon(self._run, name=f"{self._name} server {self.listener.address}")
 
     async def _run(self) -> None:
-        # Shielded: the host's other tasks may be cancelled (a stop signal cancels the
-        # CLI's task group) while this one must keep serving until aclose() ends it
-        # gracefully, so that open pages hear the inbox's closing note.
+        # shielded: a stop signal cancels the CLI's task group, while open pages must still
+        # hear the inbox's closing note from aclose()
         try:
             with anyio.CancelScope(shield=True), self._stop:
                 config = hypercorn_config(self._idle_timeout)
@@ -521,9 +489,8 @@ class WebServer:
     async def unmount(
         self, mount: Mount, grace: float = DRAIN_GRACE, limit: float | None = None
     ) -> int:
-        """Stop giving ``mount`` new requests and wait for those it serves (see
-        :meth:`Mount.drain`); new requests wait for the next mount meanwhile. Return how
-        many were cut."""
+        """Stop giving ``mount`` new requests and :meth:`~Mount.drain` it (new requests wait
+        for the next mount); return how many were cut."""
         mount.mounted = False
         if self._mount is mount:
             self._mount = None
@@ -595,16 +562,10 @@ class WebServer:
 
 
 def _guarded_send(send: Send) -> Send:
-    """Hypercorn's ``send``, with two changes.
-
-    A refused request ends its connection: whoever lacks the token or sent a foreign Host
-    or Origin gets no kept-alive connection to try again on.
-
-    The message that ends a response is sent shielded from cancellation. Sending it makes
-    Hypercorn recycle the connection and start its idle timer from inside this call (on
-    trio with ``nursery.start``, in the caller's cancel scope); an app that cancels its own
-    scope right after (the event stream does, once the page has gone) would cancel that
-    timer with it, leaving the connection with no idle timeout at all.
+    """Hypercorn's ``send``: a refused request ends its connection (no kept-alive one to
+    try again on), and the message ending a response is sent shielded. Sending it starts
+    Hypercorn's idle timer inside this call (on trio in the caller's cancel scope): an app
+    cancelling its scope right after (the event stream does) would cancel the timer too.
     """
 
     async def guarded(message: Message) -> None:
