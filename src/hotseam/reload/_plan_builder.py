@@ -4,28 +4,24 @@ Against the module records (the index itself is :mod:`._planner`'s): the changed
 every loaded module importing one of them (or that failed to import a module that
 appeared), and modules refused for a conflict whose blocker is going.
 
-**The deletion grace.** ``git checkout``, ``git stash``, a deploy, an editor that deletes
-then writes: a module file (or its folder) vanishes for a moment. Unloading would dispose
-its provider only to load it again. So with ``WatchOptions(deletion_grace=...)`` a plan
-that finds a loaded module's file gone *holds* it, whatever asked for the plan (a watcher,
-``reload()``, a retry, a folder replaced: a wrapper of the watcher's deletion events missed
-all but the first). A held module keeps serving and keeps its index entry
-(:meth:`~._planner.ModuleIndex.hold`), so its importers still get it; a plan that would
-execute it marks it *stale* instead; once its file is back it is reloaded if changed or
-stale; when the grace ends with the file still gone, it is unloaded in a reload of its own.
+**The deletion grace.** ``git checkout``, ``git stash``, an editor that deletes then writes:
+a module file (or its folder) vanishes for a moment, and unloading would dispose its
+provider only to load it again. So with ``WatchOptions(deletion_grace=...)`` a plan that
+finds a loaded module's file gone, whatever asked for it, *holds* it: it keeps serving and
+keeps its index entry (:meth:`~._planner.ModuleIndex.hold`), so its importers still get it;
+a plan that would execute it marks it *stale*; once its file is back it is reloaded if
+changed or stale; when the grace ends with the file still gone, it is unloaded.
 
 **Heirs.** A module can fail because of a generation still alive (a rename: the new module
 cannot bind the port the old one holds). Two rules, neither specific to ports:
 
 * **retry after an unload** — once a reload unloaded a generation, every module whose last
-  failure happened while that generation was alive is loaded again in a reload of its own
-  (:func:`due_after_unload`);
+  failure happened while that generation was alive is loaded again (:func:`due_after_unload`);
 * **a renamed module takes over carried values** — when a reload unloads exactly one
   generation that carries values and sets up exactly one provider with no serving
-  generation, a key the new one carries too (same ``version``, ``accept`` willing) is handed
-  over at the commit instead of disposed (a listening socket keeps its port and backlog);
-  one that failed while the carrier lived is retried in the reload that unloads it, so it
-  can take over there. With two of either, nothing is taken over (a guess).
+  generation, a key the new one carries too is handed over at the commit instead of
+  disposed (a listening socket keeps its port); one that failed while the carrier lived is
+  retried in the reload that unloads it. With two of either, nothing is taken over (a guess).
 """
 
 from __future__ import annotations
@@ -63,11 +59,8 @@ __all__ = [
     "PlanBuilder",
     "carrier_of",
     "carries",
-    "check_grace",
     "due_after_unload",
     "heir_of",
-    "report_back",
-    "report_held",
     "waiting_heirs",
 ]
 
@@ -210,8 +203,8 @@ class PlanBuilder:
         return plan
 
     def batch_done(self, names: Collection[str] | None) -> None:
-        """A batch ended: the records of ``names`` (every module it executed, unloaded or
-        failed) may have been refused for a conflict, or cleared; ``None``: any may have."""
+        """A batch ended: the records of ``names`` may have been refused for a conflict, or
+        cleared; ``None``: any may have."""
         if names is None:
             self._blocked = None
             self._stale = None
@@ -229,10 +222,8 @@ class PlanBuilder:
     def _any_blocked(self) -> bool:
         """True when a module record holds a blocker (it was refused for a conflict).
 
-        The blocked modules are remembered between plans: a record's blocker is set or
-        cleared only by the commit of a batch, and only for the modules of that batch
-        (:meth:`batch_done`), which are looked at again here. A save that changed nothing
-        so makes no pass over the N records (about 30 µs at N = 1,000)."""
+        Remembered between plans: only a batch's commit changes a blocker, and only for its
+        modules (:meth:`batch_done`), so a save that changed nothing makes no pass over N."""
         records = self._loader.records
         blocked = self._blocked
         if blocked is None:
@@ -249,14 +240,10 @@ class PlanBuilder:
         return bool(blocked)
 
     def _imports(self) -> dict[str, frozenset[str]]:
-        """Module → the watched modules it imported (or tried to), with the reverse edges
-        kept in ``_importers``.
-
-        Built once, then brought up to date from the modules a batch touched (only a
-        batch's commit changes a record's imports, and only for its modules: see
-        :meth:`batch_done`), so a save costs nothing per unrelated module — comparing the
-        whole graph, even in C, was a quarter of an edit at N = 1,000.
-        """
+        """Module → the watched modules it imported (or tried to), the reverse edges in
+        ``_importers``. Built once, then brought up to date from the modules a batch touched
+        (as :meth:`_any_blocked`): comparing the whole graph was a quarter of an edit at
+        N = 1,000."""
         records = self._loader.records
         stale = self._stale
         if stale is None:
@@ -346,11 +333,10 @@ class PlanBuilder:
     ) -> None:
         """Put ``name`` in the plan if it must be executed (or unloaded).
 
-        ``dependent``: it is executed because a module it imported changed (or it is retried
-        because what refused it left), so its own file is not listed as changed (unless it
-        is new or moved). Same content skips a healthy module, but not a failed one, which
-        is retried (what failed may lie outside the file); ``retry_failed=False`` (a
-        watcher's report) retries it only if the file was saved or touched since.
+        ``dependent``: executed for a module it imported (or because what refused it left),
+        so its own file is not listed as changed unless new or moved. Same content skips a
+        healthy module, not a failed one (what failed may lie outside the file);
+        ``retry_failed=False`` (a watcher's report) retries it only if saved or touched.
         """
         records = self._loader.records
         record = records.get(name)
@@ -412,9 +398,9 @@ class PlanBuilder:
         plan.sources[name] = source
 
     def _gone(self, name: str, path: Path | None, plan: Plan, *, wanted: bool) -> None:
-        """Module ``name``'s file is gone (``path``: the file the index lists for it, if it
-        still lists one): unload it, or hold it for the deletion grace (see above).
-        ``wanted``: the plan would have executed it (it is stale when it is back)."""
+        """Module ``name``'s file is gone (``path``: the file the index lists for it, if
+        any): unload it, or hold it for the deletion grace. ``wanted``: the plan would have
+        executed it (it is stale when it is back)."""
         record = self._loader.records.get(name)
         if record is None or record.state is ModuleState.UNLOADED:
             return
@@ -439,9 +425,21 @@ class PlanBuilder:
     def _report_holds(self, plan: Plan) -> None:
         """Log the holds this plan began, and those it ended with the file back."""
         if plan.held:
-            report_held(plan.held, self._holds.grace)
+            grace = self._holds.grace
+            _log.info(
+                "reload.held",
+                paths=[str(path) for path in plan.held],
+                grace=grace,
+                summary=f"{_listed(plan.held)} {_is(plan.held)} gone: kept serving for the "
+                f"deletion grace ({grace:g} s), unloaded then if still gone",
+            )
         if plan.back:
-            report_back(plan.back)
+            _log.info(
+                "reload.back",
+                paths=[str(path) for path in plan.back],
+                summary=f"{_listed(plan.back)} {_is(plan.back)} back within the deletion "
+                "grace: reloaded only if it changed, or if a reload meanwhile wanted it",
+            )
 
     async def _read(self, path: Path, previous: str | None) -> Source | None:
         """The content of ``path`` (``None``: gone), read ahead when the plan is big."""
@@ -479,20 +477,6 @@ def _edges_of(record: ModuleRecord) -> frozenset[str]:
 # -- the deletion grace ----------------------------------------------------------------------------
 
 
-def check_grace(grace: float) -> float:
-    """``grace`` if it is a finite number of seconds >= 0.
-
-    Raises:
-        TypeError: it is not a number.
-        ValueError: it is negative, infinite or NaN.
-    """
-    if isinstance(grace, bool) or not isinstance(grace, int | float):
-        raise TypeError(f"deletion_grace must be a number of seconds >= 0, got {grace!r}")
-    if not grace >= 0 or math.isinf(grace):
-        raise ValueError(f"deletion_grace must be a finite number of seconds >= 0, got {grace!r}")
-    return float(grace)
-
-
 @dataclass(eq=False, slots=True)
 class Hold:
     """One module kept serving while its file is gone."""
@@ -514,7 +498,7 @@ class Holds:
     __slots__ = ("_changed", "_holds", "grace")
 
     def __init__(self, grace: float) -> None:
-        self.grace = check_grace(grace)
+        self.grace = float(grace)  # validated by WatchOptions
         self._holds: dict[str, Hold] = {}
         self._changed: anyio.Event | None = None
         """Set when a hold starts: :meth:`due` looks at the times again."""
@@ -546,11 +530,8 @@ class Holds:
         while True:
             self._changed = anyio.Event()
             pending = [hold.until for hold in self._holds.values() if not hold.handed]
-            if not pending:
-                await self._changed.wait()
-            else:
-                with anyio.move_on_after(max(min(pending) - anyio.current_time(), 0)):
-                    await self._changed.wait()
+            end = min(pending, default=math.inf)
+            await _wait(self._changed, end - anyio.current_time())
             now = anyio.current_time()
             over = [h for h in self._holds.values() if not h.handed and h.until <= now]
             for hold in over:
@@ -559,25 +540,14 @@ class Holds:
                 yield sorted(hold.path for hold in over)
 
 
-def report_held(paths: list[Path], grace: float) -> None:
-    """Log, once per plan, the module files found gone and held."""
-    _log.info(
-        "reload.held",
-        paths=[str(path) for path in paths],
-        grace=grace,
-        summary=f"{_listed(paths)} {'is' if len(paths) == 1 else 'are'} gone: kept serving "
-        f"for the deletion grace ({grace:g} s), unloaded then if still gone",
-    )
+async def _wait(event: anyio.Event, seconds: float) -> None:
+    """Until ``event`` is set, for ``seconds`` at most (``math.inf``: no bound)."""
+    with anyio.move_on_after(max(seconds, 0)):
+        await event.wait()
 
 
-def report_back(paths: list[Path]) -> None:
-    """Log, once per plan, the held module files that came back within the grace."""
-    _log.info(
-        "reload.back",
-        paths=[str(path) for path in paths],
-        summary=f"{_listed(paths)} {'is' if len(paths) == 1 else 'are'} back within the "
-        "deletion grace: reloaded only if it changed, or if a reload meanwhile wanted it",
-    )
+def _is(paths: list[Path]) -> str:
+    return "is" if len(paths) == 1 else "are"
 
 
 def _listed(paths: list[Path], most: int = 5) -> str:
@@ -603,12 +573,9 @@ class _Episode:
 
 
 class Deferrals:
-    """The paths a reloader could not look at for a passing reason, and when to retry.
-
-    A path is a module file, a folder whose listing failed, or :data:`EVERYTHING`. Each
-    plan is one round, from :meth:`begin` to :meth:`end`, which logs each episode once when
-    it begins and once when it ends.
-    """
+    """The paths (module files, folders, :data:`EVERYTHING`) a reloader could not look at
+    for a passing reason, and when to retry. Each plan is one round, :meth:`begin` to
+    :meth:`end`, which logs each episode when it begins and when it ends."""
 
     __slots__ = ("_episodes", "_failed", "_looked", "_scheduled")
 
@@ -667,22 +634,13 @@ class Deferrals:
         if self._episodes and self._scheduled is not None:
             self._scheduled.set()
 
-    def next_due(self) -> float | None:
-        """When the next retry is due (``time.monotonic()``), or ``None``: none is."""
-        due = min((episode.due for episode in self._episodes.values()), default=math.inf)
-        return None if due == math.inf else due
-
     async def due(self) -> AsyncIterator[list[Path]]:
         """Each time retries are due, the paths to look at again (:meth:`take_due`); the
         consumer's plan of them settles them before the next is handed out."""
         while True:
             self._scheduled = anyio.Event()
-            due = self.next_due()
-            if due is None:
-                await self._scheduled.wait()
-            else:
-                with anyio.move_on_after(due - time.monotonic()):
-                    await self._scheduled.wait()
+            due = min((episode.due for episode in self._episodes.values()), default=math.inf)
+            await _wait(self._scheduled, due - time.monotonic())
             paths = self.take_due(time.monotonic())
             if paths:
                 yield paths
