@@ -2,16 +2,13 @@
 
 Each module imports only those before it: ``_errors``; ``_log``, ``_tracking``,
 ``_module_body``; ``_abort``, ``_agent``, ``_public``, ``_seam``; ``_callbacks``, ``_swap``;
-``_effects`` (a scope is only an ``EffectOwner`` there); ``_tools`` (a context is only a
-``ToolContext`` there); ``_registry`` (``BaseContext``: providers, leases, swaps);
-``_carry``; ``_scope``; ``_context`` (``Context`` and the current context). A lower module
-reaches a higher concept through a small protocol the higher one implements;
-``tests/test_layers.py`` fails on any import circle.
+``_effects``; ``_tools``; ``_registry``; ``_carry``; ``_scope``; ``_context``. A lower module
+reaches a higher concept through a small protocol the higher one implements (a scope is an
+``EffectOwner``, a context a ``ToolContext``); ``tests/test_layers.py`` fails on a circle.
 
-A name is imported when first asked for (PEP 562, through the table below), so that a
-process needing only the error tree (``hotseam status``) never imports anyio; type checkers
-read the imports under ``TYPE_CHECKING``. A package that re-exports core names registers
-them with :func:`present_when_loaded`, so each presents itself as that package's."""
+A name is imported when first asked for (PEP 562), so that a process needing only the
+error tree (``hotseam status``) never imports anyio. A package re-exporting core names
+registers them with :func:`present_when_loaded`, so each presents itself as that package's."""
 
 from __future__ import annotations
 
@@ -174,9 +171,8 @@ _presenting: list[tuple[str, set[str]]] = []
 
 
 def present_when_loaded(package: str, names: Iterable[str]) -> None:
-    """Present each core name of ``names`` as ``package``'s (its ``__module__``, which
-    reprs, tracebacks and pickles show) as soon as its module is loaded, and at once for
-    those loaded already. The first package to present a name keeps it."""
+    """Present each core name of ``names`` as ``package``'s (its ``__module__``: reprs,
+    tracebacks, pickles) once its module is loaded; the first package to do so keeps it."""
     _presenting.append((package, {name for name in names if name in _DEFINED_IN}))
     _present_loaded()
 

@@ -1,15 +1,14 @@
 """Handover: a value one generation carries to its successor (``scope.carry``).
 
-A hot-reloaded module gets a fresh scope per generation, so what its ``setup`` creates dies
-with the generation: a counter restarts, and an exclusive resource (a port, a lock file)
-cannot be made again while the old generation holds it. ``scope.carry(key, factory)``
-creates the value once; the next generation that carries ``key`` receives the same object.
+A hot-reloaded module gets a fresh scope per generation, so a counter restarts and an
+exclusive resource (a port, a lock file) cannot be made again while the old generation
+holds it. ``scope.carry(key, factory)`` creates the value once; the next generation that
+carries ``key`` receives the same object.
 
-Each generation carrying a value (a :class:`_Slot`) holds a :class:`CarriedEffect` on it,
-and only the owning one's undo disposes it: a staged generation borrows the value until its
-reload commits (:func:`hand_over`), so a failed prepare disposes nothing; the old
-generation disposes it only if it kept ownership (its successor dropped or refused it).
-Outside a reloader, carry creates the value and the scope's close disposes it."""
+Each generation carrying a value (a :class:`_Slot`) holds a :class:`CarriedEffect`; only
+the owning one disposes it. A staged generation borrows it until its reload commits
+(:func:`hand_over`), so a failed prepare disposes nothing, and the old generation disposes
+it only if its successor dropped or refused it."""
 
 from __future__ import annotations
 
@@ -230,17 +229,14 @@ class Carrying:
     ) -> Any:
         """Return the value carried under ``key``: the predecessor's, or ``factory()``'s.
 
-        Under the hot reloader the first generation of a module creates the value and the
-        next ones receive the same object; it moves to a new generation only when that
-        generation commits, and is disposed once no generation carries it (an unload, or
-        a committed generation that did not carry ``key``). It is disposed with
-        ``dispose(value)`` (sync or async), or, without ``dispose``, by exiting it when
-        ``factory`` returned a context manager (which carry entered; its entered value is
-        returned). The predecessor's value is refused, and a fresh one made, unless its
-        ``version`` equals this one and ``accept(value)`` (if given) is true; the refused
-        one is disposed when this generation commits. Outside a reloader the value is
-        created and disposed with the scope. ``factory`` must be synchronous here; an
-        async setup can use :meth:`acarry`. See ``docs/providers.md``.
+        The value moves to a new generation when that generation commits, and is disposed
+        once none carries it (an unload, or a commit that did not carry ``key``): with
+        ``dispose(value)`` (sync or async) or, when ``factory`` returned a context manager
+        (entered by carry, its entered value returned), by exiting it. The predecessor's
+        value is refused, and a fresh one made, unless ``version`` equals its own and
+        ``accept(value)`` (if given) is true. Outside a reloader it lives with the scope.
+        ``factory`` is synchronous; an async setup uses :meth:`acarry`. See
+        ``docs/providers.md``.
 
         Raises:
             ScopeError: ``key`` is already carried by this generation (``CARRY_TWICE``),

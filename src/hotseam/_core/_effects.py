@@ -1,9 +1,8 @@
 """Effects: what a scope owns, each a handle that undoes one thing exactly once.
 
 A deferred callback, an entered context manager, a background task (registrations and
-carried values subclass :class:`Effect` in their own modules); the scope sits above them
-and is seen here only as an :class:`EffectOwner`. Every undo learns why its scope closed
-(:class:`ScopeExit`) and runs shielded, with a time bound when it is async."""
+carried values subclass :class:`Effect` in their own modules). Every undo learns why its
+scope closed (:class:`ScopeExit`) and runs shielded, bounded in time when async."""
 
 from __future__ import annotations
 
@@ -97,11 +96,8 @@ class EffectOwner(Protocol):
 
 
 class Effect(abc.ABC):
-    """A handle to one thing a scope owns; ``await effect.dispose()`` undoes it early.
-
-    Disposing an effect runs its undo exactly once (whether through the handle or through
-    its scope closing) and removes it from its scope.
-    """
+    """A handle to one thing a scope owns; ``await effect.dispose()`` undoes it early
+    (exactly once, whether through the handle or the scope's close)."""
 
     __slots__ = ("__weakref__", "_done", "_scope")
 
@@ -133,10 +129,7 @@ class Effect(abc.ABC):
         return self._done
 
     async def dispose(self) -> None:
-        """Undo the effect now, once; later calls (and the scope's close) do nothing.
-
-        A failure of the undo is raised as is.
-        """
+        """Undo the effect now, once (a failure is raised as is); later calls do nothing."""
         if self._done:
             return
         self._done = True
@@ -290,10 +283,7 @@ class TaskEffect(Effect):
 
 async def run_undo(effect: Effect, exit_: ScopeExit, timeout: float | None) -> Exception | None:
     """Run one undo; return its failure (an overrun is a DisposerTimeoutError) or None.
-
-    Sync undos run as they are. An awaitable undo is awaited shielded from outside
-    cancellation and bounded by ``timeout``.
-    """
+    An awaitable undo is awaited shielded, bounded by ``timeout``."""
     try:
         outcome = effect._undo(exit_)
         if outcome is None or not inspect.isawaitable(outcome):

@@ -1,17 +1,14 @@
 """The providers of a context: at most one active provider per seam, borrowed and swapped.
 
 A second provider for a seam that has one is a :class:`~hotseam.ProviderConflictError`,
-never a silent replacement. For code that must survive a provider being replaced while it
-uses it (the hot reloader, ``ask()``): ``swap`` marks seams as being swapped, and callers
-that find no provider meanwhile wait for the swap to end instead of failing; ``lease``
-borrows the provider for a block, which is cancelled when the registration's scope starts
-closing (the close waits for it to unwind; ``lease.revoked`` says to try the replacement).
+never a silent replacement. For code that must survive a provider replaced under it (the
+reloader, ``ask()``): during a ``swap``, callers that find no provider wait for it to end;
+a ``lease`` borrows the provider for a block, cancelled when the registration's scope
+starts closing (``lease.revoked`` says to try the replacement).
 
-A registration is withdrawn at the first instant of its scope's close, not when its own
-undo comes round: no caller is handed it while the disposers registered after it run.
-:class:`BaseContext` is a :class:`~hotseam.Context` without its factory of scopes (scopes
-sit above this module); registrations, leases and the provider table refer to each other,
-so they share this module."""
+A registration is withdrawn at the first instant of its scope's close: no caller is handed
+it while the disposers registered after it run. Registrations, leases and the provider
+table refer to each other, so they share this module."""
 
 from __future__ import annotations
 
@@ -106,11 +103,8 @@ class Registration(Effect, Generic[T]):
         return self.state is RegistrationState.ACTIVE
 
     def on_inactive(self, callback: Callable[[], object]) -> Callable[[], None]:
-        """Call ``callback()`` once when this registration stops being active; unsubscriber.
-
-        Runs when it is withdrawn (its scope began closing), disposed, or discarded while
-        staged; at once if that already happened. For code waiting to take its place.
-        """
+        """Call ``callback()`` once when this registration stops being active (withdrawn,
+        disposed, or discarded while staged; at once if it did); return an unsubscriber."""
         done = self.state in (RegistrationState.WITHDRAWN, RegistrationState.REMOVED)
         return self._inactive.add(callback, done)
 
@@ -256,18 +250,14 @@ class BaseContext:
     async def wait_for(self, seam: Seam[T], *, timeout: float = DEFAULT_SWAP_WAIT) -> T:
         """Return the active provider; if a swap of ``seam`` is under way, wait for it first.
 
-        Fails with the seam's "no provider" error when there is none and no swap is running,
-        or when the swap ends (or ``timeout`` passes) without one; the swap's error, if any,
-        is the cause.
+        Fails with the seam's "no provider" error when none comes (the swap's error, if
+        any, is the cause).
         """
         return (await self._wait_registration(seam, timeout)).provider
 
     async def wait_provided(self, seam: Seam[T], *, timeout: float = math.inf) -> T:
-        """Wait until ``seam`` has a provider here (or in an ancestor), however long that
-        takes — for a caller that would rather wait for a provider to be loaded than fail.
-
-        Unlike :meth:`wait_for`, which waits out a running swap only, this waits for any
-        installation. Woken by the installation itself (no polling).
+        """Wait until ``seam`` has a provider here (or in an ancestor): any installation,
+        where :meth:`wait_for` waits out a running swap only. Woken by it (no polling).
 
         Raises:
             NoProviderError: (or the seam's own error) none appeared within ``timeout``.
@@ -400,11 +390,9 @@ class BaseContext:
     async def swap(self, *seams: Seam[Any], tools: Iterable[str] = ()) -> AsyncIterator[Swap]:
         """Replace providers as one step: ``async with ctx.swap(seam): dispose old; add new``.
 
-        While the block runs, callers that find no provider for the given seams (all seams
-        and tools when neither is given) or no tool of the given ``tools`` names wait for
-        the block to end instead of failing, and a lease revoked inside it is marked
-        ``replaced``. Swaps of one context are serialized. An error raised by the block is
-        recorded as the swap's error and re-raised.
+        While it runs, callers finding no provider for ``seams`` or no tool of ``tools``
+        (everything when neither is given) wait for it, and a lease revoked inside it is
+        ``replaced``. Swaps of one context are serialized; the block's error is the swap's.
         """
         if self._swap_lock is None:
             # Taken without a turn of the event loop when nobody holds it (cancellation is
@@ -443,14 +431,11 @@ class BaseContext:
 class Lease(Generic[T]):
     """A provider borrowed for one block: ``async with ctx.lease(seam) as lease:``.
 
-    If the registration's scope starts closing while the block runs, the block is cancelled
-    (the provider's coroutine sees cancellation) and exits quietly; ``revoked`` is then true
-    and ``replaced`` tells whether a swap was under way, so a replacement is coming.
-
-    A lease taken with ``rejoin=True`` may be entered again after a revocation, and keeps
-    its holder's place in line: callers that rejoin after a swap reach the replacement in
-    the order they first arrived, ahead of callers that came later. Its holder must call
-    :meth:`close` once it will not enter it again, or later callers wait for its turn.
+    When the registration's scope starts closing, the block is cancelled and exits quietly;
+    ``revoked`` is then true, and ``replaced`` says a swap was under way (a replacement is
+    coming). With ``rejoin=True`` it may be entered again and keeps its place in line:
+    rejoining callers reach the replacement in arrival order, ahead of later ones. Its
+    holder must :meth:`close` it once done, or later callers wait for its turn.
     """
 
     __slots__ = (

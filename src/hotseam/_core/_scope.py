@@ -1,15 +1,11 @@
 """Scope: owns effects and undoes each exactly once, last-in-first-out, when it closes.
 
-The model is Effect-TS's ``Scope`` run on anyio. Closing marks the scope and its
-descendants ``closing`` (nothing can be added) and withdraws every registration of the tree
-at once (nothing it provides is handed out while its disposers run), closes child scopes
-(last first), then undoes its own effects last-in-first-out, shielded from cancellation and
-each async undo bounded in time. Every effect is undone even when some fail; the failures
-are raised together as one :class:`~hotseam.DisposalError`. A child that closes leaves its
-parent, so a long-lived parent does not accumulate dead children.
-
-The effects (and :class:`ScopeExit`, what each undo learns) are :mod:`._effects`'; this
-module is their owner: the tree of scopes, its order and its close."""
+Effect-TS's ``Scope`` on anyio. Closing marks the tree ``closing`` and withdraws all its
+registrations at once (nothing is handed out while disposers run), closes children (last
+first), then undoes its own effects LIFO, shielded, each async undo bounded in time. Every
+effect is undone even when some fail; the failures are one :class:`~hotseam.DisposalError`.
+A closed child leaves its parent, so a long-lived parent keeps no dead children. The
+effects themselves are :mod:`._effects`'; this module is their owner."""
 
 from __future__ import annotations
 
@@ -66,10 +62,9 @@ class Scope(Carrying):
     """Owns effects; closing it undoes them all, last-in-first-out, each exactly once.
 
     Use it as ``async with Scope("name", context=ctx) as scope:`` or close it with
-    ``await scope.aclose()``. ``scope.carry``/``scope.acarry`` (from :mod:`._carry`) keep a
-    value across hot-reload generations; on a plain scope they create it and dispose it at
-    close. ``scope.spawn`` needs a task host: the scope (or an ancestor)
-    entered with ``async with``, or an explicit ``task_group=``.
+    ``await scope.aclose()``. ``scope.carry``/``scope.acarry`` keep a value across hot-reload
+    generations. ``scope.spawn`` needs a task host: the scope (or an ancestor) entered with
+    ``async with``, or ``task_group=``.
 
     Args:
         name: Shown in logs, warnings and leak reports.
@@ -241,11 +236,8 @@ class Scope(Carrying):
         return effect
 
     async def enter(self, cm: AbstractAsyncContextManager[T] | AbstractContextManager[T]) -> T:
-        """Enter a sync or async context manager now and exit it when the scope closes.
-
-        Returns what the context manager's enter returned (like ``ExitStack.enter_context``);
-        use :meth:`enter_effect` to also get a handle.
-        """
+        """Enter a sync or async context manager now and exit it when the scope closes;
+        return the entered value (:meth:`enter_effect` also gives the handle)."""
         return (await self.enter_effect(cm)).value
 
     async def enter_effect(
@@ -338,10 +330,9 @@ class Scope(Carrying):
     def activate(self) -> None:
         """Make the recorded registrations and tasks of a staged scope tree live.
 
-        All or nothing: registrations activate first, in the order they were made; when one
-        cannot (a provider conflict), those activated so far are deactivated again, the scope
-        stays staged, and the error is raised. Background tasks start once every
-        registration is live.
+        All or nothing: registrations activate in order; when one cannot (a provider
+        conflict), the others are rolled back, the scope stays staged and the error is
+        raised. Background tasks start once every registration is live.
         """
         if not self._staged:
             return
@@ -406,8 +397,8 @@ class Scope(Carrying):
     ) -> None:
         """Close the scope: undo child scopes, then own effects, last-in-first-out.
 
-        Idempotent: a second call returns once the first close finished. Cleanup is shielded
-        from cancellation; every async undo is bounded by ``dispose_timeout``.
+        Idempotent (a second call waits for the first); shielded from cancellation, each
+        async undo bounded by ``dispose_timeout``.
 
         Raises:
             DisposalError: after every effect was undone, if any undo failed or overran.
@@ -503,9 +494,8 @@ class Scope(Carrying):
 
 
 async def exit_task_group(task_group: anyio.abc.TaskGroup, error: BaseException | None) -> None:
-    """Exit a task group entered by hand, once its tasks are finished and the block it guarded
-    ended with ``error``: the task group is handed only a cancellation (its own business); a
-    plain error of the block must reach the caller as is, not in an ExceptionGroup."""
+    """Exit a task group entered by hand after its block ended with ``error``: it is handed
+    only a cancellation; a plain error must reach the caller as is, not in a group."""
     if error is not None and isinstance(error, anyio.get_cancelled_exc_class()):
         await task_group.__aexit__(type(error), error, error.__traceback__)
     else:
@@ -513,8 +503,8 @@ async def exit_task_group(task_group: anyio.abc.TaskGroup, error: BaseException 
 
 
 def _creation_of(scope: Scope) -> str:
-    """Where ``scope`` was created, for the warning of its collection while open: from the
-    installed leak tracker (hotseam's pytest plugin), else from tracemalloc when it traces."""
+    """Where ``scope`` was created (for the open-scope warning): from the leak tracker,
+    else from tracemalloc."""
     describe = getattr(_tracking._tracker, "describe", None)
     described = describe(scope) if describe is not None else None
     if isinstance(described, str):

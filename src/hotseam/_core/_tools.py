@@ -214,11 +214,8 @@ class ToolRegistration(Effect):
         self._inactive = InactiveCallbacks()
 
     def on_inactive(self, callback: Callable[[], object]) -> Callable[[], None]:
-        """Call ``callback()`` once when the tool stops being offered; return an unsubscriber.
-
-        Runs when it is withdrawn, disposed, or discarded while staged; at once if that
-        already happened.
-        """
+        """Call ``callback()`` once when the tool stops being offered (withdrawn, disposed,
+        or discarded while staged; at once if it did); return an unsubscriber."""
         return self._inactive.add(callback, self._done or (self._started and not self.active))
 
     @property
@@ -345,15 +342,11 @@ class ToolRegistry:
     ) -> ToolResult:
         """Validate ``input``, run the tool and return its result; never raise for its failure.
 
-        ``input`` may be a mapping, a JSON string of an object or an instance of the input
-        model (``None``, or no input, is an empty object: a tool whose fields all have
-        defaults runs, one with a required field fails naming it); any other value (a list,
-        a number, ``None`` inside a mapping's keys...) is ``INVALID_INPUT`` naming the
-        problem. Unknown tool → ``TOOL_NOT_FOUND``; invalid
-        input → ``INVALID_INPUT`` naming each bad field; a HarnessError keeps its name and
-        code; anything else → its class name with code ``INTERNAL`` (logged with its
-        traceback). A tool whose provider generation is being swapped (a hot reload) is
-        waited for. Cancellation propagates.
+        ``input``: a mapping, a JSON string of an object or an input-model instance (``None``
+        is an empty object). Unknown tool → ``TOOL_NOT_FOUND``; other input, or invalid
+        fields → ``INVALID_INPUT`` naming each problem; a HarnessError keeps its name and
+        code; anything else → its class name, code ``INTERNAL`` (logged with its traceback).
+        A tool being swapped (a hot reload) is waited for. Cancellation propagates.
         """
         given: object = name  # models send anything; the annotation is what a caller means
         if not isinstance(given, str):

@@ -62,22 +62,19 @@ async def ask(
             ask for the journal, so a resumed run replays it wherever it comes in the run;
             without one, an ask is known by its position in the run and its question.
 
-    If the provider serving the question is replaced by a swap (a hot reload), the question
-    is withdrawn from it and asked again on its replacement; the caller just gets the answer.
+    A provider replaced by a swap (a hot reload) has the question withdrawn and its
+    replacement is asked; the caller just gets the answer.
 
-    A request of several questions goes whole to a provider that shows them at once (its
-    ``multiple_questions`` is true); any other provider is asked them one after the other,
-    each as a one-question request
-    (:meth:`~hotseam.interaction.AskUserQuestionRequest.parts`), and the answer is
-    assembled from theirs. A question answered stays answered when a swap replaces the
-    provider: its replacement is asked only the rest. A decline or a dismissal of any
-    question ends the whole ask.
+    Several questions go whole to a provider whose ``multiple_questions`` is true; any other
+    is asked them one by one
+    (:meth:`~hotseam.interaction.AskUserQuestionRequest.parts`), and a question answered
+    stays answered across a swap. A decline or a dismissal of any question ends the ask.
     Inside :func:`~hotseam.interaction.waiting_for_provider`, a question that finds no
-    provider (or loses its provider with nothing to take over) waits for one to appear.
+    provider (or loses it with nothing to take over) waits for one.
 
-    Inside an agent run, the ask is recorded in the run's journal: a resumed run replays
-    what was answered, an answer given in another process's inbox is taken (the prompt
-    here is withdrawn), and a cancelled ask stays pending for the run's resume.
+    Inside an agent run, the ask is journaled: a resumed run replays what was answered, an
+    answer given in another process's inbox is taken (the prompt here is withdrawn), and a
+    cancelled ask stays pending for the resume.
 
     Raises:
         UserInteractionError: ``NO_PROVIDER``, ``ASK_ABORTED`` (the request's signal fired,
@@ -185,13 +182,9 @@ async def _ask_until_answered(
     swap_timeout: float,
     pending: PendingAsk,
 ) -> AskUserQuestionAnswer:
-    """Ask the active provider; on a swap, ask its replacement. Returns once answered.
-
-    ``pending`` records which provider shows the question and how many were asked.
-
-    A provider's returned answer stands even when its lease was revoked in the same turn:
-    the question was answered, so it is never asked again.
-    """
+    """Ask the active provider; on a swap, its replacement (``pending`` records which, and
+    how many). An answer returned stands even when its lease was revoked in the same turn:
+    the question was answered, so it is never asked again."""
     # One lease for every attempt: after a swap it rejoins in the caller's arrival order.
     lease = ctx.lease(USER_INTERACTION, timeout=swap_timeout, rejoin=True)
     answered: dict[str, QuestionAnswer] = {}  # questions of the request answered so far
@@ -256,14 +249,10 @@ async def _put(
     answered: dict[str, QuestionAnswer],
     pending: PendingAsk,
 ) -> object:
-    """Ask ``provider`` what of ``request`` is not in ``answered`` yet, and return its
-    answer (the whole request's answer).
-
-    The provider is asked the request's parts (:meth:`AskUserQuestionRequest.parts`): the
-    rest together when it shows several questions at once, else each question in turn. A
-    part that is the whole request is answered as it is (``ask()`` checks it); the answers
-    to any other part are checked and kept in ``answered`` at once: a swap in between
-    leaves the answered questions answered, and the next provider is asked only the rest.
+    """Ask ``provider`` the parts of ``request`` not in ``answered`` yet; return the whole
+    request's answer. A part that is the whole request is answered as is (``ask()`` checks
+    it); any other part's answers are checked and kept in ``answered`` at once, so that a
+    swap in between leaves them answered and the next provider is asked only the rest.
     """
     parts = request.parts(answered, together=takes_several(provider))
     if parts and parts[0] is request:
@@ -290,8 +279,8 @@ async def _put(
 def _answers_to(
     request: AskUserQuestionRequest, asked: Sequence[Question], answer: object
 ) -> tuple[QuestionAnswer, ...]:
-    """The checked answers to the questions ``asked`` (some of ``request``'s), named in
-    errors by their place in ``request``. A text answer is read as a one-question UI's."""
+    """The checked answers to the questions ``asked`` (named in errors by their place in
+    ``request``)."""
     if not isinstance(answer, AskUserQuestionAnswer):
         raise UserInteractionError(
             f"the provider returned {type(answer).__name__}, not an AskUserQuestionAnswer",

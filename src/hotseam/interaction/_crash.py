@@ -1,14 +1,10 @@
 """Logging a provider's crash: where it raised, and its traceback, never what was asked.
 
-A provider whose ``ask()`` raises fails the question with ``PROVIDER_FAILED``; the agent
-reads the error, but the person running the program reads the logs. So a crash is logged
-as ``ask.provider_failed`` (at error; at warning when the question was being withdrawn and
-is asked again anyway) with the exception's type and message, the ``file:line`` it raised
-at — the innermost frame of the provider's own file, else the raising frame — and the
-traceback as Python prints it, minus the frames of ``ask()`` itself. The traceback is
-formatted here, without local variables: a renderer that shows locals would otherwise print
-the question and the answers of every frame. The question's text and the answer are never
-logged, as in every other ``ask.*`` event.
+The agent reads ``PROVIDER_FAILED``, but the person running the program reads the logs: a
+crash is ``ask.provider_failed`` (warning when the question was being withdrawn anyway) with
+the exception, the ``file:line`` in the provider's own file, and the traceback minus
+``ask()``'s frames. It is formatted here without locals (a renderer showing them would print
+the question and answers of every frame); the question and answer are never logged.
 """
 
 from __future__ import annotations
@@ -33,11 +29,8 @@ def log_provider_crash(
     agent: str | None,
     withdrawn: bool,
 ) -> None:
-    """Log ``failure``, raised by ``provider.ask()`` for question ``question_id``.
-
-    ``withdrawn``: the provider was being replaced, so the question is asked again and the
-    crash is a warning, not the ask's end.
-    """
+    """Log ``failure``, raised by ``provider.ask()`` (``withdrawn``: it was being replaced,
+    so the question is asked again and the crash is a warning)."""
     level = "warning" if withdrawn else "error"
     if not log.enabled(level):
         return

@@ -1,12 +1,10 @@
 """An ask inside an agent run: recorded, replayed on resume, answerable from any inbox.
 
-``ask()`` calls :func:`place` first: the ask takes the next position in the run, and either
-replays what the record holds (an answer, or how it failed) or is recorded as pending —
-re-attached under its recorded id when the run resumes with that question still open.
-A pending ask is then put to this process's provider *and* waited for in the journal at
-once (:func:`answer_recorded`): whichever settles it first wins, in one transaction — an
-answer the human gives here, or one given in another process's inbox while this one asks
-(its prompt here is withdrawn) or while this process was down.
+``ask()`` calls :func:`place` first: the ask takes its position in the run and replays the
+record (an answer, or how it failed), or is recorded pending (re-attached under its id on a
+resume). A pending ask is put to this process's provider *and* waited for in the journal
+(:func:`answer_recorded`): the first settlement wins, in one transaction, whether given
+here or in another process's inbox (the prompt here is then withdrawn).
 """
 
 from __future__ import annotations
@@ -45,11 +43,9 @@ async def place(run: AgentRun, request: AskUserQuestionRequest, key: str | None)
     """The record of this ask in ``run``: the recorded one it replays or re-attaches to
     (same position or key, same question), or a new pending one.
 
-    Asks of one run are placed one at a time, in the order they come: a divergence
-    abandons the superseded records before the next ask looks at its position. While the
-    journal is out of reach, the ask waits for it (:meth:`JournalDaemon.persist`) before it
-    is put to anyone; the request's signal ends that wait (``ASK_ABORTED``, nothing
-    recorded).
+    One at a time per run, so that a divergence abandons the superseded records before the
+    next ask looks. While the journal is out of reach the ask waits before it is put to
+    anyone; the request's signal ends that wait (``ASK_ABORTED``, nothing recorded).
     """
     async with run.placing:
         position = run.take_position(key)
@@ -107,11 +103,10 @@ async def answer_recorded(
     """Ask here (``ask_here``: this process's providers) while waiting for the record to be
     settled elsewhere; the first settlement wins. ``timeout`` and ``signal`` bound both.
 
-    Cancelling the caller leaves the record pending: the run resumes it after a restart.
-    When the journal cannot be reached, what ended the ask here (an answer above all) is
-    recorded once it is back — after the deadline and the signal, which bound the asking,
-    not the recording — and only then returned: an answer is never lost to a fault of
-    the journal, nor asked again after a restart because it was not recorded.
+    Cancelling the caller leaves the record pending, for the resume. With the journal out of
+    reach, what ended the ask here is recorded once it is back (the deadline and the signal
+    bound the asking, not the recording) and only then returned: an answer is never lost to
+    the journal, nor asked again after a restart.
     """
     journal = run.journal.journal
     by = f"{run.journal.daemon.name} (pid {run.journal.daemon.pid})"
@@ -225,16 +220,12 @@ async def _settle_here(
 ) -> AskRecord | AskUserQuestionAnswer | UserInteractionError | _Unrecorded:
     """Ask this process's providers and record the outcome (first settlement wins).
 
-    Returns the record as settled; the error this process's ask ended with, when its
-    settlement won; when the journal is out of reach, what to record once it is back
-    (:class:`_Unrecorded`); or the answer given here when the journal refuses it (the run
-    ended or was taken over meanwhile). (With no provider here the ask fails with
-    ``NO_PROVIDER`` as without a journal, once the caller's wait for one —
-    ``waiting_for_provider`` — is over; an answer given elsewhere meanwhile wins.)
+    Returns the settled record; the error the ask ended with, when its settlement won;
+    what to record once the journal is back (:class:`_Unrecorded`); or the answer given
+    here when the journal refuses it (the run ended or was taken over meanwhile).
 
-    What the providers returned is recorded shielded: it wins over a cancellation or an
-    abort that comes in the same turn (invariant 6), and a process that stops right then
-    keeps it in the journal for its resume instead of asking the human again.
+    The providers' answer is recorded shielded: it wins over a cancellation or an abort in
+    the same turn (invariant 6), and a process stopping right then keeps it for its resume.
     """
     try:
         answer = await ask_here()

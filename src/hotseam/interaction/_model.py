@@ -100,14 +100,12 @@ class AskUserQuestionOption:
 
 @dataclass(frozen=True, slots=True)
 class Question:
-    """One question of an ask.
+    """One question of an ask; the first four fields are a one-question request's.
 
-    The first four fields are those of a one-question request. ``id`` names the question in
-    the answer (validation gives ``"q1"``, ``"q2"``... to questions without one);
-    ``multi_select`` lets the human pick several options, between ``min_selections``
-    (default 1) and ``max_selections`` (default: all of them, a custom answer counting as
-    one); ``allow_skip`` lets the human leave it unanswered (its answer then says why:
-    :data:`SkipReason`). No options means free-form input, as for a request.
+    ``id`` names it in the answer (validation gives ``"q1"``, ``"q2"``... to those without);
+    ``multi_select`` takes between ``min_selections`` (default 1) and ``max_selections``
+    (default all, a custom answer counting as one); ``allow_skip`` lets the human leave it
+    unanswered (:data:`SkipReason` says why). No options means free-form input.
     """
 
     question: str
@@ -150,14 +148,12 @@ class Question:
 
     @property
     def recommended_options(self) -> tuple[AskUserQuestionOption, ...]:
-        """Every recommended option, in option order (a multi-select question may have
-        several: preselect them all)."""
+        """Every recommended option, in order (preselect them all)."""
         return tuple(option for option in self.choices if option.recommended)
 
     @property
     def selection_range(self) -> tuple[int, int]:
-        """How many selections an answer holds, at least and at most (a custom answer
-        counts as one): ``(1, 1)`` unless the question is multi-select."""
+        """How many selections an answer holds, at least and at most (custom text is one)."""
         if not self.is_multi_select:
             return (1, 1)
         most = len(self.choices) + (1 if self.allow_custom else 0)
@@ -192,19 +188,16 @@ class Question:
         return f"{header}{' '.join(self.question.split())} ({self.hint})"
 
     def option_for(self, value: str) -> AskUserQuestionOption | None:
-        """Return the option whose model-facing value is exactly ``value``, if any: how the
-        seam reads a provider's text answer."""
+        """The option whose model value is exactly ``value``: how a text answer is read."""
         return next((option for option in self.choices if option.model_value == value), None)
 
     def option_named(self, text: str) -> AskUserQuestionOption | None:
-        """The option a human's reply names, if exactly one: what every surface that reads
-        typed text (a terminal, a chat, a script) matches with.
+        """The option a typed reply names, if exactly one (every surface that reads typed
+        text matches with this).
 
-        The reply names an option by its label or its model-facing value, with case, the
-        spaces around and between words and a trailing ``(Recommended)`` ignored; else by
-        its number in the list (``2``, ``2.``, ``2)``). A name is tried before a number (an
-        option may be called ``"2"``). Text that names two options (one's label is
-        another's value, say) names none: it is never read as either.
+        By label or model value, ignoring case, spacing and a trailing ``(Recommended)``;
+        else by number (``2``, ``2.``, ``2)``), tried after names (an option may be called
+        ``"2"``). Text naming two options names none: it is never read as either.
         """
         wanted = _folded(text)
         if not wanted:
@@ -284,11 +277,10 @@ _UNSET: Any = type("_Unset", (), {"__repr__": lambda self: "<unset>", "__slots__
 class AskUserQuestionRequest:
     """A question for the human, or several: a request is its ``questions``.
 
-    Build one question the seed's way, ``AskUserQuestionRequest(question, header, options,
-    allow_custom, agent, signal)``, or several with :meth:`of` (or ``questions=``); the
-    seed's fields, given beside ``questions``, set the first question's; the one question
-    of a request is ``"q1"`` unless it has an id. Read the first question through the
-    seed's names too (``request.question``, ``request.options``...).
+    Build one the seed's way, ``AskUserQuestionRequest(question, header, options,
+    allow_custom, agent, signal)``, or several with :meth:`of` (or ``questions=``; the
+    seed's fields given beside it set the first question's). A lone question is ``"q1"``
+    unless it has an id; the seed's names (``request.question``...) read the first one.
 
     No options (``None`` or empty) means free-form input, even when ``allow_custom`` is
     false: there is nothing to constrain the answer to.
@@ -425,13 +417,10 @@ class AskUserQuestionRequest:
     def parts(
         self, answered: Container[str] = (), *, together: bool = False
     ) -> tuple[AskUserQuestionRequest, ...]:
-        """What a provider is asked of this request, the questions whose ids are in
-        ``answered`` left out: one request per question (same agent and signal), what a
-        surface that shows one question at a time asks one after the other; or, with
-        ``together``, the rest in one request.
-
-        A part that holds every question is this request itself (a request of one
-        question is its own only part), so that its answer is the whole request's.
+        """What a provider is asked of this request, the ids in ``answered`` left out: one
+        request per question (same agent and signal), for a surface showing one at a time;
+        or, with ``together``, the rest in one. A part holding every question is this
+        request itself, so that its answer is the whole request's.
         """
         if not answered and (together or len(self.questions) == 1):
             return (self,)
@@ -448,9 +437,8 @@ class AskUserQuestionRequest:
         return AskUserQuestionRequest(agent=self.agent, signal=signal, questions=self.questions)
 
     def to_dict(self, *, camel_case: bool = False) -> dict[str, Any]:
-        """A JSON-ready dict of the request (the signal is not serializable and is left
-        out): the first question's fields at the top level, and ``questions`` unless the
-        request is one question of nothing but those fields (the seed's form)."""
+        """A JSON-ready dict (without the signal): the first question's fields at the top,
+        and ``questions`` unless the request is in the seed's form."""
         top = ("question", "header", "options", "allowCustom" if camel_case else "allow_custom")
         first = self.first.to_dict(camel_case=camel_case)
         data = {name: value for name, value in first.items() if name in top}
@@ -497,11 +485,9 @@ class AskUserQuestionRequest:
         agent: Agent | None = None,
         signal: AbortSignal | None = None,
     ) -> AskUserQuestionRequest:
-        """The request a checked dict form (the ask tool's input) describes, not yet
-        validated.
-
-        With ``questions``, the top-level fields are the first question's: left out (or at
-        their defaults, as in a dump of the input) they say nothing; given, they must agree.
+        """The request (not yet validated) a checked dict form describes. With
+        ``questions``, the top-level fields left out or at their defaults say nothing;
+        given, they must agree with the first question.
 
         Raises:
             UserInteractionError: ``INVALID_REQUEST`` when neither ``question`` nor
@@ -541,8 +527,8 @@ class AskUserQuestionRequest:
 
 
 def in_seed_form(questions: object) -> bool:
-    """Whether ``questions`` is one question saying nothing the seed's one-question fields
-    cannot: such a request keeps the seed's dict form and the seed's field names in errors."""
+    """Whether ``questions`` is one question the seed's fields can say: such a request keeps
+    the seed's dict form and field names in errors."""
     if not (isinstance(questions, tuple) and len(questions) == 1):
         return False
     item = questions[0]
@@ -576,8 +562,7 @@ def _drop_suffix(text: str) -> str:
 
 
 def _tuple_or_none(options: object) -> Any:
-    """Options as validation gives them: a tuple, or ``None`` when there are none (anything
-    else is left for validation to name)."""
+    """Options as a tuple, or ``None`` when none (anything else is validation's to name)."""
     if isinstance(options, list | tuple):
         return tuple(options) or None
     return options
@@ -597,12 +582,9 @@ def _options_of(
 
 
 def validate_request(request: object) -> AskUserQuestionRequest:
-    """Check every rule of the seam and return the request with each question's options
-    as a tuple (an empty list becomes ``None``: free-form) and its id given (``"q1"``,
-    ``"q2"``...).
-
-    A request of one question with nothing but the seed's fields is named in the seed's
-    vocabulary (``options[2].value``); any other in its questions' (``questions[1].id``).
+    """Check every rule of the seam; return the request with options as tuples (empty:
+    ``None``, free-form) and every id given (``"q1"``...). A request in the seed's form is
+    named in the seed's vocabulary (``options[2].value``), any other by its questions'.
 
     Raises:
         UserInteractionError: ``INVALID_REQUEST``, naming every broken rule, for example
@@ -874,18 +856,16 @@ class QuestionAnswer:
 
     Attributes:
         id: The question's id.
-        answer: What the model reads: the chosen option's model value; for several
-            choices their values in option order joined by ``", "`` (then the custom text);
-            the custom text alone; ``""`` for an empty selection (``min_selections=0``);
-            ``None`` when skipped.
+        answer: What the model reads: the chosen options' model values in option order
+            joined by ``", "``, then the custom text; ``""`` for an empty selection
+            (``min_selections=0``); ``None`` when skipped.
         options: The options chosen, in option order.
         custom: The human's own text, if they typed one.
         skipped: Why there is no answer (:data:`~hotseam.interaction.SkipReason`), or
             ``None``.
 
-    Build one with :meth:`chosen` or :meth:`skip`; ``check_answer`` recomputes ``answer``
-    from ``options`` and ``custom`` (the structured part is what counts). An entry with
-    only ``answer`` text is read as a one-question provider's text answer is.
+    Build one with :meth:`chosen` or :meth:`skip`. ``check_answer`` recomputes ``answer``
+    (the structured part counts); an entry of ``answer`` text alone is read as text.
     """
 
     id: str
@@ -912,9 +892,9 @@ class QuestionAnswer:
         choices: Iterable[AskUserQuestionOption | str] = (),
         custom: str | None = None,
     ) -> QuestionAnswer:
-        """The entry for what the human selected: ``choices`` are options of ``question``
-        (or their model values) in any order; ``custom`` their own text (blank counts as
-        none). How many a question takes is checked by ``check_answer``.
+        """The entry for what the human selected: ``choices`` (options of ``question`` or
+        their model values, any order) and ``custom`` text (blank is none); ``check_answer``
+        checks how many.
 
         Raises:
             UserInteractionError: ``INVALID_ANSWER`` when a choice is none of the options.
@@ -966,9 +946,9 @@ class QuestionAnswer:
 class AskUserQuestionAnswer:
     """The human's answer: ``answer`` is what the model reads; ``option`` is metadata.
 
-    ``answers`` holds one :class:`QuestionAnswer` per question. For an ask of several
-    questions ``answer`` is a readable summary (one line per question:
-    ``"Which database? pg"``) and ``option`` is ``None``; build it with :meth:`of`.
+    ``answers`` holds one :class:`QuestionAnswer` per question; for several (:meth:`of`),
+    ``answer`` is a summary, a line per question (``"Which database? pg"``), and ``option``
+    is ``None``.
     """
 
     answer: str
@@ -989,9 +969,8 @@ class AskUserQuestionAnswer:
     def of(
         cls, answers: Iterable[QuestionAnswer], request: AskUserQuestionRequest | None = None
     ) -> AskUserQuestionAnswer:
-        """The answer made of one entry per question. With ``request`` the entries are put
-        in question order and the summary names each question by its text (else by its
-        id; ``check_answer`` writes it with the texts)."""
+        """The answer of one entry per question; with ``request``, in question order and
+        the summary naming each question by its text (else by its id)."""
         entries = tuple(answers)
         if request is not None:
             order = {item.id: index for index, item in enumerate(request.questions)}
@@ -1009,9 +988,8 @@ class AskUserQuestionAnswer:
         return next((entry for entry in self.answers if entry.id == question_id), None)
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"answer": ..., "option": {...} | None}``, the ``ask_user_question`` output of
-        one question; ``"answers"`` (each entry's :meth:`QuestionAnswer.to_dict`) is added
-        when the answer is more than one plain answer."""
+        """``{"answer": ..., "option": {...} | None}`` (the tool's output for one question),
+        plus ``"answers"`` when it says more than the seed's answer."""
         data: dict[str, Any] = {
             "answer": self.answer,
             "option": None if self.option is None else self.option.to_dict(),
@@ -1055,8 +1033,8 @@ def implied_entry(answer: AskUserQuestionAnswer) -> QuestionAnswer:
 
 
 def answered_in_text(answer: AskUserQuestionAnswer) -> bool:
-    """Whether ``answer`` is the seed's, its text and option alone (its entries say nothing
-    more): the seam reads its text, as a one-question UI's, and completes the option."""
+    """Whether ``answer`` is the seed's (its entries say nothing more than its text and
+    option): the seam reads its text and completes the option."""
     entries = answer.answers
     if len(entries) != 1:
         return False
@@ -1139,15 +1117,12 @@ def _entries_from(data: object) -> tuple[QuestionAnswer, ...]:
 
 
 def check_answer(request: AskUserQuestionRequest, answer: object) -> AskUserQuestionAnswer:
-    """Check a provider's answer against the request (validated) and complete it.
+    """Check a provider's answer against the (validated) request and complete it.
 
-    An answer of text alone (the seed's ``AskUserQuestionAnswer(answer, option)``) answers a
-    one-question request: its ``option`` is set to the question's option whose model-facing
-    value equals the text (and cleared otherwise); when options exist and custom answers are
-    not allowed, text that is none of the option values is the provider breaking its
-    contract. Otherwise ``answers`` holds one checked entry per question, in question order
-    (see :func:`check_question_answer`), and for several questions ``answer`` is their
-    summary.
+    A text answer (the seed's ``AskUserQuestionAnswer(answer, option)``) to one question gets
+    the option whose model value is the text (else none); text that is no option of a
+    question without custom answers breaks the provider's contract. Otherwise ``answers``
+    holds one checked entry per question (:func:`check_question_answer`), in order.
 
     Raises:
         UserInteractionError: ``INVALID_ANSWER`` saying what is wrong, naming the question
@@ -1199,8 +1174,7 @@ def entries_of(
 
 
 def _text_of(text: object, named: str, what: str = "the answer") -> str:
-    """The text of an answer, checked; ``named`` is ``""`` for the seed's one question,
-    whose errors speak of "the provider's answer"."""
+    """The text of an answer, checked (``named`` ``""``: the seed's one question)."""
     if not isinstance(text, str):
         subject = f"{named}: {what}" if named else "the provider's answer"
         raise _refused(f"{subject} must be a string, got {type(text).__name__}")
@@ -1214,9 +1188,8 @@ def _text_of(text: object, named: str, what: str = "the answer") -> str:
 
 
 def _from_text(question: Question, text: object, named: str) -> QuestionAnswer:
-    """The entry of a question answered with text, as a one-question UI answers: an
-    option's model value, else (for a multi-select question) option values joined by
-    ``","``, else the human's own text."""
+    """The entry of a question answered with text: an option's model value, else (multi-
+    select) option values joined by ``","``, else the human's own text."""
     typed = _text_of(text, named)
     question_id = question.id or "q1"  # the seed's one question may not be validated
     option = question.option_for(typed)
@@ -1248,17 +1221,13 @@ def _refuse_custom(question: Question, typed: str, named: str) -> None:
 def check_question_answer(
     question: Question, entry: object, *, index: int | None = None
 ) -> QuestionAnswer:
-    """Check one question's answer (``question`` from a validated request) and return it
-    normalized: its options are the question's own, in option order, and ``answer`` is
-    computed from them and the custom text. ``index`` (the question's position) is used
-    to name it in errors.
+    """Check one question's answer (``question`` validated; ``index`` names it in errors)
+    and return it normalized: the question's own options, in order, ``answer`` computed.
 
-    The rules: skipped only when the question has ``allow_skip`` (and then with no
-    selection); every option one of the question's; custom text only when the question
-    accepts it, never blank; a single-select (or free-form) question has exactly one
-    value; a multi-select one between ``min_selections`` and ``max_selections`` (custom
-    text counts as one). An entry with only ``answer`` text is read as a one-question UI's
-    text answer.
+    Skipped only with ``allow_skip`` (and no selection); every option the question's; custom
+    text only when accepted, never blank; exactly one value unless multi-select, which takes
+    ``min_selections`` to ``max_selections`` (custom text counts as one). An entry of
+    ``answer`` text alone is read as text.
 
     Raises:
         UserInteractionError: ``INVALID_ANSWER`` naming the question.
@@ -1334,9 +1303,8 @@ def _check_count(question: Question, named: str, entry: QuestionAnswer) -> Quest
 def check_partial_answer(
     request: AskUserQuestionRequest, entries: Sequence[QuestionAnswer]
 ) -> tuple[QuestionAnswer, ...]:
-    """Check the answers given so far (any subset of the questions, each at most once)
-    against the request (validated), as :func:`check_answer` checks a whole one; returns
-    them normalized, in question order. For a surface that takes answers one by one.
+    """Check the answers given so far (any questions, each once) as :func:`check_answer`
+    checks a whole one; normalized, in question order. For surfaces answering one by one.
 
     Raises:
         UserInteractionError: ``INVALID_ANSWER`` naming the question or the entry.

@@ -1,14 +1,12 @@
 """The questions being asked right now, and a caller's choice to wait for a provider.
 
-A long-running program wants to say what it is waiting on (``hotseam status`` lists each
-open question: who asks it, since when, which provider shows it; never an answer), and a
-development loop wants a question asked while no provider is loaded (none saved yet, its
-file deleted or being replaced by a branch switch) to wait for one instead of failing.
+``hotseam status`` lists each open question (who asks, since when, which provider shows
+it; never an answer), and a development loop wants a question asked while no provider is
+loaded (none saved yet, or its file being replaced) to wait for one instead of failing.
 Both are process-wide facts about :func:`~hotseam.interaction.ask` calls, kept here.
 
-The wait is opted into with :func:`waiting_for_provider` around the code that asks (a
-context variable, so tasks it starts inherit it). A waiting ask is woken by the provider's
-installation (:meth:`hotseam.Context.wait_provided`), not by polling.
+The wait is opted into with :func:`waiting_for_provider` (a context variable, inherited by
+tasks), and woken by the provider's installation (:meth:`hotseam.Context.wait_provided`).
 """
 
 from __future__ import annotations
@@ -69,9 +67,8 @@ class PendingAsk:
 
     @property
     def answered_elsewhere(self) -> AnsweredElsewhere | None:
-        """Why it is being withdrawn, when the reason is an answer given in another process
-        (a fleet inbox): a provider withdrawing its prompt can then say who answered, and
-        what, instead of "withdrawn". Read when the withdrawal comes, not before."""
+        """The answer given in another process (a fleet inbox) it is withdrawn for, so that
+        a provider can say who answered and what; read when the withdrawal comes."""
         return _elsewhere.get(self.question_id)
 
 
@@ -118,11 +115,9 @@ _elsewhere: dict[str, AnsweredElsewhere] = {}
 def current_ask() -> PendingAsk | None:
     """The ask a provider is serving in this task, or ``None`` outside one (a copy).
 
-    Its ``question_id`` stays the same for every provider the question is put to (a
-    provider that shows it again after a reload, a web page or a script holding the id,
-    keeps its identity); its ``deadline`` says the time left; its ``answered_elsewhere``
-    why it is withdrawn. One object rather than a function per fact: they are facts about
-    the same ask, and a provider reads them together.
+    Its ``question_id`` stays the same for every provider it is put to (after a reload, a
+    page or a script holding the id keeps it); ``deadline`` says the time left,
+    ``answered_elsewhere`` why it is withdrawn: facts a provider reads together.
     """
     asked = _asking.get()
     ask = None if asked is None else _pending.get(asked)

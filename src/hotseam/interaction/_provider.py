@@ -20,21 +20,17 @@ class UserInteractionProvider(Protocol):
     propagate. It raises :class:`UserInteractionError` with ``ASK_CANCELLED`` when the human
     dismissed the question and ``ASK_DECLINED`` when they declined to answer.
 
-    ``ask`` is all a provider needs at run time (the seed's interface): the seam accepts any
-    object with an ``ask`` method, so a provider without :attr:`multiple_questions` takes
-    questions one at a time. Subclass this protocol to inherit the default, or declare the
-    attribute (a class attribute or a property) so that a type checker sees it.
+    The seam accepts any object with an ``ask`` method (the seed's interface); one without
+    :attr:`multiple_questions` takes questions one at a time. Subclass this protocol to
+    inherit the default, or declare the attribute so that a type checker sees it.
     """
 
     @property
     def multiple_questions(self) -> bool:
-        """True if the provider shows several questions at once (default ``False``).
-
-        It then receives a request of several questions whole (``request.questions``) and
-        answers each (``AskUserQuestionAnswer.of``); otherwise :func:`ask` puts them to it
-        one after the other. Only ``True`` counts (a truthy string does not), and it is
-        read at each ask, so a property may change its mind (ACP: while the client takes
-        forms).
+        """True if the provider shows several questions at once (default ``False``): it
+        then gets them whole and answers each (``AskUserQuestionAnswer.of``). Only ``True``
+        counts, read at each ask, so a property may change its mind (ACP: while the client
+        takes forms).
         """
         return False
 
@@ -49,9 +45,8 @@ class UserInteractionProvider(Protocol):
 
 
 def takes_several(provider: object) -> bool:
-    """Whether ``provider`` is given an ask of several questions whole: its
-    :attr:`~UserInteractionProvider.multiple_questions` is ``True``. The one reading of the
-    capability, tolerant of a provider that has only ``ask``."""
+    """Whether ``provider`` gets several questions whole (the one reading of
+    :attr:`~UserInteractionProvider.multiple_questions`, tolerant of ``ask`` alone)."""
     return getattr(provider, "multiple_questions", False) is True
 
 

@@ -1,33 +1,24 @@
 """Agent runs in a journal: the unit that resumes after a restart and never replays once done.
 
-A *run* is one call of an agent's function, from its start until it returns or raises.
-Every ``ask()`` inside it is recorded in the journal at its position in the run (0, 1, 2…,
-or by the caller's ``key``). When the process dies inside a run — ``kill -9``, a crash, a
-reboot, a stop for a deploy — the run stays unfinished, and the next start of the same
-agent *resumes* it: its questions that were answered return their recorded answers at once,
-in order, without asking anyone; the question that was pending is asked again under the
-same id (never a duplicate), and an answer given meanwhile, from any inbox, is delivered
-once. Replay stops at the first question that differs from the record: from there the
-run asks anew, and the records it superseded are abandoned.
+A *run* is one call of an agent's function, until it returns or raises. Every ``ask()``
+inside it is recorded at its position in the run (0, 1, 2…, or by the caller's ``key``).
+When the process dies inside a run (``kill -9``, a crash, a deploy), the next start of the
+agent *resumes* it: the answered questions return their recorded answers at once, in order;
+the pending one is asked again under the same id, and an answer given meanwhile, from any
+inbox, is delivered once. Replay stops at the first question that differs from the record:
+from there the run asks anew, and the superseded records are abandoned.
 
-A run that finished never replays: when the agent function returns or raises, the run ends
-and its pending questions are withdrawn, so an agent that loops ("Deploy now?" for each
-task) never receives yesterday's answer. A cancelled run (the process stopping, ``hotseam
-dev`` re-running a saved agent) is left unfinished, to resume.
+A finished run (returned or raised) never replays and its pending questions are withdrawn,
+so an agent that loops ("Deploy now?" per task) never receives yesterday's answer. A
+cancelled run (the process stopping, ``hotseam dev`` re-running an agent) is left to resume.
 
-A journal out of reach (a full disk, a database server restarting) delays what must be
-recorded, never fails it: :meth:`JournalDaemon.persist` tries again with back-off until the
-journal takes the write, says so once at error level (and in ``hotseam status``, from
-``journal_waits()``), and once more when it is back. So a question waits to be recorded
-before it is put, an answer is returned once it is recorded, and a run's end is retried
-until the journal holds it: a finished run never resumes.
+A journal out of reach (a full disk, a server restarting) delays what must be recorded,
+never fails it: :meth:`JournalDaemon.persist` retries with back-off, says so once at error
+level (and in ``hotseam status``, from ``journal_waits()``) and once when it is back.
 
-The journal is a capability like any other: :data:`JOURNALING`'s provider is a
-:class:`JournalDaemon`, this process as one *daemon* of a :class:`Journal` (registered, kept
-alive by a heartbeat, marked stopped at the end), through which it writes. Three names, three
-things: the ``Journal`` holds the records, a ``JournalDaemon`` is one process writing to it,
-``JOURNALING`` is the seam that says a context records its asks. Tests provide one on
-``memory:`` (SQLite in memory).
+Three names, three things: a :class:`Journal` holds the records, a :class:`JournalDaemon` is
+this process writing to it (registered, kept alive by a heartbeat, marked stopped at the
+end), and :data:`JOURNALING` is the seam whose provider says a context records its asks.
 """
 
 from __future__ import annotations
@@ -123,26 +114,20 @@ class JournalDaemon:
         (an ask's), once the first try failed: ``ASK_ABORTED`` is raised.
         """
         ticket = next(self._tickets)
-        delay = RETRY_FIRST
+
+        def unreachable(error: JournalError) -> None:
+            self._unreachable(error, what)
+            if shown and self._outage is not None:
+                self._outage.waiting[ticket] = what
+
         try:
-            while True:
-                try:
-                    result = await operation()
-                except JournalError as error:
-                    if error.code != _UNAVAILABLE:
-                        raise
-                    self._unreachable(error, what)
-                    if shown and self._outage is not None:
-                        self._outage.waiting[ticket] = what
-                    await _pause(delay, signal)
-                    delay = min(delay * 2, RETRY_MAX)
-                    continue
-                if shown:  # a read that works says nothing of the writes
-                    self._reachable()
-                return result
+            result = await _retried(operation, unreachable, signal)
         finally:
             if self._outage is not None:
                 self._outage.waiting.pop(ticket, None)
+        if shown:  # a read that works says nothing of the writes
+            self._reachable()
+        return result
 
     def _unreachable(self, error: JournalError, what: str) -> None:
         if self._outage is not None:
@@ -486,36 +471,49 @@ async def _reached(url: str, what: str, operation: Callable[[], Awaitable[T]]) -
     """``operation()`` on a journal just opened, tried again with back-off while it is out
     of reach (``JOURNAL_UNAVAILABLE``), said once at error level and once when it is back:
     :meth:`JournalDaemon.persist` for the time before there is a :class:`JournalDaemon`."""
+    since: list[float] = []
+
+    def unreachable(error: JournalError) -> None:
+        if not since:
+            since.append(time.monotonic())
+            _log.error(
+                "journal.unreachable",
+                url=url,
+                code=error.code,
+                waiting=what,
+                summary=f"the journal {url} cannot be reached ({error}): {what} waits "
+                f"for it, tried again with back-off up to every {RETRY_MAX:g} s",
+            )
+
+    result = await _retried(operation, unreachable)
+    if since:
+        waited = time.monotonic() - since[0]
+        _log.warning(
+            "journal.reachable",
+            url=url,
+            waited_s=round(waited, 3),
+            summary=f"the journal {url} is back after {waited:.1f} s",
+        )
+    return result
+
+
+async def _retried(
+    operation: Callable[[], Awaitable[T]],
+    unreachable: Callable[[JournalError], object],
+    signal: AbortSignal | None = None,
+) -> T:
+    """``operation()``, tried again with back-off while the journal is out of reach (each
+    such failure told to ``unreachable``); any other error is raised."""
     delay = RETRY_FIRST
-    since: float | None = None
     while True:
         try:
-            result = await operation()
+            return await operation()
         except JournalError as error:
             if error.code != _UNAVAILABLE:
                 raise
-            if since is None:
-                since = time.monotonic()
-                _log.error(
-                    "journal.unreachable",
-                    url=url,
-                    code=error.code,
-                    waiting=what,
-                    summary=f"the journal {url} cannot be reached ({error}): {what} waits "
-                    f"for it, tried again with back-off up to every {RETRY_MAX:g} s",
-                )
-            await anyio.sleep(delay)
-            delay = min(delay * 2, RETRY_MAX)
-            continue
-        if since is not None:
-            waited = time.monotonic() - since
-            _log.warning(
-                "journal.reachable",
-                url=url,
-                waited_s=round(waited, 3),
-                summary=f"the journal {url} is back after {waited:.1f} s",
-            )
-        return result
+            unreachable(error)
+        await _pause(delay, signal)
+        delay = min(delay * 2, RETRY_MAX)
 
 
 def journal_waits() -> list[dict[str, Any]]:
