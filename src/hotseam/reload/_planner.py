@@ -2,16 +2,13 @@
 
 The module index (:class:`ModuleIndex`), the names modules take in ``sys.modules``
 (:class:`NameClaims`), a batch's order by its imports, and :class:`Plan`, the record of one
-reload. They live below the loader, which claims names and resolves imports through them;
-what a plan decides is :mod:`._plan_builder`'s.
+reload; what a plan decides is :mod:`._plan_builder`'s.
 
 **Names and files**, as if each watched path were on the import path: a folder's ``x.py``
 is ``x`` and its sub-folders with an ``__init__.py`` are packages (one without holds nothing
-importable: reported, not skipped); a package's parent is the path entry (``providers.x``);
-a single file is its module, and its sibling ``.py`` files may be imported by it (then
-watched) but are not loaded on their own. Dependencies are the imports each module made
-while it executed; a change reloads, in dependency order, the changed modules and every
-loaded module that imported one, transitively.
+importable: reported); a package's parent is the path entry (``providers.x``); a single
+file is its module, and its sibling ``.py`` files may be imported by it but are not loaded
+on their own. Dependencies are the imports each module made while it executed.
 
 **Names claimed.** A serving module's name must not be another live reloader's, a module
 this process imported, nor an installed module it would shadow (``json.py``). That last
@@ -52,12 +49,10 @@ __all__ = [
 
 
 MAX_MODULE_SIZE = 1024 * 1024
-"""The default largest module file, in bytes (1 MiB). Hand-written modules are far below it;
-of 56,365 ``.py`` files on a development machine (site-packages, a cloud SDK) 11 were over
-it, all generated code (API clients, data tables) of 1 to 6 MB. Compiling holds the
-interpreter lock for about 40 ms per MB of such a client (mostly strings), up to 450 ms per
-MB for thousands of small functions, and grows faster than the size (a 26 MB literal
-table: 19 s); so a module just under the limit stalls the loop 0.05 to 0.5 s."""
+"""The default largest module file, in bytes (1 MiB). Of 56,365 ``.py`` files on a
+development machine 11 were over it, all generated code; compiling holds the interpreter
+lock for 40 to 450 ms per MB, growing faster than the size, so a module just under the
+limit stalls the loop 0.05 to 0.5 s."""
 
 FileStat = tuple[int, int, int, int]
 """A file's ``(mtime_ns, ctime_ns, size, inode)``: changes on a save or a touch, not on a read."""
@@ -77,20 +72,16 @@ class Source:
 class ModuleIndex:
     """Every importable module under the watched paths: name ⇄ file, and what loads on start.
 
-    Kept current by :meth:`refresh` at the start of every reload, from the paths the watcher
-    reported: a module file created, saved or deleted in a folder already listed updates its
-    one entry (one ``lstat``), so a save costs the same among 1,000 modules as among one.
-    Everything a single entry cannot express — a folder event, an ``__init__.py`` (a package
-    appearing or going), a symbolic link anywhere under the watched paths, a name clash, a
-    file in a folder never listed — falls back to :meth:`rescan`, a full listing, as does
-    a reload of everything. Both give the same index.
+    Kept current by :meth:`refresh` from the paths the watcher reported: a module file
+    created, saved or deleted in a folder already listed updates its one entry (one
+    ``lstat``), so a save costs the same among 1,000 modules as among one. Whatever a single
+    entry cannot express (a folder, an ``__init__.py``, a symbolic link, a name clash, a
+    folder never listed) falls back to :meth:`rescan`, a full listing; both give one index.
 
-    Symbolic links: a link that resolves inside a watched path is followed, and its module
-    keeps the link's path and name; a change of the file it points to maps to that module
-    (:meth:`name_of`). A link that resolves outside every watched path is refused (only code
-    under the given paths runs). Each real file and folder is loaded once: a link to one
-    already found (``pkg/again -> .``) is skipped, and real paths win over links to them.
-    Every skipped entry is listed in :attr:`skipped` with the reason.
+    A symbolic link that resolves inside a watched path is followed, its module keeping the
+    link's path and name (:meth:`name_of` maps its target too); one leading outside is
+    refused. Each real file and folder is loaded once (real paths win over links to them).
+    Every skipped entry is in :attr:`skipped` with the reason.
     """
 
     roots: tuple[Root, ...]
@@ -124,9 +115,8 @@ class ModuleIndex:
     scans: int = 0
     """Full listings so far (the tests count them)."""
     seen: dict[Path, os.stat_result] = field(default_factory=dict)
-    """The ``lstat`` of each reported path the latest :meth:`refresh` found a regular file:
-    what decides, a moment later, whether reading it may skip the worker thread
-    (:func:`~._loader.read_on_loop`)."""
+    """The ``lstat`` of each regular file the latest :meth:`refresh` was told of: whether
+    reading it may skip the worker thread (:func:`~._loader.read_on_loop`)."""
     max_size: int | None = MAX_MODULE_SIZE
     """The largest module file read, in bytes (``None``: no limit); see :mod:`._loader`."""
     held: dict[Path, str] = field(default_factory=dict)
@@ -214,9 +204,9 @@ class ModuleIndex:
         if parent in self.folders and parent in self.siblings:
             return False  # listed twice (a root's folder and a file root's), order decides
         if parent in self.siblings:
-            package, autoload = None, False
+            package = None
         elif parent in self.folders:
-            package, autoload = self.folders[parent], True
+            package = self.folders[parent]
         elif self.skipped.get(parent) == NOT_A_PACKAGE:
             # A folder already reported as holding nothing importable; losing a file may
             # leave it without any, which only a listing can tell.
@@ -240,15 +230,7 @@ class ModuleIndex:
         if module in self.paths:
             return False  # a clash: which file wins depends on the listing's order
         self.skipped.pop(path, None)
-        self.former.pop(path, None)
-        self.paths[module] = path
-        self.names[path] = module
-        self.real_paths[module] = path
-        top = module.partition(".")[0]
-        self.per_top[top] += 1
-        self.tops.add(top)
-        if autoload:
-            self.autoload.add(module)
+        self._insert(module, path)  # autoloaded unless a single-file root's sibling
         return True
 
     def _forget(self, path: Path) -> None:
@@ -270,8 +252,7 @@ class ModuleIndex:
 
     def hold(self, path: Path, name: str) -> bool:
         """Keep the entry of module ``name`` at ``path``, whose file is gone, as if the file
-        were there (a module executed meanwhile imports the module it had), until
-        :meth:`release`. False when it cannot be kept: the name or the path is another
+        were there, until :meth:`release`. False when the name or the path is another
         module's now."""
         if self.paths.get(name, path) != path or self.names.get(path, name) != name:
             return False
@@ -318,10 +299,7 @@ class ModuleIndex:
 
     def _watches(self, path: Path) -> bool:
         """True when ``path`` is under a watched path and not hidden (as the listing sees it).
-
-        By string: a :class:`Path` is already normalized (no ``.`` or empty parts, one
-        separator between parts), so ``str(path)`` starts with a root's string plus a
-        separator exactly when the path is below it, without ``relative_to``'s parsing."""
+        By string: a :class:`Path` is normalized, so this needs no ``relative_to``."""
         text = str(path)
         for root in self.roots:
             if root.kind == "file":
@@ -385,11 +363,8 @@ class ModuleIndex:
 
 
 class WatchedFiles(Collection[str]):
-    """The module files of an index as strings, looked up in the index as they are asked for.
-
-    Building the set of strings on every use made each ``setup`` cost O(N) (and startup
-    O(N²)) only to format an error that almost never happens.
-    """
+    """The module files of an index as strings, looked up as they are asked for (building
+    the set on every use made each ``setup`` cost O(N) for an error that rarely happens)."""
 
     __slots__ = ("_index",)
 
