@@ -1,18 +1,11 @@
 """The accept loop every hotseam listener uses: it survives running out of file descriptors.
 
-A daemon's listener is reachable by whoever can connect (any local user for a loopback TCP
-port). A plain ``accept()`` loop dies the first time ``accept`` fails with ``EMFILE``: a
-thousand idle connections end the daemon. :func:`accept_connections` instead
-
-* backs off and retries on the errors that mean "not now" (``EMFILE``, ``ENFILE``,
-  ``ENOBUFS``, ``ENOMEM``), logging one warning per episode and one line at recovery;
-* ignores the errors of a single connection (``ECONNABORTED``, ``EPROTO``, ``EPERM``, a
-  spurious wake-up);
-* bounds how many connections are handled at once: past ``limit`` a new connection is
-  accepted and closed at once, so the backlog never fills with connections nobody serves;
-* owns every accepted socket: it is closed when its handler returns, raises or is cancelled.
-
-The control socket (``cli/_control.py``) and the web inbox (``providers/_web``) both use it.
+A listener is reachable by whoever can connect, and a plain ``accept()`` loop dies the first
+time ``accept`` fails with ``EMFILE``: a thousand idle connections end the daemon. This one
+backs off on "not now" errors (one warning per episode, one line at recovery), ignores a
+single connection's errors, closes at once connections past ``limit`` (so the backlog never
+fills with connections nobody serves), and closes every accepted socket when its handler
+ends. The control socket and the web inbox both use it.
 """
 
 from __future__ import annotations
@@ -30,8 +23,6 @@ import anyio.abc
 import anyio.lowlevel
 
 from .._core import get_logger
-
-__all__ = ["AcceptLogger", "accept_connections", "descriptor_limit"]
 
 RESOURCE_ERRORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 """``accept`` cannot go on now; it may later (a descriptor or some memory is freed)."""
@@ -64,10 +55,8 @@ _log = get_logger("hotseam.providers.accept")
 
 
 def descriptor_limit() -> int | None:
-    """The process's soft limit on open files (``RLIMIT_NOFILE``), ``None`` if unlimited.
-
-    ``resource`` is imported with this module: at ``EMFILE`` an import would fail itself.
-    """
+    """The soft ``RLIMIT_NOFILE``, ``None`` if unlimited (``resource`` is imported with
+    this module: at ``EMFILE`` an import would fail itself)."""
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     return None if soft == resource.RLIM_INFINITY else int(soft)
 
@@ -80,18 +69,14 @@ async def accept_connections(
     what: str,
     logger: AcceptLogger | None = None,
 ) -> None:
-    """Accept connections on ``sock`` and run ``handle(connection)`` for each in its own task.
+    """Accept connections on ``sock`` (bound, listening, non-blocking) and run
+    ``handle(connection)`` for each in its own task.
 
-    ``sock`` is bound, listening and non-blocking. ``handle`` owns nothing: the connection is
-    closed here once it returns or raises (a handler that wraps it, as with
-    ``await anyio.abc.SocketStream.from_socket(connection)``, closes its wrapper:
-    ``async with`` it); its exception is logged (with the traceback) and
-    never ends the loop. At most ``limit`` connections are handled at once. ``what`` names
-    the listener in log lines ("web inbox", "control socket").
-
-    Returns once ``sock`` is closed (close it after ``anyio.notify_closing(sock)``, or it is
-    noticed within a second) and every handler has finished; cancel the caller to end the
-    handlers sooner (each one's connection is closed). Never raises ``OSError``.
+    The connection is closed here once ``handle`` returns or raises (a handler that wraps
+    it closes its wrapper); its exception is logged and never ends the loop. ``what`` names
+    the listener in log lines. Returns once ``sock`` is closed (after
+    ``anyio.notify_closing(sock)``, or noticed within a second) and every handler has
+    finished. Never raises ``OSError``.
     """
     if limit < 1:
         raise ValueError(f"limit must be at least 1, got {limit!r}")
@@ -101,8 +86,6 @@ async def accept_connections(
 
 
 class _AcceptLoop:
-    """The state of one loop: how many connections run, and the episode being logged."""
-
     __slots__ = (
         "_active",
         "_handle",
@@ -161,7 +144,6 @@ class _AcceptLoop:
             await anyio.lowlevel.checkpoint()
 
     async def _readable(self) -> bool:
-        """Wait for a connection; False once the socket is closed."""
         while True:
             try:
                 with anyio.move_on_after(_CLOSE_CHECK):
@@ -259,8 +241,6 @@ class _AcceptLoop:
 
 
 class _Starvation:
-    """One episode of ``accept`` failing for want of a resource."""
-
     __slots__ = ("attempts", "since")
 
     def __init__(self) -> None:

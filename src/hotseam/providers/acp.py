@@ -1,16 +1,12 @@
 """The ACP provider: questions reach the human as Agent Client Protocol form elicitations.
 
 An agent served over ACP (``hotseam acp``, or :func:`serve`) asks through
-:class:`AcpProvider`: each question becomes an ``elicitation/create`` request in form mode,
-scoped to the session of the prompt turn that asks and to its tool call, with the options
-as a titled ``oneOf``, the recommended one as the ``default``, and custom answers as an
-extra free-text field; an ask of several questions is one form with a property per
-question (a multi-select one an ``array`` of titled ``anyOf`` items with
-``minItems``/``maxItems``). A client without form elicitation gets questions with options
-as ``session/request_permission`` and free-form ones in the conversation (the next prompt
-is the answer), one question after the other, so no client leaves the human unasked. See
-``docs/acp.md`` for what each client gets, the mapping, cancellation, sessions, and the
-defects of the ``agent-client-protocol`` SDK 0.12.1 wrapped here.
+:class:`AcpProvider`: each ask becomes one ``elicitation/create`` form, scoped to the
+session and tool call of the prompt turn that asks (options as a titled ``oneOf``, the
+recommended one as the ``default``, a property per question). A client without form
+elicitation gets ``session/request_permission``, or the question in the conversation, so
+no client leaves the human unasked. See ``docs/acp.md`` for what each client gets, the
+mapping, cancellation, sessions, and the SDK defects wrapped here.
 
 Needs the asyncio backend: the SDK is asyncio-based.
 """

@@ -188,7 +188,7 @@ class Reply:
             )
 
     def _plain_answer(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
-        """The answer to a single-select question in text, as a one-question UI gives it."""
+        """As a one-question UI answers a single-select question."""
         if self.kind == "recommended":
             option = request.recommended
             if option is None:
@@ -205,7 +205,6 @@ class Reply:
         return AskUserQuestionAnswer(self.text)
 
     def _entry(self, request: AskUserQuestionRequest, question: Question) -> QuestionAnswer:
-        """This reply as the answer to one question of ``request``."""
         if self.kind == "skip":
             return QuestionAnswer.skip(question, cast("SkipReason", self.text))
         if self.kind in ("by_id", "list") and any(r.kind == "list" for r in self.replies):
@@ -337,8 +336,7 @@ def _is_question_id(key: object) -> bool:
 
 
 def _as_reply(value: str | Reply | Sequence[str | Reply]) -> Reply:
-    """A reply from what a script writes: a reply, a text, or a list of them (the choices
-    of a multi-select question)."""
+    """A reply, a text, or a list of them (a multi-select question's choices)."""
     if isinstance(value, Reply):
         return value
     if isinstance(value, str):
@@ -484,10 +482,8 @@ class ScriptedProvider:
         )
 
     def _reply_by_question_text(self, request: AskUserQuestionRequest) -> ScriptedReply:
-        """Each question of an ask answered by its own text's next reply (or the default),
-        taken only once every question has one. The replies of several questions answer
-        them together (:meth:`Reply.each`: each a string or a :class:`Reply`); the one
-        reply of a request of one question answers it, whatever it is."""
+        """Each question answered by its own text's next reply (or the default), taken only
+        once every question has one; several are joined with :meth:`Reply.each`."""
         replies: list[ScriptedReply] = []
         for item in request.questions:
             queue = self._by_question.get(item.question)
@@ -548,8 +544,8 @@ class ScriptedProvider:
     def from_file(cls, path: str | PathLike[str], *, name: str | None = None) -> ScriptedProvider:
         """Load a script from a JSON file (see the module docstring for the format).
 
-        Whatever the file holds, the outcome is a provider or one ``ScriptError`` line: an
-        answers file is input, and the CLI reports it and exits 2, never with a traceback.
+        An answers file is input: whatever it holds, the outcome is a provider or one
+        ``ScriptError`` line (the CLI exits 2, never with a traceback).
 
         Raises:
             ScriptError: the file is missing, larger than 16 MiB, not UTF-8, not JSON,
@@ -626,11 +622,8 @@ _STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]', re.DOTALL)
 
 
 def _too_deep(text: str) -> int | None:
-    """Where ``text`` first nests deeper than ``_MAX_DEPTH``, or ``None``.
-
-    Checked before parsing: ``json.loads`` recurses once per level, and a file of
-    ``[[[...`` would end in a ``RecursionError`` without a position.
-    """
+    """Where ``text`` first nests deeper than ``_MAX_DEPTH``: ``json.loads`` recurses per
+    level, and ``[[[...`` would end in a ``RecursionError`` without a position."""
     depth = 0
     for match in _STRING_OR_BRACKET.finditer(text):
         char = match.group()
@@ -644,7 +637,7 @@ def _too_deep(text: str) -> int | None:
 
 
 def _line_column(text: str, offset: int) -> tuple[int, int]:
-    """1-based line and column of ``offset`` in ``text``, as ``json`` reports them."""
+    """1-based, as ``json`` reports them."""
     line_start = text.rfind("\n", 0, offset) + 1
     return text.count("\n", 0, offset) + 1, offset - line_start + 1
 
@@ -657,12 +650,11 @@ async def _resolve(reply: Any, request: AskUserQuestionRequest) -> AskUserQuesti
     if isinstance(reply, AskUserQuestionAnswer):
         return reply
     if isinstance(reply, str):
-        return await Reply.match(reply).resolve(request)
+        reply = Reply.match(reply)
+    elif isinstance(reply, list | tuple | Mapping):
+        reply = coerce(reply, "<script>: a computed reply")
     if isinstance(reply, Reply):
         return await reply.resolve(request)
-    if isinstance(reply, list | tuple | Mapping):
-        parsed: Reply = coerce(reply, "<script>: a computed reply")
-        return await parsed.resolve(request)
     raise script_failure(request, f"produced {type(reply).__name__}, which is not a reply")
 
 
@@ -670,7 +662,6 @@ present_as(__name__, globals(), __all__)
 
 
 def _each(request: AskUserQuestionRequest, replies: list[ScriptedReply]) -> Reply:
-    """The replies of several questions as one (each must say one question's answer)."""
     for item, reply in zip(request.questions, replies, strict=True):
         if not isinstance(reply, Reply | str):
             kind = type(reply).__name__

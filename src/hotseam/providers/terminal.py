@@ -1,9 +1,8 @@
 """TerminalProvider: the human answers in the terminal, on a TTY or through pipes.
 
-On a terminal (stdin and stdout both TTYs, asyncio) each question is a readline-style
-prompt_toolkit prompt; otherwise it is plain text lines, so pipes, CI and supervisors get
-the same protocol as a readable transcript. Under trio the plain-line mode is used. See
-``docs/terminal.md`` for the protocol, the keys and the modes::
+On a terminal (stdin and stdout both TTYs, asyncio) each question is a prompt_toolkit
+prompt; otherwise (pipes, CI, supervisors, trio) it is plain text lines speaking the same
+protocol. See ``docs/terminal.md`` for the protocol, the keys and the modes::
 
     from hotseam.providers.terminal import TerminalProvider
 

@@ -10,5 +10,3 @@ from __future__ import annotations
 from ._provider import Mode as Mode
 from ._provider import TerminalProvider as TerminalProvider
 from ._stepper import Draft as Draft
-
-__all__: list[str] = []

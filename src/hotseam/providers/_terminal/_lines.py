@@ -32,8 +32,6 @@ from ._reader import LINE_LIMIT, LineReader, TooLong, too_long_reason
 from ._render import plain, question_block, step_block, waiting_line
 from ._stepper import Stepper
 
-__all__ = ["LinesSurface"]
-
 PROMPT = "> "
 _T = TypeVar("_T")
 

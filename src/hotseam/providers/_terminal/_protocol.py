@@ -31,25 +31,6 @@ from ...interaction import (
 )
 from .._kit import named_choices
 
-__all__ = [
-    "BACK",
-    "BACK_COMMAND",
-    "Back",
-    "DismissedError",
-    "Reprompt",
-    "SKIP_COMMAND",
-    "WITHDRAWN",
-    "answer_line",
-    "entry_line",
-    "hint",
-    "pick_hint",
-    "resolve_reply",
-    "resolve_step",
-    "time_left",
-    "timeout_marker",
-    "visible",
-]
-
 WITHDRAWN = "(question withdrawn)"
 """The marker left when the asking side withdrew the question (its task was cancelled)."""
 

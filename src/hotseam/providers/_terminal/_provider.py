@@ -31,8 +31,6 @@ from ._render import outcome
 from ._stepper import Draft, Stepper, needs_stepper
 from ._tty import TtySurface
 
-__all__ = ["Mode", "TerminalProvider"]
-
 Mode = Literal["auto", "tty", "lines"]
 _MODES = ("auto", "tty", "lines")
 

@@ -13,8 +13,6 @@ from contextlib import asynccontextmanager
 
 import anyio
 
-__all__ = ["AskQueue"]
-
 
 class AskQueue:
     """A first-in-first-out turn for asks; idle, it holds no event-loop objects, so one

@@ -22,8 +22,6 @@ from typing import IO, Any, Final
 
 import anyio
 
-__all__ = ["LINE_LIMIT", "TOO_LONG", "LineReader", "TooLong", "isatty", "too_long_reason"]
-
 LINE_LIMIT: Final = 64 * 1024
 """The longest reply line taken, in bytes: pages of pasted text fit; anything longer is a
 runaway producer (a file piped by mistake, ``yes |``), discarded unkept and unechoed."""

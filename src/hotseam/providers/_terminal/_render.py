@@ -15,8 +15,6 @@ from ..._core import Agent
 from ...interaction import AskUserQuestionRequest, Question
 from ._protocol import hint, visible
 
-__all__ = ["STYLE", "outcome", "plain", "question_block", "shown", "step_block", "waiting_line"]
-
 STYLE = Style.from_dict(
     {
         "banner": "ansimagenta bold",

@@ -24,8 +24,6 @@ from ...interaction import (
     check_question_answer,
 )
 
-__all__ = ["Draft", "Stepper", "Steps", "needs_stepper"]
-
 _Key = tuple[str, str | None, tuple[str, ...]]
 _AskKey = tuple[str | None, tuple[tuple[object, ...], ...]]
 

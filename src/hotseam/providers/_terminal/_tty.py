@@ -62,8 +62,6 @@ from ._reader import LINE_LIMIT, too_long_reason
 from ._render import STYLE, question_block, shown, step_block, waiting_line
 from ._stepper import Draft, Stepper
 
-__all__ = ["TtySurface", "wrap_fragments"]
-
 # How long the stdout proxy gathers writes before redrawing the prompt. prompt_toolkit's
 # default (0.2 s) would also be how long closing the proxy can block the event loop.
 _PROXY_BATCH = 0.02
