@@ -26,7 +26,8 @@ from hotseam.interaction._journal import (
     RunRecord,
     open_journal,
 )
-from hotseam.providers._web._inbox import Inbox, InboxError
+from hotseam.providers._web._answers import InboxError
+from hotseam.providers._web._inbox import Inbox
 from hotseam.providers._web._journal_inbox import (
     CLOSING_NOTE,
     FleetInbox,

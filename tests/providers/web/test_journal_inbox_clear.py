@@ -14,7 +14,8 @@ from tests._timing import scaled
 
 from hotseam.interaction import AskUserQuestionRequest
 from hotseam.interaction._journal import AskState, open_journal
-from hotseam.providers._web._inbox import InboxError, Subscription
+from hotseam.providers._web._answers import InboxError
+from hotseam.providers._web._inbox import Subscription
 from hotseam.providers._web._journal_inbox import JournalInbox
 from journal.conftest import postgres_server, postgres_url, shared_url  # noqa: F401 (fixtures)
 

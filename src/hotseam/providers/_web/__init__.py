@@ -5,20 +5,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..._core import lazy_exports
+from ._security import DEFAULT_HOST as DEFAULT_HOST
+from ._security import TOKEN_ENV as TOKEN_ENV
+from ._security import TOKEN_FILE_ENV as TOKEN_FILE_ENV
+from ._security import HostPolicy as HostPolicy
+from ._security import is_loopback as is_loopback
+from ._security import load_token as load_token
+from ._security import stored_token_path as stored_token_path
+from ._security import token_matches as token_matches
 
-if TYPE_CHECKING:  # what the web facade, the MCP surface and the CLI use, imported when first used
+if TYPE_CHECKING:  # the web stack, imported when first used (the token alone needs none)
     from ._journal_inbox import DEFAULT_FLEET_PORT as DEFAULT_FLEET_PORT
     from ._journal_inbox import serve_journal_inbox as serve_journal_inbox
     from ._provider import DEFAULT_PORT as DEFAULT_PORT
     from ._provider import WebProvider as WebProvider
-    from ._security import DEFAULT_HOST as DEFAULT_HOST
-    from ._security import TOKEN_ENV as TOKEN_ENV
-    from ._security import TOKEN_FILE_ENV as TOKEN_FILE_ENV
-    from ._security import HostPolicy as HostPolicy
-    from ._security import is_loopback as is_loopback
-    from ._security import load_token as load_token
-    from ._security import stored_token_path as stored_token_path
-    from ._security import token_matches as token_matches
     from ._server import Listener as Listener
     from ._server import WebServer as WebServer
 
@@ -26,16 +26,8 @@ if not TYPE_CHECKING:  # type checkers read the imports above
     __getattr__ = lazy_exports(
         globals(),
         {
-            "DEFAULT_HOST": "._security",
             "DEFAULT_PORT": "._provider",
             "WebProvider": "._provider",
-            "HostPolicy": "._security",
-            "TOKEN_ENV": "._security",
-            "TOKEN_FILE_ENV": "._security",
-            "is_loopback": "._security",
-            "load_token": "._security",
-            "stored_token_path": "._security",
-            "token_matches": "._security",
             "Listener": "._server",
             "WebServer": "._server",
             "DEFAULT_FLEET_PORT": "._journal_inbox",

@@ -1,17 +1,12 @@
 """What the page and the API see of an ask, and what they send back.
 
-An ask is shown as one card (``question_dict``): who asks, when, and ``questions``, each
-question of the ask (one or several, alike) with its own id, header, text, options, whether
-it takes several choices (with how many) or may be skipped. Nothing of a question is
-outside ``questions``: a script reads an ask of one question as a list of one.
-
-An answer body is read here (``parse_answer``) and checked with the seam's own rules
-(``check_question_answer``, ``check_answer``), so a page, a script and the fleet inbox are
-refused alike, each refusal naming the question. Any ask takes ``{"answers": {question id:
-its answer, ...}}``, one per question; an ask of one question also takes that answer alone
-(``{"option": 0}``, ``{"text": "..."}``, ``{"options": [0, 2]}``, ``{"skip": true}``). What
-other pages are told was answered (``shown_answer``) is one item per question: the labels
-chosen, the start of the text typed, or why it was skipped.
+An ask is one card (``question_dict``): who asks, when, and ``questions`` (one or several,
+alike: a script reads an ask of one question as a list of one). An answer body is checked
+with the seam's own rules (``check_question_answer``, ``check_answer``), so a page, a
+script and the fleet inbox are refused alike, naming the question. Any ask takes
+``{"answers": {question id: its answer, ...}}``; an ask of one question also takes the
+answer alone (``{"option": 0}``, ``{"text": "..."}``, ``{"options": [0, 2]}``,
+``{"skip": true}``). Other pages are told one item per question of what was answered.
 """
 
 from __future__ import annotations
@@ -30,15 +25,6 @@ from ...interaction import (
     check_question_answer,
     where,
 )
-
-__all__ = [
-    "MAX_ANSWER_CHARS",
-    "InboxError",
-    "answer_label",
-    "parse_answer",
-    "question_dict",
-    "shown_answer",
-]
 
 MAX_ANSWER_CHARS = 20_000
 """A custom answer longer than this is refused (a model reads it; a page can paste a lot)."""
@@ -73,8 +59,8 @@ def _invalid(message: str) -> InboxError:
 
 
 def questions_of(request: AskUserQuestionRequest) -> tuple[Question, ...]:
-    """The questions of ``request``, each with its id (``ask()`` gives them; a request put
-    in an inbox directly may not have)."""
+    """The questions of ``request``, each with its id (a request put in an inbox directly,
+    not through ``ask()``, may have none)."""
     return tuple(
         item if item.id is not None else replace(item, id=f"q{index + 1}")
         for index, item in enumerate(request.questions)
@@ -99,25 +85,21 @@ def question_dict(
     }
 
 
-def _options(choices: tuple[AskUserQuestionOption, ...]) -> list[dict[str, Any]]:
-    return [
-        {
-            "index": index,
-            "label": option.label,
-            "description": option.description,
-            "recommended": option.recommended,
-        }
-        for index, option in enumerate(choices)
-    ]
-
-
 def _question(item: Question) -> dict[str, Any]:
     least, most = item.selection_range
     return {
         "id": item.id,
         "header": item.header,
         "question": item.question,
-        "options": _options(item.choices),
+        "options": [
+            {
+                "index": index,
+                "label": option.label,
+                "description": option.description,
+                "recommended": option.recommended,
+            }
+            for index, option in enumerate(item.choices)
+        ],
         "allowCustom": item.accepts_custom,
         "multiSelect": item.is_multi_select,
         "minSelections": least,
@@ -183,8 +165,7 @@ def _parse_answers(questions: tuple[Question, ...], given: object) -> list[Quest
 
 
 def _parse_one(question: Question, index: int, body: object, *, named: str) -> QuestionAnswer:
-    """One question's answer; ``named`` prefixes every refusal (empty for the only question
-    of an ask, as before asks had several)."""
+    """One question's answer; ``named`` prefixes every refusal (empty for an only question)."""
     assert question.id is not None
     if not isinstance(body, dict):
         example = '{"options": [0]}' if question.is_multi_select else '{"option": 0}'
@@ -253,7 +234,6 @@ def _typed(question: Question, text: str, named: str) -> str:
 
 
 def _checked(question: Question, index: int, entry: QuestionAnswer) -> QuestionAnswer:
-    """``entry`` checked by the seam's rules (``INVALID_ANSWER`` names the question)."""
     try:
         return check_question_answer(question, entry, index=index)
     except UserInteractionError as error:
@@ -264,9 +244,8 @@ def _checked(question: Question, index: int, entry: QuestionAnswer) -> QuestionA
 
 
 def shown_answer(answer: AskUserQuestionAnswer, request: AskUserQuestionRequest) -> dict[str, Any]:
-    """What pages are told was answered: ``{"answers": [...]}``, one item per question
-    with its ``id``, ``question``, the ``labels`` chosen and the start of the ``text``
-    typed, or ``skipped``."""
+    """What pages are told was answered: per question its ``id``, ``question``, the
+    ``labels`` chosen and the start of the ``text`` typed, or ``skipped``."""
     texts = {item.id: item.question for item in questions_of(request)}
     items = []
     for entry in answer.answers:
@@ -285,8 +264,7 @@ def shown_answer(answer: AskUserQuestionAnswer, request: AskUserQuestionRequest)
 
 
 def answer_label(shown: dict[str, Any]) -> str:
-    """A shown answer in a refusal's message, as the page says it: labels, never a typed
-    text (and each question's text when there are several)."""
+    """A shown answer in a refusal's message: labels, never a typed text."""
     parts = []
     for item in shown["answers"]:
         if "skipped" in item:

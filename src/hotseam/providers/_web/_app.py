@@ -28,10 +28,9 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..._core import get_logger
-from ._inbox import Inbox, InboxError
+from ._answers import InboxError
+from ._inbox import Inbox
 from ._security import SECURITY_HEADERS, HostPolicy, token_matches
-
-__all__ = ["HEARTBEAT", "MAX_BODY", "MAX_STREAMS", "build_app"]
 
 _log = get_logger("hotseam.providers.web")
 
@@ -104,7 +103,7 @@ def build_app(inbox: Lookup, token: str, hosts: HostPolicy) -> ASGIApp:
 
 
 class _EventsEndpoint:
-    """A raw ASGI endpoint (Starlette's Route calls it with scope, receive, send)."""
+    """A raw ASGI endpoint: Starlette's Route calls an object (not a function) as one."""
 
     def __init__(self, handler: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
         self._handler = handler
@@ -243,9 +242,8 @@ class Guard:
         headers = _headers(scope)
         if not self._hosts.host_ok(headers.get("host")):
             return 421, "BAD_HOST", "the Host header does not name this server"
-        if not self._hosts.origin_ok(headers.get("origin")):
-            return 403, "BAD_ORIGIN", "requests from another site are refused"
-        if headers.get("sec-fetch-site") == "cross-site":
+        cross_site = headers.get("sec-fetch-site") == "cross-site"
+        if cross_site or not self._hosts.origin_ok(headers.get("origin")):
             return 403, "BAD_ORIGIN", "requests from another site are refused"
         method = scope["method"]
         given = _bearer(headers)
@@ -262,7 +260,7 @@ class Guard:
 
 
 def _wants_page(scope: Scope) -> bool:
-    """A browser opening the page (a bookmark, a pasted link), not a script or the API."""
+    """A browser opening the page (a bookmark, a pasted link), not a script."""
     if scope["method"] not in ("GET", "HEAD") or scope.get("path") != "/":
         return False
     return "text/html" in _headers(scope).get("accept", "")

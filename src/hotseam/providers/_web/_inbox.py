@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import anyio
-from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from ...interaction import (
     AskUserQuestionAnswer,
@@ -38,25 +37,12 @@ from ...interaction import (
     pending_asks,
 )
 from ._answers import (
-    MAX_ANSWER_CHARS,
     InboxError,
     answer_label,
     parse_answer,
     question_dict,
     shown_answer,
 )
-
-__all__ = [
-    "MAX_ANSWER_CHARS",
-    "Decision",
-    "Entry",
-    "Inbox",
-    "InboxError",
-    "Subscription",
-    "cancelled_error",
-    "parse_answer",
-    "refusal",
-]
 
 Outcome = Literal["answered", "dismissed", "withdrawn", "timed_out", "failed", "cleared", "closed"]
 
@@ -137,8 +123,8 @@ class Entry:
 
 
 _decided: OrderedDict[str, Decision] = OrderedDict()
-"""How the latest asks of this process ended: ids are the asks' own, so the inbox of a
-reload's next generation still answers "already answered" for what its predecessor saw."""
+"""How this process's latest asks ended, so a reload's next inbox still says "already
+answered" for what its predecessor saw."""
 
 
 class Subscription:
@@ -147,12 +133,9 @@ class Subscription:
     __slots__ = ("_audience", "_receive", "_send", "dropped")
 
     def __init__(self, audience: set[Subscription]) -> None:
-        send: ObjectSendStream[dict[str, Any]]
-        receive: ObjectReceiveStream[dict[str, Any]]
-        send, receive = anyio.create_memory_object_stream[dict[str, Any]](_SUBSCRIBER_BUFFER)
+        streams = anyio.create_memory_object_stream[dict[str, Any]](_SUBSCRIBER_BUFFER)
+        self._send, self._receive = streams
         self._audience = audience
-        self._send = send
-        self._receive = receive
         self.dropped = False
 
     def offer(self, event: dict[str, Any]) -> None:
@@ -207,7 +190,6 @@ class Inbox:
 
     @property
     def subscribers(self) -> int:
-        """How many event streams are open."""
         return len(self._subscribers)
 
     def snapshot(self) -> list[dict[str, Any]]:

@@ -42,21 +42,11 @@ from ...interaction.journal import (
     RunRecord,
     Settlement,
 )
-from ._answers import question_dict, shown_answer
+from ._answers import InboxError, question_dict, shown_answer
 from ._app import build_app
-from ._inbox import Decision, Entry, Inbox, InboxError, not_abandoned, refusal, unknown
+from ._inbox import Decision, Entry, Inbox, not_abandoned, refusal, unknown
 from ._security import DEFAULT_HOST, HostPolicy, checked_host, load_token, warn_if_remote
 from ._server import DRAIN_GRACE, Listener, WebServer
-
-__all__ = [
-    "CLOSING_NOTE",
-    "DEFAULT_FLEET_PORT",
-    "DEFAULT_REFRESH",
-    "FleetInbox",
-    "JournalInbox",
-    "inbox_identity",
-    "serve_journal_inbox",
-]
 
 T = TypeVar("T")
 
@@ -306,29 +296,27 @@ class JournalInbox(Inbox):
                 await self._settled(ask_id)
         abandoned = [entry.id for entry in self._shown() if entry.abandoned]
         for ask_id in abandoned:  # cleared or purged while the feed missed it
-            await self._still_recorded(ask_id)
+            purged = await self._recorded(ask_id) is None
+            if purged and ask_id in self._entries and ask_id not in self._deciding:
+                self._remove(ask_id, Decision("cleared", "no longer in the journal"))
 
-    async def _still_recorded(self, ask_id: str) -> None:
-        """An abandoned question no longer in the journal leaves the pages."""
+    async def _recorded(self, ask_id: str) -> AskRecord | None:
+        """The ask as the journal has it, ``None`` once it is gone (purged, or unreadable)."""
         try:
-            await self.journal.get_ask(ask_id)
+            return await self.journal.get_ask(ask_id)
         except JournalError as error:
             if error.code == JournalErrorCode.JOURNAL_UNAVAILABLE:
                 raise
-            if ask_id in self._entries and ask_id not in self._deciding:
-                self._remove(ask_id, Decision("cleared", "no longer in the journal"))
+            return None
 
     async def _settled(self, ask_id: str) -> None:
         """A shown question left ``pending`` somewhere: say how on every page."""
         entry = self._mirrored(ask_id)
         if entry is None or entry.abandoned or ask_id in self._deciding:
             return
-        try:
-            ask = await self.journal.get_ask(ask_id)
-        except JournalError as error:
-            if error.code == JournalErrorCode.JOURNAL_UNAVAILABLE:
-                raise
-            if self._entries.get(ask_id) is entry:  # purged (or unreadable): it is gone
+        ask = await self._recorded(ask_id)
+        if ask is None:
+            if self._entries.get(ask_id) is entry:
                 self._remove(ask_id, Decision("withdrawn", "no longer in the journal"))
             return
         if ask.pending or self._entries.get(ask_id) is not entry or ask_id in self._deciding:
