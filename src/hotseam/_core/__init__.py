@@ -20,103 +20,64 @@ from ._public import lazy_exports, present_as
 
 # Not typing.TYPE_CHECKING: see _errors.py.
 TYPE_CHECKING = False
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # ``X as X``: re-exported for type checkers (``__all__`` is the table's)
     from typing import Any
 
-    from ._abort import AbortController, AbortSignal, abort_exception
-    from ._agent import Agent
-    from ._carry import CarriedEffect, carried_since, carry_mark, follow, hand_over
-    from ._context import Context, current_context, lookup_current_context, use_context
-    from ._effects import CloseReason, Effect, EnteredEffect, ScopeExit, TaskEffect
-    from ._errors import (
-        AbortError,
-        DisposalError,
-        DisposerTimeoutError,
-        HarnessError,
-        NoProviderError,
-        ProviderConflictError,
-        ScopeClosedError,
-        ScopeError,
-        ToolError,
-    )
-    from ._log import EventLogger, get_logger
-    from ._module_body import executing
-    from ._registry import DEFAULT_SWAP_WAIT, BaseContext, Lease, Registration, RegistrationState
-    from ._scope import Scope, ScopeState, exit_task_group
-    from ._seam import Seam
-    from ._swap import Swap
-    from ._tools import (
-        Tool,
-        ToolCall,
-        ToolContext,
-        ToolFormat,
-        ToolRegistration,
-        ToolRegistry,
-        ToolResult,
-        format_validation_error,
-        tool,
-    )
-    from ._tracking import Tracker, get_tracker, is_long_lived, mark_long_lived, set_tracker
+    from ._abort import AbortController as AbortController
+    from ._abort import AbortSignal as AbortSignal
+    from ._abort import abort_exception as abort_exception
+    from ._agent import Agent as Agent
+    from ._carry import CarriedEffect as CarriedEffect
+    from ._carry import carried_since as carried_since
+    from ._carry import carry_mark as carry_mark
+    from ._carry import follow as follow
+    from ._carry import hand_over as hand_over
+    from ._context import Context as Context
+    from ._context import current_context as current_context
+    from ._context import lookup_current_context as lookup_current_context
+    from ._context import use_context as use_context
+    from ._effects import CloseReason as CloseReason
+    from ._effects import Effect as Effect
+    from ._effects import EnteredEffect as EnteredEffect
+    from ._effects import ScopeExit as ScopeExit
+    from ._effects import TaskEffect as TaskEffect
+    from ._errors import AbortError as AbortError
+    from ._errors import DisposalError as DisposalError
+    from ._errors import DisposerTimeoutError as DisposerTimeoutError
+    from ._errors import HarnessError as HarnessError
+    from ._errors import NoProviderError as NoProviderError
+    from ._errors import ProviderConflictError as ProviderConflictError
+    from ._errors import ScopeClosedError as ScopeClosedError
+    from ._errors import ScopeError as ScopeError
+    from ._errors import ToolError as ToolError
+    from ._log import EventLogger as EventLogger
+    from ._log import get_logger as get_logger
+    from ._module_body import executing as executing
+    from ._registry import DEFAULT_SWAP_WAIT as DEFAULT_SWAP_WAIT
+    from ._registry import BaseContext as BaseContext
+    from ._registry import Lease as Lease
+    from ._registry import Registration as Registration
+    from ._registry import RegistrationState as RegistrationState
+    from ._scope import Scope as Scope
+    from ._scope import ScopeState as ScopeState
+    from ._scope import exit_task_group as exit_task_group
+    from ._seam import Seam as Seam
+    from ._swap import Swap as Swap
+    from ._tools import Tool as Tool
+    from ._tools import ToolCall as ToolCall
+    from ._tools import ToolContext as ToolContext
+    from ._tools import ToolFormat as ToolFormat
+    from ._tools import ToolRegistration as ToolRegistration
+    from ._tools import ToolRegistry as ToolRegistry
+    from ._tools import ToolResult as ToolResult
+    from ._tools import format_validation_error as format_validation_error
+    from ._tools import tool as tool
+    from ._tracking import Tracker as Tracker
+    from ._tracking import get_tracker as get_tracker
+    from ._tracking import is_long_lived as is_long_lived
+    from ._tracking import mark_long_lived as mark_long_lived
+    from ._tracking import set_tracker as set_tracker
 
-__all__ = [
-    "DEFAULT_SWAP_WAIT",
-    "AbortController",
-    "AbortError",
-    "AbortSignal",
-    "Agent",
-    "BaseContext",
-    "CarriedEffect",
-    "CloseReason",
-    "Context",
-    "DisposalError",
-    "DisposerTimeoutError",
-    "Effect",
-    "EnteredEffect",
-    "EventLogger",
-    "HarnessError",
-    "Lease",
-    "NoProviderError",
-    "ProviderConflictError",
-    "Registration",
-    "RegistrationState",
-    "Scope",
-    "ScopeClosedError",
-    "ScopeError",
-    "ScopeExit",
-    "ScopeState",
-    "Seam",
-    "Swap",
-    "TaskEffect",
-    "Tool",
-    "ToolCall",
-    "ToolContext",
-    "ToolError",
-    "ToolFormat",
-    "ToolRegistration",
-    "ToolRegistry",
-    "ToolResult",
-    "Tracker",
-    "abort_exception",
-    "carried_since",
-    "carry_mark",
-    "current_context",
-    "executing",
-    "exit_task_group",
-    "follow",
-    "format_validation_error",
-    "get_logger",
-    "get_tracker",
-    "hand_over",
-    "is_long_lived",
-    "lazy_exports",
-    "lookup_current_context",
-    "mark_long_lived",
-    "present_as",
-    "present_when_loaded",
-    "set_tracker",
-    "tool",
-    "use_context",
-]
 
 _DEFINED_IN: dict[str, str] = {
     name: module
@@ -164,7 +125,9 @@ _DEFINED_IN: dict[str, str] = {
     }.items()
     for name in names
 }
-"""Where each name of ``__all__`` is defined."""
+"""Where each name the core exports is defined."""
+
+__all__ = [*_DEFINED_IN, "lazy_exports", "present_as", "present_when_loaded"]
 
 _presenting: list[tuple[str, set[str]]] = []
 """The packages that re-export core names, with the names not yet presented as theirs."""

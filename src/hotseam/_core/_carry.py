@@ -262,17 +262,7 @@ class Carrying:
     async def acarry(
         self,
         key: str,
-        factory: Callable[[], AbstractAsyncContextManager[V]],
-        *,
-        version: object = None,
-        accept: Callable[[V], bool] | None = None,
-    ) -> V: ...
-
-    @overload
-    async def acarry(
-        self,
-        key: str,
-        factory: Callable[[], AbstractContextManager[V]],
+        factory: Callable[[], AbstractAsyncContextManager[V] | AbstractContextManager[V]],
         *,
         version: object = None,
         accept: Callable[[V], bool] | None = None,

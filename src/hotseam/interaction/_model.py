@@ -76,14 +76,7 @@ class AskUserQuestionOption:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict; absent fields are left out."""
-        data: dict[str, Any] = {"label": self.label}
-        if self.value is not None:
-            data["value"] = self.value
-        if self.description is not None:
-            data["description"] = self.description
-        if self.recommended:
-            data["recommended"] = True
-        return data
+        return {"label": self.label, **_set_fields(self, ("value", "description", "recommended"))}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> AskUserQuestionOption:
@@ -220,17 +213,13 @@ class Question:
     def to_dict(self, *, camel_case: bool = False) -> dict[str, Any]:
         """A JSON-ready dict; fields at their defaults are left out (``allow_custom`` is
         always there, as in a request's dict)."""
-        data: dict[str, Any] = {"question": self.question}
-        if self.id is not None:
-            data["id"] = self.id
-        if self.header is not None:
-            data["header"] = self.header
+        data: dict[str, Any] = {"question": self.question, **_set_fields(self, ("id", "header"))}
         if self.options:
             data["options"] = [option.to_dict() for option in self.options]
+        flags = _set_fields(self, _CAMEL) | {"allow_custom": self.allow_custom}
         for name, camel in _CAMEL.items():
-            value = getattr(self, name)
-            if name == "allow_custom" or (value is not None and value is not False):
-                data[camel if camel_case else name] = value
+            if name in flags:
+                data[camel if camel_case else name] = flags[name]
         return data
 
     @classmethod
@@ -566,6 +555,15 @@ def _tuple_or_none(options: object) -> Any:
     if isinstance(options, list | tuple):
         return tuple(options) or None
     return options
+
+
+def _set_fields(item: object, names: Iterable[str]) -> dict[str, Any]:
+    """The fields of ``names`` not at their default (``None``, ``False``), for a dict form."""
+    return {
+        name: value
+        for name in names
+        if (value := getattr(item, name)) is not None and value is not False
+    }
 
 
 def _describe_value(value: object) -> str:
@@ -920,16 +918,9 @@ class QuestionAnswer:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict: ``id``, ``answer``, ``options``; ``custom`` and ``skipped``
         when set."""
-        data: dict[str, Any] = {
-            "id": self.id,
-            "answer": self.answer,
-            "options": [option.to_dict() for option in self.options],
-        }
-        if self.custom is not None:
-            data["custom"] = self.custom
-        if self.skipped is not None:
-            data["skipped"] = self.skipped
-        return data
+        options = [option.to_dict() for option in self.options]
+        data: dict[str, Any] = {"id": self.id, "answer": self.answer, "options": options}
+        return data | _set_fields(self, ("custom", "skipped"))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> QuestionAnswer:
