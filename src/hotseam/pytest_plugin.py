@@ -1,39 +1,16 @@
-"""hotseam's pytest plugin: disposal-lifecycle testing (registered via ``pytest11``).
+"""hotseam's pytest plugin: disposal-lifecycle testing (registered via ``pytest11``; what
+each fixture, check and option does: ``docs/testing.md``).
 
-Fixtures (all prefixed ``hotseam_``):
+The ``hotseam_`` fixtures give a test a context, a scope, a scripted provider, a strict
+setup, a reload driver, its leak tracker and a way to allow survivors. The checks run at
+teardown on a test that passed, after every fixture was torn down: the leak check (scopes
+and registrations left open, zombie generations of ``hotseam_reloader``, carried values
+let go unclosed) and the escape check (tasks, timers, threads, fds), each turned on by an
+option, an ini option or a marker; strict mode likewise.
 
-* ``hotseam_context`` — a fresh :class:`~hotseam.Context`;
-* ``hotseam_scope`` — an open root scope on that context, closed after the test;
-* ``hotseam_provider`` — a :class:`~hotseam.providers.scripted.ScriptedProvider` installed as
-  the context's user-interaction provider (script it with ``push``);
-* ``hotseam_setup`` — ``await hotseam_setup(setup, probe=...)`` sets a component up in a
-  child of ``hotseam_scope``; in strict mode, set up, dispose and set up again;
-* ``hotseam_reloader`` — a :class:`~hotseam.testing.ReloadDriver` on ``tmp_path``: write
-  module source, ``await hotseam_reloader.reload("my_ui.py")``, no watcher, no sleeps (in
-  strict mode ``load()`` sets each module up, unloads it and loads it again), or test the
-  providers you have: ``await hotseam_reloader.load_folder("providers")`` loads a copy;
-* ``hotseam_leaks`` — the test's :class:`~hotseam.testing.LeakTracker`;
-* ``hotseam_allow_leaks`` — ``hotseam_allow_leaks("threads")`` or
-  ``hotseam_allow_leaks(obj)``: expected to outlive the test.
-
-Leak check: ``--hotseam-leak-check``, the ini option ``hotseam_leak_check = true``, or
-``@pytest.mark.hotseam_leak_check`` on one test (``hotseam_leak_check(False)`` turns it off
-for one test). A test that passed but left scopes or registrations open fails at teardown
-with each root leak, where it was created and its parent scope; so does one that left a
-zombie generation (a generation of ``hotseam_reloader`` still reachable after its scope
-closed: the reference chain is shown) or let a carried value go without closing it.
-Escape check: ``--hotseam-escape-check``, ``hotseam_escape_check = true`` or
-``@pytest.mark.hotseam_escape_check``: asyncio tasks, timer handles, threads and sockets or
-files the test's code created and left behind fail it, each named by its creating line
-(:mod:`hotseam.testing._escapes`); ``@pytest.mark.hotseam_allow_leaks(*kinds)`` allows
-some; a thread still stopping gets ``--hotseam-thread-grace`` / ``hotseam_thread_grace``
-seconds (0.2) to end. Strict mode: ``--hotseam-strict``, ``hotseam_strict = true``, or
-``@pytest.mark.hotseam_strict``.
-
-A failure that hotseam reports (a :class:`~hotseam.HarnessError` such as ``ReloadError``
-from ``raise_for_errors()``, a ``DisposalError``, an ``AssertionError`` of the kit) is shown
-without hotseam's own frames, as pytest hides its own: the traceback ends at the test's
-line. ``--fulltrace`` shows them all.
+A failure that hotseam reports (a :class:`~hotseam.HarnessError`, a ``DisposalError``, an
+``AssertionError`` of the kit) is shown without hotseam's own frames, as pytest hides its
+own: the traceback ends at the test's line. ``--fulltrace`` shows them all.
 """
 
 from __future__ import annotations

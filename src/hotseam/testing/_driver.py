@@ -154,12 +154,8 @@ class ReloadDriver:
             StrictModeError: strict mode found leftovers of the first setup.
         """
         __tracebackhide__ = True
-        await self._load_strictly(
-            lambda: [self.write(name, source)],
-            name,
-            probe,
-            f"unloading {name!r} did not undo everything its setup did",
-        )
+        undone = f"unloading {name!r} did not undo everything its setup did"
+        await self._load_strictly(lambda: [self.write(name, source)], name, probe, undone)
         return self.status(name)
 
     async def load_folder(
@@ -183,12 +179,9 @@ class ReloadDriver:
         if not source.is_dir():  # noqa: ASYNC240 - a test helper; the copy is blocking too
             raise FileNotFoundError(f"{os.fspath(folder)!r} is not a folder of modules")
         self.came_from(source)
+        undone = f"unloading the modules of {os.fspath(folder)!r} did not undo everything"
         copied = await self._load_strictly(
-            lambda: self._copy(source),
-            None,
-            probe,
-            f"unloading the modules of {os.fspath(folder)!r} did not undo everything their "
-            "setups did",
+            lambda: self._copy(source), None, probe, f"{undone} their setups did"
         )
         return [self.reloader.status_of(path) for path in sorted(copied)]
 
@@ -199,9 +192,8 @@ class ReloadDriver:
         probe: Callable[[], object] | None,
         undone: str,
     ) -> list[Path]:
-        """``put()`` the files and reload ``name`` (or everything); in strict mode, remove
-        them, reload, look for leftovers (``undone`` says what did not undo them), and put
-        and reload again. Returns the files put."""
+        """``put()`` the files and reload ``name`` (or all); in strict mode, remove them,
+        reload, raise the leftovers (``undone``: what failed), put and reload again."""
         __tracebackhide__ = True
         before = snapshot(self.context, probe) if self.strict else None
         files = put()

@@ -1,28 +1,21 @@
 """The ask journal: questions and answers that outlive the process (design invariant 10).
 
-A journal records each daemon, each run of an agent, and each ask of a run with its state
-(``pending``, ``answered``, ``failed`` with a code, ``withdrawn``, ``abandoned``), its answer
-and its times. A recorded answer is delivered to exactly one ask (of the same unfinished run
-and the same question); a finished run is never answered again; across processes the first
-answer wins in one transaction. ``ask()``, agent runs and resume, the CLI and the fleet
-inbox are built on :class:`Journal` (``open_journal(url)``).
-
-Engines, one interface, one behaviour (a contract test suite runs every behaviour on each):
-``sqlite``, the embedded default (:mod:`._sqlite`; ``memory:`` is SQLite in this process's
-memory, not a third engine), and ``postgresql`` for several processes or machines
-(:mod:`._postgres`). Each operation is written once, in :class:`Journal`'s methods
-(:mod:`._store`); an engine supplies only how a transaction runs and how others are woken.
-Nothing public needs more: with nothing configured the journal is an SQLite *file* under
-hotseam's state folder, and ``--no-journal`` means no journal at all.
+A journal records each daemon, each run of an agent, and each ask of a run with its state,
+answer and times. A recorded answer is delivered to exactly one ask (of the same unfinished
+run and the same question); a finished run is never answered again; across processes the
+first answer wins in one transaction. ``ask()``, agent runs and resume, the CLI and the
+fleet inbox are built on :class:`Journal` (``open_journal(url)``), whose operations are
+written once (:mod:`._store`) for its engines, ``sqlite`` (:mod:`._sqlite`, also for
+``memory:``) and ``postgresql`` (:mod:`._postgres`); a contract test suite runs every
+behaviour on each.
 
 Why not DBOS (durable workflows on the same two databases, which was considered): its
 workflows and steps are functions registered by decorators at import time and run on
-asyncio. hotseam hot-reloads the modules that hold agents and providers (a module object is
-replaced, so a registered function goes stale) and supports trio as well as asyncio. What
-hotseam needs is narrower than a workflow engine — record a question, let the first answer
-win, wake the waiter, replay answers of an unfinished run — and is a handful of statements
-on plain tables (``UPDATE ... WHERE id = ? AND state = 'pending' RETURNING ...`` is first-
-answer-wins in one statement), which both engines run the same way.
+asyncio, while hotseam hot-reloads the modules that hold agents (a registered function goes
+stale) and supports trio too. What hotseam needs is narrower — record a question, let the
+first answer win, wake the waiter, replay answers of an unfinished run — and is a handful
+of statements on plain tables (``UPDATE ... WHERE id = ? AND state = 'pending' RETURNING
+...`` is first-answer-wins in one statement), which both engines run the same way.
 """
 
 from __future__ import annotations

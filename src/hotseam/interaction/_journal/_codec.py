@@ -17,12 +17,11 @@ __all__ = [
     "ASK_COLUMNS",
     "DAEMON_COLUMNS",
     "RUN_COLUMNS",
-    "answer_json",
     "ask_from_row",
     "daemon_from_row",
     "entry_from_row",
-    "request_json",
     "run_from_row",
+    "to_json",
 ]
 
 ASK_COLUMNS = (
@@ -55,14 +54,10 @@ DAEMON_COLUMNS = (
 Row = Sequence[Any]
 
 
-def request_json(request: Any) -> str:
-    """The stored form of a request (``to_dict``: its signal is not kept)."""
-    return json.dumps(request.to_dict(), ensure_ascii=False, separators=(",", ":"))
-
-
-def answer_json(answer: Any) -> str:
-    """The stored form of an answer."""
-    return json.dumps(answer.to_dict(), ensure_ascii=False, separators=(",", ":"))
+def to_json(value: Any) -> str:
+    """The stored form of a request or an answer (``to_dict``: a request's signal is not
+    kept)."""
+    return json.dumps(value.to_dict(), ensure_ascii=False, separators=(",", ":"))
 
 
 def ask_from_row(row: Row) -> AskRecord:

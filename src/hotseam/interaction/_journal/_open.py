@@ -93,7 +93,19 @@ def _import_engine(engine: str) -> None:
 def _build(
     url: str | os.PathLike[str] | None, liveness_timeout: float, poll_interval: float
 ) -> Journal:
-    if url is None:
+    location = None if url is None else parse_journal_url(url)
+    if location is not None and location.engine == "postgresql":
+        from ._postgres import PostgresJournal
+
+        return PostgresJournal(
+            location.target, shown=location.shown, liveness_timeout=liveness_timeout
+        )
+    from ._sqlite import SqliteJournal
+
+    path: str | os.PathLike[str] | None
+    if location is not None:
+        path = location.target if location.engine == "sqlite" else None
+    else:
         try:
             path = default_journal_path()
         except RuntimeError as error:  # Path.home(): no $HOME and no password entry
@@ -101,20 +113,9 @@ def _build(
                 f"no state folder for the default journal ({error}): give a journal URL",
                 JournalErrorCode.JOURNAL_UNAVAILABLE,
             ) from None
-        from ._sqlite import SqliteJournal
-
-        return SqliteJournal(
-            path, liveness_timeout=liveness_timeout, poll_interval=poll_interval, make_folder=True
-        )
-    location = parse_journal_url(url)
-    if location.engine != "postgresql":
-        from ._sqlite import SqliteJournal
-
-        return SqliteJournal(
-            location.target if location.engine == "sqlite" else None,
-            liveness_timeout=liveness_timeout,
-            poll_interval=poll_interval,
-        )
-    from ._postgres import PostgresJournal
-
-    return PostgresJournal(location.target, shown=location.shown, liveness_timeout=liveness_timeout)
+    return SqliteJournal(
+        path,
+        liveness_timeout=liveness_timeout,
+        poll_interval=poll_interval,
+        make_folder=location is None,
+    )

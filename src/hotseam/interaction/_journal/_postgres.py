@@ -102,14 +102,7 @@ class PostgresJournal(Journal):
             ) from None
         found, schema = await self._write(self._prepare)
         self._channel = _channel(schema)
-        if found is not None and found < SCHEMA_VERSION:
-            _log.info(
-                "journal.migrated",
-                summary=f"the journal {self.url} was migrated from schema version {found} "
-                f"to {SCHEMA_VERSION}",
-                url=self.url,
-                from_version=found,
-            )
+        self._migrated(found, self.url, url=self.url)
         listener = await anyio.to_thread.run_sync(self._open_listener)
         task_group.start_soon(self._listen, listener)
 
@@ -151,11 +144,12 @@ class PostgresJournal(Journal):
                 self._conninfo, autocommit=True, connect_timeout=10, application_name="hotseam"
             )
         except psycopg.Error as error:
-            raise JournalError(
-                f"cannot connect to the journal {self.url}: {_first_line(error)}",
-                JournalErrorCode.JOURNAL_UNAVAILABLE,
-                cause=error,
-            ) from None
+            raise self._failed(f"cannot connect to the journal {self.url}", error) from None
+
+    def _failed(self, what: str, error: BaseException) -> JournalError:
+        return JournalError(
+            f"{what}: {_first_line(error)}", JournalErrorCode.JOURNAL_UNAVAILABLE, cause=error
+        )
 
     # -- transactions -------------------------------------------------------------------------
 
@@ -209,11 +203,7 @@ class PostgresJournal(Journal):
             with connection.transaction():
                 return connection, operation(db)
         except psycopg.Error as error:
-            failure: BaseException = JournalError(
-                f"the journal {self.url} failed: {_first_line(error)}",
-                JournalErrorCode.JOURNAL_UNAVAILABLE,
-                cause=error,
-            )
+            failure: BaseException = self._failed(f"the journal {self.url} failed", error)
         except BaseException as error:
             failure = error
         if connection is not None and (connection.closed or connection.broken):
@@ -233,11 +223,7 @@ class PostgresJournal(Journal):
             connection.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
         except psycopg.Error as error:
             connection.close()
-            raise JournalError(
-                f"cannot listen to the journal {self.url}: {_first_line(error)}",
-                JournalErrorCode.JOURNAL_UNAVAILABLE,
-                cause=error,
-            ) from None
+            raise self._failed(f"cannot listen to the journal {self.url}", error) from None
         return connection
 
     async def _listen(self, connection: psycopg.Connection[Any]) -> None:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from ._errors import JournalError, JournalErrorCode
 from ._records import AskRecord, DaemonRecord, RunRecord
 
 __all__ = [
     "ask_conflict",
     "daemon_stopped",
+    "known",
     "not_abandoned",
     "run_claimed",
     "run_exists",
@@ -16,21 +19,25 @@ __all__ = [
 ]
 
 
-def _unknown_daemon(daemon_id: str) -> JournalError:
-    return JournalError(f"no daemon {daemon_id} in the journal", JournalErrorCode.DAEMON_UNKNOWN)
+T = TypeVar("T")
 
-
-def _unknown_run(run_id: str) -> JournalError:
-    return JournalError(f"no run {run_id} in the journal", JournalErrorCode.RUN_UNKNOWN)
-
-
-def _unknown_ask(ask_id: str) -> JournalError:
-    return JournalError(f"no ask {ask_id} in the journal", JournalErrorCode.ASK_UNKNOWN)
+_UNKNOWN = {
+    "daemon": JournalErrorCode.DAEMON_UNKNOWN,
+    "run": JournalErrorCode.RUN_UNKNOWN,
+    "ask": JournalErrorCode.ASK_UNKNOWN,
+}
 
 
 def unknown(kind: str, ident: str) -> JournalError:
-    """``DAEMON_UNKNOWN``, ``RUN_UNKNOWN`` or ``ASK_UNKNOWN`` for engines."""
-    return {"daemon": _unknown_daemon, "run": _unknown_run, "ask": _unknown_ask}[kind](ident)
+    """``DAEMON_UNKNOWN``, ``RUN_UNKNOWN`` or ``ASK_UNKNOWN`` (``kind``: daemon, run, ask)."""
+    return JournalError(f"no {kind} {ident} in the journal", _UNKNOWN[kind])
+
+
+def known(kind: str, ident: str, found: T | None) -> T:
+    """``found``, or :func:`unknown` raised when the lookup found nothing."""
+    if found is None:
+        raise unknown(kind, ident)
+    return found
 
 
 def run_finished(run: RunRecord) -> JournalError:

@@ -153,7 +153,10 @@ def _version(db: Db, where: str) -> int | None:
     if db.one(db.dialect.table_exists, ("hotseam_meta",)) is not None:
         row = db.one("SELECT value FROM hotseam_meta WHERE key = 'schema_version'")
         if row is None:
-            return _missing(where)
+            raise JournalError(
+                f"the journal {where} has a hotseam_meta table without a schema version",
+                JournalErrorCode.JOURNAL_CORRUPT,
+            )
         try:
             return int(row[0])
         except ValueError:
@@ -164,13 +167,6 @@ def _version(db: Db, where: str) -> int | None:
     if db.one(db.dialect.table_exists, ("hotseam_asks",)) is not None:
         return 0
     return None
-
-
-def _missing(where: str) -> int:
-    raise JournalError(
-        f"the journal {where} has a hotseam_meta table without a schema version",
-        JournalErrorCode.JOURNAL_CORRUPT,
-    )
 
 
 def _set(db: Db, key: str, value: str) -> None:

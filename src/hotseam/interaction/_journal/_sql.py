@@ -23,7 +23,7 @@ from ._codec import (
     run_from_row,
 )
 from ._records import CLEARED, AskRecord, DaemonRecord, RunRecord, RunState
-from ._refusals import daemon_stopped, run_finished, unknown
+from ._refusals import daemon_stopped, known, run_finished
 
 __all__ = ["Db", "Dialect", "Row"]
 
@@ -122,10 +122,7 @@ class Db(abc.ABC):
 
     def known_daemon(self, daemon_id: str) -> DaemonRecord:
         """The daemon; ``DAEMON_UNKNOWN`` when there is none."""
-        daemon = self.daemon(daemon_id)
-        if daemon is None:
-            raise unknown("daemon", daemon_id)
-        return daemon
+        return known("daemon", daemon_id, self.daemon(daemon_id))
 
     def heartbeat(self, daemon_id: str) -> DaemonRecord:
         """Refresh the heartbeat of a daemon that was not stopped (its liveness, proven)."""
@@ -149,10 +146,7 @@ class Db(abc.ABC):
 
     def locked_run(self, run_id: str, lock: str) -> RunRecord:
         """The run, locked (``lock``: the dialect's share or update suffix), still running."""
-        row = self.one(SELECT_RUN + lock, (run_id,))
-        if row is None:
-            raise unknown("run", run_id)
-        run = run_from_row(row)
+        run = run_from_row(known("run", run_id, self.one(SELECT_RUN + lock, (run_id,))))
         if not run.unfinished:
             raise run_finished(run)
         return run

@@ -1,44 +1,41 @@
 """The embedded engine: one SQLite file, the standard library's ``sqlite3`` in worker threads.
 
-The file is created mode 0600 (its ``-wal`` and ``-shm`` get the same), in WAL mode (readers
-and one writer at once, across processes of one machine), with ``synchronous=FULL`` for what
-must survive a power cut (an answer, how an ask or a run ended) and ``NORMAL`` for the rest
-(in WAL mode that survives a crash of the process, and the next durable commit makes it
-durable: the log is synced in order). Every write is one ``BEGIN IMMEDIATE`` transaction, so
-writers queue for the lock (up to the busy timeout, 10 s) instead of failing halfway.
-Deleted records are overwritten (``secure_delete``) and a purge empties the write-ahead log:
-a purged answer (personal data) leaves no trace in the files.
+The file (and its ``-wal`` and ``-shm``) is created mode 0600, in WAL mode (readers and one
+writer at once, across processes of one machine), committed with ``synchronous=FULL`` for
+what must survive a power cut (an answer, how an ask or a run ended) and ``NORMAL`` for the
+rest (that survives a crash, and the next durable commit syncs it: the log is synced in
+order). Every write is one ``BEGIN IMMEDIATE`` transaction, so writers queue for the lock (up
+to the busy timeout) instead of failing halfway. Deleted records are overwritten
+(``secure_delete``) and a purge empties the write-ahead log: a purged answer (personal data)
+leaves no trace in the files.
 
-Wake-ups: an answer given through this journal object wakes its waiters at once. SQLite
-cannot notify another process, so while someone here waits or reads the change feed, the
-journal polls ``PRAGMA data_version`` every ``poll_interval`` seconds (default 0.2): another
-process's answer is seen in about 0.1 s on average. For milliseconds across processes, use
-PostgreSQL. The feed is read back from ``hotseam_changes``, appended to in each change's
-transaction (writers are serialised, so the numbers follow commit order); entries older than
-ten minutes are trimmed, and a reader that fell further behind is told ``resync``.
+SQLite cannot notify another process: while someone here waits or reads the change feed, the
+journal polls ``PRAGMA data_version`` every ``poll_interval`` seconds (another process's
+answer is seen in about 0.1 s; for milliseconds, use PostgreSQL). The feed is read back from
+``hotseam_changes``, appended to in each change's transaction (writers are serialised, so
+the numbers follow commit order); entries older than ten minutes are trimmed, and a reader
+that fell further behind is told ``resync``.
 
-Files removed under a live process (a tmp cleaner, an operator): SQLite would go on writing
-to the unlinked files while every process that opens the path afterwards sees another
-journal, a split brain nobody is told about. So before each transaction the journal compares
-what its path names (the file, its ``-wal`` and ``-shm``, by device and inode) with the
-files it holds open, and a difference is logged at error level and repaired first, with
-nothing of this process's view lost:
+Files removed under a live process (a tmp cleaner, an operator) would split the journal in
+two unseen: SQLite goes on writing to the unlinked files while later openers of the path see
+another journal. So before each transaction the files the path names (by device and inode)
+are compared with those held open, and a difference is logged at error level and repaired,
+with nothing of this process's view lost:
 
-* the ``-wal`` or ``-shm`` removed: the log the connection holds is checkpointed into the
-  file, and the connection reopened;
-* the file or its folder removed: the folder is made again (owner-only), the connection's
-  whole view copied (SQLite's backup) into a new file renamed into place, and reopened;
-* the path naming another file (a peer repaired it first, or a copy was restored): this
-  process switches to it, keeping its connection to the replaced file open until the
-  journal closes (closing it earlier could remove the new file's ``-wal``).
+* the ``-wal`` or ``-shm`` removed: the log is checkpointed into the file, the connection
+  reopened;
+* the file or its folder removed: the folder made again (owner-only), the connection's whole
+  view copied (SQLite's backup) into a new file renamed into place, and reopened;
+* the path naming another file (a peer repaired it first, a copy was restored): this process
+  switches to it, keeping its connection to the replaced file open until the journal closes
+  (closing it earlier could remove the new file's ``-wal``).
 
-Readers of the change feed are then told ``resync``. What another process wrote to its own
-split-off files meanwhile is not merged.
+Readers of the feed are then told ``resync``; what another process wrote to its own split-off
+files meanwhile is not merged.
 
-In memory (``memory:``, ``path=None``): one private database of this process, no file, no
-polling, nothing to repair; its transactions run on the event loop itself (they touch no
-disk: each is over in microseconds, one step of the loop). Tests use it for speed, with
-every statement the file engine runs: there is no third engine.
+In memory (``memory:``, ``path=None``): one private database, no file, no polling, nothing
+to repair; its transactions run on the event loop itself (no disk: each is one step of the
+loop). Tests use it for speed with every statement the file engine runs.
 """
 
 from __future__ import annotations
@@ -86,6 +83,9 @@ DIALECT = Dialect(
     table_exists="SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
 )
 
+
+_SYNC = {True: "FULL", False: "NORMAL"}
+"""The ``synchronous`` level of a durable commit, and of any other."""
 
 LOG_KEPT = 600.0
 """Seconds an entry of the change log is kept (trimmed every 1,000 entries)."""
@@ -191,14 +191,7 @@ class SqliteJournal(Journal):
             raise
         if not created:
             self._warn_if_shared()
-        if found is not None and found < SCHEMA_VERSION:
-            _log.info(
-                "journal.migrated",
-                summary=f"the journal {self.path} was migrated from schema version {found} "
-                f"to {SCHEMA_VERSION}",
-                path=str(self.path),
-                from_version=found,
-            )
+        self._migrated(found, self.path, path=str(self.path))
         return connection
 
     def _use_wal(self, connection: sqlite3.Connection) -> None:
@@ -226,9 +219,7 @@ class SqliteJournal(Journal):
         """The (device, inode) the path (with ``suffix``) names now; None when nothing."""
         try:
             found = os.stat(f"{self.path}{suffix}")
-        except FileNotFoundError:
-            return None
-        except NotADirectoryError:
+        except (FileNotFoundError, NotADirectoryError):
             return None
         return (found.st_dev, found.st_ino)
 
@@ -361,21 +352,20 @@ class SqliteJournal(Journal):
     # -- transactions -------------------------------------------------------------------------
 
     async def _write(self, operation: Callable[[Db], T], *, durable: bool = False) -> T:
-        sync = "FULL" if durable else "NORMAL"
-        if self._in_memory:  # no disk: no synchronous level to set
-            await anyio.lowlevel.checkpoint()
-            return self._run(operation, "")
-        try:
-            return await anyio.to_thread.run_sync(self._run, operation, sync, limiter=self._limiter)
-        finally:
-            self._resync_if_repaired()
+        # In memory there is no disk: no synchronous level to set.
+        return await self._on_thread(operation, "" if self._in_memory else _SYNC[durable])
 
     async def _read(self, operation: Callable[[Db], T]) -> T:
+        return await self._on_thread(operation, None)
+
+    async def _on_thread(self, operation: Callable[[Db], T], sync: str | None) -> T:
+        """:meth:`_run` in the worker thread; in memory, on the event loop (see the module
+        docstring)."""
         if self._in_memory:
             await anyio.lowlevel.checkpoint()
-            return self._run(operation, None)
+            return self._run(operation, sync)
         try:
-            return await anyio.to_thread.run_sync(self._run, operation, None, limiter=self._limiter)
+            return await anyio.to_thread.run_sync(self._run, operation, sync, limiter=self._limiter)
         finally:
             self._resync_if_repaired()
 
@@ -390,11 +380,7 @@ class SqliteJournal(Journal):
         ``synchronous`` level (empty: the level as it is)."""
         with self._lock:
             if self._connection is None and self._reopen:  # a repair closed it
-                try:
-                    self._connection = self._connect()
-                except sqlite3.Error as error:
-                    raise self._unavailable(error) from None
-                self._note_files()
+                self._open_file()
                 self._reopen = False
             if self._connection is None:
                 raise JournalError(
@@ -474,15 +460,10 @@ class SqliteJournal(Journal):
 
     # -- changes ------------------------------------------------------------------------------
 
-    def _changed(self, asks: Sequence[AskRecord]) -> None:
-        super()._changed(asks)  # this process's waiters, at once
+    def _changed(self, asks: Sequence[AskRecord], *, cleared: bool = False) -> None:
+        super()._changed(asks, cleared=cleared)  # this process's waiters, at once
         if self._notices.has_subscribers:
             self._nudged.set()  # the feed reads it back in order
-
-    def _cleared(self, ask: AskRecord) -> None:
-        super()._cleared(ask)
-        if self._notices.has_subscribers:
-            self._nudged.set()
 
     async def _attach(self, subscription: Subscription) -> None:
         await self._catch_up()  # what was logged before goes to the readers already there

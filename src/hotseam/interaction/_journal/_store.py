@@ -24,12 +24,11 @@ from ..._core import get_logger
 from ._codec import (
     DAEMON_COLUMNS,
     RUN_COLUMNS,
-    answer_json,
     ask_from_row,
     daemon_from_row,
     entry_from_row,
-    request_json,
     run_from_row,
+    to_json,
 )
 from ._errors import JournalError, JournalErrorCode
 from ._notices import Notices, Subscription
@@ -48,12 +47,13 @@ from ._records import (
 )
 from ._refusals import (
     ask_conflict,
+    known,
     not_abandoned,
     run_claimed,
     run_exists,
     run_finished,
-    unknown,
 )
+from ._schema import SCHEMA_VERSION
 from ._sql import (
     ASK,
     DAEMON_D,
@@ -129,13 +129,23 @@ class Journal(abc.ABC):
         armed: an engine whose changes arrive late arms it once the earlier ones are in)."""
         subscription.arm()
 
-    def _changed(self, asks: Sequence[AskRecord]) -> None:
-        """These asks were created or settled through this object: wake their waiters."""
-        self._notices.wake_with(asks)
+    def _changed(self, asks: Sequence[AskRecord], *, cleared: bool = False) -> None:
+        """These asks were created, settled or (``cleared``) removed through this object:
+        wake their waiters (a cleared ask's find it gone)."""
+        if cleared:
+            self._notices.wake(ask.id for ask in asks)
+        else:
+            self._notices.wake_with(asks)
 
-    def _cleared(self, ask: AskRecord) -> None:
-        """This ask was cleared through this object: wake its waiters (they find it gone)."""
-        self._notices.wake([ask.id])
+    def _migrated(self, found: int | None, where: object, **fields: str) -> None:
+        if found is not None and found < SCHEMA_VERSION:
+            _log.info(
+                "journal.migrated",
+                summary=f"the journal {where} was migrated from schema version {found} "
+                f"to {SCHEMA_VERSION}",
+                **fields,
+                from_version=found,
+            )
 
     def _check_open(self) -> None:
         if self._closed:
@@ -219,10 +229,7 @@ class Journal(abc.ABC):
     async def get_daemon(self, daemon_id: str) -> DaemonRecord:
         """The daemon as it is now (``alive`` included). Raises ``DAEMON_UNKNOWN``."""
         self._check_open()
-        daemon = await self._read(lambda db: db.daemon(daemon_id))
-        if daemon is None:
-            raise unknown("daemon", daemon_id)
-        return daemon
+        return known("daemon", daemon_id, await self._read(lambda db: db.daemon(daemon_id)))
 
     async def daemons(self) -> list[DaemonRecord]:
         """Every daemon in the journal, in the order they registered."""
@@ -305,10 +312,7 @@ class Journal(abc.ABC):
     async def get_run(self, run_id: str) -> RunRecord:
         """The run as it is now. Raises ``RUN_UNKNOWN``."""
         self._check_open()
-        run = await self._read(lambda db: db.run(run_id))
-        if run is None:
-            raise unknown("run", run_id)
-        return run
+        return known("run", run_id, await self._read(lambda db: db.run(run_id)))
 
     async def unfinished_run(self, agent: str) -> RunRecord | None:
         """The agent's run that neither finished nor was abandoned, if there is one."""
@@ -326,15 +330,11 @@ class Journal(abc.ABC):
         their start), at most ``limit``; each with its owner daemon and how many asks it
         holds in each state (what an operator reads to learn why an agent resumed)."""
         self._check_open()
-        _check_limit(limit)
-        chosen = _chosen(RunState, states)
-        if not chosen or limit == 0:
+        chosen = _chosen(RunState, states, limit)
+        if not chosen:
             return []
-        params: list[object] = [*chosen]
-        of_agent = ""
-        if agent is not None:
-            of_agent = " AND agent = ?"
-            params.append(agent)
+        of_agent = "" if agent is None else " AND agent = ?"
+        params = [*chosen] if agent is None else [*chosen, agent]
         grouped = f"{RUN_R}, {columns(DAEMON_COLUMNS, 'd')}, a.state"
         # One query: the chosen runs, each joined with its daemon and its asks counted by
         # state (one row per run and state).
@@ -491,7 +491,7 @@ class Journal(abc.ABC):
             seq,
             key,
             digest if digest is not None else question_digest(request),
-            request_json(request),
+            to_json(request),
             AskState.PENDING.value,
         )
 
@@ -527,10 +527,7 @@ class Journal(abc.ABC):
     async def get_ask(self, ask_id: str) -> AskRecord:
         """The ask as it is now. Raises ``ASK_UNKNOWN``."""
         self._check_open()
-        ask = await self._read(lambda db: db.ask(ask_id))
-        if ask is None:
-            raise unknown("ask", ask_id)
-        return ask
+        return known("ask", ask_id, await self._read(lambda db: db.ask(ask_id)))
 
     async def run_asks(self, run_id: str) -> list[AskRecord]:
         """The asks of a run in ``seq`` order (abandoned ones included, before the live ask
@@ -548,9 +545,8 @@ class Journal(abc.ABC):
     ) -> list[AskRecord]:
         """Asks in these states (default: all), newest first, at most ``limit``."""
         self._check_open()
-        _check_limit(limit)
-        chosen = _chosen(AskState, states)
-        if not chosen or limit == 0:
+        chosen = _chosen(AskState, states, limit)
+        if not chosen:
             return []
         return await self._read(
             lambda db: db.asks(
@@ -570,15 +566,11 @@ class Journal(abc.ABC):
         """Like :meth:`list_asks` (newest first), each ask with its run and the run's daemon;
         only the asks of ``agent``'s runs when given."""
         self._check_open()
-        _check_limit(limit)
-        chosen = _chosen(AskState, states)
-        if not chosen or limit == 0:
+        chosen = _chosen(AskState, states, limit)
+        if not chosen:
             return []
-        params: list[object] = [*chosen]
-        of_agent = ""
-        if agent is not None:
-            of_agent = " AND r.agent = ?"
-            params.append(agent)
+        of_agent = "" if agent is None else " AND r.agent = ?"
+        params = [*chosen] if agent is None else [*chosen, agent]
         rows = await self._read(
             lambda db: db.all(
                 f"{ENTRY_FROM} WHERE a.state IN ({marks(chosen)}){of_agent}"
@@ -605,7 +597,7 @@ class Journal(abc.ABC):
                 no longer running (refused; never recorded).
         """
         self._check_open()
-        return await self._settle(ask_id, AskState.ANSWERED, None, answer_json(answer), by)
+        return await self._settle(ask_id, AskState.ANSWERED, None, to_json(answer), by)
 
     async def settle_ask(
         self, ask_id: str, state: AskState, *, code: str | None = None, by: str | None = None
@@ -705,16 +697,13 @@ class Journal(abc.ABC):
                 (ask_id, AskState.ABANDONED.value),
             )
             if row is None:
-                current = db.ask(ask_id)
-                if current is None:
-                    raise unknown("ask", ask_id)
-                raise not_abandoned(current)
+                raise not_abandoned(known("ask", ask_id, db.ask(ask_id)))
             ask = ask_from_row(row)
             db.announce([ask], cleared=True)
             return ask
 
         ask = await self._write(clear)
-        self._cleared(ask)
+        self._changed([ask], cleared=True)
         _log.info("journal.ask_cleared", ask_id=ask.id, run_id=ask.run_id)
         return ask
 
@@ -832,9 +821,7 @@ class Journal(abc.ABC):
                 ask = ask_from_row(row)
                 db.announce([ask])
                 return Settlement(True, ask)
-            current = db.ask(ask_id)
-            if current is None:
-                raise unknown("ask", ask_id)
+            current = known("ask", ask_id, db.ask(ask_id))
             if current.pending:  # only an answer can miss a pending ask: its run ended
                 run = db.run(current.run_id)
                 assert run is not None
@@ -864,14 +851,13 @@ class _RolledBack(Exception):  # noqa: N818 (not an error: how a dry run ends it
         self.report = report
 
 
-def _chosen(kind: type[E], states: Collection[E] | None) -> list[str]:
-    """The values of the chosen states (default: all), sorted: the parameters of an IN."""
-    return sorted({kind(state).value for state in (kind if states is None else states)})
-
-
-def _check_limit(limit: int | None) -> None:
+def _chosen(kind: type[E], states: Collection[E] | None, limit: int | None) -> list[str]:
+    """The values of the chosen states (default: all), sorted: the parameters of an IN;
+    none when ``limit`` is 0 (a listing of nothing)."""
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
         raise ValueError(f"limit must be an int >= 0, got {limit!r}")
+    chosen = sorted({kind(state).value for state in (kind if states is None else states)})
+    return [] if limit == 0 else chosen
 
 
 def _nonblank(what: str, value: object) -> None:
