@@ -4,13 +4,11 @@ They are the ``ask_user_question`` tool's input (and its JSON schema) and what p
 request, a question, an option or an answer entry given as a dict (``from_dict``). Dict
 input accepts the seed's camelCase (``allowCustom``) as well as snake_case.
 
-They describe the JSON forms and check their types, and know nothing of the dataclasses:
-each dataclass builds itself from its checked form (``from_dict``,
-:meth:`~hotseam.interaction.AskUserQuestionRequest.from_input`), and the rules of a request
-and of an answer are the dataclasses' (:func:`~hotseam.interaction.validate_request`,
-``check_answer``). So the dependency points one way, from the dataclasses to this module,
-which they import at the first dict parsed: pydantic and the models cost about a third of
-``hotseam run``'s start, and a request built in code never needs them.
+They describe the JSON forms and check their types; each dataclass builds itself from its
+checked form (``from_input``) and keeps the rules (:func:`~hotseam.interaction.validate_request`,
+``check_answer``). The dataclasses import this module at the first dict parsed: pydantic
+and the models cost about a third of ``hotseam run``'s start, and a request built in code
+never needs them.
 """
 
 from __future__ import annotations
