@@ -1,20 +1,17 @@
 """Committing a reload, in two phases: prepare the new generations, then swap them in.
 
 **Prepare** stages each changed module (executes it, sets it up against a staged scope that
-records registrations without activating them and starts no task) and changes nothing that
-serves: a module that fails is dropped with everything that imported it. A seam has one
-active provider per context and a tool name one tool per registry; the core refuses a
-collision when a scope activates, so the prepare checks first, against what stays active
-and what this reload registers, and a colliding module fails alone instead of failing the
-whole swap half way.
+records registrations without activating them) and changes nothing that serves: a module
+that fails is dropped with everything that imported it. The core refuses a collision (two
+providers of a seam, two tools of a name) when a scope activates, so the prepare checks
+first, and a colliding module fails alone instead of failing the whole swap half way.
 
 **Commit**, inside ``context.swap`` (asks in flight re-asked on the new provider, asks
 arriving meanwhile wait): the replaced and unloaded generations close, importers first, the
 staged scopes activate, then records, statuses and events are brought up to date.
 
-Both phases, and the reloader's own close, end generations the same way (:class:`Closer`):
-in a detached task the reloader stops waiting for past ``dispose_timeout``, so one stuck
-disposer can neither freeze a reload nor hide.
+Generations end through :class:`Closer`: in a detached task the reloader stops waiting for
+past ``dispose_timeout``, so one stuck disposer can neither freeze a reload nor hide.
 """
 
 from __future__ import annotations
@@ -95,10 +92,8 @@ class Prepared:
 
 
 class _TaskHost:
-    """Runs a generation's background tasks in the reloader's task group; reports crashes.
-
-    The core only ever calls ``start_soon`` on a scope's task host.
-    """
+    """Runs a generation's background tasks in the reloader's task group; reports crashes
+    (the core only ever calls ``start_soon`` on a scope's task host)."""
 
     __slots__ = ("_generation", "_module", "_report", "_task_group")
 
@@ -170,11 +165,9 @@ class Preparer:
         self._import_timeout = import_timeout
 
     async def prepare(self, batch: Batch, plan: Plan, scopes: dict[str, Scope]) -> Prepared:
-        """Execute the batch and set up its modules; ``scopes`` gets the staged scopes.
-
-        On return ``scopes`` holds only the modules that will commit: a failed module's
-        staged scope was discarded, and so was that of every module that imported it.
-        """
+        """Execute the batch and set up its modules; ``scopes`` gets the staged scopes of
+        the modules that will commit (those of failed modules and their importers were
+        discarded)."""
         loader = self._loader
         with use_context(self._context):
             await loader.execute(batch, plan.order, self._import_timeout)
@@ -269,11 +262,7 @@ class Preparer:
 
     async def _set_up(self, name: str, setup: Callable[..., Any], scope: Scope) -> LoadError | None:
         """Run ``setup(scope)`` in a task of its own; return what went wrong, if anything.
-
-        Past ``setup_timeout`` the setup is abandoned — reported as stuck at the line it is
-        waiting at, even in a worker thread or under a shielded cancel scope — and its
-        staged scope is discarded by the caller.
-        """
+        Past ``setup_timeout`` it is abandoned, reported as stuck at the line it waits at."""
         watched = self._loader.watched_files()
         path = self._loader.records[name].path
         context = self._context
@@ -418,11 +407,10 @@ def check_conflicts(
 ) -> bool:
     """Fail the first new generation whose registrations would collide; True if one did.
 
-    A registration collides with an active one that this reload does not remove (the
-    old generations of committing or unloading modules are removed), or with one made
-    earlier in this reload; modules retried only because what refused them left come
-    last, so an edited incumbent keeps its seam. ``blockers`` gets, for each module
-    refused, the registration it collided with (to retry it once that one goes).
+    A registration collides with an active one this reload does not remove, or with one
+    made earlier in it; modules retried only because what refused them left come last, so
+    an edited incumbent keeps its seam. ``blockers`` gets, for each module refused, the
+    registration it collided with (to retry it once that one goes).
     """
     # Only the generations this reload replaces or unloads are walked: the cost follows
     # what changed, not how many modules serve.
@@ -715,10 +703,9 @@ class Closer:
     ) -> list[BaseException]:
         """Close a generation's scope; return its disposers' failures (never raised).
 
-        Past ``dispose_timeout`` plus a margin a stuck close is abandoned and reported as a
-        :class:`DisposerTimeoutError` naming its line (its registrations were withdrawn
-        when it began). A scope of registrations only closes in place: their undo never
-        waits, so the task (a turn of the event loop) is spared.
+        Past ``dispose_timeout`` plus a margin a stuck close is abandoned, reported as a
+        :class:`DisposerTimeoutError` naming its line. A scope of registrations only closes
+        in place: their undo never waits, so the task (a turn of the event loop) is spared.
         """
         if _only_registrations(scope):
             try:

@@ -91,11 +91,8 @@ class ModuleStatus:
 
 
 class NotLoadedError(KeyError):
-    """No watched module was loaded from a path (``Reloader.status_of``): never seen, or
-    refused — a symbolic link leading out of the watched paths — with the reason.
-
-    A ``KeyError`` whose ``str()`` is the plain sentence (``KeyError`` would quote it).
-    """
+    """No watched module was loaded from a path (``Reloader.status_of``): a ``KeyError``
+    whose ``str()`` is the plain sentence (``KeyError`` would quote it)."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
@@ -106,11 +103,8 @@ class NotLoadedError(KeyError):
 
 
 def display_path(path: Path) -> str:
-    """``path`` relative to the working directory when it is below it, else absolute.
-
-    Compared as text (a reload names every module it touches: pathlib's ``relative_to``
-    cost as much as setting a module up).
-    """
+    """``path`` relative to the working directory when it is below it, else absolute
+    (compared as text: pathlib's ``relative_to`` cost as much as setting a module up)."""
     text = os.fspath(path)
     try:
         cwd = os.getcwd()
@@ -329,8 +323,7 @@ class TaskFailed(ReloadEvent):
 
 def report_slow(what: str, path: Path, module: str, bound: float) -> None:
     """Log ``reload.slow``: ``what`` (``executing``, ``setting up``) of ``path`` has run for
-    :data:`SLOW_NOTICE` seconds. A slow load then names the module instead of looking like a
-    frozen program."""
+    :data:`SLOW_NOTICE` seconds, so a slow load does not look like a frozen program."""
     if bound <= SLOW_NOTICE:
         return
     _log.info(

@@ -54,7 +54,7 @@ def _library(filename: str) -> bool:
 
 def _sigint_may_raise() -> bool:
     """True when a SIGINT would raise ``KeyboardInterrupt`` in this thread (not routed to a
-    signal receiver such as ``anyio.open_signal_receiver``, which ``hotseam dev`` uses)."""
+    signal receiver, as ``hotseam dev`` does)."""
     if threading.current_thread() is not threading.main_thread():
         return False
     handler: Any = signal.getsignal(signal.SIGINT)

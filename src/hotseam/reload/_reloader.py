@@ -1,23 +1,20 @@
 """The Reloader: watch → plan → prepare → commit, serialized, with bursts coalesced.
 
 The phases are the package's (see its docstring): **plan** (:mod:`._plan_builder`),
-**prepare** and **commit** (:mod:`._commit`; the commit is shielded from cancellation, it
-never stops half way). This module is the facade: the lifecycle, the worker that gathers
-changes, and the steps of one reload (:meth:`Reloader._apply`).
+**prepare** and **commit** (:mod:`._commit`; the commit is shielded from cancellation).
+This module is the facade: the lifecycle, the worker that gathers changes, and the steps
+of one reload (:meth:`Reloader._apply`).
 
 Reloads never overlap. Changes seen while one runs are gathered, and after a reload the
 next one waits ``coalesce`` seconds, so a burst of saves becomes a few reloads whose last
 loads the last content saved; a lone save is applied at once.
 
-A file whose content did not change is skipped, unless its module's last load failed: what
-failed may lie outside the file (a package installed since, a service back), so a save or a
-touch retries it. A module refused for a conflict is retried once the registration that
-refused it goes: in the same reload when its owner is replaced or unloaded there, otherwise
-when the registration's ``on_inactive`` callback wakes the worker.
-
-Background tasks spawned by ``setup`` run in the reloader's task group; one that crashes is
-reported (``TaskFailed``) and its generation stays active: the crash neither vanishes nor
-takes the process down.
+A file whose content did not change is skipped, unless its module's last load failed (what
+failed may lie outside the file). A module refused for a conflict is retried once the
+registration that refused it goes: in the same reload when its owner is replaced or
+unloaded there, otherwise when the registration's ``on_inactive`` wakes the worker.
+A background task of ``setup`` that crashes is reported (``TaskFailed``) and its
+generation stays active.
 """
 
 from __future__ import annotations
@@ -342,13 +339,11 @@ class Reloader:
         hotseam cannot stop such code; ``hotseam dev`` and ``hotseam run`` exit without
         waiting for it.
         """
-        watched = self._loader.watched_files()
-        self._abandoned[:] = [handle for handle in self._abandoned if not handle.done.is_set()]
         loader = self._loader
+        watched = loader.watched_files()
+        self._abandoned[:] = [handle for handle in self._abandoned if not handle.done.is_set()]
         loader.abandoned = [run for run in loader.abandoned if run.running]
-        running: list[tuple[str, str | None]] = [
-            (item.label, item.location(watched)) for item in loader.abandoned
-        ]
+        running = [(item.label, item.location(watched)) for item in loader.abandoned]
         running += [(item.label, item.location(watched)) for item in self._abandoned]
         return [f"{label} (at {where})" if where else label for label, where in running]
 
@@ -379,12 +374,9 @@ class Reloader:
 
     def _known(self, path: str | os.PathLike[str]) -> Path | None:
         """``path`` itself when resolving it would give it back: a watched module file,
-        folder or root, named as the index names it (absolute, normalized), while no
-        symbolic link is under the watched paths. ``None``: it must be resolved.
-
-        ``Path.resolve`` looks at every component of the path (about 50 µs, most of a save
-        that changed nothing); a link anywhere under the watched paths (or a path the index
-        does not know: relative, spelled with ``..``, gone) goes through it as before."""
+        folder or root, named as the index names it, while no symbolic link is under the
+        watched paths; ``None``: it must be resolved (``Path.resolve`` costs about 50 µs,
+        most of a save that changed nothing)."""
         index = self._index
         if index.has_links:
             return None
@@ -452,8 +444,7 @@ class Reloader:
 
     async def _replan(self, due: AsyncIterator[Collection[Path]], retry_failed: bool) -> None:
         """Plan again what comes due: a path that could not be read for a passing reason once
-        its backoff is over (see :func:`~._errors.is_transient`), a module held by the
-        deletion grace once it ends (unloaded if still gone, see :mod:`._plan_builder`)."""
+        its backoff is over, a module held by the deletion grace once it ends."""
         async for paths in due:
             try:
                 await self._apply(
@@ -580,8 +571,7 @@ class Reloader:
         deferred: list[Path],
     ) -> tuple[int | None, list[ReloadEvent]]:
         """Plan, prepare and commit one batch; its number (``None``: nothing to do) and
-        events. What could not be read for a passing reason is added to ``deferred`` (and
-        retried later: see :func:`~._errors.is_transient`)."""
+        events. What could not be read for a passing reason is added to ``deferred``."""
         self._deferrals.begin()
         try:
             started = time.perf_counter()

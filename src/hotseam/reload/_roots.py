@@ -1,21 +1,16 @@
 """Watched paths: what each is (:class:`Root`), those given through a symbolic link,
 followed when the link is pointed elsewhere, and one listing of their module files.
 
-A watched path is resolved once, when the reloader is made (``current/providers`` with
-``current -> releases/v1`` watches ``releases/v1/providers``). An atomic deploy points the
-link at a new release (``ln -sfn releases/v2 current``, or a new link renamed over it): the
-old release is still there, unchanged, so nothing watching it notices. :class:`LinkedRoots`
-resolves each such path again (one ``realpath`` per linked path, every ``root_check``
-seconds) and tells which now lead elsewhere; the reloader then watches the new target and
-loads what changed, as for a folder replaced in place.
+A watched path is resolved once (``current/providers`` with ``current -> releases/v1``
+watches ``releases/v1/providers``). An atomic deploy points the link at a new release
+(``ln -sfn releases/v2 current``): the old release is still there, unchanged, so nothing
+watching it notices. :class:`LinkedRoots` resolves each such path again every
+``root_check`` seconds and tells which now lead elsewhere, for the reloader to watch.
 
-**Listing** (:class:`Scan`): every module file, classified without opening anything. One
-full listing is what :class:`~._planner.ModuleIndex` starts from, and what it falls back to
-whenever a reported path could change more than one entry (a folder, an ``__init__.py``, a
-symbolic link, a name clash); the rules are the index's. A folder or entry that cannot be
-looked at for a passing reason (``is_transient``) raises its :class:`OSError` instead of
-being skipped: the listing would otherwise leave out modules that are there, and the
-reloader unload them.
+**Listing** (:class:`Scan`): every module file, classified without opening anything, by
+the rules of :class:`~._planner.ModuleIndex`. A folder or entry that cannot be looked at
+for a passing reason (``is_transient``) raises instead of being skipped: the listing would
+otherwise leave out modules that are there, and the reloader unload them.
 """
 
 from __future__ import annotations
@@ -107,11 +102,8 @@ class LinkedRoots:
         """Given paths reported as leading nowhere (reported once until they lead again)."""
 
     def moved(self, roots: tuple[Root, ...]) -> dict[Root, Root]:
-        """Each root whose given path now resolves elsewhere → the root it leads to now.
-
-        A path that leads nowhere usable (the link removed, its target gone, now a file
-        that is not a module) is logged once and keeps its root until it leads somewhere.
-        """
+        """Each root whose given path now resolves elsewhere → the root it leads to now; one
+        that leads nowhere usable is logged once and keeps its root until it does."""
         moved: dict[Root, Root] = {}
         for root in roots:
             given = root.given
@@ -375,7 +367,7 @@ def outside(real: Path) -> str:
 
 def _is_file(path: Path) -> bool:
     """``path`` is a regular file (following links); False when it cannot be told (a
-    failure that passes is raised: it tells nothing)."""
+    failure that passes is raised)."""
     try:
         return stat.S_ISREG(os.stat(path).st_mode)
     except OSError as error:
