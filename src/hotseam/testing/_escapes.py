@@ -138,7 +138,7 @@ class EscapeWatch:
             if not task.done()
         )
         for task, (site, place) in pending.items():
-            if id(task) in allowed or site.via & _STRUCTURED:
+            if id(task) in allowed:
                 continue
             when = (
                 "still pending when its event loop shut down (the loop cancelled it)"
@@ -157,8 +157,6 @@ class EscapeWatch:
         pending = dict(self.dropped_timers)
         pending.update(self.timers.items())
         for handle, site in pending.items():
-            if site.via & _STRUCTURED:
-                continue  # an anyio deadline: its cancel scope owns it
             # a handle run or cancelled left its loop's heap (or was marked cancelled)
             if handle.cancelled() or not getattr(handle, "_scheduled", False):
                 continue
@@ -174,7 +172,7 @@ class EscapeWatch:
 
     def _threads(self, allowed: set[int]) -> Iterable[Escape]:
         for thread, site in list(self.threads.items()):
-            if site.via_event_loop or id(thread) in allowed or not thread.is_alive():
+            if id(thread) in allowed or not thread.is_alive():
                 continue
             if thread is not threading.current_thread():
                 thread.join(self.thread_grace)

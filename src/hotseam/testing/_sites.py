@@ -60,16 +60,6 @@ class Site:
     """Where something was created: the user's frames, outermost first."""
 
     stack: tuple[StackFrame, ...]
-    via: frozenset[str]
-    """The event-loop libraries (``asyncio``, ``anyio``, ``trio``) between the user's code
-    and the creation: a thread started through one belongs to the loop's machinery (a
-    worker-thread pool); a task started through anyio or trio belongs to a task group (or
-    to anyio's test runner), which cannot let it escape."""
-
-    @property
-    def via_event_loop(self) -> bool:
-        """Created by an event loop's machinery on the user's behalf."""
-        return bool(self.via)
 
     @property
     def created_at(self) -> str:
@@ -84,7 +74,6 @@ def capture(skip: int = 1, *, unless_via: frozenset[str] = frozenset()) -> Site 
     Costs one walk up the stack; a filename is classified once."""
     frame = sys._getframe(skip + 1)
     frames: list[StackFrame] = []
-    via: set[str] = set()
     library = _is_library
     while frame is not None and len(frames) < _MAX_FRAMES:
         filename = frame.f_code.co_filename
@@ -93,17 +82,13 @@ def capture(skip: int = 1, *, unless_via: frozenset[str] = frozenset()) -> Site 
             known = is_library(filename)
         if not known:
             frames.append((filename, frame.f_lineno, frame.f_code.co_name))
-        elif not frames:
-            for name, part in _LOOP_LIBRARIES.items():
-                if part in filename:
-                    if name in unless_via:
-                        return None
-                    via.add(name)
+        elif not frames and any(_LOOP_LIBRARIES[name] in filename for name in unless_via):
+            return None
         frame = frame.f_back  # type: ignore[assignment]
     if not frames:
         return None
     frames.reverse()
-    return Site(tuple(frames), frozenset(via))
+    return Site(tuple(frames))
 
 
 def add_origin(copy: Path, original: Path) -> None:
