@@ -164,7 +164,7 @@ class EscapeWatch:
                 continue
             yield Escape(
                 "timers",
-                f"timer handle calling {_callback_name(handle)}",
+                f"timer handle calling {_qualname(getattr(handle, '_callback', None))}",
                 site.created_at,
                 site.stack,
                 "neither run nor cancelled (a closing event loop drops it silently)",
@@ -380,10 +380,6 @@ def _coroutine_place(task: asyncio.Task[Any]) -> str:
     if frame is not None:
         where += f", suspended at line {frame.f_lineno}"
     return where
-
-
-def _callback_name(handle: asyncio.TimerHandle) -> str:
-    return _qualname(getattr(handle, "_callback", None))
 
 
 def _qualname(function: object) -> str:

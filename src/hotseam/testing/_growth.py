@@ -6,6 +6,7 @@ traces every allocation while it runs, and every reload is followed by a full co
 
 from __future__ import annotations
 
+import functools
 import gc
 import itertools
 import linecache
@@ -180,40 +181,34 @@ def _snapshot() -> tracemalloc.Snapshot:
     return tracemalloc.take_snapshot()
 
 
-class _Harness:
-    """Which allocations are the harness's own, not the code under test's: tracemalloc's, the
-    kit's, log records a capturing handler keeps (caplog), linecache's and those of unknown
-    origin. The newest frame that is not the standard library's or an installed package's
-    decides, so the provider's own allocation is the code under test's however deep the
-    reload that ran it (any frame of the kit further out would be: the driver calls every
-    reload). Decided per traceback, each file name once (``Snapshot.filter_traces`` would
-    ``fnmatch`` every frame of every trace: seconds per snapshot after many allocations)."""
+def _owned(traceback: tracemalloc.Traceback) -> bool:
+    """Whether an allocation is the harness's own, not the code under test's: tracemalloc's,
+    the kit's, log records a capturing handler keeps (caplog), linecache's and those of
+    unknown origin. The newest frame that is not the standard library's or an installed
+    package's decides, so the provider's own allocation is the code under test's however
+    deep the reload that ran it (any frame of the kit further out would be: the driver calls
+    every reload). Decided per traceback, each file name once (``Snapshot.filter_traces``
+    would ``fnmatch`` every frame of every trace: seconds per snapshot after many
+    allocations)."""
+    if not len(traceback) or traceback[-1].filename == "<unknown>":  # the newest frame
+        return True
+    for frame in reversed(traceback):  # newest first
+        owned = _owner(frame.filename)
+        if owned is not None:
+            return owned
+    return False  # libraries only: the code under test's, as far as the trace shows
 
-    def __init__(self) -> None:
-        self._files = {_source(module.__file__) for module in (tracemalloc, logging, linecache)}
-        self._seen: dict[str, bool | None] = {}
 
-    def owns(self, traceback: tracemalloc.Traceback) -> bool:
-        if not len(traceback) or traceback[-1].filename == "<unknown>":  # the newest frame
-            return True
-        for frame in reversed(traceback):  # newest first
-            owned = self._owner(frame.filename)
-            if owned is not None:
-                return owned
-        return False  # libraries only: the code under test's, as far as the trace shows
-
-    def _owner(self, filename: str) -> bool | None:
-        """True for the harness's file, False for the code under test's (the user's or the
-        rest of hotseam), None for a library it called through."""
-        if filename not in self._seen:
-            name = _source(filename)
-            if name in self._files or name.startswith(_KIT):
-                self._seen[filename] = True
-            elif name.startswith(_HOTSEAM) or not is_library(name):
-                self._seen[filename] = False
-            else:
-                self._seen[filename] = None
-        return self._seen[filename]
+@functools.cache
+def _owner(filename: str) -> bool | None:
+    """True for the harness's file, False for the code under test's (the user's or the rest
+    of hotseam), None for a library it called through."""
+    name = _source(filename)
+    if name in _HARNESS_FILES or name.startswith(_KIT):
+        return True
+    if name.startswith(_HOTSEAM) or not is_library(name):
+        return False
+    return None
 
 
 def _source(filename: str | None) -> str:
@@ -221,23 +216,19 @@ def _source(filename: str | None) -> str:
     return name[:-1] if name.endswith(".pyc") else name
 
 
-_HARNESS = _Harness()
+_HARNESS_FILES = {_source(module.__file__) for module in (tracemalloc, logging, linecache)}
 
 
 def _memory(snapshot: tracemalloc.Snapshot) -> int:
     """The bytes ``snapshot`` holds, the harness's own left out."""
-    return sum(
-        stat.size for stat in snapshot.statistics("traceback") if not _HARNESS.owns(stat.traceback)
-    )
+    return sum(stat.size for stat in snapshot.statistics("traceback") if not _owned(stat.traceback))
 
 
 def _top_allocations(before: tracemalloc.Snapshot, after: tracemalloc.Snapshot) -> list[str]:
     """The tracebacks whose memory grew most, each led by its innermost frame of the
     user's code (an allocation inside a library is named by the line that called it)."""
     lines: list[str] = []
-    stats = [
-        stat for stat in after.compare_to(before, "traceback") if not _HARNESS.owns(stat.traceback)
-    ]
+    stats = [stat for stat in after.compare_to(before, "traceback") if not _owned(stat.traceback)]
     total = sum(stat.size_diff for stat in stats if stat.size_diff > 0)
     # the sites that carry the growth; a few hundred bytes of an event loop's churn are not
     floor = max(512, total // 20)
