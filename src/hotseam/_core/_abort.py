@@ -1,12 +1,11 @@
 """AbortController and AbortSignal: the web platform's cancellation tokens, for anyio.
 
 A signal is polled (``signal.aborted``), awaited (``await signal.wait()``) or bound to a
-block that is cancelled promptly when it fires (``with signal.cancel_scope():``). Timeouts
-are deadlines, not timers: ``AbortSignal.timeout(5)`` needs no background task; callbacks
-run when ``abort()`` is called or when an observer notices the deadline passed. A reason
-is any value, as on the web (``abort(0)`` keeps ``0``); ``abort()`` uses an
-:class:`~hotseam.AbortError`, which also carries a reason that is not an exception where
-the abort must be raised. Signals are not thread-safe: use them from the loop's thread."""
+block cancelled when it fires (``with signal.cancel_scope():``). Timeouts are deadlines,
+not timers (no background task): callbacks run at ``abort()`` or when an observer notices
+the deadline passed. A reason is any value, as on the web (``abort(0)`` keeps ``0``);
+``abort()`` uses an :class:`~hotseam.AbortError`, which also carries a non-exception
+reason where the abort is raised. Not thread-safe: use signals from the loop's thread."""
 
 from __future__ import annotations
 
@@ -119,10 +118,8 @@ class AbortSignal:
             raise abort_exception(self._reason)
 
     def add_callback(self, callback: Callable[[Any], object]) -> Callable[[], None]:
-        """Call ``callback(reason)`` once when the signal fires; return a function that removes it.
-
-        If the signal already fired, the callback runs at once.
-        """
+        """Call ``callback(reason)`` once when the signal fires (at once if it did); return
+        a function that removes it."""
         if self.aborted:
             callback(self._reason)
             return _noop
@@ -142,12 +139,9 @@ class AbortSignal:
 
     @contextmanager
     def cancel_scope(self, *, raise_reason: bool = True) -> Iterator[anyio.CancelScope]:
-        """Run a block that is cancelled promptly when this signal fires.
-
-        When the block was cut short by the signal, the abort is raised after it (as by
-        :meth:`raise_if_aborted`), unless ``raise_reason`` is false; then check
-        ``scope.cancelled_caught``.
-        """
+        """Run a block that is cancelled promptly when this signal fires; the abort is then
+        raised after it (as by :meth:`raise_if_aborted`) unless ``raise_reason`` is false
+        (check ``scope.cancelled_caught``)."""
         scope = anyio.CancelScope(deadline=_loop_deadline(self._deadline))
         if self.aborted:
             scope.cancel()
@@ -198,10 +192,8 @@ class AbortController:
         return self._signal
 
     def abort(self, reason: object = None) -> None:
-        """Fire the signal (once; later calls do nothing) with any ``reason`` value.
-
-        ``abort()`` and ``abort(None)`` use an :class:`~hotseam.AbortError`.
-        """
+        """Fire the signal (once; later calls do nothing) with any ``reason`` value;
+        ``abort()`` and ``abort(None)`` use an :class:`~hotseam.AbortError`."""
         self._signal._fire(reason if reason is not None else _default_reason())
 
 

@@ -1,8 +1,7 @@
 """Callbacks run once when a registration stops being active (``on_inactive``).
 
-Code waiting to take a registration's place (the reloader retrying a module that lost a
-provider conflict, a handover) subscribes; the registration fires them when it is
-withdrawn, disposed or discarded. One listener's bug never stops the others or a close.
+For code waiting to take a registration's place (the reloader retrying a module that lost
+a provider conflict). One listener's bug never stops the others or a close.
 """
 
 from __future__ import annotations

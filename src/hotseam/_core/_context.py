@@ -1,7 +1,6 @@
-"""Context: the public face of the providers and tools, the factory of scopes, and the
-current context (a context variable library code reads). What a context holds is
-:class:`~._registry.BaseContext`'s, below the scopes; this module, above :mod:`._scope`,
-adds :meth:`Context.scope` and :meth:`Context.child`."""
+"""Context: the providers and tools (:class:`~._registry.BaseContext`, below the scopes)
+plus the factory of scopes, and the current context (a context variable library code
+reads)."""
 
 from __future__ import annotations
 

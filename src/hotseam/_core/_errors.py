@@ -126,9 +126,8 @@ class DisposerTimeoutError(HarnessError, TimeoutError):
 class AbortError(HarnessError):
     """The default reason of an aborted :class:`~hotseam.AbortSignal` (code ``ABORTED``).
 
-    A signal made by :meth:`AbortSignal.timeout` uses code ``TIMEOUT``. When a signal was
-    aborted with a value that is not an exception (``abort("tab closed")``), the AbortError
-    raised for it carries that value as ``reason``.
+    :meth:`AbortSignal.timeout`'s uses ``TIMEOUT``; for a non-exception reason
+    (``abort("tab closed")``) the AbortError raised carries it as ``reason``.
     """
 
     default_code = "ABORTED"

@@ -2,9 +2,8 @@
 
 A registration made at module level (``ctx.provide(...)`` outside ``setup``) belongs to no
 generation's scope: nothing disposes it at the next reload, so every save would add one
-more provider. The reloader marks the thread that executes a module body with
-:func:`executing`; the core's registration paths call :func:`refuse_registration`, which
-fails the load with a message pointing at the line, found by :func:`caller_location`.
+more provider. The reloader marks the thread executing a module body (:func:`executing`);
+:func:`refuse_registration` then fails the load, naming the line.
 """
 
 from __future__ import annotations

@@ -33,10 +33,8 @@ def lazy_exports(
     present: Iterable[str] = (),
 ) -> Callable[[str], Any]:
     """A package's or a module's PEP 562 ``__getattr__``: each name of ``defined_in`` is
-    imported from its module (relative to the package, ``"._http"``) when first asked for, so
-    a package can export by its own name what only some importers need; type checkers read
-    the same names from imports under ``TYPE_CHECKING``. The names in ``present`` are
-    public ones: :func:`present_as` the package once loaded."""
+    imported from its module (``"._http"``) when first asked for, so a package exports what
+    only some importers need; the names in ``present`` are :func:`present_as` the package."""
     presented = frozenset(present)
     module = namespace["__name__"]
     package = namespace["__package__"]  # itself for a package, its package for a module

@@ -53,11 +53,8 @@ _lease_order = itertools.count()
 
 
 class RegistrationState(enum.Enum):
-    """``staged`` (recorded, not live) → ``active`` → ``withdrawn`` → ``removed``.
-
-    ``withdrawn``: its scope began closing, so it is no longer handed to anyone, but its
-    own undo has not run yet.
-    """
+    """``staged`` (recorded, not live) → ``active`` → ``withdrawn`` (its scope began
+    closing: handed to no one, its undo still to run) → ``removed``."""
 
     STAGED = "staged"
     ACTIVE = "active"
@@ -66,10 +63,8 @@ class RegistrationState(enum.Enum):
 
 
 class Registration(Effect, Generic[T]):
-    """The handle of one provider registration; disposing it removes the provider.
-
-    ``location`` is the ``file:line`` that registered it, shown in conflict errors.
-    """
+    """The handle of one provider registration; disposing it removes the provider
+    (``location``: the ``file:line`` that registered it, for conflict errors)."""
 
     serves = True
 
@@ -181,11 +176,8 @@ class Registration(Effect, Generic[T]):
 
 
 class BaseContext:
-    """A :class:`~hotseam.Context` without its factory of scopes: the providers (at most
-    one active per seam) and the tools offered to models.
-
-    A child context sees its parent's providers and tools and may shadow them with its own.
-    """
+    """A :class:`~hotseam.Context` without its factory of scopes (scopes sit above): the
+    providers and the tools, a child's shadowing its parent's."""
 
     def __init__(self, name: str = "context", *, parent: BaseContext | None = None) -> None:
         self.name = name

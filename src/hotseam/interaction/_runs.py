@@ -106,12 +106,10 @@ class JournalDaemon:
         """``operation()`` (one journal call), tried again with back-off for as long as the
         journal is out of reach (``JOURNAL_UNAVAILABLE``); other errors are raised.
 
-        The first failure of an outage is logged once, at error level, and every caller
-        waiting meanwhile is listed by ``what`` in ``journal_waits()`` (``shown``: the
-        wait holds something up, as a question not yet put or an answer not yet returned;
-        only such a write that goes through ends the outage, a read may work meanwhile).
-        Cancelling the caller ends the wait: nothing is recorded then. So does ``signal``
-        (an ask's), once the first try failed: ``ASK_ABORTED`` is raised.
+        An outage is logged once, at error level; a ``shown`` wait (it holds up a question
+        or an answer) is listed by ``what`` in ``journal_waits()``, and only such a write
+        ends the outage (a read may work meanwhile). Cancelling the caller ends the wait,
+        recording nothing; so does ``signal``, raising ``ASK_ABORTED``.
         """
         ticket = next(self._tickets)
 
@@ -236,9 +234,9 @@ class JournalDaemon:
         """Run ``agent`` (its key: the same key resumes the same unfinished run) for the
         block; inside it, :func:`current_run` is the run and every ask is recorded in it.
 
-        The agent's unfinished run is resumed (taken over from a dead daemon if need be)
-        unless ``fresh``, which abandons it and starts anew. The block returning finishes
-        the run, raising fails it; a cancelled block leaves it unfinished, to resume.
+        Its unfinished run is resumed (taken over from a dead daemon) unless ``fresh``
+        abandons it. Returning finishes the run, raising fails it; a cancelled block
+        leaves it to resume.
 
         Raises:
             JournalError: ``RUN_CLAIMED`` when a live daemon runs the agent already.
@@ -264,10 +262,9 @@ class JournalDaemon:
                 await self._end(run, failed=outcome)
 
     async def running_elsewhere(self, agent: str) -> DaemonRecord | None:
-        """The live daemon (not this one) whose run of ``agent`` is unfinished, if any: this
-        process cannot resume that run while it lives. A gone process of this machine is
-        marked stopped on the way, so it does not count. The journal out of reach is
-        waited for (a daemon started during an outage looks once it is back)."""
+        """The live daemon (not this one) whose run of ``agent`` is unfinished, if any (a
+        gone process of this machine is marked stopped, and does not count); an outage is
+        waited out."""
         look = f"a look at the run of {agent!r}"
         record = await self.persist(look, lambda: self.journal.unfinished_run(agent), shown=False)
         if record is None or record.daemon_id == self.daemon.id:
@@ -322,13 +319,9 @@ class JournalDaemon:
                 _log.info("run.owner_gone", daemon_id=owner.id, pid=owner.pid)
 
     async def _end(self, run: AgentRun, *, failed: bool) -> None:
-        """Record the run's end, until the journal takes it: a run left unfinished would
-        resume at the next start and ask its first question again.
-
-        The first try is shielded (an end that comes with a stop is still recorded); while
-        the journal is out of reach, the tries go on until it is back or the process
-        stops (then the run resumes at the next start, and that is logged).
-        """
+        """Record the run's end, until the journal takes it (an unfinished run would resume
+        and ask again). The first try is shielded, so an end that comes with a stop is
+        recorded; an outage is retried until the process stops (logged: it resumes)."""
         run_id = run.record.id
         tries = 0
 
@@ -468,9 +461,8 @@ async def _pause(seconds: float, signal: AbortSignal | None) -> None:
 
 
 async def _reached(url: str, what: str, operation: Callable[[], Awaitable[T]]) -> T:
-    """``operation()`` on a journal just opened, tried again with back-off while it is out
-    of reach (``JOURNAL_UNAVAILABLE``), said once at error level and once when it is back:
-    :meth:`JournalDaemon.persist` for the time before there is a :class:`JournalDaemon`."""
+    """:meth:`JournalDaemon.persist` for the time before there is a :class:`JournalDaemon`
+    (the outage said once at error level and once when it is back)."""
     since: list[float] = []
 
     def unreachable(error: JournalError) -> None:
