@@ -76,9 +76,6 @@ def build_app(inbox: Lookup, token: str, hosts: HostPolicy) -> ASGIApp:
 
         return endpoint
 
-    async def events(scope: Scope, receive: Receive, send: Send) -> None:
-        await _stream_events(_current(inbox), receive, send)
-
     async def inbox_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, InboxError)
         return JSONResponse(error.to_dict(), status_code=error.status)
@@ -95,22 +92,23 @@ def build_app(inbox: Lookup, token: str, hosts: HostPolicy) -> ASGIApp:
                 Route(f"/api/questions/{{question_id}}/{verb}", decide(outcome), methods=["POST"])
                 for verb, outcome in _DECISIONS
             ),
-            Route("/api/events", _EventsEndpoint(events), methods=["GET"]),
+            Route("/api/events", _Events(inbox), methods=["GET"]),
         ],
         exception_handlers={InboxError: inbox_error, HTTPException: http_error},
     )
     return Guard(app, token, hosts)
 
 
-class _EventsEndpoint:
-    """A raw ASGI endpoint: Starlette's Route calls an object (not a function) as one."""
+class _Events:
+    """The event stream: a raw ASGI endpoint (Starlette's Route calls an object, not a
+    function, with scope, receive and send)."""
 
-    def __init__(self, handler: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
-        self._handler = handler
+    def __init__(self, inbox: Lookup) -> None:
+        self._inbox = inbox
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            await self._handler(scope, receive, send)
+            await _stream_events(_current(self._inbox), receive, send)
         except InboxError as error:
             await _error(error.status, error.code, error.message)(scope, receive, send)
 

@@ -219,10 +219,11 @@ class Inbox:
         *,
         client: str | None = None,
         by: str | None = None,
+        held_for: str | None = None,
     ) -> bool:
         """Decide ``entry`` unless it is decided already; return whether this call did.
 
-        ``client`` and ``by`` as in :class:`Decision`. For ``answered``, set
+        ``client``, ``by`` and ``held_for`` as in :class:`Decision`. For ``answered``, set
         ``entry.answer`` first: pages are told what was answered.
         """
         if entry.outcome is not None:
@@ -230,7 +231,7 @@ class Inbox:
         entry.outcome, entry.note, entry.client = outcome, note, client
         answer = entry.answer if outcome == "answered" else None
         shown = None if answer is None else shown_answer(answer, entry.request)
-        self._remove(entry.id, Decision(outcome, note, client, shown, by=by))
+        self._remove(entry.id, Decision(outcome, note, client, shown, by, held_for))
         entry.done.set()
         return True
 
@@ -282,9 +283,7 @@ class Inbox:
     @contextlib.asynccontextmanager
     async def _decision(self, question_id: str) -> AsyncIterator[None]:
         """One decision at a time per question (a second tab's waits, then hears the first's)."""
-        lock = self._deciding.get(question_id)
-        if lock is None:
-            lock = self._deciding[question_id] = anyio.Lock()
+        lock = self._deciding.setdefault(question_id, anyio.Lock())
         try:
             async with lock:
                 yield

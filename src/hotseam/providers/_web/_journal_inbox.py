@@ -145,10 +145,8 @@ class JournalInbox(Inbox):
         question_id, daemon = entry.id, entry.asker
         await self._won(entry, self.journal.answer_ask(question_id, answer, by=self.by))
         held = daemon.name if not daemon.alive else None
-        decision = Decision(
-            "answered", _answered(held), client, shown_answer(answer, entry.request), held_for=held
-        )
-        self._remove(question_id, decision)
+        entry.answer = answer
+        self.settle(entry, "answered", _answered(held), client=client, held_for=held)
         up = daemon.alive
         _log.info(
             "web.fleet_answered", ask_id=question_id, daemon=daemon.name, daemon_up=up, by=self.by
@@ -162,7 +160,7 @@ class JournalInbox(Inbox):
         await self._won(
             entry, self.journal.settle_ask(entry.id, AskState.FAILED, code=code, by=self.by)
         )
-        self._remove(entry.id, Decision("dismissed", "dismissed", client))
+        self.settle(entry, "dismissed", "dismissed", client=client)
         _log.info("web.fleet_dismissed", ask_id=entry.id, by=self.by)
         return {}
 
