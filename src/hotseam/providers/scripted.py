@@ -426,9 +426,7 @@ class ScriptedProvider:
         self._released: anyio.Event | None = None
         self._held = False
         self._waiters: list[tuple[int, anyio.Event]] = []
-        if script is None:
-            pass
-        elif isinstance(script, Mapping):
+        if isinstance(script, Mapping):
             for question, replies in script.items():
                 where = f"<script>: answers[{json.dumps(brief(question))}]"
                 if isinstance(replies, list | tuple):
@@ -440,7 +438,7 @@ class ScriptedProvider:
                 self._scripted += len(self._by_question[question])
         elif callable(script):
             self._callable = script
-        else:
+        elif script is not None:
             self._queue.extend(coerce(r, f"<script>: answers[{i}]") for i, r in enumerate(script))
             self._scripted = len(self._queue)
 
@@ -529,14 +527,10 @@ class ScriptedProvider:
         return self.requests[-1]
 
     def _notify(self) -> None:
-        asked = len(self.requests)
-        still: list[tuple[int, anyio.Event]] = []
         for count, event in self._waiters:
-            if asked >= count:
+            if len(self.requests) >= count:
                 event.set()
-            else:
-                still.append((count, event))
-        self._waiters = still
+        self._waiters = [(count, event) for count, event in self._waiters if not event.is_set()]
 
     # -- loading --------------------------------------------------------------------------------
 

@@ -8,12 +8,9 @@ protocol. See ``docs/terminal.md`` for the protocol, the keys and the modes::
 
     scope.provide(USER_INTERACTION, TerminalProvider())
 
-An ask of several questions is a stepper: one question after the other, "2 of 3", Space
-ticking a multi-select question's options, going back before the last answer is sent.
-
-A hot-reloaded provider keeps the half-typed reply, and a stepper's answers and place,
-across reloads by carrying a :class:`Draft`: ``TerminalProvider(draft=scope.carry("draft",
-Draft))``.
+An ask of several questions is a stepper: one question after the other, "2 of 3". A
+hot-reloaded provider keeps the half-typed reply, and a stepper's answers and place, by
+carrying a :class:`Draft`: ``TerminalProvider(draft=scope.carry("draft", Draft))``.
 """
 
 from __future__ import annotations

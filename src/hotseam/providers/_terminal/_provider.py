@@ -43,14 +43,8 @@ class TerminalProvider:
 
     With a terminal on both stdin and stdout (and asyncio), each question is a prompt_toolkit
     prompt; otherwise (pipes, CI, a supervisor, or trio) it is plain text lines. Both speak
-    the same protocol: a number or a label picks an option, an empty line the recommended
-    one, anything else is the human's own answer when the question allows it (else the
-    reason is shown and the question asked again). See ``docs/terminal.md``.
-
-    An ask of several questions (or of one multi-select or skippable question) is a
-    stepper: one question after the other in the same ask, with "2 of 3", Space ticking the
-    options of a multi-select question, going back (Shift-Tab, ``/back``) and skipping
-    (Ctrl-S, ``/skip``) before the last answer sends them all (``multiple_questions``).
+    the protocol of ``docs/terminal.md``, and show an ask of several questions (or of one
+    multi-select or skippable question) as a stepper (``multiple_questions``).
 
     One question is on screen at a time; concurrent asks wait in arrival order. Nothing is
     held between questions (no reader, raw mode or patched stdout), so an instance can be

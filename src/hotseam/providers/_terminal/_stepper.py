@@ -53,18 +53,10 @@ def _ask_key(ask: str | None, request: AskUserQuestionRequest) -> _AskKey:
 
 @dataclass(frozen=True, slots=True)
 class Steps:
-    """Where the human was in a stepper (an ask shown one question after the other).
-
-    Attributes:
-        position: The index of the question on screen.
-        answers: The answers given so far (to questions before ``position``, and to later
-            ones the human went back from).
-        ticked: Per question id, the options ticked (indices), where they differ from the
-            preselection.
-        typed: Per question id, the text typed into its line and the cursor.
-        highlighted: Per question id, the option the highlight (``>``, moved with Up/Down,
-            what Space ticks) is on, where it moved from the first.
-    """
+    """Where the human was in a stepper: the question on screen, the answers given so far
+    (some to later questions the human went back from), and per question id the options
+    ticked (where they differ from the preselection), the text typed and its cursor, and
+    the option highlighted (where it moved from the first)."""
 
     position: int = 0
     answers: tuple[QuestionAnswer, ...] = ()

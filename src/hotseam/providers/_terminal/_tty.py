@@ -21,6 +21,8 @@ import contextvars
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
+from itertools import groupby
+from operator import itemgetter
 from typing import TextIO, cast
 
 from prompt_toolkit import PromptSession
@@ -467,11 +469,8 @@ def _wrap_line(line: StyleAndTextTuples, width: int) -> StyleAndTextTuples:
     for number, cells_of_row in enumerate(rows):
         if number:
             result.append(("", "\n"))
-        for style, char in cells_of_row:
-            if result and result[-1][0] == style and result[-1][1] != "\n":
-                result[-1] = (style, result[-1][1] + char)
-            else:
-                result.append((style, char))
+        for style, run in groupby(cells_of_row, key=itemgetter(0)):
+            result.append((style, "".join(char for _, char in run)))
     return result
 
 
