@@ -13,6 +13,7 @@ it only if its successor dropped or refused it."""
 from __future__ import annotations
 
 import collections
+import functools
 import inspect
 import itertools
 import sys
@@ -249,7 +250,8 @@ class Carrying:
             if inspect.isawaitable(value) or (
                 dispose is None and _is_async_cm(value) and not _is_sync_cm(value)
             ):
-                _close_unawaited(value)
+                if inspect.iscoroutine(value):
+                    value.close()  # not awaited here: no "never awaited" warning later
                 raise ScopeError(
                     f"the factory of carried value {key!r} is asynchronous: use "
                     f"'await scope.acarry({key!r}, ...)' in an async setup",
@@ -312,7 +314,7 @@ class Carrying:
         if dispose is None and _is_async_cm(value):
             acm = cast("AbstractAsyncContextManager[Any]", value)
             value = await acm.__aenter__()
-            undo = _aexit_callback(acm)
+            undo = functools.partial(acm.__aexit__, None, None, None)
         else:
             value, undo = _entered(value, dispose)
         slot = _Slot(key, value, undo, version, where)
@@ -400,10 +402,6 @@ def _entered(
     return value, None
 
 
-def _aexit_callback(acm: AbstractAsyncContextManager[Any]) -> Callable[[], Awaitable[object]]:
-    return lambda: acm.__aexit__(None, None, None)
-
-
 def _is_sync_cm(value: object) -> bool:
     return hasattr(value, "__enter__") and hasattr(value, "__exit__")
 
@@ -414,9 +412,3 @@ def _is_async_cm(value: object) -> bool:
 
 def _closable(value: object) -> bool:
     return any(callable(getattr(value, name, None)) for name in ("close", "aclose"))
-
-
-def _close_unawaited(value: object) -> None:
-    close = getattr(value, "close", None)
-    if inspect.iscoroutine(value) and callable(close):
-        close()

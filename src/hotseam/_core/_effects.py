@@ -298,14 +298,11 @@ async def run_undo(effect: Effect, exit_: ScopeExit, timeout: float | None) -> E
                 details={"effect": effect.label, "timeout": timeout},
             )
     except Exception as failure:
-        _add_note(failure, f"while disposing {effect.label}")
+        note = f"while disposing {effect.label}"
+        if note not in getattr(failure, "__notes__", ()):
+            failure.add_note(note)
         return failure
     return None
-
-
-def _add_note(error: BaseException, note: str) -> None:
-    if note not in getattr(error, "__notes__", ()):
-        error.add_note(note)
 
 
 def callable_label(func: Callable[..., object]) -> str:

@@ -295,9 +295,6 @@ class BaseContext:
                 self._rejoin_changed = anyio.Event()
             await self._rejoin_changed.wait()
 
-    def _rejoin_hold(self, seam: Seam[Any], order: int) -> None:
-        self._rejoining.setdefault(seam, set()).add(order)
-
     def _rejoin_leave(self, seam: Seam[Any], order: int) -> None:
         holding = self._rejoining.get(seam)
         if holding is None or order not in holding:
@@ -520,7 +517,7 @@ class Lease(Generic[T]):
         self.revoked = True
         self.replaced = replaced
         if replaced and self._rejoin:
-            self._context._rejoin_hold(self._seam, self.order)
+            self._context._rejoining.setdefault(self._seam, set()).add(self.order)
         if self._cancel_scope is not None:
             self._cancel_scope.cancel()
 

@@ -112,7 +112,9 @@ class Question:
     allow_skip: bool = False
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "options", _tuple_or_none(self.options))
+        options: object = self.options  # a tuple, or None when there are none
+        if isinstance(options, list | tuple):  # anything else is validation's to name
+            object.__setattr__(self, "options", tuple(options) or None)
 
     @property
     def choices(self) -> tuple[AskUserQuestionOption, ...]:
@@ -548,13 +550,6 @@ def _drop_suffix(text: str) -> str:
     if stripped.casefold().endswith(_SUFFIX):
         return stripped[: -len(_SUFFIX)]
     return text
-
-
-def _tuple_or_none(options: object) -> Any:
-    """Options as a tuple, or ``None`` when none (anything else is validation's to name)."""
-    if isinstance(options, list | tuple):
-        return tuple(options) or None
-    return options
 
 
 def _set_fields(item: object, names: Iterable[str]) -> dict[str, Any]:
