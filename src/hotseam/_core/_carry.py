@@ -158,11 +158,8 @@ def follow(scope: CarryHost, predecessor: CarryHost | None) -> None:
 
 
 def hand_over(scope: CarryHost) -> None:
-    """Commit: ``scope``'s generation now owns every value it took over.
-
-    Called before its predecessor closes, so that close disposes only what the successor
-    did not take.
-    """
+    """Commit: ``scope``'s generation now owns every value it took over (called before its
+    predecessor closes, which then disposes only what was not taken)."""
     handover = scope._handover
     if handover is None:
         return

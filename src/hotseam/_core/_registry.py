@@ -240,11 +240,8 @@ class BaseContext:
         return registration.provider
 
     async def wait_for(self, seam: Seam[T], *, timeout: float = DEFAULT_SWAP_WAIT) -> T:
-        """Return the active provider; if a swap of ``seam`` is under way, wait for it first.
-
-        Fails with the seam's "no provider" error when none comes (the swap's error, if
-        any, is the cause).
-        """
+        """Return the active provider, waiting out a swap of ``seam`` under way; else the
+        seam's "no provider" error (the swap's error, if any, is the cause)."""
         return (await self._wait_registration(seam, timeout)).provider
 
     async def wait_provided(self, seam: Seam[T], *, timeout: float = math.inf) -> T:
@@ -279,9 +276,8 @@ class BaseContext:
     ) -> Lease[T]:
         """Borrow the active provider of ``seam`` for one ``async with`` block.
 
-        Entering waits for a running swap like :meth:`wait_for`, and behind callers that
-        arrived earlier and are rejoining after a swap. ``rejoin=True``: the lease can be
-        entered again after a revocation and keeps its place in line (see :class:`Lease`).
+        Entering waits like :meth:`wait_for`, and behind earlier callers rejoining after a
+        swap; ``rejoin=True`` lets it be entered again, keeping its place (:class:`Lease`).
         """
         return Lease(self, seam, timeout, rejoin=rejoin)
 

@@ -330,9 +330,8 @@ class Scope(Carrying):
     def activate(self) -> None:
         """Make the recorded registrations and tasks of a staged scope tree live.
 
-        All or nothing: registrations activate in order; when one cannot (a provider
-        conflict), the others are rolled back, the scope stays staged and the error is
-        raised. Background tasks start once every registration is live.
+        All or nothing: when a registration cannot (a provider conflict), the others are
+        rolled back and the scope stays staged. Tasks start once every registration is live.
         """
         if not self._staged:
             return

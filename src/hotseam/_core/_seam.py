@@ -1,10 +1,9 @@
 """Seam: a typed key for a capability that exactly one provider serves at a time.
 
-A seam is identified by its *name*: two ``Seam`` objects with one name are the same key.
-A seam defined in a hot-reloaded module is a new object after each save; an agent holding
-the object of the first generation must still find the provider the fifth one registered.
-Two live definitions of one name in different files whose provider types differ would make
-that silently ambiguous, so the second one is refused, naming both.
+A seam is identified by its *name*: a seam defined in a hot-reloaded module is a new
+object after each save, and an agent holding the first generation's must still find the
+provider the fifth one registered. Two live definitions of one name in different files
+with different provider types would be ambiguous, so the second one is refused.
 """
 
 from __future__ import annotations
@@ -95,11 +94,9 @@ def _type_name(protocol: type[Any] | None) -> str:
 
 
 def _define(seam: Seam[Any]) -> None:
-    """Remember a live definition of ``seam.name``; refuse one that clashes with another.
-
-    Definitions from one file are generations of the same definition (a reload executes the
-    file again), and types are compared by qualified name, as a reload makes a new class.
-    """
+    """Remember a live definition of ``seam.name``; refuse one that clashes with another
+    (definitions from one file are its generations; types compare by qualified name, as a
+    reload makes a new class)."""
     live = [ref for ref in _definitions.get(seam.name, ()) if ref() is not None]
     kind = _type_name(seam.protocol)
     where = seam.location.rpartition(":")[0]

@@ -1,8 +1,7 @@
 """A provider swap in progress: seams (and tools) changing hands as one step.
 
-While a swap runs, callers that find no provider for a seam it covers wait for it to end
-instead of failing (see ``Context.swap``). The swap knows its context only by name: the
-context creates and ends it.
+Callers that find no provider for a seam a running swap covers wait for it to end (see
+``Context.swap``); the context creates and ends it, and is known to it only by name.
 """
 
 from __future__ import annotations

@@ -2,8 +2,7 @@
 
 ``ctx.tools.execute(name, input)`` never raises for a tool's failure: its
 :class:`ToolResult`'s ``error`` keeps a :class:`~hotseam.HarnessError`'s ``name`` and
-``code``, so a model learns what went wrong; the caller's cancellation is never swallowed.
-Tools sit below the context that holds them: a call sees it as a :class:`ToolContext`."""
+``code``, so a model learns what went wrong; the caller's cancellation is never swallowed."""
 
 from __future__ import annotations
 
@@ -157,10 +156,8 @@ def _check_model(name: str, model: object) -> None:
 def tool(
     name: str | None = None, *, description: str | None = None
 ) -> Callable[[Handler[InputT]], Tool[InputT]]:
-    """Make a :class:`Tool` from ``async def handler(input: Model, call: ToolCall)``.
-
-    The input model comes from the first parameter's annotation; the description defaults
-    to the handler's docstring.
+    """Make a :class:`Tool` from ``async def handler(input: Model, call: ToolCall)``: the
+    first parameter's annotation is the input model, the docstring the default description.
     """
 
     def decorate(handler: Handler[InputT]) -> Tool[InputT]:

@@ -1,9 +1,7 @@
 """The hook a leak tracker uses to see every scope and registration come and go.
 
-The core calls the installed tracker (if any) when a trackable object is created and when it
-is disposed; with no tracker installed it costs one global read. ``hotseam.pytest_plugin``
-installs a tracker that records creation stacks and parents, in the manner of VS Code's
-``DisposableTracker``.
+With no tracker installed it costs one global read. ``hotseam.pytest_plugin`` installs
+one that records creation stacks and parents, as VS Code's ``DisposableTracker`` does.
 """
 
 from __future__ import annotations
@@ -41,10 +39,8 @@ def set_tracker(tracker: Tracker | None) -> Tracker | None:
 
 
 def mark_long_lived(obj: object) -> object:
-    """Declare that ``obj`` (a scope or registration) deliberately outlives a test.
-
-    Leak checks skip it (its children are still checked). Returns ``obj`` for chaining.
-    """
+    """Declare that ``obj`` (a scope or registration) deliberately outlives a test: leak
+    checks skip it (not its children). Returns ``obj`` for chaining."""
     _long_lived.add(obj)
     return obj
 

@@ -157,8 +157,7 @@ class Question:
 
     @property
     def hint(self) -> str:
-        """What the human is to do, for a one-line UI: ``"pick one, or type your own"``,
-        ``"pick 1 to 3"``, ``"type your answer; optional"``..."""
+        """What the human is to do, for a one-line UI (``"pick 1 to 3"``...)."""
         if self.is_free_form:
             text = "type your answer"
         elif not self.is_multi_select:
@@ -177,8 +176,7 @@ class Question:
         return text + ("; optional" if self.allow_skip else "")
 
     def describe(self) -> str:
-        """The question on one line, with its header and :attr:`hint`:
-        ``"Storage: Which database? (pick one)"``."""
+        """One line: ``"Storage: Which database? (pick one)"`` (header, text, :attr:`hint`)."""
         header = f"{self.header}: " if self.header else ""
         return f"{header}{' '.join(self.question.split())} ({self.hint})"
 
@@ -213,8 +211,7 @@ class Question:
         return None
 
     def to_dict(self, *, camel_case: bool = False) -> dict[str, Any]:
-        """A JSON-ready dict; fields at their defaults are left out (``allow_custom`` is
-        always there, as in a request's dict)."""
+        """A JSON-ready dict without the fields at their defaults (but ``allow_custom``)."""
         data: dict[str, Any] = {"question": self.question, **_set_fields(self, ("id", "header"))}
         if self.options:
             data["options"] = [option.to_dict() for option in self.options]
@@ -226,8 +223,7 @@ class Question:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Question:
-        """Build a question from a dict in camelCase or snake_case (raises
-        ``INVALID_REQUEST`` naming bad fields)."""
+        """Build a question from a dict, camelCase or snake_case (or ``INVALID_REQUEST``)."""
         from ._inputs import QuestionInput, parse_input
 
         return cls.from_input(parse_input(QuestionInput, data, "question"))
@@ -911,16 +907,14 @@ class QuestionAnswer:
         return cls(_id_of(question), None, skipped=reason)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dict: ``id``, ``answer``, ``options``; ``custom`` and ``skipped``
-        when set."""
+        """A JSON-ready dict (``custom`` and ``skipped`` only when set)."""
         options = [option.to_dict() for option in self.options]
         data: dict[str, Any] = {"id": self.id, "answer": self.answer, "options": options}
         return data | _set_fields(self, ("custom", "skipped"))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> QuestionAnswer:
-        """Build an entry from :meth:`to_dict`'s form (raises ``INVALID_ANSWER`` naming
-        each bad field)."""
+        """Build an entry from :meth:`to_dict`'s form (or ``INVALID_ANSWER``)."""
         from ._inputs import AnswerEntryInput, parse_input  # pydantic: at the first dict
 
         given = parse_input(AnswerEntryInput, data, "answer", ErrorCode.INVALID_ANSWER)
@@ -1011,8 +1005,7 @@ class AskUserQuestionAnswer:
 
 
 def implied_entry(answer: AskUserQuestionAnswer) -> QuestionAnswer:
-    """The entry of the one question that ``answer``'s text and option say: the option
-    chosen, or the text as the human's own (id ``"q1"``)."""
+    """The entry ``"q1"`` that ``answer``'s text and option say (the option, or own text)."""
     if answer.option is None:
         return QuestionAnswer("q1", answer.answer, (), answer.answer)
     return QuestionAnswer("q1", answer.answer, (answer.option,))
@@ -1152,8 +1145,8 @@ def check_answer(request: AskUserQuestionRequest, answer: object) -> AskUserQues
 def entries_of(
     answer: AskUserQuestionAnswer, asked: Sequence[Question]
 ) -> tuple[QuestionAnswer, ...]:
-    """``answer``'s entries for the questions ``asked``: an answer of text alone to one
-    question is that question's text answer (whatever id it was given)."""
+    """``answer``'s entries for the questions ``asked`` (a text answer to one question is
+    its answer, whatever id it was given)."""
     if len(asked) == 1 and answered_in_text(answer):
         return (QuestionAnswer(str(asked[0].id), answer.answer),)
     return tuple(answer.answers)
@@ -1192,8 +1185,8 @@ def _from_text(question: Question, text: object, named: str) -> QuestionAnswer:
 
 
 def _refuse_custom(question: Question, typed: str, named: str) -> None:
-    """Text that is none of the options is refused unless the question accepts custom
-    answers (described, never quoted: errors reach the logs)."""
+    """Refuse text that is no option unless custom answers are accepted (described, never
+    quoted: errors reach the logs)."""
     if not question.accepts_custom:
         allowed = ", ".join(repr(o.model_value) for o in question.choices)
         subject = f"{named}: the answer" if named else "the provider's answer"

@@ -93,9 +93,9 @@ class AnsweredElsewhere:
 
 @dataclass(frozen=True, slots=True)
 class ProviderWait:
-    """An ask that finds no provider waits for one, at most ``timeout`` seconds (``inf``:
-    until one appears); ``on_wait(seam_name)`` is called when the first such ask starts
-    waiting (so a program prints one line however many questions wait)."""
+    """An ask that finds no provider waits for one, at most ``timeout`` seconds;
+    ``on_wait(seam_name)`` is called when the first one starts waiting (one line printed
+    however many wait)."""
 
     timeout: float = math.inf
     on_wait: Callable[[str], object] | None = None

@@ -75,11 +75,9 @@ class _Outage:
 
 
 class JournalDaemon:
-    """This process as one daemon of a journal, alive while it is open: what it writes
-    (runs, asks, answers) goes through it, waiting out the journal's outages.
-
-    Open it with :meth:`open` (it registers the daemon, beats its heart and marks it stopped
-    at the end) and provide it as :data:`JOURNALING`; :meth:`run` starts or resumes a run.
+    """This process as one daemon of a journal: what it writes (runs, asks, answers) goes
+    through it, waiting out the journal's outages. Open it with :meth:`open`, provide it as
+    :data:`JOURNALING`; :meth:`run` starts or resumes a run.
 
     Attributes:
         journal: The journal itself.
@@ -206,9 +204,8 @@ class JournalDaemon:
                     await journal.stop_daemon(journaling.daemon.id)
 
     async def _beat(self) -> None:
-        """Heartbeats until cancelled. A daemon another process declared stopped (it took
-        this one for dead: a stall longer than the liveness timeout) registers again, so
-        that its next runs are its own; what it ran may have been taken over."""
+        """Heartbeats until cancelled. Declared stopped by another process (a stall longer
+        than the liveness timeout), it registers again: its next runs are its own."""
         while True:
             try:
                 await self.journal.keep_alive(self.daemon.id)
@@ -357,8 +354,7 @@ class JournalDaemon:
 
 @dataclass(eq=False, slots=True)
 class AgentRun:
-    """A run of an agent in a journal (see the module docstring): its asks are numbered in
-    the order they are made; while it resumes, those the record holds replay.
+    """A run of an agent in a journal (see the module docstring).
 
     Attributes:
         journal: The journal (and daemon) it is recorded in.
@@ -392,9 +388,8 @@ class AgentRun:
         return bool(self.recorded) or self.replayed > 0
 
     def take_position(self, key: str | None = None) -> int:
-        """The position of the next ask in the run: asks are numbered as they are made,
-        except those the caller keyed, which take the next number without using it up (a
-        keyed ask added or removed moves no other ask)."""
+        """The position of the next ask in the run; a keyed ask takes the next number
+        without using it up (adding or removing one moves no other ask)."""
         position = self._next
         if key is None:
             self._next += 1
@@ -415,8 +410,7 @@ class AgentRun:
 
     def take_recorded(self, position: int, key: str | None) -> AskRecord | None:
         """:meth:`recorded_at`, taken by the ask being placed: a record goes to one ask only
-        (a key asked twice in a resumed run is then refused, ``ASK_CONFLICT``, as in a run
-        that never stopped)."""
+        (a key asked twice in a resumed run is refused, as in a run that never stopped)."""
         record = self.recorded_at(position, key)
         if record is not None:
             self._taken.add(record.id)

@@ -97,13 +97,8 @@ def _listed_output(questions: Sequence[Question], answer: AskUserQuestionAnswer)
 
 
 def ask_user_question_tool() -> Tool[AskUserQuestionInput]:
-    """Return the ``ask_user_question`` tool, ready for ``scope.register_tool``.
-
-    Its input is one question (question, header, options, allow_custom) or several
-    (``questions``, Claude Code's AskUserQuestion shape); the agent and the signal come
-    from ``ctx.tools.execute``. Its output is ``{"answer", "option"}`` for one question, and
-    ``{"answers": {question text: answer}, "questions": [...]}`` for ``questions``.
-    """
+    """Return the ``ask_user_question`` tool (see the module), ready for
+    ``scope.register_tool``; the agent and the signal come from ``ctx.tools.execute``."""
     return Tool("ask_user_question", ASK_USER_QUESTION_DESCRIPTION, _input_model, _handle)
 
 
