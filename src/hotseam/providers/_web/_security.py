@@ -19,23 +19,6 @@ from pathlib import Path
 
 from ..._core import get_logger
 
-__all__ = [
-    "DEFAULT_HOST",
-    "SECURITY_HEADERS",
-    "TOKEN_ENV",
-    "TOKEN_FILE_ENV",
-    "HostPolicy",
-    "checked_host",
-    "is_loopback",
-    "load_token",
-    "process_token",
-    "state_dir",
-    "stored_token",
-    "stored_token_path",
-    "token_matches",
-    "warn_if_remote",
-]
-
 DEFAULT_HOST = "127.0.0.1"
 """Where an inbox listens unless told otherwise: only this machine can connect."""
 
@@ -162,10 +145,7 @@ def _read_stored(path: Path) -> str | None:
                 "to make a new token"
             )
         raw = file.read(1024)
-    try:
-        text = raw.decode("utf-8").strip()
-    except UnicodeDecodeError:
-        text = ""
+    text = raw.decode("utf-8", "replace").strip()  # not UTF-8: refused as not a token
     return _checked(text, str(path), hint=": delete the file to make a new token")
 
 
@@ -323,10 +303,8 @@ def _names_of(bind_host: str) -> set[str]:
         return names
     hostname = socket.gethostname()
     names.update({hostname.lower(), socket.getfqdn().lower()})
-    try:
+    with contextlib.suppress(OSError, ValueError):
         for info in socket.getaddrinfo(hostname, None):
             ip = ipaddress.ip_address(str(info[4][0]).split("%")[0])
             names.add(f"[{ip}]" if ip.version == 6 else str(ip))
-    except (OSError, ValueError):
-        pass
     return names
