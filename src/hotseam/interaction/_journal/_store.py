@@ -336,8 +336,6 @@ class Journal(abc.ABC):
         of_agent = "" if agent is None else " AND agent = ?"
         params = [*chosen] if agent is None else [*chosen, agent]
         grouped = f"{RUN_R}, {columns(DAEMON_COLUMNS, 'd')}, a.state"
-        # One query: the chosen runs, each joined with its daemon and its asks counted by
-        # state (one row per run and state).
         rows = await self._read(
             lambda db: db.all(
                 f"SELECT {RUN_R}, {DAEMON_D}, a.state, COUNT(a.id) FROM"
