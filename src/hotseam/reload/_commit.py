@@ -62,18 +62,6 @@ from ._loader import NOTHING, Batch, Blocker, Loader, ModuleRecord
 from ._plan_builder import heir_of
 from ._planner import Plan, dependency_order
 
-__all__ = [
-    "Closer",
-    "Committer",
-    "Prepared",
-    "Preparer",
-    "as_exception",
-    "check_conflicts",
-    "dispose_failed",
-    "propagate",
-]
-
-
 _log = get_logger("hotseam.reload")
 
 

@@ -39,24 +39,6 @@ from typing import Final, Literal
 
 from .._core import HarnessError
 
-__all__ = [
-    "FIRST_RETRY",
-    "LAST_RETRY",
-    "TRANSIENT_ERRNOS",
-    "LoadError",
-    "LoadPhase",
-    "ModuleNameClashError",
-    "ModuleTooLargeError",
-    "ReloadError",
-    "ReloadPathError",
-    "ReloaderClosedError",
-    "chain_of",
-    "describe_errno",
-    "file_type",
-    "is_transient",
-    "transient_errno",
-]
-
 LoadPhase = Literal[
     "read", "compile", "exec", "setup", "dependency", "conflict", "activate", "dispose", "task"
 ]

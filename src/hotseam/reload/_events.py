@@ -23,24 +23,6 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from .._core import get_logger
 from ._errors import LoadError, ReloadError
 
-__all__ = [
-    "DisposeFailed",
-    "EventStream",
-    "ModuleKind",
-    "ModuleState",
-    "ModuleStatus",
-    "ModuleUnloaded",
-    "NotLoadedError",
-    "ReloadAborted",
-    "ReloadCommitted",
-    "ReloadEvent",
-    "ReloadPlanned",
-    "ReloadResult",
-    "TaskFailed",
-    "display_path",
-    "report_slow",
-]
-
 SLOW_NOTICE = 1.0
 """Seconds a module body or setup may run before a progress line names it."""
 

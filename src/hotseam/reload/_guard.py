@@ -28,16 +28,6 @@ import anyio
 import anyio.from_thread
 import sniffio
 
-__all__ = [
-    "Detached",
-    "frames_of_thread",
-    "interrupted",
-    "is_fatal",
-    "start_detached",
-    "stuck_location",
-]
-
-
 _LIBRARY_DIRS = (
     *(
         str(Path(module.__file__).resolve().parent)

@@ -65,30 +65,6 @@ from ._planner import FileStat, ModuleIndex, NameClaims, Source, WatchedModuleSp
 if TYPE_CHECKING:
     from .._core import Registration, Scope, ToolRegistration
 
-__all__ = [
-    "HANDOFF_WAIT",
-    "LOCAL_TYPES",
-    "LOOP_READ_LIMIT",
-    "MOUNTS",
-    "NOTHING",
-    "Batch",
-    "Blocker",
-    "Loader",
-    "ModuleRecord",
-    "Mounts",
-    "Resolve",
-    "ThreadRun",
-    "Worker",
-    "check_size",
-    "current_run",
-    "digest",
-    "inert",
-    "parse_mountinfo",
-    "read_file",
-    "read_many",
-    "read_on_loop",
-    "read_source",
-]
 
 _real_import = builtins.__import__
 NOTHING: frozenset[str] = frozenset()
@@ -179,18 +155,16 @@ class ModuleRecord:
         )
 
 
+@dataclass(eq=False, slots=True)
 class _Attempt:
     """One execution of one module; what its code imported. Found from the importing
     code's globals: the ``loader_state`` of the module's spec while its batch is open."""
 
-    __slots__ = ("batch", "imports", "missing", "name", "spec")
-
-    def __init__(self, name: str, batch: int) -> None:
-        self.name = name
-        self.batch = batch
-        self.imports: set[str] = set()
-        self.missing: set[str] = set()
-        self.spec: importlib.machinery.ModuleSpec | None = None
+    name: str
+    batch: int
+    imports: set[str] = field(default_factory=set)
+    missing: set[str] = field(default_factory=set)
+    spec: importlib.machinery.ModuleSpec | None = None
 
 
 @dataclass(eq=False, slots=True)

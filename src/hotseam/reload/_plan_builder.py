@@ -50,21 +50,6 @@ from ._events import ModuleState, display_path
 from ._loader import NOTHING, Loader, ModuleRecord, read_many, read_source
 from ._planner import ModuleIndex, Plan, Source, dependency_order, dependents, importers_of
 
-__all__ = [
-    "EVERYTHING",
-    "RETRY_PHASES",
-    "Deferrals",
-    "Hold",
-    "Holds",
-    "PlanBuilder",
-    "carrier_of",
-    "carries",
-    "due_after_unload",
-    "heir_of",
-    "waiting_heirs",
-]
-
-
 _log = get_logger("hotseam.reload")
 _PREFETCH = 8  # plans of more modules read their files in one worker thread
 

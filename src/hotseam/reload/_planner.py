@@ -33,21 +33,6 @@ from ._errors import LoadError, ModuleNameClashError
 from ._roots import NOT_A_PACKAGE, Root, Scan
 from ._watcher import WatchRoot, is_module_file_name
 
-__all__ = [
-    "MAX_MODULE_SIZE",
-    "FileStat",
-    "ModuleIndex",
-    "NameClaims",
-    "Plan",
-    "Source",
-    "WatchedFiles",
-    "WatchedModuleSpec",
-    "dependency_order",
-    "importers_of",
-    "owned",
-]
-
-
 MAX_MODULE_SIZE = 1024 * 1024
 """The default largest module file, in bytes (1 MiB). Of 56,365 ``.py`` files on a
 development machine 11 were over it, all generated code; compiling holds the interpreter

@@ -58,8 +58,6 @@ from ._planner import MAX_MODULE_SIZE, ModuleIndex, dependency_order
 from ._roots import LinkedRoots, Root, refused_link
 from ._watcher import FileChange, WatchOptions
 
-__all__ = ["Reloader"]
-
 _log = get_logger("hotseam.reload")
 
 

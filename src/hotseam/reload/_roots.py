@@ -26,8 +26,6 @@ from ._errors import ReloadPathError, file_type, is_transient
 from ._events import display_path
 from ._watcher import WatchRoot, is_module_file_name
 
-__all__ = ["NOT_A_PACKAGE", "LinkedRoots", "Root", "RootKind", "Scan", "outside", "refused_link"]
-
 _log = get_logger("hotseam.reload")
 
 RootKind = Literal["file", "folder", "package"]

@@ -51,27 +51,6 @@ from .._core import get_logger
 from ._errors import LAST_RETRY, describe_errno, file_type, is_transient
 from ._events import display_path
 
-__all__ = [
-    "ADDED",
-    "DELETED",
-    "MODIFIED",
-    "Backend",
-    "ChangeKind",
-    "FileChange",
-    "InotifyNotifier",
-    "NativeWatcher",
-    "PollingWatcher",
-    "WatchLimitError",
-    "WatchOptions",
-    "WatchRoot",
-    "Watcher",
-    "WatchfilesWatcher",
-    "inotify_available",
-    "is_module_file_name",
-    "may_matter",
-    "minimal_roots",
-]
-
 _log = get_logger("hotseam.reload")
 _MODULE_FILE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\.py$")
 _BUFFERED_BATCHES = 256
@@ -274,14 +253,10 @@ class _Tree:
                     changes.append((ChangeKind.DELETED, path))
                 continue
             mtime = file_st.st_mtime_ns
-            if mtime >= racy_ns or keys[index] != (
-                mtime,
-                file_st.st_ctime_ns,
-                file_st.st_size,
-                file_st.st_ino,
-            ):
+            file_key = (mtime, file_st.st_ctime_ns, file_st.st_size, file_st.st_ino)
+            if mtime >= racy_ns or keys[index] != file_key:
                 kind = ChangeKind.MODIFIED if keys[index] is not None else ChangeKind.ADDED
-                keys[index] = (mtime, file_st.st_ctime_ns, file_st.st_size, file_st.st_ino)
+                keys[index] = file_key
                 changes.append((kind, path))
         self.stats += len(files)
         if recursive:
@@ -563,11 +538,7 @@ def _watch_limit() -> str:
 
 class InotifyNotifier:
     """The inotify watch of some folders (all recursive, or all flat), read on the loop.
-
-    Making one watches every folder (raises :class:`OSError`: :class:`WatchLimitError`
-    at the watch limit, ``EMFILE`` out of descriptors or inotify instances);
-    :meth:`changes` returns the next batch as ``{(kind, path)}``; :meth:`close` ends it.
-    """
+    Making one raises :class:`OSError` (:class:`WatchLimitError` at the watch limit)."""
 
     def __init__(
         self, roots: list[str], *, recursive: bool, quiet_ms: float, cap_ms: float
@@ -724,8 +695,8 @@ class InotifyNotifier:
     # -- the watch table --------------------------------------------------------------------
 
     def _watch_tree(self, top: str, found: dict[str, int] | None) -> None:
-        """Watch ``top`` (and, when recursive, every folder under it); with ``found``, also
-        report the module files and folders found there (made before their watch)."""
+        """Watch ``top`` (and, when recursive, every folder under it); ``found`` also gets
+        the module files and folders there (made before their watch)."""
         inotify = self._inotify
         assert inotify is not None
         stack = [top]
@@ -912,8 +883,8 @@ class _Group:
 
     def start(self) -> bool:
         """(Re)make the native watch on the folders present now; False if it cannot be made
-        (``failure`` says why). The identities are taken first: a folder replaced in between
-        is then seen as replaced once more, never as the one watched."""
+        (``failure`` says why). The identities are taken first, so a folder replaced in
+        between is seen as replaced once more."""
         self.close()
         watcher = self.watcher
         # RustNotify is what watchfiles.awatch drives; using it directly tells us the moment
@@ -960,9 +931,8 @@ class _Group:
         task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         """Report native changes (``native``: the watch is made; else poll from the start);
-        make the watch again whenever a folder's own watch ended or the periodic check
-        found it changed; poll instead if the watch breaks — until it can be made again,
-        when what broke it passes."""
+        make the watch again when a folder's own watch ended or the check found it changed;
+        poll while the watch is broken."""
         async with send:
             while True:
                 if native:
@@ -1216,8 +1186,8 @@ WatchfilesWatcher = NativeWatcher
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WatchOptions:
-    """The watch tuning of a :class:`Reloader` (``watch=WatchOptions(...)``): like httpx's
-    ``Timeout``, knobs that go together are one value, validated once when it is made.
+    """The watch tuning of a :class:`Reloader` (``watch=WatchOptions(...)``), validated once
+    when it is made.
 
     Args:
         watcher: A custom :class:`Watcher` (overrides ``polling`` and the native and
@@ -1229,10 +1199,9 @@ class WatchOptions:
             (``0 < step_ms <= debounce_ms``).
         poll_interval: Polling: seconds between scans.
         root_check: Seconds between checks that each watched path still leads to the folder
-            watched: a folder replaced at its path (``rm -rf`` and made again, an atomic
-            deploy by renames, a parent swapped) is watched again, and a path given through
-            a symbolic link that is pointed elsewhere (``ln -sfn``) is followed; what
-            appeared, changed or vanished in the swap is applied.
+            watched: a folder replaced at its path (``rm -rf`` and made again, a deploy by
+            renames) is watched again, and a symbolic link pointed elsewhere (``ln -sfn``)
+            is followed.
         coalesce: Seconds after a reload during which further changes are gathered into
             the next one (a lone change is applied at once).
         deletion_grace: Seconds a loaded module whose file (or folder) is gone keeps
