@@ -125,10 +125,7 @@ def resolve_reply(request: Asked, reply: str) -> AskUserQuestionAnswer | Repromp
         return Reprompt(f"There is no option {int(text)}: choose {_range(choices)}.")
     if request.accepts_custom:
         return AskUserQuestionAnswer(text)
-    return Reprompt(
-        f"{_quote(text)} is not an option: type {_range(choices)} or a label "
-        f"({', '.join(visible(option.label) for option in choices)})."
-    )
+    return _not_an_option(text, f"{_range(choices)} or a label", choices)
 
 
 def hint(request: Asked) -> str:
@@ -167,6 +164,11 @@ def _empty_reason(request: Asked) -> str:
 
 def _range(choices: tuple[AskUserQuestionOption, ...]) -> str:
     return "1" if len(choices) == 1 else f"a number from 1 to {len(choices)}"
+
+
+def _not_an_option(text: str, how: str, choices: tuple[AskUserQuestionOption, ...]) -> Reprompt:
+    labels = ", ".join(visible(option.label) for option in choices)
+    return Reprompt(f"{_quote(text)} is not an option: type {how} ({labels}).")
 
 
 def _quote(text: str) -> str:
@@ -216,10 +218,7 @@ def _resolve_selection(
     if number is not None:
         return Reprompt(f"There is no option {int(number)}: choose {_range(choices)}.")
     if own and not question.allow_custom:
-        return Reprompt(
-            f"{_quote(own[0])} is not an option: type numbers or labels separated by commas "
-            f"({', '.join(visible(option.label) for option in choices)})."
-        )
+        return _not_an_option(own[0], "numbers or labels separated by commas", choices)
     custom = ", ".join(own) or None
     count = len(picked) + (custom is not None)
     least, most = question.selection_range

@@ -52,7 +52,7 @@ T = TypeVar("T")
 
 DEFAULT_REFRESH = 2.0
 """Seconds between two listings of the journal (liveness and run owners are not on the
-change feed); less when the journal's liveness timeout is short."""
+change feed); less under a short liveness timeout."""
 
 DEFAULT_FLEET_PORT = 8766
 """The fleet inbox's port: one above a daemon's own inbox (8765), so both run side by side."""
@@ -448,7 +448,6 @@ class FleetInbox:
 
     @property
     def port(self) -> int:
-        """The TCP port listened on."""
         return self.listener.port
 
     @property
