@@ -15,12 +15,11 @@ from ...interaction import (
     UserInteractionError,
     current_ask,
 )
+from ._answers import InboxError
 from ._app import build_app
-from ._inbox import Entry, Inbox, InboxError, cancelled_error
+from ._inbox import Entry, Inbox, cancelled_error
 from ._security import DEFAULT_HOST, HostPolicy, checked_host, load_token, warn_if_remote
 from ._server import DRAIN_GRACE, DRAIN_LIMIT, Listener, Mount, WebServer
-
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "WebProvider"]
 
 DEFAULT_PORT = 8765
 _CARRY_KEY = "hotseam.providers.web.server"
