@@ -23,7 +23,7 @@ import types
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -79,29 +79,21 @@ class Prepared:
     blockers: dict[str, Blocker]
 
 
+@dataclass(eq=False, slots=True)
 class _TaskHost:
     """Runs a generation's background tasks in the reloader's task group; reports crashes
     (the core only ever calls ``start_soon`` on a scope's task host)."""
 
-    __slots__ = ("_generation", "_module", "_report", "_task_group")
-
-    def __init__(
-        self,
-        task_group: anyio.abc.TaskGroup,
-        report: Callable[[str, int, str, BaseException], None],
-        module: str,
-        generation: int,
-    ) -> None:
-        self._task_group = task_group
-        self._report = report
-        self._module = module
-        self._generation = generation
+    task_group: anyio.abc.TaskGroup
+    report: Callable[[str, int, str, BaseException], None]
+    module: str
+    generation: int
 
     def start_soon(
         self, func: Callable[..., Awaitable[object]], *args: object, name: object = None
     ) -> None:
         label = str(name) if name is not None else getattr(func, "__qualname__", repr(func))
-        report, module, generation = self._report, self._module, self._generation
+        report, module, generation = self.report, self.module, self.generation
 
         async def guarded() -> None:
             try:
@@ -111,54 +103,31 @@ class _TaskHost:
                     raise
                 report(module, generation, label, error)
 
-        self._task_group.start_soon(guarded, name=name)
+        self.task_group.start_soon(guarded, name=name)
 
 
+@dataclass(eq=False, slots=True)
 class Preparer:
     """Runs the prepare phase for one reloader (its context, loader and time bounds)."""
 
-    __slots__ = (
-        "_abandoned",
-        "_closer",
-        "_context",
-        "_dispose_timeout",
-        "_import_timeout",
-        "_loader",
-        "_report_task",
-        "_setup_timeout",
-        "_task_group",
-    )
-
-    def __init__(
-        self,
-        context: Context,
-        loader: Loader,
-        closer: Closer,
-        abandoned: list[Detached],
-        *,
-        task_group: Callable[[], anyio.abc.TaskGroup | None],
-        report_task: Callable[[str, int, str, BaseException], None],
-        dispose_timeout: float,
-        setup_timeout: float,
-        import_timeout: float,
-    ) -> None:
-        self._context = context
-        self._loader = loader
-        self._closer = closer
-        self._abandoned = abandoned
-        self._task_group = task_group  # read when a generation needs it: None once closing
-        self._report_task = report_task
-        self._dispose_timeout = dispose_timeout
-        self._setup_timeout = setup_timeout
-        self._import_timeout = import_timeout
+    context: Context
+    loader: Loader
+    closer: Closer
+    abandoned: list[Detached]
+    _: KW_ONLY
+    task_group: Callable[[], anyio.abc.TaskGroup | None]  # None once closing
+    report_task: Callable[[str, int, str, BaseException], None]
+    dispose_timeout: float
+    setup_timeout: float
+    import_timeout: float
 
     async def prepare(self, batch: Batch, plan: Plan, scopes: dict[str, Scope]) -> Prepared:
         """Execute the batch and set up its modules; ``scopes`` gets the staged scopes of
         the modules that will commit (those of failed modules and their importers were
         discarded)."""
-        loader = self._loader
-        with use_context(self._context):
-            await loader.execute(batch, plan.order, self._import_timeout)
+        loader = self.loader
+        with use_context(self.context):
+            await loader.execute(batch, plan.order, self.import_timeout)
         for name, source in batch.sources.items():
             loader.record(name, source.path)
         aborted: dict[str, LoadError] = dict(batch.failed)
@@ -190,14 +159,14 @@ class Preparer:
             load_ms[name] = load_ms.get(name, 0.0) + (time.perf_counter() - started) * 1000
             if failure is not None:
                 aborted[name] = failure
-                await self._closer.discard(scopes.pop(name))
+                await self.closer.discard(scopes.pop(name))
         while propagate(batch, aborted) | check_conflicts(
             loader.records, batch, plan, order, scopes, aborted, blockers
         ):
             pass
         for name in list(scopes):
             if name in aborted:
-                await self._closer.discard(scopes.pop(name))
+                await self.closer.discard(scopes.pop(name))
         return Prepared(order, kinds, aborted, load_ms, blockers)
 
     def _heir(
@@ -212,7 +181,7 @@ class Preparer:
             for name in order
             if name not in aborted and callable(batch.staged[name].__dict__.get("setup"))
         ]
-        records = self._loader.records
+        records = self.loader.records
         heir = heir_of(providers, records)
         if heir is not None:
             _log.info(
@@ -230,30 +199,30 @@ class Preparer:
         """A staged scope for the next generation of ``name``, its tasks in the reloader's
         group; it may take over what ``name``'s serving generation carries, or, for a
         renamed module, what the unloaded module ``succeeding`` carries."""
-        record = self._loader.records[name]
+        record = self.loader.records[name]
         generation = record.last_generation + 1
-        task_group = self._task_group()
+        task_group = self.task_group()
         assert task_group is not None
         host = cast(
-            "anyio.abc.TaskGroup", _TaskHost(task_group, self._report_task, name, generation)
+            "anyio.abc.TaskGroup", _TaskHost(task_group, self.report_task, name, generation)
         )
         scope = Scope(
             f"{display_path(record.path)}#{generation}",
-            context=self._context,
+            context=self.context,
             staged=True,
             task_group=host,
-            dispose_timeout=self._dispose_timeout,
+            dispose_timeout=self.dispose_timeout,
         )
-        predecessor = self._loader.records[succeeding].scope if succeeding else record.scope
+        predecessor = self.loader.records[succeeding].scope if succeeding else record.scope
         follow(scope, predecessor)  # it may take over what the predecessor carries
         return scope
 
     async def _set_up(self, name: str, setup: Callable[..., Any], scope: Scope) -> LoadError | None:
         """Run ``setup(scope)`` in a task of its own; return what went wrong, if anything.
         Past ``setup_timeout`` it is abandoned, reported as stuck at the line it waits at."""
-        watched = self._loader.watched_files()
-        path = self._loader.records[name].path
-        context = self._context
+        watched = self.loader.watched_files()
+        path = self.loader.records[name].path
+        context = self.context
         wrong = _signature_problem(setup, path)
         if wrong is not None:
             return wrong
@@ -279,24 +248,24 @@ class Preparer:
 
         handle = start_detached(f"setup of {display_path(path)}", call)
         try:
-            with anyio.move_on_after(self._setup_timeout):
+            with anyio.move_on_after(self.setup_timeout):
                 with anyio.move_on_after(SLOW_NOTICE):
                     await handle.done.wait()
                 if not handle.done.is_set():
-                    report_slow("setting up", path, name, self._setup_timeout)
+                    report_slow("setting up", path, name, self.setup_timeout)
                     await handle.done.wait()
         finally:
             if not handle.done.is_set():
                 location = handle.location(watched)
                 handle.cancel_scope.cancel()  # a setup that can be cancelled ends now
-                self._abandoned.append(handle)
+                self.abandoned.append(handle)
         if not handle.done.is_set() or handle.cancel_scope.cancel_called:
             if location is None:
                 location = _defined_at(setup, path)
             return LoadError.at(
                 "setup",
                 "TimeoutError",
-                f"setup() of {display_path(path)} did not finish within {self._setup_timeout} s "
+                f"setup() of {display_path(path)} did not finish within {self.setup_timeout} s "
                 f"(stuck at {location}); abandoned",
                 location,
             )
@@ -507,18 +476,14 @@ def _describe(provider: object) -> str:
 # -- commit ----------------------------------------------------------------------------------------
 
 
+@dataclass(eq=False, slots=True)
 class Committer:
     """Runs the commit phase for one reloader (its context, loader and closer)."""
 
-    __slots__ = ("_closer", "_context", "_loader", "_wake")
-
-    def __init__(
-        self, context: Context, loader: Loader, closer: Closer, wake: Callable[[], None]
-    ) -> None:
-        self._context = context
-        self._loader = loader
-        self._closer = closer
-        self._wake = wake  # a refused module's blocker calls it once it goes
+    context: Context
+    loader: Loader
+    closer: Closer
+    wake: Callable[[], None]  # a refused module's blocker calls it once it goes
 
     async def commit(
         self,
@@ -533,7 +498,7 @@ class Committer:
 
         Called shielded from cancellation: a commit never stops half way.
         """
-        loader = self._loader
+        loader = self.loader
         records = loader.records
         committing = [name for name in prepared.order if name not in prepared.aborted]
         moving = {*committing, *plan.unload}
@@ -564,7 +529,7 @@ class Committer:
             for record in leaving:
                 scope, record.scope = record.scope, None
                 assert scope is not None
-                failures = await self._closer.close(scope, CloseReason.RELOAD)
+                failures = await self.closer.close(scope, CloseReason.RELOAD)
                 if failures:
                     dispose_failures.append(dispose_failed(batch.id, record, failures))
             loader.end(batch, committed=set(committing), unloaded=set(plan.unload))
@@ -580,7 +545,7 @@ class Committer:
                     records[name].scope = scope
         swap_ms = (time.perf_counter() - swap_started) * 1000
         for name in activation_failures:
-            await self._closer.discard(scopes.pop(name))
+            await self.closer.discard(scopes.pop(name))
         duration_ms = (time.perf_counter() - started) * 1000
         for name in plan.unload:
             record = records[name]
@@ -635,7 +600,7 @@ class Committer:
             record.blocker = prepared.blockers.get(name)
             blocking = record.blocker.registration() if record.blocker is not None else None
             if blocking is not None:
-                blocking.on_inactive(self._wake)  # retried once the blocker goes
+                blocking.on_inactive(self.wake)  # retried once the blocker goes
             record.load_ms = prepared.load_ms.get(name)
             attempt = batch.attempts.get(name)
             if attempt is not None:
@@ -652,7 +617,7 @@ class Committer:
         if not seams and not tools:
             yield
             return
-        async with self._context.swap(*seams, tools=tools):
+        async with self.context.swap(*seams, tools=tools):
             yield
 
 
@@ -666,15 +631,13 @@ _CLOSE_MARGIN = 0.5
 """Seconds the reloader waits for a generation's close beyond ``dispose_timeout``."""
 
 
+@dataclass(eq=False, slots=True)
 class Closer:
     """Closes generations' scopes for one reloader; keeps the closes it had to abandon."""
 
-    __slots__ = ("_abandoned", "_dispose_timeout", "_loader")
-
-    def __init__(self, loader: Loader, dispose_timeout: float, abandoned: list[Detached]) -> None:
-        self._loader = loader
-        self._dispose_timeout = dispose_timeout
-        self._abandoned = abandoned
+    loader: Loader
+    dispose_timeout: float
+    abandoned: list[Detached]
 
     async def discard(self, scope: Scope) -> None:
         """Dispose a staged scope that will never be activated."""
@@ -706,12 +669,12 @@ class Closer:
             await scope.aclose(reason, error)
 
         handle = start_detached(f"closing {scope.name}", close)
-        limit = self._dispose_timeout + _CLOSE_MARGIN
+        limit = self.dispose_timeout + _CLOSE_MARGIN
         with anyio.CancelScope(shield=True, deadline=anyio.current_time() + limit):
             await handle.done.wait()
         if not handle.done.is_set():
-            self._abandoned.append(handle)
-            location = handle.location(self._loader.watched_files())
+            self.abandoned.append(handle)
+            location = handle.location(self.loader.watched_files())
             where = f" (stuck at {location})" if location else ""
             timeout = DisposerTimeoutError(
                 f"closing {scope.name} did not finish within {limit:g} s{where}; abandoned",

@@ -30,7 +30,7 @@ import math
 import os
 import time
 from collections.abc import AsyncIterator, Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
@@ -54,43 +54,26 @@ _log = get_logger("hotseam.reload")
 _PREFETCH = 8  # plans of more modules read their files in one worker thread
 
 
+@dataclass(eq=False, slots=True)
 class PlanBuilder:
     """Builds the plans of one reloader from its module index and module records."""
 
-    __slots__ = (
-        "_blocked",
-        "_deferrals",
-        "_graph",
-        "_holds",
-        "_importers",
-        "_index",
-        "_loader",
-        "_now",
-        "_prefetched",
-        "_reported_skips",
-        "_stale",
-        "_touched",
-    )
-
-    def __init__(
-        self, index: ModuleIndex, loader: Loader, deferrals: Deferrals, holds: Holds
-    ) -> None:
-        self._index = index
-        self._loader = loader
-        self._deferrals = deferrals
-        self._holds = holds
-        self._now = 0.0
-        """When the plan being built started (``anyio.current_time()``): what the ends of
-        the graces are compared with."""
-        self._reported_skips: set[Path] = set()
-        self._graph: dict[str, frozenset[str]] = {}
-        self._importers: dict[str, set[str]] = {}
-        self._prefetched: dict[Path, Source | OSError] = {}
-        self._blocked: set[str] | None = None
-        self._touched: set[str] = set()
-        self._stale: set[str] | None = None
-        """Modules whose import edges may have changed since the graph was last brought up to
-        date; ``None``: the graph must be built afresh."""
+    index: ModuleIndex
+    loader: Loader
+    deferrals: Deferrals
+    holds: Holds
+    _now: float = field(default=0.0, init=False)
+    """When the plan being built started (``anyio.current_time()``): what the ends of the
+    graces are compared with."""
+    _reported_skips: set[Path] = field(default_factory=set, init=False)
+    _graph: dict[str, frozenset[str]] = field(default_factory=dict, init=False)
+    _importers: dict[str, set[str]] = field(default_factory=dict, init=False)
+    _prefetched: dict[Path, Source | OSError] = field(default_factory=dict, init=False)
+    _blocked: set[str] | None = field(default=None, init=False)
+    _touched: set[str] = field(default_factory=set, init=False)
+    _stale: set[str] | None = field(default=None, init=False)
+    """Modules whose import edges may have changed since the graph was last brought up to
+    date; ``None``: the graph must be built afresh."""
 
     async def build(
         self,
@@ -105,18 +88,18 @@ class PlanBuilder:
         A listing or a read that fails for a passing reason (``is_transient``) leaves its
         paths out of the plan, deferred: the reloader tries them again a moment later.
         """
-        index = self._index
-        records = self._loader.records
+        index = self.index
+        records = self.loader.records
         self._now = anyio.current_time()
         if candidates is not None:
             # A hold whose grace is over is decided here by what is on disk now, not by
             # what the index last heard: on a busy machine the report of a return within
             # the grace may still be on its way (DESIGN.md, invariant 12).
-            over = [hold.path for hold in self._holds if hold.until <= self._now]
+            over = [hold.path for hold in self.holds if hold.until <= self._now]
             if over:
                 candidates = [*candidates, *over]
         # A listing of everything looks at every path waiting for a retry as well.
-        looked = [EVERYTHING, *self._deferrals.paths()] if candidates is None else list(candidates)
+        looked = [EVERYTHING, *self.deferrals.paths()] if candidates is None else list(candidates)
         try:
             index.refresh(candidates)
         except OSError as error:
@@ -126,11 +109,11 @@ class PlanBuilder:
             # the failed modules this plan was to retry with them).
             retried = [records[name].path for name in retry if name in records]
             for path in [EVERYTHING] if candidates is None else [*looked, *retried]:
-                self._deferrals.deferred(path, error, "list")
+                self.deferrals.deferred(path, error, "list")
             folder = getattr(error, "filename", None)
             unlisted = Path(os.fsdecode(folder)) if folder else index.roots[0].path
             return Plan(deferred=[unlisted])
-        self._deferrals.looked_at(looked)
+        self.deferrals.looked_at(looked)
         names: set[str] = set()
         if candidates is None:
             names = set(index.autoload) | set(records)
@@ -149,7 +132,7 @@ class PlanBuilder:
             # is over: each is looked at now, whatever was reported.
             names.update(
                 hold.name
-                for hold in self._holds
+                for hold in self.holds
                 if hold.path not in index.held
                 or hold.path not in index.missing
                 or hold.until <= self._now
@@ -209,7 +192,7 @@ class PlanBuilder:
 
         Remembered between plans: only a batch's commit changes a blocker, and only for its
         modules (:meth:`batch_done`), so a save that changed nothing makes no pass over N."""
-        records = self._loader.records
+        records = self.loader.records
         blocked = self._blocked
         if blocked is None:
             blocked = self._blocked = {n for n, r in records.items() if r.blocker is not None}
@@ -229,7 +212,7 @@ class PlanBuilder:
         ``_importers``. Built once, then brought up to date from the modules a batch touched
         (as :meth:`_any_blocked`): comparing the whole graph was a quarter of an edit at
         N = 1,000."""
-        records = self._loader.records
+        records = self.loader.records
         stale = self._stale
         if stale is None:
             self._graph = {name: _edges_of(record) for name, record in records.items()}
@@ -261,7 +244,7 @@ class PlanBuilder:
     async def _follow(self, plan: Plan, appeared: set[str]) -> None:
         """Add every loaded module that imports a planned one, or failed to import one that
         appeared."""
-        records = self._loader.records
+        records = self.loader.records
         seeds = set(plan.sources) | set(plan.unload) | set(plan.unreadable)
         followers = dependents(seeds, self._importers)
         if appeared:
@@ -291,7 +274,7 @@ class PlanBuilder:
         belongs to a module this plan re-executes or unloads; True if any was added."""
         moving = set(plan.sources) | set(plan.unload)
         added = False
-        records = self._loader.records
+        records = self.loader.records
         if not self._any_blocked():  # no pass over N
             return False
         blocked = [(name, r) for name, r in records.items() if r.blocker is not None]
@@ -323,11 +306,11 @@ class PlanBuilder:
         healthy module, not a failed one (what failed may lie outside the file);
         ``retry_failed=False`` (a watcher's report) retries it only if saved or touched.
         """
-        records = self._loader.records
+        records = self.loader.records
         record = records.get(name)
-        index = self._index
+        index = self.index
         path = index.path_of(name)
-        hold = self._holds.get(name)
+        hold = self.holds.get(name)
         if hold is not None and path != hold.path:
             # Another file has its name now (a module turned package): that one is loaded.
             self._end_hold(hold)
@@ -344,7 +327,7 @@ class PlanBuilder:
             else:
                 source = await self._read(path, previous)
         except ModuleTooLargeError as error:  # refused, not failed: no traceback to show
-            self._deferrals.looked_at((path,))
+            self.deferrals.looked_at((path,))
             if hold is not None:
                 self._end_hold(hold)  # back, but too big: refused as any other
             plan.unreadable[name] = (
@@ -354,15 +337,15 @@ class PlanBuilder:
             return
         except OSError as error:
             if is_transient(error):  # neither a failed load nor a file gone: later
-                self._deferrals.deferred(path, error)
+                self.deferrals.deferred(path, error)
                 plan.deferred.append(path)
                 return
-            self._deferrals.looked_at((path,))
+            self.deferrals.looked_at((path,))
             if hold is not None:
                 self._end_hold(hold)  # back, but unreadable: reported as any other
             plan.unreadable[name] = (path, LoadError.from_exception("read", error, (), str(path)))
             return
-        self._deferrals.looked_at((path,))
+        self.deferrals.looked_at((path,))
         if source is None:
             self._gone(name, path, plan, wanted=force or dependent)
             return
@@ -386,14 +369,14 @@ class PlanBuilder:
         """Module ``name``'s file is gone (``path``: the file the index lists for it, if
         any): unload it, or hold it for the deletion grace. ``wanted``: the plan would have
         executed it (it is stale when it is back)."""
-        record = self._loader.records.get(name)
+        record = self.loader.records.get(name)
         if record is None or record.state is ModuleState.UNLOADED:
             return
-        hold = self._holds.get(name)
-        if hold is None and self._holds.grace > 0:
+        hold = self.holds.get(name)
+        if hold is None and self.holds.grace > 0:
             where = path if path is not None else record.path
-            if self._index.hold(where, name):
-                hold = self._holds.start(name, where, self._now)
+            if self.index.hold(where, name):
+                hold = self.holds.start(name, where, self._now)
                 plan.held.append(where)
         if hold is not None:
             if self._now < hold.until:
@@ -404,13 +387,13 @@ class PlanBuilder:
 
     def _end_hold(self, hold: Hold) -> None:
         """End ``hold``: the index forgets its entry if its file is still gone."""
-        self._holds.end(hold.name)
-        self._index.release(hold.path)
+        self.holds.end(hold.name)
+        self.index.release(hold.path)
 
     def _report_holds(self, plan: Plan) -> None:
         """Log the holds this plan began, and those it ended with the file back."""
         if plan.held:
-            grace = self._holds.grace
+            grace = self.holds.grace
             _log.info(
                 "reload.held",
                 paths=[str(path) for path in plan.held],
@@ -435,13 +418,13 @@ class PlanBuilder:
             raise found
         if found is not None:
             return found
-        index = self._index
+        index = self.index
         return await read_source(path, previous, index.seen.get(path), index.max_size)
 
     def report_skipped(self) -> None:
         """Log, once each, the files the index skipped (not importable, or a name clash)."""
-        skipped = dict(self._index.skipped)
-        for path, earlier in self._index.clashes.items():
+        skipped = dict(self.index.skipped)
+        for path, earlier in self.index.clashes.items():
             skipped[path] = f"module name already taken by {earlier}"
         for path, why in skipped.items():
             if path not in self._reported_skips:

@@ -87,10 +87,8 @@ class Reloader:
             naming it, its size and the limit, and the running generation keeps serving.
         on_event: Called with every :class:`ReloadEvent` (errors it raises are logged).
 
-    With ``watch=False`` it is fully deterministic (see ``hotseam.reload``). A file that
-    cannot be read for a passing reason (out of file descriptors, a network file system
-    that does not answer: ``docs/reload.md``) is neither a failure nor a file gone: it is
-    read again on its own with a bounded backoff (``reload.deferred``).
+    With ``watch=False`` it is fully deterministic, but for files that cannot be read for a
+    passing reason (see ``hotseam.reload``).
     """
 
     def __init__(

@@ -874,11 +874,9 @@ class _Group:
         self._unreachable: set[str] = set()
         """Folders whose ``stat`` failed for a passing reason (logged once until it works)."""
         self._wake = threading.Event()
-        """Ends the thread's wait: set when the task is cancelled, or a check found a folder
-        changed (then ``_changed`` is set too)."""
+        """Ends the thread's wait: the task is cancelled, or a check found a folder changed."""
         self._waiting: anyio.CancelScope | None = None
-        """Around the wait on the loop (inotify): a check that found a folder changed
-        cancels it."""
+        """Around the wait on the loop (inotify): a check that found a change cancels it."""
         self._changed = False
 
     def start(self) -> bool:
@@ -1032,8 +1030,8 @@ class _Group:
                 await send.send(self._report(before, dropped))
 
     async def _next(self) -> object:
-        """The next native batch: ``{(kind, path)}``, or a word (``"stop"``: a check found
-        a folder changed, or the task is cancelled; ``"timeout"``)."""
+        """The next native batch: ``{(kind, path)}``, ``"stop"`` (a check found a folder
+        changed, or the task is cancelled) or ``"timeout"``."""
         notifier = self.notifier
         if isinstance(notifier, InotifyNotifier):
             if not self._changed:  # (a check may have found it while a batch was sent)
@@ -1057,7 +1055,7 @@ class _Group:
 
     def _wait(self, wake: threading.Event) -> object:
         """In the watch thread: the next batch of native changes, or ``"stop"`` once
-        ``wake`` is set (``"timeout"`` now and then)."""
+        ``wake`` is set (or ``"timeout"``)."""
         watcher = self.watcher
         if self.notifier is None:
             return "stop" if wake.wait(_THREAD_WAIT) else "timeout"
@@ -1099,8 +1097,8 @@ class _Group:
         return found
 
     def _report(self, before: dict[str, _Identity | None], dropped: set[str]) -> set[FileChange]:
-        """Log what happened to each folder whose identity changed or whose watch ended;
-        the changes to report."""
+        """Log and report what happened to each folder whose identity changed or whose watch
+        ended."""
         changes: set[FileChange] = set()
         for path in self.paths:
             was, now = before.get(path), self.identities[path]
