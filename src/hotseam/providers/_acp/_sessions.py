@@ -9,14 +9,14 @@ bounded number of them.
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
 import anyio
 from acp.exceptions import RequestError
 
+from .._kit import LastUse
 from ._turn import PromptTurn
 
 __all__ = ["DEFAULT_IDLE_TIMEOUT", "Run", "Session", "Sessions", "StopReason"]
@@ -87,10 +87,9 @@ class Session:
 
     id: str
     cwd: str
-    last_used: float
+    last_used: float = 0.0
     run: Run | None = None
     prompting: bool = False
-    released: bool = field(default=False)
 
     @property
     def live_run(self) -> Run | None:
@@ -99,8 +98,8 @@ class Session:
         return run if run is not None and not run.finished else None
 
 
-class Sessions:
-    """The sessions of one connection, in order of last use."""
+class Sessions(LastUse[Session]):
+    """The sessions of one connection, in order of last use (a prompting one is not idle)."""
 
     def __init__(
         self,
@@ -108,57 +107,9 @@ class Sessions:
         idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.idle_timeout = idle_timeout
-        self.clock = clock
-        self._sessions: OrderedDict[str, Session] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._sessions)
-
-    def __iter__(self) -> Iterator[Session]:
-        return iter(list(self._sessions.values()))
+        super().__init__(clock, idle_timeout, busy=lambda session: session.prompting)
 
     def open(self, session_id: str, cwd: str) -> Session:
-        session = Session(session_id, cwd, self.clock())
-        self._sessions[session_id] = session
+        session = Session(session_id, cwd)
+        self.add(session_id, session)
         return session
-
-    def use(self, session_id: str) -> Session | None:
-        """The session, marked as used now (``None`` when unknown or released)."""
-        session = self._sessions.get(session_id)
-        if session is not None:
-            session.last_used = self.clock()
-            self._sessions.move_to_end(session_id)
-        return session
-
-    def get(self, session_id: str) -> Session | None:
-        return self._sessions.get(session_id)
-
-    def release(self, session_id: str) -> Session | None:
-        """Forget the session; return it (``None`` when it was not there)."""
-        session = self._sessions.pop(session_id, None)
-        if session is not None:
-            session.released = True
-        return session
-
-    def release_idle(self) -> list[Session]:
-        """Forget the sessions idle past the bound (never one whose prompt is running)."""
-        if self.idle_timeout is None:
-            return []
-        deadline = self.clock() - self.idle_timeout
-        released: list[Session] = []
-        kept: list[Session] = []
-        while self._sessions:
-            session = next(iter(self._sessions.values()))
-            if session.last_used > deadline:
-                break
-            self._sessions.popitem(last=False)
-            if session.prompting:  # in use right now: it is not idle
-                kept.append(session)
-                continue
-            session.released = True
-            released.append(session)
-        for session in kept:
-            session.last_used = self.clock()
-            self._sessions[session.id] = session
-        return released

@@ -84,21 +84,19 @@ _log = get_logger("hotseam.providers.acp")
 class AcpWire:
     """Raw requests that can be withdrawn, and ``$/cancel_request`` in both directions.
 
-    Args:
-        connection: The SDK's agent-side connection. The wire observes every message on
-            it and adds a ``$/cancel_request`` route to its router.
+    It observes every message of ``connection`` and routes ``$/cancel_request`` and
+    ``session/close``: a prompt cancelled by id goes to ``on_prompt_cancel(session_id)``,
+    a close to ``on_session_close(session_id)`` (unknown: -32002), and a late response
+    that is no mere acknowledgement to ``on_late_answer(key, response)``, which returns
+    whether it took it.
     """
 
     def __init__(self, connection: AgentSideConnection) -> None:
         rpc, router = _internals(connection)
         self.connection = connection
         self.on_prompt_cancel: Callable[[str], Awaitable[None]] | None = None
-        """Called with the session id when the client cancels a prompt request by id."""
         self.on_session_close: Callable[[str], Awaitable[None]] | None = None
-        """Called with the session id of a ``session/close`` request (unknown: -32002)."""
         self.on_late_answer: Callable[[object, dict[str, Any]], bool] | None = None
-        """Called with a withdrawn request's ``key`` and a late response that is no mere
-        acknowledgement; returns whether it took it (else it is logged as ignored)."""
         self._rpc = rpc
         self._sent: dict[RequestId, str] = {}
         self._withdrawn: OrderedDict[RequestId, tuple[str, object]] = OrderedDict()
@@ -436,11 +434,7 @@ def guard_lines(
         guarded = GuardedLines(reader, inner, max_line_bytes=max_line_bytes)
         rpc._transport = guarded
         return guarded
-    raise RuntimeError(
-        "hotseam's ACP provider wraps Connection._transport (an NdjsonTransport) of "
-        f"agent-client-protocol 0.12, which version {_sdk_version()} does not have; "
-        "install 'agent-client-protocol>=0.12.1,<0.13'"
-    )
+    raise _unsupported("Connection._transport (an NdjsonTransport)")
 
 
 def guard_sender(connection: AgentSideConnection) -> None:
@@ -460,11 +454,7 @@ def guard_sender(connection: AgentSideConnection) -> None:
         task.cancel()  # waiting for its first message: nothing was sent through it
         inner._sender = _HostSender(writer)  # type: ignore[assignment]
         return
-    raise RuntimeError(
-        "hotseam's ACP provider wraps NdjsonTransport._sender (a MessageSender with "
-        f"_writer and _task) of agent-client-protocol 0.12, which version {_sdk_version()} "
-        "does not have; install 'agent-client-protocol>=0.12.1,<0.13'"
-    )
+    raise _unsupported("NdjsonTransport._sender (a MessageSender with _writer and _task)")
 
 
 class _HostSender:
@@ -560,6 +550,13 @@ def _summary(message: Mapping[str, Any]) -> dict[str, Any]:
             return {"action": f"<unknown {type(action).__name__}>"}
         return {"result_keys": sorted(str(key) for key in result)}
     return {"result": type(result).__name__}
+
+
+def _unsupported(what: str) -> RuntimeError:
+    return RuntimeError(
+        f"hotseam's ACP provider wraps {what} of agent-client-protocol 0.12, which version "
+        f"{_sdk_version()} does not have; install 'agent-client-protocol>=0.12.1,<0.13'"
+    )
 
 
 def _sdk_version() -> str:

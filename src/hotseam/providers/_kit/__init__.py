@@ -5,7 +5,8 @@ import JsonLines`` from anywhere in :mod:`hotseam.providers`).
   stdio, the control socket);
 * ``_forms``: an ask as a JSON-schema elicitation form (ACP's and each MCP revision's) and
   the result read back, and the loop that asks again after an answer that does not do;
-* ``_one_at_a_time``: several questions put one after the other to a one-question UI.
+* ``_one_at_a_time``: several questions put one after the other to a one-question UI;
+* ``_last_use``: sessions in order of last use, the idle ones released.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ if TYPE_CHECKING:  # imported when first used
     from ._json_lines import decode_line as decode_line
     from ._json_lines import envelope_of as envelope_of
     from ._json_lines import is_request_id as is_request_id
+    from ._last_use import LastUse as LastUse
     from ._one_at_a_time import ask_one_at_a_time as ask_one_at_a_time
     from ._one_at_a_time import named_choices as named_choices
 
@@ -70,6 +72,7 @@ if not TYPE_CHECKING:  # type checkers read the imports above
             "decode_line": "._json_lines",
             "envelope_of": "._json_lines",
             "is_request_id": "._json_lines",
+            "LastUse": "._last_use",
             "ask_one_at_a_time": "._one_at_a_time",
             "named_choices": "._one_at_a_time",
             "EMPTY_ANSWER_NOTE": "._forms",

@@ -24,8 +24,8 @@ import contextlib
 import json
 import math
 import time
-from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any, cast
 from urllib.parse import parse_qs
 from uuid import uuid4
@@ -40,6 +40,7 @@ from mcp.shared.message import SessionMessage
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ..._core import get_logger
+from .._kit import LastUse
 from .._web import HostPolicy, Listener, WebServer, is_loopback, token_matches
 from ._server import McpServer
 from ._tap import ResponseTap
@@ -60,12 +61,12 @@ DEFAULT_SESSION_IDLE_TIMEOUT = 3600.0
 _log = get_logger("hotseam.providers.mcp")
 
 
+@dataclass(frozen=True, slots=True)
 class HttpEndpoint:
     """Where the server listens: its URL (without the token) and the token."""
 
-    def __init__(self, listener: Listener, token: str) -> None:
-        self.listener = listener
-        self.token = token
+    listener: Listener
+    token: str
 
     @property
     def url(self) -> str:
@@ -81,9 +82,12 @@ class HttpEndpoint:
 class _TappedTransport(StreamableHTTPServerTransport):
     """A session's transport, its streams tapped, counting its requests in flight."""
 
-    def __init__(self, server: McpServer, mcp_session_id: str, book: _Book, **options: Any) -> None:
-        super().__init__(mcp_session_id, **options)
+    def __init__(
+        self, server: McpServer, session_id: str, book: LastUse[_TappedTransport], **options: Any
+    ) -> None:
+        super().__init__(session_id, **options)
         self.server = server
+        self.session_id = session_id
         self.book = book
         self.in_flight = 0
         self.last_used = book.clock()
@@ -96,12 +100,12 @@ class _TappedTransport(StreamableHTTPServerTransport):
 
     async def handle_request(self, scope: Scope, receive: Receive, send: Send) -> None:
         self.in_flight += 1
-        self.book.touch(self)
+        self.book.use(self.session_id, self)
         try:
             await super().handle_request(scope, receive, send)
         finally:
             self.in_flight -= 1
-            self.book.touch(self)
+            self.book.use(self.session_id, self)
 
     @contextlib.asynccontextmanager
     async def connect(
@@ -111,55 +115,6 @@ class _TappedTransport(StreamableHTTPServerTransport):
             tapped = self.server.tap(read_stream, write_stream)
             self.tap = getattr(tapped[0], "tap", None)
             yield tapped
-
-
-class _Book:
-    """The sessions in order of last use, so that the idle ones are found from the front."""
-
-    def __init__(self, clock: Callable[[], float], idle_timeout: float | None) -> None:
-        self.clock = clock
-        self.idle_timeout = idle_timeout
-        self._order: OrderedDict[str, _TappedTransport] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._order)
-
-    def add(self, transport: _TappedTransport) -> None:
-        assert transport.mcp_session_id is not None
-        transport.last_used = self.clock()
-        self._order[transport.mcp_session_id] = transport
-
-    def touch(self, transport: _TappedTransport) -> None:
-        """``transport`` was used now; one closed stays out."""
-        session_id = transport.mcp_session_id
-        if session_id is not None and self._order.get(session_id) is transport:
-            transport.last_used = self.clock()
-            self._order.move_to_end(session_id)
-
-    def forget(self, session_id: str) -> None:
-        self._order.pop(session_id, None)
-
-    def expired(self) -> list[_TappedTransport]:
-        """The sessions idle for longer than the timeout (never a busy one), forgotten."""
-        if self.idle_timeout is None:
-            return []
-        deadline = self.clock() - self.idle_timeout
-        found: list[_TappedTransport] = []
-        for session_id, transport in list(self._order.items()):
-            if transport.last_used > deadline:
-                break  # the rest were used later
-            if not transport.busy:
-                del self._order[session_id]
-                found.append(transport)
-        return found
-
-    def least_recent_idle(self) -> _TappedTransport | None:
-        """The idle session used least recently, forgotten; ``None`` when all are busy."""
-        for session_id, transport in self._order.items():
-            if not transport.busy:
-                del self._order[session_id]
-                return transport
-        return None
 
 
 class _SessionManager(StreamableHTTPSessionManager):
@@ -183,10 +138,12 @@ class _SessionManager(StreamableHTTPSessionManager):
         super().__init__(app=server.lowlevel, session_idle_timeout=None, max_sessions=max_sessions)
         self.server = server
         self.session_bound = max_sessions
-        self.book = _Book(clock, session_idle_timeout)
+        self.book = LastUse[_TappedTransport](
+            clock, session_idle_timeout, busy=lambda transport: transport.busy
+        )
 
     async def _handle_stateful_request(self, scope: Scope, receive: Receive, send: Send) -> None:
-        for transport in self.book.expired():
+        for transport in self.book.release_idle():
             _log.info(
                 "mcp.session_expired",
                 session=_short(transport.mcp_session_id),
@@ -231,13 +188,13 @@ class _SessionManager(StreamableHTTPSessionManager):
         if requestor is not None:
             self._session_owners[session_id] = requestor
         self._server_instances[session_id] = transport
-        self.book.add(transport)
+        self.book.add(session_id, transport)
         return transport
 
     async def _discard_session(
         self, session_id: str, transport: StreamableHTTPServerTransport
     ) -> None:
-        self.book.forget(session_id)
+        self.book.release(session_id)
         await super()._discard_session(session_id, transport)
 
     def _close(self, transport: _TappedTransport) -> None:
@@ -248,7 +205,7 @@ class _SessionManager(StreamableHTTPSessionManager):
         assert group is not None
         self._server_instances.pop(session_id, None)
         self._session_owners.pop(session_id, None)
-        self.book.forget(session_id)
+        self.book.release(session_id)
         group.start_soon(self._discard_session, session_id, transport)
 
 

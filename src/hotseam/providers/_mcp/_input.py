@@ -75,16 +75,15 @@ class Continuation:
         (asked again after a reload: under its key, or the answer it got meanwhile)."""
         shown = self._same_question(request)
         if shown is not None and shown.answer is not None:
-            answer = shown.answer
             del self._shown[shown.key]
             _log.info(
                 "mcp.answer_kept",
                 tool=self.tool,
                 key=shown.key,
-                reason="answered "
-                "with the retry while the question was withdrawn: it is this question's",
+                reason="answered with the retry while the question was withdrawn: it is this "
+                "question's",
             )
-            return answer
+            return shown.answer
         if shown is None:
             shown = _Shown(f"q{next(self._keys)}", request, params)
             self._shown[shown.key] = shown
@@ -92,24 +91,21 @@ class Continuation:
         shown.open = True
         self._notify()
         try:
-            with anyio.move_on_after(self.ttl) as waited:
+            with anyio.move_on_after(self.ttl):
                 await shown.answered.wait()
         except anyio.get_cancelled_exc_class():
             if shown.answer is None:
                 raise
-            del self._shown[shown.key]  # withdrawn as its answer came: the answer stands
-            return shown.answer
+            # withdrawn in the event-loop turn its answer came: the answer stands
         finally:
             shown.open = False
-        if waited.cancelled_caught and shown.answer is None:
-            del self._shown[shown.key]
+        del self._shown[shown.key]
+        if shown.answer is None:  # the client did not come back in time
             raise UserInteractionError(
                 f"the MCP client did not come back with an answer within {self.ttl:g} s "
                 "(the tool call was left waiting); the question is taken as dismissed",
                 ErrorCode.ASK_CANCELLED,
             )
-        del self._shown[shown.key]
-        assert shown.answer is not None
         return shown.answer
 
     def finish(self, result: types.CallToolResult) -> None:
