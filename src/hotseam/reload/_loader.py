@@ -640,20 +640,18 @@ class Loader:
 # -- the module-body thread ------------------------------------------------------------------------
 
 
+@dataclass(eq=False, slots=True)
 class ThreadRun:
     """Steps of work running in a :class:`Worker`'s daemon thread; ``abandoned`` once the
     event loop stopped waiting for one of them (its thread runs on, and runs no more steps)."""
 
-    __slots__ = ("abandoned", "current", "done", "error", "ident", "label")
-
-    def __init__(self, label: str) -> None:
-        self.label = label
-        self.done = anyio.Event()
-        self.error: BaseException | None = None
-        self.ident: int | None = None
-        self.abandoned = False
-        self.current: tuple[int, float] | None = None
-        """The step running and when it started (``time.monotonic()``); set by the thread."""
+    label: str
+    done: anyio.Event = field(default_factory=anyio.Event)
+    error: BaseException | None = None
+    ident: int | None = None
+    abandoned: bool = False
+    current: tuple[int, float] | None = None
+    """The step running and when it started (``time.monotonic()``); set by the thread."""
 
     @property
     def running(self) -> bool:

@@ -540,19 +540,17 @@ class _Episode:
     due: float
 
 
+@dataclass(eq=False, slots=True)
 class Deferrals:
     """The paths (module files, folders, :data:`EVERYTHING`) a reloader could not look at
     for a passing reason, and when to retry. Each plan is one round, :meth:`begin` to
     :meth:`end`, which logs each episode when it begins and when it ends."""
 
-    __slots__ = ("_episodes", "_failed", "_looked", "_scheduled")
-
-    def __init__(self) -> None:
-        self._episodes: dict[Path, _Episode] = {}
-        self._failed: dict[Path, tuple[str, BaseException]] = {}
-        self._looked: set[Path] = set()
-        self._scheduled: anyio.Event | None = None
-        """Set when a retry was scheduled: :meth:`due` looks at the times again."""
+    _episodes: dict[Path, _Episode] = field(default_factory=dict, init=False)
+    _failed: dict[Path, tuple[str, BaseException]] = field(default_factory=dict, init=False)
+    _looked: set[Path] = field(default_factory=set, init=False)
+    _scheduled: anyio.Event | None = field(default=None, init=False)
+    """Set when a retry was scheduled: :meth:`due` looks at the times again."""
 
     def __bool__(self) -> bool:
         return bool(self._episodes)
