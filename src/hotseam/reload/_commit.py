@@ -112,12 +112,10 @@ class Preparer:
 
     context: Context
     loader: Loader
-    closer: Closer
-    abandoned: list[Detached]
+    closer: Closer  # its dispose_timeout and list of abandoned work are the preparer's too
     _: KW_ONLY
     task_group: Callable[[], anyio.abc.TaskGroup | None]  # None once closing
     report_task: Callable[[str, int, str, BaseException], None]
-    dispose_timeout: float
     setup_timeout: float
     import_timeout: float
 
@@ -211,7 +209,7 @@ class Preparer:
             context=self.context,
             staged=True,
             task_group=host,
-            dispose_timeout=self.dispose_timeout,
+            dispose_timeout=self.closer.dispose_timeout,
         )
         predecessor = self.loader.records[succeeding].scope if succeeding else record.scope
         follow(scope, predecessor)  # it may take over what the predecessor carries
@@ -258,7 +256,7 @@ class Preparer:
             if not handle.done.is_set():
                 location = handle.location(watched)
                 handle.cancel_scope.cancel()  # a setup that can be cancelled ends now
-                self.abandoned.append(handle)
+                self.closer.abandoned.append(handle)
         if not handle.done.is_set() or handle.cancel_scope.cancel_called:
             if location is None:
                 location = _defined_at(setup, path)

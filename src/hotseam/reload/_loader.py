@@ -897,8 +897,8 @@ _MAX_INSTRUCTIONS = 20_000
 
 
 def _instructions(code: CodeType) -> list[tuple[int, int]]:
-    """``(opcode, argument)`` pairs of ``code``, inline caches skipped (``dis`` builds an
-    object per instruction: fifty times slower, and this runs once per save)."""
+    """``(opcode, argument)`` pairs of ``code``, inline caches skipped (``dis`` is fifty
+    times slower, and this runs once per save)."""
     raw = code.co_code
     result: list[tuple[int, int]] = []
     extended = 0
@@ -1085,8 +1085,8 @@ _BARE_DUNDERS = frozenset(
 
 def _bare_class(body: object) -> bool:
     """True when the class body ``body`` binds no dunder but the compiler's own: then
-    ``type.__call__`` on its class (no bases, no metaclass) runs ``object.__new__`` and
-    ``object.__init__`` only, and an instance dropped at once has no ``__del__`` to run."""
+    calling its class runs ``object.__new__`` and ``object.__init__`` only, and no
+    ``__del__``."""
     if not isinstance(body, CodeType):
         return False
     stored = {body.co_names[arg] for op, arg in _instructions(body) if op == _STORE_NAME}
@@ -1115,8 +1115,8 @@ def _instantiates(
 
 
 def _build_start(ops: Sequence[tuple[int, int]], call: int) -> int:
-    """Where the ``LOAD_CONST <code>`` of the class body is, for the ``__build_class__``
-    call at ``call`` that :func:`_builds_class` accepted."""
+    """Where the ``LOAD_CONST <code>`` of the class body is, for a call
+    :func:`_builds_class` accepted."""
     return call - (4 if ops[call - 1][0] == _PRECALL else 3)
 
 

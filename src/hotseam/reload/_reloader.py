@@ -107,11 +107,7 @@ class Reloader:
             paths = [paths]
         if not paths:
             raise ReloadPathError("the reloader needs at least one path to load modules from")
-        roots: list[Root] = []
-        for given in paths:
-            root = Root.from_path(given)
-            if root not in roots:
-                roots.append(root)
+        roots = tuple(dict.fromkeys(Root.from_path(given) for given in paths))
         if isinstance(watch, bool):
             options = WatchOptions()
         elif isinstance(watch, WatchOptions):
@@ -133,17 +129,14 @@ class Reloader:
             raise ValueError(
                 f"max_module_size must be a number of bytes > 0 (or None), got {max_module_size!r}"
             )
-        watcher = options.make_watcher() if watch is not False else None
         self.context = context
         self.paths: tuple[Path, ...] = tuple(root.path for root in roots)
-        self.watcher = watcher
+        self.watcher = options.make_watcher() if watch is not False else None
         self.watch_options = options
         """The watch tuning (the defaults with ``watch=True`` or ``watch=False``)."""
-        self._index = ModuleIndex(tuple(roots), max_size=max_module_size)
+        self._index = ModuleIndex(roots, max_size=max_module_size)
         self._loader = Loader(self._index)
         self._emitter = Emitter(on_event)
-        self._coalesce = options.coalesce
-        self._root_check = options.root_check
         self._linked = LinkedRoots()
         self._watching: anyio.CancelScope | None = None
         self._relinked: set[Path] = set()
@@ -166,10 +159,8 @@ class Reloader:
             context,
             self._loader,
             self._closer,
-            self._abandoned,
             task_group=lambda: self._task_group,
             report_task=self._task_failed,
-            dispose_timeout=dispose_timeout,
             setup_timeout=setup_timeout,
             import_timeout=import_timeout,
         )
@@ -453,7 +444,7 @@ class Reloader:
         """Every ``root_check`` seconds: watch the new target of a path given through a
         symbolic link that was pointed elsewhere, and load what differs there."""
         while True:
-            await anyio.sleep(self._root_check)
+            await anyio.sleep(self.watch_options.root_check)
             moved = self._linked.moved(self._index.roots)
             if not moved:
                 continue
@@ -477,7 +468,7 @@ class Reloader:
         """Apply gathered changes, one reload at a time, at most one per ``coalesce``."""
         while True:
             await self._wait_for_work()
-            wait = self._last_reload + self._coalesce - anyio.current_time()
+            wait = self._last_reload + self.watch_options.coalesce - anyio.current_time()
             if wait > 0:
                 await anyio.sleep(wait)
             changed, self._pending = self._pending, set()
