@@ -35,6 +35,7 @@ from ._stdio_cmd import (
     fail,
     positive_float,
     positive_int,
+    served,
     stdio_pipes,
     stdout_reserved,
 )
@@ -143,17 +144,15 @@ async def _main(
     protocol_out: BinaryIO,
     ask_tool: Tool[Any],
     reload: ReloadOptions,
-    max_line_bytes: int | None = None,
-    session_idle_timeout: float | None = 3600.0,
-    signals: StopSignals | None = None,
-    front: EarlyFront | None = None,
+    max_line_bytes: int | None,
+    session_idle_timeout: float | None,
+    signals: StopSignals,
+    front: EarlyFront | None,
 ) -> int:
-    import anyio
-
     from .._core import Context, Scope
     from ..interaction import USER_INTERACTION
     from ..providers.acp import AcpProvider, serve
-    from ._early import HandOff, SkippingWriter
+    from ._early import HandOff
 
     base = Context("acp")
     agent_context = base.child("acp.agent")
@@ -162,41 +161,36 @@ async def _main(
         watching = _reloader(agent_context, paths, reload)
     except UsageError as error:
         return fail("hotseam acp", error)
-    stop = anyio.CancelScope()
     early = front.hand_off() if front is not None else HandOff()
-    try:
-        with (signals or StopSignals("acp")).cancelling(stop), stop:
-            async with (
-                Scope("hotseam.acp", context=base) as scope,
-                stdio_pipes(protocol_out, early.prefix, early.ended) as (reader, writer),
-            ):
-                if early.answered:
-                    writer = SkippingWriter(writer, early.answered, _log)
-                scope.provide(USER_INTERACTION, provider)
-                scope.register_tool(ask_tool)
-                watcher = getattr(watching, "watcher", None)
-                _log.info(
-                    "acp.serving",
-                    agent=f"{agent.__module__}:{agent.__qualname__}",
-                    watch=[str(path) for path in paths],
-                    watcher=repr(watcher) if watcher is not None else None,
-                    deletion_grace=getattr(watching, "deletion_grace", None),
+
+    async def serving() -> int:
+        async with (
+            Scope("hotseam.acp", context=base) as scope,
+            stdio_pipes(protocol_out, early) as (reader, writer),
+        ):
+            scope.provide(USER_INTERACTION, provider)
+            scope.register_tool(ask_tool)
+            watcher = getattr(watching, "watcher", None)
+            _log.info(
+                "acp.serving",
+                agent=f"{agent.__module__}:{agent.__qualname__}",
+                watch=[str(path) for path in paths],
+                watcher=repr(watcher) if watcher is not None else None,
+                deletion_grace=getattr(watching, "deletion_grace", None),
+            )
+            async with watching:
+                await serve(
+                    agent,
+                    agent_context,
+                    provider=provider,
+                    reader=reader,
+                    writer=writer,
+                    max_line_bytes=max_line_bytes,
+                    session_idle_timeout=session_idle_timeout,
                 )
-                async with watching:
-                    await serve(
-                        agent,
-                        agent_context,
-                        provider=provider,
-                        reader=reader,
-                        writer=writer,
-                        max_line_bytes=max_line_bytes,
-                        session_idle_timeout=session_idle_timeout,
-                    )
-    except Exception as error:
-        _log.error("acp.failed", exc_info=True, error=f"{type(error).__name__}: {error}")
-        return 1
-    _log.info("acp.stopped")
-    return 0
+        return 0
+
+    return await served("acp", signals, serving)
 
 
 def _reloader(

@@ -1,17 +1,13 @@
 """Loading the agent function named by ``--agent MODULE[:FUNCTION]``.
 
-An agent is ``async def agent(context: hotseam.Context) -> object`` (``FUNCTION`` defaults
-to ``main``), run in a context whose tools include ``ask_user_question``. ``hotseam dev``
-runs it again when its module is saved: :func:`load_agent` with ``fresh=True`` executes the
-module's current source in a new module object (never a cached bytecode file, which a save
-within the same second may not invalidate).
+An agent is ``async def agent(context: hotseam.Context) -> object`` (``FUNCTION``: ``main``
+by default). A save re-executes the module's current source in a new module object (never
+cached bytecode, which a save within the same second may not invalidate).
 
-The agent's module body is given what a provider module's body gets: the reloader's
-:class:`~hotseam.reload.Worker` executes it in a daemon thread (:class:`AgentImporter`), so
-a slow body leaves the event loop serving, and one still running at its time bound is
-abandoned (Python cannot stop a thread): the module it makes is never installed, and an
-error names its line. The reloader and anyio are imported only then: ``hotseam acp``
-without ``--agent`` never imports them."""
+As a provider module's body, the agent's executes in the reloader's worker thread
+(:class:`AgentImporter`): a slow body leaves the loop serving, and one still running at its
+time bound is abandoned, its module never installed. The reloader and anyio are imported
+only then: ``hotseam acp`` without ``--agent`` never imports them."""
 
 from __future__ import annotations
 
@@ -39,10 +35,9 @@ class AgentLoadError(HarnessError):
 
 
 def ask_tool() -> Tool[Any]:
-    """The ask tool, made and described now: what its first call and description import
-    (pydantic's input models, kept lazy elsewhere) is imported before serving. Importing
-    opens files: out of descriptors (an agent or a provider took them all, a flood of
-    connections), the agent's first question would fail there (``Too many open files``)."""
+    """The ask tool, made and described now, so that what it imports (pydantic's models)
+    is imported before serving: out of descriptors later, the agent's first question would
+    fail there (``Too many open files``)."""
     from ..interaction import ask_user_question_tool
 
     tool = ask_user_question_tool()
@@ -51,9 +46,9 @@ def ask_tool() -> Tool[Any]:
 
 
 def agent_key(spec: str | None, name: str | None) -> str:
-    """The agent's name in the journal, under which its unfinished run resumes: ``--name``;
-    else its module file made absolute (``path/agent.py`` and ``pkg.agent`` name the same
-    agent from anywhere) with its function; the demo agent by the folder it runs in."""
+    """The agent's name in the journal (its unfinished run resumes under it): ``--name``;
+    else its module's absolute file and its function (``path/agent.py`` and ``pkg.agent``
+    name the same agent); the demo agent by the folder it runs in."""
     if name:
         return name
     if spec is None:
@@ -68,12 +63,9 @@ def agent_key(spec: str | None, name: str | None) -> str:
 
 
 class ImportAttempt:
-    """One execution of the agent's module, shared by its thread and the event loop.
-
-    :meth:`revert` (the loop, at the time bound; the thread, when the body raised) and
-    :meth:`install` take a lock, so an abandoned body's module is never left in
-    ``sys.modules``, however late it ends.
-    """
+    """One execution of the agent's module, shared by its thread and the event loop:
+    :meth:`install` and :meth:`revert` take a lock, so an abandoned body's module is never
+    left in ``sys.modules``, however late it ends."""
 
     __slots__ = ("file", "lock", "name", "new", "old", "reverted")
 
@@ -94,8 +86,8 @@ class ImportAttempt:
             sys.modules[name] = module
 
     def revert(self) -> None:
-        """Put the module that served back in ``sys.modules`` (unless something else
-        replaced the new one there since); nothing can install a module after this."""
+        """Put the module that served back in ``sys.modules`` (unless something replaced the
+        new one since); nothing can install a module after this."""
         with self.lock:
             self.reverted = True
             name = self.name
@@ -107,8 +99,7 @@ class ImportAttempt:
 
 
 class _AbandonedError(ImportError):
-    """Raised in the thread of an import the event loop stopped waiting for before the
-    module body started (nothing of it may be installed)."""
+    """An import abandoned before its module body started: nothing of it is installed."""
 
     def __init__(self, name: str) -> None:
         super().__init__(f"executing {name} overran its time bound and was abandoned")
@@ -118,10 +109,7 @@ def load_agent(
     spec: str, *, fresh: bool = False, attempt: ImportAttempt | None = None
 ) -> AgentFunction:
     """Import ``MODULE[:FUNCTION]`` (or ``path/to/file.py[:FUNCTION]``); return the function.
-
-    The module body executes in the calling thread, unbounded (``hotseam acp``); ``hotseam
-    dev`` and ``run`` use :func:`load_agent_within`, which tells
-    ``attempt`` what executes.
+    The body executes in the calling thread, unbounded: :func:`load_agent_within` bounds it.
 
     Raises:
         AgentLoadError: the spec is malformed, the module cannot be imported (its body
@@ -150,7 +138,9 @@ def load_agent(
         attempt.file = file or _module_file(module_name)
     try:
         module = (
-            _fresh_import(module_name, attempt) if fresh else importlib.import_module(module_name)
+            _fresh_import(module_name, attempt or ImportAttempt())
+            if fresh
+            else importlib.import_module(module_name)
         )
     except BaseException as error:  # sys.exit() and friends from the module body too
         if isinstance(error, _AbandonedError) or (
@@ -189,12 +179,9 @@ def _module_file(name: str) -> Path | None:
     return Path(file) if file else None
 
 
-def _fresh_import(name: str, attempt: ImportAttempt | None = None) -> types.ModuleType:
-    """Execute the current source of module ``name`` in a new module object.
-
-    With an ``attempt`` (an :class:`AgentImporter`'s), a body
-    abandoned at its time bound leaves ``sys.modules`` as it found it, however late it ends.
-    """
+def _fresh_import(name: str, attempt: ImportAttempt) -> types.ModuleType:
+    """Execute the current source of module ``name`` in a new module object; a body
+    ``attempt`` abandoned leaves ``sys.modules`` as it found it, however late it ends."""
     old = sys.modules.get(name)
     file = getattr(old, "__file__", None)
     if old is None or not file or not str(file).endswith(".py"):
@@ -207,17 +194,11 @@ def _fresh_import(name: str, attempt: ImportAttempt | None = None) -> types.Modu
     for attribute in ("__file__", "__spec__", "__loader__", "__package__", "__path__"):
         if hasattr(old, attribute):
             setattr(module, attribute, getattr(old, attribute))
-    if attempt is not None:
-        attempt.install(name, module, old)
-    else:
-        sys.modules[name] = module
+    attempt.install(name, module, old)
     try:
         exec(code, module.__dict__)
     except BaseException:
-        if attempt is not None:
-            attempt.revert()  # the running agent keeps its module
-        else:
-            sys.modules[name] = old
+        attempt.revert()  # the running agent keeps its module
         raise
     return module
 
@@ -237,8 +218,7 @@ def shown_location(location: str) -> str:
 
 
 def describe_error(error: BaseException) -> str:
-    """``Type: message`` (``Type`` alone without a message), looking through a group of one
-    (a task group's wrapping)."""
+    """``Type: message`` (``Type`` alone without a message), looking through a group of one."""
     error = alone(error)
     text = str(error)
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
@@ -252,8 +232,8 @@ def alone(error: BaseException) -> BaseException:
 
 
 def _where(error: BaseException, file: Path | None) -> str:
-    """`` at file:line`` of the innermost frame of the agent's module, if it is in the
-    traceback (a syntax error: its own line)."""
+    """`` at file:line`` of the innermost frame of the agent's module (a syntax error: its
+    own line)."""
     if isinstance(error, SyntaxError) and error.filename and error.lineno:
         return f" at {shown_location(f'{error.filename}:{error.lineno}')}"
     if file is None:
@@ -281,8 +261,8 @@ def _did_you_mean(module: types.ModuleType, attribute: str) -> str:
 
 
 def load_agent_within(spec: str, timeout: float) -> AgentFunction:
-    """:func:`load_agent`, its module body executed in a worker thread and
-    abandoned past ``timeout`` seconds, for the start of a command (before its event loop).
+    """:func:`load_agent`, the body executed in a worker thread and abandoned past
+    ``timeout`` seconds, for the start of a command (before its event loop).
 
     Raises:
         AgentLoadError: as ``load_agent``, or the body overran ``timeout`` (naming its line)."""
@@ -296,9 +276,9 @@ def load_agent_within(spec: str, timeout: float) -> AgentFunction:
 
 
 class AgentImporter:
-    """Imports the agent's module in a worker thread, bounded by ``timeout`` seconds: one
-    thread per command, replaced after an import was abandoned. A body still running after
-    :data:`~hotseam.reload._events.SLOW_NOTICE` seconds is named in a ``reload.slow`` line."""
+    """Imports the agent's module in a worker thread (one per command, replaced after an
+    abandoned import), bounded by ``timeout`` seconds; a slow body is named in a
+    ``reload.slow`` line."""
 
     def __init__(self, spec: str, timeout: float) -> None:
         from ..reload import Worker

@@ -1,21 +1,13 @@
-"""Running the agent of ``hotseam dev`` and ``hotseam run``, and running it again (what
-``hotseam dev --help`` says of a save of the agent's module, Enter and a double Ctrl-C).
+"""Running the agent of ``hotseam dev`` and ``hotseam run``, and running it again on a save
+of its module or Enter (a save withdraws the open question; a module that no longer loads
+is reported and the running agent left alone). The module is read and executed off the
+loop, so a slow body leaves the control socket and the web inbox serving.
 
-A save while the agent runs withdraws its open question first (the agent is cancelled); a
-module that no longer loads is reported and the running agent is left alone. The module is
-looked at and executed off the event loop (:class:`~hotseam.cli._agent.AgentImporter`), so
-a slow body or a ``while True:`` leaves the control socket, the web inbox and the questions
-in flight serving.
-
-Whatever the agent raises is the agent's failure, ``BaseException`` included
-(``SystemExit``, ``KeyboardInterrupt`` — SIGINT is routed to a signal receiver, so one
-raised by the agent is its own, not the user's Ctrl-C — ``GeneratorExit``, a
-``CancelledError`` it raised itself); only the cancellation of the command's own scopes
-goes through. ``sys.exit()`` and ``sys.exit(0)`` finish the run (exit 0 where the agent's
-end ends the command); any other exit status is a failure (exit 1, the status logged).
-
-With a journal, each run of the agent is started (or resumed) in it; of several daemons
-started for one agent at once, the journal lets one take the run (:meth:`_start_run`).
+Whatever the agent raises is its failure, ``BaseException`` included (SIGINT is routed to
+a receiver, so a ``KeyboardInterrupt`` it raises is its own); only the cancellation of the
+command's own scopes goes through. ``sys.exit()`` and ``sys.exit(0)`` finish the run; any
+other exit status is a failure (exit 1). With a journal, each run is started (or resumed)
+in it, and of several daemons started for one agent the journal lets one take it.
 """
 
 from __future__ import annotations
@@ -116,21 +108,13 @@ class AgentLoop:
         self._agent_key = agent_key
         self._fresh = fresh
 
-    @property
-    def file(self) -> Path | None:
-        """The agent's module file, watched for saves (``None``: not watched, or
-        :meth:`run` has not looked for it yet)."""
-        return self._file
-
     async def run(self) -> int:
-        """Run the agent until the command stops (or, without ``keep_alive``, until it
-        ends); return the exit code its last run earns."""
+        """Run the agent until the command stops (without ``keep_alive``: until it ends);
+        the exit code its last run earns."""
         outcome = EXIT_OK
         seen = None
         if self._spec is not None:
-            # Where the module is, and the content it was loaded from, looked at in a
-            # worker thread before the agent runs: a save made while the watching task has
-            # not started yet still counts.
+            # Looked at before the agent runs: a save before the watching task starts counts.
             self._file, seen = await anyio.to_thread.run_sync(
                 _locate, self._agent, abandon_on_cancel=True
             )
@@ -144,11 +128,8 @@ class AgentLoop:
                     try:
                         outcome, restarted = await self._run_once()
                     except _RunTakenError as taken:
-                        # Another daemon won the race for the agent's run: this one says
-                        # so in one line and ends, as when it found the run taken at start.
                         self._facts.agent_state = "not started: run by another daemon"
-                        # One write (print makes two): the log's writer thread,
-                        # writing to the same descriptor, cannot cut the line.
+                        # One write (print makes two): the log's writer cannot cut it.
                         sys.stderr.write(f"{taken.line}\n")
                         sys.stderr.flush()
                         tg.cancel_scope.cancel()
@@ -217,14 +198,10 @@ class AgentLoop:
                 self._facts.run = f"run {run.id[:12]} ({run.replayed} replayed)"
 
     async def _start_run(self, stack: contextlib.AsyncExitStack, fresh: bool) -> AgentRun:
-        """Start or resume the agent's run, entered on ``stack``.
-
-        Several daemons may start for one agent at once (a supervisor's retry, a deploy
-        that starts the new one before the old one is gone): each saw no live owner, and
-        the journal lets one of them take the run. The others get :class:`_RunTakenError`
-        (its line names the winner). A run that ended between the look and the claim is
-        looked at again.
-        """
+        """Start or resume the agent's run, entered on ``stack``. Of daemons started for one
+        agent at once (a supervisor's retry, a deploy), the journal lets one take the run;
+        the others get :class:`_RunTakenError`. A run that ended meanwhile is looked at
+        again."""
         assert self._journal is not None
         for attempt in range(_START_ATTEMPTS):
             last = attempt == _START_ATTEMPTS - 1
@@ -242,9 +219,8 @@ class AgentLoop:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _owner_now(self, error: JournalError) -> str | None:
-        """The daemon that runs the agent's unfinished run now, when it is the run the
-        refusal named (``None``: that run ended or changed hands since — a racer starting
-        afresh held it only to abandon it — so the start is tried again)."""
+        """The daemon running the unfinished run the refusal named (``None``: it ended or
+        changed hands since, so the start is tried again)."""
         assert self._journal is not None
         with contextlib.suppress(JournalError):
             record = await self._journal.journal.unfinished_run(self._agent_key)
@@ -287,8 +263,7 @@ class AgentLoop:
             again.append("press Enter")
         hint = f"; {' or '.join(again)} to run it again" if again else ""
         self._log.info(f"hotseam dev keeps watching{hint} (Ctrl-C to stop)")
-        # The Enter reader lives in its own task group, left before the agent runs again:
-        # a prompt the agent opens must find standard input free.
+        # Left before the agent runs again: a prompt it opens must find stdin free.
         async with anyio.create_task_group() as tg:
             if reads_enter:
                 tg.start_soon(self._wait_for_enter)
@@ -314,11 +289,8 @@ class AgentLoop:
                 return
 
     async def _watch_file(self, file: Path, seen: Fingerprint | None) -> None:
-        """Run the agent again when its module is saved (and still loads).
-
-        The file is looked at in a worker thread (a stalled file system stalls this task
-        only) and executed by the importer, in its thread and within its time bound.
-        """
+        """Run the agent again when its module is saved (and still loads); the file is read
+        in a worker thread, so a stalled file system stalls this task only."""
         importer = self._importer
         assert importer is not None
         while True:
@@ -380,13 +352,9 @@ def _locate(agent: AgentFunction) -> tuple[Path | None, Fingerprint | None]:
 
 
 def _fingerprint(file: Path, seen: Fingerprint | None = None) -> Fingerprint | None:
-    """Modification time, size and content (read only when the first two moved);
-    ``None`` while the file cannot be looked at (an editor's save may replace it).
-
-    With no ``seen`` a file that can be stat-ed but not read (every descriptor taken)
-    gives its stamp alone: the baseline a later look compares with, so the first read
-    that works is not taken for a save.
-    """
+    """Modification time, size and content (read only when the first two moved); ``None``
+    while the file cannot be looked at. Without ``seen``, an unreadable file gives its stamp
+    alone: the baseline, so the first read that works is not taken for a save."""
     try:
         info = file.stat()
     except OSError:
@@ -401,8 +369,8 @@ def _fingerprint(file: Path, seen: Fingerprint | None = None) -> Fingerprint | N
 
 
 def _terminal_input() -> int | None:
-    """Standard input's descriptor when it is a terminal this process may read: in the
-    foreground (a background read would stop the process with SIGTTIN)."""
+    """stdin's descriptor when it is a terminal in the foreground (a background read would
+    stop the process with SIGTTIN)."""
     stdin = sys.stdin
     with contextlib.suppress(AttributeError, OSError, ValueError):
         if stdin is not None and stdin.isatty():
@@ -413,10 +381,9 @@ def _terminal_input() -> int | None:
 
 
 def _raised_by_agent(error: BaseException) -> bool:
-    """False for what must go through: the cancellation of the command's own scopes (a
-    restart, a stop), and a ``KeyboardInterrupt`` that may be the user's Ctrl-C (SIGINT not
-    routed to a receiver). A ``CancelledError`` the agent raised itself on asyncio, with no
-    cancellation requested, is the agent's."""
+    """False for what must go through: the cancellation of the command's own scopes, and a
+    ``KeyboardInterrupt`` that may be the user's Ctrl-C. A ``CancelledError`` the agent
+    raised itself (no cancellation requested) is the agent's."""
     if not is_fatal(error):
         return True
     if isinstance(error, asyncio.CancelledError) and sniffio.current_async_library() == "asyncio":

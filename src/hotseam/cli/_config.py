@@ -1,9 +1,7 @@
-"""``[tool.hotseam]`` in the project's ``pyproject.toml``: the options of the commands.
-
-Found by walking up from the working directory to the first ``pyproject.toml`` with the
-table; relative paths in it are relative to its folder; every key is also a flag, which
-wins. An unknown key or a value of the wrong kind is an error naming the key, the file and
-the line (read back from the text: ``tomllib`` keeps no positions), never a silent default."""
+"""``[tool.hotseam]`` in the project's ``pyproject.toml`` (the first one up from the working
+directory with the table): the commands' options, paths relative to its folder, each key
+also a flag, which wins. A wrong key or value is an error naming the key, the file and the
+line (read back from the text: ``tomllib`` keeps no positions), never a silent default."""
 
 from __future__ import annotations
 
@@ -96,12 +94,8 @@ def find_config(start: Path | None = None) -> Path | None:
 
 
 def project_config() -> Config | None:
-    """The working directory's ``[tool.hotseam]`` (:func:`find_config`), checked; ``None``
-    without one.
-
-    Raises:
-        ConfigError: as :func:`load_config`.
-    """
+    """The working directory's ``[tool.hotseam]``, checked (:func:`load_config`); ``None``
+    without one."""
     found = find_config()
     return load_config(found) if found is not None else None
 
@@ -202,12 +196,8 @@ _UNITS = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
 
 
 def parse_size(text: str) -> int:
-    """``'2MiB'`` → 2097152: bytes, or a number with K, M, G (KiB, MiB, GiB; KB, MB, GB are
-    read the same, as powers of 1024).
-
-    Raises:
-        ValueError: ``text`` is not such a size.
-    """
+    """``'2MiB'`` → 2097152: bytes, or a number with K, M, G (KB, MB, GB read as KiB...);
+    else ``ValueError``."""
     found = _SIZE.fullmatch(text)
     if found is None:
         raise ValueError(f"not a size: {text!r}")
@@ -234,8 +224,8 @@ def _line_of(text: str, key: str) -> int | None:
 
 
 def flag_or_config(args: Any, config: Config | None, attribute: str) -> tuple[Any, str]:
-    """A command's option: its flag when given, else its ``[tool.hotseam]`` key (the
-    attribute with dashes), else ``None``; with where it came from, for messages."""
+    """A command's option: its flag, else its ``[tool.hotseam]`` key, else ``None``; with
+    where it came from, for messages."""
     key = attribute.replace("_", "-")
     flag = getattr(args, attribute, None)
     if flag is not None:

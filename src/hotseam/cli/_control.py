@@ -1,26 +1,18 @@
 """The control socket of ``hotseam dev`` and ``hotseam run``: its protocol, served and asked.
 
-``hotseam status`` and ``hotseam reload`` talk to a running session over a Unix socket
-(the client's side: :mod:`._control_client`, which imports neither anyio nor pydantic).
-One JSON object per line each way: ``{"op": "status"}`` or ``{"op": "reload", "paths":
-[...]}`` in, ``{"ok": true, ...}`` or ``{"ok": false, "error": "...", "code": "..."}`` out,
-then the server closes. Nothing a client sends ends more than its own connection: the line
-is read within ``REQUEST_TIMEOUT`` and ``MAX_REQUEST`` bytes by the surface kit's bounded
-JSON-lines reader, and checked field by field; connections are accepted by the loop every
-listener shares (:mod:`hotseam.providers._accept`: out of descriptors is waited out, at most
-``MAX_CONNECTIONS`` at once).
+``hotseam status`` and ``hotseam reload`` (the client: :mod:`._control_client`, without
+anyio or pydantic) send one JSON line, ``{"op": "status"}`` or ``{"op": "reload", "paths":
+[...]}``, and get one, ``{"ok": true, ...}`` or ``{"ok": false, "error": ..., "code": ...}``.
+Nothing a client sends ends more than its own connection: the line is bounded in time and
+size and checked field by field, and connections are accepted by the loop every listener
+shares (at most ``MAX_CONNECTIONS`` at once, out of descriptors waited out).
 
 The sockets live in a folder only their owner can enter (``$XDG_RUNTIME_DIR/hotseam``, else
-``/tmp/hotseam-<uid>``; ``$HOTSEAM_RUNTIME_DIR`` overrides). When another local user made
-``/tmp/hotseam-<uid>`` first (a denial of service if it stopped the start), the session
-warns and uses a private folder beside it (``/tmp/hotseam-<uid>-<random>``, reused later),
-where clients look too; with no private folder at all it runs without a control socket. A
-folder named by ``$HOTSEAM_RUNTIME_DIR`` is never replaced: an unsafe one is bad input.
-
-Each process listens on ``<pid>.sock``; ``--name NAME`` adds the link ``NAME.sock``. A
-socket whose process died (``kill -9``, a crash) is *stale*: nothing accepts on it.
-Clients remove stale sockets, a new process replaces one in its way, and a live process
-keeps its name (a second one asking for it is refused)."""
+``/tmp/hotseam-<uid>``; ``$HOTSEAM_RUNTIME_DIR`` overrides, and is never replaced). When
+another user made ``/tmp/hotseam-<uid>`` first, the session warns and uses a private folder
+beside it, where clients look too; without any it runs with no control socket. Each process
+listens on ``<pid>.sock`` (``--name`` adds the link ``NAME.sock``); a socket nothing accepts
+on is stale and removed, and a live process keeps its name."""
 
 from __future__ import annotations
 
@@ -96,8 +88,8 @@ def _make_private(folder: Path) -> str | None:
 
 
 def private_dir() -> tuple[Path, str | None]:
-    """The folder to listen in, created if needed and the owner's alone, and a warning when
-    it is a stand-in for the preferred one (which someone else holds).
+    """The folder to listen in (created, the owner's alone), and a warning when it stands
+    in for the preferred one (which someone else holds).
 
     Raises:
         ControlError: no private folder can be had (``HOTSEAM_RUNTIME_DIR`` names one that
@@ -147,15 +139,13 @@ else:
     )
 Claim.__doc__ = """Where this process will listen: ``socket`` (``None``: it will not,
 ``warnings`` say why), the ``--name`` link, a note per stale file replaced, and what to warn
-about.
-
-(A named tuple made with ``collections.namedtuple``, as the clients' :class:`Endpoint` is.)"""
+about."""
 
 
 def claim(name: str | None) -> Claim:
-    """Make room for this process's socket (and name): stale ones are removed. Without a
-    private folder the claim has no socket and says why: better than no session (another user
-    could otherwise stop every start by creating ``/tmp/hotseam-<uid>``).
+    """Make room for this process's socket (and name), removing stale ones. Without a
+    private folder the claim has no socket and says why (else another user could stop every
+    start by creating ``/tmp/hotseam-<uid>``).
 
     Raises:
         ControlError: ``HOTSEAM_RUNTIME_DIR`` names an unsafe folder, or a live process
@@ -190,8 +180,8 @@ def claim(name: str | None) -> Claim:
 
 
 def _check_name_free(name: str, folder: Path) -> None:
-    """Raise :class:`ControlError` when a live process holds ``name`` (in any folder clients
-    search: a stand-in's process keeps its name when the preferred folder comes back)."""
+    """Raise :class:`ControlError` when a live process holds ``name`` in any folder clients
+    search."""
     for each in dict.fromkeys([folder, *map(Path, search_dirs())]):
         link = each / f"{name}.sock"
         if not link.is_symlink():
@@ -212,8 +202,8 @@ def _no_nul(path: str) -> str:
 
 @functools.cache
 def _request_model() -> Any:
-    """The request line as the protocol accepts it (unknown fields are ignored); made at the
-    first request, so that ``hotseam status`` and ``reload`` never import pydantic."""
+    """The request model (unknown fields ignored), made at the first request: ``hotseam
+    status`` and ``reload`` never import pydantic."""
     from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr
 
     class _Request(BaseModel):
@@ -279,9 +269,8 @@ def _explain(error: ValidationError) -> str:
 
 @contextlib.asynccontextmanager
 async def serving(claimed: Claim, handler: Handler, log: Any) -> AsyncIterator[None]:
-    """Listen on the claimed socket (owner-only) while the block runs; remove it (and its
-    name) after. Without a socket, or when it cannot be bound, the block runs all the same
-    and ``log`` warns that the process cannot be reached."""
+    """Listen on the claimed socket while the block runs; remove it (and its name) after.
+    Without a socket the block runs all the same, and ``log`` warns."""
     for note in claimed.notes:
         log.info(note)
     for warning in claimed.warnings:
@@ -310,8 +299,6 @@ async def serving(claimed: Claim, handler: Handler, log: Any) -> AsyncIterator[N
 
     try:
         async with anyio.create_task_group() as tg:
-            # Survives running out of descriptors (backs off, logs once) and bounds how
-            # many connections are served at once.
             tg.start_soon(
                 functools.partial(
                     accept_connections,
@@ -334,8 +321,7 @@ async def serving(claimed: Claim, handler: Handler, log: Any) -> AsyncIterator[N
 
 
 def _listen(path: Path) -> socket.socket:
-    """A non-blocking Unix socket listening on ``path``, readable and writable by its owner
-    only (the folder is private too: nobody else could connect in between)."""
+    """A non-blocking Unix socket listening on ``path``, its owner's only."""
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         listener.setblocking(False)
@@ -365,9 +351,9 @@ async def answer(
     request_timeout: float = REQUEST_TIMEOUT,
     reply_timeout: float = REPLY_TIMEOUT,
 ) -> None:
-    """Read one request line and reply with one JSON line. Whatever is wrong with the
-    request is the reply; a client that is slow to send, sends too much, hangs up or never
-    reads costs its own connection only; a failure of ``handler`` is logged and replied."""
+    """Read one request line and reply with one JSON line: what is wrong with the request,
+    or a failure of ``handler`` (logged), is the reply; a bad client costs its own
+    connection only."""
     try:
         line = await _request_line(stream, request_timeout)
         reply = await _reply(handler, parse_request(line), log)
@@ -389,11 +375,8 @@ async def answer(
 
 
 async def _request_line(stream: anyio.abc.ByteReceiveStream, timeout: float) -> bytes:
-    """The first line the client sends (or all it sent before closing its side).
-
-    Raises:
-        BadRequestError: it is longer than ``MAX_REQUEST`` or not complete within ``timeout``.
-    """
+    """The first line the client sends (or all it sent before closing its side); a
+    :class:`BadRequestError` when it is too long or not complete within ``timeout``."""
     lines = JsonLines(stream, max_line_bytes=MAX_REQUEST, discard_long=False)
     with anyio.move_on_after(timeout):
         line = await lines.receive_line()

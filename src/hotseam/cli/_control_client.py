@@ -1,9 +1,7 @@
-"""The client side of the control socket: where the sockets are, which one a target
-names, and one request with its reply (``hotseam status`` and ``hotseam reload``).
-
-Apart from the server (:mod:`._control`) so that the clients import only the standard
-library and the error tree (no anyio, pydantic, structlog, pathlib, glob or argparse):
-``hotseam status`` is mostly the start of an interpreter and its imports."""
+"""The client side of the control socket (``hotseam status`` and ``hotseam reload``): where
+the sockets are, which one a target names, one request and its reply. Apart from the server
+so that the clients import only the standard library and the error tree: ``hotseam status``
+is mostly the start of an interpreter and its imports."""
 
 from __future__ import annotations
 
@@ -46,15 +44,13 @@ else:  # the same named tuple, made without typing
     import collections
 
     Endpoint = collections.namedtuple("Endpoint", ["pid", "path", "name"], defaults=[None])
-Endpoint.__doc__ = """A control socket: the process's pid and socket path, and its name if it
-has one. (A named tuple made with ``collections.namedtuple``: ``dataclasses`` would be a
-fifth of ``hotseam status``'s start, ``typing`` a tenth.)"""
+Endpoint.__doc__ = """A control socket: the process's pid, socket path and name (if any).
+(``collections.namedtuple``: ``dataclasses`` would be a fifth of ``hotseam status``'s start.)"""
 
 
 def _plain(path: str) -> str:
-    """``path`` as :class:`pathlib.PurePosixPath` shows it (no empty or ``.`` part, no
-    trailing slash; ``..`` kept: a link may stand before it), for messages that say the
-    same as the server's."""
+    """``path`` as :class:`pathlib.PurePosixPath` shows it (``..`` kept: a link may stand
+    before it), for messages that say the same as the server's."""
     parts = [part for part in path.split("/") if part not in ("", ".")]
     root = "/" if path.startswith("/") else ""
     return root + "/".join(parts) or "."
@@ -74,10 +70,9 @@ def runtime_dir(*, exact: bool = False) -> str:
 
 
 def _temp_dir(name: str, *, exact: bool) -> str:
-    """:func:`tempfile.gettempdir` as a client needs it, without importing :mod:`tempfile` (an
-    eighth of ``hotseam status``) when it can: when the first of its candidates (``$TMPDIR``,
-    ``$TEMP``, ``$TMP``, ``/tmp``, ``/var/tmp``, ``/usr/tmp``) this user may write in holds
-    the private folder ``name``, the sockets are there; otherwise :mod:`tempfile` answers."""
+    """:func:`tempfile.gettempdir` as a client needs it, without importing :mod:`tempfile`
+    (an eighth of ``hotseam status``) when the first of its candidates this user may write
+    in holds the private folder ``name``."""
     if not exact:
         named = [os.environ.get(each) for each in ("TMPDIR", "TEMP", "TMP")]
         for candidate in [*(each for each in named if each), "/tmp", "/var/tmp", "/usr/tmp"]:
@@ -92,8 +87,8 @@ def _temp_dir(name: str, *, exact: bool) -> str:
 
 
 def unsafe(folder: str | os.PathLike[str]) -> str | None:
-    """Why ``folder`` (which exists) cannot hold this user's sockets, or ``None``: it must be
-    a real folder (not a link to one) that this user owns."""
+    """Why ``folder`` (which exists) cannot hold this user's sockets: not a real folder, or
+    not this user's; else ``None``."""
     try:
         info = os.lstat(folder)
     except OSError as error:
@@ -118,8 +113,7 @@ def _private(folder: str) -> bool:
 
 
 def stand_ins(folder: str) -> list[str]:
-    """The private folders made beside ``folder`` while someone else held it
-    (``<folder>-*``, as :func:`tempfile.mkdtemp` names them)."""
+    """The private folders made beside ``folder`` while someone else held it."""
     parent, name = os.path.split(folder)
     try:
         entries = sorted(
@@ -132,8 +126,8 @@ def stand_ins(folder: str) -> list[str]:
 
 
 def search_dirs() -> list[str]:
-    """The folders where clients look for sockets: the preferred one when it is the user's
-    alone, then each private stand-in made beside it (none under ``HOTSEAM_RUNTIME_DIR``)."""
+    """Where clients look for sockets: the preferred folder when it is the user's alone,
+    then each private stand-in (none under ``HOTSEAM_RUNTIME_DIR``)."""
     folder = runtime_dir()
     found = [folder] if _private(folder) else []
     if not os.environ.get("HOTSEAM_RUNTIME_DIR"):
@@ -271,9 +265,9 @@ def _listing(endpoints: list[Endpoint]) -> str:
 
 
 def request(endpoint: Endpoint, message: dict[str, Any], timeout: float = CLIENT_TIMEOUT) -> Any:
-    """Send one request and return the decoded reply. A connection closed before any reply was
-    not served (the process was at its most connections, or out of descriptors): it is tried
-    again, a little later each time, until ``timeout``.
+    """Send one request and return the decoded reply. A connection closed before any reply
+    was not served (the process was at its most connections): it is tried again until
+    ``timeout``.
 
     Raises:
         ControlError: the connection failed, the reply did not come within ``timeout``, or it

@@ -75,11 +75,8 @@ DEMO_QUESTIONS: list[dict[str, Any]] = [
 
 
 async def demo_agent(context: Context, *, out: Callable[[str], None] = print) -> list[Any]:
-    """Ask the demo questions one after another and report each answer through ``out``.
-
-    A question that ends without an answer (dismissed, declined, no provider) is reported
-    with its error code, and the agent goes on to the next one.
-    """
+    """Ask the demo questions one after another and report each answer (or error code)
+    through ``out``."""
     results: list[Any] = []
     for spec in DEMO_QUESTIONS:
         result = await context.tools.execute("ask_user_question", spec, agent=DEMO_AGENT)

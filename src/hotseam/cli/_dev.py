@@ -305,9 +305,8 @@ async def _serve_session(session: _Session, log: Any, stop: Callable[[], None]) 
 async def _open_journal(
     session: _Session, stack: contextlib.AsyncExitStack, scope: Scope, log: Any
 ) -> JournalDaemon | int | None:
-    """The journal the agent's questions are recorded in (``None`` with --no-journal), open
-    until ``stack`` closes and provided in ``scope``'s context meanwhile; an exit code when
-    it cannot be opened (one line on stderr)."""
+    """The journal (``None`` with --no-journal), open until ``stack`` closes and provided in
+    ``scope``'s context; an exit code when it cannot be opened (one line on stderr)."""
     settings = session.settings
     if not settings.journaled:
         return None

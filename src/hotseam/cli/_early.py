@@ -1,18 +1,14 @@
 """Answer a stdio host's first messages before the protocol SDK is imported.
 
-``import mcp`` takes about a second (the ACP SDK's schema half of one; more on a loaded
-machine), and Claude Code gives an MCP server 3 s to answer its ``server/discover`` probe.
-What ``initialize`` and ``server/discover`` answer is known without the SDK (versions,
-capabilities, name), so a thread of :class:`EarlyFront` reads stdin from the start and
-answers those while the command imports the SDK and loads its modules.
+``import mcp`` takes about a second, and Claude Code gives an MCP server 3 s to answer its
+``server/discover`` probe. What ``initialize`` and ``server/discover`` answer is known
+without the SDK, so a thread (:class:`EarlyFront`) answers them while the command imports
+the SDK and loads its modules.
 
-Nothing is lost or reordered: every byte the front read is handed to the SDK's reader first
-(:func:`~._stdio_cmd.stdio_pipes`' ``prefix``), so the SDK's state is what it would be; its
-own answers to the requests the front answered are dropped by :class:`SkippingWriter`,
-after a comparison (a difference is logged: the front's data went stale). From the first
-line the front does not know (another method, a version it cannot vouch for, bad JSON), it
-stops reading: that line and all after it are the SDK's. Only the standard library is
-imported here."""
+Nothing is lost or reordered: every byte the front read is read first by the SDK, whose own
+answers to what the front answered are dropped after a comparison (:class:`SkippingWriter`;
+a difference is logged). From the first line the front does not know, it stops reading.
+Only the standard library is imported here."""
 
 from __future__ import annotations
 
@@ -48,8 +44,7 @@ def _is_id(value: object) -> bool:
 
 
 def _params(message: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The params of a JSON-RPC request (an id of a right type, params an object), else
-    ``None``."""
+    """The params of a JSON-RPC request (a valid id, params an object), else ``None``."""
     params = message.get("params")
     if message.get("jsonrpc") != "2.0" or not _is_id(message.get("id")):
         return None
@@ -229,9 +224,8 @@ class EarlyFront:
 
     def _answer_lines(self) -> bool:
         """Answer the first complete line if it is the front's; ``False`` once one is not,
-        or once one was answered: what a first answer means for the next (a
-        ``server/discover`` puts the server on its era, so an ``initialize`` after it is
-        refused) is the SDK's to decide."""
+        or was answered: what a first answer means for the next (an ``initialize`` after a
+        ``server/discover`` is refused) is the SDK's to decide."""
         while (end := self._buffer.find(b"\n", self._scanned)) >= 0:
             line = bytes(self._buffer[self._scanned : end])
             if not line.strip():
@@ -255,9 +249,8 @@ class EarlyFront:
 
 
 def start_front(answer: Answer, out_fd: int = 1) -> EarlyFront | None:
-    """An :class:`EarlyFront` reading stdin and answering on ``out_fd`` (the protocol's
-    stdout), started, when both are pipes (a host's; a terminal or a file is read as
-    before)."""
+    """An :class:`EarlyFront` reading stdin and answering on ``out_fd``, started, when both
+    are pipes (a host's)."""
     try:
         pipes = all(stat.S_ISFIFO(os.fstat(fd).st_mode) for fd in (0, out_fd))
     except OSError:
@@ -270,10 +263,13 @@ class SkippingWriter(asyncio.StreamWriter):
     (each once), after a comparison with the front's; everything else is written."""
 
     def __init__(
-        self, inner: asyncio.StreamWriter, answered: dict[_Key, dict[str, Any]], log: Any
+        self,
+        transport: asyncio.WriteTransport,
+        protocol: asyncio.BaseProtocol,
+        answered: dict[_Key, dict[str, Any]],
+        log: Any,
     ) -> None:
-        protocol = getattr(inner, "_protocol")  # noqa: B009 - the same pipe's flow control
-        super().__init__(inner.transport, protocol, None, asyncio.get_running_loop())
+        super().__init__(transport, protocol, None, asyncio.get_running_loop())
         self._answered = answered
         self._log = log
 

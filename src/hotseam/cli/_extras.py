@@ -26,8 +26,7 @@ def command_needs(command: str) -> str | None:
 
 
 def check_journal(url: str | os.PathLike[str]) -> None:
-    """Parse the journal URL (``JOURNAL_INVALID_URL`` naming it) and check that its engine's
-    driver is installed.
+    """Parse the journal URL and check that its engine's driver is installed.
 
     Raises:
         JournalError: the URL is not one.

@@ -1,8 +1,7 @@
 """``--help`` texts for people: module docstrings without their reStructuredText markup.
 
-The subcommands' descriptions are their modules' docstrings, written for Sphinx-style
-readers (````code````, ``:func:`name```, escaped backslashes). A terminal shows them as
-plain text, paragraphs and indented examples kept.
+The subcommands' descriptions are their modules' docstrings, written for Sphinx; a
+terminal shows them as plain text, paragraphs and indented examples kept.
 """
 
 from __future__ import annotations
@@ -26,9 +25,8 @@ def plain(text: str | None) -> str | None:
 
 
 def terminal_columns() -> int:
-    """The terminal's width as ``shutil.get_terminal_size`` tells it (``COLUMNS``, then the
-    terminal of stdout, else 80), without importing shutil, which imports zlib, bz2 and lzma:
-    most of what ``hotseam --help`` cost beyond ``import hotseam``."""
+    """The terminal's width as ``shutil.get_terminal_size`` tells it, without importing
+    shutil (zlib, bz2 and lzma: most of what ``hotseam --help`` cost)."""
     try:
         columns = int(os.environ.get("COLUMNS", "0"))
     except ValueError:

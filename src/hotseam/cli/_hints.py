@@ -1,11 +1,9 @@
 """Hints for the mistakes newcomers make in a watched folder, read off the reload events.
 
-The reload report says *what* failed; these lines say what to do about it, once: a module
-with no ``setup(scope)`` that no provider imports is loaded as a helper and does nothing;
-``from . import x`` in a plain folder (no ``__init__.py``) fails with "no known parent
-package", which does not say that its modules are top-level; ``Address already in use``
-from a module on a fixed port: a reload sets the new generation up while the old one holds
-the port, and ``scope.carry`` keeps one socket for every generation."""
+The reload report says *what* failed; these lines say, once, what to do: a module without
+``setup(scope)`` does nothing; ``from . import x`` in a plain folder fails with "no known
+parent package"; ``Address already in use`` on a fixed port means the old generation holds
+it while the new one sets up (``scope.carry`` keeps one socket for every generation)."""
 
 from __future__ import annotations
 

@@ -50,12 +50,8 @@ COMMAND = "hotseam inbox"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``[--journal URL] [--liveness-timeout S] [--web-host H] [--web-port P] ...``.
-
-    When the process is ``hotseam inbox``, its stop signals are handled from here on,
-    before the slow imports (:func:`_stop_signals`); a process that only builds the
-    parser (the docs' build, a test calling ``main()``) keeps its own.
-    """
+    """The options; when the process is ``hotseam inbox``, its stop signals are handled from
+    here on, before the slow imports (a process that only builds the parser keeps its own)."""
     if _is_the_command():
         _stop_signals()
     from ..interaction.journal import DEFAULT_LIVENESS_TIMEOUT

@@ -212,11 +212,8 @@ def _missing_file(url: str | None) -> str | None:
 
 
 def parse_duration(text: str) -> float:
-    """``'30d'`` → seconds: numbers with a unit each (s, m, h, d, w), as in ``1d12h``.
-
-    Raises:
-        ValueError: naming the text and the forms accepted.
-    """
+    """``'30d'`` → seconds: numbers with a unit each (s, m, h, d, w), as in ``1d12h``; else
+    ``ValueError``, naming the text and the forms accepted."""
     compact = text.strip().lower()
     parts = _DURATION.findall(compact)
     if not compact or _DURATION.sub("", compact).strip():

@@ -1,9 +1,7 @@
 """How ``hotseam journal`` shows the journal's records: table rows, lines and JSON.
 
-An ask is shown as its questions, every one alike (one or several): the headline of each
-in ``list``, each in full in ``show``, each with its own answer. An answer is personal
-data: it is shown only by :func:`ask_lines` and :func:`entry_json` when the caller asks for
-it (``show --answer``). Text that came from an agent (a question, a name) is shown with its
+An ask is shown as its questions, every one alike. An answer is personal data: shown only
+when the caller asks for it (``show --answer``). Text from an agent is shown with its
 control characters escaped, so that it cannot drive the terminal.
 """
 

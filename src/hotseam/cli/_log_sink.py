@@ -1,27 +1,17 @@
 """A log sink that never blocks the program, for the ``hotseam`` command's stderr.
 
-Clients that launch ``hotseam acp`` (Toad, the ACP SDK's ``spawn_agent_process``) may pipe
-its stderr and read it only at exit. Once the pipe's buffer (64 KiB on Linux) is full, a
-plain write blocks, and a log call on the event loop stalls the protocol with it. Here the
-log call only queues the line: a writer thread does the blocking writes. The queue holds a
-bounded number of bytes; beyond it the *oldest* queued lines are dropped and counted, so
-what is kept is what the program did last, and the count is written exactly where the gap
-is, as soon as the pipe takes data again. At exit the queue gets a bounded time to drain,
-then the writer thread is stopped and joined (:meth:`StderrSink.close`).
+Clients that launch ``hotseam acp`` may read its stderr pipe only at exit: once the pipe is
+full a plain write blocks, and a log call on the event loop stalls the protocol. Here a log
+call only queues the line (or a function that renders it, :meth:`StderrSink.write_later`)
+for a writer thread. Past a bounded size the *oldest* lines are dropped and counted, the
+count written where the gap is; the exit drains for a bounded time.
 
-A log line need not even be rendered where it is logged: :meth:`StderrSink.write_later`
-queues a function that renders it, which the writer thread calls, in order with the lines
-around it. And the writer takes what is queued once the log has been quiet a moment
-(:data:`SETTLE`), not at each line: a save logs half a dozen lines in a few milliseconds,
-and a writer woken for each of them took the interpreter lock from the event loop as
-often, each time a wake-up of a sleeping thread (milliseconds on a busy machine). On a
-busy machine a save takes longer than :data:`SETTLE`: a writer woken that long after the
-*first* line rendered and wrote in the middle of the save, so it waits for the *last* one
-(at most :data:`BURST_WAIT` after the first, or until half the queue is full).
+The writer wakes once the log is quiet for :data:`SETTLE` (at most :data:`BURST_WAIT` after
+the first line), not at each line: a save logs half a dozen lines in milliseconds, and a
+writer woken for each took the interpreter lock from the loop as often.
 
-:class:`OutputCapture` puts the program's own output (``print``, writes to descriptors 1
-and 2) through the same queue, for ``hotseam acp``: there a stray ``print()`` in an agent
-blocked the protocol exactly as a log line did.
+:class:`OutputCapture` puts the program's own output (``print``, fds 1 and 2) through the
+same queue: a stray ``print()`` in an agent blocked the protocol as a log line did.
 """
 
 from __future__ import annotations
@@ -48,9 +38,8 @@ EXIT_WAIT = 1.0
 """How long the exit waits for queued lines to be written (never forever: the pipe may be dead)."""
 
 SETTLE = 0.02
-"""Seconds without a new line after which the writer renders and writes what is queued (a
-drain or the exit does not wait): the lines a save logs are then taken in one wake-up,
-after the save, instead of one wake-up each during it."""
+"""Seconds without a new line after which the writer writes what is queued (a drain or the
+exit does not wait)."""
 
 BURST_WAIT = 0.25
 """The longest a line waits for the log to be quiet: a program that logs without pause
@@ -78,8 +67,7 @@ def plain_report(count: int) -> str:
 
 
 def _running_loop() -> Any:
-    """The asyncio event loop running on this thread, if any (asyncio is not imported for
-    it: a process without it has no loop)."""
+    """The asyncio loop running on this thread, if any (without importing asyncio)."""
     asyncio = sys.modules.get("asyncio")
     if asyncio is None:
         return None
@@ -90,12 +78,8 @@ def _running_loop() -> Any:
 
 
 def _call_later(loop: Any, delay: float, callback: Callable[[], object]) -> bool:
-    """Have ``loop`` (running on this thread) call ``callback`` in ``delay`` seconds.
-
-    Waking the writer at the first line of a burst took the interpreter lock from the
-    loop in the middle of a save; the loop's own timer wakes it after the save instead,
-    and costs the loop no wake-up of its own. A line from another thread, or one that
-    finds the timer overdue (a blocked loop), wakes the writer at once."""
+    """Have ``loop`` call ``callback`` in ``delay`` seconds: the loop's own timer wakes
+    the writer after a burst at no wake-up of its own; ``False`` if the loop is closing."""
     try:
         loop.call_later(delay, callback)
     except RuntimeError:  # the loop is closing
@@ -106,10 +90,8 @@ def _call_later(loop: Any, delay: float, callback: Callable[[], object]) -> bool
 class StderrSink:
     """A text stream whose ``write`` queues bytes for a writer thread and never blocks.
 
-    ``report(count)`` renders the dropped-lines line; the CLI sets it to match the log
-    style (a JSON object for ``json``). Lines are counted by their newlines. Whoever owns
-    the sink calls :meth:`close` when done with it (the CLI: at exit).
-    """
+    ``report(count)`` renders the dropped-lines line (the CLI matches the log style). The
+    owner calls :meth:`close` when done (the CLI: at exit)."""
 
     def __init__(
         self,
@@ -157,9 +139,8 @@ class StderrSink:
             self._put(data, len(data))
 
     def write_later(self, render: Render) -> None:
-        """Queue a line that the writer thread renders (``render()``, its newline
-        included) when it writes it, in order with the other lines. A line whose
-        rendering raises is written as a line that says so."""
+        """Queue a line the writer renders when it writes it (a failing render is written
+        as a line that says so)."""
         self._put(render, _DEFERRED_BYTES)
 
     def _put(self, item: bytes | Render, size: int) -> None:
@@ -208,9 +189,7 @@ class StderrSink:
         self._cond.notify()
 
     def _kick(self) -> None:
-        """The event loop's timer: once no line came for :data:`SETTLE` (or the first one
-        waits :data:`BURST_WAIT`), wake the writer, which need not settle any more; else
-        look again :data:`SETTLE` after the last line."""
+        """The loop's timer: wake the writer once the log is settled, else look again."""
         loop = _running_loop()
         with self._cond:
             if not self._idle or not (self._queue or self._unreported):
@@ -227,8 +206,7 @@ class StderrSink:
             self._cond.notify()
 
     def write_to(self, fd: int) -> None:
-        """Write to ``fd`` from the next batch on (the same file, on another descriptor:
-        :class:`OutputCapture` takes the process's own stderr descriptor for itself)."""
+        """Write to ``fd`` from the next batch on (:class:`OutputCapture` takes fd 2)."""
         with self._cond:
             self._fd = fd
 
@@ -243,22 +221,16 @@ class StderrSink:
         return self._encoding
 
     def drain(self, timeout: float) -> bool:
-        """Wait at most ``timeout`` seconds for every queued line to be written.
-
-        Return whether it was (false: the pipe is still full, or its reader is gone).
-        """
+        """Wait at most ``timeout`` seconds for every queued line to be written; whether
+        it was (false: the pipe is still full, or its reader is gone)."""
         with self._cond:
             return self._written_by(time.monotonic() + timeout)
 
     def close(self, timeout: float = EXIT_WAIT) -> bool:
-        """Wait at most ``timeout`` seconds for the queued lines to be written, then stop
-        the writer thread and join it; later writes are discarded.
-
-        Return whether every line was written. If not, the rest is dropped, and a writer
-        blocked in a write to a pipe nobody reads (no thread can interrupt it) is joined
-        only until the deadline: it ends with its pipe or the process (a daemon thread), so
-        the exit never waits longer than ``timeout``.
-        """
+        """Wait at most ``timeout`` seconds for the queued lines, then stop and join the
+        writer (later writes are discarded); whether every line was written. A writer
+        blocked on a pipe nobody reads cannot be interrupted: it is joined only until the
+        deadline and ends with its pipe or the process."""
         deadline = time.monotonic() + timeout
         with self._cond:
             written = self._written_by(deadline)
@@ -327,8 +299,7 @@ class StderrSink:
                 self._cond.notify_all()
 
     def _chunks(self, items: list[bytes | Render]) -> list[bytes]:
-        """The items rendered, joined into writes of at most :data:`_BATCH` bytes of whole
-        items (one longer item is a write of its own)."""
+        """The items rendered, joined into writes of at most :data:`_BATCH` bytes."""
         chunks: list[bytes] = []
         batch: list[bytes] = []
         size = 0
@@ -367,8 +338,8 @@ LINE_LIMIT = 64 * 1024
 must not pile up)."""
 
 _DRAIN_WAIT = 0.25
-"""How long :meth:`OutputCapture.stop` waits for the rest of the pipe (read in microseconds
-once its write ends close; only a child process that still holds it makes this wait)."""
+"""How long :meth:`OutputCapture.stop` waits for the rest of the pipe (only a child process
+still holding it makes this wait)."""
 
 QUIET = 0.05
 """How long the output pipe stays quiet before an unfinished line on it is written."""
@@ -380,23 +351,12 @@ must take its writes whole."""
 
 
 class OutputCapture:
-    """Send what the program's code writes to stdout and stderr through ``sink``.
-
-    For a process whose stderr may be a pipe nobody reads (``hotseam acp``): a stray
-    ``print()`` in an agent or a provider module, like a log line, must never block it.
-    While active:
-
-    * ``sys.stdout`` and ``sys.stderr`` are text streams whose writes go to the sink a
-      whole line at a time (a line without its newline waits for it, a ``flush()`` or
-      :data:`LINE_LIMIT` bytes), so a ``print()`` is never cut by a log line;
-    * file descriptors 1 and 2 are a pipe that a thread drains into the sink the same way,
-      for what bypasses ``sys`` (a C extension's ``printf``, a child process, ``os.write``);
-      an unfinished line there is written once the pipe is quiet for :data:`QUIET`.
-
-    The sink then writes to a copy of the original stderr descriptor. What was there
-    before (descriptors, ``sys`` streams) is put back by :meth:`stop`. The caller keeps
-    its own copy of descriptor 1 first if it needs the original stdout (the ACP protocol).
-    """
+    """Send what the program writes to stdout and stderr through ``sink``, a whole line at
+    a time (so a ``print()`` is never cut by a log line): ``sys.stdout`` and ``sys.stderr``
+    as text streams, and fds 1 and 2 as a pipe a thread drains, for what bypasses ``sys``
+    (a C extension's ``printf``, a child process). The sink writes to a copy of the
+    original stderr; :meth:`stop` puts everything back. A caller that needs the original
+    stdout (the ACP protocol) copies fd 1 first."""
 
     def __init__(self, sink: StderrSink) -> None:
         self._sink = sink
@@ -484,11 +444,8 @@ class _Lines:
 
 
 class _SinkWriter(io.RawIOBase):
-    """The binary side of a captured ``sys`` stream: bytes to :class:`_Lines`.
-
-    ``fileno()`` is the captured descriptor (the pipe), for code that hands the stream to
-    a child process or to ``faulthandler``.
-    """
+    """The binary side of a captured ``sys`` stream; ``fileno()`` is the captured pipe, for
+    code that hands the stream to a child process or to ``faulthandler``."""
 
     def __init__(self, lines: _Lines, fd: int) -> None:
         super().__init__()

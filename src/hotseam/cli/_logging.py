@@ -1,12 +1,9 @@
 """structlog configuration for the ``hotseam`` command (the library never configures it).
 
-Every mode logs to stderr: stdout carries protocol messages (ACP, MCP) or the agent's own
-output (``demo``, ``dev``). Logging never blocks the program: when stderr is a pipe or a
-file, lines go through :class:`StderrSink` (a bounded queue and a writer thread), so a
-client that does not read the pipe costs log lines (counted and reported), never a stalled
-event loop. Nor does rendering cost the loop: a line bound for the sink is rendered by the
-writer thread (:class:`_RenderLater`), the same text in the same order as if rendered at
-the call; what is read at the call (context variables, level, time, ``exc_info``) is."""
+Every mode logs to stderr (stdout carries protocol messages or the agent's own output).
+When stderr is a pipe or a file, lines go through :class:`StderrSink`, so a client that does
+not read it costs log lines, never a stalled loop; and a line bound for the sink is rendered
+by its writer thread (:class:`_RenderLater`), what the call alone knows read at the call."""
 
 from __future__ import annotations
 
@@ -31,10 +28,9 @@ LogStyle = Literal["console", "json"]
 def configure_logging(
     style: LogStyle, *, level: str = "info", stream: TextIO | None = None
 ) -> None:
-    """Send structlog events (and stdlib ``logging``) to ``stream`` (default stderr):
-    ``console`` lines (colours only on a terminal) or ``json``, one object per line. The
-    default stream resolves ``sys.stderr`` at each write, so that log lines print above an
-    open terminal prompt (which patches the standard streams) instead of through it."""
+    """Send structlog events (and stdlib ``logging``) to ``stream`` (default: whatever
+    ``sys.stderr`` is at each write, so lines print above an open terminal prompt) as
+    ``console`` lines or ``json`` objects."""
     out: TextIO = stream if stream is not None else CurrentStderr()  # type: ignore[assignment]
     sink = _stderr_sink()
     if sink is not None:
@@ -89,9 +85,9 @@ def add_processors(*processors: structlog.typing.Processor) -> None:
 
 
 def summary_lines(*prefixes: str, tracebacks: bool = False) -> structlog.typing.Processor:
-    """A processor that shows an event with a one-line ``summary`` (of an event named with
-    one of ``prefixes``, if given) as that line; with ``tracebacks``, a warning's or an
-    error's traceback below it."""
+    """A processor that shows an event with a one-line ``summary`` (named with one of
+    ``prefixes``, if given) as that line; with ``tracebacks``, a warning's or error's
+    traceback below it."""
 
     def processor(
         logger: object, method_name: str, event_dict: MutableMapping[str, Any]
@@ -115,15 +111,14 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _iso(nanoseconds: int) -> str:
-    """``TimeStamper(fmt="iso", utc=True)``'s text for the instant ``time.time_ns()`` gave
-    (``datetime.now`` floors to the microsecond, so does this)."""
+    """``TimeStamper(fmt="iso", utc=True)``'s text for a ``time.time_ns()`` instant."""
     stamp = _EPOCH + timedelta(microseconds=nanoseconds // 1000)
     return stamp.isoformat().replace("+00:00", "Z")
 
 
 def _kept(value: object, depth: int = 0) -> tuple[bool, object]:
-    """Whether ``value`` renders the same later, and what to render then: a scalar as it
-    is, a list, tuple or dict of such as a copy (nobody can change it meanwhile)."""
+    """Whether ``value`` renders the same later, and what to render then: a scalar, or a
+    copy of a list, tuple or dict of such."""
     kind = type(value)
     if kind in _SCALARS:
         return True, value
@@ -149,11 +144,9 @@ def _kept(value: object, depth: int = 0) -> tuple[bool, object]:
 
 
 class _RenderLater:
-    """The last processor: stamps the event, then renders it, on the sink's writer thread when
-    the line goes to the sink and every field renders the same later, else now: the
-    timestamp (its instant taken here), ``format_exc_info`` for JSON (always here: it is the
-    exception being handled now), the renderer. A line rendered later is handed to the sink
-    and dropped from structlog's path (``DropEvent``)."""
+    """The last processor: stamps the event and renders it, on the sink's writer thread
+    when every field renders the same later (the line then leaves structlog's path), else
+    now (an ``exc_info`` is the exception being handled now)."""
 
     def __init__(self, renderer: Callable[..., Any], *, exc_info: bool, deferrable: bool) -> None:
         self._renderer = renderer
@@ -164,9 +157,7 @@ class _RenderLater:
         event_dict["timestamp"] = time.time_ns()
         sink = _stderr_sink() if self._deferrable and sys.stderr is sys.__stderr__ else None
         if sink is not None and "exc_info" not in event_dict:
-            # The dict is this event's own (structlog makes one per call): a scalar stays,
-            # a list, tuple or dict of scalars is replaced by a copy, anything else is
-            # rendered now.
+            # The dict is this event's own (structlog makes one per call).
             copies: list[tuple[str, object]] = []
             for key, value in event_dict.items():
                 if type(value) in _SCALARS:
@@ -200,13 +191,11 @@ class _RenderLater:
 
 
 class CurrentStderr:
-    """A text stream that writes to whatever ``sys.stderr`` is at the time of the write: the
-    process's own, when it is a pipe or a file, through the :class:`StderrSink` (which never
-    blocks); a terminal (someone reads it, in order with the prompt) or a replacement (the
-    terminal prompt's patch, a test's capture) directly."""
+    """A text stream that writes to whatever ``sys.stderr`` is at the write: the process's
+    own pipe or file through the :class:`StderrSink`; a terminal or a replacement (the
+    prompt's patch, a test's capture) directly."""
 
     def write(self, text: str) -> int:
-        """Write to the current ``sys.stderr``, through the sink if it is the real one."""
         current = sys.stderr
         if current is sys.__stderr__:
             sink = _stderr_sink()
@@ -215,7 +204,6 @@ class CurrentStderr:
         return current.write(text)
 
     def flush(self) -> None:
-        """Flush the current ``sys.stderr`` (nothing to do for the sink)."""
         current = sys.stderr
         if current is not sys.__stderr__ or _stderr_sink() is None:
             current.flush()

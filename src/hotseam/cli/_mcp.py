@@ -187,9 +187,9 @@ async def _main(
     web: WebOptions | None,
     max_line_bytes: int | None,
     input_ttl: float,
-    http: _Http | None = None,
-    signals: StopSignals | None = None,
-    front: EarlyFront | None = None,
+    http: _Http | None,
+    signals: StopSignals,
+    front: EarlyFront | None,
 ) -> int:
     import anyio
 
@@ -198,8 +198,8 @@ async def _main(
     from ..interaction import USER_INTERACTION
     from ..providers.mcp import DEFAULT_MAX_LINE_BYTES, McpProvider, McpServer, stdio_streams
     from ..reload import ReloadPathError
-    from ._early import HandOff, SkippingWriter
-    from ._stdio_cmd import StopSignals, stdio_pipes
+    from ._early import HandOff
+    from ._stdio_cmd import served, stdio_pipes
     from ._web import start_web
 
     base = Context("mcp")
@@ -208,62 +208,54 @@ async def _main(
         reloader = reload.reloader(tools, paths)
     except ReloadPathError as error:
         return fail("hotseam mcp", error)
-    stop = anyio.CancelScope()
-    try:
-        with (signals or StopSignals("mcp")).cancelling(stop), stop:
-            async with anyio.create_task_group() as group:
-                async with Scope("hotseam.mcp", context=base) as scope:
-                    fallback = None
-                    if web is not None:
-                        fallback = start_web(scope, web, "hotseam mcp", provide=False)
-                        if fallback is None:
+
+    async def serving() -> int:
+        async with anyio.create_task_group() as group:
+            async with Scope("hotseam.mcp", context=base) as scope:
+                fallback = None
+                if web is not None:
+                    fallback = start_web(scope, web, "hotseam mcp", provide=False)
+                    if fallback is None:
+                        return 2
+                scope.provide(USER_INTERACTION, McpProvider(fallback=fallback))
+                server = McpServer(tools, version=__version__, input_ttl=input_ttl)
+                events = reloader.events()
+                async with server.running(), reloader:
+                    await server.tools_changed()  # the first load: nobody to tell yet
+                    group.start_soon(server.follow, events)
+                    _log.info(
+                        "mcp.serving",
+                        watch=[str(path) for path in paths],
+                        tools=tools.tools.names(),
+                        web=None if fallback is None else fallback.url,
+                    )
+                    if http is not None:
+                        if not await _serve_http(server, *http, serving=_warm_up):
+                            group.cancel_scope.cancel()  # the reload events' follower
                             return 2
-                    scope.provide(USER_INTERACTION, McpProvider(fallback=fallback))
-                    server = McpServer(tools, version=__version__, input_ttl=input_ttl)
-                    events = reloader.events()
-                    async with server.running(), reloader:
-                        await server.tools_changed()  # the first load: nobody to tell yet
-                        group.start_soon(server.follow, events)
-                        _log.info(
-                            "mcp.serving",
-                            watch=[str(path) for path in paths],
-                            tools=tools.tools.names(),
-                            web=None if fallback is None else fallback.url,
-                        )
-                        if http is not None:
-                            if not await _serve_http(server, *http, serving=_warm_up):
-                                group.cancel_scope.cancel()  # the reload events' follower
-                                return 2
-                        else:
-                            early = front.hand_off() if front is not None else HandOff()
-                            async with (
-                                stdio_pipes(protocol_out, early.prefix, early.ended) as (
-                                    reader,
-                                    writer,
-                                ),
-                                stdio_streams(
-                                    reader,
-                                    SkippingWriter(writer, early.answered, _log)
-                                    if early.answered
-                                    else writer,
-                                    max_line_bytes=max_line_bytes or DEFAULT_MAX_LINE_BYTES,
-                                ) as (read_stream, write_stream),
-                            ):
-                                _warm_up()
-                                await server.serve(read_stream, write_stream)
-                        await events.aclose()
-                group.cancel_scope.cancel()
-    except Exception as error:
-        _log.error("mcp.failed", exc_info=True, error=f"{type(error).__name__}: {error}")
-        return 1
-    _log.info("mcp.stopped")
-    return 0
+                    else:
+                        # Handed off once the modules are loaded: the front answers meanwhile.
+                        early = front.hand_off() if front is not None else HandOff()
+                        async with (
+                            stdio_pipes(protocol_out, early) as (reader, writer),
+                            stdio_streams(
+                                reader,
+                                writer,
+                                max_line_bytes=max_line_bytes or DEFAULT_MAX_LINE_BYTES,
+                            ) as (read_stream, write_stream),
+                        ):
+                            _warm_up()
+                            await server.serve(read_stream, write_stream)
+                    await events.aclose()
+            group.cancel_scope.cancel()
+        return 0
+
+    return await served("mcp", signals, serving)
 
 
 def _warm_up() -> None:
-    """Make the first question's imports in a thread once the server serves, while the
-    host starts talking (not when a start fails: a port in use). A daemon thread: a stop
-    never waits for it."""
+    """Make the first question's imports in a daemon thread once the server serves, while
+    the host starts talking."""
     import threading
 
     from ..providers import load_forms
@@ -327,9 +319,8 @@ def _own_options(
     config_path: Path | None,
     checked: Callable[[bool], None] = lambda serves_http: None,
 ) -> _Own:
-    """Merge the flags with the keys of the same names (checked by ``load_config``);
-    ``checked`` is called (with whether HTTP is served) once they are found good, before
-    the defaults are imported from the SDK's modules.
+    """Merge the flags with their ``[tool.hotseam]`` keys; ``checked(serves_http)`` is called
+    once they are good, before the defaults are imported from the SDK's modules.
 
     Raises:
         UsageError: ``http-host`` (or ``--http-host``), or a session limit, without HTTP.

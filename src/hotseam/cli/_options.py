@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._config import LOG_FORMATS, LOG_LEVELS, Config, parse_size, project_config
+from ._config import LOG_FORMATS, LOG_LEVELS, Config, flag_or_config, parse_size, project_config
 
 if TYPE_CHECKING:
     from .._core import Context
@@ -87,9 +87,8 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
 
 
 def add_reload_options(parser: argparse.ArgumentParser) -> None:
-    """The options of the reloader, the same for every command that runs one (``dev``,
-    ``run`` and ``acp --watch``): one function, so that they cannot drift apart. They make
-    :class:`ReloadOptions` (:func:`resolve`), which makes the reloader."""
+    """The reloader's options, one function for every command that runs one (``dev``,
+    ``run``, ``acp --watch``), so that they cannot drift apart."""
     parser.add_argument(
         "--setup-timeout",
         type=seconds,
@@ -191,9 +190,8 @@ def add_session_options(parser: argparse.ArgumentParser) -> None:
 
 @dataclass(frozen=True, slots=True)
 class ReloadOptions:
-    """The options :func:`add_reload_options` adds, merged with ``[tool.hotseam]``: all the
-    reloader of ``dev``, ``run`` and ``acp --watch`` is made of (:meth:`reloader`): the
-    reloader's time bounds and size limit, and its :class:`~hotseam.reload.WatchOptions`."""
+    """The options :func:`add_reload_options` adds, merged with ``[tool.hotseam]``: all a
+    command's reloader is made of (:meth:`reloader`)."""
 
     setup_timeout: float
     dispose_timeout: float
@@ -203,10 +201,8 @@ class ReloadOptions:
     polling: bool
 
     def reloader(self, context: Context, paths: Sequence[str | os.PathLike[str]]) -> Reloader:
-        """The reloader of ``paths`` into ``context``, made of these options.
-
-        Raises:
-            ReloadPathError: a path does not exist, or is not a module or a folder."""
+        """The reloader of ``paths`` into ``context`` (``ReloadPathError``: a path that is
+        no module or folder)."""
         from ..reload import Reloader, WatchOptions
 
         return Reloader(
@@ -259,22 +255,13 @@ class Settings:
 
 
 def resolve(args: argparse.Namespace, *, log_format: str, provider_wait: float) -> Settings:
-    """Merge ``args`` with ``[tool.hotseam]`` (found from the working directory); ``log_format``
-    and ``provider_wait`` are the command's own defaults.
-
-    Raises:
-        ConfigError: the configuration file is wrong."""
+    """Merge ``args`` with ``[tool.hotseam]`` (a wrong file: ``ConfigError``); ``log_format``
+    and ``provider_wait`` are the command's own defaults."""
     config = project_config()
 
     def pick(attribute: str, default: Any = None) -> Any:
-        given = getattr(args, attribute, None)
-        if given is not None:
-            return given
-        if config is not None:
-            value = config.get(attribute.replace("_", "-"))
-            if value is not None:
-                return value
-        return DEFAULTS.get(attribute, default)
+        value, _ = flag_or_config(args, config, attribute)
+        return DEFAULTS.get(attribute, default) if value is None else value
 
     paths: list[str] = list(getattr(args, "paths", None) or [])
     if not paths and config is not None and config.get("paths"):
@@ -309,24 +296,17 @@ def resolve(args: argparse.Namespace, *, log_format: str, provider_wait: float) 
 
 
 def journal_url(given: str | None, config: Config | None) -> str | None:
-    """``--journal``, else ``journal`` of ``config``, else ``None`` (the embedded default).
-
-    Raises:
-        JournalError: ``JOURNAL_INVALID_URL``, naming the URL in the file.
-    """
+    """``--journal``, else ``journal`` of ``config`` (:func:`journal_from_config`), else
+    ``None`` (the embedded default)."""
     if given is None and config is not None and config.get("journal") is not None:
         return journal_from_config(config.root, config.get("journal"))
     return given
 
 
 def journal_from_config(root: Path, url: str) -> str:
-    """A journal written in the file: a relative file path is relative to the file's folder.
-
-    Raises:
-        JournalError: ``JOURNAL_INVALID_URL``, naming the URL.
-    """
-    # Here, not at the top: building the parser (``hotseam mcp`` before its first answer)
-    # needs nothing of hotseam.interaction.
+    """A journal written in the file, a relative file path made relative to the file's
+    folder (a bad URL: ``JournalError`` ``JOURNAL_INVALID_URL``, naming it)."""
+    # Here: building the parser (``hotseam mcp`` before its first answer) needs none of it.
     from ..interaction.journal import parse_journal_url
 
     location = parse_journal_url(url)

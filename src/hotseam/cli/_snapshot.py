@@ -1,10 +1,8 @@
 """What a running session tells ``hotseam status`` and does for ``hotseam reload``.
 
-The status is JSON-ready data: each module's generation, state, last error and load time;
-the active provider of each seam (and which file registered it); the address of each web
-inbox, token included (the control socket is its owner's alone, and a page cannot be
-opened without it); the open questions (who asks, for how long, which provider shows it,
-never an answer); the agent; the uptime.
+The status is JSON-ready data (what ``hotseam status`` prints); a web inbox's address
+includes its token (the control socket is its owner's alone), an open question never its
+answer.
 """
 
 from __future__ import annotations

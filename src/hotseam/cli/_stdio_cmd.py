@@ -17,7 +17,7 @@ import signal
 import stat
 import sys
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     import asyncio
 
     import anyio
+
+    from ._early import HandOff
 
 _log = get_logger("hotseam.cli")
 # The reader's buffer, not the longest line: a longer line is read in pieces of this size,
@@ -84,13 +86,12 @@ _FORCED_REPORT_WAIT = 1.0
 class StopSignals:
     """SIGINT and SIGTERM for the whole life of a command that owns its process.
 
-    The first stop signal cancels the scope bound with :meth:`cancelling` (the command then
-    disposes everything and exits 0). The second is logged and changes nothing: hosts send two
-    (Claude Code: SIGINT, then SIGTERM 100 ms later), and a stop in progress must finish. The
-    third exits at once with ``128 +`` its number, without disposing, as uvicorn and pytest do.
-    The handlers are the interpreter's, installed before the loop runs and kept until the
-    process exits: a signal during the loop's or the interpreter's shut-down would otherwise
-    get its default action. A handler only counts and wakes the loop; the loop logs.
+    The first stop signal cancels the scope bound with :meth:`cancelling`. The second is
+    logged and changes nothing: hosts send two (Claude Code: SIGINT, then SIGTERM 100 ms
+    later), and a stop in progress must finish. The third exits at once with ``128 +`` its
+    number, as uvicorn and pytest do. The handlers stay until the process exits (a signal
+    during the shut-down would otherwise get its default action); a handler only counts and
+    wakes the loop, which logs.
 
     Args:
         command: The events' prefix: ``{command}.signal``, ``{command}.forced_exit``.
@@ -115,8 +116,7 @@ class StopSignals:
 
     @contextmanager
     def cancelling(self, scope: anyio.CancelScope) -> Iterator[None]:
-        """While the block runs (in the event loop's thread), the first stop signal
-        cancels ``scope`` and each signal is logged."""
+        """While the block runs, the first stop signal cancels ``scope``."""
         wake = _loop_waker()
         self._cancel = scope.cancel
         self._wake = wake
@@ -143,10 +143,8 @@ class StopSignals:
                 wake(functools.partial(self._in_loop, signum))
 
     def _in_loop(self, signum: int) -> None:
-        # Which signal was first is decided here, not in the handler: a second signal's
-        # handler can run inside the first one's (SIGINT and SIGTERM sent at once), and then
-        # both handlers would count two and neither would start the stop. Cancelling is
-        # idempotent, so every signal cancels; the loop's own count names the first.
+        # The first is decided here, not in the handler: a second signal's handler can run
+        # inside the first one's, and both would count two. Every signal cancels.
         self._seen += 1
         self._report(signal.Signals(signum).name, self._seen)
         cancel = self._cancel
@@ -186,12 +184,9 @@ class StopSignals:
 
 @contextmanager
 def _woken_by_signals() -> Iterator[None]:
-    """Wake asyncio's loop when a signal arrives, whichever thread the kernel gave it to.
-
-    Python runs handlers in the main thread only, and a signal the kernel delivers to the log
-    writer or a worker thread would leave the main thread asleep in ``epoll_wait``. The wakeup
-    descriptor gets a byte on every signal, in any thread; the loop reads it, and the handlers
-    run. Trio sets one of its own; one set already is left as it is."""
+    """Wake asyncio's loop when a signal arrives, whichever thread the kernel gave it to:
+    one delivered to the log writer would leave the main thread asleep in ``epoll_wait``,
+    but the wakeup descriptor gets a byte in any thread. One set already (trio's) is kept."""
     import sniffio
 
     if (
@@ -249,10 +244,9 @@ def _loop_waker() -> Callable[[Callable[[], None]], None]:
 
 
 def exit_process(code: int) -> NoReturn:
-    """End the process once a command stopped, without the interpreter's finalization: it takes
-    longer than the stop itself, and restores the default action of SIGTERM and SIGINT (a
-    host's second signal would kill a stopped process). Output is flushed and the exit
-    handlers run first (the log sink writes what it holds)."""
+    """End the process once a command stopped, without the interpreter's finalization: it
+    takes longer than the stop, and restores the default action of SIGTERM (a host's second
+    signal would kill a stopped process). Output and the exit handlers run first."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
@@ -276,12 +270,9 @@ def _exit_at_once(code: int) -> None:
 
 @contextmanager
 def stdout_reserved() -> Iterator[BinaryIO]:
-    """Keep stdout for protocol messages only, and the program's own output from blocking.
-
-    The protocol gets a private copy of fd 1. When stderr is a pipe or a file, all that the
-    program writes to stdout or stderr (``print``, fds 1 and 2) goes through the log sink
-    (:class:`OutputCapture`): a client that never reads stderr costs lines, never a frozen
-    session. On a terminal, fd 1 and ``sys.stdout`` point at stderr."""
+    """Keep stdout for protocol messages only (the protocol gets a copy of fd 1), and the
+    program's own output from blocking: through the log sink (:class:`OutputCapture`) when
+    stderr is a pipe or a file, else to stderr."""
     from ._logging import _stderr_sink  # the one sink of the process: logs and output share it
 
     sys.stdout.flush()
@@ -308,25 +299,51 @@ def _stdout_to_stderr() -> Iterator[None]:
         os.close(saved_fd)
 
 
+async def served(command: str, signals: StopSignals, serve: Callable[[], Awaitable[int]]) -> int:
+    """Run ``serve`` until it ends or a stop signal cancels it: its exit code when not 0,
+    else 0 (``{command}.stopped``); 1 when it raised (``{command}.failed``)."""
+    import anyio
+
+    stop = anyio.CancelScope()
+    try:
+        with signals.cancelling(stop), stop:
+            code = await serve()
+            if code:
+                return code
+    except Exception as error:
+        _log.error(f"{command}.failed", exc_info=True, error=f"{type(error).__name__}: {error}")
+        return 1
+    _log.info(f"{command}.stopped")
+    return 0
+
+
 @contextlib.asynccontextmanager
 async def stdio_pipes(
-    protocol_out: BinaryIO, prefix: bytes = b"", ended: bool = False
+    protocol_out: BinaryIO, early: HandOff
 ) -> AsyncIterator[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
-    """stdin and ``protocol_out`` (from :func:`stdout_reserved`) as asyncio streams; ``prefix``,
-    what :mod:`._early` read of stdin, is read first (``ended``: stdin ended there). A stdin
+    """stdin and ``protocol_out`` (from :func:`stdout_reserved`) as asyncio streams, after what
+    the early front read and answered (``early``, handed off by the caller: when is its
+    business): its bytes are read first, the SDK's answers to its answers dropped. A stdin
     the loop cannot poll (``/dev/null``) is read in a worker thread, so that its end is seen."""
     import asyncio
 
     import anyio
+
+    from ._early import SkippingWriter
 
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=_STDIO_CHUNK)
     transport, protocol = await loop.connect_write_pipe(
         asyncio.streams.FlowControlMixin, protocol_out
     )
-    writer = asyncio.StreamWriter(transport, protocol, None, loop)
-    reader.feed_data(prefix)  # before the pipe is connected: nothing can come first
-    if ended:
+    # One writer on the pipe: a second one, dropped, would close it as it is collected.
+    writer = (
+        SkippingWriter(transport, protocol, early.answered, _log)
+        if early.answered
+        else asyncio.StreamWriter(transport, protocol, None, loop)
+    )
+    reader.feed_data(early.prefix)  # before the pipe is connected: nothing can come first
+    if early.ended:
         reader.feed_eof()
         yield reader, writer
         return
@@ -358,8 +375,7 @@ def _pollable(fd: int) -> bool:
 
 
 class _FilePump:
-    """Feeds a stream reader from a descriptor that cannot be polled, a worker thread
-    reading it one chunk at a time (reads of such files never wait for a writer), and
+    """Feeds a stream reader from a descriptor that cannot be polled, from a worker thread,
     pausing while the reader holds more than its limit, as a pipe transport does."""
 
     def __init__(self, reader: asyncio.StreamReader, fd: int) -> None:

@@ -1,15 +1,12 @@
 """A watchdog for the event loop of ``hotseam dev`` and ``hotseam run``.
 
-Provider code that blocks the event-loop thread (a synchronous ``setup`` that sleeps) cannot
-be interrupted by any time bound, and it deafens the process: the loop never gets to the
-signal receiver. The watchdog makes that visible and escapable (invariant 7): a loop task
-*pets* it every :data:`PET_INTERVAL`, and a daemon thread that sees no pet for
-``threshold`` seconds logs ``loop.blocked`` once, naming the innermost frame outside hotseam
-and the async libraries (``loop.unblocked`` follows). Python runs signal handlers in the
-main thread even while the loop is blocked, so a handler of ours, chained in front of the
-backend's, counts SIGINT and SIGTERM; a second stop signal the blocked loop could not
-handle makes the thread log what the loop runs and exit with ``128 + signal number``, as
-uvicorn and pytest do on a second Ctrl-C (disposers do not run: the loop is not free)."""
+Provider code that blocks the loop's thread (a synchronous ``setup`` that sleeps) escapes
+every time bound and deafens the process. The watchdog makes that visible and escapable
+(invariant 7): a loop task *pets* it every :data:`PET_INTERVAL`; a thread that sees no pet
+for ``threshold`` seconds logs ``loop.blocked`` once, naming the innermost frame outside
+hotseam (``loop.unblocked`` follows). Signal handlers still run while the loop is blocked,
+so a second stop signal makes the thread log what the loop runs and exit with ``128 +
+signal number``, as uvicorn does (disposers do not run: the loop is not free)."""
 
 from __future__ import annotations
 
@@ -90,10 +87,7 @@ def blocked_frame(thread_id: int) -> BlockedFrame | None:
 
 class LoopWatchdog:
     """Report stalls of the event loop; turn a second stop signal during one into an exit.
-
-    ``threshold`` is the stall warning (``None`` disables the warnings, not the forced
-    exit). ``exit`` ends the process (``os._exit`` after flushing, in the CLI).
-    """
+    ``threshold``: the stall warning (``None``: no warnings, the forced exit kept)."""
 
     def __init__(self, threshold: float | None, log: Any, exit: Callable[[int], None]) -> None:
         self.threshold = threshold

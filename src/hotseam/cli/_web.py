@@ -1,10 +1,8 @@
 """``--web`` for ``hotseam dev`` and ``hotseam run``: answer questions in a browser.
 
-The web inbox is installed in the *parent* context, like ``--answers``: it serves while no
-watched module provides the user-interaction seam. It belongs to the CLI (never reloaded),
-so its URL stays the same for the whole run, and its token (kept in the state folder
-unless given) from one start to the next. Every option is also a ``[tool.hotseam]`` key; a
-flag wins over the file, and ``--no-web`` turns off a ``web = true``."""
+The inbox is installed in the *parent* context, like ``--answers``: it serves while no
+watched module provides the seam. It is the CLI's (never reloaded), so its URL stays the
+same for the run, and its token from one start to the next."""
 
 from __future__ import annotations
 
@@ -87,9 +85,8 @@ def web_options(
     args: argparse.Namespace, *, implied: bool = False, default_port: int = DEFAULT_PORT
 ) -> WebOptions | None:
     """The checked options (flags over ``[tool.hotseam]``), or ``None`` without the inbox; the
-    token is read (or made) here, so a bad token file is bad input found before anything
-    starts. ``implied``: the command is the inbox (``hotseam inbox``): ``web`` and ``answers``
-    are not consulted.
+    token is read here, so a bad token file is found before anything starts. ``implied``:
+    the command is the inbox (``web`` and ``answers`` are not consulted).
 
     Raises:
         ValueError: a ``--web-*`` flag without the inbox, the inbox with ``--answers``, a
@@ -147,12 +144,8 @@ def start_web(
     scope: Scope, options: WebOptions, command: str, *, provide: bool = True
 ) -> WebProvider | None:
     """Serve the inbox for the CLI's lifetime (provided in ``scope`` unless ``provide`` is
-    false: ``hotseam mcp``'s fallback); its ``web.serving`` event announces the URL (one
-    line, as for an inbox a provider module serves).
-
-    Returns ``None`` after one line on stderr when the port cannot be listened on (in use,
-    not allowed) or the host is not an address of this machine: bad input, exit 2.
-    """
+    false: ``hotseam mcp``'s fallback); ``None`` after one line on stderr when the address
+    cannot be listened on (bad input, exit 2)."""
     from ..providers.web import WebProvider
 
     try:
