@@ -25,10 +25,8 @@ from ._options import seconds
 if TYPE_CHECKING:
     from ..providers.terminal import TerminalProvider
 
-# The built-in demo agent, the default of ``hotseam demo`` and ``hotseam dev`` (which imports
-# it from here, not the terminal provider): its four questions cover the seam's shapes,
-# options with descriptions and a recommended one, another with a recommended default, a
-# free-form question, and one that accepts no custom answer.
+# The default agent of ``hotseam demo`` and ``hotseam dev``: its four questions cover the
+# seam's shapes (options, a recommended default, free-form, no custom answer).
 DEMO_AGENT = Agent("demo", "Demo agent")
 
 DEMO_QUESTIONS: list[dict[str, Any]] = [

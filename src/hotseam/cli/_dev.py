@@ -219,10 +219,8 @@ async def _serve(session: _Session, signals: StopSignals) -> int:
     reloader = session.reloader
     outcome = EXIT_OK
     daemon = session.command == "hotseam run"
-    # Stop signals are handled before any provider code runs: the first cancels whatever
-    # runs (an initial load included), a second lets the stop finish (StopSignals), and a
-    # KeyboardInterrupt can then only be raised by provider code, which the reloader
-    # reports as its failure. SIGHUP goes to a receiver of its own.
+    # Stop signals are handled before any provider code runs: a KeyboardInterrupt can then
+    # only be provider code's, which the reloader reports. SIGHUP has a receiver of its own.
     stop = anyio.CancelScope()
     watchdog = LoopWatchdog(session.settings.stall_warning or None, log, exit_process)
     with anyio.open_signal_receiver(signal.SIGHUP) as hangups, signals.cancelling(stop):

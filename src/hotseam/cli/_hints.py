@@ -126,9 +126,7 @@ class Hints:
 
 
 _ADDRESS_IN_USE = re.compile(r"address already in use", re.IGNORECASE)
-"""EADDRINUSE as the socket module (``[Errno 98] Address already in use``) and asyncio's
-``create_server`` (``error while attempting to bind on address ...: address already in
-use``) word it."""
+"""EADDRINUSE as the socket module and asyncio's ``create_server`` word it."""
 
 _RELATIVE = re.compile(r"^\s*from\s+\.+([\w.]*)\s+import\s+([\w, ]+)")
 

@@ -42,9 +42,8 @@ if TYPE_CHECKING:
     from ._logging import LogStyle
     from ._web import WebOptions
 
-# What the command needs beyond this is imported after its stop signals are handled
-# (:func:`add_arguments`): the web inbox's modules take seconds to import on a busy
-# machine, and a SIGTERM then (a supervisor that changes its mind) must be a clean stop.
+# The rest is imported after the stop signals are handled (:func:`add_arguments`): the web
+# inbox's modules take seconds to import on a busy machine, and a SIGTERM then is a stop.
 
 COMMAND = "hotseam inbox"
 

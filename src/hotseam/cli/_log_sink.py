@@ -42,8 +42,7 @@ SETTLE = 0.02
 exit does not wait)."""
 
 BURST_WAIT = 0.25
-"""The longest a line waits for the log to be quiet: a program that logs without pause
-has its lines written this long after the first of them at the latest."""
+"""The longest a line waits for the log to be quiet (a program that logs without pause)."""
 
 _KICK_OVERDUE = 3 * SETTLE
 """A line that finds the loop's timer this late past its time wakes the writer itself."""
@@ -55,9 +54,8 @@ Render = Callable[[], bytes]
 """A function that renders one log line (its newline included), called by the writer."""
 
 _BATCH = select.PIPE_BUF
-"""Lines go out in writes of at most this many bytes (unless one line is longer): a pipe
-write that small is atomic, so a ``print`` to stderr from another thread never lands in
-the middle of a log line."""
+"""Lines go out in writes of at most this many bytes (unless one is longer): atomic on a
+pipe, so a ``print`` from another thread never lands in the middle of a log line."""
 
 
 def plain_report(count: int) -> str:
@@ -345,9 +343,8 @@ QUIET = 0.05
 """How long the output pipe stays quiet before an unfinished line on it is written."""
 
 _PIPE_SIZE = 1024 * 1024
-"""The output pipe's buffer (the default 64 KiB on Linux otherwise): C code that writes to
-fd 2 while holding the interpreter lock cannot let the draining thread run, so the pipe
-must take its writes whole."""
+"""The output pipe's buffer (64 KiB by default): C code writing to fd 2 while holding the
+interpreter lock cannot let the draining thread run, so the pipe must take it whole."""
 
 
 class OutputCapture:

@@ -34,9 +34,8 @@ if TYPE_CHECKING:
     from ._early import HandOff
 
 _log = get_logger("hotseam.cli")
-# The reader's buffer, not the longest line: a longer line is read in pieces of this size,
-# up to --max-line-bytes (16 MiB by default), and a line over that is discarded as it
-# arrives. (The SDK's default, 50 MiB, would buffer a runaway line that far before any check.)
+# The reader's buffer, not the longest line (--max-line-bytes): a longer one is read in pieces
+# (the SDK's default, 50 MiB, would buffer a runaway line that far before any check).
 _STDIO_CHUNK = 1024 * 1024
 
 

@@ -33,9 +33,8 @@ PET_INTERVAL = 0.25
 """Seconds between two pets of a free loop."""
 
 SIGNAL_GRACE = 0.5
-"""A stop signal counts as unhandled once the loop has not run for this long after it: a
-free loop pets within :data:`PET_INTERVAL`, so two quick signals to a free loop never force
-the exit."""
+"""A stop signal counts as unhandled once the loop has not run for this long after it (a
+free loop pets within :data:`PET_INTERVAL`)."""
 
 _CHECK_INTERVAL = 0.1
 _STACK_DEPTH = 8
