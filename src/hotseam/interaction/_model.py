@@ -24,7 +24,7 @@ from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NoReturn, get_args
 
-from .._core import AbortSignal, Agent, lazy_exports
+from .._core import AbortSignal, Agent
 from ._errors import ErrorCode, UserInteractionError
 from ._limits import MAX_QUESTIONS, SkipReason
 
@@ -34,25 +34,18 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_QUESTIONS",
     "AskUserQuestionAnswer",
-    "AskUserQuestionInput",
     "AskUserQuestionOption",
-    "AskUserQuestionOptionInput",
     "AskUserQuestionRequest",
     "Question",
     "QuestionAnswer",
-    "QuestionInput",
     "SkipReason",
     "answer_text",
-    "answered_in_text",
     "check_answer",
     "check_partial_answer",
     "check_question_answer",
     "entries_of",
-    "implied_entry",
-    "in_seed_form",
     "validate_request",
     "where",
-    "wrong_type",
 ]
 
 _NUMBER = re.compile(r"(\d{1,6})[.)]?")
@@ -1318,13 +1311,3 @@ def _check_entries(
                     "that allows skipping takes QuestionAnswer.skip)"
                 )
     return tuple(found[index] for index in sorted(found))
-
-
-_INPUT_MODELS = ("AskUserQuestionInput", "AskUserQuestionOptionInput", "QuestionInput")
-
-if not TYPE_CHECKING:  # type checkers read the imports above
-    __getattr__ = lazy_exports(globals(), dict.fromkeys(_INPUT_MODELS, "._inputs"))
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
