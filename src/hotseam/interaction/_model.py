@@ -337,8 +337,7 @@ class AskUserQuestionRequest:
     @property
     def first(self) -> Question:
         """The first question (the only one, for a one-question request)."""
-        first: Question = self.questions[0]
-        return first
+        return self.questions[0]
 
     @property
     def question(self) -> str:
