@@ -20,6 +20,7 @@ import signal
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Collection, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -115,23 +116,21 @@ def stuck_location(frames: Collection[FrameType], watched: Collection[str]) -> s
 # -- detached tasks -------------------------------------------------------------------------------
 
 
+@dataclass(eq=False, slots=True)
 class Detached:
     """A task that no task group waits for; ``done`` is set when it ended."""
 
-    __slots__ = ("_coro", "cancel_scope", "done", "error", "label")
-
-    def __init__(self, label: str) -> None:
-        self.label = label
-        self.done = anyio.Event()
-        self.error: BaseException | None = None
-        self.cancel_scope = anyio.CancelScope()
-        self._coro: object = None
+    label: str
+    done: anyio.Event = field(default_factory=anyio.Event)
+    error: BaseException | None = None
+    cancel_scope: anyio.CancelScope = field(default_factory=anyio.CancelScope)
+    coro: object = None
 
     def location(self, watched: Collection[str]) -> str | None:
         """Where the task is stuck right now (``None`` once it ended)."""
         if self.done.is_set():
             return None
-        return stuck_location(list(_frames_of_coroutine(self._coro)), watched)
+        return stuck_location(list(_frames_of_coroutine(self.coro)), watched)
 
 
 _KEEP: set[object] = set()  # asyncio keeps only weak references to tasks
@@ -155,7 +154,7 @@ def start_detached(label: str, func: Callable[[], Awaitable[object]]) -> Detache
             handle.done.set()
 
     coro = body()
-    handle._coro = coro
+    handle.coro = coro
     if sniffio.current_async_library() == "trio":
         import trio
 
