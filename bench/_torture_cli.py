@@ -69,7 +69,7 @@ from _torture_cli_world import CliFiles, Ledgers
 from _torture_ledger import Report, Settings
 from control_flood import exchange, hostile_line
 
-from hotseam.cli._control import ControlError, Endpoint, request
+from hotseam.cli._control_client import ControlError, Endpoint, request
 
 __all__ = ["CLI_ZERO", "CliSettings", "run_cli"]
 

@@ -39,7 +39,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from hotseam.cli._control import ControlError, Endpoint, request
+from hotseam.cli._control_client import ControlError, Endpoint, request
 
 SOFT_LIMIT = 1024
 PROVIDER = """
