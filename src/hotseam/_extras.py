@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import importlib.util
 
-__all__ = ["EXTRAS", "MissingExtraError", "install_hint", "missing", "raise_if_missing"]
-
 EXTRAS: dict[str, tuple[str, ...]] = {
     "acp": ("acp",),
     "web": ("starlette", "hypercorn"),

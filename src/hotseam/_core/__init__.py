@@ -53,7 +53,6 @@ if TYPE_CHECKING:  # ``X as X``: re-exported for type checkers (``__all__`` is t
     from ._log import EventLogger as EventLogger
     from ._log import get_logger as get_logger
     from ._module_body import executing as executing
-    from ._registry import DEFAULT_SWAP_WAIT as DEFAULT_SWAP_WAIT
     from ._registry import BaseContext as BaseContext
     from ._registry import Lease as Lease
     from ._registry import Registration as Registration
@@ -62,6 +61,7 @@ if TYPE_CHECKING:  # ``X as X``: re-exported for type checkers (``__all__`` is t
     from ._scope import ScopeState as ScopeState
     from ._scope import exit_task_group as exit_task_group
     from ._seam import Seam as Seam
+    from ._swap import DEFAULT_SWAP_WAIT as DEFAULT_SWAP_WAIT
     from ._swap import Swap as Swap
     from ._tools import Tool as Tool
     from ._tools import ToolCall as ToolCall
@@ -102,14 +102,13 @@ _DEFINED_IN: dict[str, str] = {
         "_module_body": ("executing",),
         "_registry": (
             "BaseContext",
-            "DEFAULT_SWAP_WAIT",
             "Lease",
             "Registration",
             "RegistrationState",
         ),
         "_scope": ("Scope", "ScopeState", "exit_task_group"),
         "_seam": ("Seam",),
-        "_swap": ("Swap",),
+        "_swap": ("DEFAULT_SWAP_WAIT", "Swap"),
         "_tools": (
             "Tool",
             "ToolCall",

@@ -21,8 +21,6 @@ import anyio
 
 from ._errors import AbortError
 
-__all__ = ["AbortController", "AbortSignal", "abort_exception"]
-
 _callback_keys = itertools.count()
 
 

@@ -6,8 +6,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Agent"]
-
 
 @dataclass(frozen=True, slots=True)
 class Agent:

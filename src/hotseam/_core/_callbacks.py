@@ -11,8 +11,6 @@ from collections.abc import Callable
 
 from ._log import get_logger
 
-__all__ = ["InactiveCallbacks"]
-
 _log = get_logger("hotseam.context")
 _keys = itertools.count()
 

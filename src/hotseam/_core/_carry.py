@@ -25,17 +25,6 @@ from typing import Any, Generic, Protocol, TypeVar, cast, overload
 from ._effects import Effect, EffectOwner, ScopeExit, run_undo
 from ._errors import ScopeClosedError, ScopeError
 
-__all__ = [
-    "CarriedEffect",
-    "CarryHost",
-    "Carrying",
-    "Handover",
-    "carried_since",
-    "carry_mark",
-    "follow",
-    "hand_over",
-]
-
 T = TypeVar("T")
 V = TypeVar("V")
 

@@ -12,8 +12,6 @@ from ._errors import HarnessError
 from ._registry import BaseContext, current
 from ._scope import Scope
 
-__all__ = ["Context", "current_context", "lookup_current_context", "use_context"]
-
 
 class Context(BaseContext):
     """Holds at most one active provider per seam, and the tools offered to models.

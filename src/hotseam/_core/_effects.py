@@ -20,19 +20,6 @@ import anyio.abc
 from . import _tracking
 from ._errors import DisposerTimeoutError
 
-__all__ = [
-    "DEFAULT_DISPOSE_TIMEOUT",
-    "CloseReason",
-    "Deferred",
-    "Effect",
-    "EffectOwner",
-    "EnteredEffect",
-    "ScopeExit",
-    "TaskEffect",
-    "callable_label",
-    "run_undo",
-]
-
 T = TypeVar("T")
 
 DEFAULT_DISPOSE_TIMEOUT = 5.0

@@ -31,18 +31,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, ClassVar, Self
 
-__all__ = [
-    "AbortError",
-    "DisposalError",
-    "DisposerTimeoutError",
-    "HarnessError",
-    "NoProviderError",
-    "ProviderConflictError",
-    "ScopeClosedError",
-    "ScopeError",
-    "ToolError",
-]
-
 
 class HarnessError(Exception):
     """An error with a stable ``code`` that survives the trip to a model.

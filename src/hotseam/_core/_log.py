@@ -13,8 +13,6 @@ import logging
 import sys
 from typing import Any
 
-__all__ = ["EventLogger", "get_logger"]
-
 _LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,

@@ -15,8 +15,6 @@ from contextlib import contextmanager
 
 from ._errors import ScopeError
 
-__all__ = ["caller_location", "executing", "executing_path", "refuse_registration"]
-
 _state = threading.local()
 
 MESSAGE = "register in setup(scope): a module-level registration would outlive its generation"

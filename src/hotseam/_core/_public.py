@@ -11,8 +11,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["lazy_exports", "present_as"]
-
 
 def present_as(module_name: str, namespace: MutableMapping[str, Any], names: Iterable[str]) -> None:
     """Set ``__module__`` of each hotseam object in ``names`` to ``module_name``, so reprs and

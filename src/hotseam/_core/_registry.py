@@ -33,15 +33,6 @@ from ._seam import Seam
 from ._swap import DEFAULT_SWAP_WAIT, Swap
 from ._tools import ToolRegistry
 
-__all__ = [
-    "DEFAULT_SWAP_WAIT",
-    "BaseContext",
-    "Lease",
-    "Registration",
-    "RegistrationState",
-    "current",
-]
-
 T = TypeVar("T")
 _log = get_logger("hotseam.context")
 

@@ -40,12 +40,6 @@ from ._registry import BaseContext, Registration, current
 from ._seam import Seam
 from ._tools import Tool, ToolRegistration
 
-__all__ = [
-    "Scope",
-    "ScopeState",
-    "exit_task_group",
-]
-
 T = TypeVar("T")
 _log = get_logger("hotseam.scope")
 

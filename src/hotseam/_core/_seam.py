@@ -16,8 +16,6 @@ from typing import Any, Generic, TypeVar
 
 from ._errors import HarnessError, NoProviderError
 
-__all__ = ["Seam"]
-
 T = TypeVar("T")
 
 

@@ -12,8 +12,6 @@ import anyio
 
 from ._seam import Seam
 
-__all__ = ["DEFAULT_SWAP_WAIT", "Swap"]
-
 DEFAULT_SWAP_WAIT = 10.0
 """Seconds a caller that finds no provider (or tool) waits for a running swap to end."""
 

@@ -30,19 +30,6 @@ if TYPE_CHECKING:
     # not pay it before anyone defines a tool (whose input model imports it anyway).
     from pydantic import BaseModel, ValidationError
 
-__all__ = [
-    "Tool",
-    "ToolCall",
-    "ToolContext",
-    "ToolFormat",
-    "ToolRegistration",
-    "ToolRegistry",
-    "ToolResult",
-    "field_path",
-    "format_validation_error",
-    "tool",
-]
-
 InputT = TypeVar("InputT", bound="BaseModel")
 T = TypeVar("T")
 ToolFormat = Literal["anthropic", "openai", "mcp"]

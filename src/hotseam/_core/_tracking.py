@@ -9,8 +9,6 @@ from __future__ import annotations
 import weakref
 from typing import Protocol
 
-__all__ = ["Tracker", "get_tracker", "is_long_lived", "mark_long_lived", "set_tracker"]
-
 
 class Tracker(Protocol):
     """Receives the life events of scopes and registrations."""

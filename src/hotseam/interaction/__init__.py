@@ -19,14 +19,13 @@ from typing import TYPE_CHECKING
 from .._core import Agent, lazy_exports, present_as
 from ._ask import ask
 from ._errors import ErrorCode, UserInteractionError
+from ._limits import MAX_QUESTIONS, SkipReason
 from ._model import (
-    MAX_QUESTIONS,
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
     Question,
     QuestionAnswer,
-    SkipReason,
     check_answer,
     check_partial_answer,
     check_question_answer,

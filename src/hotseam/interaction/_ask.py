@@ -37,8 +37,6 @@ from ._pending import PendingAsk, ProviderWait
 from ._provider import USER_INTERACTION, UserInteractionProvider, takes_several
 from ._runs import current_run
 
-__all__ = ["ask"]
-
 _log = get_logger("hotseam.interaction")
 
 

@@ -15,8 +15,6 @@ from pathlib import Path
 
 from .._core import EventLogger
 
-__all__ = ["log_provider_crash"]
-
 _PACKAGE_DIR = str(Path(__file__).resolve().parent)
 
 

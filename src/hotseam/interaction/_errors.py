@@ -15,8 +15,6 @@ import enum
 
 from .._core import HarnessError
 
-__all__ = ["ErrorCode", "UserInteractionError"]
-
 
 class ErrorCode(enum.StrEnum):
     """Why an ask did not produce an answer; the value is the wire ``code``."""

@@ -23,14 +23,6 @@ from .._core import format_validation_error, present_as
 from ._errors import ErrorCode, UserInteractionError
 from ._limits import MAX_QUESTIONS, SkipReason
 
-__all__ = [
-    "AnswerEntryInput",
-    "AskUserQuestionInput",
-    "AskUserQuestionOptionInput",
-    "QuestionInput",
-    "parse_input",
-]
-
 _M = TypeVar("_M", bound=BaseModel)
 
 

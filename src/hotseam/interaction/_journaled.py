@@ -32,8 +32,6 @@ from ._model import AskUserQuestionAnswer, AskUserQuestionRequest, check_answer
 from ._pending import AnsweredElsewhere
 from ._runs import AgentRun
 
-__all__ = ["answer_recorded", "place", "replay"]
-
 _log = get_logger("hotseam.interaction")
 
 _UNAVAILABLE = JournalErrorCode.JOURNAL_UNAVAILABLE.value

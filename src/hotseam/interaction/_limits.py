@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Literal, TypeAlias
 
-__all__ = ["MAX_QUESTIONS", "SkipReason"]
-
 MAX_QUESTIONS = 8
 """The most questions one ask may hold (Claude Code's AskUserQuestion takes 4, Codex's 3)."""
 

@@ -31,23 +31,6 @@ from ._limits import MAX_QUESTIONS, SkipReason
 if TYPE_CHECKING:
     from ._inputs import AskUserQuestionInput, AskUserQuestionOptionInput, QuestionInput
 
-__all__ = [
-    "MAX_QUESTIONS",
-    "AskUserQuestionAnswer",
-    "AskUserQuestionOption",
-    "AskUserQuestionRequest",
-    "Question",
-    "QuestionAnswer",
-    "SkipReason",
-    "answer_text",
-    "check_answer",
-    "check_partial_answer",
-    "check_question_answer",
-    "entries_of",
-    "validate_request",
-    "where",
-]
-
 _NUMBER = re.compile(r"(\d{1,6})[.)]?")
 _ID = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 Problems = list[tuple[str, str]]

@@ -20,18 +20,6 @@ from dataclasses import dataclass, field, replace
 
 from ._model import AskUserQuestionAnswer
 
-__all__ = [
-    "AnsweredElsewhere",
-    "AskEnded",
-    "PendingAsk",
-    "ProviderWait",
-    "current_ask",
-    "on_ask_ended",
-    "pending_asks",
-    "provider_wait",
-    "waiting_for_provider",
-]
-
 
 @dataclass(slots=True)
 class PendingAsk:

@@ -8,8 +8,6 @@ from .._core import Seam
 from ._errors import ErrorCode, UserInteractionError
 from ._model import AskUserQuestionAnswer, AskUserQuestionRequest
 
-__all__ = ["USER_INTERACTION", "UserInteractionProvider", "takes_several"]
-
 
 @runtime_checkable
 class UserInteractionProvider(Protocol):

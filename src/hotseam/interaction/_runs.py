@@ -50,8 +50,6 @@ from ._journal import (
     open_journal,
 )
 
-__all__ = ["JOURNALING", "AgentRun", "JournalDaemon", "current_run", "journal_waits"]
-
 T = TypeVar("T")
 
 _log = get_logger("hotseam.interaction")

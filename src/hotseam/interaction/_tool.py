@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from .._core import BaseContext, Tool, ToolCall, ToolError
 from ._ask import ask
-from ._model import MAX_QUESTIONS, AskUserQuestionAnswer, AskUserQuestionRequest, Question
+from ._limits import MAX_QUESTIONS
+from ._model import AskUserQuestionAnswer, AskUserQuestionRequest, Question
 
 if TYPE_CHECKING:
     from ._inputs import AskUserQuestionInput
-
-__all__ = ["ASK_USER_QUESTION_DESCRIPTION", "ask_user_question_tool"]
 
 ASK_USER_QUESTION_DESCRIPTION = f"""\
 Ask the human a question, or several at once, and wait for the answer. Use it when you \

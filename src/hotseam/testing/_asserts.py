@@ -8,8 +8,6 @@ from typing import Any
 
 from .._core import Context, Seam
 
-__all__ = ["DisposalRecorder", "assert_no_provider"]
-
 
 class DisposalRecorder:
     """Hands out named disposers and records the order in which they ran.

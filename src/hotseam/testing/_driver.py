@@ -19,8 +19,6 @@ from ._sites import add_origin, name_originals
 from ._strict import StrictModeError, leftovers, snapshot
 from ._zombies import Generation, Zombie, find_zombies
 
-__all__ = ["ReloadDriver", "assert_generation_active"]
-
 
 class ReloadDriver:
     """Writes modules into ``directory`` and reloads them through a watcher-less Reloader.

@@ -26,17 +26,6 @@ from typing import Any, TypeVar
 
 from ._sites import Site, StackFrame, capture, is_library
 
-__all__ = [
-    "ALLOWABLE",
-    "KINDS",
-    "Escape",
-    "EscapeWatch",
-    "active_watch",
-    "format_escapes",
-    "install",
-    "open_fds",
-]
-
 KINDS = ("tasks", "timers", "threads", "fds")
 """What the escape check looks at; each can be allowed per test."""
 ALLOWABLE = (*KINDS, "generations")

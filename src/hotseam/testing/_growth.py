@@ -26,8 +26,6 @@ from ._leaks import LeakTracker
 from ._sites import is_library, name_originals
 from ._zombies import format_zombies
 
-__all__ = ["GrowthError", "GrowthReport", "assert_reload_stable"]
-
 _TOP_SITES = 5
 _KIT = str(Path(__file__).parent) + os.sep
 _HOTSEAM = str(Path(__file__).parents[1]) + os.sep

@@ -25,8 +25,6 @@ from pathlib import Path
 from .._core import HarnessError, is_long_lived, set_tracker
 from ._sites import StackFrame
 
-__all__ = ["Leak", "LeakError", "LeakTracker", "track_leaks"]
-
 _HOTSEAM_DIR = str(Path(__file__).resolve().parents[1])
 _NOISE = (
     "/_pytest/",

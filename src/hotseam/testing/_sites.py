@@ -15,8 +15,6 @@ import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Site", "StackFrame", "capture", "forget_origins", "is_library", "name_originals"]
-
 StackFrame = tuple[str, int, str]
 """``(filename, line, function)`` of one frame."""
 

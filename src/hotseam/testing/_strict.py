@@ -17,15 +17,6 @@ import anyio
 
 from .._core import BaseContext, HarnessError, Scope, carried_since, carry_mark
 
-__all__ = [
-    "StrictModeError",
-    "forget_told",
-    "leftovers",
-    "snapshot",
-    "strict_setup",
-    "told_carried",
-]
-
 Setup = Callable[[Scope], object]
 
 _told: set[str] = set()

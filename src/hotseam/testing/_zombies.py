@@ -24,13 +24,6 @@ from pathlib import Path
 
 from ._sites import is_library
 
-__all__ = [
-    "Generation",
-    "Zombie",
-    "find_zombies",
-    "format_zombies",
-]
-
 _ATOMIC = (str, bytes, int, float, bool, type(None), complex)
 _MAX_CHAIN = 40
 _KIT = "hotseam.testing"

@@ -13,17 +13,6 @@ from typing import Any
 from ._errors import JournalError, JournalErrorCode
 from ._records import AskRecord, AskState, DaemonRecord, InboxEntry, RunRecord, RunState
 
-__all__ = [
-    "ASK_COLUMNS",
-    "DAEMON_COLUMNS",
-    "RUN_COLUMNS",
-    "ask_from_row",
-    "daemon_from_row",
-    "entry_from_row",
-    "run_from_row",
-    "to_json",
-]
-
 ASK_COLUMNS = (
     "id",
     "run_id",

@@ -6,8 +6,6 @@ import enum
 
 from ..._core import HarnessError
 
-__all__ = ["JournalError", "JournalErrorCode"]
-
 
 class JournalErrorCode(enum.StrEnum):
     """What went wrong with the journal; the value is the error's ``code``."""

@@ -19,8 +19,6 @@ import anyio
 
 from ._records import AskRecord, JournalEvent
 
-__all__ = ["Notices", "Subscription", "Watch"]
-
 _FEED_BUFFER = 10_000
 
 

@@ -13,8 +13,6 @@ from ._errors import JournalError, JournalErrorCode
 from ._store import Journal
 from ._url import default_journal_path, parse_journal_url
 
-__all__ = ["DEFAULT_LIVENESS_TIMEOUT", "DEFAULT_POLL_INTERVAL", "open_journal"]
-
 DEFAULT_LIVENESS_TIMEOUT = 15.0
 """Seconds without a heartbeat after which a daemon counts as dead."""
 

@@ -40,8 +40,6 @@ from ._store import Journal
 if TYPE_CHECKING:
     import psycopg
 
-__all__ = ["PostgresJournal"]
-
 T = TypeVar("T")
 
 _log = get_logger("hotseam.journal")

@@ -20,23 +20,6 @@ from ._errors import JournalError, JournalErrorCode
 if TYPE_CHECKING:
     from .._model import AskUserQuestionAnswer, AskUserQuestionRequest
 
-__all__ = [
-    "CLEARED",
-    "SETTLED_STATES",
-    "AskRecord",
-    "AskState",
-    "DaemonRecord",
-    "InboxEntry",
-    "JournalEvent",
-    "PurgeReport",
-    "RunOverview",
-    "RunRecord",
-    "RunState",
-    "Settlement",
-    "change_event",
-    "question_digest",
-]
-
 
 class AskState(enum.StrEnum):
     """Where an ask stands; every state but ``pending`` is final."""

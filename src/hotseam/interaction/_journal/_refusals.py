@@ -7,18 +7,6 @@ from typing import TypeVar
 from ._errors import JournalError, JournalErrorCode
 from ._records import AskRecord, DaemonRecord, RunRecord
 
-__all__ = [
-    "ask_conflict",
-    "daemon_stopped",
-    "known",
-    "not_abandoned",
-    "run_claimed",
-    "run_exists",
-    "run_finished",
-    "unknown",
-]
-
-
 T = TypeVar("T")
 
 _UNKNOWN = {

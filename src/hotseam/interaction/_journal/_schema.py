@@ -21,8 +21,6 @@ from collections.abc import Callable
 from ._errors import JournalError, JournalErrorCode
 from ._sql import Db
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "ensure_schema", "schema_is_current"]
-
 SCHEMA_VERSION = 1
 """The version this hotseam writes."""
 

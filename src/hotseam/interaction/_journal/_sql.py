@@ -25,8 +25,6 @@ from ._codec import (
 from ._records import CLEARED, AskRecord, DaemonRecord, RunRecord, RunState
 from ._refusals import daemon_stopped, known, run_finished
 
-__all__ = ["Db", "Dialect", "Row"]
-
 Row = tuple[Any, ...]
 
 

@@ -64,8 +64,6 @@ from ._schema import SCHEMA_VERSION, ensure_schema, schema_is_current
 from ._sql import Db, Dialect
 from ._store import Journal
 
-__all__ = ["SqliteJournal"]
-
 T = TypeVar("T")
 
 _log = get_logger("hotseam.journal")

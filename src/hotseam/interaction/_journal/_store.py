@@ -70,8 +70,6 @@ from ._sql import (
 if TYPE_CHECKING:
     from .._model import AskUserQuestionAnswer, AskUserQuestionRequest
 
-__all__ = ["Journal"]
-
 T = TypeVar("T")
 E = TypeVar("E", AskState, RunState)
 

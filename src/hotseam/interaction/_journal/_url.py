@@ -23,15 +23,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ._errors import JournalError, JournalErrorCode
 
-__all__ = [
-    "JOURNAL_FILE_NAME",
-    "JournalLocation",
-    "default_journal_path",
-    "parse_journal_url",
-    "redact",
-    "state_folder",
-]
-
 JOURNAL_FILE_NAME = "journal.sqlite3"
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*):")

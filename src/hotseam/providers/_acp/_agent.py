@@ -51,17 +51,16 @@ from ..._core import (
     get_logger,
 )
 from ...interaction import USER_INTERACTION, ask_user_question_tool
+from .._kit import DEFAULT_MAX_LINE_BYTES
 from ._provider import AcpProvider
 from ._sessions import DEFAULT_IDLE_TIMEOUT, Run, Session, Sessions, StopReason
 from ._turn import ContentBlock, PromptTurn, prompt_text, serving_turn
-from ._wire import DEFAULT_MAX_LINE_BYTES, close_connection, guard_lines, guard_sender
+from ._wire import close_connection, guard_lines, guard_sender
 
 if TYPE_CHECKING:
     from acp._transport import Transport
     from acp.connection import StreamObserver
     from acp.interfaces import Agent as SdkAgent
-
-__all__ = ["AcpAgent", "AgentFunction", "serve"]
 
 AgentFunction: TypeAlias = Callable[[Context], Awaitable[object]]
 _RESOURCE_NOT_FOUND = -32002

@@ -28,17 +28,6 @@ from ...interaction import (
 )
 from .._kit import RECOMMENDED_SUFFIX, EmptyAnswerError, named_choices
 
-__all__ = [
-    "Conversations",
-    "NOT_AN_OPTION_NOTE",
-    "NotAnOptionError",
-    "SKIP_WORD",
-    "conversation_text",
-    "escape_markdown",
-    "question_text",
-    "read_reply",
-]
-
 _REPLY_HINT = "_(Reply with your answer as your next message.)_"
 _CHOICE_HINT = "_(Reply with the number or the name of your choice.)_"
 _CHOICE_OR_OWN_HINT = (

@@ -44,17 +44,6 @@ from ...interaction import (
 from .._kit import RECOMMENDED_SUFFIX, type_name, unused_value
 from ._conversation import escape_markdown
 
-__all__ = [
-    "CUSTOM_DROPPED",
-    "ONE_CHOICE",
-    "PermissionForm",
-    "REQUEST_PERMISSION",
-    "SKIP_NAME",
-    "build_permission_form",
-    "fits_permission",
-    "is_negative",
-]
-
 REQUEST_PERMISSION = "session/request_permission"
 CUSTOM_DROPPED = (
     "_This client cannot take a typed answer here, so the option to write your own is left "

@@ -52,16 +52,6 @@ from ._conversation import Conversations, NotAnOptionError, question_text, read_
 from ._permission import REQUEST_PERMISSION, build_permission_form, fits_permission
 from ._wire import ANSWER_REFUSED, AcpWire
 
-__all__ = [
-    "CONVERSATION",
-    "ELICITATION_CREATE",
-    "AcpProvider",
-    "AskScope",
-    "ask_scope",
-    "current_ask_scope",
-    "form_params",
-]
-
 _log = get_logger("hotseam.providers.acp")
 ELICITATION_CREATE = "elicitation/create"
 _UNWIND_WAIT = 5.0

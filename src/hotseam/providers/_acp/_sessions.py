@@ -19,8 +19,6 @@ from acp.exceptions import RequestError
 from .._kit import LastUse
 from ._turn import PromptTurn
 
-__all__ = ["DEFAULT_IDLE_TIMEOUT", "Run", "Session", "Sessions", "StopReason"]
-
 StopReason: TypeAlias = Literal["end_turn", "cancelled"]
 DEFAULT_IDLE_TIMEOUT = 3600.0
 """Seconds without a prompt after which a session is released (its run, if any, cancelled)."""

@@ -39,8 +39,6 @@ from ..._core import (
 from ...interaction import AskUserQuestionInput
 from ._provider import AcpProvider, ask_scope
 
-__all__ = ["ContentBlock", "PromptTurn", "current_turn", "prompt_text", "serving_turn"]
-
 ContentBlock: TypeAlias = (
     TextContentBlock
     | ImageContentBlock

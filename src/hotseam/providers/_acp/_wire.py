@@ -56,19 +56,6 @@ from .._kit import (
 if TYPE_CHECKING:
     from acp._transport import Transport
 
-__all__ = [
-    "ANSWER_REFUSED",
-    "CANCEL_REQUEST",
-    "DEFAULT_MAX_LINE_BYTES",
-    "REQUEST_CANCELLED",
-    "SESSION_CLOSE",
-    "AcpWire",
-    "GuardedLines",
-    "close_connection",
-    "guard_lines",
-    "guard_sender",
-]
-
 CANCEL_REQUEST = "$/cancel_request"
 SESSION_CLOSE = "session/close"
 REQUEST_CANCELLED = -32800

@@ -46,30 +46,6 @@ from ...interaction import (
     check_question_answer,
 )
 
-__all__ = [
-    "ACP",
-    "ANSWER_FIELD",
-    "ASKED_AGAIN_AT_MOST",
-    "CUSTOM_FIELD",
-    "EMPTY_ANSWER_NOTE",
-    "AskedAgain",
-    "EmptyAnswerError",
-    "Form",
-    "IncompleteAnswerError",
-    "MCP_2025_06_18",
-    "MCP_2025_11_25",
-    "MCP_2026_07_28",
-    "OTHER_TITLE",
-    "RECOMMENDED_SUFFIX",
-    "Unfit",
-    "Variant",
-    "ask_until_answered",
-    "build_form",
-    "mcp_variant",
-    "type_name",
-    "unused_value",
-]
-
 ANSWER_FIELD = "answer"
 """The property of a one-question form that holds the choice (or the free-form answer)."""
 CUSTOM_FIELD = "custom"

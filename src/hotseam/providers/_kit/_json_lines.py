@@ -26,27 +26,6 @@ from typing import Any, Final, Literal, TypeAlias, TypeGuard
 import anyio
 import anyio.abc
 
-__all__ = [
-    "DEFAULT_MAX_DEPTH",
-    "DEFAULT_MAX_LINE_BYTES",
-    "INVALID_REQUEST",
-    "PARSE_ERROR",
-    "PREFIX_BYTES",
-    "Decoded",
-    "Envelope",
-    "JsonLines",
-    "Line",
-    "Refusal",
-    "RequestId",
-    "StreamReaderStream",
-    "decode_bytes",
-    "decode_line",
-    "envelope_of",
-    "is_request_id",
-    "nested_deeper_than",
-    "scan_envelope",
-]
-
 DEFAULT_MAX_DEPTH: Final = 128
 """The deepest nesting accepted (serde_json's default, as the Rust ACP SDK parses)."""
 

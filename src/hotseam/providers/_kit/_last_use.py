@@ -12,8 +12,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Generic, Protocol, TypeVar
 
-__all__ = ["LastUse"]
-
 
 class _Used(Protocol):
     last_used: float

@@ -13,8 +13,6 @@ from ...interaction import (
     check_answer,
 )
 
-__all__ = ["ask_one_at_a_time", "named_choices"]
-
 
 async def ask_one_at_a_time(
     request: AskUserQuestionRequest,

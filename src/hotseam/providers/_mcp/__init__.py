@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..._core import lazy_exports
+from .._kit import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
 
 if TYPE_CHECKING:  # what hotseam.providers.mcp and the CLI use, imported when first used
     from ._http import DEFAULT_MAX_SESSIONS as DEFAULT_MAX_SESSIONS
@@ -22,7 +23,6 @@ if TYPE_CHECKING:  # what hotseam.providers.mcp and the CLI use, imported when f
     from ._provider import in_call as in_call
     from ._provider import load_forms as load_forms
     from ._server import McpServer as McpServer
-    from ._stdio import DEFAULT_MAX_LINE_BYTES as DEFAULT_MAX_LINE_BYTES
     from ._stdio import stdio_streams as stdio_streams
 
 if not TYPE_CHECKING:  # type checkers read the imports above
@@ -36,7 +36,6 @@ if not TYPE_CHECKING:  # type checkers read the imports above
             "McpProvider": "._provider",
             "load_forms": "._provider",
             "McpServer": "._server",
-            "DEFAULT_MAX_LINE_BYTES": "._stdio",
             "stdio_streams": "._stdio",
             "DEFAULT_MAX_SESSIONS": "._http",
             "DEFAULT_SESSION_IDLE_TIMEOUT": "._http",

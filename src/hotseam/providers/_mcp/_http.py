@@ -45,14 +45,6 @@ from .._web import HostPolicy, Listener, WebServer, is_loopback, token_matches
 from ._server import McpServer
 from ._tap import ResponseTap
 
-__all__ = [
-    "DEFAULT_MAX_SESSIONS",
-    "DEFAULT_SESSION_IDLE_TIMEOUT",
-    "ENDPOINT",
-    "HttpEndpoint",
-    "serve_http",
-]
-
 ENDPOINT = "/mcp"
 DEFAULT_MAX_SESSIONS = 64
 """Sessions open at once; past it the least recently used idle one is closed."""

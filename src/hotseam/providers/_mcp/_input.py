@@ -29,8 +29,6 @@ from mcp.shared.exceptions import MCPError
 from ..._core import get_logger
 from ...interaction import AskUserQuestionRequest, ErrorCode, UserInteractionError
 
-__all__ = ["Continuation", "Continuations", "DEFAULT_INPUT_TTL"]
-
 DEFAULT_INPUT_TTL = 600.0
 """Seconds a question waits for the client's retry, and a result for its collection."""
 _log = get_logger("hotseam.providers.mcp")

@@ -45,8 +45,6 @@ if TYPE_CHECKING:
     from ._input import Continuation
     from ._tap import ResponseTap
 
-__all__ = ["McpCall", "McpProvider", "current_call", "in_call", "load_forms"]
-
 _log = get_logger("hotseam.providers.mcp")
 _METHOD_NOT_FOUND = -32601
 

@@ -37,8 +37,6 @@ from ._input import DEFAULT_INPUT_TTL, Continuation, Continuations
 from ._provider import McpCall, in_call
 from ._tap import ResponseTap, current_tap
 
-__all__ = ["McpServer"]
-
 _log = get_logger("hotseam.providers.mcp")
 _INVALID_PARAMS = -32602
 _MAX_PEERS = 1024

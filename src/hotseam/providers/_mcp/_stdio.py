@@ -35,8 +35,6 @@ from .._kit import (
     decode_line,
 )
 
-__all__ = ["DEFAULT_MAX_LINE_BYTES", "stdio_streams"]
-
 _STALL_WARNING = 10.0
 _FLUSH_WAIT = 2.0
 _log = get_logger("hotseam.providers.mcp")

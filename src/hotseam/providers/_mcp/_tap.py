@@ -29,8 +29,6 @@ from mcp.shared.message import SessionMessage
 
 from ..._core import get_logger
 
-__all__ = ["MARK", "Filed", "ResponseTap", "current_tap"]
-
 _log = get_logger("hotseam.providers.mcp")
 _KEEP_WITHDRAWN = 64
 """Withdrawn requests whose late answer is still looked for, per connection."""

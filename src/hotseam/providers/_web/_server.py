@@ -35,16 +35,6 @@ from ..._core import get_logger
 from .._accept import accept_connections, descriptor_limit
 from ._security import SECURITY_HEADERS, is_loopback
 
-__all__ = [
-    "IDLE_TIMEOUT",
-    "MAX_CONNECTIONS",
-    "SWAP_WAIT",
-    "Listener",
-    "Mount",
-    "WebServer",
-    "connection_limit",
-]
-
 _BACKLOG = 128
 IDLE_TIMEOUT = 5.0
 """Seconds a connection may stay without a request in flight (before its first one too)."""
