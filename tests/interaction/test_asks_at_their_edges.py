@@ -335,12 +335,6 @@ class AnswersAtOnce:
         return AskUserQuestionAnswer.of([entry], request)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="open: the answers to the questions of a pending ask of several live in the "
-    "process only; the journal records an ask's answer whole (found by bench/torture.py "
-    "--journal, #23)",
-)
 async def test_a_question_of_several_answered_before_a_restart_is_not_asked_again(
     journal: Journal,
 ) -> None:

@@ -290,22 +290,23 @@ async def test_the_journal_records_the_ask_once_and_replays_it_whole(journal: Jo
     assert [r.question for r in resumed.requests] == [NAME.question]  # THREE replayed
 
 
-async def test_a_run_stopped_after_two_of_three_asks_the_whole_ask_again(
+async def test_a_run_stopped_after_two_of_three_asks_only_the_third_again(
     journal: Journal,
 ) -> None:
-    """Answers given through the one-question fallback live in the process: a run stopped
-    with two of three answered is resumed with the whole ask open, asked again whole, and
-    answered once."""
+    """The answers given one question at a time are kept in the journal as they come: a
+    run stopped with two of three answered is resumed with the ask still open, asks only
+    the third question, and returns the three answers, recorded once."""
     first = OneByOne(["pg", "auth,billing", NEVER])
     with anyio.fail_after(scaled(5)):
         assert await _run(journal, first, stop_after_asked=3) == []
     (pending,) = await journal.list_asks()
     assert pending.state is AskState.PENDING and pending.answer is None
-    again = OneByOne(["sqlite", "search", "Ship on Friday"])
+    assert [entry.id for entry in pending.partial] == ["db", "features"]
+    again = OneByOne(["Ship on Friday"])
     with anyio.fail_after(scaled(5)):
         (answer,) = await _run(journal, again)
-    assert again.ids == ["db", "features", "notes"]
-    assert [entry.answer for entry in answer.answers] == ["sqlite", "search", "Ship on Friday"]
+    assert again.ids == ["notes"]
+    assert answer == EXPECTED
     (record,) = await journal.list_asks()  # the same ask, re-attached and answered once
     assert (record.id, record.state, record.answer) == (pending.id, AskState.ANSWERED, answer)
 
@@ -358,10 +359,10 @@ def setup(scope):
 """
 
 
-def test_a_daemon_killed_after_two_of_three_asks_the_whole_ask_again(tmp_path: Path) -> None:
-    """Real processes: `hotseam run` with a one-question provider is killed (SIGKILL) after
-    two of three questions of one ask were answered; restarted, it asks all three again
-    and the agent gets the three answers of the second run, once."""
+def test_a_daemon_killed_after_two_of_three_asks_only_the_third_again(tmp_path: Path) -> None:
+    """Real processes: `hotseam run` with a one-question provider is killed (SIGKILL) just
+    after it said the second of three questions of one ask was answered; restarted, it asks
+    only the third, and the agent gets the first run's two answers and the third, once."""
     import json
     import signal
 
@@ -377,17 +378,17 @@ def test_a_daemon_killed_after_two_of_three_asks_the_whole_ask_again(tmp_path: P
     finally:
         first.finish(signal.SIGKILL)
     assert first.lines["stdout"] == []
-    (tmp_path / "replies.json").write_text(json.dumps(["SQLite", "search", "Ship on Friday"]))
+    (tmp_path / "replies.json").write_text(json.dumps(["Ship on Friday"]))
     second = Process("run", "providers", "--agent", "agent.py", cwd=tmp_path)
     try:
         second.expect("notes -> ", stream="stdout")
     finally:
         assert second.finish(signal.SIGTERM) == 0
     assert second.lines["stdout"] == [
-        "db -> SQLite",
-        "features -> search",
+        "db -> Postgres",
+        "features -> auth, billing",
         "notes -> Ship on Friday",
     ]
     asked = [json.loads(line) for line in second.lines["stderr"] if "question_answered" in line]
-    assert [event["question"] for event in asked] == ["db", "features", "notes"]
+    assert [event["question"] for event in asked] == ["notes"]
     assert not [line for line in second.lines["stderr"] if "ask.replayed" in line]

@@ -12,6 +12,8 @@ from hotseam.interaction import (
     AskUserQuestionAnswer,
     AskUserQuestionOption,
     AskUserQuestionRequest,
+    Question,
+    QuestionAnswer,
     validate_request,
 )
 from hotseam.interaction._journal import (
@@ -134,6 +136,37 @@ async def test_the_first_answer_wins_and_the_loser_learns_what_won(journal_url: 
         await journal.record_ask("personal", run.id, 1, FREE)
         private = await journal.answer_ask("personal", AskUserQuestionAnswer("my home address"))
         assert "my home address" not in repr(private) + repr(await journal.inbox())
+
+
+async def test_a_pending_ask_keeps_the_answers_given_so_far_until_it_settles(
+    journal_url: str,
+) -> None:
+    """The answers to some questions of an ask of several are kept (each keep replaces the
+    last), read back with the ask after a reopen, kept out of ``repr``, and never written
+    once the ask is settled."""
+    two = AskUserQuestionRequest(
+        questions=[
+            Question("Which region?", id="region", options=[AskUserQuestionOption("Europe")]),
+            Question("Release notes?", id="notes"),
+        ]
+    )
+    region = QuestionAnswer.chosen(two.questions[0], ["Europe"])
+    notes = QuestionAnswer.chosen(two.questions[1], custom="my private notes")
+    async with open_journal(journal_url) as journal:
+        run = await _run(journal)
+        await journal.record_ask("q", run.id, 0, two)
+        assert (await journal.get_ask("q")).partial == ()
+        assert await journal.keep_partial("q", [region])
+        assert await journal.keep_partial("q", [region, notes])
+        kept = await journal.get_ask("q")
+        assert kept.partial == (region, notes) and kept.pending
+        assert "my private notes" not in repr(kept)
+        await journal.answer_ask("q", AskUserQuestionAnswer.of([region, notes], two))
+        assert not await journal.keep_partial("q", [region])  # settled: nothing written
+        assert (await journal.get_ask("q")).partial == (region, notes)
+    if journal_url != "memory:":
+        async with open_journal(journal_url) as reopened:
+            assert (await reopened.get_ask("q")).partial == (region, notes)
 
 
 async def test_an_ask_settles_once_whatever_settles_it(journal_url: str) -> None:

@@ -16,10 +16,20 @@ from typing import TypeVar
 
 import anyio
 import pytest
+import structlog
 from tests._timing import scaled
 
 from _postgres import PostgresServer
-from hotseam.interaction._journal import JournalError, RunState, open_journal
+from hotseam import Context
+from hotseam.interaction import (
+    USER_INTERACTION,
+    AskUserQuestionAnswer,
+    AskUserQuestionRequest,
+    Question,
+    QuestionAnswer,
+    ask,
+)
+from hotseam.interaction._journal import AskState, JournalError, RunState, open_journal
 from hotseam.interaction.journal import JournalDaemon
 
 T = TypeVar("T")
@@ -108,3 +118,55 @@ async def _reached(call: Callable[[], Awaitable[T]]) -> T:
             if error.code != "JOURNAL_UNAVAILABLE":
                 raise
             await anyio.sleep(0.1)
+
+
+class _StopsTheServerAfterTheFirst:
+    """Shows one question at a time: the first is answered as the server stops, the second
+    is asked (during the outage) and answered once the server is back."""
+
+    def __init__(self, server: PostgresServer) -> None:
+        self.server = server
+        self.asked: list[str] = []
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        (item,) = request.questions
+        self.asked.append(str(item.id))
+        if len(self.asked) == 1:
+            await anyio.to_thread.run_sync(self.server._pg_ctl, "stop", "-m", "fast")
+        else:
+            await anyio.to_thread.run_sync(self.server._pg_ctl, "start")
+        entry = QuestionAnswer.chosen(item, custom=f"{item.id} answered")
+        return AskUserQuestionAnswer.of([entry], request)
+
+
+async def test_an_answer_to_one_question_of_several_in_an_outage_does_not_hold_the_next(
+    own_postgres: PostgresServer,
+) -> None:
+    """The server stops as the first of two questions shown one at a time is answered:
+    keeping that answer fails, which is said at warning, the second question is asked at
+    once all the same, and the whole answer is recorded once the server is back."""
+    url = own_postgres.new_schema()
+    two = AskUserQuestionRequest.of(
+        [Question("Which region?", id="region"), Question("Release notes?", id="notes")]
+    )
+    provider = _StopsTheServerAfterTheFirst(own_postgres)
+    context = Context("daemon")
+    with structlog.testing.capture_logs() as logs, anyio.fail_after(scaled(60)):
+        async with (
+            open_journal(url) as journal,
+            JournalDaemon.open(journal, name="daemon") as journaling,
+            context.scope("ui") as scope,
+        ):
+            scope.provide(USER_INTERACTION, provider)
+            async with journaling.run("deployer") as run:
+                answer = await ask(two, context=context)
+            (recorded,) = await journal.run_asks(run.id)
+    assert provider.asked == ["region", "notes"]
+    assert [(e.id, e.answer) for e in answer.answers] == [
+        ("region", "region answered"),
+        ("notes", "notes answered"),
+    ]
+    assert recorded.state is AskState.ANSWERED and recorded.answer == answer
+    (lost,) = [e for e in logs if e["event"] == "ask.partial_not_recorded"]
+    assert lost["log_level"] == "warning" and lost["answered"] == 1
+    assert "region answered" not in str(lost)  # what was answered is not logged

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import nullcontext
 
 import anyio
@@ -21,7 +21,7 @@ from .._core import (
 from . import _pending
 from ._crash import log_provider_crash
 from ._errors import ErrorCode, UserInteractionError
-from ._journaled import answer_recorded, place, replay
+from ._journaled import answer_recorded, partial_keeper, place, replay
 from ._model import (
     AskUserQuestionAnswer,
     AskUserQuestionRequest,
@@ -38,6 +38,9 @@ from ._provider import USER_INTERACTION, UserInteractionProvider, takes_several
 from ._runs import current_run
 
 _log = get_logger("hotseam.interaction")
+
+Keep = Callable[[Sequence[QuestionAnswer]], Awaitable[None]]
+"""What is handed the answers given so far to an ask of several (a journal keeps them)."""
 
 
 async def ask(
@@ -110,10 +113,12 @@ async def ask(
         else:
             assert run is not None
 
+            given, keep = record.partial, partial_keeper(run, record)
+
             async def ask_here() -> AskUserQuestionAnswer:
                 with _pending.deadline_of(timeout):  # providers show the time left
                     return await _ask_until_answered(
-                        ctx, request, question_id, swap_timeout, pending
+                        ctx, request, question_id, swap_timeout, pending, given, keep
                     )
 
             answer = await answer_recorded(
@@ -179,13 +184,17 @@ async def _ask_until_answered(
     question_id: str,
     swap_timeout: float,
     pending: PendingAsk,
+    given: Sequence[QuestionAnswer] = (),
+    keep: Keep | None = None,
 ) -> AskUserQuestionAnswer:
     """Ask the active provider; on a swap, its replacement (``pending`` records which, and
     how many). An answer returned stands even when its lease was revoked in the same turn:
-    the question was answered, so it is never asked again."""
+    the question was answered, so it is never asked again. ``given``: the answers a
+    journal kept for some questions before a restart; ``keep`` is handed each new one."""
     # One lease for every attempt: after a swap it rejoins in the caller's arrival order.
     lease = ctx.lease(USER_INTERACTION, timeout=swap_timeout, rejoin=True)
-    answered: dict[str, QuestionAnswer] = {}  # questions of the request answered so far
+    # The questions of the request answered so far.
+    answered: dict[str, QuestionAnswer] = {entry.id: entry for entry in given}
     migrated = False
     wait = _pending.provider_wait()
     deadline = None if wait is None else time.monotonic() + wait.timeout
@@ -201,7 +210,7 @@ async def _ask_until_answered(
                     pending.provider = _describe(provider)
                     pending.attempts += 1
                     asking = True
-                    answer = await _put(lease.provider, request, answered, pending)
+                    answer = await _put(lease.provider, request, answered, pending, keep)
                     returned = True
             except HarnessError as error:
                 if not entered and error.code == ErrorCode.NO_PROVIDER and wait is not None:
@@ -246,6 +255,7 @@ async def _put(
     request: AskUserQuestionRequest,
     answered: dict[str, QuestionAnswer],
     pending: PendingAsk,
+    keep: Keep | None = None,
 ) -> object:
     """Ask ``provider`` the parts of ``request`` not in ``answered`` yet; return the whole
     request's answer. A part that is the whole request is answered as is (``ask()`` checks
@@ -260,15 +270,19 @@ async def _put(
             # Not to a provider revoked (or a caller cancelled, or a signal fired) in the
             # turn the previous question was answered: the rest goes to the replacement.
             await anyio.lowlevel.checkpoint_if_cancelled()
-        for entry in _answers_to(request, part.questions, await provider.ask(part)):
-            answered[entry.id] = entry
+        entries = _answers_to(request, part.questions, await provider.ask(part))
+        before = len(answered)
+        answered.update((entry.id, entry) for entry in entries)
+        if keep is not None:  # kept before it is said: a kill after the line finds it kept
+            await keep(tuple(answered.values()))
+        for count, entry in enumerate(entries, before + 1):
             _log.info(
                 "ask.question_answered",
                 question_id=pending.question_id,
                 question=entry.id,
-                answered=len(answered),
+                answered=count,
                 of=len(request.questions),
-                summary=f"question {entry.id} ({len(answered)} of {len(request.questions)}) "
+                summary=f"question {entry.id} ({count} of {len(request.questions)}) "
                 f"of ask {pending.question_id} answered",
             )
     return AskUserQuestionAnswer.of([answered[str(item.id)] for item in request.questions], request)

@@ -10,7 +10,7 @@ here or in another process's inbox (the prompt here is then withdrawn).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
 
@@ -28,7 +28,7 @@ from ._journal import (
     Settlement,
     question_digest,
 )
-from ._model import AskUserQuestionAnswer, AskUserQuestionRequest, check_answer
+from ._model import AskUserQuestionAnswer, AskUserQuestionRequest, QuestionAnswer, check_answer
 from ._pending import AnsweredElsewhere
 from ._runs import AgentRun
 
@@ -73,6 +73,34 @@ async def place(run: AgentRun, request: AskUserQuestionRequest, key: str | None)
             ),
             signal=signal,
         )
+
+
+def partial_keeper(
+    run: AgentRun, record: AskRecord
+) -> Callable[[Sequence[QuestionAnswer]], Awaitable[None]]:
+    """What keeps the answers given so far to an ask of several asked one at a time, so that
+    a restart asks only the rest. A journal that cannot take them is said at warning and
+    does not hold the ask up: the answers stay in this process, and the whole answer is
+    recorded when the last question is answered (waiting for the journal then)."""
+    journal = run.journal.journal
+
+    async def keep(answers: Sequence[QuestionAnswer]) -> None:
+        # Shielded: a stop that comes as the human answers must not cut the one write that
+        # keeps the answer (the engines bound it: one attempt, their own timeouts).
+        try:
+            with anyio.CancelScope(shield=True):
+                await journal.keep_partial(record.id, answers)
+        except JournalError as error:
+            _log.warning(
+                "ask.partial_not_recorded",
+                question_id=record.id,
+                answered=len(answers),
+                code=error.code,
+                summary=f"the answers to {len(answers)} question(s) of ask {record.id} were "
+                f"not recorded ({error}): a restart before the ask ends asks them again",
+            )
+
+    return keep
 
 
 def replay(record: AskRecord, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:

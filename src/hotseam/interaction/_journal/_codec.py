@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._errors import JournalError, JournalErrorCode
 from ._records import AskRecord, AskState, DaemonRecord, InboxEntry, RunRecord, RunState
+
+if TYPE_CHECKING:
+    from .._model import QuestionAnswer
 
 ASK_COLUMNS = (
     "id",
@@ -26,6 +29,7 @@ ASK_COLUMNS = (
     "settled_by",
     "created_at",
     "settled_at",
+    "partial",
 )
 RUN_COLUMNS = ("id", "agent", "daemon_id", "state", "started_at", "claimed_at", "finished_at")
 DAEMON_COLUMNS = (
@@ -66,6 +70,7 @@ def ask_from_row(row: Row) -> AskRecord:
         parsed_answer = (
             None if answer is None else AskUserQuestionAnswer.from_dict(json.loads(answer))
         )
+        parsed_partial = _partial_from(row[12])
         ask_state = AskState(state)
     except (ValueError, TypeError, UserInteractionError) as error:
         raise JournalError(
@@ -85,7 +90,23 @@ def ask_from_row(row: Row) -> AskRecord:
         settled_by=row[9],
         created_at=float(row[10]),
         settled_at=None if row[11] is None else float(row[11]),
+        partial=parsed_partial,
     )
+
+
+def _partial_from(stored: str | None) -> tuple[QuestionAnswer, ...]:
+    from .._model import QuestionAnswer
+
+    entries = [] if stored is None else json.loads(stored)
+    if not isinstance(entries, list):
+        raise TypeError(f"its partial answer is {type(entries).__name__}, not a list")
+    return tuple(QuestionAnswer.from_dict(entry) for entry in entries)
+
+
+def partial_json(answers: Sequence[QuestionAnswer]) -> str:
+    """The stored form of a pending ask's answers to some of its questions."""
+    entries = [answer.to_dict() for answer in answers]
+    return json.dumps(entries, ensure_ascii=False, separators=(",", ":"))
 
 
 def run_from_row(row: Row) -> RunRecord:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ._errors import JournalError, JournalErrorCode
 
 if TYPE_CHECKING:
-    from .._model import AskUserQuestionAnswer, AskUserQuestionRequest
+    from .._model import AskUserQuestionAnswer, AskUserQuestionRequest, QuestionAnswer
 
 
 class AskState(enum.StrEnum):
@@ -127,6 +127,9 @@ class AskRecord:
         settled_by: Who settled it, as the settler described itself (an inbox, a host).
         created_at: When it was recorded.
         settled_at: When it left ``pending``, or ``None``.
+        partial: For a pending ask of several questions asked one at a time: the answers
+            given so far (personal data, left out of ``repr``); a resumed run asks only
+            the rest.
     """
 
     id: str
@@ -141,6 +144,7 @@ class AskRecord:
     settled_by: str | None
     created_at: float
     settled_at: float | None
+    partial: tuple[QuestionAnswer, ...] = field(default=(), repr=False)
 
     @property
     def pending(self) -> bool:

@@ -10,8 +10,10 @@ opening a new database at once make it once):
   older hotseam cannot know what a newer one's records mean.
 
 Version 0 is the layout of hotseam's unreleased first journal (no ``hotseam_meta`` table;
-asks without ``settled_by``; no change log). Its migration is kept, and tested on both
-SQL engines, so that the mechanism is proven before the first real migration needs it.
+asks without ``settled_by``; no change log). Version 2 adds ``partial`` to asks: the
+answers given so far to the questions of a pending ask of several, so that a resumed run
+asks only the rest. A new journal is made at version 1 and migrated, so that every
+migration runs wherever a journal is made.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import Callable
 from ._errors import JournalError, JournalErrorCode
 from ._sql import Db
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The version this hotseam writes."""
 
 _STATES = "'pending', 'answered', 'failed', 'withdrawn', 'abandoned'"
@@ -84,7 +86,12 @@ def _migrate_0_to_1(db: Db) -> None:
         db.count(_CHANGE_LOG)
 
 
-MIGRATIONS: dict[int, Callable[[Db], None]] = {0: _migrate_0_to_1}
+def _migrate_1_to_2(db: Db) -> None:
+    """Version 2 keeps a pending ask's answers to some of its questions (JSON, or NULL)."""
+    db.count("ALTER TABLE hotseam_asks ADD COLUMN partial TEXT")
+
+
+MIGRATIONS: dict[int, Callable[[Db], None]] = {0: _migrate_0_to_1, 1: _migrate_1_to_2}
 """``MIGRATIONS[n]`` turns a version ``n`` journal into version ``n + 1``."""
 
 
@@ -103,16 +110,15 @@ def ensure_schema(db: Db, where: str) -> int | None:
     from ... import __version__
 
     found = _version(db, where)
+    if found is not None and found > SCHEMA_VERSION:
+        raise _newer(db, where, found)
     if found is None:
         for statement in _VERSION_1:
             db.count(statement)
         if db.dialect.change_log:
             db.count(_CHANGE_LOG)
-    elif found > SCHEMA_VERSION:
-        raise _newer(db, where, found)
-    else:
-        for version in range(found, SCHEMA_VERSION):
-            MIGRATIONS[version](db)
+    for version in range(1 if found is None else found, SCHEMA_VERSION):
+        MIGRATIONS[version](db)
     if found != SCHEMA_VERSION:
         _set(db, "schema_version", str(SCHEMA_VERSION))
         _set(db, "hotseam_version", __version__)

@@ -27,6 +27,7 @@ from ._codec import (
     ask_from_row,
     daemon_from_row,
     entry_from_row,
+    partial_json,
     run_from_row,
     to_json,
 )
@@ -68,7 +69,7 @@ from ._sql import (
 )
 
 if TYPE_CHECKING:
-    from .._model import AskUserQuestionAnswer, AskUserQuestionRequest
+    from .._model import AskUserQuestionAnswer, AskUserQuestionRequest, QuestionAnswer
 
 T = TypeVar("T")
 E = TypeVar("E", AskState, RunState)
@@ -594,6 +595,31 @@ class Journal(abc.ABC):
         """
         self._check_open()
         return await self._settle(ask_id, AskState.ANSWERED, None, to_json(answer), by)
+
+    async def keep_partial(self, ask_id: str, answers: Sequence[QuestionAnswer]) -> bool:
+        """Record the answers given so far to some questions of a pending ask of several
+        (asked one at a time), replacing what was kept before: a resumed run asks only the
+        rest. The ask stays pending; its whole answer is still recorded by :meth:`answer_ask`.
+
+        Returns:
+            False when the ask is no longer pending (nothing is written).
+
+        Raises:
+            JournalError: ``JOURNAL_UNAVAILABLE``.
+        """
+        self._check_open()
+        stored = partial_json(answers)
+
+        def keep(db: Db) -> bool:
+            return (
+                db.count(
+                    "UPDATE hotseam_asks SET partial = ? WHERE id = ? AND state = ?",
+                    (stored, ask_id, AskState.PENDING.value),
+                )
+                > 0
+            )
+
+        return await self._write(keep, durable=True)
 
     async def settle_ask(
         self, ask_id: str, state: AskState, *, code: str | None = None, by: str | None = None
