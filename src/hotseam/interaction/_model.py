@@ -132,21 +132,23 @@ class Question:
         return (least, most if self.max_selections is None else self.max_selections)
 
     @property
+    def how_many(self) -> str:
+        """How many to pick, in words (``"pick one"``, ``"pick 1 to 3"``, ``"pick any"``...),
+        the start of :attr:`hint`, for a UI that words the rest its own way."""
+        if not self.is_multi_select:
+            return "pick one"
+        least, most = self.selection_range
+        everything = len(self.choices) + (1 if self.allow_custom else 0)
+        if least == most:
+            return f"pick {least}"
+        if most >= everything:
+            return {0: "pick any", 1: "pick one or more"}.get(least, f"pick {least} or more")
+        return f"pick up to {most}" if least == 0 else f"pick {least} to {most}"
+
+    @property
     def hint(self) -> str:
         """What the human is to do, for a one-line UI (``"pick 1 to 3"``...)."""
-        if self.is_free_form:
-            text = "type your answer"
-        elif not self.is_multi_select:
-            text = "pick one"
-        else:
-            least, most = self.selection_range
-            everything = len(self.choices) + (1 if self.allow_custom else 0)
-            if least == most:
-                text = f"pick {least}"
-            elif most >= everything:
-                text = {0: "pick any", 1: "pick one or more"}.get(least, f"pick {least} or more")
-            else:
-                text = f"pick up to {most}" if least == 0 else f"pick {least} to {most}"
+        text = "type your answer" if self.is_free_form else self.how_many
         if self.allow_custom and not self.is_free_form:
             text += ", or type your own"
         return text + ("; optional" if self.allow_skip else "")

@@ -242,14 +242,8 @@ def _resolve_selection(
 
 
 def pick_hint(question: Question, *, ticking: bool) -> str:
-    least, most = question.selection_range
-    everything = len(question.choices) + (1 if question.allow_custom else 0)
-    if least == most:
-        how_many = f"Pick {least}"
-    elif most >= everything:
-        how_many = {0: "Pick any", 1: "Pick one or more"}.get(least, f"Pick {least} or more")
-    else:
-        how_many = f"Pick up to {most}" if least == 0 else f"Pick {least} to {most}"
+    least = question.selection_range[0]
+    how_many = question.how_many.capitalize()
     own = ", or add your own answer" if question.allow_custom else ""
     if ticking:
         return f"{how_many}{own}: Space ticks, Enter sends what is ticked."
