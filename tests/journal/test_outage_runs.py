@@ -27,6 +27,7 @@ from hotseam.interaction import (
     AskUserQuestionRequest,
     Question,
     QuestionAnswer,
+    _runs,
     ask,
 )
 from hotseam.interaction._journal import AskState, JournalError, RunState, open_journal
@@ -170,3 +171,43 @@ async def test_an_answer_to_one_question_of_several_in_an_outage_does_not_hold_t
     (lost,) = [e for e in logs if e["event"] == "ask.partial_not_recorded"]
     assert lost["log_level"] == "warning" and lost["answered"] == 1
     assert "region answered" not in str(lost)  # what was answered is not logged
+
+
+async def test_a_daemon_stopping_in_an_outage_records_its_stop_once_the_server_is_back(
+    own_postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server stops just before the daemon does: its stop is tried again until the server
+    is back, so the next daemon (in this process too: the same pid) takes its runs over at
+    once instead of waiting for its heartbeat to age."""
+    monkeypatch.setattr(_runs, "STOP_RETRY_FOR", scaled(30))
+    url = own_postgres.new_schema()
+    async with open_journal(url) as journal, anyio.create_task_group() as tasks:
+        with anyio.fail_after(scaled(40)):
+            async with JournalDaemon.open(journal, name="stopping", agent="a") as aj:
+                daemon_id = aj.daemon.id
+                await anyio.to_thread.run_sync(own_postgres._pg_ctl, "stop", "-m", "fast")
+
+                async def back_soon() -> None:
+                    await anyio.sleep(1.0)
+                    await anyio.to_thread.run_sync(own_postgres._pg_ctl, "start")
+
+                tasks.start_soon(back_soon)
+        stopped = await journal.get_daemon(daemon_id)
+    assert stopped.stopped_at is not None and not stopped.alive
+
+
+async def test_a_stop_the_journal_never_takes_is_said_and_does_not_hang_the_exit(
+    own_postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server stays down: the daemon's exit gives up after the bound and says so at
+    warning (before, the failure was swallowed without a word)."""
+    monkeypatch.setattr(_runs, "STOP_RETRY_FOR", 0.5)
+    url = own_postgres.new_schema()
+    with structlog.testing.capture_logs() as logs, anyio.fail_after(scaled(30)):
+        async with (
+            open_journal(url) as journal,
+            JournalDaemon.open(journal, name="stopping", agent="a"),
+        ):
+            await anyio.to_thread.run_sync(own_postgres._pg_ctl, "stop", "-m", "fast")
+    (said,) = [e for e in logs if e["event"] == "journal.stop_not_recorded"]
+    assert said["log_level"] == "warning" and "liveness timeout" in said["summary"]

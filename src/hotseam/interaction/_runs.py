@@ -198,8 +198,7 @@ class JournalDaemon:
                     yield journaling
             finally:
                 _open_journals.discard(journaling)
-                with anyio.CancelScope(shield=True), contextlib.suppress(JournalError):
-                    await journal.stop_daemon(journaling.daemon.id)
+                await _record_stop(journal, journaling.daemon)
 
     async def _beat(self) -> None:
         """Heartbeats until cancelled. Declared stopped by another process (a stall longer
@@ -479,6 +478,41 @@ async def _reached(url: str, what: str, operation: Callable[[], Awaitable[T]]) -
             summary=f"the journal {url} is back after {waited:.1f} s",
         )
     return result
+
+
+STOP_RETRY_FOR = 5.0
+"""For how long a daemon's stop is tried again through an outage (seconds)."""
+
+
+async def _record_stop(journal: Journal, daemon: DaemonRecord) -> None:
+    """Mark ``daemon`` stopped, so that the next daemon of its agents takes their unfinished
+    runs over at once, however soon it starts (one in this process has the same pid, and
+    would otherwise wait for the heartbeat to age past the liveness timeout). Shielded, and
+    tried again for :data:`STOP_RETRY_FOR` through an outage; a stop left unrecorded is
+    said at warning, never silently."""
+    failures: list[JournalError] = []
+
+    def unreachable(error: JournalError) -> None:
+        if journal.closed:
+            raise error  # nothing to wait for: it will not open again
+        failures.append(error)
+
+    with anyio.CancelScope(shield=True), anyio.move_on_after(STOP_RETRY_FOR):
+        try:
+            await _retried(lambda: journal.stop_daemon(daemon.id), unreachable)
+        except JournalError as error:
+            failures.append(error)
+        else:
+            return
+    _log.warning(
+        "journal.stop_not_recorded",
+        daemon_id=daemon.id,
+        code=failures[-1].code if failures else None,
+        summary=f"this daemon's stop was not recorded in the journal {journal.url} "
+        f"({failures[-1] if failures else f'still out of reach after {STOP_RETRY_FOR:g} s'}): "
+        "another daemon takes its unfinished runs over once its heartbeat is older than the "
+        "liveness timeout",
+    )
 
 
 async def _retried(

@@ -146,6 +146,11 @@ class Journal(abc.ABC):
                 from_version=found,
             )
 
+    @property
+    def closed(self) -> bool:
+        """True once the journal was closed: every call then raises ``JOURNAL_UNAVAILABLE``."""
+        return self._closed
+
     def _check_open(self) -> None:
         if self._closed:
             raise JournalError(
