@@ -76,6 +76,9 @@ E = TypeVar("E", AskState, RunState)
 
 _log = get_logger("hotseam.journal")
 
+_BEAT_RETRY_MAX = 2.0
+"""The longest wait between two heartbeats tried through an outage (seconds): as a write's."""
+
 
 class Journal(abc.ABC):
     """An open ask journal: daemons, their agents' runs, and every ask with its answer.
@@ -248,7 +251,8 @@ class Journal(abc.ABC):
     async def keep_alive(self, daemon_id: str, *, interval: float | None = None) -> NoReturn:
         """Heartbeat every ``interval`` seconds (default: a third of ``liveness_timeout``)
         until cancelled. A journal out of reach is warned about and tried again with
-        back-off (from 0.2 s up to ``interval``), so the beat resumes as soon as it is back.
+        back-off (from 0.2 s up to every 2 s, or ``interval`` when shorter), so the beat
+        resumes within about 2 s of the journal's return.
 
         Raises:
             JournalError: ``DAEMON_STOPPED`` or ``DAEMON_UNKNOWN``: the daemon lost its place.
@@ -273,7 +277,7 @@ class Journal(abc.ABC):
                     wait = min(period, 0.1)
                 # Soon after an outage ends, not a whole period later: a beat missed for
                 # longer than the liveness would let another daemon take this one's runs.
-                wait = min(period, wait * 2)
+                wait = min(period, _BEAT_RETRY_MAX, wait * 2)
                 unreachable = True
             else:
                 if unreachable:
