@@ -12,8 +12,8 @@ opening a new database at once make it once):
 Version 0 is the layout of hotseam's unreleased first journal (no ``hotseam_meta`` table;
 asks without ``settled_by``; no change log). Version 2 adds ``partial`` to asks: the
 answers given so far to the questions of a pending ask of several, so that a resumed run
-asks only the rest. A new journal is made at version 1 and migrated, so that every
-migration runs wherever a journal is made.
+asks only the rest. A new journal is made at the current version in statements that
+processes making it at once may all run (``IF NOT EXISTS``).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ _INDEXES = [
     "CREATE INDEX IF NOT EXISTS hotseam_runs_daemon ON hotseam_runs (daemon_id)",
 ]
 
-_VERSION_1 = [
+_CURRENT = [
     _META,
     "CREATE TABLE IF NOT EXISTS hotseam_daemons ("
     " id TEXT PRIMARY KEY, name TEXT NOT NULL, host TEXT NOT NULL, pid INTEGER NOT NULL,"
@@ -62,7 +62,7 @@ _VERSION_1 = [
     " id TEXT PRIMARY KEY, run_id TEXT NOT NULL REFERENCES hotseam_runs (id),"
     " seq INTEGER NOT NULL, caller_key TEXT, digest TEXT NOT NULL, request TEXT NOT NULL,"
     f" state TEXT NOT NULL CHECK (state IN ({_STATES})), code TEXT, answer TEXT,"
-    " settled_by TEXT, created_at {real} NOT NULL, settled_at {real})",
+    " settled_by TEXT, created_at {real} NOT NULL, settled_at {real}, partial TEXT)",
     *_INDEXES,
 ]
 
@@ -113,12 +113,13 @@ def ensure_schema(db: Db, where: str) -> int | None:
     if found is not None and found > SCHEMA_VERSION:
         raise _newer(db, where, found)
     if found is None:
-        for statement in _VERSION_1:
+        for statement in _CURRENT:
             db.count(statement)
         if db.dialect.change_log:
             db.count(_CHANGE_LOG)
-    for version in range(1 if found is None else found, SCHEMA_VERSION):
-        MIGRATIONS[version](db)
+    else:
+        for version in range(found, SCHEMA_VERSION):
+            MIGRATIONS[version](db)
     if found != SCHEMA_VERSION:
         _set(db, "schema_version", str(SCHEMA_VERSION))
         _set(db, "hotseam_version", __version__)
