@@ -82,13 +82,15 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import random
 import shutil
 import subprocess
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 import anyio.abc
@@ -150,14 +152,31 @@ __all__ = ["ENGINES", "JournalTorture", "run_journal_torture"]
 
 ENGINES = ("sqlite", "memory")
 
+T = TypeVar("T")
+
 FAULT_EVERY = 20
 """Edits between two journal faults on SQLite (0: none)."""
 FAULTS = ("-wal and -shm removed", "folder removed", "disk full")
-DISK = "8m"
-"""The size of the tmpfs the journal's folder is on, when it can be mounted."""
+DISK = "64m"
+"""The size of the tmpfs the journal's folder is on, when it can be mounted: room for the
+journal of 1,000 edits (about 4 MiB, and as much write-ahead log) and a copy of it (a
+repair after a removal), so that the disk is full only while a fault fills it."""
 
 JOURNAL_FAILED = "journal: asks or runs failed for the journal's sake"
 UNLISTED = "journal: questions an inbox opened after a fault does not list"
+
+
+async def patient(read: Callable[[], Awaitable[T]]) -> T:
+    """The harness's own read of the journal, tried again while it is out of reach (a
+    fault just made, a repair under way) rather than crashing the run."""
+    with anyio.fail_after(Settings.settle_timeout):
+        while True:
+            try:
+                return await read()
+            except JournalError as error:
+                if error.code != "JOURNAL_UNAVAILABLE":
+                    raise
+            await anyio.sleep(0.05)
 
 
 class JournalTorture(Torture):
@@ -601,7 +620,7 @@ class JournalTorture(Torture):
         """The ask's record says what the asker got; a resumed ask kept its record, and a
         replay asked nobody."""
         assert self.journaling is not None
-        records = await self.journaling.journal.run_asks(run.id)
+        records = await patient(lambda: self.journaling.journal.run_asks(run.id))
         mine = [r for r in records if asked(r) == item.question and r.state != AskState.ABANDONED]
         question = item.question
         if len(mine) > 1:
@@ -682,8 +701,8 @@ class JournalTorture(Torture):
         """The run ended as its agent did, no record pending; keep it to compare later."""
         assert self.journaling is not None
         journal = self.journaling.journal
-        state = (await journal.get_run(run.id)).state
-        records = await journal.run_asks(run.id)
+        state = (await patient(lambda: journal.get_run(run.id))).state
+        records = await patient(lambda: journal.run_asks(run.id))
         expected = RunState.FAILED if failed else RunState.FINISHED
         pending = [r.id for r in records if r.pending]
         if state is not expected or pending:
@@ -719,7 +738,7 @@ class JournalTorture(Torture):
         owes; compare the ended runs with what they were."""
         for agent in self.agents:
             if agent.run_id is not None:
-                records = await journal.run_asks(agent.run_id)
+                records = await patient(functools.partial(journal.run_asks, agent.run_id))
                 agent.resume = {asked(r): r for r in records if r.state is not AskState.ABANDONED}
                 self.counts["restarts: records the runs held"] += len(agent.resume)
                 pending = sum(r.pending for r in agent.resume.values())
@@ -729,9 +748,10 @@ class JournalTorture(Torture):
     async def check_ended(self, journal: Journal) -> None:
         """Every ended run and its records are as they were when the run ended."""
         now: dict[str, list[tuple[str, tuple[object, ...]]]] = {}
-        for record in await journal.list_asks():
+        for record in await patient(journal.list_asks):
             now.setdefault(record.run_id, []).append((record.id, settled_as(record)))
-        states = {overview.run.id: overview.run.state for overview in await journal.runs()}
+        overviews = await patient(journal.runs)
+        states = {overview.run.id: overview.run.state for overview in overviews}
         for run_id, (state, records) in self.ended.items():
             if states.get(run_id) is not state or sorted(now.get(run_id, [])) != sorted(records):
                 self.once(ENDED_CHANGED, run_id, f"run {run_id} changed after it ended")
@@ -747,8 +767,8 @@ class JournalTorture(Torture):
 
     async def check_end(self, journal: Journal) -> None:
         """Once the agents ended: no run running, no record pending, nothing ended changed."""
-        running = await journal.runs(states=[RunState.RUNNING])
-        pending = await journal.list_asks(states=[AskState.PENDING])
+        running = await patient(lambda: journal.runs(states=[RunState.RUNNING]))
+        pending = await patient(lambda: journal.list_asks(states=[AskState.PENDING]))
         if running or pending:
             self.report.count(
                 LEFT_OPEN,
@@ -756,7 +776,7 @@ class JournalTorture(Torture):
                 f"({[r.id for r in pending[:5]]})",
             )
         await self.check_ended(journal)
-        self.counts["records in the journal"] = len(await journal.list_asks())
+        self.counts["records in the journal"] = len(await patient(journal.list_asks))
 
 
 async def run_journal_torture(

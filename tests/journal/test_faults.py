@@ -297,6 +297,73 @@ def test_journal_files_removed_under_a_live_daemon_are_noticed_and_repaired(
         assert stat.S_IMODE(os.stat(folder).st_mode) & 0o077 == 0
 
 
+def _held_removed(pid: int, journal: str) -> list[str]:
+    """The removed journal files process ``pid`` still holds open (their space not freed)."""
+    held = []
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            if target.startswith(journal) and target.endswith("(deleted)"):
+                held.append(target)
+    return held
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+def test_a_repaired_daemon_holds_no_removed_file_open(
+    tmp_path: Path, started: list[Process]
+) -> None:
+    """After its folder is removed the daemon makes the journal again from its copy and
+    closes the removed files, so their space is freed: on a small disk (a tmpfs) a daemon
+    that kept them would fill it, and every question would wait for a journal that cannot
+    take it (before, the removed file stayed open until the daemon stopped)."""
+    write(tmp_path / "agent.py", ASKING_AGENT)
+    (tmp_path / "providers").mkdir()
+    folder = tmp_path / "journal"
+    folder.mkdir()
+    journal = str(folder / "journal.sqlite3")
+    daemon = _daemon(tmp_path, journal, started)
+    daemon.expect(r'"ask\.started"')
+    shutil.rmtree(folder)
+    daemon.expect(r'"journal\.files_removed"')
+    assert _pending_questions(journal) == ["Deploy now?"]
+    assert _held_removed(daemon.popen.pid, journal) == []
+    assert _answer_all(journal, "yes") == 1
+    assert daemon.finish() == 0
+    assert _got(daemon) == [(0, "yes")]
+
+
+def test_a_journal_another_process_made_again_first_gets_the_daemon_records(
+    tmp_path: Path, started: list[Process]
+) -> None:
+    """The folder is removed while the daemon is stopped (SIGSTOP: a stall, a busy
+    machine), and an inbox opened meanwhile makes a new, empty journal at the path. Woken,
+    the daemon finds the path naming a file it does not hold: it merges what it holds into
+    that file, so the question is listed and answerable there (before, it switched to the
+    empty file and dropped its own records: its question, its run and itself unknown)."""
+    write(tmp_path / "agent.py", ASKING_AGENT)
+    (tmp_path / "providers").mkdir()
+    folder = tmp_path / "journal"
+    folder.mkdir()
+    journal = str(folder / "journal.sqlite3")
+    daemon = _daemon(tmp_path, journal, started)
+    daemon.expect(r'"ask\.started"')
+    os.kill(daemon.popen.pid, signal.SIGSTOP)
+    try:
+        shutil.rmtree(folder)
+        folder.mkdir(mode=0o700)
+        assert _pending_questions(journal) == []  # the inbox made a new journal
+    finally:
+        os.kill(daemon.popen.pid, signal.SIGCONT)
+    found = daemon.expect(r'"journal\.files_removed"')
+    event = json.loads(found.string)
+    assert event["level"] == "error" and "merged into it" in event["summary"]
+    assert _pending_questions(journal) == ["Deploy now?"]  # merged before it was said
+    assert _answer_all(journal, "yes") == 1
+    assert daemon.finish() == 0
+    assert _got(daemon) == [(0, "yes")]
+    assert _run_states(journal) == [RunState.FINISHED]
+
+
 def test_an_inbox_holding_the_journal_open_follows_the_daemon_repair(
     tmp_path: Path, started: list[Process]
 ) -> None:

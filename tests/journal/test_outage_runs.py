@@ -211,3 +211,102 @@ async def test_a_stop_the_journal_never_takes_is_said_and_does_not_hang_the_exit
             await anyio.to_thread.run_sync(own_postgres._pg_ctl, "stop", "-m", "fast")
     (said,) = [e for e in logs if e["event"] == "journal.stop_not_recorded"]
     assert said["log_level"] == "warning" and "liveness timeout" in said["summary"]
+
+
+async def test_the_next_daemon_of_this_process_takes_over_a_run_whose_stop_went_unrecorded(
+    own_postgres: PostgresServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server is down as a daemon closes, and for longer than its stop is tried: the
+    stop is never recorded, and the daemon's record looks alive (its pid is this process's,
+    its heartbeat fresh). A daemon of the same process started next is not told the run
+    belongs to another: a daemon of this process no longer open is gone, and its run is
+    taken over at once (before, every start failed RUN_CLAIMED until the heartbeat aged
+    past the liveness timeout)."""
+    monkeypatch.setattr(_runs, "STOP_RETRY_FOR", 0.5)
+    url = own_postgres.new_schema()
+    with anyio.fail_after(scaled(60)):
+        async with open_journal(url) as journal:
+            with structlog.testing.capture_logs() as logs:
+                async with JournalDaemon.open(journal, name="first") as first:
+                    started = await first.persist(
+                        "a start", lambda: first.journal.start_run("deployer", first.daemon.id)
+                    )
+                    await anyio.to_thread.run_sync(own_postgres._pg_ctl, "stop", "-m", "fast")
+            assert [e for e in logs if e["event"] == "journal.stop_not_recorded"]
+            await anyio.to_thread.run_sync(own_postgres._pg_ctl, "start")
+            owner = await _reached(lambda: journal.get_daemon(first.daemon.id))
+            assert owner.alive  # as the next daemon finds it
+            async with JournalDaemon.open(journal, name="second") as second:
+                assert await second.running_elsewhere("deployer") is None
+                async with second.run("deployer") as run:
+                    assert run.record.id == started.id  # resumed, not refused
+            assert not (await journal.get_daemon(first.daemon.id)).alive
+
+
+class _AnswersAsTheServerStops:
+    """Answers the question just after stopping the server: the answer cannot be recorded
+    yet."""
+
+    def __init__(self, server: PostgresServer) -> None:
+        self.server = server
+        self.asked = 0
+
+    async def ask(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        self.asked += 1
+        if self.asked == 1:
+            await anyio.to_thread.run_sync(self.server._pg_ctl, "stop", "-m", "fast")
+        return AskUserQuestionAnswer("yes")
+
+
+async def test_an_answer_waiting_for_the_journal_as_the_daemon_stops_is_recorded_for_the_resume(
+    own_postgres: PostgresServer,
+) -> None:
+    """The human answers, the server is down, and the daemon stops (its agent cancelled)
+    while the answer waits to be recorded. The stop gives the answer the time it gives its
+    own mark: once the server is back the answer is recorded, and the resumed run replays
+    it instead of asking the human again (before, it was dropped at once:
+    ``ask.answer_not_recorded``)."""
+    url = own_postgres.new_schema()
+    provider = _AnswersAsTheServerStops(own_postgres)
+    context = Context("daemon")
+    with structlog.testing.capture_logs() as logs, anyio.fail_after(scaled(60)):
+        async with open_journal(url) as journal:
+            async with (
+                JournalDaemon.open(journal, name="first") as first,
+                context.scope("ui") as scope,
+            ):
+                scope.provide(USER_INTERACTION, provider)
+                async with anyio.create_task_group() as tasks:
+
+                    async def agent() -> None:
+                        async with first.run("deployer"):
+                            await ask(
+                                AskUserQuestionRequest.of([Question("Deploy now?")]),
+                                context=context,
+                            )
+
+                    async def stop_then_restart_the_server() -> None:
+                        given = "the answer to question 1, given and not yet recorded"
+                        # What the daemon waits for, as `hotseam status` shows it: nothing
+                        # to await in this process.
+                        while given not in ((first.waits() or {}).get("waiting") or []):  # noqa: ASYNC110
+                            await anyio.sleep(0.02)
+                        tasks.cancel_scope.cancel()  # the daemon stops, the answer unrecorded
+                        with anyio.CancelScope(shield=True):
+                            await anyio.sleep(0.5)
+                            await anyio.to_thread.run_sync(own_postgres._pg_ctl, "start")
+
+                    tasks.start_soon(agent)
+                    tasks.start_soon(stop_then_restart_the_server)
+            async with (
+                JournalDaemon.open(journal, name="second") as second,
+                context.scope("ui") as scope,
+            ):
+                scope.provide(USER_INTERACTION, provider)
+                async with second.run("deployer"):
+                    answer = await ask(
+                        AskUserQuestionRequest.of([Question("Deploy now?")]), context=context
+                    )
+    assert answer.answers[0].answer == "yes"
+    assert provider.asked == 1  # replayed, not asked again
+    assert not [e for e in logs if e["event"] == "ask.answer_not_recorded"]

@@ -30,7 +30,7 @@ from ._journal import (
 )
 from ._model import AskUserQuestionAnswer, AskUserQuestionRequest, QuestionAnswer, check_answer
 from ._pending import AnsweredElsewhere
-from ._runs import AgentRun
+from ._runs import AgentRun, through_stop
 
 _log = get_logger("hotseam.interaction")
 
@@ -225,6 +225,10 @@ async def _record_later(
     try:
         settlement = await run.journal.persist(what, write)
     except anyio.get_cancelled_exc_class():
+        # A stop while an answer waits for the journal: the human's answer is worth the
+        # wait a stop gives its own mark; recorded, the resume replays it.
+        if unrecorded.answer is not None and await through_stop(journal, write, []) is not None:
+            raise
         _log.error(
             "ask.answer_not_recorded" if unrecorded.answer is not None else "ask.not_recorded",
             question_id=record.id,

@@ -304,13 +304,21 @@ class JournalDaemon:
         return AgentRun(self, record, recorded)
 
     async def _release_if_dead(self, daemon_id: str) -> None:
-        """A previous process of this machine that owned the run and is gone (``kill -9``)
-        is marked stopped at once, rather than after its heartbeat times out."""
+        """A previous owner of the run known to be gone is marked stopped at once, rather
+        than after its heartbeat times out: a process of this machine that is gone (``kill
+        -9``), or a daemon of this process no longer open (its stop went unrecorded: the
+        journal was out of reach as it closed)."""
         with contextlib.suppress(JournalError):
             owner = await self.journal.get_daemon(daemon_id)
-            if owner.alive and owner.host == socket.gethostname() and not pid_alive(owner.pid):
-                await self.journal.stop_daemon(owner.id)
-                _log.info("run.owner_gone", daemon_id=owner.id, pid=owner.pid)
+            if not owner.alive or owner.host != socket.gethostname():
+                return
+            if owner.pid == os.getpid():
+                if any(open_.daemon.id == owner.id for open_ in list(_open_journals)):
+                    return
+            elif pid_alive(owner.pid):
+                return
+            await self.journal.stop_daemon(owner.id)
+            _log.info("run.owner_gone", daemon_id=owner.id, pid=owner.pid)
 
     async def _end(self, run: AgentRun, *, failed: bool) -> None:
         """Record the run's end, until the journal takes it (an unfinished run would resume
@@ -481,16 +489,16 @@ async def _reached(url: str, what: str, operation: Callable[[], Awaitable[T]]) -
 
 
 STOP_RETRY_FOR = 5.0
-"""For how long a daemon's stop is tried again through an outage (seconds)."""
+"""For how long what a stopping daemon must not lose (its stop mark, an answer given and
+not yet recorded) is tried again through an outage (seconds)."""
 
 
-async def _record_stop(journal: Journal, daemon: DaemonRecord) -> None:
-    """Mark ``daemon`` stopped, so that the next daemon of its agents takes their unfinished
-    runs over at once, however soon it starts (one in this process has the same pid, and
-    would otherwise wait for the heartbeat to age past the liveness timeout). Shielded, and
-    tried again for :data:`STOP_RETRY_FOR` through an outage; a stop left unrecorded is
-    said at warning, never silently."""
-    failures: list[JournalError] = []
+async def through_stop(
+    journal: Journal, operation: Callable[[], Awaitable[T]], failures: list[JournalError]
+) -> T | None:
+    """``operation()`` shielded from the caller's cancellation (a stop), tried again through
+    an outage for :data:`STOP_RETRY_FOR`: its result, or None when the journal did not take
+    it (each failure appended to ``failures``; a closed journal is not waited for)."""
 
     def unreachable(error: JournalError) -> None:
         if journal.closed:
@@ -499,11 +507,20 @@ async def _record_stop(journal: Journal, daemon: DaemonRecord) -> None:
 
     with anyio.CancelScope(shield=True), anyio.move_on_after(STOP_RETRY_FOR):
         try:
-            await _retried(lambda: journal.stop_daemon(daemon.id), unreachable)
+            return await _retried(operation, unreachable)
         except JournalError as error:
             failures.append(error)
-        else:
-            return
+    return None
+
+
+async def _record_stop(journal: Journal, daemon: DaemonRecord) -> None:
+    """Mark ``daemon`` stopped, so that the next daemon of its agents takes their unfinished
+    runs over at once, however soon it starts (one in this process has the same pid, and
+    would otherwise wait for the heartbeat to age past the liveness timeout). A stop left
+    unrecorded is said at warning, never silently."""
+    failures: list[JournalError] = []
+    if await through_stop(journal, lambda: journal.stop_daemon(daemon.id), failures) is not None:
+        return
     _log.warning(
         "journal.stop_not_recorded",
         daemon_id=daemon.id,

@@ -25,7 +25,9 @@ with nothing of this process's view lost:
 * the ``-wal`` or ``-shm`` removed: the log is checkpointed into the file, the connection
   reopened;
 * the file or its folder removed: the folder made again (owner-only), the connection's whole
-  view copied (SQLite's backup) into a new file renamed into place, and reopened;
+  view copied (SQLite's backup) into a new file, the connection to the removed files closed
+  (freeing their space: on a small disk they would keep it full), the copy renamed into
+  place and opened (until it is, the copy holds the view, and each transaction tries again);
 * the path naming another file (a peer repaired it first, a copy was restored): this process
   switches to it, keeping its connection to the replaced file open until the journal closes
   (closing it earlier could remove the new file's ``-wal``).
@@ -134,6 +136,7 @@ class SqliteJournal(Journal):
         self._retired: list[sqlite3.Connection] = []  # to files replaced under this one
         self._repaired = False  # tell the feed's readers to resync
         self._reopen = False  # a repair closed the connection and could not open a new one
+        self._restoring: Path | None = None  # a copy of the view not yet renamed into place
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -201,6 +204,8 @@ class SqliteJournal(Journal):
             )
 
     def _close_file(self) -> None:
+        with self._lock, contextlib.suppress(JournalError):
+            self._settle_copy()  # a restored view not yet at the path: the last chance
         with self._lock:
             self._reopen = False
             connection, self._connection = self._connection, None
@@ -249,8 +254,13 @@ class SqliteJournal(Journal):
         named = self._named("")
         try:
             if named is not None and named != main:  # replaced: switch to it
-                how = "switched to the file now at that path"
                 fresh = self._connect()
+                try:
+                    merged = _merge(connection, self.path)
+                except BaseException:
+                    fresh.close()
+                    raise
+                how = f"switched to the file now at that path, {merged} merged into it"
                 self._retired.append(connection)
             elif named is not None:  # the -wal or -shm removed
                 how = "its write-ahead log was checkpointed into the file and reopened"
@@ -262,9 +272,16 @@ class SqliteJournal(Journal):
                 fresh = self._connect()
             else:  # the file or its folder removed
                 how = "it was made again from this process's copy"
-                self._restore(connection)
+                copy = self._copy_view(connection)
+                if self._path_is_free():
+                    # Nothing at the path for SQLite's close to delete: closing now frees
+                    # the removed files' space (a small disk would stay full otherwise).
+                    connection.close()
+                else:
+                    self._retired.append(connection)
+                self._restoring = copy
+                self._settle_copy()
                 fresh = self._connect()
-                self._retired.append(connection)
         except sqlite3.Error as error:
             raise self._unavailable(error) from None
         self._note_files()
@@ -283,10 +300,9 @@ class SqliteJournal(Journal):
             "nothing this process held is lost, and readers are told to list again",
         )
 
-    def _restore(self, connection: sqlite3.Connection) -> None:
-        """Copy the connection's whole view into a new file renamed into place at the path
-        (its folder made again, owner-only). The connection stays open: see the module
-        docstring."""
+    def _copy_view(self, connection: sqlite3.Connection) -> Path:
+        """Copy the connection's whole view into a new file beside the path (its folder made
+        again, owner-only), synced; the connection is untouched."""
         folder = self.path.parent
         copy = folder / f".{self.path.name}.restoring-{os.getpid()}"
         try:
@@ -294,6 +310,9 @@ class SqliteJournal(Journal):
             with contextlib.suppress(FileNotFoundError):
                 copy.unlink()
             os.close(os.open(copy, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600))
+            # The removed log emptied into the removed file first: its space is freed.
+            with contextlib.suppress(sqlite3.Error):
+                connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
             target = sqlite3.connect(copy, isolation_level=None)
             try:
                 connection.backup(target)
@@ -304,14 +323,47 @@ class SqliteJournal(Journal):
                 os.fsync(fd)
             finally:
                 os.close(fd)
-            for suffix in ("-wal", "-shm"):  # of no file now: they must not meet the copy
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(f"{self.path}{suffix}")
-            os.replace(copy, self.path)
         except (OSError, sqlite3.Error) as error:
             with contextlib.suppress(OSError):
                 copy.unlink()
             raise self._unavailable(error) from None
+        return copy
+
+    def _path_is_free(self) -> bool:
+        """True when nothing is at the path, its ``-wal`` or its ``-shm``: closing a
+        connection to removed files deletes its log by name, which must not be another's."""
+        return all(self._named(suffix) is None for suffix in ("", "-wal", "-shm"))
+
+    def _settle_copy(self) -> None:
+        """Put the copy :meth:`_copy_view` made at the path: renamed into place, or, when
+        another process made a journal there meanwhile, merged into it. Until then the copy
+        holds this process's view (its connection may be closed): a failure leaves it, and
+        the next transaction tries again before opening anything."""
+        copy = self._restoring
+        if copy is None:
+            return
+        try:
+            if self._named("") is None:
+                for suffix in ("-wal", "-shm"):  # of no file now: they must not meet the copy
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(f"{self.path}{suffix}")
+                os.replace(copy, self.path)
+            else:  # a peer made the journal again first
+                source = sqlite3.connect(copy, isolation_level=None)
+                try:
+                    merged = _merge(source, self.path)
+                finally:
+                    source.close()
+                for suffix in ("", "-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(f"{copy}{suffix}")
+                self._log_repair(
+                    f"{self.path} was made again by another process first",
+                    f"{merged} of this process's copy merged into it",
+                )
+        except (OSError, sqlite3.Error) as error:
+            raise self._unavailable(error) from None
+        self._restoring = None
 
     def _create_private(self) -> bool:
         """Create the file owner-only when missing; True when this call created it."""
@@ -378,6 +430,7 @@ class SqliteJournal(Journal):
         ``synchronous`` level (empty: the level as it is)."""
         with self._lock:
             if self._connection is None and self._reopen:  # a repair closed it
+                self._settle_copy()
                 self._open_file()
                 self._reopen = False
             if self._connection is None:
@@ -531,3 +584,76 @@ def _closed(connection: sqlite3.Connection) -> bool:
     except sqlite3.ProgrammingError:
         return True
     return False
+
+
+_MERGED = ("hotseam_daemons", "hotseam_runs", "hotseam_asks")
+"""The tables a view is merged from, in the order their foreign keys need."""
+
+_NEWER = {
+    # the row of the file at the path is brought up to the view's where the view knows
+    # more: a settled ask, an ended run, a later claim, a later heartbeat or a stop
+    "hotseam_daemons": (
+        "o.heartbeat_at > t.heartbeat_at OR (o.stopped_at IS NOT NULL AND t.stopped_at IS NULL)"
+    ),
+    "hotseam_runs": (
+        "(t.state = 'running' AND o.state <> 'running')"
+        " OR (t.state = o.state AND o.claimed_at > t.claimed_at)"
+    ),
+    "hotseam_asks": (
+        "(t.state = 'pending' AND o.state <> 'pending')"
+        " OR (t.state = o.state AND t.partial IS NULL AND o.partial IS NOT NULL)"
+    ),
+}
+
+
+def _merge(source: sqlite3.Connection, path: Path) -> str:
+    """Merge what ``source`` (a connection to a view of the journal split off the path)
+    holds into the journal at ``path``, in one transaction: rows the file lacks are added
+    (an ask only with its run, a run only where its agent has no other unfinished run), and
+    a row the view knows more of (:data:`_NEWER`) is brought up to it. The change log is
+    not merged: readers are told to list again. Returns what was merged, for the log."""
+    source.execute("ATTACH DATABASE ? AS target", (str(path),))
+    try:
+        source.execute("BEGIN IMMEDIATE")
+        try:
+            added = updated = 0
+            for table in _MERGED:
+                columns = _shared_columns(source, table)
+                listed = ", ".join(columns)
+                fresh = [column for column in columns if column != "id"]
+                assignments = ", ".join(
+                    f"{column} = (SELECT o.{column} FROM main.{table} AS o WHERE o.id = t.id)"
+                    for column in fresh
+                )
+                updated += source.execute(
+                    f"UPDATE target.{table} AS t SET {assignments} WHERE EXISTS (SELECT 1 FROM"
+                    f" main.{table} AS o WHERE o.id = t.id AND ({_NEWER[table]}))"
+                ).rowcount
+                only = {
+                    "hotseam_daemons": "",
+                    "hotseam_runs": " WHERE daemon_id IN (SELECT id FROM target.hotseam_daemons)",
+                    "hotseam_asks": " WHERE run_id IN (SELECT id FROM target.hotseam_runs)",
+                }[table]
+                added += source.execute(
+                    f"INSERT OR IGNORE INTO target.{table} ({listed})"
+                    f" SELECT {listed} FROM main.{table}{only}"
+                ).rowcount
+            source.execute("COMMIT")
+        except BaseException:
+            if source.in_transaction:
+                source.execute("ROLLBACK")
+            raise
+    finally:
+        source.execute("DETACH DATABASE target")
+    return f"{added} record(s) added and {updated} brought up to date"
+
+
+def _shared_columns(source: sqlite3.Connection, table: str) -> list[str]:
+    """The columns ``table`` has in both the view and the file (an older layout lacks some,
+    and may order them differently)."""
+
+    def names(schema: str) -> list[str]:
+        return [row[1] for row in source.execute(f"PRAGMA {schema}.table_info({table})")]
+
+    there = set(names("target"))
+    return [column for column in names("main") if column in there]
