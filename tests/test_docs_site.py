@@ -27,6 +27,7 @@ PUBLIC_PACKAGES = [
     "hotseam",
     "hotseam.interaction",
     "hotseam.interaction.journal",
+    "hotseam.interaction.approvals",
     "hotseam.reload",
     "hotseam.testing",
     "hotseam.pytest_plugin",

@@ -2,9 +2,10 @@
 
 Each module imports only those before it: ``_errors``; ``_log``, ``_tracking``,
 ``_module_body``; ``_abort``, ``_agent``, ``_public``, ``_seam``; ``_callbacks``, ``_swap``;
-``_effects``; ``_tools``; ``_registry``; ``_carry``; ``_scope``; ``_context``. A lower module
-reaches a higher concept through a small protocol the higher one implements (a scope is an
-``EffectOwner``, a context a ``ToolContext``); ``tests/test_layers.py`` fails on a circle.
+``_effects``; ``_gate``; ``_tools``; ``_registry``; ``_carry``; ``_scope``; ``_context``. A
+lower module reaches a higher concept through a small protocol the higher one implements (a
+scope is an ``EffectOwner``, a context a ``ToolContext``); ``tests/test_layers.py`` fails on a
+circle.
 
 A name is imported when first asked for (PEP 562), so that a process needing only the
 error tree (``hotseam status``) never imports anyio. A package re-exporting core names
@@ -50,6 +51,9 @@ if TYPE_CHECKING:  # ``X as X``: re-exported for type checkers (``__all__`` is t
     from ._errors import ScopeClosedError as ScopeClosedError
     from ._errors import ScopeError as ScopeError
     from ._errors import ToolError as ToolError
+    from ._gate import TOOL_GATE as TOOL_GATE
+    from ._gate import GateVerdict as GateVerdict
+    from ._gate import ToolGate as ToolGate
     from ._log import EventLogger as EventLogger
     from ._log import get_logger as get_logger
     from ._module_body import executing as executing
@@ -98,6 +102,7 @@ _DEFINED_IN: dict[str, str] = {
             "ScopeError",
             "ToolError",
         ),
+        "_gate": ("TOOL_GATE", "GateVerdict", "ToolGate"),
         "_log": ("EventLogger", "get_logger"),
         "_module_body": ("executing",),
         "_registry": (

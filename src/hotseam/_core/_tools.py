@@ -21,6 +21,7 @@ from ._agent import Agent
 from ._callbacks import InactiveCallbacks
 from ._effects import Effect, EffectOwner, ScopeExit
 from ._errors import DisposalError, HarnessError, ToolError
+from ._gate import TOOL_GATE, no_gate_error
 from ._log import get_logger
 from ._seam import Seam
 from ._swap import DEFAULT_SWAP_WAIT, Swap
@@ -69,6 +70,8 @@ class ToolCall:
 
 
 Handler = Callable[[InputT, ToolCall], Awaitable[object]]
+ApprovalPolicy = Callable[[InputT, ToolCall], "bool | Awaitable[bool]"]
+"""Whether one call of a tool needs approval (given its validated input)."""
 
 
 class Tool(Generic[InputT]):
@@ -82,9 +85,13 @@ class Tool(Generic[InputT]):
             registering the tool imports nothing its model needs).
         handler: ``async def handler(input, call) -> output``; the output is a pydantic
             model or any JSON-ready value.
+        needs_approval: ``True`` puts every call through the tool gate
+            (:data:`~hotseam.TOOL_GATE`: the human approves, edits, rejects or answers it)
+            before it runs; a function ``(input, call) -> bool`` (or an awaitable of one)
+            decides per call.
     """
 
-    __slots__ = ("_input_model", "description", "handler", "name")
+    __slots__ = ("_input_model", "description", "handler", "name", "needs_approval")
 
     def __init__(
         self,
@@ -92,6 +99,8 @@ class Tool(Generic[InputT]):
         description: str,
         input_model: type[InputT] | Callable[[], type[InputT]],
         handler: Handler[InputT],
+        *,
+        needs_approval: bool | ApprovalPolicy[InputT] = False,
     ) -> None:
         if not name or not name.replace("_", "").replace("-", "").isalnum():
             raise ValueError(f"tool name must be letters, digits, '_' or '-', got {name!r}")
@@ -103,6 +112,12 @@ class Tool(Generic[InputT]):
         self.description = description
         self._input_model = input_model
         self.handler = handler
+        if not isinstance(needs_approval, bool) and not callable(needs_approval):
+            raise TypeError(
+                f"tool {name!r}: needs_approval must be True, False or a function of "
+                f"(input, call), got {type(needs_approval).__name__}"
+            )
+        self.needs_approval = needs_approval
 
     def __repr__(self) -> str:
         return f"<Tool {self.name!r} input={self.input_model.__qualname__}>"
@@ -141,10 +156,14 @@ def _check_model(name: str, model: object) -> None:
 
 
 def tool(
-    name: str | None = None, *, description: str | None = None
+    name: str | None = None,
+    *,
+    description: str | None = None,
+    needs_approval: bool | ApprovalPolicy[Any] = False,
 ) -> Callable[[Handler[InputT]], Tool[InputT]]:
     """Make a :class:`Tool` from ``async def handler(input: Model, call: ToolCall)``: the
     first parameter's annotation is the input model, the docstring the default description.
+    ``needs_approval`` as for :class:`Tool`.
     """
 
     def decorate(handler: Handler[InputT]) -> Tool[InputT]:
@@ -156,7 +175,13 @@ def tool(
                 "(its pydantic input model)"
             )
         text = description or inspect.getdoc(handler) or ""
-        return Tool(name or handler.__name__, text, hints[parameters[0]], handler)
+        return Tool(
+            name or handler.__name__,
+            text,
+            hints[parameters[0]],
+            handler,
+            needs_approval=needs_approval,
+        )
 
     return decorate
 
@@ -365,6 +390,17 @@ class ToolRegistry:
             return _failure(call, ToolError(message, "INVALID_INPUT", details={"errors": errors}))
         except Exception as failure:  # a bug in the input model's own validators
             return _crashed(call, failure)
+        if found.needs_approval is not False:
+            try:
+                gated = await _through_gate(self.context, found, parsed, call)
+            except Exception as failure:
+                error = _single(failure)
+                if isinstance(error, HarnessError | DisposalError):
+                    return _failure(call, error)
+                return _crashed(call, error)
+            if isinstance(gated, ToolResult):
+                return gated
+            parsed = gated
         started = time.perf_counter()
         try:
             output = await found.handler(parsed, call)
@@ -383,6 +419,42 @@ class ToolRegistry:
         if isinstance(output, BaseModel):
             output = output.model_dump(mode="json")
         return ToolResult(name, output=output, call_id=call.call_id)
+
+
+async def _through_gate(
+    context: ToolContext, tool: Tool[Any], parsed: BaseModel, call: ToolCall
+) -> BaseModel | ToolResult:
+    """The input to run ``tool`` with, once the tool gate let the call through; or the
+    result the caller gets instead (a refusal, a response)."""
+    policy = tool.needs_approval
+    if policy is not True:
+        assert callable(policy)
+        needed = policy(parsed, call)
+        if inspect.isawaitable(needed):
+            needed = await needed
+        if not needed:
+            return parsed
+    gate = context.lookup(TOOL_GATE)
+    if gate is None:
+        return _failure(call, no_gate_error())
+    verdict = await gate.review(tool, parsed, call)
+    if verdict.kind == "run":
+        edited: object = verdict.input
+        model: type[BaseModel] = tool.input_model
+        if not isinstance(edited, model):
+            raise TypeError(
+                f"the tool gate let {tool.name!r} run with {type(verdict.input).__name__}, "
+                f"not its input model {model.__qualname__}"
+            )
+        return edited
+    if verdict.kind == "respond":
+        return ToolResult(tool.name, output=verdict.output, call_id=call.call_id)
+    refusal = ToolError(
+        verdict.message or f"the call of {tool.name!r} was not approved",
+        verdict.code or "APPROVAL_REJECTED",
+        details=verdict.details,
+    )
+    return _failure(call, refusal)
 
 
 class _InputShapeError(Exception):

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, NoReturn, get_args
 
 from .._core import AbortSignal, Agent
+from ._approval import Approval
 from ._errors import ErrorCode, UserInteractionError
 from ._limits import MAX_QUESTIONS, SkipReason
 
@@ -254,6 +255,9 @@ class AskUserQuestionRequest:
     questions: tuple[Question, ...]
     agent: Agent | None = None
     signal: AbortSignal | None = None
+    approval: Approval | None = None
+    """Set when the request asks to approve a tool call (see ``approval_request``): the
+    questions ask it in the seed's vocabulary, and a provider may render this instead."""
 
     def __init__(
         self,
@@ -265,6 +269,7 @@ class AskUserQuestionRequest:
         signal: AbortSignal | None = None,
         *,
         questions: Sequence[Question] = (),
+        approval: Approval | None = None,
     ) -> None:
         items: object = tuple(questions) if isinstance(questions, list | tuple) else questions
         if items == ():  # the seed's way: one question of these fields
@@ -289,6 +294,7 @@ class AskUserQuestionRequest:
         object.__setattr__(self, "questions", items)
         object.__setattr__(self, "agent", agent)
         object.__setattr__(self, "signal", signal)
+        object.__setattr__(self, "approval", approval)
 
     @classmethod
     def of(
@@ -297,6 +303,7 @@ class AskUserQuestionRequest:
         *,
         agent: Agent | None = None,
         signal: AbortSignal | None = None,
+        approval: Approval | None = None,
     ) -> AskUserQuestionRequest:
         """A request of ``questions`` (1 to :data:`MAX_QUESTIONS`), asked together.
 
@@ -315,7 +322,7 @@ class AskUserQuestionRequest:
             raise _invalid(
                 f"invalid request: questions[0] must be a Question, got {type(first).__name__}"
             )
-        return cls(agent=agent, signal=signal, questions=tuple(items))
+        return cls(agent=agent, signal=signal, questions=tuple(items), approval=approval)
 
     # -- the seed's names, read from the first question --
 
@@ -394,11 +401,15 @@ class AskUserQuestionRequest:
         return tuple(self._of([item]) for item in rest)
 
     def _of(self, questions: list[Question]) -> AskUserQuestionRequest:
-        return AskUserQuestionRequest(agent=self.agent, signal=self.signal, questions=questions)
+        return AskUserQuestionRequest(
+            agent=self.agent, signal=self.signal, questions=questions, approval=self.approval
+        )
 
     def with_signal(self, signal: AbortSignal | None) -> AskUserQuestionRequest:
         """Return a copy with another abort signal."""
-        return AskUserQuestionRequest(agent=self.agent, signal=signal, questions=self.questions)
+        return AskUserQuestionRequest(
+            agent=self.agent, signal=signal, questions=self.questions, approval=self.approval
+        )
 
     def to_dict(self, *, camel_case: bool = False) -> dict[str, Any]:
         """A JSON-ready dict (without the signal): the first question's fields at the top,
@@ -410,6 +421,8 @@ class AskUserQuestionRequest:
             data["questions"] = [item.to_dict(camel_case=camel_case) for item in self.questions]
         if self.agent is not None:
             data["agent"] = self.agent.to_dict()
+        if self.approval is not None:
+            data["approval"] = self.approval.to_dict()
         return data
 
     @classmethod
@@ -428,6 +441,7 @@ class AskUserQuestionRequest:
 
         raw = dict(given)
         agent_data = raw.pop("agent", None)
+        approval_data = raw.pop("approval", None)
         parsed = parse_input(AskUserQuestionInput, raw, "request")
         agent = None
         if agent_data is not None:
@@ -439,7 +453,16 @@ class AskUserQuestionRequest:
                 raise _invalid(
                     "invalid request: agent must be a string id or {'id': ..., 'name': ...}"
                 )
-        return cls.from_input(parsed, agent=agent, signal=signal)
+        request = cls.from_input(parsed, agent=agent, signal=signal)
+        if approval_data is None:
+            return request
+        return request.with_approval(Approval.from_dict(approval_data))
+
+    def with_approval(self, approval: Approval | None) -> AskUserQuestionRequest:
+        """Return a copy asking to approve ``approval`` (or, None, a plain question)."""
+        return AskUserQuestionRequest(
+            agent=self.agent, signal=self.signal, questions=self.questions, approval=approval
+        )
 
     @classmethod
     def from_input(
@@ -569,6 +592,9 @@ def validate_request(request: object) -> AskUserQuestionRequest:
         problems.append(("agent", wrong_type("an Agent", agent)))
     if signal is not None and not isinstance(signal, AbortSignal):
         problems.append(("signal", wrong_type("an AbortSignal", signal)))
+    approval: object = request.approval
+    if approval is not None and not isinstance(approval, Approval):
+        problems.append(("approval", wrong_type("an Approval", approval)))
     items: object = request.questions
     questions = _check_questions(problems, items)
     if problems:
@@ -576,7 +602,9 @@ def validate_request(request: object) -> AskUserQuestionRequest:
     assert questions is not None
     if all(map(operator.is_, questions, request.questions)):
         return request
-    return AskUserQuestionRequest(agent=request.agent, signal=request.signal, questions=questions)
+    return AskUserQuestionRequest(
+        agent=request.agent, signal=request.signal, questions=questions, approval=request.approval
+    )
 
 
 def _check_questions(problems: Problems, items: object) -> tuple[Question, ...] | None:

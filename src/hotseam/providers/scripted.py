@@ -71,7 +71,16 @@ class Reply:
     """One scripted reaction to a question. Build it with the class methods."""
 
     kind: Literal[
-        "match", "text", "option", "recommended", "error", "never", "skip", "list", "by_id"
+        "match",
+        "text",
+        "option",
+        "recommended",
+        "error",
+        "never",
+        "skip",
+        "list",
+        "by_id",
+        "approval",
     ]
     text: str | None = None
     option: int | str | None = None
@@ -135,10 +144,33 @@ class Reply:
         """One reply per question of the ask, keyed by question id."""
         return cls("by_id", by_id=tuple((key, _as_reply(value)) for key, value in replies.items()))
 
+    @classmethod
+    def approve(cls) -> Reply:
+        """Approve the call an approval asks about, as it is."""
+        return cls("approval", option="approve")
+
+    @classmethod
+    def edit(cls, arguments: Mapping[str, Any] | str) -> Reply:
+        """Approve the call with edited ``arguments`` (a mapping, or JSON text as typed)."""
+        text = arguments if isinstance(arguments, str) else json.dumps(dict(arguments))
+        return cls("approval", option="edit", text=text)
+
+    @classmethod
+    def reject(cls, reason: str) -> Reply:
+        """Reject the call; ``reason`` tells the model why."""
+        return cls("approval", option="reject", text=reason)
+
+    @classmethod
+    def respond(cls, text: str) -> Reply:
+        """Do not run the call; ``text`` is given to the model as its result."""
+        return cls("approval", option="respond", text=text)
+
     async def resolve(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """Turn this reply into an answer to ``request`` (or raise, or wait forever)."""
         await self._end_without_answer(request)
         questions = request.questions
+        if self.kind == "approval":
+            return self._decide(request)
         if self.kind == "by_id":
             known = {item.id for item in questions}
             unknown = sorted(key for key, _ in self.by_id if key not in known)
@@ -186,6 +218,24 @@ class Reply:
                 self.message or f"scripted failure {self.code} for {request.question!r}",
                 self.code,
             )
+
+    def _decide(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
+        """The answer to an approval's request that makes this reply's decision."""
+        from ..interaction.approvals import DECISION_ID, TEXT_ID
+
+        if request.approval is None:
+            raise script_failure(request, f"makes an approval's decision ({self.option})")
+        entries = []
+        for item in request.questions:
+            if item.id == DECISION_ID:
+                entries.append(QuestionAnswer.chosen(item, [str(self.option)]))
+            elif item.id == TEXT_ID:
+                entries.append(
+                    QuestionAnswer.skip(item)
+                    if self.text is None
+                    else QuestionAnswer.chosen(item, custom=self.text)
+                )
+        return AskUserQuestionAnswer.of(entries, request)
 
     def _plain_answer(self, request: AskUserQuestionRequest) -> AskUserQuestionAnswer:
         """As a one-question UI answers a single-select question."""

@@ -1,0 +1,222 @@
+"""The human as the tool gate: a call needing approval is asked through the user-interaction
+seam, and the decision is a one-time grant for that exact call.
+
+A grant (:class:`Grant`) is what a decision to run becomes: bound to the digest of the call
+it lets run, to the run and agent it was given in, optionally to an expiry, and used once
+(:meth:`Grants.redeem`). The gate redeems its grant for the call it is about to let
+through, so a decision can never reach another call, nor the same call twice.
+
+Inside an agent run the approval is an ask like any other: the journal records it (the
+request holds the approval, so its digest is the call's), a resumed run replays the decision
+only at the same position for the same call, and a changed call is asked again.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
+
+from .._core import GateVerdict, HarnessError, Tool, ToolCall
+from ._approval import Approval, ApprovalDecision, Decision, call_digest
+from ._approval_questions import ApprovalAnswerError, approval_request, read_decision
+from ._ask import ask
+from ._errors import ErrorCode, UserInteractionError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from .._core import BaseContext
+
+TRIES = 3
+"""Answers that make no decision (an edit that is not valid input...) before the approval
+fails ``INVALID_ANSWER``."""
+
+
+class GrantRefusedError(HarnessError):
+    """A grant that cannot be used for this call: ``code`` says why
+    (``APPROVAL_USED``, ``APPROVAL_MISMATCH``, ``APPROVAL_EXPIRED``, ``APPROVAL_ELSEWHERE``,
+    ``APPROVAL_UNKNOWN``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """A decision to run one call: its digest, where it was given, until when."""
+
+    id: str
+    digest: str
+    decision: ApprovalDecision
+    run_id: str | None
+    agent: str | None
+    expires_at: float | None = None
+    issued_at: float = field(default_factory=time.time)
+
+
+class Grants:
+    """The grants of one gate, each used at most once."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._open: dict[str, Grant] = {}
+        self._used: set[str] = set()
+        self._ids = itertools.count(1)
+
+    def issue(
+        self,
+        decision: ApprovalDecision,
+        *,
+        run_id: str | None,
+        agent: str | None,
+        expires_at: float | None = None,
+    ) -> Grant:
+        """A grant for the call ``decision`` lets run (its digest)."""
+        if not decision.runs:
+            raise ValueError(f"a {decision.decision.value} decision lets nothing run")
+        grant = Grant(
+            f"g{next(self._ids)}",
+            decision.digest,
+            decision,
+            run_id,
+            agent,
+            expires_at,
+            self._clock(),
+        )
+        self._open[grant.id] = grant
+        return grant
+
+    def redeem(self, grant_id: str, digest: str, *, run_id: str | None, agent: str | None) -> Grant:
+        """Use the grant for the call of ``digest`` in that run, once.
+
+        Raises:
+            GrantRefusedError: the grant was used, is for another call, another run or
+                agent, has expired, or is unknown — the grant stays as it was.
+        """
+        if grant_id in self._used:
+            raise GrantRefusedError(f"grant {grant_id} was used already", "APPROVAL_USED")
+        grant = self._open.get(grant_id)
+        if grant is None:
+            raise GrantRefusedError(f"no grant {grant_id}", "APPROVAL_UNKNOWN")
+        if grant.digest != digest:
+            raise GrantRefusedError(
+                f"grant {grant_id} approves another call (digest {grant.digest[:12]}, this "
+                f"call {digest[:12]})",
+                "APPROVAL_MISMATCH",
+            )
+        if (grant.run_id, grant.agent) != (run_id, agent):
+            raise GrantRefusedError(
+                f"grant {grant_id} was given in another run or for another agent",
+                "APPROVAL_ELSEWHERE",
+            )
+        if grant.expires_at is not None and self._clock() >= grant.expires_at:
+            raise GrantRefusedError(f"grant {grant_id} has expired", "APPROVAL_EXPIRED")
+        del self._open[grant_id]
+        self._used.add(grant_id)
+        return grant
+
+
+async def ask_approval(
+    approval: Approval,
+    *,
+    context: BaseContext | None = None,
+    input_model: type[BaseModel] | None = None,
+    timeout: float | None = None,
+    tries: int = TRIES,
+) -> ApprovalDecision:
+    """Ask the human to decide ``approval`` and return the decision.
+
+    An answer that makes no decision (an edit that is not valid input, a rejection without
+    a reason) is asked again with what to change, up to ``tries`` answers.
+
+    Raises:
+        UserInteractionError: as :func:`~hotseam.interaction.ask` does; ``INVALID_ANSWER``
+            after ``tries`` answers that made no decision.
+    """
+    note: str | None = None
+    for _ in range(tries):
+        answer = await ask(approval_request(approval, note=note), context=context, timeout=timeout)
+        try:
+            return read_decision(approval, answer, input_model=input_model)
+        except ApprovalAnswerError as refused:
+            note = f"Not taken: {refused}."
+    raise UserInteractionError(
+        f"no decision on {approval.describe()} after {tries} answers ({note})",
+        ErrorCode.INVALID_ANSWER,
+    )
+
+
+ReasonOf = Callable[[Tool[Any], "BaseModel", ToolCall], "str | None"]
+
+
+class HumanGate:
+    """The tool gate that asks the human (provide it as :data:`~hotseam.TOOL_GATE`).
+
+    Args:
+        context: Where the user-interaction provider is found (default: the call's).
+        timeout: The question's deadline (``ASK_TIMEOUT`` refuses the call).
+        expires_in: Seconds a decision may be used once this gate has it (None: no limit);
+            used later, the call is refused ``APPROVAL_EXPIRED``.
+        reason: ``(tool, input, call) -> str | None``: the agent's reason, shown with the call.
+    """
+
+    def __init__(
+        self,
+        *,
+        context: BaseContext | None = None,
+        timeout: float | None = None,
+        expires_in: float | None = None,
+        reason: ReasonOf | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._context = context
+        self._timeout = timeout
+        self._expires_in = expires_in
+        self._reason = reason
+        self._clock = clock
+        self.grants = Grants(clock)
+
+    async def review(self, tool: Tool[Any], input: BaseModel, call: ToolCall) -> GateVerdict:
+        from ._runs import current_run
+
+        approval = Approval.of(
+            tool.name,
+            input.model_dump(mode="json"),
+            reason=self._reason(tool, input, call) if self._reason is not None else None,
+            input_schema=tool.input_schema,
+        )
+        context = self._context if self._context is not None else cast("BaseContext", call.context)
+        try:
+            decision = await ask_approval(
+                approval, context=context, input_model=tool.input_model, timeout=self._timeout
+            )
+        except UserInteractionError as failed:
+            return GateVerdict.refuse(
+                f"the call of {tool.name!r} was not approved: {failed}",
+                "APPROVAL_UNANSWERED",
+                reason=str(failed.code),
+                digest=approval.digest,
+            )
+        details = {"decision": decision.decision.value, "digest": approval.digest}
+        if decision.decision is Decision.REJECT:
+            return GateVerdict.refuse(
+                f"the human rejected the call of {tool.name!r}: {decision.message}", **details
+            )
+        if decision.decision is Decision.RESPOND:
+            return GateVerdict.respond(decision.message, **details)
+        run = current_run()
+        run_id = run.record.id if run is not None else None
+        agent = call.agent.id if call.agent is not None else None
+        # The expiry counts from the decision as this gate got it (a replay on resume too).
+        expires_at = None if self._expires_in is None else self._clock() + self._expires_in
+        grant = self.grants.issue(decision, run_id=run_id, agent=agent, expires_at=expires_at)
+        assert decision.arguments is not None
+        edited = tool.input_model.model_validate(decision.arguments)
+        # What runs is what was approved: the digest of the input the tool gets.
+        self.grants.redeem(
+            grant.id,
+            call_digest(tool.name, edited.model_dump(mode="json")),
+            run_id=run_id,
+            agent=agent,
+        )
+        return GateVerdict.run(edited, **details, runs_as=decision.digest)

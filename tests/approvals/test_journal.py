@@ -1,0 +1,95 @@
+"""Approvals inside an agent run are recorded in the journal like any ask: the request holds
+the approval, so the record's digest is the call's. A resumed run replays a decision for the
+same call without asking; a changed call is asked again (its record abandoned)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import anyio.lowlevel
+import pytest
+from pydantic import BaseModel
+
+from hotseam import TOOL_GATE, Context, ToolCall, tool
+from hotseam.interaction import USER_INTERACTION, AskUserQuestionRequest
+from hotseam.interaction._journal import AskState, open_journal
+from hotseam.interaction.approvals import HumanGate, call_digest
+from hotseam.interaction.journal import JournalDaemon
+from hotseam.providers.scripted import Reply, ScriptedProvider
+
+pytestmark = pytest.mark.anyio
+
+
+class DeployInput(BaseModel):
+    service: str
+
+
+class Counting:
+    multiple_questions = True
+
+    def __init__(self, *replies: Reply) -> None:
+        self.asked = 0
+        self.scripted = ScriptedProvider(list(replies))
+
+    async def ask(self, request: AskUserQuestionRequest):  # type: ignore[no-untyped-def]
+        self.asked += 1
+        return await self.scripted.ask(request)
+
+
+async def _daemon_life(
+    path: Path, provider: Counting, service: str, ran: list[str], *, finish: bool
+) -> object:
+    """One daemon's life: the agent's run calls the gated tool; ``finish`` False leaves the
+    run unfinished (the process stops after the call), to resume."""
+
+    @tool("deploy", needs_approval=True)
+    async def deploy(input: DeployInput, call: ToolCall) -> str:
+        """Deploy."""
+        ran.append(input.service)
+        return f"deployed {input.service}"
+
+    context = Context("daemon")
+    async with (
+        open_journal(path) as journal,
+        JournalDaemon.open(journal, name="d") as journaling,
+        context.scope("ui") as scope,
+    ):
+        scope.provide(USER_INTERACTION, provider)
+        scope.provide(TOOL_GATE, HumanGate())
+        scope.register_tool(deploy)
+        with anyio.CancelScope() as stop:  # a stop mid-run leaves the run to resume
+            async with journaling.run("deployer") as run:
+                result = await context.tools.execute("deploy", {"service": service})
+                if not finish:
+                    stop.cancel()
+                    await anyio.lowlevel.checkpoint()
+        records = await journal.run_asks(run.record.id)
+    return result, records
+
+
+async def test_a_resumed_run_replays_the_decision_for_the_same_call(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    ran: list[str] = []
+    first = Counting(Reply.reject("not now"))
+    result, records = await _daemon_life(path, first, "api", ran, finish=False)
+    assert first.asked == 1 and result.error["code"] == "APPROVAL_REJECTED"  # type: ignore[attr-defined]
+    (record,) = records  # type: ignore[misc]
+    assert record.request.approval.digest == call_digest("deploy", {"service": "api"})
+    again = Counting()  # nothing scripted: a question asked again would fail
+    result, records = await _daemon_life(path, again, "api", ran, finish=True)
+    assert again.asked == 0 and ran == []
+    assert result.error["code"] == "APPROVAL_REJECTED"  # type: ignore[attr-defined]
+
+
+async def test_a_resumed_run_asks_again_for_a_changed_call(tmp_path: Path) -> None:
+    path = tmp_path / "journal.sqlite3"
+    ran: list[str] = []
+    await _daemon_life(path, Counting(Reply.approve()), "api", ran, finish=False)
+    assert ran == ["api"]
+    changed = Counting(Reply.reject("that is the database"))
+    result, records = await _daemon_life(path, changed, "db", ran, finish=True)
+    assert changed.asked == 1 and ran == ["api"]  # the approval of api did not run db
+    assert result.error["code"] == "APPROVAL_REJECTED"  # type: ignore[attr-defined]
+    states = sorted(record.state.value for record in records)  # type: ignore[attr-defined]
+    assert states == [AskState.ABANDONED.value, AskState.ANSWERED.value]
