@@ -168,15 +168,19 @@ UNLISTED = "journal: questions an inbox opened after a fault does not list"
 
 async def patient(read: Callable[[], Awaitable[T]]) -> T:
     """The harness's own read of the journal, tried again while it is out of reach (a
-    fault just made, a repair under way) rather than crashing the run."""
-    with anyio.fail_after(Settings.settle_timeout):
+    fault just made, a repair under way) rather than crashing the run; a journal out of
+    reach for longer than the settle timeout fails the run, naming the last error."""
+    last: JournalError | None = None
+    with anyio.move_on_after(Settings.settle_timeout):
         while True:
             try:
                 return await read()
             except JournalError as error:
                 if error.code != "JOURNAL_UNAVAILABLE":
                     raise
+                last = error
             await anyio.sleep(0.05)
+    raise TimeoutError(f"the journal stayed out of reach for {Settings.settle_timeout} s: {last}")
 
 
 class JournalTorture(Torture):
