@@ -96,6 +96,7 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 import sniffio
+from _journal_reads import patient
 from _torture_agents import (
     ASKED_AGAIN,
     DIVERGED,
@@ -166,21 +167,9 @@ JOURNAL_FAILED = "journal: asks or runs failed for the journal's sake"
 UNLISTED = "journal: questions an inbox opened after a fault does not list"
 
 
-async def patient(read: Callable[[], Awaitable[T]]) -> T:
-    """The harness's own read of the journal, tried again while it is out of reach (a
-    fault just made, a repair under way) rather than crashing the run; a journal out of
-    reach for longer than the settle timeout fails the run, naming the last error."""
-    last: JournalError | None = None
-    with anyio.move_on_after(Settings.settle_timeout):
-        while True:
-            try:
-                return await read()
-            except JournalError as error:
-                if error.code != "JOURNAL_UNAVAILABLE":
-                    raise
-                last = error
-            await anyio.sleep(0.05)
-    raise TimeoutError(f"the journal stayed out of reach for {Settings.settle_timeout} s: {last}")
+async def patient_read(read: Callable[[], Awaitable[T]]) -> T:
+    """The harness's own read, waiting out a fault for up to the settle timeout."""
+    return await patient(read, within=Settings.settle_timeout)
 
 
 class JournalTorture(Torture):
@@ -624,7 +613,7 @@ class JournalTorture(Torture):
         """The ask's record says what the asker got; a resumed ask kept its record, and a
         replay asked nobody."""
         assert self.journaling is not None
-        records = await patient(lambda: self.journaling.journal.run_asks(run.id))
+        records = await patient_read(lambda: self.journaling.journal.run_asks(run.id))
         mine = [r for r in records if asked(r) == item.question and r.state != AskState.ABANDONED]
         question = item.question
         if len(mine) > 1:
@@ -705,8 +694,8 @@ class JournalTorture(Torture):
         """The run ended as its agent did, no record pending; keep it to compare later."""
         assert self.journaling is not None
         journal = self.journaling.journal
-        state = (await patient(lambda: journal.get_run(run.id))).state
-        records = await patient(lambda: journal.run_asks(run.id))
+        state = (await patient_read(lambda: journal.get_run(run.id))).state
+        records = await patient_read(lambda: journal.run_asks(run.id))
         expected = RunState.FAILED if failed else RunState.FINISHED
         pending = [r.id for r in records if r.pending]
         if state is not expected or pending:
@@ -742,7 +731,7 @@ class JournalTorture(Torture):
         owes; compare the ended runs with what they were."""
         for agent in self.agents:
             if agent.run_id is not None:
-                records = await patient(functools.partial(journal.run_asks, agent.run_id))
+                records = await patient_read(functools.partial(journal.run_asks, agent.run_id))
                 agent.resume = {asked(r): r for r in records if r.state is not AskState.ABANDONED}
                 self.counts["restarts: records the runs held"] += len(agent.resume)
                 pending = sum(r.pending for r in agent.resume.values())
@@ -752,9 +741,9 @@ class JournalTorture(Torture):
     async def check_ended(self, journal: Journal) -> None:
         """Every ended run and its records are as they were when the run ended."""
         now: dict[str, list[tuple[str, tuple[object, ...]]]] = {}
-        for record in await patient(journal.list_asks):
+        for record in await patient_read(journal.list_asks):
             now.setdefault(record.run_id, []).append((record.id, settled_as(record)))
-        overviews = await patient(journal.runs)
+        overviews = await patient_read(journal.runs)
         states = {overview.run.id: overview.run.state for overview in overviews}
         for run_id, (state, records) in self.ended.items():
             if states.get(run_id) is not state or sorted(now.get(run_id, [])) != sorted(records):
@@ -771,8 +760,8 @@ class JournalTorture(Torture):
 
     async def check_end(self, journal: Journal) -> None:
         """Once the agents ended: no run running, no record pending, nothing ended changed."""
-        running = await patient(lambda: journal.runs(states=[RunState.RUNNING]))
-        pending = await patient(lambda: journal.list_asks(states=[AskState.PENDING]))
+        running = await patient_read(lambda: journal.runs(states=[RunState.RUNNING]))
+        pending = await patient_read(lambda: journal.list_asks(states=[AskState.PENDING]))
         if running or pending:
             self.report.count(
                 LEFT_OPEN,
@@ -780,7 +769,7 @@ class JournalTorture(Torture):
                 f"({[r.id for r in pending[:5]]})",
             )
         await self.check_ended(journal)
-        self.counts["records in the journal"] = len(await patient(journal.list_asks))
+        self.counts["records in the journal"] = len(await patient_read(journal.list_asks))
 
 
 async def run_journal_torture(

@@ -73,8 +73,9 @@ import httpx
 from _fleet_ledger import Attempt, Ledger, Report, check
 from _fleet_race import Races
 from _fleet_world import BREAKS, FleetSettings, Life, Slot, World, freeze, kill, read_life
+from _journal_reads import patient
 
-from hotseam.interaction._journal import AskState, Journal, JournalError, RunState, open_journal
+from hotseam.interaction._journal import AskState, Journal, RunState, open_journal
 
 TESTS = Path(__file__).resolve().parents[1] / "tests"
 PACE_SLACK = 0.03
@@ -521,13 +522,7 @@ def _text(listed: dict[str, Any]) -> str:
 async def _reachable(read: Any) -> Any:
     """``read()`` (a journal read of the torture itself), tried again while the journal is
     out of reach (an outage)."""
-    while True:
-        try:
-            return await read()
-        except JournalError as error:
-            if error.code != "JOURNAL_UNAVAILABLE":
-                raise
-            await anyio.sleep(0.2)
+    return await patient(read, pause=0.2)
 
 
 async def main(settings: FleetSettings, postgres: str | None) -> int:

@@ -297,6 +297,19 @@ def test_journal_files_removed_under_a_live_daemon_are_noticed_and_repaired(
         assert stat.S_IMODE(os.stat(folder).st_mode) & 0o077 == 0
 
 
+def _asking_daemon(tmp_path: Path, started: list[Process]) -> tuple[Process, Path, str]:
+    """A daemon whose agent asks one question and no provider answers it (an inbox does):
+    the daemon, the journal's folder and the journal, once the question is asked."""
+    write(tmp_path / "agent.py", ASKING_AGENT)
+    (tmp_path / "providers").mkdir()
+    folder = tmp_path / "journal"
+    folder.mkdir()
+    journal = str(folder / "journal.sqlite3")
+    daemon = _daemon(tmp_path, journal, started)
+    daemon.expect(r'"ask\.started"')
+    return daemon, folder, journal
+
+
 def _held_removed(pid: int, journal: str) -> list[str]:
     """The removed journal files process ``pid`` still holds open (their space not freed)."""
     held = []
@@ -316,13 +329,7 @@ def test_a_repaired_daemon_holds_no_removed_file_open(
     closes the removed files, so their space is freed: on a small disk (a tmpfs) a daemon
     that kept them would fill it, and every question would wait for a journal that cannot
     take it (before, the removed file stayed open until the daemon stopped)."""
-    write(tmp_path / "agent.py", ASKING_AGENT)
-    (tmp_path / "providers").mkdir()
-    folder = tmp_path / "journal"
-    folder.mkdir()
-    journal = str(folder / "journal.sqlite3")
-    daemon = _daemon(tmp_path, journal, started)
-    daemon.expect(r'"ask\.started"')
+    daemon, folder, journal = _asking_daemon(tmp_path, started)
     shutil.rmtree(folder)
     daemon.expect(r'"journal\.files_removed"')
     assert _pending_questions(journal) == ["Deploy now?"]
@@ -340,13 +347,7 @@ def test_a_journal_another_process_made_again_first_gets_the_daemon_records(
     the daemon finds the path naming a file it does not hold: it merges what it holds into
     that file, so the question is listed and answerable there (before, it switched to the
     empty file and dropped its own records: its question, its run and itself unknown)."""
-    write(tmp_path / "agent.py", ASKING_AGENT)
-    (tmp_path / "providers").mkdir()
-    folder = tmp_path / "journal"
-    folder.mkdir()
-    journal = str(folder / "journal.sqlite3")
-    daemon = _daemon(tmp_path, journal, started)
-    daemon.expect(r'"ask\.started"')
+    daemon, folder, journal = _asking_daemon(tmp_path, started)
     os.kill(daemon.popen.pid, signal.SIGSTOP)
     try:
         shutil.rmtree(folder)
@@ -369,13 +370,7 @@ def test_an_inbox_holding_the_journal_open_follows_the_daemon_repair(
 ) -> None:
     """A fleet inbox that had the journal open when its folder was removed: the daemon
     makes the journal again, and the inbox switches to it (its feed says resync)."""
-    write(tmp_path / "agent.py", ASKING_AGENT)
-    (tmp_path / "providers").mkdir()
-    folder = tmp_path / "journal"
-    folder.mkdir()
-    journal = str(folder / "journal.sqlite3")
-    daemon = _daemon(tmp_path, journal, started)
-    daemon.expect(r'"ask\.started"')
+    daemon, folder, journal = _asking_daemon(tmp_path, started)
 
     async def inbox() -> None:
         async with open_journal(journal) as held:
