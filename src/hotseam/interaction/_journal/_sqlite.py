@@ -22,8 +22,10 @@ another journal. So before each transaction the files the path names (by device 
 are compared with those held open, and a difference is logged at error level and repaired,
 with nothing of this process's view lost:
 
-* the ``-wal`` or ``-shm`` removed: the log is checkpointed into the file, the connection
-  reopened;
+* the ``-wal`` or ``-shm`` removed: the view copied aside (``rm -rf`` removes the log
+  before the file, and a closed connection holds nothing), the log checkpointed into the
+  file, the connection reopened, and the copy dropped once the file is found still there
+  (put in its place otherwise);
 * the file or its folder removed: the folder made again (owner-only), the connection's whole
   view copied (SQLite's backup) into a new file, the connection to the removed files closed
   (freeing their space: on a small disk they would keep it full), the copy renamed into
@@ -264,11 +266,16 @@ class SqliteJournal(Journal):
                 self._retired.append(connection)
             elif named is not None:  # the -wal or -shm removed
                 how = "its write-ahead log was checkpointed into the file and reopened"
+                # A copy first: the file may go next (``rm -rf`` removes the -wal before
+                # it), and once the connection is closed nothing else holds the view. The
+                # copy is dropped once the file is found still there.
+                self._restoring = self._copy_view(connection)
                 connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
                 # Closed before reopening: SQLite shares one -shm mapping per file in a
                 # process, and the new log must not meet the removed one's.
                 connection.close()
                 self._log_repair(what, how)
+                self._settle_copy()
                 fresh = self._connect()
             else:  # the file or its folder removed
                 how = "it was made again from this process's copy"
@@ -342,8 +349,13 @@ class SqliteJournal(Journal):
         copy = self._restoring
         if copy is None:
             return
+        named = self._named("")
         try:
-            if self._named("") is None:
+            if named is not None and named == self._identity.get(""):  # the file is still
+                for suffix in ("", "-wal", "-shm"):  # there: the copy is not needed
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(f"{copy}{suffix}")
+            elif named is None:
                 for suffix in ("-wal", "-shm"):  # of no file now: they must not meet the copy
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(f"{self.path}{suffix}")
