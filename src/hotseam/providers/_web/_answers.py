@@ -7,6 +7,8 @@ script and the fleet inbox are refused alike, naming the question. Any ask takes
 ``{"answers": {question id: its answer, ...}}``; an ask of one question also takes the
 answer alone (``{"option": 0}``, ``{"text": "..."}``, ``{"options": [0, 2]}``,
 ``{"skip": true}``). Other pages are told one item per question of what was answered.
+An ask carrying an approval also has ``approval`` (``Approval.to_dict()``), and an answer
+to it must make a decision the gate takes (``_approvals``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ...interaction import (
     check_question_answer,
     where,
 )
+from ._approvals import approval_problem
 
 MAX_ANSWER_CHARS = 20_000
 """A custom answer longer than this is refused (a model reads it; a page can paste a lot)."""
@@ -76,13 +79,16 @@ def question_dict(
     """An ask as the API and the page see it, whichever inbox shows it (model-written text
     travels as JSON strings, never HTML)."""
     agent = request.agent
-    return {
+    shown: dict[str, Any] = {
         "id": question_id,
         "seq": seq,
         "askedAt": asked_at,
         "agent": None if agent is None else agent.to_dict(),
         "questions": [_question(item) for item in questions_of(request)],
     }
+    if request.approval is not None:  # the page renders it as an approval card
+        shown["approval"] = request.approval.to_dict()
+    return shown
 
 
 def _question(item: Question) -> dict[str, Any]:
@@ -141,9 +147,13 @@ def parse_answer(request: AskUserQuestionRequest, body: object) -> AskUserQuesti
     else:  # the answer of the only question, alone
         entries = [_parse_one(questions[0], 0, body, named="")]
     try:
-        return check_answer(request, AskUserQuestionAnswer.of(entries, request))
+        answer = check_answer(request, AskUserQuestionAnswer.of(entries, request))
     except UserInteractionError as error:  # every rule was checked per question already
         raise _invalid(error.message) from None
+    problem = approval_problem(request, answer)
+    if problem is not None:
+        raise _invalid(problem)
+    return answer
 
 
 def _parse_answers(questions: tuple[Question, ...], given: object) -> list[QuestionAnswer]:
