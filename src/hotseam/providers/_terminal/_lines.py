@@ -68,7 +68,8 @@ class LinesSurface:
     ) -> QuestionAnswer | Back:
         """Print the stepper's question ("(2 of 3)"), then read lines until one resolves to
         its answer, or to ``/back``."""
-        question = stepper.question
+        view = stepper.shown(prefills=False)
+        question = view.question
         first = stepper.position == 0
         commands = []
         if not first:
@@ -78,13 +79,19 @@ class LinesSurface:
         block = step_block(
             question,
             stepper.request.agent,
-            place=(stepper.position + 1, stepper.total) if stepper.total > 1 else None,
+            place=view.place,
             hints=[
-                pick_hint(question, ticking=False) if question.is_multi_select else hint(question),
+                view.hint
+                or (
+                    pick_hint(question, ticking=False)
+                    if question.is_multi_select
+                    else hint(question)
+                ),
                 f"Type {' or '.join(commands)}." if commands else None,
             ],
             banner=banner,
             resumed=stepper.resumed,
+            preface=view.preface,
         )
         ticks = frozenset(i for i, option in enumerate(question.choices) if option.recommended)
 

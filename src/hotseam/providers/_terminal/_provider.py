@@ -23,12 +23,13 @@ from ...interaction import (
     current_ask,
     validate_request,
 )
+from ._approval import stepper_for
 from ._lines import LinesSurface
 from ._protocol import WITHDRAWN, Back, DismissedError, answer_line, entry_line, timeout_marker
 from ._queue import AskQueue
 from ._reader import LineReader, isatty
 from ._render import outcome
-from ._stepper import Draft, Stepper, needs_stepper
+from ._stepper import Draft, needs_stepper
 from ._tty import TtySurface
 
 Mode = Literal["auto", "tty", "lines"]
@@ -173,7 +174,7 @@ class TerminalProvider:
         where the human was."""
         request = validate_request(request)  # every question has its id (ask() did this)
         asked_as = asked.question_id if (asked := current_ask()) else None
-        stepper = Stepper(request, self._draft.take_steps(asked_as, request))
+        stepper = stepper_for(request, self._draft.take_steps(asked_as, request))
 
         async def steps(deadline: float | None) -> AskUserQuestionAnswer:
             while not stepper.finished:
@@ -183,8 +184,7 @@ class TerminalProvider:
                 stepper.resumed = 0  # said once, on the first question shown
                 if isinstance(result, Back):
                     stepper.back()
-                    where = f"(back to question {stepper.position + 1} of {stepper.total})"
-                    _mark(surface, "back", where)
+                    _mark(surface, "back", stepper.went_back())
                 else:
                     stepper.answer(result)
                     _mark(surface, "answer", entry_line(result))
@@ -202,8 +202,8 @@ class TerminalProvider:
             )
 
         answer = await self._run(surface, request, steps, withdrawn, dismissed)
-        if stepper.total > 1:
-            _mark(surface, "sent", f"(all {stepper.total} answers sent)")
+        if (sent := stepper.sent()) is not None:
+            _mark(surface, "sent", sent)
         return answer
 
     async def _run(

@@ -39,6 +39,9 @@ STYLE = Style.from_dict(
         "timeout": "ansiyellow",
         "back": "ansiyellow",
         "sent": "ansigreen",
+        "tool": "ansicyan bold",
+        "label-of": "bold",
+        "arguments": "",
     }
 )
 
@@ -64,9 +67,11 @@ def step_block(
     ticked: frozenset[int] | None = None,
     cursor: int | None = None,
     resumed: int = 0,
+    preface: StyleAndTextTuples | None = None,
 ) -> StyleAndTextTuples:
     """As :func:`question_block`, with a stepper's ``place`` ("2 of 3"), checkboxes for
-    ``ticked``, ``> `` at ``cursor``, and a line saying ``resumed`` answers were kept."""
+    ``ticked``, ``> `` at ``cursor``, a line saying ``resumed`` answers were kept, and
+    ``preface`` (an approval's call) between who asks and the question."""
     fragments: StyleAndTextTuples = [("", "\n")]
     if banner:
         fragments += [("class:banner", visible(banner)), ("", "\n")]
@@ -84,6 +89,8 @@ def step_block(
         line.append(("class:place", where))
     if line:
         fragments += [*_spaced(line), ("", "\n")]
+    if preface:
+        fragments += preface
     fragments += [("class:question", visible(asked.question, lines=True)), ("", "\n")]
     choices = asked.choices
     width = len(str(len(choices)))

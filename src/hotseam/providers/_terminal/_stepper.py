@@ -13,7 +13,9 @@ the watched folders, so a provider module carries it (``scope.carry("draft", Dra
 from __future__ import annotations
 
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from prompt_toolkit.formatted_text import StyleAndTextTuples
 
 from ...interaction import (
     AskUserQuestionAnswer,
@@ -126,9 +128,28 @@ class Draft:
 
 def needs_stepper(request: AskUserQuestionRequest) -> bool:
     """Whether ``request`` is more than one plain question (several, or multi-select, or
-    skippable); a plain one keeps the one-question prompt."""
+    skippable, or an approval, which shows the call first); a plain one keeps the
+    one-question prompt."""
     questions = request.questions
-    return len(questions) > 1 or questions[0].is_multi_select or questions[0].allow_skip
+    return (
+        request.approval is not None
+        or len(questions) > 1
+        or questions[0].is_multi_select
+        or questions[0].allow_skip
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """How a stepper's question is shown: the question as worded and resolved here (its id
+    is the request's), its place ("2 of 3"), lines above it, a hint replacing the usual
+    one, and the text its line starts with when nothing was typed (where a surface can)."""
+
+    question: Question
+    place: tuple[int, int] | None
+    preface: StyleAndTextTuples = field(default_factory=list)
+    hint: str | None = None
+    prefill: str | None = None
 
 
 class Stepper:
@@ -195,6 +216,29 @@ class Stepper:
         """Move the highlight to the option ``index`` (wrapping around)."""
         if question.choices:
             self._highlighted[_id(question)] = index % len(question.choices)
+
+    def shown(self, *, prefills: bool) -> Shown:
+        """The question on screen as it is shown (``prefills``: the surface can start its
+        line from a text)."""
+        place = (self._position + 1, self.total) if self.total > 1 else None
+        return Shown(self.question, place)
+
+    def went_back(self) -> str:
+        """The line left in the scrollback when the human goes back."""
+        return f"(back to question {self._position + 1} of {self.total})"
+
+    def sent(self) -> str | None:
+        """The line left once the whole ask is answered, if any."""
+        return f"(all {self.total} answers sent)" if self.total > 1 else None
+
+    def answered(self, question_id: str) -> QuestionAnswer | None:
+        """The answer given so far to the question of ``question_id``, if any."""
+        return self._answers.get(question_id)
+
+    def forget(self, question: Question) -> None:
+        """Drop the answer to ``question`` and what was typed into it."""
+        self._answers.pop(_id(question), None)
+        self._typed.pop(_id(question), None)
 
     def typed(self, question: Question) -> tuple[str, int] | None:
         """The text typed into ``question``'s line and its cursor, if any."""

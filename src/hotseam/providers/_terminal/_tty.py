@@ -133,13 +133,15 @@ class TtySurface:
         """One question of a stepper, until its reply resolves to an answer, a skip or a
         step back (or the human dismisses the ask). Space ticks the option at the cursor
         (Up/Down) while the line is empty; Shift-Tab (or PageUp) goes back, Ctrl-S skips."""
-        question = stepper.question
+        view = stepper.shown(prefills=True)
+        question = view.question
         multi = question.is_multi_select
         first = stepper.position == 0
-        place = (stepper.position + 1, stepper.total) if stepper.total > 1 else None
+        place = view.place
         hints = [
-            pick_hint(question, ticking=True) if multi else hint(question),
-            _step_keys(question, first=first, total=stepper.total),
+            view.hint or (pick_hint(question, ticking=True) if multi else hint(question)),
+            # "all 3 questions" only where the place says there are 3 (not an approval's).
+            _step_keys(question, first=first, total=stepper.total if place else 1),
         ]
         resumed = stepper.resumed
         refusal: list[str] = []  # why the last Enter (or key) sent nothing
@@ -155,6 +157,7 @@ class TtySurface:
                 ticked=stepper.ticked(question) if multi else None,
                 cursor=stepper.highlighted(question) if multi and not done else None,
                 resumed=resumed,
+                preface=view.preface,
             )
             return _message(block, queue, deadline, refusal[-1] if refusal else None)
 
@@ -176,7 +179,8 @@ class TtySurface:
         with self._session(message, recommended, choices, queue, deadline, bindings) as session:
             buffer = session.default_buffer
             buffer.on_text_changed += lambda _: refusal.clear()
-            default = _document(stepper.typed(question))
+            prefill = None if view.prefill is None else (view.prefill, len(view.prefill))
+            default = _document(stepper.typed(question) or prefill)
             while True:
                 try:
                     reply = await self._prompt(session, default, keep)
