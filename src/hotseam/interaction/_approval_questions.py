@@ -11,6 +11,7 @@ the decision to the digest of the call it lets run.
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import TYPE_CHECKING, Any
 
@@ -43,23 +44,35 @@ def approval_request(approval: Approval, *, note: str | None = None) -> AskUserQ
     asked = f"Allow {approval.describe()}?{reason}"
     if note:
         asked = f"{asked}\n{note}"
-    options = [
-        AskUserQuestionOption(label, item.value, description, recommended=item is Decision.APPROVE)
-        for item in approval.decisions
-        for label, description in [_LABELS[item]]
-    ]
-    questions = [Question(asked, "Approval", options, allow_custom=False, id=DECISION_ID)]
-    if any(item is not Decision.APPROVE for item in approval.decisions):
-        questions.append(
-            Question(
-                "The reason, the response, or the edited arguments (JSON)",
-                "Details",
-                None,
-                id=TEXT_ID,
-                allow_skip=True,
-            )
+    questions = [
+        Question(
+            asked, "Approval", _options(approval.decisions), allow_custom=False, id=DECISION_ID
         )
+    ]
+    if any(item is not Decision.APPROVE for item in approval.decisions):
+        questions.append(_TEXT_QUESTION)
     return AskUserQuestionRequest.of(questions, approval=approval)
+
+
+@functools.cache
+def _options(decisions: tuple[Decision, ...]) -> tuple[AskUserQuestionOption, ...]:
+    """The options offering ``decisions``: made once for each set offered (they are frozen,
+    so every request may share them)."""
+    return tuple(
+        AskUserQuestionOption(label, item.value, description, recommended=item is Decision.APPROVE)
+        for item in decisions
+        for label, description in [_LABELS[item]]
+    )
+
+
+_TEXT_QUESTION = Question(
+    "The reason, the response, or the edited arguments (JSON)",
+    "Details",
+    None,
+    id=TEXT_ID,
+    allow_skip=True,
+)
+"""The free-text question (frozen, the same in every request)."""
 
 
 class ApprovalAnswerError(ValueError):

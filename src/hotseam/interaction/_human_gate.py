@@ -14,7 +14,9 @@ only at the same position for the same call, and a changed call is asked again.
 from __future__ import annotations
 
 import itertools
+import json
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
@@ -148,6 +150,22 @@ async def ask_approval(
 
 ReasonOf = Callable[[Tool[Any], "BaseModel", ToolCall], "str | None"]
 
+_SCHEMAS: weakref.WeakKeyDictionary[type[BaseModel], str] = weakref.WeakKeyDictionary()
+"""Each input model's JSON schema, as JSON text: pydantic makes a schema anew each time
+(about 200 µs, two thirds of a gated call), so it is made once per model class (a reloaded
+tool's new class gets its own)."""
+
+
+def _input_schema(tool: Tool[Any]) -> dict[str, Any]:
+    """``tool.input_schema``, made once per input model; each approval gets its own copy
+    (loading the text takes a few µs), so a surface that changes it changes no other."""
+    model = tool.input_model
+    text = _SCHEMAS.get(model)
+    if text is None:
+        text = _SCHEMAS[model] = json.dumps(tool.input_schema)
+    schema: dict[str, Any] = json.loads(text)
+    return schema
+
 
 class HumanGate:
     """The tool gate that asks the human (provide it as :data:`~hotseam.TOOL_GATE`).
@@ -183,7 +201,7 @@ class HumanGate:
             tool.name,
             input.model_dump(mode="json"),
             reason=self._reason(tool, input, call) if self._reason is not None else None,
-            input_schema=tool.input_schema,
+            input_schema=_input_schema(tool),
         )
         context = self._context if self._context is not None else cast("BaseContext", call.context)
         try:
