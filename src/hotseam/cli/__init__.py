@@ -26,6 +26,7 @@ _COMMANDS = {
     "reload": ("hotseam.cli._reload_cmd", "reload modules of a running dev or run"),
     "inbox": ("hotseam.cli._inbox_cmd", "one web inbox for every daemon writing to a journal"),
     "journal": ("hotseam.cli._journal_cmd", "see and clean the ask journal (list, show, purge)"),
+    "approvals": ("hotseam.cli._approvals_cmd", "list, add and revoke approval rules"),
 }
 
 # The commands that are an integration's surface (their extras: ``_extras.COMMAND_EXTRAS``).

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Collection, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -151,21 +151,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    return run_on_journal(COMMAND, args, _ACTIONS[args.action])
+
+
+def run_on_journal(
+    command: str,
+    args: argparse.Namespace,
+    make_action: Callable[[argparse.Namespace], Action],
+    *,
+    bad_input: Collection[str] = (),
+) -> int:
+    """Run the action ``make_action(args)`` builds on the journal ``args.journal`` names
+    (as ``hotseam run`` chooses it): exit 2 with one line for bad input, 1 when the journal
+    cannot be reached or read (``bad_input``: more codes that are the user's mistake)."""
     try:
         url = _journal_url(args.journal)
-        action = _ACTIONS[args.action](args)
+        action = make_action(args)
     except (HarnessError, ValueError) as error:
-        return fail(COMMAND, error, EXIT_BAD_INPUT)
+        return fail(command, error, EXIT_BAD_INPUT)
     configure_logging("console", level="warning")
     missing = _missing_file(url)
     if missing is not None:
-        return fail(COMMAND, missing, EXIT_FATAL)
+        return fail(command, missing, EXIT_FATAL)
     try:
         return anyio.run(_with_journal, url, action)
     except _RefusedError as error:
-        return fail(COMMAND, error, EXIT_BAD_INPUT)
+        return fail(command, error, EXIT_BAD_INPUT)
     except JournalError as error:
-        return fail(COMMAND, error, EXIT_BAD_INPUT if error.code in _BAD_INPUT else EXIT_FATAL)
+        mistake = error.code in _BAD_INPUT or error.code in bad_input
+        return fail(command, error, EXIT_BAD_INPUT if mistake else EXIT_FATAL)
 
 
 Action = Callable[[Journal], Coroutine[Any, Any, int]]

@@ -36,6 +36,8 @@ from ._records import (
     Settlement,
     question_digest,
 )
+from ._rules import SCOPES as RULE_SCOPES
+from ._rules import ApprovalRule, RuleScope, check_rule
 from ._schema import SCHEMA_VERSION
 from ._store import Journal
 from ._url import JournalLocation, default_journal_path, parse_journal_url
@@ -44,7 +46,9 @@ __all__ = [
     "DEFAULT_LIVENESS_TIMEOUT",
     "DEFAULT_POLL_INTERVAL",
     "SCHEMA_VERSION",
+    "RULE_SCOPES",
     "SETTLED_STATES",
+    "ApprovalRule",
     "AskRecord",
     "AskState",
     "DaemonRecord",
@@ -57,10 +61,12 @@ __all__ = [
     "PurgeReport",
     "RunOverview",
     "RunRecord",
+    "RuleScope",
     "RunState",
     "Settlement",
     "default_journal_path",
     "open_journal",
     "parse_journal_url",
+    "check_rule",
     "question_digest",
 ]

@@ -41,6 +41,12 @@ class JournalErrorCode(enum.StrEnum):
     ASK_NOT_ABANDONED = "ASK_NOT_ABANDONED"
     """Only an abandoned ask is cleared: a pending one is answered or dismissed, a settled
     one stays until purged."""
+    INVALID_RULE = "INVALID_RULE"
+    """An approval rule that cannot mean what it says (no tool, a bad scope or pattern)."""
+    RULE_UNKNOWN = "RULE_UNKNOWN"
+    """No approval rule of that id is in the journal."""
+    RULE_REVOKED = "RULE_REVOKED"
+    """The approval rule was revoked: it decides nothing more."""
 
 
 class JournalError(HarnessError):

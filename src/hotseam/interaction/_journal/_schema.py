@@ -12,7 +12,8 @@ opening a new database at once make it once):
 Version 0 is the layout of hotseam's unreleased first journal (no ``hotseam_meta`` table;
 asks without ``settled_by``; no change log). Version 2 adds ``partial`` to asks: the
 answers given so far to the questions of a pending ask of several, so that a resumed run
-asks only the rest. A new journal is made at the current version in statements that
+asks only the rest. Version 3 adds approval rules (``hotseam_rules``) and their uses
+(``hotseam_rule_uses``). A new journal is made at the current version in statements that
 processes making it at once may all run (``IF NOT EXISTS``).
 """
 
@@ -23,7 +24,7 @@ from collections.abc import Callable
 from ._errors import JournalError, JournalErrorCode
 from ._sql import Db
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The version this hotseam writes."""
 
 _STATES = "'pending', 'answered', 'failed', 'withdrawn', 'abandoned'"
@@ -47,6 +48,18 @@ _INDEXES = [
     "CREATE INDEX IF NOT EXISTS hotseam_runs_daemon ON hotseam_runs (daemon_id)",
 ]
 
+_RULES = [
+    "CREATE TABLE IF NOT EXISTS hotseam_rules ("
+    " id TEXT PRIMARY KEY, tool TEXT NOT NULL, allow INTEGER NOT NULL, arguments TEXT NOT NULL,"
+    " scope TEXT NOT NULL CHECK (scope IN ('run', 'daemon', 'journal')), scope_id TEXT,"
+    " reason TEXT, created_by TEXT, created_at {real} NOT NULL, revoked_at {real},"
+    " revoked_by TEXT)",
+    "CREATE TABLE IF NOT EXISTS hotseam_rule_uses ("
+    " id TEXT PRIMARY KEY, rule_id TEXT NOT NULL REFERENCES hotseam_rules (id),"
+    " digest TEXT NOT NULL, run_id TEXT, agent TEXT, at {real} NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS hotseam_rule_uses_rule ON hotseam_rule_uses (rule_id)",
+]
+
 _CURRENT = [
     _META,
     "CREATE TABLE IF NOT EXISTS hotseam_daemons ("
@@ -64,6 +77,7 @@ _CURRENT = [
     f" state TEXT NOT NULL CHECK (state IN ({_STATES})), code TEXT, answer TEXT,"
     " settled_by TEXT, created_at {real} NOT NULL, settled_at {real}, partial TEXT)",
     *_INDEXES,
+    *_RULES,
 ]
 
 
@@ -91,7 +105,17 @@ def _migrate_1_to_2(db: Db) -> None:
     db.count("ALTER TABLE hotseam_asks ADD COLUMN partial TEXT")
 
 
-MIGRATIONS: dict[int, Callable[[Db], None]] = {0: _migrate_0_to_1, 1: _migrate_1_to_2}
+def _migrate_2_to_3(db: Db) -> None:
+    """Version 3 keeps approval rules and their uses."""
+    for statement in _RULES:
+        db.count(statement)
+
+
+MIGRATIONS: dict[int, Callable[[Db], None]] = {
+    0: _migrate_0_to_1,
+    1: _migrate_1_to_2,
+    2: _migrate_2_to_3,
+}
 """``MIGRATIONS[n]`` turns a version ``n`` journal into version ``n + 1``."""
 
 

@@ -598,7 +598,13 @@ def _closed(connection: sqlite3.Connection) -> bool:
     return False
 
 
-_MERGED = ("hotseam_daemons", "hotseam_runs", "hotseam_asks")
+_MERGED = (
+    "hotseam_daemons",
+    "hotseam_runs",
+    "hotseam_asks",
+    "hotseam_rules",
+    "hotseam_rule_uses",
+)
 """The tables a view is merged from, in the order their foreign keys need."""
 
 _NEWER = {
@@ -615,6 +621,8 @@ _NEWER = {
         "(t.state = 'pending' AND o.state <> 'pending')"
         " OR (t.state = o.state AND t.partial IS NULL AND o.partial IS NOT NULL)"
     ),
+    "hotseam_rules": "t.revoked_at IS NULL AND o.revoked_at IS NOT NULL",
+    "hotseam_rule_uses": "0",
 }
 
 
@@ -631,6 +639,8 @@ def _merge(source: sqlite3.Connection, path: Path) -> str:
             added = updated = 0
             for table in _MERGED:
                 columns = _shared_columns(source, table)
+                if not columns:  # a layout without the table (an older journal)
+                    continue
                 listed = ", ".join(columns)
                 fresh = [column for column in columns if column != "id"]
                 assignments = ", ".join(
@@ -645,6 +655,10 @@ def _merge(source: sqlite3.Connection, path: Path) -> str:
                     "hotseam_daemons": "",
                     "hotseam_runs": " WHERE daemon_id IN (SELECT id FROM target.hotseam_daemons)",
                     "hotseam_asks": " WHERE run_id IN (SELECT id FROM target.hotseam_runs)",
+                    "hotseam_rules": "",
+                    "hotseam_rule_uses": (
+                        " WHERE rule_id IN (SELECT id FROM target.hotseam_rules)"
+                    ),
                 }[table]
                 added += source.execute(
                     f"INSERT OR IGNORE INTO target.{table} ({listed})"

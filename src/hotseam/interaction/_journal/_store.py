@@ -14,7 +14,7 @@ import math
 import os
 import socket
 import uuid
-from collections.abc import AsyncIterator, Callable, Collection, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 import anyio
@@ -53,6 +53,15 @@ from ._refusals import (
     run_claimed,
     run_exists,
     run_finished,
+)
+from ._rules import (
+    ApprovalRule,
+    RuleScope,
+    add_rule,
+    check_rule,
+    list_rules,
+    note_use,
+    revoke_rule,
 )
 from ._schema import SCHEMA_VERSION
 from ._sql import (
@@ -825,6 +834,65 @@ class Journal(abc.ABC):
             older_than=older_than,
         )
         return report
+
+    # -- approval rules -----------------------------------------------------------------------
+
+    async def add_rule(
+        self,
+        tool: str,
+        *,
+        allow: bool,
+        where: Mapping[str, str] | None = None,
+        scope: RuleScope = "journal",
+        scope_id: str | None = None,
+        reason: str | None = None,
+        by: str | None = None,
+    ) -> ApprovalRule:
+        """Record an approval rule: always allow (or reject) calls of ``tool`` whose
+        arguments match ``where``, in ``scope`` (``scope_id``: the run's or daemon's id).
+
+        Raises:
+            JournalError: ``INVALID_RULE`` naming what is wrong.
+        """
+        self._check_open()
+        patterns = dict(where or {})
+        check_rule(tool, patterns, scope, scope_id)
+        rule = await self._write(
+            lambda db: add_rule(db, tool, allow, patterns, scope, scope_id, reason, by),
+            durable=True,
+        )
+        _log.info("journal.rule_added", rule_id=rule.id, rule=rule.describe(), by=by)
+        return rule
+
+    async def rules(self, *, revoked: bool = False) -> list[ApprovalRule]:
+        """The approval rules, oldest first (``revoked``: the revoked ones too)."""
+        self._check_open()
+        return await self._read(lambda db: list_rules(db, revoked=revoked))
+
+    async def revoke_rule(self, rule_id: str, *, by: str | None = None) -> ApprovalRule:
+        """Revoke a rule: it decides nothing more (revoking it again changes nothing).
+
+        Raises:
+            JournalError: ``RULE_UNKNOWN``.
+        """
+        self._check_open()
+        rule = await self._write(lambda db: revoke_rule(db, rule_id, by), durable=True)
+        _log.info("journal.rule_revoked", rule_id=rule_id, rule=rule.describe(), by=by)
+        return rule
+
+    async def note_rule_use(
+        self, rule_id: str, digest: str, *, run_id: str | None = None, agent: str | None = None
+    ) -> ApprovalRule:
+        """Record that the rule decided the call of ``digest`` (the audit of its use), in
+        the transaction that checks it is still in force.
+
+        Raises:
+            JournalError: ``RULE_UNKNOWN``; ``RULE_REVOKED`` (the call must be asked).
+        """
+        self._check_open()
+        return await self._write(
+            lambda db: note_use(db, rule_id, digest, run_id, agent), durable=True
+        )
 
     # -- shared -------------------------------------------------------------------------------
 
