@@ -6,8 +6,10 @@ an ``elicitation/create`` form when it advertised ``clientCapabilities.elicitati
 ``session/request_permission`` (a custom-answer choice dropped, and the prompt says so);
 else in the conversation (:mod:`._conversation`: the turn ends, the next prompt answers).
 Several questions are one form; without forms ``ask()`` (or, after a refusal mid-ask, the
-provider) puts them one after the other. A method answered with -32601 (the Python SDK
-without its unstable flag) is not used again for that client, with one warning.
+provider) puts them one after the other. An approval (``request.approval``) is ACP's own
+permission request on every client (:mod:`._approval`), its plain questions only for a client
+that refused those. A method answered with -32601 (the Python SDK without its unstable flag)
+is not used again for that client, with one warning.
 
 Cancellation: the ask's task cancelled (signal, reload) sends ``$/cancel_request``; a
 client may ignore it (Toad does) and answer later, and if a reload re-asked the same ask
@@ -48,6 +50,7 @@ from .._kit import (
     ask_until_answered,
     build_form,
 )
+from ._approval import ApprovalPermission, Decided, approval_permission
 from ._conversation import Conversations, NotAnOptionError, question_text, read_reply
 from ._permission import REQUEST_PERMISSION, build_permission_form, fits_permission
 from ._wire import ANSWER_REFUSED, AcpWire
@@ -202,6 +205,7 @@ class AcpProvider:
         self._refused: set[str] = set()  # the methods answered with -32601
         self._pending: dict[str, set[_Pending]] = {}
         self._attempts = itertools.count()
+        self._decided = Decided()  # approvals asked one question at a time
 
     def __repr__(self) -> str:
         return f"<AcpProvider {self.name!r} form={self.supports_form} pending={self.pending()}>"
@@ -279,23 +283,79 @@ class AcpProvider:
             raise UserInteractionError(
                 "the ACP provider is not attached to a client connection", ErrorCode.NO_PROVIDER
             )
+        asked = current_ask()
+        question_id = None if asked is None else asked.question_id
+        if question_id is not None:
+            decided = self._decided.answer(question_id, request)
+            if decided is not None:  # the text part of an approval decided here
+                return decided
+        if REQUEST_PERMISSION not in self._refused:
+            native = approval_permission(request, forms=self.supports_form)
+            if native is not None:
+                answer = await self._ask_approval(wire, native, scope)
+                if (
+                    question_id is not None
+                    and native.is_part
+                    and REQUEST_PERMISSION not in self._refused
+                ):
+                    self._decided.keep(question_id, native, answer)
+                return answer
+        return await self._ask_plain(wire, request, scope)
+
+    async def _ask_plain(
+        self, wire: AcpWire, request: AskUserQuestionRequest, scope: AskScope
+    ) -> AskUserQuestionAnswer:
+        """The ask's questions, as the client can take them: whole, or one by one."""
         try:
             return await self._ask(wire, request, scope)
         except _OneByOneError:  # the client refused forms once ask() gave it the whole ask
             return await ask_one_at_a_time(request, lambda part: self._ask(wire, part, scope))
 
+    async def _ask_approval(
+        self, wire: AcpWire, native: ApprovalPermission, scope: AskScope
+    ) -> AskUserQuestionAnswer:
+        """An approval as a permission request, then the text Edit or Respond needs as a
+        form; declining that form goes back to the permission request. A client refusing
+        permission requests gets the approval's plain questions."""
+        while True:
+            if scope.cancelled is not None and scope.cancelled.aborted:
+                raise _cancelled_by_client(scope.session_id)
+            params = native.params(scope.session_id)
+            carrier = _Carrier(REQUEST_PERMISSION, params, native.read)
+            try:
+                answer = await self._carry(wire, carrier, scope, native.request)
+            except _RefusedError:
+                return await self._ask_plain(wire, native.request, scope)
+            follow_up = native.follow_up(answer)
+            if follow_up is None:
+                return answer
+            try:
+                text = await self._ask(wire, follow_up, scope, prefill=native.prefill(follow_up))
+            except UserInteractionError as declined:
+                if declined.code != ErrorCode.ASK_DECLINED:
+                    raise
+                _log.info("acp.approval_text_declined", session_id=scope.session_id)
+                continue
+            return native.completed(answer, text)
+
     async def _ask(
-        self, wire: AcpWire, request: AskUserQuestionRequest, scope: AskScope
+        self,
+        wire: AcpWire,
+        request: AskUserQuestionRequest,
+        scope: AskScope,
+        *,
+        prefill: dict[str, Any] | None = None,
     ) -> AskUserQuestionAnswer:
         """Carry the question until answered: asked again after an answer that does not do,
-        planned again after a refused method."""
+        planned again after a refused method. A form starts with ``prefill`` (and, asked
+        again, with what fitted)."""
         sent: list[str] = []
 
         async def attempt(note: str | None, given: dict[str, Any] | None) -> AskUserQuestionAnswer:
             while True:
                 if scope.cancelled is not None and scope.cancelled.aborted:
                     raise _cancelled_by_client(scope.session_id)
-                carrier = self._plan(request, scope, note, given)
+                carrier = self._plan(request, scope, note, prefill if given is None else given)
                 sent.append(carrier.method)
                 try:
                     return await self._carry(wire, carrier, scope, request)
