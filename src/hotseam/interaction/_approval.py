@@ -31,9 +31,15 @@ class Decision(enum.Enum):
     """Do not run it; the message tells the model why."""
     RESPOND = "respond"
     """Do not run it; the text is given to the model as the tool's result."""
+    ALWAYS = "always"
+    """Run it, and add a rule that allows every later call of the tool without asking."""
+    NEVER = "never"
+    """Do not run it, and add a rule that rejects every later call of the tool."""
 
 
-ALL_DECISIONS = tuple(Decision)
+ALL_DECISIONS = (Decision.APPROVE, Decision.EDIT, Decision.REJECT, Decision.RESPOND)
+"""The decisions offered by default (the rule-making ones, ``ALWAYS`` and ``NEVER``, are
+offered by a gate that keeps rules: ``HumanGate(offer_rules=True)``)."""
 
 
 def canonical_json(value: object) -> str:
@@ -187,8 +193,8 @@ class ApprovalDecision:
 
     @property
     def runs(self) -> bool:
-        """True when the call runs (approved, as it is or edited)."""
-        return self.decision in (Decision.APPROVE, Decision.EDIT)
+        """True when the call runs (approved, as it is or edited, or always allowed)."""
+        return self.decision in (Decision.APPROVE, Decision.EDIT, Decision.ALWAYS)
 
 
 def _invalid(message: str) -> UserInteractionError:

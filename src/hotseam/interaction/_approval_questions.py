@@ -28,6 +28,8 @@ _LABELS = {
     Decision.EDIT: ("Edit", "run it with the arguments typed below (JSON)"),
     Decision.REJECT: ("Reject", "do not run it; the text below tells the model why"),
     Decision.RESPOND: ("Respond", "do not run it; the text below is its result"),
+    Decision.ALWAYS: ("Always allow", "run it, and every later call of this tool, unasked"),
+    Decision.NEVER: ("Always reject", "refuse it and every later call of this tool"),
 }
 
 DECISION_ID = "decision"
@@ -49,7 +51,7 @@ def approval_request(approval: Approval, *, note: str | None = None) -> AskUserQ
             asked, "Approval", _options(approval.decisions), allow_custom=False, id=DECISION_ID
         )
     ]
-    if any(item is not Decision.APPROVE for item in approval.decisions):
+    if any(item not in (Decision.APPROVE, Decision.ALWAYS) for item in approval.decisions):
         questions.append(_TEXT_QUESTION)
     return AskUserQuestionRequest.of(questions, approval=approval)
 
@@ -106,9 +108,17 @@ def read_decision(
         raise ApprovalAnswerError(f"{decision.value!r} is not offered for this call")
     text_entry = by_id.get(TEXT_ID)
     text = (text_entry.answer or "").strip() if text_entry is not None else ""
-    if decision is Decision.APPROVE:
+    if decision in (Decision.APPROVE, Decision.ALWAYS):
         return ApprovalDecision(
-            decision, approval.digest, dict(approval.arguments), decided_by=decided_by
+            decision,
+            approval.digest,
+            dict(approval.arguments),
+            message=text or None,
+            decided_by=decided_by,
+        )
+    if decision is Decision.NEVER:  # the rule's reason, when given, is told to the model
+        return ApprovalDecision(
+            decision, approval.digest, message=text or "always rejected", decided_by=decided_by
         )
     if not text:
         needed = {

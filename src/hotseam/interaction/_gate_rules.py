@@ -122,4 +122,3 @@ async def deciding_rule(
             if error.code not in (JournalErrorCode.RULE_REVOKED, JournalErrorCode.RULE_UNKNOWN):
                 raise
     return None
-

@@ -21,16 +21,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from .._core import GateVerdict, HarnessError, Tool, ToolCall
-from ._approval import Approval, ApprovalDecision, Decision, call_digest
+from .._core import GateVerdict, HarnessError, Tool, ToolCall, get_logger
+from ._approval import ALL_DECISIONS, Approval, ApprovalDecision, Decision, call_digest
 from ._approval_questions import ApprovalAnswerError, approval_request, read_decision
 from ._ask import ask
 from ._errors import ErrorCode, UserInteractionError
+from ._gate_rules import ProcessRules, RuleBook, deciding_rule
+from ._journal import ApprovalRule, RuleScope
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
     from .._core import BaseContext
+    from ._runs import AgentRun
+
+_log = get_logger("hotseam.approvals")
 
 TRIES = 3
 """Answers that make no decision (an edit that is not valid input...) before the approval
@@ -176,6 +181,13 @@ class HumanGate:
         expires_in: Seconds a decision may be used once this gate has it (None: no limit);
             used later, the call is refused ``APPROVAL_EXPIRED``.
         reason: ``(tool, input, call) -> str | None``: the agent's reason, shown with the call.
+        rules: Where the approval rules are (a :class:`~hotseam.interaction.journal.Journal`
+            is one). Default: inside a journaled run, the run's journal (shared with every
+            daemon and ``hotseam approvals``); else this gate's own :attr:`rules`.
+        offer_rules: Also offer "Always allow" and "Always reject", which add a rule for
+            the tool (scoped by ``rule_scope``) besides deciding the call.
+        rule_scope: The scope of a rule added by such a decision: ``run`` (default),
+            ``daemon`` or ``journal`` (outside a journaled run: this gate).
     """
 
     def __init__(
@@ -186,6 +198,9 @@ class HumanGate:
         expires_in: float | None = None,
         reason: ReasonOf | None = None,
         clock: Callable[[], float] = time.time,
+        rules: RuleBook | None = None,
+        offer_rules: bool = False,
+        rule_scope: RuleScope = "run",
     ) -> None:
         self._context = context
         self._timeout = timeout
@@ -193,6 +208,13 @@ class HumanGate:
         self._reason = reason
         self._clock = clock
         self.grants = Grants(clock)
+        self._book = rules
+        self.rules = ProcessRules()
+        """The rules of this gate, used outside a journaled run unless ``rules`` is given."""
+        self._decisions = (
+            (*ALL_DECISIONS, Decision.ALWAYS, Decision.NEVER) if offer_rules else (ALL_DECISIONS)
+        )
+        self._rule_scope = rule_scope
 
     async def review(self, tool: Tool[Any], input: BaseModel, call: ToolCall) -> GateVerdict:
         from ._runs import current_run
@@ -201,8 +223,34 @@ class HumanGate:
             tool.name,
             input.model_dump(mode="json"),
             reason=self._reason(tool, input, call) if self._reason is not None else None,
+            decisions=self._decisions,
             input_schema=_input_schema(tool),
         )
+        run = current_run()
+        run_id = run.record.id if run is not None else None
+        agent = call.agent.id if call.agent is not None else None
+        book = self._book_for(run)
+        ruled = await self._by_rule(book, run, approval, agent)
+        if ruled is not None:
+            by_rule = {
+                "decision": "approve" if ruled.allow else "reject",
+                "digest": approval.digest,
+                "rule": ruled.id,
+            }
+            _log.info(
+                "approval.ruled",
+                tool=tool.name,
+                rule_id=ruled.id,
+                digest=approval.digest,
+                allow=ruled.allow,
+                summary=f"{ruled.describe()} decided {tool.name} (rule {ruled.id})",
+            )
+            if ruled.allow:
+                return GateVerdict.run(input, **by_rule)
+            because = f": {ruled.reason}" if ruled.reason else ""
+            return GateVerdict.refuse(
+                f"a rule rejects the call of {tool.name!r}{because}", **by_rule
+            )
         context = self._context if self._context is not None else cast("BaseContext", call.context)
         try:
             decision = await ask_approval(
@@ -215,16 +263,16 @@ class HumanGate:
                 reason=str(failed.code),
                 digest=approval.digest,
             )
-        details = {"decision": decision.decision.value, "digest": approval.digest}
-        if decision.decision is Decision.REJECT:
+        details: dict[str, Any] = {"decision": decision.decision.value, "digest": approval.digest}
+        if decision.decision in (Decision.ALWAYS, Decision.NEVER):
+            rule = await self._add_rule(book, run, tool.name, decision)
+            details["rule"] = rule.id
+        if decision.decision in (Decision.REJECT, Decision.NEVER):
             return GateVerdict.refuse(
                 f"the human rejected the call of {tool.name!r}: {decision.message}", **details
             )
         if decision.decision is Decision.RESPOND:
             return GateVerdict.respond(decision.message, **details)
-        run = current_run()
-        run_id = run.record.id if run is not None else None
-        agent = call.agent.id if call.agent is not None else None
         # The expiry counts from the decision as this gate got it (a replay on resume too).
         expires_at = None if self._expires_in is None else self._clock() + self._expires_in
         grant = self.grants.issue(decision, run_id=run_id, agent=agent, expires_at=expires_at)
@@ -238,3 +286,55 @@ class HumanGate:
             agent=agent,
         )
         return GateVerdict.run(edited, **details, runs_as=decision.digest)
+
+    def _book_for(self, run: AgentRun | None) -> RuleBook:
+        if self._book is not None:
+            return self._book
+        return run.journal.journal if run is not None else self.rules
+
+    async def _by_rule(
+        self, book: RuleBook, run: AgentRun | None, approval: Approval, agent: str | None
+    ) -> ApprovalRule | None:
+        """The rule deciding the call (its use recorded), or None; a journal out of reach
+        is waited for, as a question is."""
+
+        async def look() -> ApprovalRule | None:
+            return await deciding_rule(
+                book,
+                approval.tool,
+                approval.arguments,
+                approval.digest,
+                run_id=run.record.id if run is not None else None,
+                daemon_id=run.journal.daemon.id if run is not None else None,
+                agent=agent,
+            )
+
+        if run is not None and book is run.journal.journal:
+            return await run.journal.persist("the approval rules", look, shown=False)
+        return await look()
+
+    async def _add_rule(
+        self, book: RuleBook, run: AgentRun | None, tool: str, decision: ApprovalDecision
+    ) -> ApprovalRule:
+        """The rule an "always" decision adds, scoped by ``rule_scope`` (a journal rule
+        outside a journaled run)."""
+        scope: RuleScope = self._rule_scope if run is not None else "journal"
+        scope_id = None
+        if scope == "run" and run is not None:
+            scope_id = run.record.id
+        elif scope == "daemon" and run is not None:
+            scope_id = run.journal.daemon.id
+
+        async def add() -> ApprovalRule:
+            return await book.add_rule(
+                tool,
+                allow=decision.decision is Decision.ALWAYS,
+                scope=scope,
+                scope_id=scope_id,
+                reason=decision.message,
+                by=decision.decided_by or "a decision",
+            )
+
+        if run is not None and book is run.journal.journal:
+            return await run.journal.persist("an approval rule", add)
+        return await add()

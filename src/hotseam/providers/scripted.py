@@ -161,6 +161,16 @@ class Reply:
         return cls("approval", option="reject", text=reason)
 
     @classmethod
+    def always_allow(cls) -> Reply:
+        """Approve the call, and every later call of the tool (a rule is added)."""
+        return cls("approval", option="always")
+
+    @classmethod
+    def always_reject(cls, reason: str | None = None) -> Reply:
+        """Reject the call, and every later call of the tool (a rule is added)."""
+        return cls("approval", option="never", text=reason)
+
+    @classmethod
     def respond(cls, text: str) -> Reply:
         """Do not run the call; ``text`` is given to the model as its result."""
         return cls("approval", option="respond", text=text)
