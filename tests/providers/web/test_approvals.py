@@ -228,8 +228,9 @@ async def test_an_edit_the_schema_cannot_check_simply_is_left_to_the_gate_which_
         bad = '{"service": "api", "window": {"start": "noon"}}'
         assert (await d.decide(card, "edit", bad)).status_code == 200
         async with d.s.events() as events:
-            again = await events.until(lambda e: e["type"] in ("snapshot", "added") and _one(e))
+            again = await events.until(lambda e: _one(e) is not None)
         asked = _one(again)
+        assert asked is not None
         assert asked["approval"]["digest"] == card["approval"]["digest"]
         assert "window.start" in asked["questions"][0]["question"]
         good = '{"replicas": 1, "service": "api", "window": {"start": 12}}'
@@ -238,6 +239,9 @@ async def test_an_edit_the_schema_cannot_check_simply_is_left_to_the_gate_which_
 
 
 def _one(event: dict[str, Any]) -> dict[str, Any] | None:
+    """The question an event lists or adds (the first of a snapshot), if any."""
+    if event["type"] not in ("snapshot", "added"):
+        return None
     questions = event["questions"] if event["type"] == "snapshot" else [event["question"]]
     return questions[0] if questions else None
 

@@ -39,6 +39,8 @@
   }
 
   function fingerprint(q) {
+    // An approval asked again (a refused edit, a restart) is the same call: its draft is kept.
+    if (approvalOf(q)) return JSON.stringify([q.agent && q.agent.id, "approval", q.approval.digest]);
     return JSON.stringify([q.agent && q.agent.id,
       q.questions.map((item) => [item.id, item.header, item.question, item.options.map((o) => o.label)])]);
   }
@@ -203,6 +205,200 @@
     };
   }
 
+  // -- approvals -------------------------------------------------------------------------
+  // An ask carrying `approval` (a tool call put to the human) is shown as the call: the tool,
+  // its arguments, the agent's reason, and one button per decision offered. It is answered
+  // with the ask's two plain questions (`decision`: the option of the decision; `text`: the
+  // reason, the response or the edited arguments), as any client answers it; the server
+  // checks the answer again (hotseam.providers._web._approvals) with the same words.
+
+  const DECISION = "decision";
+  const TEXT = "text";
+  const TYPES = { string: "a string", integer: "an integer", number: "a number", boolean: "true or false",
+                  array: "a list", object: "an object", null: "null" };
+  const MODES = {
+    reject: { label: "The reason (the model is told why)", send: "Send rejection", needs: "reject needs the reason, for the model" },
+    respond: { label: "The response (given to the model as the tool's result)", send: "Send response",
+               needs: "respond needs the response, for the model" },
+    edit: { label: "The arguments to run with (JSON)", send: "Run with these arguments",
+            needs: "edit needs the edited arguments, as a JSON object" },
+  };
+
+  // The approval of `q` when the page can render it: its decisions are the options of the
+  // `decision` question, in order (else the ask is shown as its plain questions).
+  function approvalOf(q) {
+    const a = q.approval;
+    if (!a || !Array.isArray(a.decisions)) return null;
+    const decision = q.questions.find((item) => item.id === DECISION);
+    if (!decision || decision.options.length !== a.decisions.length) return null;
+    const text = q.questions.find((item) => item.id === TEXT) || null;
+    if (q.questions.length !== (text ? 2 : 1)) return null;
+    if (a.decisions.some((d) => d !== "approve") && !text) return null;
+    return { approval: a, decision, text };
+  }
+
+  function isType(kind, value) {
+    if (kind === "null") return value === null;
+    if (kind === "boolean") return typeof value === "boolean";
+    if (kind === "integer") return Number.isInteger(value);
+    if (kind === "number") return typeof value === "number";
+    if (kind === "string") return typeof value === "string";
+    if (kind === "array") return Array.isArray(value);
+    if (kind === "object") return value !== null && typeof value === "object" && !Array.isArray(value);
+    return false;
+  }
+
+  function kindOf(value) {
+    for (const kind of ["null", "boolean", "integer", "number", "string", "array", "object"]) {
+      if (isType(kind, value)) return TYPES[kind];
+    }
+    return typeof value;
+  }
+
+  // The JSON types a field takes, or null when its schema does not say simply ($ref, ...).
+  function typesOf(field) {
+    let given = field.type;
+    if (typeof given === "string") given = [given];
+    if (Array.isArray(given)) { const kinds = given.filter((k) => k in TYPES); return kinds.length ? kinds : null; }
+    const union = field.anyOf || field.oneOf;
+    if (Array.isArray(union)) {
+      const kinds = [];
+      for (const branch of union) {
+        const plain = branch && typeof branch === "object" && Object.keys(branch).every((k) => k === "type");
+        const inner = plain ? typesOf(branch) : null;
+        if (!inner) return null;
+        kinds.push(...inner);
+      }
+      return kinds.length ? kinds : null;
+    }
+    return null;
+  }
+
+  const same = (a, b) => JSON.stringify(a) === JSON.stringify(b);
+
+  // The first thing `value` breaks of what `schema` says simply (the server's schema_problem).
+  function schemaProblem(schema, value) {
+    const properties = schema.properties && typeof schema.properties === "object" ? schema.properties : {};
+    for (const name of Array.isArray(schema.required) ? schema.required : []) {
+      if (typeof name === "string" && !Object.prototype.hasOwnProperty.call(value, name)) return "missing required field '" + name + "'";
+    }
+    if (schema.additionalProperties === false) {
+      for (const name of Object.keys(value)) {
+        if (!Object.prototype.hasOwnProperty.call(properties, name)) return "unknown field '" + name + "'";
+      }
+    }
+    for (const [name, item] of Object.entries(value)) {
+      const field = Object.prototype.hasOwnProperty.call(properties, name) ? properties[name] : null;
+      if (!field || typeof field !== "object") continue;
+      if (Array.isArray(field.enum) && !field.enum.some((e) => same(e, item))) {
+        return "field '" + name + "' must be one of " + field.enum.map((e) => JSON.stringify(e)).join(", ");
+      }
+      if ("const" in field && !same(field.const, item)) return "field '" + name + "' must be " + JSON.stringify(field.const);
+      const kinds = typesOf(field);
+      if (kinds && !kinds.some((k) => isType(k, item))) {
+        return "field '" + name + "' must be " + kinds.map((k) => TYPES[k]).join(" or ") + " (got " + kindOf(item) + ")";
+      }
+    }
+    return null;
+  }
+
+  // Edited arguments typed in the page: null when they may be sent, else why not.
+  function editProblem(approval, typed) {
+    let value;
+    try { value = JSON.parse(typed); } catch (bad) { return "the edited arguments are not JSON: " + bad.message; }
+    if (value === null || typeof value !== "object" || Array.isArray(value)) {
+      return "the edited arguments must be a JSON object, got " + (Array.isArray(value) ? "a list" : kindOf(value));
+    }
+    const problem = approval.input_schema ? schemaProblem(approval.input_schema, value) : null;
+    return problem ? "the edited arguments are not valid input for " + approval.tool + ": " + problem : null;
+  }
+
+  // The approval part of a card: the call, and a button per decision; a decision that needs
+  // a text opens a box for it (prefilled with the arguments for an edit) with its own Send.
+  function approvalView(q, view, base, draft, form, submit) {
+    const { approval, decision } = view;
+    const args = JSON.stringify(approval.arguments, null, 2);
+    const texts = { edit: args, reject: "", respond: "", ...((draft && draft.texts) || {}) };
+    let mode = null;  // the decision whose text is being typed
+    const lines = decision.question.split("\n");
+    const again = lines.slice(1).join("\n");  // why an earlier answer was refused (a re-ask)
+    const label = el("label", { for: base + "-details" });
+    const box = el("textarea", { id: base + "-details", class: "details", maxlength: "20000", spellcheck: "false",
+                                 "aria-describedby": base + "-details-error " + base + "-details-hint" });
+    const problem = el("p", { class: "error", id: base + "-details-error", role: "alert" });
+    const hint = el("p", { class: "hint", id: base + "-details-hint", text: "Ctrl+Enter sends." });
+    const sendButton = el("button", { type: "submit", class: "answer" });
+    const panel = el("div", { class: "details-panel", hidden: true }, [label, box, hint, problem, el("div", { class: "actions" }, [sendButton])]);
+    const buttons = approval.decisions.map((value, i) => {
+      const button = el("button", { type: "button", class: value === "approve" ? "answer decide" : "decide",
+                                    "data-decision": value, text: decision.options[i].label,
+                                    title: decision.options[i].description || null });
+      button.addEventListener("click", () => {
+        if (value === "approve") { submit(answer("approve", null)); return; }
+        openMode(value);
+        box.focus();
+      });
+      return button;
+    });
+    function openMode(value) {
+      if (mode) texts[mode] = box.value;
+      mode = value;
+      problem.textContent = "";
+      for (const b of buttons) b.setAttribute("aria-pressed", String(b.dataset.decision === mode));
+      panel.hidden = !mode;
+      if (!mode) return;
+      label.textContent = MODES[mode].label;
+      sendButton.textContent = MODES[mode].send;
+      box.value = texts[mode];
+      box.classList.toggle("code", mode === "edit");
+    }
+    box.addEventListener("input", () => { problem.textContent = ""; });
+    box.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) { e.preventDefault(); form.requestSubmit(); }
+    });
+    function answer(value, typed) {
+      const answers = { [DECISION]: { option: approval.decisions.indexOf(value) } };
+      if (view.text) answers[TEXT] = typed === null ? { skip: true } : { text: typed };
+      return { answers };
+    }
+    const fieldset = el("fieldset", { class: "approval", "aria-labelledby": base + "-title" }, [
+      el("legend", { id: base + "-title" }, [document.createTextNode("Allow "), el("code", { class: "tool", text: approval.tool }), document.createTextNode("?")]),
+      approval.reason ? el("p", { class: "reason" }, [el("span", { class: "label", text: "Reason: " }), el("span", { text: approval.reason })]) : null,
+      el("pre", { class: "arguments", "aria-label": "Arguments", tabindex: "0", text: args }),
+      again ? el("p", { class: "again", role: "alert", text: again }) : null,
+      el("div", { class: "actions decisions" }, buttons),
+      panel,
+    ]);
+    openMode(draft && draft.mode in MODES ? draft.mode : null);  // as it was, when asked again
+    return {
+      fieldset,
+      draft: () => { if (mode) texts[mode] = box.value; return { mode, texts: { ...texts } }; },
+      // The answer of the open decision, or a refusal said in the page (focus on the box).
+      body: () => {
+        if (!mode) return null;
+        const typed = box.value;
+        const refuse = (text) => { problem.textContent = capital(text); box.focus(); return null; };
+        if (!typed.trim()) return refuse(MODES[mode].needs);
+        if (mode === "edit") { const why = editProblem(approval, typed); if (why) return refuse(why); }
+        return answer(mode, typed);
+      },
+      // What was decided, in words: from this tab's body, or from what pages are told.
+      said: (body) => decided(approval.decisions[body.answers[DECISION].option], body.answers[TEXT] && body.answers[TEXT].text),
+      saidOf: (shownAnswer) => {
+        const items = Object.fromEntries(((shownAnswer && shownAnswer.answers) || []).map((item) => [item.id, item]));
+        const labels = (items[DECISION] && items[DECISION].labels) || [];
+        const i = decision.options.findIndex((o) => o.label === labels[0]);
+        return i < 0 ? null : decided(approval.decisions[i], items[TEXT] && items[TEXT].text);
+      },
+    };
+  }
+
+  function decided(value, typed) {
+    if (value === "approve") return "approved as shown";
+    if (value === "edit") return "approved with edited arguments";
+    return (value === "reject" ? "rejected: “" : "responded: “") + (typed || "") + "”";
+  }
+
   // What this tab answered, in the shape the server tells other pages (for its own note).
   function answered(fields, body) {
     const one = (item, b) => {
@@ -229,25 +425,33 @@
     const clearButton = el("button", { type: "button", class: "clear", text: "Clear", hidden: true });
     const situation = el("p", { class: "situation", role: "status" });
     const form = el("form", { "aria-labelledby": several ? base + "-count" : base + "-title", novalidate: true });
-    const fields = items.map((item, i) => field(item, several ? base + "-" + i : base, several, draft[item.id], form));
+    const asApproval = approvalOf(q);
+    const view = asApproval
+      ? approvalView(q, asApproval, base, draft.approval, form, (body) => send(card, "answer", body, error)) : null;
+    const fields = view ? [] : items.map((item, i) => field(item, several ? base + "-" + i : base, several, draft[item.id], form));
     for (const f of fields) form.appendChild(f.fieldset);
+    if (view) form.appendChild(view.fieldset);
+    answerButton.hidden = Boolean(view);  // an approval is sent by its decision's own button
     form.append(el("div", { class: "actions" }, [answerButton, dismissButton, clearButton]), situation, hold, error);
     const daemonState = el("span", { class: "daemon-state" });
-    const heading = several
-      ? el("h2", { id: base + "-count", text: items.length + " questions" })
+    const heading = view ? el("h2", { text: "Approval" })
+      : several ? el("h2", { id: base + "-count", text: items.length + " questions" })
       : items[0].header ? el("h2", { text: items[0].header }) : null;
-    const card = el("li", { class: several ? "card several" : "card", id: base, "data-id": q.id }, [
+    const card = el("li", { class: view ? "card approval" : several ? "card several" : "card", id: base, "data-id": q.id }, [
       el("p", { class: "meta", text: "Asked by " + who + " at " + asked }),
       q.daemon ? el("p", { class: "daemon" }, [el("span", { text: asker(q.daemon) }), daemonState]) : null,
       heading,
       form,
     ]);
     card.fingerprint = fingerprint(q);
-    card.draft = () => Object.fromEntries(fields.map((f) => [f.item.id, f.draft()]));
+    card.draft = view ? () => ({ approval: view.draft() }) : () => Object.fromEntries(fields.map((f) => [f.item.id, f.draft()]));
     card.shownOf = (body) => answered(fields, body);
+    card.said = view ? view.said : null;      // an approval's answer, in words
+    card.saidOf = view ? view.saidOf : null;
     card.enable = (on) => {
       const live = on && !card.abandoned;
       for (const f of fields) f.fieldset.disabled = !live;
+      if (view) view.fieldset.disabled = !live;
       answerButton.disabled = dismissButton.disabled = !live || Boolean(card.sending);
       clearButton.disabled = !on || Boolean(card.sending);
     };
@@ -263,7 +467,8 @@
       situation.textContent = card.abandoned
         ? "Nobody owns this question any more: its run was abandoned, and nothing will read an answer. Clear it."
         : card.heldFor ? card.heldFor + " is down: an answer is held for its resume." : "";
-      answerButton.hidden = dismissButton.hidden = card.abandoned;
+      answerButton.hidden = card.abandoned || Boolean(view);
+      dismissButton.hidden = card.abandoned;
       clearButton.hidden = !card.abandoned;
       card.enable(!card.classList.contains("held"));
     };
@@ -273,6 +478,11 @@
       e.preventDefault();
       if (card.classList.contains("held") || card.abandoned) return;
       error.textContent = "";
+      if (view) {
+        const body = view.body();
+        if (body) send(card, "answer", body, error);
+        return;
+      }
       for (const f of fields) f.clear();
       const bodies = [];
       for (const f of fields) {
@@ -303,7 +513,8 @@
       const data = await response.json().catch(() => ({}));
       if (response.ok) {
         drafts.delete(card.fingerprint);
-        finish(card.dataset.id, action === "answer" ? "Answered: " + shown(card.shownOf(body)) + "." + held(data.heldFor)
+        const said = card.said ? capital(card.said(body)) : "Answered: " + shown(card.shownOf(body)) + ".";
+        finish(card.dataset.id, action === "answer" ? said + held(data.heldFor)
           : action === "clear" ? "Cleared." : "Dismissed.");
         return;
       }
@@ -314,7 +525,7 @@
       } else if (response.status === 409 || response.status === 404) {
         finish(card.dataset.id, failure.code === "ALREADY_ANSWERED"
           ? removedNote({ reason: "answered", client: failure.client, answer: failure.answer,
-                          by: failure.by, heldFor: failure.heldFor })
+                          by: failure.by, heldFor: failure.heldFor }, card)
           : "No longer pending: " + message);
         return;
       }
@@ -334,8 +545,10 @@
   }
 
   // What a removed event says, from this tab's point of view.
-  function removedNote(event) {
+  function removedNote(event, card) {
     const mine = event.client === client && !event.by;
+    const approval = event.reason === "answered" && card && card.saidOf ? card.saidOf(event.answer) : null;
+    if (approval) return (mine ? capital(approval) : "Answered " + elsewhere(event) + ": " + approval + ".") + held(event.heldFor);
     if (event.reason === "answered") {
       return (mine ? "Answered" : "Answered " + elsewhere(event)) + ": " + shown(event.answer) + "." + held(event.heldFor);
     }
@@ -454,7 +667,7 @@
     else if (event.type === "removed") {
       const card = cards.get(event.id);
       if (!card) return;
-      if (event.reason !== "withdrawn") { finish(event.id, removedNote(event)); return; }
+      if (event.reason !== "withdrawn") { finish(event.id, removedNote(event, card)); return; }
       // A reload withdraws a question, then asks it again: hold it in place meanwhile.
       hold(card, "On hold: not answerable right now.");
       card.timer = setTimeout(() => finish(event.id, removedNote(event)), HOLD_MS);
