@@ -83,6 +83,20 @@ class TestMapping:
         assert native is not None
         assert [o["optionId"] for o in native.params("s")["options"]] == ["approve", "respond"]
 
+    def test_a_gate_keeping_rules_offers_the_always_kinds(self) -> None:
+        """Always allow / Always reject are ACP's allow_always / reject_always."""
+        decisions = (Decision.APPROVE, Decision.REJECT, Decision.ALWAYS, Decision.NEVER)
+        approval = Approval.of("deploy", {}, decisions=decisions)
+        native = approval_permission(approval_request(approval), forms=False)
+        assert native is not None
+        assert native.params("s")["options"] == [
+            *APPROVE_OR_REJECT,
+            {"optionId": "always", "name": "Always allow", "kind": "allow_always"},
+            {"optionId": "never", "name": "Always reject", "kind": "reject_always"},
+        ]
+        decided = read_decision(approval, native.read(_selected("never")))
+        assert (decided.decision, decided.message) == (Decision.NEVER, "always rejected")
+
     def test_plain_questions_where_a_permission_decides_nothing(self) -> None:
         """No approval, or only decisions that need text and no form: the plain questions."""
         assert approval_permission(AskUserQuestionRequest("Deploy?"), forms=True) is None
@@ -168,6 +182,8 @@ async def gated(
     capabilities: ClientCapabilities | None = FORM,
     client: Client | None = None,
     in_turn: bool = False,
+    gate: HumanGate | None = None,
+    calls: int = 1,
 ) -> AsyncIterator[tuple[Connected, list[ToolResult], list[DeployInput]]]:
     """An ACP agent whose prompt calls ``deploy`` (needs_approval) once through
     ``ctx.tools.execute``, with HumanGate as TOOL_GATE; yields the connection, the results
@@ -189,10 +205,12 @@ async def gated(
 
     async def agent(turn_context: Context) -> None:
         where = turn_context if in_turn else served
-        results.append(await where.tools.execute("deploy", CALL))
+        results.extend([await where.tools.execute("deploy", CALL) for _ in range(calls)])
 
+    if gate is None:
+        gate = HumanGate(reason=lambda tool, input, call: "the release is due")
     async with served.scope("gate") as scope:
-        scope.provide(TOOL_GATE, HumanGate(reason=lambda tool, input, call: "the release is due"))
+        scope.provide(TOOL_GATE, gate)
         scope.register_tool(deploy)
         async with connected(
             agent, context=served, capabilities=capabilities, client=client
@@ -221,6 +239,19 @@ class TestEndToEnd:
             {"ok": True, "output": "deployed api x9"}
         ]
         assert ran == [DeployInput(service="api", replicas=9)]
+
+    async def test_always_allow_makes_a_rule(self) -> None:
+        """allow_always: this call runs, and the next is not asked."""
+        async with gated(gate=HumanGate(offer_rules=True), calls=2) as (acp, results, ran):
+            pending = acp.start_prompt()
+            request = await acp.next_request(REQUEST_PERMISSION)
+            kinds = [option.kind for option in request.arguments["options"]]
+            assert kinds[-2:] == ["allow_always", "reject_always"]
+            request.answer(_selected("always"))
+            await pending.result()
+            assert len(acp.client_wire.messages("incoming", REQUEST_PERMISSION)) == 1
+        assert [result.ok for result in results] == [True, True]
+        assert len(ran) == 2
 
     async def test_reject(self) -> None:
         """Reject: the tool does not run; the model is told it was rejected in the editor."""

@@ -20,9 +20,10 @@ and the two make one answer to the approval's plain questions (``decision``, ``t
 by ``read_decision`` as every surface's is. A client without forms gets the questions one at
 a time from ``ask()``: the ``decision`` part is the permission request, and the ``text``
 part that follows in the same ask is answered from that decision (:class:`Decided`), never
-put to the human. A rejection gets :data:`REJECTED_HERE` as its
-reason, so the model is told something. ``allow_always``/``reject_always`` are not offered:
-no decision the gate reads says "always" yet (rules will map them).
+put to the human. A rejection gets :data:`REJECTED_HERE` as its reason, so the model is
+told something. A gate keeping rules (``HumanGate(offer_rules=True)``) also offers Always
+allow and Always reject, ACP's ``allow_always`` and ``reject_always``: the decisions
+``always`` and ``never``, which the gate turns into rules.
 """
 
 from __future__ import annotations
@@ -67,13 +68,16 @@ REJECTED_HERE = "rejected in the editor"
 TITLE_AT_MOST = 200
 """Characters of the call in the title; the content shows all of it."""
 
-# The kinds say what happens to the call: it runs (allow) or it does not (reject).
-# allow_always / reject_always are left out until rules can make a decision "always".
-_OPTIONS: dict[Decision, tuple[str, Literal["allow_once", "reject_once"]]] = {
+# The kinds say what happens to the call: it runs (allow) or it does not (reject), and
+# whether a rule decides the later calls too (always: offered only by a gate keeping rules).
+_Kind = Literal["allow_once", "allow_always", "reject_once", "reject_always"]
+_OPTIONS: dict[Decision, tuple[str, _Kind]] = {
     Decision.APPROVE: ("Approve", "allow_once"),
     Decision.EDIT: ("Edit", "allow_once"),
     Decision.REJECT: ("Reject", "reject_once"),
     Decision.RESPOND: ("Respond", "reject_once"),
+    Decision.ALWAYS: ("Always allow", "allow_always"),
+    Decision.NEVER: ("Always reject", "reject_always"),
 }
 _NEEDS_TEXT = (Decision.EDIT, Decision.RESPOND)
 
