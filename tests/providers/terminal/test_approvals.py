@@ -159,6 +159,28 @@ async def test_an_edit_in_lines_shows_the_arguments_to_retype_and_back_goes_to_t
     assert transcript.endswith("(decision sent: edit)\n")
 
 
+async def test_always_allow_asks_nothing_more_and_always_reject_may_go_without_a_reason(
+    pipe: Pipe,
+) -> None:
+    """The rule-making decisions: Always allow is Approve's (no text asked); Always
+    reject's reason is optional (/skip), the model then told "always rejected"."""
+    approval = Approval.of("deploy", {"service": "api"}, decisions=list(Decision))
+    request = approval_request(approval)
+    out = io.StringIO()
+    provider = _lines(pipe, out)
+    pipe.write("always allow\nalways reject\n/skip\n")
+    allowed = await _decide(provider, request)
+    assert (allowed.decision, allowed.message) == (Decision.ALWAYS, None)
+    assert out.getvalue().endswith("-> Always allow\n(decision sent: always)\n")
+    refused = await _decide(provider, request)
+    assert (refused.decision, refused.message) == (Decision.NEVER, "always rejected")
+    assert out.getvalue().endswith(
+        "-> Always reject\n\n[Approval]\nWhy always reject? (told to the model)\n"
+        "Type your answer.\nType /back for the previous question or /skip to skip this one.\n"
+        "> /skip\n-> (skipped)\n(decision sent: never)\n"
+    )
+
+
 async def test_an_approval_of_approve_alone_shows_the_call_too(pipe: Pipe) -> None:
     """One question (no text to go with it) is still shown as the call and its decision."""
     approval = Approval.of("ping", {}, decisions=[Decision.APPROVE])

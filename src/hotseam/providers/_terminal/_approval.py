@@ -5,7 +5,8 @@ answer is theirs, so ``read_decision`` reads it as it reads any provider's; only
 differs. The decision's block shows the tool, its arguments as indented JSON (sorted keys,
 as ``Approval.arguments`` are) and the agent's reason, with the gate's note of a refused
 answer. The text question is worded for the decision chosen, an edit's line starts from the
-current arguments where the surface can, and after Approve it is not asked (skipped).
+current arguments where the surface can; it is not asked (skipped) after Approve or Always
+allow, and may be skipped after Always reject.
 """
 
 from __future__ import annotations
@@ -27,8 +28,14 @@ TEXT_PROMPTS = {
     Decision.EDIT: "Edit the arguments (JSON):",
     Decision.REJECT: "Why reject? (told to the model)",
     Decision.RESPOND: "Your response (given to the model instead of running the tool)",
+    Decision.NEVER: "Why always reject? (told to the model)",
 }
 """The text question, worded for the decision it goes with."""
+
+NEEDS_TEXT = frozenset({Decision.EDIT, Decision.REJECT, Decision.RESPOND})
+"""Decisions the gate refuses without text: their text question cannot be skipped."""
+NO_TEXT = frozenset({Decision.APPROVE, Decision.ALWAYS})
+"""Decisions nothing goes with: their text question is not asked (skipped)."""
 
 
 def stepper_for(request: AskUserQuestionRequest, kept: Steps | None) -> Stepper:
@@ -67,7 +74,7 @@ class ApprovalStepper(Stepper):
             question,
             question=asked,
             header="Approval",
-            allow_skip=False,  # the gate refuses an edit, rejection or response without text
+            allow_skip=question.allow_skip and decision not in NEEDS_TEXT,
         )
         if decision is not Decision.EDIT:
             return Shown(worded, None)
@@ -96,7 +103,7 @@ class ApprovalStepper(Stepper):
 
     def answer(self, entry: QuestionAnswer) -> None:
         """As a stepper does; a decision changed forgets the text typed for the old one,
-        and Approve skips the text question (nothing goes with it)."""
+        and Approve (or Always allow) skips the text question: nothing goes with it."""
         if entry.id != DECISION_ID:
             super().answer(entry)
             return
@@ -107,7 +114,7 @@ class ApprovalStepper(Stepper):
             return
         if self.decision is not before:
             self.forget(text)
-        if self.decision is Decision.APPROVE:
+        if self.decision in NO_TEXT:
             super().answer(QuestionAnswer.skip(text))
 
     def _text_question(self) -> Question | None:
