@@ -119,3 +119,17 @@ async def test_an_edit_the_gate_refuses_is_asked_again_saying_why_with_the_edit_
         await again.get_by_role("button", name="Run with these arguments").click()
         assert await d.result() == {"ok": True, "output": "deployed api x1"}
         assert not page.errors
+
+
+async def test_always_allow_runs_this_call_and_the_next_unasked(browser: Any) -> None:
+    async with deploying(offer_rules=True) as d:
+        page = await open_page(browser, d.s.web.url)
+        d.call({"service": "api"})
+        card = approval_card(page)
+        await card.wait_for(timeout=visible())
+        await card.get_by_role("button", name="Always allow", exact=True).click()
+        assert await d.result() == {"ok": True, "output": "deployed api x1"}
+        await page.get_by_text("Always allowed (a rule was added).").wait_for(timeout=visible())
+        d.call({"service": "db"})
+        assert await d.result() == {"ok": True, "output": "deployed db x1"}
+        assert not page.errors

@@ -53,6 +53,8 @@ class Deploying:
         self._done = anyio.Event()
 
     def call(self, arguments: dict[str, Any]) -> None:
+        self._done = anyio.Event()
+
         async def run() -> None:
             self.results.append(await self.s.context.tools.execute("deploy", arguments))
             self._done.set()
@@ -85,9 +87,9 @@ def body(card: dict[str, Any], decision: str, text: str | None) -> dict[str, Any
 
 
 @asynccontextmanager
-async def deploying() -> AsyncIterator[Deploying]:
+async def deploying(**gate: Any) -> AsyncIterator[Deploying]:
     async with serving() as s:
-        s.scope.provide(TOOL_GATE, HumanGate(reason=why))
+        s.scope.provide(TOOL_GATE, HumanGate(reason=why, **gate))
         s.scope.register_tool(deploy)
         yield Deploying(s)
 
@@ -302,3 +304,16 @@ def test_what_the_schema_says_simply_is_checked_and_the_rest_left_alone() -> Non
     )
     assert schema_problem(schema, {"mode": "fast", "other": 1}) == "unknown field 'other'"
     assert schema_problem(schema, {}) == "missing required field 'mode'"
+
+
+async def test_always_reject_offered_by_a_gate_with_rules_may_go_without_a_reason() -> None:
+    async with deploying(offer_rules=True) as d:
+        d.call({"service": "api"})
+        card = await d.card()
+        assert card["approval"]["decisions"][-2:] == ["always", "never"]
+        assert (await d.decide(card, "never", None)).status_code == 200
+        first = await d.result()
+        assert first["ok"] is False and "always rejected" in first["error"]["message"]
+        d.call({"service": "db"})  # refused by the rule, unasked
+        assert (await d.result())["ok"] is False
+        assert (await d.s.client.get("/api/questions")).json()["questions"] == []

@@ -222,7 +222,9 @@
                needs: "respond needs the response, for the model" },
     edit: { label: "The arguments to run with (JSON)", send: "Run with these arguments",
             needs: "edit needs the edited arguments, as a JSON object" },
+    never: { label: "The reason, if any (the model is told why)", send: "Send: always reject", needs: null },
   };
+  const AT_ONCE = ["approve", "always"];  // decisions sent with no text (Always allow adds a rule)
 
   // The approval of `q` when the page can render it: its decisions are the options of the
   // `decision` question, in order (else the ask is shown as its plain questions).
@@ -233,7 +235,8 @@
     if (!decision || decision.options.length !== a.decisions.length) return null;
     const text = q.questions.find((item) => item.id === TEXT) || null;
     if (q.questions.length !== (text ? 2 : 1)) return null;
-    if (a.decisions.some((d) => d !== "approve") && !text) return null;
+    if (a.decisions.some((d) => !AT_ONCE.includes(d)) && !text) return null;
+    if (a.decisions.some((d) => !AT_ONCE.includes(d) && !(d in MODES))) return null;  // one this page does not know
     return { approval: a, decision, text };
   }
 
@@ -334,7 +337,7 @@
                                     "data-decision": value, text: decision.options[i].label,
                                     title: decision.options[i].description || null });
       button.addEventListener("click", () => {
-        if (value === "approve") { submit(answer("approve", null)); return; }
+        if (AT_ONCE.includes(value)) { submit(answer(value, null)); return; }
         openMode(value);
         box.focus();
       });
@@ -378,7 +381,7 @@
         if (!mode) return null;
         const typed = box.value;
         const refuse = (text) => { problem.textContent = capital(text); box.focus(); return null; };
-        if (!typed.trim()) return refuse(MODES[mode].needs);
+        if (!typed.trim()) return MODES[mode].needs ? refuse(MODES[mode].needs) : answer(mode, null);
         if (mode === "edit") { const why = editProblem(approval, typed); if (why) return refuse(why); }
         return answer(mode, typed);
       },
@@ -396,6 +399,8 @@
   function decided(value, typed) {
     if (value === "approve") return "approved as shown";
     if (value === "edit") return "approved with edited arguments";
+    if (value === "always") return "always allowed (a rule was added)";
+    if (value === "never") return "always rejected (a rule was added)" + (typed ? ": “" + typed + "”" : "");
     return (value === "reject" ? "rejected: “" : "responded: “") + (typed || "") + "”";
   }
 
