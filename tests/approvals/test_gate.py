@@ -230,3 +230,31 @@ async def test_a_provider_of_one_question_at_a_time_decides_in_two_answers() -> 
         result = await context.tools.execute("deploy", {"service": "api", "replicas": 1})
     assert provider.asked == ["decision", "text"]
     assert result.error is not None and "wait for the freeze" in result.error["message"]
+
+
+class Defaulted(BaseModel):
+    service: str
+    replicas: int = 1
+
+
+async def test_an_edit_leaving_out_a_default_runs_with_the_default() -> None:
+    """The decision is bound to the input as the tool's model reads the edit (its defaults
+    filled in, ``2.0`` read as ``2``), so the grant is for the call that runs."""
+
+    @tool("deploy", needs_approval=True)
+    async def deploy(input: Defaulted, call: ToolCall) -> str:
+        """Deploy."""
+        return f"{input.service} x{input.replicas}"
+
+    context = Context("agent")
+    async with context.scope("ui") as scope:
+        scope.provide(
+            USER_INTERACTION,
+            Asked(Reply.edit({"service": "db"}), Reply.edit('{"service": "db", "replicas": 2.0}')),
+        )
+        scope.provide(TOOL_GATE, HumanGate())
+        scope.register_tool(deploy)
+        first = await context.tools.execute("deploy", {"service": "api", "replicas": 9})
+        second = await context.tools.execute("deploy", {"service": "api", "replicas": 9})
+    assert first.to_dict() == {"ok": True, "output": "db x1"}
+    assert second.to_dict() == {"ok": True, "output": "db x2"}

@@ -48,8 +48,9 @@ from typing import Any
 import anyio
 import structlog
 
-from .._core import CloseReason, Context, DisposalError, HarnessError, Scope, Tool
+from .._core import TOOL_GATE, CloseReason, Context, DisposalError, HarnessError, Scope, Tool
 from ..interaction import USER_INTERACTION
+from ..interaction.approvals import HumanGate
 from ..interaction.journal import JOURNALING, JournalDaemon, JournalError, JournalErrorCode
 from ..providers.scripted import ScriptedProvider
 from ..reload import Reloader, ReloaderClosedError
@@ -268,6 +269,10 @@ async def _serve_session(session: _Session, log: Any, stop: Callable[[], None]) 
     outcome = EXIT_OK
     async with Scope("hotseam-cli", context=providers.parent) as cli_scope:
         cli_scope.register_tool(session.ask_tool)
+        # Tools needing approval are asked through the active provider (a provider module
+        # may provide its own TOOL_GATE: it is found first).
+        gate = HumanGate(offer_rules=True)
+        cli_scope.provide(TOOL_GATE, gate)
         if session.answers is not None:
             cli_scope.provide(USER_INTERACTION, session.answers)
         if session.web is not None and not start_web(cli_scope, session.web, session.command):
@@ -281,6 +286,7 @@ async def _serve_session(session: _Session, log: Any, stop: Callable[[], None]) 
             async with _controlled(session, log) as facts, reloader:
                 watched = ", ".join(shown_path(path) for path in reloader.paths)
                 facts.journal = None if journal is None else journal.journal.url
+                facts.rules = gate.rules.rules if journal is None else journal.journal.rules
                 try:
                     outcome = await _run_agent(session, log, stop, watched, facts, journal)
                 finally:

@@ -10,14 +10,20 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .._core import BaseContext
+import anyio
+
+from .._core import BaseContext, HarnessError
 from ..interaction import pending_asks
 from ..interaction.journal import journal_waits
+
+if TYPE_CHECKING:
+    from ..interaction.approvals import ApprovalRule
 from ..reload import ModuleState, Reloader, display_path
 from ._agent import shown_location
 
@@ -37,6 +43,8 @@ class SessionFacts:
     """Where the agent's questions are recorded (``None``: in this process only)."""
     run: str | None = None
     """The agent's run in the journal, and what it replayed (``run 3f2a… (2 replayed)``)."""
+    rules: Callable[[], Awaitable[list[ApprovalRule]]] | None = None
+    """The approval rules in force (the journal's, else the tool gate's own)."""
     started: float = field(default_factory=time.monotonic)
     started_at: str = field(default_factory=lambda: datetime.now(UTC).isoformat())
 
@@ -151,8 +159,31 @@ async def reload(facts: SessionFacts, paths: list[str]) -> dict[str, Any]:
     }
 
 
+RULES_WAIT = 1.0
+"""Seconds ``status`` waits for the approval rules (a journal out of reach: shown as not
+known, never holding the reply)."""
+
+
 async def handle(facts: SessionFacts, message: dict[str, Any]) -> dict[str, Any]:
     """Answer one control request, as :func:`~._control.parse_request` checked it."""
     if message["op"] == "reload":
         return await reload(facts, message["paths"])
-    return status(facts)
+    reply = status(facts)
+    reply["approval_rules"] = await _rules(facts)
+    return reply
+
+
+async def _rules(facts: SessionFacts) -> list[dict[str, Any]] | None:
+    """The approval rules in force, as status shows them (None: not known now)."""
+    if facts.rules is None:
+        return []
+    with anyio.move_on_after(RULES_WAIT):
+        try:
+            rules = await facts.rules()
+        except HarnessError:
+            return None
+        return [
+            {"id": rule.id, "rule": rule.describe(), "uses": rule.uses, "allow": rule.allow}
+            for rule in rules
+        ]
+    return None

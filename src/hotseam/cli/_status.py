@@ -73,6 +73,7 @@ def format_status(reply: dict[str, Any]) -> str:
         f"  watching {', '.join(reply.get('watching', []))} from {reply.get('cwd')}",
         f"  agent: {agent.get('name')} ({agent.get('state')}, {agent.get('runs')} run(s))",
         _journal_line(reply.get("journal")),
+        *_rule_lines(reply.get("approval_rules", [])),
         "modules:",
     ]
     for module in reply.get("modules", []):
@@ -119,6 +120,19 @@ def _duration(seconds: float) -> str:
         return f"{minutes} min {secs} s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min"
+
+
+def _rule_lines(rules: object) -> list[str]:
+    """The approval rules in force (``hotseam approvals`` lists and revokes them)."""
+    if rules is None:
+        return ["  approval rules: not known now (the journal is out of reach)"]
+    if not isinstance(rules, list) or not rules:
+        return []
+    return [f"  approval rules ({len(rules)} in force):"] + [
+        f"    {rule.get('id')}: {rule.get('rule')}, used {rule.get('uses')} time(s)"
+        for rule in rules
+        if isinstance(rule, dict)
+    ]
 
 
 def _journal_line(journal: object) -> str:

@@ -136,7 +136,9 @@ def read_decision(
 
 
 def checked_arguments(tool: str, text: str, input_model: type[BaseModel] | None) -> dict[str, Any]:
-    """Edited arguments (JSON text) as canonical JSON values, valid for ``input_model``.
+    """Edited arguments (JSON text) as canonical JSON values, valid for ``input_model`` —
+    and, with a model, as it reads them (its defaults filled in, values coerced), so that
+    the decision is bound to the input the tool will get.
 
     Raises:
         ApprovalAnswerError: naming the line and column of bad JSON, or each invalid field.
@@ -158,7 +160,7 @@ def checked_arguments(tool: str, text: str, input_model: type[BaseModel] | None)
         from .._core import format_validation_error
 
         try:
-            input_model.model_validate(parsed)
+            parsed = input_model.model_validate(parsed).model_dump(mode="json")
         except ValidationError as invalid:
             raise ApprovalAnswerError(
                 f"the edited arguments are not valid input for {tool}: "

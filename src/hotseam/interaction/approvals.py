@@ -24,7 +24,9 @@ from ._approval_questions import (
     approval_request,
     read_decision,
 )
+from ._gate_rules import ProcessRules, RuleBook
 from ._human_gate import Grant, GrantRefusedError, Grants, HumanGate, ask_approval
+from ._journal import ApprovalRule
 
 __all__ = [
     "ALL_DECISIONS",
@@ -33,11 +35,14 @@ __all__ = [
     "Approval",
     "ApprovalAnswerError",
     "ApprovalDecision",
+    "ApprovalRule",
     "Decision",
     "Grant",
     "GrantRefusedError",
     "Grants",
     "HumanGate",
+    "ProcessRules",
+    "RuleBook",
     "approval_request",
     "ask_approval",
     "call_digest",

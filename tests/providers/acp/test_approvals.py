@@ -380,11 +380,6 @@ class TestEndToEnd:
         assert set(raw["params"]["requestedSchema"]["properties"]) >= {"decision", "text"}
         assert ran == [DeployInput(service="api", replicas=9)]
 
-    @pytest.mark.xfail(
-        strict=True,
-        reason="providers/_acp/_agent.py _reported() re-registers each tool for the turn "
-        "without needs_approval, so a call in the turn's context skips the gate",
-    )
     async def test_in_the_turns_context(self) -> None:
         """The agent function's own context asks too (what a real agent calls)."""
 

@@ -206,12 +206,6 @@ async def test_a_valid_edit_runs_with_the_edited_arguments() -> None:
         assert await d.result() == {"ok": True, "output": "deployed api x2"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HumanGate binds an edit's grant to the digest of the text typed but redeems it "
-    "with the digest of the validated input (defaults filled in, 2.0 read as 2): "
-    "APPROVAL_MISMATCH",
-)
 async def test_an_edit_leaving_out_a_default_runs() -> None:
     async with deploying() as d:
         d.call({"service": "api", "replicas": 9})

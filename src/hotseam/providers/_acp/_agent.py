@@ -345,7 +345,14 @@ def _reported(tool: Tool[Any], turn: PromptTurn, source: Context) -> Tool[Any]:
             input = current.input_model.model_validate(input.model_dump())
         return await turn._run_tool(call, current, input)
 
-    return Tool(name, tool.description, tool.input_model, handler)
+    def needs_approval(input: BaseModel, call: ToolCall) -> bool | Awaitable[bool]:
+        # The tool's own policy, as registered now (a reload may change it): a turn's call
+        # is gated as a call made anywhere else.
+        current = source.tools.get(name)
+        policy = (current or tool).needs_approval
+        return policy if isinstance(policy, bool) else policy(input, call)
+
+    return Tool(name, tool.description, tool.input_model, handler, needs_approval=needs_approval)
 
 
 _ASK_TOOL = "ask_user_question"

@@ -1,0 +1,80 @@
+"""``hotseam run`` gates a tool needing approval (the human decides, through whichever
+provider is active), a rule added with ``hotseam approvals`` decides without asking,
+``hotseam status`` lists the rules in force with their uses. Real processes, the embedded
+journal."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+import anyio
+
+from cli._support import Process, hotseam, write
+from hotseam.interaction.journal import default_journal_path, open_journal
+
+AGENT = """
+import anyio
+from pydantic import BaseModel
+from hotseam import Agent, ToolCall, tool
+
+class DeployInput(BaseModel):
+    service: str
+
+@tool("deploy", needs_approval=True)
+async def deploy(input: DeployInput, call: ToolCall) -> str:
+    \"\"\"Deploy a service.\"\"\"
+    return f"deployed {input.service}"
+
+async def main(context):
+    async with context.scope("agent-tools") as scope:
+        scope.register_tool(deploy)
+        for service in ("api", "db"):
+            result = await context.tools.execute(
+                "deploy", {"service": service}, agent=Agent("deployer", "Deployer")
+            )
+            shown = result.output if result.ok else result.error["code"]
+            print(f"{service} -> {shown}", flush=True)
+        await anyio.sleep_forever()  # stays up for status
+"""
+
+
+def test_a_rule_decides_unasked_status_lists_it_and_the_rest_is_asked(tmp_path: Path) -> None:
+    write(tmp_path / "agent.py", AGENT)
+    (tmp_path / "providers").mkdir()
+    runtime = tmp_path / "rt"
+
+    async def make() -> None:
+        default_journal_path().parent.mkdir(parents=True, exist_ok=True)
+        async with open_journal(default_journal_path()):
+            pass  # the embedded journal, as a first hotseam run makes it
+
+    anyio.run(make)
+    added = hotseam(
+        "approvals", "allow", "deploy", "--where", "service=api", "--reason", "the usual",
+        cwd=tmp_path, runtime=runtime,
+    )  # fmt: skip
+    assert added.returncode == 0, added.stderr
+    rule_id = added.stdout.split()[1].rstrip(":")
+    answers = tmp_path / "answers.json"
+    # Only db is asked: the scripted human rejects it (the decision, then its reason).
+    answers.write_text(json.dumps([["reject", "not the database"]]))
+    daemon = Process(
+        "run", "providers", "--agent", "agent.py", "--name", "deployer",
+        "--answers", str(answers), cwd=tmp_path, runtime=runtime,
+    )  # fmt: skip
+    try:
+        daemon.expect(r"api -> deployed api", stream="stdout")
+        daemon.expect(r"db -> APPROVAL_REJECTED", stream="stdout")
+        status = json.loads(
+            hotseam("status", "deployer", "--json", cwd=tmp_path, runtime=runtime).stdout
+        )
+        (listed,) = status["approval_rules"]
+        assert listed["id"] == rule_id and listed["uses"] == 1
+        text = hotseam("status", "deployer", cwd=tmp_path, runtime=runtime).stdout
+        assert f"{rule_id}: always allow deploy where service=api (journal), used 1" in text
+    finally:
+        daemon.finish(signal.SIGTERM)
+    listed_rules = hotseam("approvals", "list", "--json", cwd=tmp_path, runtime=runtime)
+    assert json.loads(listed_rules.stdout)["rules"][0]["uses"] == 1
