@@ -10,7 +10,8 @@ questions), a whole ``ask()`` (validation, the provider lease, the answer check)
 the decision back, the one-time grant, and the approved input validated again. Three rows,
 interleaved round by round in one run (the order rotating), so drift and load hit them
 alike: gated, ungated (``needs_approval=False``) and the floor (``await handler(input,
-call)`` with an input already validated). Median and p95 of the per-round µs per call.
+call)`` with an input already validated), and a tool that asks the human one question
+(``ask_user_question``, the same kind of provider). Median and p95 of the per-round µs per call.
 Goal: gated ≤ 1.5x ungated — a gated call is a whole ask, so expect it far above; the
 table says what it is. ``--profile`` adds where a gated call's time goes: the parts of
 ``HumanGate.review`` timed one by one, and cProfile's top functions.
@@ -37,7 +38,7 @@ import anyio
 from pydantic import BaseModel, Field
 
 from hotseam import TOOL_GATE, Context, Tool, ToolCall, tool
-from hotseam.interaction import USER_INTERACTION, ask
+from hotseam.interaction import USER_INTERACTION, ask, ask_user_question_tool
 from hotseam.interaction._human_gate import _input_schema
 from hotseam.interaction.approvals import (
     Approval,
@@ -83,11 +84,26 @@ class Bench:
         self.context.tools.register(self.ungated)
         self.call = ToolCall(self.context, "deploy", None, None)
         self.input = DeployInput.model_validate(ARGUMENTS)
+        # The alternative that also asks: the model's own question tool, one question, the
+        # same kind of instant scripted provider (what a tool asking the human costs).
+        self.asking = Context("bench-ask")
+        self.asker = ScriptedProvider(default=Reply.exactly("yes"))
+        self.asking.provide(USER_INTERACTION, self.asker)
+        self.asking.tools.register(ask_user_question_tool())
 
     def forget(self) -> None:
-        """Drop the requests and answers the provider keeps (a list growing per call)."""
-        self.provider.requests.clear()
-        self.provider.answers.clear()
+        """Drop the requests and answers the providers keep (a list growing per call)."""
+        for provider in (self.provider, self.asker):
+            provider.requests.clear()
+            provider.answers.clear()
+
+    async def asking_calls(self, n: int) -> float:
+        execute = self.asking.tools.execute
+        started = time.perf_counter()
+        for _ in range(n):
+            result = await execute("ask_user_question", {"question": "Deploy api now?"})
+            assert result.ok, result.error
+        return time.perf_counter() - started
 
     async def gated_calls(self, n: int) -> float:
         execute = self.context.tools.execute
@@ -113,11 +129,16 @@ class Bench:
         return time.perf_counter() - started
 
 
-ROWS = ("gated (HumanGate, approve)", "ungated", "floor: handler direct")
+ROWS = (
+    "gated (HumanGate, approve)",
+    "ungated",
+    "floor: handler direct",
+    "ungated tool that asks once",
+)
 
 
 def _cases(bench: Bench) -> list[Callable[[int], Awaitable[float]]]:
-    return [bench.gated_calls, bench.ungated_calls, bench.floor_calls]
+    return [bench.gated_calls, bench.ungated_calls, bench.floor_calls, bench.asking_calls]
 
 
 async def measure(calls: int, rounds: int) -> dict[str, list[float]]:
@@ -163,6 +184,12 @@ def report(backend: str, samples: dict[str, list[float]]) -> float:
     print(
         f"\ngoal gated ≤ {GOAL}x ungated: {verdict} ({ratio:.1f}x; the approval adds "
         f"{medians[ROWS[0]] - ungated:.1f} µs a call)"
+    )
+    asking = medians[ROWS[3]]
+    within = "within" if medians[ROWS[0]] <= GOAL * asking else "above"
+    print(
+        f"against a tool that asks the human once (ask_user_question, the same provider): "
+        f"{medians[ROWS[0]] / asking:.2f}x ({within} {GOAL}x)"
     )
     return ratio
 
