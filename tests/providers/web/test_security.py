@@ -27,6 +27,8 @@ ROUTES = [
     ("POST", "/api/questions/x/answer"),
     ("POST", "/api/questions/x/dismiss"),
     ("POST", "/api/questions/x/clear"),
+    ("GET", "/api/rules"),
+    ("POST", "/api/rules/x/revoke"),
 ]
 
 
@@ -35,7 +37,7 @@ async def test_every_route_of_the_app_is_in_the_guard_tests() -> None:
     app = build_app(lambda: None, "a-token-of-enough-length", HostPolicy("127.0.0.1", 1))
     assert isinstance(app, Guard)
     served = {
-        (method, route.path.replace("{question_id}", "x"))
+        (method, route.path.replace("{question_id}", "x").replace("{rule_id}", "x"))
         for route in app._app.routes  # type: ignore[attr-defined]
         for method in route.methods - {"HEAD"}
     }

@@ -30,6 +30,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..._core import get_logger
 from ._answers import InboxError
 from ._inbox import Inbox
+from ._rules import RuleSource, listed, revoked
 from ._security import SECURITY_HEADERS, HostPolicy, token_matches
 
 _log = get_logger("hotseam.providers.web")
@@ -44,9 +45,12 @@ _CLIENT = re.compile(r"[A-Za-z0-9_-]{1,64}")
 Lookup = Callable[[], Inbox | None]
 
 
-def build_app(inbox: Lookup, token: str, hosts: HostPolicy) -> ASGIApp:
+def build_app(
+    inbox: Lookup, token: str, hosts: HostPolicy, rules: RuleSource = lambda: None
+) -> ASGIApp:
     """The ASGI app serving whichever inbox ``inbox()`` returns at the time of a request
-    (a process's own, or the fleet inbox: the same page, API and guard for both)."""
+    (a process's own, or the fleet inbox: the same page, API and guard for both), and the
+    approval rules ``rules()`` returns then (none by default)."""
 
     async def page(request: Request) -> Response:
         nonce = secrets.token_urlsafe(16)
@@ -76,6 +80,17 @@ def build_app(inbox: Lookup, token: str, hosts: HostPolicy) -> ASGIApp:
 
         return endpoint
 
+    async def rule_list(request: Request) -> Response:
+        _current(inbox)  # a closed inbox serves no rules either (503 CLOSED)
+        everything = request.query_params.get("all", "") not in ("", "0", "false")
+        return JSONResponse(await listed(rules(), revoked=everything))
+
+    async def rule_revoke(request: Request) -> Response:
+        _client(request)
+        await _json_body(request, optional=True)  # read and checked as an answer's is
+        _current(inbox)
+        return JSONResponse(await revoked(rules(), request.path_params["rule_id"]))
+
     async def inbox_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, InboxError)
         return JSONResponse(error.to_dict(), status_code=error.status)
@@ -93,6 +108,8 @@ def build_app(inbox: Lookup, token: str, hosts: HostPolicy) -> ASGIApp:
                 for verb, outcome in _DECISIONS
             ),
             Route("/api/events", _Events(inbox), methods=["GET"]),
+            Route("/api/rules", rule_list, methods=["GET"]),
+            Route("/api/rules/{rule_id}/revoke", rule_revoke, methods=["POST"]),
         ],
         exception_handlers={InboxError: inbox_error, HTTPException: http_error},
     )

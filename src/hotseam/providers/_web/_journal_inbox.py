@@ -11,7 +11,8 @@ abandoned stays, marked so, until cleared (``Journal.clear``: every inbox drops 
 Deciding goes to the journal: ``answer_ask`` records the first answer in one transaction,
 so of two inboxes answering at once one gets ``200`` and the other ``409
 ALREADY_ANSWERED`` with what was answered and by whom. A question keeps the journal's ask
-id, the one the asking daemon's own inbox shows.
+id, the one the asking daemon's own inbox shows. The page's Rules are the journal's
+approval rules (``GET /api/rules``), revoked in it for every daemon.
 """
 
 from __future__ import annotations
@@ -491,7 +492,7 @@ async def serve_journal_inbox(
     )
     hosts = HostPolicy(host, listener.port, tuple(allowed_hosts))
     serving = True
-    app = build_app(lambda: inbox if serving else None, secret, hosts)
+    app = build_app(lambda: inbox if serving else None, secret, hosts, lambda: journal)
     served = FleetInbox(inbox, listener, secret)
     async with anyio.create_task_group() as tasks:
         server.start(tasks)

@@ -18,6 +18,7 @@ from ...interaction import (
 from ._answers import InboxError
 from ._app import build_app
 from ._inbox import Entry, Inbox, cancelled_error
+from ._rules import daemon_rules
 from ._security import DEFAULT_HOST, HostPolicy, checked_host, load_token, warn_if_remote
 from ._server import DRAIN_GRACE, DRAIN_LIMIT, Listener, Mount, WebServer
 
@@ -40,7 +41,9 @@ class WebProvider:
     In a hot-reloaded provider module the server (its socket and open connections) is
     carried to the next generation (``scope.carry``), which swaps its own app in: no
     request is dropped, and open pages see the re-asked questions. Every question of an
-    ask is on one card. See ``docs/web.md`` for the page, the API and the security model.
+    ask is on one card. The page's Rules are the approval rules the tool gate decides by
+    (the daemon's journal's, else its ``HumanGate``'s own). See ``docs/web.md`` for the
+    page, the API and the security model.
     """
 
     multiple_questions = True
@@ -198,7 +201,8 @@ class WebProvider:
         """Serve this generation's app: a task, so it starts when the generation is live."""
         if self._scope.closed:
             return
-        app = build_app(self._current_inbox, self.token, self._hosts)
+        context = self._scope.context
+        app = build_app(self._current_inbox, self.token, self._hosts, lambda: daemon_rules(context))
         self._mount = self._server.mount(app)
         first = self._server.mounts == 1  # later generations serve the same URL
         _log.info(

@@ -225,6 +225,7 @@
     never: { label: "The reason, if any (the model is told why)", send: "Send: always reject", needs: null },
   };
   const AT_ONCE = ["approve", "always"];  // decisions sent with no text (Always allow adds a rule)
+  const RULED = ["always", "never"];      // decisions that add a rule (the Rules list follows)
 
   // The approval of `q` when the page can render it: its decisions are the options of the
   // `decision` question, in order (else the ask is shown as its plain questions).
@@ -393,6 +394,13 @@
         const i = decision.options.findIndex((o) => o.label === labels[0]);
         return i < 0 ? null : decided(approval.decisions[i], items[TEXT] && items[TEXT].text);
       },
+      // Whether a decision adds a rule (Always allow, Always reject): this tab's, or one told.
+      ruled: (body) => RULED.includes(approval.decisions[body.answers[DECISION].option]),
+      ruledOf: (shownAnswer) => {
+        const item = ((shownAnswer && shownAnswer.answers) || []).find((entry) => entry.id === DECISION);
+        const i = item ? decision.options.findIndex((o) => o.label === (item.labels || [])[0]) : -1;
+        return i >= 0 && RULED.includes(approval.decisions[i]);
+      },
     };
   }
 
@@ -453,6 +461,8 @@
     card.shownOf = (body) => answered(fields, body);
     card.said = view ? view.said : null;      // an approval's answer, in words
     card.saidOf = view ? view.saidOf : null;
+    card.ruled = view ? view.ruled : null;    // does an answer add an approval rule?
+    card.ruledOf = view ? view.ruledOf : null;
     card.enable = (on) => {
       const live = on && !card.abandoned;
       for (const f of fields) f.fieldset.disabled = !live;
@@ -518,6 +528,7 @@
       const data = await response.json().catch(() => ({}));
       if (response.ok) {
         drafts.delete(card.fingerprint);
+        if (action === "answer" && card.ruled && card.ruled(body)) rulesSoon();
         const said = card.said ? capital(card.said(body)) : "Answered: " + shown(card.shownOf(body)) + ".";
         finish(card.dataset.id, action === "answer" ? said + held(data.heldFor)
           : action === "clear" ? "Cleared." : "Dismissed.");
@@ -662,7 +673,7 @@
   }
 
   function onEvent(event) {
-    if (event.type === "snapshot") snapshot(event.questions);
+    if (event.type === "snapshot") { snapshot(event.questions); loadRules(); }
     else if (event.type === "added") { add(event.question); refresh(); }
     else if (event.type === "changed") {
       const card = cards.get(event.question.id);
@@ -672,6 +683,7 @@
     else if (event.type === "removed") {
       const card = cards.get(event.id);
       if (!card) return;
+      if (event.reason === "answered" && card.ruledOf && card.ruledOf(event.answer)) rulesSoon();
       if (event.reason !== "withdrawn") { finish(event.id, removedNote(event, card)); return; }
       // A reload withdraws a question, then asks it again: hold it in place meanwhile.
       hold(card, "On hold: not answerable right now.");
@@ -682,6 +694,126 @@
       setStatus("The inbox closed (" + event.note + "); reconnecting…", true);
       holdAll("On hold while the inbox reconnects: not answerable right now.");
     }
+  }
+
+  // -- approval rules ---------------------------------------------------------------------
+  // The rules in force ("always allow" or "always reject" a tool, from a card's Always
+  // decision or `hotseam approvals`): listed whenever the page lists its questions again,
+  // and after an Always decision (the gate adds the rule once it has the answer, so the list
+  // is read again until the rule is there). Revoke asks to be clicked twice, in the page.
+
+  const rulesSection = document.getElementById("rules");
+  const ruleList = document.getElementById("rule-list");
+  const rulesWhere = document.getElementById("rules-where");
+  const rulesError = document.getElementById("rules-error");
+  const WHERE = {
+    journal: "Kept in the journal: they decide the calls of every daemon writing to it ('hotseam approvals list' shows them too).",
+    process: "Kept by this process: they end when it stops.",
+  };
+  const when = new Intl.DateTimeFormat(undefined, { month: "short", day: "numeric", hour: "numeric", minute: "2-digit", second: "2-digit" });
+  let rulesRead = 0;        // the latest listing wins over a slower earlier one
+  let ruleIds = new Set();  // the rules shown
+  let confirming = null;    // the rule whose Revoke asks "sure?"
+  let rulesTimer = null;
+
+  async function loadRules() {
+    const read = ++rulesRead;
+    let response = null;
+    let data = {};
+    try {
+      response = await fetch("api/rules", { headers: { "x-hotseam-token": token }, cache: "no-store" });
+      data = await response.json().catch(() => ({}));
+    } catch (failure) {
+      data = { error: { message: failure.message } };
+    }
+    if (read !== rulesRead) return null;
+    if (!response || !response.ok) {
+      const message = (data.error && data.error.message) || "HTTP " + (response && response.status);
+      rulesError.textContent = "The rules could not be listed: " + message;
+      rulesSection.hidden = false;
+      return null;
+    }
+    rulesError.textContent = "";
+    showRules(data.source, data.rules || []);
+    return data.rules || [];
+  }
+
+  // After an Always decision: read the rules again until a new one is there (a few seconds).
+  function rulesSoon() {
+    clearTimeout(rulesTimer);
+    const before = new Set(ruleIds);
+    let wait = 250;
+    const again = async () => {
+      const rules = await loadRules();
+      if (rules && rules.some((rule) => !before.has(rule.id))) return;
+      if (wait > 4000) return;
+      rulesTimer = setTimeout(again, wait);
+      wait *= 2;
+    };
+    again();
+  }
+
+  function uses(count) {
+    return count === 0 ? "Not used yet" : "Used " + count + (count === 1 ? " time" : " times");
+  }
+
+  function showRules(source, rules) {
+    ruleIds = new Set(rules.map((rule) => rule.id));
+    if (!ruleIds.has(confirming)) confirming = null;
+    rulesWhere.textContent = WHERE[source] || "";
+    ruleList.replaceChildren(...rules.filter((rule) => rule.active).map(ruleItem));
+    rulesSection.hidden = !ruleList.children.length && !rulesError.textContent;
+  }
+
+  function ruleItem(rule) {
+    const base = "rule-" + rule.id;
+    const error = el("p", { class: "error", role: "alert" });
+    const actions = el("div", { class: "actions" });
+    const added = "added " + when.format(new Date(rule.created_at * 1000)) + (rule.created_by ? " by " + rule.created_by : "");
+    const item = el("li", { class: "rule-item", id: base, "data-rule": rule.id, "aria-labelledby": base + "-what" }, [
+      el("p", { class: "what", id: base + "-what", text: rule.text }),
+      el("p", { class: "meta", text: uses(rule.uses) + " · " + added + (rule.reason ? " · reason: “" + rule.reason + "”" : "") }),
+      actions,
+      error,
+    ]);
+    const ask = () => {
+      confirming = null;
+      const revoke = el("button", { type: "button", class: "revoke", text: "Revoke", "aria-describedby": base + "-what" });
+      revoke.addEventListener("click", () => { confirming = rule.id; sure(); actions.querySelector("button.answer").focus(); });
+      actions.replaceChildren(revoke);
+    };
+    const sure = () => {
+      const yes = el("button", { type: "button", class: "answer", text: "Yes, revoke" });
+      const keep = el("button", { type: "button", class: "dismiss", text: "Keep it" });
+      yes.addEventListener("click", () => revokeRule(rule, yes, keep, error));
+      keep.addEventListener("click", () => { ask(); actions.querySelector("button").focus(); });
+      actions.replaceChildren(el("span", { text: "Revoke this rule? The calls it decides are asked again." }), yes, keep);
+    };
+    if (confirming === rule.id) sure(); else ask();
+    return item;
+  }
+
+  async function revokeRule(rule, yes, keep, error) {
+    error.textContent = "";
+    yes.disabled = keep.disabled = true;
+    try {
+      const response = await fetch("api/rules/" + encodeURIComponent(rule.id) + "/revoke", {
+        method: "POST",
+        headers: { "content-type": "application/json", "x-hotseam-token": token, "x-hotseam-client": client },
+        body: "{}",
+        cache: "no-store",
+      });
+      const data = await response.json().catch(() => ({}));
+      if (response.ok || response.status === 404) {
+        confirming = null;
+        await loadRules();
+        return;
+      }
+      error.textContent = (data.error && data.error.message) || "HTTP " + response.status;
+    } catch (failure) {
+      error.textContent = "Could not reach hotseam: " + failure.message;
+    }
+    yes.disabled = keep.disabled = false;
   }
 
   function connect() {
