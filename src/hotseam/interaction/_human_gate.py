@@ -287,6 +287,12 @@ class HumanGate:
         )
         return GateVerdict.run(edited, **details, runs_as=decision.digest)
 
+    @property
+    def rule_book(self) -> RuleBook:
+        """The rules this gate reads outside a journaled run: those it was given
+        (``rules=``), else its own :attr:`rules`."""
+        return self._book if self._book is not None else self.rules
+
     def _book_for(self, run: AgentRun | None) -> RuleBook:
         if self._book is not None:
             return self._book

@@ -34,7 +34,7 @@ def daemon_rules(context: BaseContext | None) -> RuleBook | None:
     if journaling is not None:
         return journaling.journal
     gate = context.lookup(TOOL_GATE)
-    return gate.rules if isinstance(gate, HumanGate) else None
+    return gate.rule_book if isinstance(gate, HumanGate) else None
 
 
 async def listed(book: RuleBook | None, *, revoked: bool) -> dict[str, Any]:
