@@ -35,6 +35,7 @@ __all__ = [
     "got",
     "said",
     "settled_as",
+    "several",
 ]
 
 NOT_AS_GOT = "journal: records not settled as the asker got"
@@ -73,6 +74,14 @@ class Item:
     # record stays pending until the run ends), "timeout" (a time limit), or None
     withdraw: str | None
     after: float  # when the signal fires, or the time limit
+    # a gated tool call instead of a question: ``deploy(service=<question>, n=approval)``,
+    # asked for approval (withdraw: "task" or None)
+    approval: int | None = None
+
+    @property
+    def arguments(self) -> dict[str, object]:
+        """The gated call's arguments (the service names the item, so its approval too)."""
+        return {"service": self.question, "n": self.approval}
 
 
 class AgentFailedError(Exception):
@@ -90,6 +99,7 @@ class Agent:
     fails: bool = False
     run_id: str | None = None
     resume: dict[str, AskRecord] | None = None  # its run's records at the last restart
+    approval_ratio: float = 0.0  # items that are gated tool calls (drawn only when > 0)
 
     @property
     def key(self) -> str:
@@ -110,14 +120,18 @@ class Agent:
                 if roll < 0.2
                 else None
             )
-            script.append(
-                Item(
-                    f"a{self.index}-r{self.runs}-q{number}",
-                    rng.random() < several_ratio,
-                    withdraw,
-                    rng.uniform(0.001, 0.04),
-                )
+            item = Item(
+                f"a{self.index}-r{self.runs}-q{number}",
+                rng.random() < several_ratio,
+                withdraw,
+                rng.uniform(0.001, 0.04),
             )
+            if self.approval_ratio and rng.random() < self.approval_ratio:
+                # A gated call: withdrawn only by cancelling its task (the gate's ask has
+                # no signal or time limit of its own), one question of two asked.
+                withdraw = "task" if withdraw == "task" else None
+                item = Item(item.question, False, withdraw, item.after, rng.randint(1, 9))
+            script.append(item)
         self.script = script
         self.fails = rng.random() < 0.1
         self.run_id = None
@@ -125,8 +139,18 @@ class Agent:
 
 
 def asked(record: AskRecord) -> str:
-    """The torture's question a record is of (an ask of several: ``<ask>/k1`` -> ``<ask>``)."""
+    """The torture's question a record is of (an ask of several: ``<ask>/k1`` -> ``<ask>``;
+    an approval: the gated call's service)."""
+    approval = record.request.approval
+    if approval is not None:
+        return str(approval.arguments.get("service"))
     return record.request.question.partition("/")[0]
+
+
+def several(record: AskRecord) -> bool:
+    """The record is of an ask of several questions, answered per question: the torture's
+    three questions, or an approval's two (``decision`` and ``text``)."""
+    return record.request.approval is not None or "/" in record.request.question
 
 
 def settled_as(record: AskRecord) -> tuple[object, ...]:
@@ -156,8 +180,7 @@ def said(record: AskRecord) -> tuple[object, ...]:
     if record.state is AskState.ANSWERED:
         answer = record.answer
         assert answer is not None
-        several = "/" in record.request.question
-        parts = {e.id: _mark(e) for e in answer.answers} if several else None
+        parts = {e.id: _mark(e) for e in answer.answers} if several(record) else None
         return ("answered", answer.answer, parts)
     if record.state is AskState.WITHDRAWN:
         return ("withdrawn", None)

@@ -118,6 +118,7 @@ from _torture_agents import (
     got,
     said,
     settled_as,
+    several,
 )
 from _torture_ledger import MUST_BE_ZERO, Outcome, Report, Settings
 from _torture_sabotage import (
@@ -673,7 +674,7 @@ class JournalTorture(Torture):
         elif record.state is AskState.ANSWERED:
             assert record.answer is not None
             returned = self.ledger.returned.get(question, [])
-            if "/" not in record.request.question and record.answer.answer not in returned:
+            if not several(record) and record.answer.answer not in returned:
                 self.report.count(
                     NOT_AS_GOT, f"{question}: answered {record.answer.answer}; {returned}"
                 )

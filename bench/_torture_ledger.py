@@ -186,11 +186,8 @@ class Ledger:
         """
         question = request.question
         generation: Generation = provider.generation
-        several = is_several(request)
-        for item in request.questions if several else ():
-            self.calls[item.question] += 1
-        if not several:
-            self.calls[question] += 1
+        for key in self.asked_keys(request):
+            self.calls[key] += 1
         entered_closing = closing(provider)
         if not entered_closing:
             self.entered(provider)
@@ -211,10 +208,23 @@ class Ledger:
                 )
         elif closing(provider):
             self.due_as_close_began += 1
-        if several:
+        return self.answer(request, generation)
+
+    def asked_keys(self, request: AskUserQuestionRequest) -> list[str]:
+        """What ``calls`` counts an ask under: each question of an ask of several, or the
+        question (``bench/_torture_approvals.py``: an approval's two questions)."""
+        if is_several(request):
+            return [item.question for item in request.questions]
+        return [request.question]
+
+    def answer(
+        self, request: AskUserQuestionRequest, generation: Generation
+    ) -> AskUserQuestionAnswer:
+        """The answer of ``generation``: a mark naming the question and the generation."""
+        if is_several(request):
             return self.answer_several(request, generation)
-        answer = f"{question}@{generation!r}"
-        self.returned[question].append(answer)
+        answer = f"{request.question}@{generation!r}"
+        self.returned[request.question].append(answer)
         return AskUserQuestionAnswer(answer)
 
     def answer_several(

@@ -2,6 +2,7 @@
 
 :func:`watch` wraps three methods of one open journal: the winning settlements and the
 divergences are reported to the torture; a sabotage, when one is chosen, is done there.
+:class:`ApproveOther` is the sabotage of the approvals (``bench/_torture_approvals.py``).
 """
 
 from __future__ import annotations
@@ -9,12 +10,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import BaseModel
+
+from hotseam import GateVerdict, ToolGate
 from hotseam.interaction import AskUserQuestionAnswer
 from hotseam.interaction._journal import AskRecord, AskState, Journal, Settlement
 from hotseam.interaction._journal._sqlite import SqliteJournal
 from hotseam.interaction.journal import AgentRun, JournalDaemon
 
-__all__ = ["SABOTAGES", "TAMPERING", "patch_faults", "patch_replay_position", "tamper", "watch"]
+__all__ = [
+    "APPROVING",
+    "SABOTAGES",
+    "TAMPERING",
+    "ApproveOther",
+    "patch_faults",
+    "patch_replay_position",
+    "tamper",
+    "watch",
+]
 
 SABOTAGES = (
     "no-withdraw",
@@ -24,8 +37,10 @@ SABOTAGES = (
     "touch-ended",
     "keep-removed",
     "no-wait",
+    "approve-other",
 )
 TAMPERING = ("answer-twice", "touch-ended")  # writes to the SQLite file behind the journal
+APPROVING = ("approve-other",)  # breaks the tool gate: needs approvals in the scripts
 
 
 def watch(
@@ -115,3 +130,21 @@ def patch_faults(sabotage: str | None) -> Callable[[], None]:
 
         return undo_persist
     return lambda: None
+
+
+class ApproveOther:
+    """Sabotage ``approve-other``: a tool gate that lets an approved call run with the
+    arguments of the previous call it let run (a decision applied to another call)."""
+
+    def __init__(self, gate: ToolGate) -> None:
+        self.gate = gate
+        self.previous: BaseModel | None = None
+
+    async def review(self, tool: Any, input: BaseModel, call: Any) -> GateVerdict:
+        verdict = await self.gate.review(tool, input, call)
+        if verdict.kind != "run" or verdict.input is None:
+            return verdict
+        previous, self.previous = self.previous, verdict.input
+        if previous is None:
+            return verdict
+        return GateVerdict.run(previous, **(verdict.details or {}))

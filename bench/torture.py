@@ -1,7 +1,8 @@
 """Reload torture: real files, the real watcher, and asks running through every kind of edit.
 
     .venv/bin/python bench/torture.py [--edits 1000] [--seed 1] [--backend asyncio|trio]
-        [--several-ratio 0.3] [--journal sqlite|memory [--restart-every 25] [--sabotage ...]]
+        [--several-ratio 0.3]
+        [--journal sqlite|memory [--restart-every 25] [--approvals 0.2] [--sabotage ...]]
 
 A :class:`hotseam.reload.Reloader` watches a temporary folder (watchfiles; no reload is driven
 by hand) that holds a provider module, ``torture_ui.py``, which imports a helper,
@@ -74,7 +75,9 @@ Exit status 1 if a must-be-0 counter is not 0 or a final check fails.
 
 With ``--journal``, the askers are agents of an ask journal (SQLite or memory) whose asks are
 recorded in runs, and the daemon restarts now and then, resuming them; more counters must
-be 0: see ``_torture_journal.py``.
+be 0: see ``_torture_journal.py``. A share of the agents' steps (``--approvals``, 0.2; 0
+leaves them out) are tool calls needing approval, decided by the provider modules through
+the reloads and replayed through the restarts: see ``_torture_approvals.py``.
 """
 
 from __future__ import annotations
@@ -132,6 +135,10 @@ from hotseam.reload import (
 )
 
 __all__ = ["Report", "Settings", "Torture", "run_torture"]
+
+APPROVALS = 0.2
+"""``--approvals`` with ``--journal`` by default (``_torture_approvals.APPROVALS``: that
+module imports this one, so it is not imported for the plain torture)."""
 
 
 class Torture:
@@ -551,8 +558,19 @@ async def main(settings: Settings, options: argparse.Namespace) -> int:
         folder.mkdir()
         if options.journal is None:
             report = await run_torture(folder, settings)
+        elif options.approvals:
+            # The journal's tortures extend this one (they import this module): imported here.
+            from _torture_approvals import run_approval_torture
+
+            report = await run_approval_torture(
+                folder,
+                settings,
+                options.journal,
+                approvals=options.approvals,
+                restart_every=options.restart_every,
+                sabotage=options.sabotage,
+            )
         else:
-            # The journal's torture extends this one (it imports this module): imported here.
             from _torture_journal import run_journal_torture
 
             report = await run_journal_torture(
@@ -591,8 +609,22 @@ if __name__ == "__main__":
         help="with --journal: edits between daemon restarts (0: none)",
     )
     parser.add_argument(
+        "--approvals",
+        type=float,
+        default=None,
+        help="with --journal: the share of the agents' steps that are tool calls needing "
+        "approval (default 0.2; 0 leaves them out; see bench/_torture_approvals.py)",
+    )
+    parser.add_argument(
         "--sabotage",
-        choices=["no-withdraw", "forget-answer", "replay-position", "answer-twice", "touch-ended"],
+        choices=[
+            "no-withdraw",
+            "forget-answer",
+            "replay-position",
+            "answer-twice",
+            "touch-ended",
+            "approve-other",
+        ],
         help="with --journal: break one guarantee on purpose (the run must fail)",
     )
     options = parser.parse_args()
@@ -602,6 +634,14 @@ if __name__ == "__main__":
         parser.error(f"--restart-every must be >= 0 (0: no restarts), got {options.restart_every}")
     if options.journal is None and options.sabotage is not None:
         parser.error("--sabotage needs --journal")
+    if options.approvals is None:
+        options.approvals = APPROVALS if options.journal is not None else 0.0
+    if not 0 <= options.approvals <= 1:
+        parser.error(f"--approvals must be between 0 and 1, got {options.approvals}")
+    if options.approvals and options.journal is None:
+        parser.error("--approvals needs --journal (the approvals are asked inside agent runs)")
+    if options.sabotage == "approve-other" and not options.approvals:
+        parser.error("--sabotage approve-other breaks the approvals: --approvals above 0")
     if options.sabotage in ("answer-twice", "touch-ended") and options.journal != "sqlite":
         parser.error(f"--sabotage {options.sabotage} writes to the SQLite file: --journal sqlite")
     chosen = Settings(
