@@ -463,7 +463,7 @@ class ApprovalTorture(JournalTorture):
         expected = expected_result(decision)
         got = None if result is None else result.to_dict()
         if decision.runs and not attempt.runs:
-            self.report.count(RUN_MISMATCH, f"{question}: {decision.decision.value}d, never ran")
+            self.report.count(RUN_MISMATCH, f"{question}: {decision.decision.value}, never ran")
         elif got is None or not matches(got, expected):
             self.report.count(
                 RUN_MISMATCH, f"{question}: {decision.decision.value}, got {got}, not {expected}"
