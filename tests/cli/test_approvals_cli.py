@@ -78,3 +78,84 @@ def test_a_rule_decides_unasked_status_lists_it_and_the_rest_is_asked(tmp_path: 
         daemon.finish(signal.SIGTERM)
     listed_rules = hotseam("approvals", "list", "--json", cwd=tmp_path, runtime=runtime)
     assert json.loads(listed_rules.stdout)["rules"][0]["uses"] == 1
+
+
+KILLED_AGENT = """
+import pathlib
+import anyio
+from pydantic import BaseModel
+from hotseam import Agent, ToolCall, tool
+
+class DeployInput(BaseModel):
+    service: str
+
+MARK = pathlib.Path(__file__).with_name("ran")
+
+@tool("deploy", needs_approval=True)
+async def deploy(input: DeployInput, call: ToolCall) -> str:
+    \"\"\"Deploy a service.\"\"\"
+    with MARK.open("a") as ran:
+        ran.write(input.service + "\\n")
+    print(f"running {input.service}", flush=True)
+    if len(MARK.read_text().split()) == 1:
+        await anyio.sleep_forever()  # the first daemon is killed here, the tool running
+    return f"deployed {input.service}"
+
+async def main(context):
+    async with context.scope("agent-tools") as scope:
+        scope.register_tool(deploy)
+        result = await context.tools.execute("deploy", {"service": "api"}, agent=Agent("deployer"))
+        print(f"api -> {result.output if result.ok else result.error['code']}", flush=True)
+"""
+
+
+def _approve_pending(path: Path) -> int:
+    """Approve what an inbox lists (as the fleet inbox would: the two-question answer)."""
+    from hotseam.interaction import AskUserQuestionAnswer, QuestionAnswer
+
+    async def answer() -> int:
+        async with open_journal(path) as journal:
+            entries = await journal.inbox()
+            for entry in entries:
+                request = entry.ask.request
+                decision, text = request.questions
+                given = AskUserQuestionAnswer.of(
+                    [QuestionAnswer.chosen(decision, ["approve"]), QuestionAnswer.skip(text)],
+                    request,
+                )
+                assert (await journal.answer_ask(entry.ask.id, given, by="the test")).won
+            return len(entries)
+
+    return anyio.run(answer)
+
+
+def test_a_decision_recorded_before_kill_9_is_replayed_not_asked_again(tmp_path: Path) -> None:
+    """The human approves in the fleet inbox, the tool starts, the daemon is killed -9; the
+    next daemon resumes the run and the approval replays from the journal — the human is
+    not asked again, and the call runs with the approved arguments."""
+    write(tmp_path / "agent.py", KILLED_AGENT)
+    (tmp_path / "providers").mkdir()  # no provider: the question waits for an inbox
+    journal = tmp_path / "journal.sqlite3"
+    runtime = tmp_path / "rt"
+    first = Process(
+        "run", "providers", "--agent", "agent.py", "--name", "deployer",
+        "--journal", str(journal), cwd=tmp_path, runtime=runtime,
+    )  # fmt: skip
+    try:
+        first.expect(r'"ask\.started"')
+        assert _approve_pending(journal) == 1
+        first.expect(r"running api", stream="stdout")
+    finally:
+        first.finish(signal.SIGKILL)
+    second = Process(
+        "run", "providers", "--agent", "agent.py", "--name", "deployer",
+        "--journal", str(journal), cwd=tmp_path, runtime=runtime,
+    )  # fmt: skip
+    try:
+        second.expect(r"api -> deployed api", stream="stdout")
+    finally:
+        second.finish(signal.SIGTERM)
+    logged = second.lines["stderr"]
+    assert [line for line in logged if '"ask.replayed"' in line]
+    assert not [line for line in logged if '"ask.started"' in line]
+    assert (tmp_path / "ran").read_text().split() == ["api", "api"]  # ran again, unasked
