@@ -75,7 +75,7 @@ class Item:
     withdraw: str | None
     after: float  # when the signal fires, or the time limit
     # a gated tool call instead of a question: ``deploy(service=<question>, n=approval)``,
-    # asked for approval (withdraw: "task" or None)
+    # asked for approval (never withdrawn)
     approval: int | None = None
 
     @property
@@ -127,10 +127,11 @@ class Agent:
                 rng.uniform(0.001, 0.04),
             )
             if self.approval_ratio and rng.random() < self.approval_ratio:
-                # A gated call: withdrawn only by cancelling its task (the gate's ask has
-                # no signal or time limit of its own), one question of two asked.
-                withdraw = "task" if withdraw == "task" else None
-                item = Item(item.question, False, withdraw, item.after, rng.randint(1, 9))
+                # A gated call, never withdrawn: the gate's ask has no signal or time limit
+                # of its own, and a task cancelled before the ask took its position (while
+                # the gate reads the journal's rules) would shift the run's later positions,
+                # so that its resume diverges (the scripts' positions must be the same).
+                item = Item(item.question, False, None, item.after, rng.randint(1, 9))
             script.append(item)
         self.script = script
         self.fails = rng.random() < 0.1
