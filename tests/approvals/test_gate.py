@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 
+import anyio
 import pytest
 from pydantic import BaseModel, Field
+from tests._timing import scaled
 
 from hotseam import TOOL_GATE, Context, GateVerdict, ToolCall, tool
 from hotseam.interaction import USER_INTERACTION, AskUserQuestionRequest
@@ -258,3 +260,38 @@ async def test_an_edit_leaving_out_a_default_runs_with_the_default() -> None:
         second = await context.tools.execute("deploy", {"service": "api", "replicas": 9})
     assert first.to_dict() == {"ok": True, "output": "db x1"}
     assert second.to_dict() == {"ok": True, "output": "db x2"}
+
+
+async def test_the_calls_abort_withdraws_its_approval_and_refuses_the_call() -> None:
+    """The caller aborts the call (``execute(..., signal=...)``) while the human decides:
+    the question is withdrawn (the provider sees the ask end), the call refused, not run."""
+    from hotseam import AbortController
+
+    ran: list[DeployInput] = []
+    provider = Asked(Reply.never())
+    controller = AbortController()
+    context = Context("agent")
+    async with context.scope("ui") as scope, anyio.create_task_group() as tasks:
+        scope.provide(USER_INTERACTION, provider)
+        scope.provide(TOOL_GATE, HumanGate())
+        scope.register_tool(deploy_tool(ran, needs_approval=True))  # type: ignore[arg-type]
+        results = []
+
+        async def call() -> None:
+            results.append(
+                await context.tools.execute(
+                    "deploy", {"service": "api", "replicas": 1}, signal=controller.signal
+                )
+            )
+
+        tasks.start_soon(call)
+        with anyio.fail_after(scaled(10)):
+            while not provider.requests:  # noqa: ASYNC110 (the provider has no event to await)
+                await anyio.sleep(0.01)
+        controller.abort("the agent moved on")
+    (result,) = results
+    assert ran == [] and result.error is not None
+    assert result.error["code"] == "APPROVAL_UNANSWERED"
+    assert result.error["details"]["reason"] == "ASK_ABORTED"
+    (request,) = provider.requests
+    assert request.signal is controller.signal

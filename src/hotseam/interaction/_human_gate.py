@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from .._core import GateVerdict, HarnessError, Tool, ToolCall, get_logger
+from .._core import AbortSignal, GateVerdict, HarnessError, Tool, ToolCall, get_logger
 from ._approval import ALL_DECISIONS, Approval, ApprovalDecision, Decision, call_digest
 from ._approval_questions import ApprovalAnswerError, approval_request, read_decision
 from ._ask import ask
@@ -130,6 +130,7 @@ async def ask_approval(
     input_model: type[BaseModel] | None = None,
     timeout: float | None = None,
     tries: int = TRIES,
+    signal: AbortSignal | None = None,
 ) -> ApprovalDecision:
     """Ask the human to decide ``approval`` and return the decision.
 
@@ -142,7 +143,8 @@ async def ask_approval(
     """
     note: str | None = None
     for _ in range(tries):
-        answer = await ask(approval_request(approval, note=note), context=context, timeout=timeout)
+        request = approval_request(approval, note=note).with_signal(signal)
+        answer = await ask(request, context=context, timeout=timeout)
         try:
             return read_decision(approval, answer, input_model=input_model)
         except ApprovalAnswerError as refused:
@@ -254,7 +256,11 @@ class HumanGate:
         context = self._context if self._context is not None else cast("BaseContext", call.context)
         try:
             decision = await ask_approval(
-                approval, context=context, input_model=tool.input_model, timeout=self._timeout
+                approval,
+                context=context,
+                input_model=tool.input_model,
+                timeout=self._timeout,
+                signal=call.signal,  # the call's abort withdraws its question
             )
         except UserInteractionError as failed:
             return GateVerdict.refuse(
