@@ -108,8 +108,8 @@ stress: test-stress
 	$(BIN)/python bench/fleet_torture.py --engine postgresql --outages 3
 	$(BIN)/python bench/fleet_torture.py --engine sqlite
 	$(BIN)/python bench/mcp_torture.py --edits 1000
-	$(BIN)/python bench/torture.py --edits 1000 --journal sqlite --backend asyncio --several-ratio 0
-	$(BIN)/python bench/torture.py --edits 1000 --journal sqlite --backend trio --several-ratio 0
+	$(BIN)/python bench/torture.py --edits 1000 --journal sqlite --backend asyncio --several-ratio 0 --approvals 0
+	$(BIN)/python bench/torture.py --edits 1000 --journal sqlite --backend trio --several-ratio 0 --approvals 0.2
 	HOTSEAM_STATEFUL_EXAMPLES=2000 $(BIN)/pytest -n 2 -p no:cacheprovider tests/test_invariants.py -q
 
 # The interop suites: `hotseam acp` against a Node client written on the official ACP

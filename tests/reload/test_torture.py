@@ -114,3 +114,55 @@ async def test_the_journal_torture_catches_each_guarantee_broken_on_purpose(
             break
     assert report.zero[CAUGHT_BY[sabotage]] > 0, report.render()
     assert not report.ok
+
+
+approval_torture = load_bench("_torture_approvals")
+
+
+@pytest.mark.stress
+@pytest.mark.timeout(90)
+async def test_every_approval_guarantee_holds_through_reloads_and_restarts(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The journal torture with tool calls needing approval: decided by the provider
+    modules through reloads, replayed through restarts — never applied to another call,
+    never used twice, never asked again once recorded, run exactly as decided."""
+    caplog.set_level(logging.CRITICAL, logger="hotseam")
+    folder = tmp_path / "watched"
+    folder.mkdir()
+    settings = torture.Settings(
+        edits=40,
+        seed=20261203,
+        several_ratio=0.0,
+        hang_after=scaled(10.0),
+        settle_timeout=scaled(15.0),
+    )
+    report = await approval_torture.run_approval_torture(
+        folder, settings, "sqlite", approvals=0.5, restart_every=8
+    )
+    print(report.render())
+    assert report.sections["journal"]["restarts"] == 5
+    assert report.ok, report.render()
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_the_approval_torture_catches_a_decision_applied_to_another_call(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``--sabotage approve-other`` (a gate running an approved call with the previous
+    call's arguments) must be caught by the approvals' counters."""
+    caplog.set_level(logging.CRITICAL, logger="hotseam")
+    for seed in (1, 2, 3):
+        folder = tmp_path / f"watched-{seed}"
+        folder.mkdir()
+        settings = torture.Settings(
+            edits=12, seed=seed, several_ratio=0.0, settle_timeout=scaled(15.0)
+        )
+        report = await approval_torture.run_approval_torture(
+            folder, settings, "sqlite", approvals=0.5, restart_every=4, sabotage="approve-other"
+        )
+        if report.zero[approval_torture.APPLIED_ELSEWHERE] > 0:
+            break
+    assert report.zero[approval_torture.APPLIED_ELSEWHERE] > 0, report.render()
+    assert not report.ok
