@@ -22,7 +22,6 @@ or read; 2 bad input (a bad pattern, scope or rule id), with one line on stderr.
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from ..interaction.journal import Journal, JournalErrorCode
 from ._journal_cmd import Action, run_on_journal
@@ -82,27 +81,11 @@ def _where(given: list[str]) -> dict[str, str]:
     return patterns
 
 
-def _rule_json(rule: Any) -> dict[str, Any]:
-    return {
-        "id": rule.id,
-        "tool": rule.tool,
-        "allow": rule.allow,
-        "where": dict(rule.where),
-        "scope": rule.scope,
-        "scope_id": rule.scope_id,
-        "reason": rule.reason,
-        "created_by": rule.created_by,
-        "created_at": rule.created_at,
-        "revoked_at": rule.revoked_at,
-        "uses": rule.uses,
-    }
-
-
 def _list(args: argparse.Namespace) -> Action:
     async def action(journal: Journal) -> int:
         rules = await journal.rules(revoked=args.all)
         if args.json:
-            print_json({"journal": journal.url, "rules": [_rule_json(rule) for rule in rules]})
+            print_json({"journal": journal.url, "rules": [rule.to_dict() for rule in rules]})
         elif not rules:
             print("no approval rules in the journal")
         else:
@@ -143,7 +126,7 @@ def _add(args: argparse.Namespace) -> Action:
             by=COMMAND,
         )
         if args.json:
-            print_json({"journal": journal.url, "rule": _rule_json(rule)})
+            print_json({"journal": journal.url, "rule": rule.to_dict()})
         else:
             print(f"rule {rule.id}: {clean(rule.describe())}")
         return EXIT_OK
@@ -155,7 +138,7 @@ def _revoke(args: argparse.Namespace) -> Action:
     async def action(journal: Journal) -> int:
         rule = await journal.revoke_rule(args.rule, by=COMMAND)
         if args.json:
-            print_json({"journal": journal.url, "rule": _rule_json(rule)})
+            print_json({"journal": journal.url, "rule": rule.to_dict()})
         else:
             print(f"rule {rule.id} revoked: {clean(rule.describe())} (used {rule.uses} times)")
         return EXIT_OK

@@ -182,8 +182,5 @@ async def _rules(facts: SessionFacts) -> list[dict[str, Any]] | None:
             rules = await facts.rules()
         except HarnessError:
             return None
-        return [
-            {"id": rule.id, "rule": rule.describe(), "uses": rule.uses, "allow": rule.allow}
-            for rule in rules
-        ]
+        return [rule.to_dict() for rule in rules]
     return None

@@ -129,7 +129,7 @@ def _rule_lines(rules: object) -> list[str]:
     if not isinstance(rules, list) or not rules:
         return []
     return [f"  approval rules ({len(rules)} in force):"] + [
-        f"    {rule.get('id')}: {rule.get('rule')}, used {rule.get('uses')} time(s)"
+        f"    {rule.get('id')}: {rule.get('text')}, used {rule.get('uses')} time(s)"
         for rule in rules
         if isinstance(rule, dict)
     ]

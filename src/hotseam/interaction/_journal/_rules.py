@@ -74,6 +74,26 @@ class ApprovalRule:
                 return False
         return True
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: every field, with ``active`` and ``describe()`` as ``text`` (what
+        ``hotseam approvals --json``, ``hotseam status`` and the web inbox give)."""
+        return {
+            "id": self.id,
+            "text": self.describe(),
+            "tool": self.tool,
+            "allow": self.allow,
+            "where": dict(self.where),
+            "scope": self.scope,
+            "scope_id": self.scope_id,
+            "reason": self.reason,
+            "created_by": self.created_by,
+            "created_at": self.created_at,
+            "revoked_at": self.revoked_at,
+            "revoked_by": self.revoked_by,
+            "uses": self.uses,
+            "active": self.active,
+        }
+
     def describe(self) -> str:
         """One line: ``always allow deploy where service=api* (journal)``."""
         verb = "always allow" if self.allow else "always reject"

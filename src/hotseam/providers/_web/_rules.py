@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from ..._core import TOOL_GATE, BaseContext
-from ...interaction.approvals import ApprovalRule, HumanGate, RuleBook
+from ...interaction.approvals import HumanGate, RuleBook
 from ...interaction.journal import JOURNALING, Journal, JournalError, JournalErrorCode
 from ._answers import InboxError
 
@@ -47,7 +47,7 @@ async def listed(book: RuleBook | None, *, revoked: bool) -> dict[str, Any]:
         return {"source": None, "rules": []}
     rules = await _call(book.rules(revoked=revoked), None)
     source = "journal" if isinstance(book, Journal) else "process"
-    return {"source": source, "rules": [rule_dict(rule) for rule in rules]}
+    return {"source": source, "rules": [rule.to_dict() for rule in rules]}
 
 
 async def revoked(book: RuleBook | None, rule_id: str) -> dict[str, Any]:
@@ -59,28 +59,7 @@ async def revoked(book: RuleBook | None, rule_id: str) -> dict[str, Any]:
     if book is None:
         raise _unknown(rule_id)
     rule = await _call(book.revoke_rule(rule_id, by=REVOKED_BY), rule_id)
-    return {"ok": True, "rule": rule_dict(rule)}
-
-
-def rule_dict(rule: ApprovalRule) -> dict[str, Any]:
-    """A rule as the API gives it: its fields as ``hotseam approvals list --json`` names
-    them, with ``active`` and ``describe()`` as ``text``."""
-    return {
-        "id": rule.id,
-        "text": rule.describe(),
-        "tool": rule.tool,
-        "allow": rule.allow,
-        "where": dict(rule.where),
-        "scope": rule.scope,
-        "scope_id": rule.scope_id,
-        "reason": rule.reason,
-        "created_by": rule.created_by,
-        "created_at": rule.created_at,
-        "revoked_at": rule.revoked_at,
-        "revoked_by": rule.revoked_by,
-        "uses": rule.uses,
-        "active": rule.active,
-    }
+    return {"ok": True, "rule": rule.to_dict()}
 
 
 async def _call(call: Awaitable[T], rule_id: str | None) -> T:
