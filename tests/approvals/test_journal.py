@@ -93,3 +93,63 @@ async def test_a_resumed_run_asks_again_for_a_changed_call(tmp_path: Path) -> No
     assert result.error["code"] == "APPROVAL_REJECTED"  # type: ignore[attr-defined]
     states = sorted(record.state.value for record in records)  # type: ignore[attr-defined]
     assert states == [AskState.ABANDONED.value, AskState.ANSWERED.value]
+
+
+class AnswersLate:
+    """A provider whose human decides too, but only after the fleet inbox did."""
+
+    multiple_questions = True
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.asked = 0
+
+    async def ask(self, request: AskUserQuestionRequest):  # type: ignore[no-untyped-def]
+        from hotseam.interaction import AskUserQuestionAnswer, QuestionAnswer
+
+        self.asked += 1
+        decision, text = request.questions
+        async with open_journal(self.path) as other:  # another process's inbox, first
+            (entry,) = await other.inbox()
+            approve = AskUserQuestionAnswer.of(
+                [QuestionAnswer.chosen(decision, ["approve"]), QuestionAnswer.skip(text)],
+                entry.ask.request,
+            )
+            assert (await other.answer_ask(entry.ask.id, approve, by="fleet inbox")).won
+        await anyio.sleep(0)
+        return AskUserQuestionAnswer.of(  # this surface's human, a moment too late
+            [QuestionAnswer.chosen(decision, ["reject"]), QuestionAnswer.chosen(text, custom="no")],
+            request,
+        )
+
+
+async def test_two_inboxes_racing_on_one_approval_apply_the_first_decision_once(
+    tmp_path: Path,
+) -> None:
+    """The fleet inbox approves while this daemon's surface rejects: the first decision
+    recorded wins everywhere — the call runs once, with the approval, and the late
+    rejection is not applied."""
+    path = tmp_path / "journal.sqlite3"
+    ran: list[str] = []
+
+    @tool("deploy", needs_approval=True)
+    async def deploy(input: DeployInput, call: ToolCall) -> str:
+        """Deploy."""
+        ran.append(input.service)
+        return f"deployed {input.service}"
+
+    provider = AnswersLate(path)
+    context = Context("daemon")
+    async with (
+        open_journal(path) as journal,
+        JournalDaemon.open(journal, name="d") as journaling,
+        context.scope("ui") as scope,
+    ):
+        scope.provide(USER_INTERACTION, provider)
+        scope.provide(TOOL_GATE, HumanGate())
+        scope.register_tool(deploy)
+        async with journaling.run("deployer") as run:
+            result = await context.tools.execute("deploy", {"service": "api"})
+        (record,) = await journal.run_asks(run.record.id)
+    assert result.to_dict() == {"ok": True, "output": "deployed api"} and ran == ["api"]
+    assert record.settled_by == "fleet inbox"
