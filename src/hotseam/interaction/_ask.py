@@ -92,6 +92,8 @@ async def ask(
         raise _aborted(signal.reason)
     record = None if run is None else await place(run, request, key)
     if record is not None and not record.pending:
+        assert run is not None
+        run.answered_from_journal += 1
         return replay(record, request)
     question_id = uuid.uuid4().hex[:12] if record is None else record.id
     agent = request.agent.id if request.agent is not None else None

@@ -254,6 +254,7 @@ class HumanGate:
                 f"a rule rejects the call of {tool.name!r}{because}", **by_rule
             )
         context = self._context if self._context is not None else cast("BaseContext", call.context)
+        replays = run.answered_from_journal if run is not None else 0
         try:
             decision = await ask_approval(
                 approval,
@@ -270,7 +271,10 @@ class HumanGate:
                 digest=approval.digest,
             )
         details: dict[str, Any] = {"decision": decision.decision.value, "digest": approval.digest}
-        if decision.decision in (Decision.ALWAYS, Decision.NEVER):
+        # A decision replayed from the journal made its rule when it was given: adding it
+        # again would bring back a rule revoked since.
+        replayed = run is not None and run.answered_from_journal > replays
+        if decision.decision in (Decision.ALWAYS, Decision.NEVER) and not replayed:
             rule = await self._add_rule(book, run, tool.name, decision)
             details["rule"] = rule.id
         if decision.decision in (Decision.REJECT, Decision.NEVER):

@@ -371,6 +371,9 @@ class AgentRun:
     record: RunRecord
     recorded: list[AskRecord]
     replayed: int = 0
+    answered_from_journal: int = 0
+    """Asks of this process the journal answered (settled before they were asked here):
+    what a gate reads to tell a decision replayed from one given now."""
     _next: int = field(default=0, repr=False)
     _replaying: bool = field(default=True, repr=False)
     _taken: set[str] = field(default_factory=set, repr=False)
