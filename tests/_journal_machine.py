@@ -43,6 +43,7 @@ import contextlib
 import math
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,17 @@ from hotseam.interaction._journal import (
     question_digest,
 )
 from hotseam.interaction.journal import JournalDaemon
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """Who answered the questions a record kept (``AskRecord.partial``): an earlier life's
+    provider, through the journal."""
+
+    name: str = "the journal (answers kept before the ask was cut)"
+
+
+KEPT = _Kept()
 
 
 class JournalRules(RacingClaimRules, OtherProcessRules, JournalChecks):
@@ -479,6 +491,10 @@ class JournalRules(RacingClaimRules, OtherProcessRules, JournalChecks):
         rec.journal = JournalAsk(inc, position, key, digest, expect, matched, before)
         if len(request.questions) > 1:
             rec.multi = MultiAsk(list(request.questions))
+            if expect == "reattach" and matched is not None and matched.partial:
+                # The questions answered before the ask was cut, kept in the record: the
+                # resumed ask asks only the rest (the run held them when it resumed).
+                rec.multi.given[KEPT] = {str(entry.id): entry for entry in matched.partial}
         for item in request.questions:
             self.ask_by_question[item.question] = rec
         agent.busy = rec
