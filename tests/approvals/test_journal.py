@@ -38,7 +38,13 @@ class Counting:
 
 
 async def _daemon_life(
-    path: Path, provider: Counting, service: str, ran: list[str], *, finish: bool
+    path: Path,
+    provider: Counting,
+    service: str,
+    ran: list[str],
+    *,
+    finish: bool,
+    gate: HumanGate | None = None,
 ) -> object:
     """One daemon's life: the agent's run calls the gated tool; ``finish`` False leaves the
     run unfinished (the process stops after the call), to resume."""
@@ -56,7 +62,7 @@ async def _daemon_life(
         context.scope("ui") as scope,
     ):
         scope.provide(USER_INTERACTION, provider)
-        scope.provide(TOOL_GATE, HumanGate())
+        scope.provide(TOOL_GATE, gate if gate is not None else HumanGate())
         scope.register_tool(deploy)
         with anyio.CancelScope() as stop:  # a stop mid-run leaves the run to resume
             async with journaling.run("deployer") as run:
@@ -153,3 +159,21 @@ async def test_two_inboxes_racing_on_one_approval_apply_the_first_decision_once(
         (record,) = await journal.run_asks(run.record.id)
     assert result.to_dict() == {"ok": True, "output": "deployed api"} and ran == ["api"]
     assert record.settled_by == "fleet inbox"
+
+
+async def test_a_decision_replayed_after_its_expiry_is_refused(tmp_path: Path) -> None:
+    """The expiry counts from when the decision was recorded, not from the resume: replayed
+    two hours later (the gate's clock moved on) under a one-hour expiry, the call is refused
+    ``APPROVAL_EXPIRED`` and does not run; within the hour it runs."""
+    import time
+
+    path = tmp_path / "journal.sqlite3"
+    ran: list[str] = []
+    await _daemon_life(path, Counting(Reply.approve()), "api", ran, finish=False)
+    assert ran == ["api"]
+    later = HumanGate(expires_in=3600, clock=lambda: time.time() + 7200)
+    result, _ = await _daemon_life(path, Counting(), "api", ran, finish=False, gate=later)
+    assert result.error["code"] == "APPROVAL_EXPIRED" and ran == ["api"]  # type: ignore[attr-defined]
+    soon = HumanGate(expires_in=3600, clock=lambda: time.time() + 60)
+    result, _ = await _daemon_life(path, Counting(), "api", ran, finish=True, gate=soon)
+    assert result.ok and ran == ["api", "api"]  # type: ignore[attr-defined]

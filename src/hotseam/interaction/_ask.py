@@ -94,6 +94,7 @@ async def ask(
     if record is not None and not record.pending:
         assert run is not None
         run.answered_from_journal += 1
+        run.last_replayed = record
         return replay(record, request)
     question_id = uuid.uuid4().hex[:12] if record is None else record.id
     agent = request.agent.id if request.agent is not None else None

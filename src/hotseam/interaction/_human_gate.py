@@ -283,8 +283,12 @@ class HumanGate:
             )
         if decision.decision is Decision.RESPOND:
             return GateVerdict.respond(decision.message, **details)
-        # The expiry counts from the decision as this gate got it (a replay on resume too).
-        expires_at = None if self._expires_in is None else self._clock() + self._expires_in
+        # The expiry counts from the decision: as this gate got it, or, replayed after a
+        # restart, as the journal recorded it (a decision does not grow younger by a resume).
+        decided_at = self._clock()
+        if replayed and run is not None and run.last_replayed is not None:
+            decided_at = run.last_replayed.settled_at or decided_at
+        expires_at = None if self._expires_in is None else decided_at + self._expires_in
         grant = self.grants.issue(decision, run_id=run_id, agent=agent, expires_at=expires_at)
         assert decision.arguments is not None
         edited = tool.input_model.model_validate(decision.arguments)

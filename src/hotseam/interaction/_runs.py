@@ -374,6 +374,8 @@ class AgentRun:
     answered_from_journal: int = 0
     """Asks of this process the journal answered (settled before they were asked here):
     what a gate reads to tell a decision replayed from one given now."""
+    last_replayed: AskRecord | None = None
+    """The record the last of those was answered from (when it was settled, by whom)."""
     _next: int = field(default=0, repr=False)
     _replaying: bool = field(default=True, repr=False)
     _taken: set[str] = field(default_factory=set, repr=False)
