@@ -255,3 +255,43 @@ def spawn() -> Iterator[Callable[..., PtyChild]]:
     yield start
     for child in children:
         child.close()
+
+
+async def ask_across_a_reload(
+    request: AskUserQuestionRequest,
+    old: object,
+    new: object,
+    *,
+    pipe: Pipe,
+    before: str,
+    ready: Callable[[], bool],
+    after: str,
+) -> object:
+    """Ask ``request`` on ``old``, type ``before``, and once ``ready()`` replace it by ``new``
+    (a hot reload: the old generation's scope closed inside the seam's swap); type ``after``
+    on the new one. The answer."""
+    from hotseam import Context, Scope
+    from hotseam.interaction import USER_INTERACTION, ask
+
+    context = Context("reload")
+    result: list[object] = []
+
+    async def agent() -> None:
+        result.append(await ask(request, context=context))
+
+    with anyio.fail_after(scaled(5)):
+        async with anyio.create_task_group() as tasks:
+            first = Scope("generation 1", context=context)
+            first.provide(USER_INTERACTION, old)
+            tasks.start_soon(agent)
+            pipe.write(before)
+            await until(ready)
+            async with context.swap(USER_INTERACTION):
+                await first.aclose()
+                second = Scope("generation 2", context=context)
+                second.provide(USER_INTERACTION, new)
+            await until(lambda: getattr(new, "showing", None) is not None)
+            pipe.write(after)
+        await second.aclose()
+    (answer,) = result
+    return answer

@@ -32,7 +32,7 @@ from hotseam.interaction.approvals import (
 )
 from hotseam.providers.terminal import Draft, TerminalProvider
 
-from .conftest import FREE, PLANNER, Pipe, Screen, until
+from .conftest import FREE, PLANNER, Pipe, Screen, ask_across_a_reload, until
 
 pytestmark = pytest.mark.anyio
 
@@ -212,30 +212,17 @@ async def test_a_reload_at_the_text_question_resumes_there(pipe: Pipe) -> None:
     """Reject chosen, then the provider is replaced: the new one (same Draft) asks why,
     the decision kept, and does not show the decision again."""
     out = io.StringIO()
-    context = Context("reload")
     draft = Draft()
-    old = _lines(pipe, out, draft=draft, banner="gen 1")
-    new = _lines(pipe, out, draft=draft, banner="gen 2")
-    result: list[AskUserQuestionAnswer] = []
-
-    async def agent() -> None:
-        result.append(await ask(REQUEST, context=context))
-
-    with anyio.fail_after(scaled(5)):
-        async with anyio.create_task_group() as tg:
-            first = Scope("generation 1", context=context)
-            first.provide(USER_INTERACTION, old)
-            tg.start_soon(agent)
-            pipe.write("3\n")
-            await until(lambda: "Why reject?" in out.getvalue() and out.getvalue().endswith("> "))
-            async with context.swap(USER_INTERACTION):
-                await first.aclose()
-                second = Scope("generation 2", context=context)
-                second.provide(USER_INTERACTION, new)
-            await until(lambda: new.showing is not None)
-            pipe.write("not now\n")
-        await second.aclose()
-    decision = read_decision(DEPLOY, result[0])
+    answer = await ask_across_a_reload(
+        REQUEST,
+        _lines(pipe, out, draft=draft, banner="gen 1"),
+        _lines(pipe, out, draft=draft, banner="gen 2"),
+        pipe=pipe,
+        before="3\n",
+        ready=lambda: "Why reject?" in out.getvalue() and out.getvalue().endswith("> "),
+        after="not now\n",
+    )
+    decision = read_decision(DEPLOY, answer)  # type: ignore[arg-type]
     assert (decision.decision, decision.message) == (Decision.REJECT, "not now")
     after = out.getvalue().split("(question withdrawn)\n")[1]
     assert after.startswith(

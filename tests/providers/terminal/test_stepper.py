@@ -32,7 +32,7 @@ from hotseam.providers._terminal._protocol import BACK, Reprompt, resolve_step
 from hotseam.providers._terminal._stepper import Steps
 from hotseam.providers.terminal import Draft, TerminalProvider
 
-from .conftest import STACK, Pipe, Screen, until
+from .conftest import STACK, Pipe, Screen, ask_across_a_reload, until
 
 pytestmark = pytest.mark.anyio
 
@@ -208,30 +208,17 @@ async def test_plain_lines_resume_after_a_reload_with_the_answers_given(pipe: Pi
     """The provider is replaced at question 2: the new one (same Draft) resumes there with
     question 1's answer kept, and is not asked question 1 again."""
     out = io.StringIO()
-    context = Context("reload")
     draft = Draft()
-    old = TerminalProvider(mode="lines", input=pipe.fd, output=out, draft=draft, banner="gen 1")
-    new = TerminalProvider(mode="lines", input=pipe.fd, output=out, draft=draft, banner="gen 2")
-    result: list[AskUserQuestionAnswer] = []
-
-    async def agent() -> None:
-        result.append(await ask(STACK, context=context))
-
-    with anyio.fail_after(scaled(5)):
-        async with anyio.create_task_group() as tg:
-            first = Scope("generation 1", context=context)
-            first.provide(USER_INTERACTION, old)
-            tg.start_soon(agent)
-            pipe.write("2\n")
-            await until(lambda: "(2 of 3)" in out.getvalue() and out.getvalue().endswith("> "))
-            async with context.swap(USER_INTERACTION):
-                await first.aclose()
-                second = Scope("generation 2", context=context)
-                second.provide(USER_INTERACTION, new)
-            await until(lambda: new.showing is not None)
-            pipe.write("1,3\nship it\n")
-        await second.aclose()
-    assert _entries(result[0]) == [
+    answer = await ask_across_a_reload(
+        STACK,
+        TerminalProvider(mode="lines", input=pipe.fd, output=out, draft=draft, banner="gen 1"),
+        TerminalProvider(mode="lines", input=pipe.fd, output=out, draft=draft, banner="gen 2"),
+        pipe=pipe,
+        before="2\n",
+        ready=lambda: "(2 of 3)" in out.getvalue() and out.getvalue().endswith("> "),
+        after="1,3\nship it\n",
+    )
+    assert _entries(answer) == [  # type: ignore[arg-type]
         ("q1", ("SQLite",), None),
         ("features", ("Auth", "Search"), None),
         ("notes", ("ship it",), None),
