@@ -295,3 +295,18 @@ async def test_the_calls_abort_withdraws_its_approval_and_refuses_the_call() -> 
     assert result.error["details"]["reason"] == "ASK_ABORTED"
     (request,) = provider.requests
     assert request.signal is controller.signal
+
+
+async def test_a_gate_holds_no_grant_once_its_calls_are_done() -> None:
+    """Each grant lives as long as its call: after many approved calls the gate keeps
+    none — a long-running daemon's gate does not grow."""
+    ran, context, provider, scope, deploy = await _gated(*[Reply.approve()] * 50)
+    gate = HumanGate()
+    async with scope:
+        scope.provide(USER_INTERACTION, provider)
+        scope.provide(TOOL_GATE, gate)
+        scope.register_tool(deploy)  # type: ignore[arg-type]
+        for n in range(50):
+            result = await context.tools.execute("deploy", {"service": f"s{n}", "replicas": 1})
+            assert result.ok
+    assert len(ran) == 50 and gate.grants._open == {}

@@ -13,7 +13,6 @@ only at the same position for the same call, and a changed call is asked again.
 
 from __future__ import annotations
 
-import itertools
 import json
 import time
 import weakref
@@ -67,8 +66,7 @@ class Grants:
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self._clock = clock
         self._open: dict[str, Grant] = {}
-        self._used: set[str] = set()
-        self._ids = itertools.count(1)
+        self._issued = 0  # ids are g1, g2...: one issued and no longer open was used
 
     def issue(
         self,
@@ -81,8 +79,9 @@ class Grants:
         """A grant for the call ``decision`` lets run (its digest)."""
         if not decision.runs:
             raise ValueError(f"a {decision.decision.value} decision lets nothing run")
+        self._issued += 1
         grant = Grant(
-            f"g{next(self._ids)}",
+            f"g{self._issued}",
             decision.digest,
             decision,
             run_id,
@@ -100,10 +99,11 @@ class Grants:
             GrantRefusedError: the grant was used, is for another call, another run or
                 agent, has expired, or is unknown — the grant stays as it was.
         """
-        if grant_id in self._used:
-            raise GrantRefusedError(f"grant {grant_id} was used already", "APPROVAL_USED")
         grant = self._open.get(grant_id)
         if grant is None:
+            number = grant_id[1:]
+            if grant_id[:1] == "g" and number.isdecimal() and 0 < int(number) <= self._issued:
+                raise GrantRefusedError(f"grant {grant_id} was used already", "APPROVAL_USED")
             raise GrantRefusedError(f"no grant {grant_id}", "APPROVAL_UNKNOWN")
         if grant.digest != digest:
             raise GrantRefusedError(
@@ -119,8 +119,12 @@ class Grants:
         if grant.expires_at is not None and self._clock() >= grant.expires_at:
             raise GrantRefusedError(f"grant {grant_id} has expired", "APPROVAL_EXPIRED")
         del self._open[grant_id]
-        self._used.add(grant_id)
         return grant
+
+    def discard(self, grant_id: str) -> None:
+        """Drop a grant that will not be used (its call refused): no grant is kept longer
+        than its call, so a long-running gate holds none."""
+        self._open.pop(grant_id, None)
 
 
 async def ask_approval(
@@ -293,19 +297,22 @@ class HumanGate:
         assert decision.arguments is not None
         edited = tool.input_model.model_validate(decision.arguments)
         # What runs is what was approved: the digest of the input the tool gets.
-        self.grants.redeem(
-            grant.id,
-            call_digest(tool.name, edited.model_dump(mode="json")),
-            run_id=run_id,
-            agent=agent,
-        )
+        try:
+            self.grants.redeem(
+                grant.id,
+                call_digest(tool.name, edited.model_dump(mode="json")),
+                run_id=run_id,
+                agent=agent,
+            )
+        finally:
+            self.grants.discard(grant.id)  # used, or refused: either way, gone
         return GateVerdict.run(edited, **details, runs_as=decision.digest)
 
     @property
     def rule_book(self) -> RuleBook:
         """The rules this gate reads outside a journaled run: those it was given
         (``rules=``), else its own :attr:`rules`."""
-        return self._book if self._book is not None else self.rules
+        return self._book_for(None)
 
     def _book_for(self, run: AgentRun | None) -> RuleBook:
         if self._book is not None:
